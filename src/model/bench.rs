@@ -78,11 +78,11 @@ pub fn bench_cpu(
         }
         for &b in batches {
             let batch = random_batch(cfg.vocab_size, len, b, 0);
-            encoder.forward(&batch, cfg.num_layers)?; // warm-up
+            encoder.hidden_states(&batch, cfg.num_layers)?; // warm-up
             let mut times = Vec::with_capacity(repeats);
             for _ in 0..repeats.max(1) {
                 let t0 = Instant::now();
-                encoder.forward(&batch, cfg.num_layers)?;
+                encoder.hidden_states(&batch, cfg.num_layers)?;
                 times.push(t0.elapsed().as_secs_f64());
             }
             let p = BenchPoint::from_seconds(len, b, median(&mut times));

@@ -15,6 +15,7 @@
 //! architectures with one code path, and a differentiable variant for training.
 
 use super::config::{Activation, EncoderConfig};
+use super::cpu::CpuLayers;
 use super::load::{Dense, EncoderWeights, LoadedModel, Norm};
 use crate::error::{Error, Result};
 use candle_core::{DType, Device, Module, Tensor, D};
@@ -87,22 +88,39 @@ pub trait Encoder {
     ) -> impl Future<Output = Result<HiddenStates>>;
 }
 
-/// The CPU encoder (candle). Also the reference the GPU encoder is tested against.
+/// The CPU encoder: candle for the embeddings, [`super::cpu::CpuLayers`] for the layers.
+/// Also the reference the GPU encoder is tested against.
 #[derive(Debug, Clone)]
 pub struct CpuEncoder {
+    /// The model; replace the whole encoder, not this field, to change weights (the
+    /// layers' CPU copy is made from it on first use).
     pub model: LoadedModel,
+    layers: std::sync::OnceLock<std::sync::Arc<CpuLayers>>,
 }
 
 impl CpuEncoder {
     pub fn new(model: LoadedModel) -> Self {
-        CpuEncoder { model }
+        CpuEncoder { model, layers: std::sync::OnceLock::new() }
     }
 
-    /// Synchronous form of [`Encoder::encode`] returning a candle tensor
-    /// `[batch, seq_len, hidden]` (heads and training use it directly).
-    pub fn forward(&self, batch: &TokenBatch, output_layer: usize) -> Result<Tensor> {
-        let (ids, types, mask) = batch_tensors(batch)?;
-        forward(&self.model.config, &self.model.weights, &ids, &types, &mask, output_layer, false)
+    fn layers(&self) -> Result<&CpuLayers> {
+        if self.layers.get().is_none() {
+            let built = CpuLayers::new(&self.model.config, &self.model.weights)?;
+            // Another thread may have won the race; both built the same thing.
+            let _ = self.layers.set(std::sync::Arc::new(built));
+        }
+        Ok(self.layers.get().expect("set above"))
+    }
+
+    /// Synchronous form of [`Encoder::encode`].
+    pub fn hidden_states(&self, batch: &TokenBatch, output_layer: usize) -> Result<HiddenStates> {
+        let cfg = &self.model.config;
+        let (ids, types, _) = batch_tensors(batch)?;
+        check_layer(cfg, output_layer)?;
+        let x = embeddings(cfg, &self.model.weights, &ids, &types, false)?;
+        let mut data: Vec<f32> = x.flatten_all()?.to_vec1()?;
+        self.layers()?.run(&mut data, batch.batch, batch.seq_len, &batch.mask, output_layer);
+        Ok(HiddenStates { batch: batch.batch, seq_len: batch.seq_len, hidden: cfg.hidden_size, data })
     }
 }
 
@@ -116,11 +134,7 @@ impl Encoder for CpuEncoder {
         batch: &TokenBatch,
         output_layer: usize,
     ) -> impl Future<Output = Result<HiddenStates>> {
-        let result = self.forward(batch, output_layer).and_then(|t| {
-            let (b, s, h) = t.dims3()?;
-            Ok(HiddenStates { batch: b, seq_len: s, hidden: h, data: t.flatten_all()?.to_vec1()? })
-        });
-        std::future::ready(result)
+        std::future::ready(self.hidden_states(batch, output_layer))
     }
 }
 
@@ -157,29 +171,28 @@ fn norm(x: &Tensor, n: &Norm, eps: f64, differentiable: bool) -> Result<Tensor> 
     })
 }
 
-/// The forward pass. `ids`/`types` are `[b, s]` u32, `mask` `[b, s]` f32 (1 = real token).
-/// `differentiable` picks ops with autograd support (training) over the fused fast ones.
-pub fn forward(
-    cfg: &EncoderConfig,
-    w: &EncoderWeights,
-    ids: &Tensor,
-    types: &Tensor,
-    mask: &Tensor,
-    output_layer: usize,
-    differentiable: bool,
-) -> Result<Tensor> {
-    let (b, s) = ids.dims2()?;
+fn check_layer(cfg: &EncoderConfig, output_layer: usize) -> Result<()> {
     if output_layer > cfg.num_layers {
         return Err(Error::invalid(format!(
             "layer {output_layer} requested from a {}-layer encoder",
             cfg.num_layers
         )));
     }
+    Ok(())
+}
+
+/// The embedding layer `[b, s, hidden]` (word + position + token type, normalised), after
+/// checking ids, token types and length against the model. Shared by both CPU paths.
+pub fn embeddings(cfg: &EncoderConfig, w: &EncoderWeights, ids: &Tensor, types: &Tensor, differentiable: bool) -> Result<Tensor> {
+    let (b, s) = ids.dims2()?;
     if s > cfg.max_tokens() {
         return Err(Error::invalid(format!(
             "sequence of {s} tokens exceeds the model's limit of {}",
             cfg.max_tokens()
         )));
+    }
+    if b * s == 0 {
+        return Ok(Tensor::zeros((b, s, cfg.hidden_size), DType::F32, &Device::Cpu)?);
     }
     // Out-of-range ids would fail deep inside an index op; say which table they miss.
     let max_id = ids.flatten_all()?.max(0)?.to_scalar::<u32>()? as usize;
@@ -208,7 +221,26 @@ pub fn forward(
     if let Some(tt) = &w.token_type_embeddings {
         x = (x + tt.embedding(&types.flatten_all()?)?.reshape((b, s, h))?)?;
     }
-    x = norm(&x, &w.embedding_norm, cfg.layer_norm_eps, differentiable)?;
+    norm(&x, &w.embedding_norm, cfg.layer_norm_eps, differentiable)
+}
+
+/// The forward pass in candle ops. `ids`/`types` are `[b, s]` u32, `mask` `[b, s]` f32
+/// (1 = real token). `differentiable` picks ops with autograd support (training) over the
+/// fused ones. Inference goes through [`CpuEncoder`] (same math, faster); this is the
+/// training path and the reference the faster one is tested against.
+pub fn forward(
+    cfg: &EncoderConfig,
+    w: &EncoderWeights,
+    ids: &Tensor,
+    types: &Tensor,
+    mask: &Tensor,
+    output_layer: usize,
+    differentiable: bool,
+) -> Result<Tensor> {
+    check_layer(cfg, output_layer)?;
+    let (b, s) = ids.dims2()?;
+    let h = cfg.hidden_size;
+    let mut x = embeddings(cfg, w, ids, types, differentiable)?;
     // Additive mask [b, 1, 1, s]: 0 for real tokens, a large negative for padding. A batch
     // without padding skips it (adding zeros to b x heads x s x s scores is costly at 512).
     let has_padding = mask.flatten_all()?.min(0)?.to_scalar::<f32>()? < 0.5;

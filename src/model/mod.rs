@@ -28,6 +28,7 @@
 pub mod bench;
 pub mod bertscore;
 pub mod config;
+pub mod cpu;
 pub mod embed;
 pub mod encoder;
 pub mod evaluate;
