@@ -1,17 +1,15 @@
-//! Multi-head self-attention over a fused QKV buffer, one (sequence, head, block of query
-//! rows) per task.
+//! Multi-head self-attention over a fused QKV buffer, for a range of query rows (the
+//! caller splits the rows over threads).
 //!
 //! q, k and v are strided views of the `[tokens, 3 * hidden]` output of the fused
 //! projection: head `h` of q is columns `h*d .. (h+1)*d`, of k the same plus `hidden`, of
 //! v plus `2 * hidden`. The scores of a block of query rows (at most `BLOCK` x keys) stay
-//! in a small per-thread buffer that fits the L2 cache, and each task writes its own
-//! `rows x d` block of the context, so tasks run in parallel without copies.
+//! in a small buffer that fits the L2 cache.
 
 use super::math::softmax_row;
-use super::matmul::{matmul_raw, Threads, View};
-use rayon::prelude::*;
+use super::matmul::{matmul, View, ViewMut};
 
-/// Query rows per task: 64 x 512 keys x 4 bytes = 128 KiB of scores.
+/// Query rows per block of scores: 64 x 512 keys x 4 bytes = 128 KiB.
 const BLOCK: usize = 64;
 
 #[derive(Debug, Clone, Copy)]
@@ -42,65 +40,45 @@ fn keys_of(mask: &[u32]) -> Keys {
     }
 }
 
-/// Raw pointer to the context buffer, shared by tasks that write disjoint blocks.
-#[derive(Clone, Copy)]
-struct SharedOut(*mut f32);
-// SAFETY: tasks write disjoint (rows x head columns) blocks; see `self_attention`.
-unsafe impl Send for SharedOut {}
-unsafe impl Sync for SharedOut {}
-
-impl SharedOut {
-    // A method, so closures capture the Sync wrapper, not the raw pointer field.
-    fn at(&self, offset: usize) -> *mut f32 {
-        self.0.wrapping_add(offset)
-    }
-}
-
-/// `ctx[t, h*d..(h+1)*d] = softmax(q_h k_h^T / sqrt d, masked) v_h` for every sequence and
-/// head. `qkv` is `[batch * seq_len, 3 * hidden]`, `mask` `[batch, seq_len]` (1 = real
-/// token), `ctx` `[batch * seq_len, hidden]`.
-pub fn self_attention(qkv: &[f32], mask: &[u32], shape: AttentionShape, ctx: &mut [f32]) {
+/// `ctx[t, h*d..(h+1)*d] = softmax(q_h k_h^T / sqrt d, masked) v_h` for the query tokens
+/// `first_token ..` (counted over the whole batch) that fill `ctx` (`[rows, hidden]`).
+/// `qkv` is `[batch * seq_len, 3 * hidden]` and `mask` `[batch, seq_len]` (1 = real token).
+/// Callers run disjoint row ranges in parallel; rows may span several sequences.
+pub fn self_attention(qkv: &[f32], mask: &[u32], shape: AttentionShape, first_token: usize, ctx: &mut [f32]) {
     let AttentionShape { batch, seq_len: s, heads, head_dim: d } = shape;
     let hidden = heads * d;
     let stride = 3 * hidden;
     assert_eq!(qkv.len(), batch * s * stride, "qkv shape");
     assert_eq!(mask.len(), batch * s, "mask shape");
-    assert_eq!(ctx.len(), batch * s * hidden, "context shape");
-    let keys: Vec<Keys> = mask.chunks_exact(s.max(1)).map(keys_of).collect();
-    let blocks = s.div_ceil(BLOCK);
+    assert_eq!(ctx.len() % hidden.max(1), 0, "context shape");
+    let end_token = first_token + ctx.len() / hidden.max(1);
+    assert!(end_token <= batch * s, "query rows past the batch");
     let scale = 1.0 / (d as f32).sqrt();
-    let out = SharedOut(ctx.as_mut_ptr());
-    let run = |scores: &mut Vec<f32>, task: usize| {
-        let (seq, rest) = (task / (heads * blocks), task % (heads * blocks));
-        let (head, block) = (rest / blocks, rest % blocks);
-        let first = block * BLOCK;
-        let rows = BLOCK.min(s - first);
-        let Keys { count: nk, keep } = &keys[seq];
-        let nk = *nk;
+    let mut scores = Vec::new();
+    let mut token = first_token;
+    while token < end_token {
+        // The part of the range inside one sequence, in blocks of query rows.
+        let seq = token / s;
+        let pos = token % s;
+        let rows = (BLOCK.min(s - pos)).min(end_token - token);
+        let Keys { count: nk, keep } = keys_of(&mask[seq * s..(seq + 1) * s]);
         let base = seq * s * stride;
-        let q = View { data: qkv, offset: base + first * stride + head * d, rows, cols: d, row_stride: stride, col_stride: 1 };
-        // k^T: row j of k^T is column j of k, so the strides swap.
-        let kt = View { data: qkv, offset: base + hidden + head * d, rows: d, cols: nk, row_stride: 1, col_stride: stride };
-        let v = View { data: qkv, offset: base + 2 * hidden + head * d, rows: nk, cols: d, row_stride: stride, col_stride: 1 };
-        scores.resize(rows * nk, 0.0);
-        // SAFETY: `scores` is this task's own buffer of rows x nk.
-        unsafe { matmul_raw(scores.as_mut_ptr(), nk, false, q, kt, scale, Threads::Single) };
-        for row in scores.chunks_exact_mut(nk) {
-            softmax_row(row, keep.as_deref());
+        for head in 0..heads {
+            let q = View { data: qkv, offset: base + pos * stride + head * d, rows, cols: d, row_stride: stride, col_stride: 1 };
+            // k^T: row j of k^T is column j of k, so the strides swap.
+            let kt = View { data: qkv, offset: base + hidden + head * d, rows: d, cols: nk, row_stride: 1, col_stride: stride };
+            let v = View { data: qkv, offset: base + 2 * hidden + head * d, rows: nk, cols: d, row_stride: stride, col_stride: 1 };
+            scores.resize(rows * nk, 0.0);
+            let dst = ViewMut { data: &mut scores, offset: 0, rows, cols: nk, row_stride: nk };
+            matmul(dst, false, q, kt, scale);
+            for row in scores.chunks_exact_mut(nk) {
+                softmax_row(row, keep.as_deref());
+            }
+            let p = View::row_major(&scores, rows, nk);
+            let dst = ViewMut { data: ctx, offset: (token - first_token) * hidden + head * d, rows, cols: d, row_stride: hidden };
+            matmul(dst, false, p, v, 1.0);
         }
-        let p = View::row_major(scores, rows, nk);
-        let dst_offset = (seq * s + first) * hidden + head * d;
-        // SAFETY: rows first..first+rows of sequence `seq`, columns of head `head`: no
-        // other task has the same (seq, head, block), so the blocks are disjoint, and
-        // they lie inside `ctx` (asserted shape above). `ctx` does not overlap `qkv`.
-        unsafe { matmul_raw(out.at(dst_offset), hidden, false, p, v, 1.0, Threads::Single) };
-    };
-    let tasks = batch * heads * blocks;
-    if cfg!(target_arch = "wasm32") {
-        let mut scores = Vec::new();
-        (0..tasks).for_each(|t| run(&mut scores, t));
-    } else {
-        (0..tasks).into_par_iter().for_each_init(Vec::new, run);
+        token += rows;
     }
 }
 
@@ -147,8 +125,13 @@ mod tests {
         mask[70 + 40..140].iter_mut().for_each(|m| *m = 0);
         mask[140 + 10..140 + 20].iter_mut().for_each(|m| *m = 0);
         mask[210..280].iter_mut().for_each(|m| *m = 0);
+        // In uneven row ranges that cross sequence and block boundaries, as threads get them.
         let mut ctx = vec![0.0; 4 * 70 * 15];
-        self_attention(&qkv, &mask, sh, &mut ctx);
+        let mut first = 0;
+        for part in ctx.chunks_mut(15 * 93) {
+            self_attention(&qkv, &mask, sh, first, part);
+            first += part.len() / 15;
+        }
         let want = naive(&qkv, &mask, sh);
         let worst = ctx.iter().zip(&want).map(|(a, b)| (a - b).abs()).fold(0.0, f32::max);
         assert!(worst < 1e-5, "max abs difference {worst}");

@@ -1,11 +1,14 @@
 //! Matrix products of the CPU inference path, through the `gemm` crate (the same kernels
 //! candle calls, AVX-512 included where the CPU has it; see Cargo.toml).
 //!
-//! Calling `gemm` directly instead of through candle tensors lets the attention read
-//! q, k and v as strided views of one fused QKV buffer (no transposes, no copies) and
-//! lets a linear layer start from its bias (no separate add).
+//! Each call is single-threaded; the callers split the work into tasks (tiles of a
+//! linear layer, heads of the attention), which measured faster here than gemm's own
+//! threading at these sizes. Calling `gemm` directly instead of through candle tensors
+//! lets the attention read q, k and v as strided views of one fused QKV buffer (no
+//! transposes, no copies) and lets a linear layer start from its bias (no separate add).
 
 use gemm::Parallelism;
+use rayon::prelude::*;
 
 /// A strided, read-only `rows x cols` f32 matrix view: element (i, j) is at
 /// `data[offset + i * row_stride + j * col_stride]`.
@@ -43,25 +46,9 @@ pub struct ViewMut<'a> {
     pub row_stride: usize,
 }
 
-/// How a product may use threads: a whole-matrix product uses the pool; products inside
-/// an already parallel loop (attention per head) stay on their thread.
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-pub enum Threads {
-    Pool,
-    Single,
-}
-
-fn parallelism(threads: Threads) -> Parallelism {
-    match threads {
-        // wasm32 has no threads here: the pool would only add bookkeeping.
-        Threads::Pool if !cfg!(target_arch = "wasm32") => Parallelism::Rayon(rayon::current_num_threads()),
-        _ => Parallelism::None,
-    }
-}
-
 /// `dst = (accumulate ? dst : 0) + scale * a @ b`. Panics if shapes or bounds disagree
 /// (a programming error, not an input error: callers derive all shapes from one config).
-pub fn matmul(dst: ViewMut, accumulate: bool, a: View, b: View, scale: f32, threads: Threads) {
+pub fn matmul(dst: ViewMut, accumulate: bool, a: View, b: View, scale: f32) {
     assert_eq!(a.cols, b.rows, "inner dimensions");
     assert_eq!((dst.rows, dst.cols), (a.rows, b.cols), "output shape");
     assert!(a.extent() <= a.data.len() && b.extent() <= b.data.len(), "operand out of bounds");
@@ -72,7 +59,7 @@ pub fn matmul(dst: ViewMut, accumulate: bool, a: View, b: View, scale: f32, thre
     assert!(dst.offset + (dst.rows - 1) * dst.row_stride + dst.cols <= dst.data.len(), "output out of bounds");
     // SAFETY: the asserts above keep every element gemm touches inside the three slices;
     // `dst` is borrowed mutably, so it cannot alias `a` or `b`.
-    unsafe { matmul_raw(dst.data.as_mut_ptr().add(dst.offset), dst.row_stride, accumulate, a, b, scale, threads) }
+    unsafe { matmul_raw(dst.data.as_mut_ptr().add(dst.offset), dst.row_stride, accumulate, a, b, scale) }
 }
 
 /// [`matmul`] into a raw row-major destination with row stride `dst_row_stride`, for
@@ -82,7 +69,7 @@ pub fn matmul(dst: ViewMut, accumulate: bool, a: View, b: View, scale: f32, thre
 /// `dst` must be valid for writes of `a.rows` rows of `b.cols` elements at that stride,
 /// and no other thread may access those elements during the call. `a` and `b` must be
 /// in bounds (checked) and must not overlap the destination.
-pub unsafe fn matmul_raw(dst: *mut f32, dst_row_stride: usize, accumulate: bool, a: View, b: View, scale: f32, threads: Threads) {
+pub unsafe fn matmul_raw(dst: *mut f32, dst_row_stride: usize, accumulate: bool, a: View, b: View, scale: f32) {
     assert_eq!(a.cols, b.rows, "inner dimensions");
     assert!(a.extent() <= a.data.len() && b.extent() <= b.data.len(), "operand out of bounds");
     gemm::gemm(
@@ -104,7 +91,8 @@ pub unsafe fn matmul_raw(dst: *mut f32, dst_row_stride: usize, accumulate: bool,
         false,
         false,
         false,
-        parallelism(threads),
+        // Threads come from the callers (tiles, attention tasks), not from gemm.
+        Parallelism::None,
     );
 }
 
@@ -140,20 +128,68 @@ impl Linear {
     }
 
     /// `out[rows, outputs] = x[rows, inputs] @ W + b`.
-    pub fn forward(&self, x: &[f32], rows: usize, out: &mut [f32]) {
+    /// The work is split into tiles for `threads` tasks.
+    pub fn forward(&self, x: &[f32], rows: usize, out: &mut [f32], threads: usize) {
         assert_eq!(x.len(), rows * self.inputs, "input shape");
         assert_eq!(out.len(), rows * self.outputs, "output shape");
         for row in out.chunks_exact_mut(self.outputs) {
             row.copy_from_slice(&self.bias);
         }
-        matmul(
-            ViewMut { data: out, offset: 0, rows, cols: self.outputs, row_stride: self.outputs },
-            true,
-            View::row_major(x, rows, self.inputs),
-            View::row_major(&self.weight, self.inputs, self.outputs),
-            1.0,
-            Threads::Pool,
-        );
+        let tiles = tiles(rows, self.outputs, threads);
+        let dst = SharedMut(out.as_mut_ptr());
+        let tile = |&(r0, r1, c0, c1): &(usize, usize, usize, usize)| {
+            let a = View { data: x, offset: r0 * self.inputs, rows: r1 - r0, cols: self.inputs, row_stride: self.inputs, col_stride: 1 };
+            let b = View { data: &self.weight, offset: c0, rows: self.inputs, cols: c1 - c0, row_stride: self.outputs, col_stride: 1 };
+            // SAFETY: tiles are disjoint blocks of `out` (rows r0..r1, columns c0..c1, inside
+            // its asserted shape), each written by one task only; `out` does not overlap `x`.
+            unsafe { matmul_raw(dst.at(r0 * self.outputs + c0), self.outputs, true, a, b, 1.0) };
+        };
+        if tiles.len() == 1 {
+            tile(&tiles[0]);
+        } else {
+            tiles.par_iter().for_each(tile);
+        }
+    }
+}
+
+/// Split a `rows x cols` product into about one tile per thread, as
+/// `(row_start, row_end, col_start, col_end)`. Columns are split first, so each thread packs
+/// only its share of the weights (measured here: 5-15% faster than gemm's own threading at
+/// 128 rows); rows too once the column strips would drop below 64.
+pub fn tiles(rows: usize, cols: usize, threads: usize) -> Vec<(usize, usize, usize, usize)> {
+    let col_parts = threads.clamp(1, (cols / 64).max(1));
+    let row_parts = (threads / col_parts).clamp(1, (rows / 64).max(1));
+    // Strip boundaries on multiples of 16 (one AVX-512 register of f32).
+    let bounds = |n: usize, parts: usize, align: usize| -> Vec<usize> {
+        let mut b: Vec<usize> = (0..parts).map(|i| (n * i / parts) / align * align).collect();
+        b.push(n);
+        b.dedup();
+        b
+    };
+    let (rb, cb) = (bounds(rows, row_parts, 1), bounds(cols, col_parts, 16));
+    let mut out = Vec::new();
+    for r in rb.windows(2) {
+        for c in cb.windows(2) {
+            out.push((r[0], r[1], c[0], c[1]));
+        }
+    }
+    if out.is_empty() {
+        out.push((0, rows, 0, cols));
+    }
+    out
+}
+
+/// Raw pointer to an output buffer shared by tasks that write disjoint tiles of it.
+#[derive(Clone, Copy)]
+struct SharedMut(*mut f32);
+// SAFETY: every user writes disjoint elements (stated at each use).
+unsafe impl Send for SharedMut {}
+unsafe impl Sync for SharedMut {}
+
+impl SharedMut {
+    // A method, so closures capture the Sync wrapper, not the raw pointer field.
+    fn at(&self, offset: usize) -> *mut f32 {
+        self.0.wrapping_add(offset)
     }
 }
 
@@ -170,8 +206,27 @@ mod tests {
         let a = View { data: &a_t, offset: 0, rows: 2, cols: 2, row_stride: 1, col_stride: 2 };
         let b = View::row_major(&[5.0, 6.0], 2, 1);
         let mut out = [1.0; 4];
-        matmul(ViewMut { data: &mut out, offset: 1, rows: 2, cols: 1, row_stride: 2 }, true, a, b, 2.0, Threads::Single);
+        matmul(ViewMut { data: &mut out, offset: 1, rows: 2, cols: 1, row_stride: 2 }, true, a, b, 2.0);
         assert_eq!(out, [1.0, 35.0, 1.0, 79.0]);
+    }
+
+    #[test]
+    fn tiles_cover_the_product_once() {
+        for (rows, cols, threads) in [(128, 384, 2), (1, 1536, 2), (4096, 384, 16), (5, 3, 8), (0, 384, 2), (128, 384, 1)] {
+            let t = tiles(rows, cols, threads);
+            let mut seen = vec![0u8; rows * cols];
+            for &(r0, r1, c0, c1) in &t {
+                assert!(c0 % 16 == 0, "{t:?}");
+                for r in r0..r1 {
+                    for c in c0..c1 {
+                        seen[r * cols + c] += 1;
+                    }
+                }
+            }
+            assert!(seen.iter().all(|&n| n == 1), "{rows}x{cols} on {threads}: {t:?}");
+            assert!(t.len() <= threads.max(1), "{t:?}");
+        }
+        assert_eq!(tiles(128, 384, 2), vec![(0, 128, 0, 192), (0, 128, 192, 384)]);
     }
 
     #[test]
@@ -179,7 +234,25 @@ mod tests {
         // Two layers of 1 and 2 outputs over 2 inputs, torch layout [out, in].
         let lin = Linear::from_torch(&[(&[1.0, 2.0], &[0.5]), (&[0.0, 1.0, -1.0, 0.0], &[0.0, 10.0])], 2);
         let mut out = [0.0; 3];
-        lin.forward(&[3.0, 4.0], 1, &mut out);
+        lin.forward(&[3.0, 4.0], 1, &mut out, 1);
         assert_eq!(out, [11.5, 4.0, 7.0]);
+    }
+
+    #[test]
+    fn tiled_linear_equals_the_plain_sum() {
+        // 130 rows x 200 outputs in 3 column strips x 1 row block, ragged edges.
+        let (rows, inputs, outputs) = (130, 7, 200);
+        let w: Vec<f32> = (0..outputs * inputs).map(|i| (i % 13) as f32 - 6.0).collect();
+        let b: Vec<f32> = (0..outputs).map(|i| i as f32).collect();
+        let lin = Linear::from_torch(&[(&w, &b)], inputs);
+        let x: Vec<f32> = (0..rows * inputs).map(|i| (i % 5) as f32).collect();
+        let mut out = vec![0.0; rows * outputs];
+        lin.forward(&x, rows, &mut out, 4);
+        for r in 0..rows {
+            for o in 0..outputs {
+                let want: f32 = b[o] + (0..inputs).map(|i| x[r * inputs + i] * w[o * inputs + i]).sum::<f32>();
+                assert_eq!(out[r * outputs + o], want, "row {r} output {o}");
+            }
+        }
     }
 }
