@@ -96,8 +96,16 @@ export async function waitForChecks(page, rows = 1) {
 
 /** Click a run button and wait for the results (or an error box). */
 export async function run(page, buttonId) {
+  // Results of an earlier job stay on screen, so "results visible" alone would return at
+  // once: wait until this job has finished and replaced the last result (or failed).
+  await page.evaluate(() => { window.__resultBeforeRun = window.medrank.state.lastResult; });
   await page.click(buttonId);
-  await page.waitForFunction(() => !document.querySelector('#results-body').hidden || !document.querySelector('#run-error').hidden, null, { timeout: 120000 });
+  await page.waitForFunction(
+    () => !window.medrank.state.running
+      && (window.medrank.state.lastResult !== window.__resultBeforeRun || !document.querySelector('#run-error').hidden),
+    null,
+    { timeout: 120000 },
+  );
   const error = await page.$eval('#run-error', (e) => (e.hidden ? null : e.textContent));
   if (error) throw new Error(`the page reported: ${error}`);
 }
