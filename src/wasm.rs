@@ -707,7 +707,7 @@ extern "C" {
 struct BenchBackend {
     /// "wasm-cpu" or "webgpu".
     backend: String,
-    /// The adapter's name (WebGPU) or "candle (wasm, simd128)".
+    /// The adapter's name (WebGPU) or "medrank kernels (wasm simd128, 1 thread)".
     device: String,
     rows: Vec<crate::gpu::bench::BenchRow>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -748,7 +748,7 @@ pub async fn bench_encoder(
                 continue;
             }
         };
-        let device = if report.backend == "gpu" { report.device.trim().to_string() } else { format!("candle ({simd})") };
+        let device = if report.backend == "gpu" { report.device.trim().to_string() } else { format!("medrank kernels ({simd}, 1 thread)") };
         let mut rows = Vec::new();
         for (i, &(seq_len, batch)) in cells.iter().enumerate() {
             progress.step(&format!("{label}: length {seq_len}, batch {batch}"), k * cells.len() + i, total).map_err(js)?;

@@ -189,7 +189,8 @@ impl BenchReport {
             headers.extend(e.peers.iter().map(|p| format!("{} tokens/s", p.name)));
             headers.push("medrank / fastest peer".into());
             let refs: Vec<&str> = headers.iter().map(String::as_str).collect();
-            let mut t = Table::new("bench_encoder", "Encoder on the CPU: medrank (candle) and peers on the same weights and inputs", &refs);
+            let title = format!("Encoder on the CPU ({} threads): medrank and peers on the same weights and inputs", e.threads);
+            let mut t = Table::new("bench_encoder", &title, &refs);
             for p in &e.ours {
                 let mut row = vec![p.seq_len.to_string(), p.batch.to_string(), format!("{:.1}", p.sequences_per_s), format!("{:.0}", p.tokens_per_s)];
                 for peer in &e.peers {
@@ -266,7 +267,7 @@ pub(super) fn bench(a: BenchArgs) -> Result<()> {
                 core(&mut report.core)?;
             }
             "encoder" => {
-                eprintln!("encoder on the CPU (candle) and its peers on the same weights:");
+                eprintln!("encoder on the CPU and its peers on the same weights:");
                 report.encoder = Some(encoder(&a.model, &a.peers, &a.lengths, &a.batches, a.repeats)?);
             }
             "gpu" => {

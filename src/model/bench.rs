@@ -161,6 +161,8 @@ pub struct PeerRun {
 /// Ours against the peers at the same shapes.
 #[derive(Debug, Clone, Serialize)]
 pub struct BenchReport {
+    /// Threads of medrank's CPU path (the peers use all cores too).
+    pub threads: usize,
     pub ours: Vec<BenchPoint>,
     pub peers: Vec<PeerRun>,
     /// Peak resident memory of the medrank process (bytes), when the OS reports it.
@@ -247,5 +249,5 @@ pub fn bench_with_peers(
         }
         runs.push(run);
     }
-    Ok(BenchReport { ours, peers: runs, peak_memory_bytes })
+    Ok(BenchReport { threads: super::cpu::worker_threads(), ours, peers: runs, peak_memory_bytes })
 }

@@ -180,7 +180,7 @@ test('the benchmark page measures the smallest cell on the wasm CPU and on WebGP
     assert.ok(numbers.every((x) => Number.isFinite(x) && x > 0), `CPU and WebGPU figures: ${cells}`);
     assert.match(cells[6], /×$/);
     const devices = await page.textContent('#bench-devices');
-    assert.match(devices, /CPU: candle \(wasm simd128\)/);
+    assert.match(devices, /CPU: medrank kernels \(wasm simd128, 1 thread\)/);
     assert.match(devices, /WebGPU: .*BrowserWebGpu/);
     // A pasted native `medrank bench --json` adds the wasm/native ratio.
     await page.fill('#native-json', JSON.stringify({ encoder: { ours: [{ seq_len: 128, batch: 1, tokens_per_s: Number(cells[3].replace(/,/g, '')) * 2 }] } }));
