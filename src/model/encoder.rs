@@ -1,5 +1,5 @@
-//! The encoder interface shared by the CPU (candle) and GPU (wgpu) backends, and the CPU
-//! forward pass.
+//! The encoder interface shared by the CPU and GPU (wgpu) backends, the CPU encoder
+//! (embeddings here, layers in `super::cpu`), and the candle forward pass for training.
 //!
 //! Interface contract (kept stable for the GPU backend, `crate::gpu`):
 //! - input: a [`TokenBatch`] — right-padded token ids, token-type ids and an attention mask,
@@ -10,9 +10,9 @@
 //! - `encode` is async so the browser's GPU path can await buffer read-back; the CPU
 //!   implementation finishes before returning (native callers use `pollster::block_on`).
 //!
-//! The forward pass is written out here (not candle-transformers' BertModel) because the
-//! evaluators need the attention mask, intermediate layers (BERTScore), three
-//! architectures with one code path, and a differentiable variant for training.
+//! The forward pass is written out (not candle-transformers' BertModel) because the
+//! evaluators need the attention mask, intermediate layers (BERTScore), and three
+//! architectures with one code path; training needs it differentiable.
 
 use super::config::{Activation, EncoderConfig};
 use super::cpu::CpuLayers;
@@ -224,10 +224,9 @@ pub fn embeddings(cfg: &EncoderConfig, w: &EncoderWeights, ids: &Tensor, types: 
     norm(&x, &w.embedding_norm, cfg.layer_norm_eps, differentiable)
 }
 
-/// The forward pass in candle ops. `ids`/`types` are `[b, s]` u32, `mask` `[b, s]` f32
-/// (1 = real token). `differentiable` picks ops with autograd support (training) over the
-/// fused ones. Inference goes through [`CpuEncoder`] (same math, faster); this is the
-/// training path and the reference the faster one is tested against.
+/// The forward pass in candle ops with autograd support: the training path, and the
+/// reference the inference path ([`CpuEncoder`], same math, faster) is tested against.
+/// `ids`/`types` are `[b, s]` u32, `mask` `[b, s]` f32 (1 = real token).
 pub fn forward(
     cfg: &EncoderConfig,
     w: &EncoderWeights,
@@ -235,12 +234,11 @@ pub fn forward(
     types: &Tensor,
     mask: &Tensor,
     output_layer: usize,
-    differentiable: bool,
 ) -> Result<Tensor> {
     check_layer(cfg, output_layer)?;
     let (b, s) = ids.dims2()?;
     let h = cfg.hidden_size;
-    let mut x = embeddings(cfg, w, ids, types, differentiable)?;
+    let mut x = embeddings(cfg, w, ids, types, true)?;
     // Additive mask [b, 1, 1, s]: 0 for real tokens, a large negative for padding. A batch
     // without padding skips it (adding zeros to b x heads x s x s scores is costly at 512).
     let has_padding = mask.flatten_all()?.min(0)?.to_scalar::<f32>()? < 0.5;
@@ -265,14 +263,10 @@ pub fn forward(
             Some(neg) => scores.broadcast_add(neg)?,
             None => scores,
         };
-        let probs = if differentiable {
-            candle_nn::ops::softmax(&scores, D::Minus1)?
-        } else {
-            candle_nn::ops::softmax_last_dim(&scores)?
-        };
+        let probs = candle_nn::ops::softmax(&scores, D::Minus1)?;
         let ctx = probs.matmul(&v)?.transpose(1, 2)?.reshape((b, s, h))?;
         let attn = linear(&ctx, &layer.attn_out)?;
-        x = norm(&(attn + &x)?, &layer.attn_norm, cfg.layer_norm_eps, differentiable)?;
+        x = norm(&(attn + &x)?, &layer.attn_norm, cfg.layer_norm_eps, true)?;
         let inner = linear(&x, &layer.ffn_in)?;
         let inner = match cfg.activation {
             Activation::Gelu => inner.gelu_erf()?,
@@ -280,7 +274,7 @@ pub fn forward(
             Activation::Relu => inner.relu()?,
         };
         let out = linear(&inner, &layer.ffn_out)?;
-        x = norm(&(out + &x)?, &layer.ffn_norm, cfg.layer_norm_eps, differentiable)?;
+        x = norm(&(out + &x)?, &layer.ffn_norm, cfg.layer_norm_eps, true)?;
     }
     debug_assert_eq!(x.dtype(), DType::F32);
     Ok(x)
