@@ -145,7 +145,7 @@ fn cpu_inference_path_matches_the_candle_forward_pass() {
         let seq = |n: usize, seed: u32| -> Vec<u32> { (0..n as u32).map(|i| 1000 + (i * 7919 + seed) % 20000).collect() };
         let (a, b) = (seq(70, 1), seq(33, 2));
         let types_a: Vec<u32> = (0..70).map(|i| (i >= 40) as u32).collect();
-        let mut batch = TokenBatch::from_sequences(&[(&a, &types_a), (&b, &vec![0; 33])], 0);
+        let mut batch = TokenBatch::from_sequences(&[(&a, &types_a), (&b, &[0; 33])], 0);
         batch.mask[10] = 0; // a gap: key 10 of the first sequence is masked
         let enc = CpuEncoder::new(model.clone());
         let (ids, types, mask) = batch_tensors(&batch).unwrap();

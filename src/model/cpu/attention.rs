@@ -34,7 +34,7 @@ fn keys_of(mask: &[u32]) -> Keys {
         None => Keys { count: mask.len(), keep: Some(vec![false; mask.len()]) },
         Some(last) => {
             let count = last + 1;
-            let gaps = mask[..count].iter().any(|&m| m == 0);
+            let gaps = mask[..count].contains(&0);
             Keys { count, keep: gaps.then(|| mask[..count].iter().map(|&m| m != 0).collect()) }
         }
     }

@@ -254,7 +254,8 @@ mod tests {
         let mut x = vec![0.0, 1.0, 1.0, 3.0];
         add_layer_norm_row(&mut x, &[1.0, 1.0, 2.0, 3.0], &[1.0, 2.0, 1.0, 1.0], &[0.0, 0.0, 0.5, 0.0], 0.0);
         let s = 3.5f64.sqrt();
-        let want = [-2.0 / s, 2.0 * -1.0 / s, 0.5, 3.0 / s];
+        // Row: (x - 3) / sqrt(3.5) * gamma + beta.
+        let want = [-2.0 / s, -2.0 / s, 0.5, 3.0 / s];
         for (g, w) in x.iter().zip(want) {
             assert!((*g as f64 - w).abs() < 1e-6, "{x:?}");
         }

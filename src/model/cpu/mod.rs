@@ -118,7 +118,7 @@ impl CpuLayers {
         for layer in self.layers.iter().take(n_layers) {
             layer.qkv.forward(hidden, tokens, &mut qkv, threads);
             let qkv = &qkv;
-            let rest = |(task, (((states, ctx), branch), inner)): (usize, (((&mut [f32], &mut [f32]), &mut [f32]), &mut [f32]))| {
+            let rest = |(task, (((states, ctx), branch), inner)): TaskRows| {
                 let rows = states.len() / h;
                 self_attention(qkv, mask, shape, task * rows_per_task, ctx);
                 layer.attn_out.forward(ctx, rows, branch, 1);
@@ -158,6 +158,10 @@ impl CpuLayers {
         }
     }
 }
+
+/// One task's share of a layer: its index, then its rows of the hidden states, the
+/// attention context, the branch output and the feed-forward activations (zipped).
+type TaskRows<'a> = (usize, (((&'a mut [f32], &'a mut [f32]), &'a mut [f32]), &'a mut [f32]));
 
 /// Threads the CPU path may use (1 on wasm32, which has no threads here).
 pub fn worker_threads() -> usize {
