@@ -156,6 +156,10 @@ fn cpu_inference_path_matches_the_candle_forward_pass() {
             let worst = fast.iter().zip(&slow).map(|(x, y)| (x - y).abs()).fold(0.0, f32::max);
             assert!(worst < 1e-4, "{activation:?} layer {layer}: max abs diff {worst}");
         }
+        // A batch of empty sequences gives empty states, not a panic.
+        let empty = TokenBatch::from_sequences(&[(&[], &[]), (&[], &[]), (&[], &[])], 0);
+        let states = enc.hidden_states(&empty, 2).unwrap();
+        assert_eq!((states.batch, states.seq_len, states.data.len()), (3, 0, 0));
     }
 }
 
