@@ -136,7 +136,7 @@ fn three_architectures_match_numpy_and_round_trip() {
 /// 70 tokens so the attention splits query rows into two blocks.
 #[test]
 fn cpu_inference_path_matches_the_candle_forward_pass() {
-    use medrank::model::encoder::{batch_tensors, forward};
+    use medrank::model::encoder::forward;
     for activation in [Activation::Gelu, Activation::GeluTanh, Activation::Relu] {
         let mut cfg = tiny(Arch::Bert, HeadKind::SequenceClassification, &["a", "b"]);
         cfg.activation = activation;
@@ -148,11 +148,10 @@ fn cpu_inference_path_matches_the_candle_forward_pass() {
         let mut batch = TokenBatch::from_sequences(&[(&a, &types_a), (&b, &[0; 33])], 0);
         batch.mask[10] = 0; // a gap: key 10 of the first sequence is masked
         let enc = CpuEncoder::new(model.clone());
-        let (ids, types, mask) = batch_tensors(&batch).unwrap();
         for layer in 0..=model.config.num_layers {
             let fast = enc.hidden_states(&batch, layer).unwrap().data;
             let slow: Vec<f32> =
-                forward(&model.config, &model.weights, &ids, &types, &mask, layer).unwrap().flatten_all().unwrap().to_vec1().unwrap();
+                forward(&model.config, &model.weights, &batch, layer).unwrap().flatten_all().unwrap().to_vec1().unwrap();
             let worst = fast.iter().zip(&slow).map(|(x, y)| (x - y).abs()).fold(0.0, f32::max);
             assert!(worst < 1e-4, "{activation:?} layer {layer}: max abs diff {worst}");
         }

@@ -244,55 +244,13 @@ impl GpuEncoder {
     }
 
     fn check_batch(&self, batch: &TokenBatch, output_layer: usize) -> Result<()> {
-        let c = &self.config;
-        let n = batch.batch * batch.seq_len;
-        if batch.ids.len() != n || batch.type_ids.len() != n || batch.mask.len() != n {
-            return Err(Error::invalid(format!(
-                "token batch {}x{} has {} ids, {} type ids, {} mask values",
-                batch.batch,
-                batch.seq_len,
-                batch.ids.len(),
-                batch.type_ids.len(),
-                batch.mask.len()
-            )));
-        }
-        if output_layer > c.num_layers {
-            return Err(Error::invalid(format!(
-                "layer {output_layer} requested from a {}-layer encoder",
-                c.num_layers
-            )));
-        }
-        if batch.seq_len > c.max_tokens() {
-            return Err(Error::invalid(format!(
-                "sequence of {} tokens exceeds the model's limit of {}",
-                batch.seq_len,
-                c.max_tokens()
-            )));
-        }
+        batch.check(&self.config, output_layer)?;
         if batch.seq_len > Attention::MAX_SEQ_LEN {
             return Err(Error::invalid(format!(
                 "the GPU encoder handles at most {} tokens a sequence, got {}",
                 Attention::MAX_SEQ_LEN,
                 batch.seq_len
             )));
-        }
-        if let Some(&id) = batch.ids.iter().find(|&&id| id as usize >= c.vocab_size) {
-            return Err(Error::invalid(format!(
-                "token id {id} is outside the vocabulary of {}",
-                c.vocab_size
-            )));
-        }
-        if self.token_type_embeddings.is_some() {
-            if let Some(&t) = batch
-                .type_ids
-                .iter()
-                .find(|&&t| t as usize >= c.type_vocab_size)
-            {
-                return Err(Error::invalid(format!(
-                    "token type {t} is outside the model's {} types",
-                    c.type_vocab_size
-                )));
-            }
         }
         Ok(())
     }

@@ -14,7 +14,7 @@
 //! evaluators need the attention mask, intermediate layers (BERTScore), and three
 //! architectures with one code path; training needs it differentiable.
 
-use super::config::{Activation, EncoderConfig};
+use super::config::{Activation, Arch, EncoderConfig};
 use super::cpu::CpuLayers;
 use super::load::{Dense, EncoderWeights, LoadedModel, Norm};
 use crate::error::{Error, Result};
@@ -55,6 +55,59 @@ impl TokenBatch {
     /// Number of real tokens in the batch.
     pub fn real_tokens(&self) -> usize {
         self.mask.iter().filter(|&&m| m != 0).count()
+    }
+
+    /// Ids, type ids and mask each hold `batch x seq_len` values.
+    fn check_shape(&self) -> Result<()> {
+        let n = self.batch * self.seq_len;
+        if self.ids.len() != n || self.type_ids.len() != n || self.mask.len() != n {
+            return Err(Error::invalid(format!(
+                "token batch {}x{} has {} ids, {} type ids, {} mask values",
+                self.batch,
+                self.seq_len,
+                self.ids.len(),
+                self.type_ids.len(),
+                self.mask.len()
+            )));
+        }
+        Ok(())
+    }
+
+    /// What every encoder (CPU, GPU, training) checks before it runs: the shape, the layer
+    /// asked for, the length, and ids and token types against the model's tables (an
+    /// out-of-range id would otherwise fail deep inside a gather, or silently on a GPU).
+    pub fn check(&self, cfg: &EncoderConfig, output_layer: usize) -> Result<()> {
+        self.check_shape()?;
+        if output_layer > cfg.num_layers {
+            return Err(Error::invalid(format!(
+                "layer {output_layer} requested from a {}-layer encoder",
+                cfg.num_layers
+            )));
+        }
+        if self.seq_len > cfg.max_tokens() {
+            return Err(Error::invalid(format!(
+                "sequence of {} tokens exceeds the model's limit of {}",
+                self.seq_len,
+                cfg.max_tokens()
+            )));
+        }
+        if let Some(&id) = self.ids.iter().find(|&&id| id as usize >= cfg.vocab_size) {
+            return Err(Error::invalid(format!(
+                "token id {id} is outside the vocabulary of {} (tokenizer and model do not match)",
+                cfg.vocab_size
+            )));
+        }
+        // DistilBERT has no token-type table and ignores the type ids.
+        if cfg.arch != Arch::DistilBert {
+            if let Some(&t) = self.type_ids.iter().find(|&&t| t as usize >= cfg.type_vocab_size) {
+                return Err(Error::invalid(format!(
+                    "token type {t} given to a model with {} token types (RoBERTa-style models \
+                     take type 0 only: use their own tokenizer)",
+                    cfg.type_vocab_size
+                )));
+            }
+        }
+        Ok(())
     }
 }
 
@@ -115,8 +168,8 @@ impl CpuEncoder {
     /// Synchronous form of [`Encoder::encode`].
     pub fn hidden_states(&self, batch: &TokenBatch, output_layer: usize) -> Result<HiddenStates> {
         let cfg = &self.model.config;
-        let (ids, types, _) = batch_tensors(batch)?;
-        check_layer(cfg, output_layer)?;
+        batch.check(cfg, output_layer)?;
+        let (ids, types, _) = batch_tensors(batch);
         let x = embeddings(cfg, &self.model.weights, &ids, &types, false)?;
         let mut data: Vec<f32> = x.flatten_all()?.to_vec1()?;
         self.layers()?.run(&mut data, batch.batch, batch.seq_len, &batch.mask, output_layer);
@@ -139,24 +192,13 @@ impl Encoder for CpuEncoder {
 }
 
 /// The batch as candle tensors: ids `[b, s]` u32, type ids `[b, s]` u32, mask `[b, s]` f32.
-pub fn batch_tensors(batch: &TokenBatch) -> Result<(Tensor, Tensor, Tensor)> {
+/// The batch must have passed [`TokenBatch::check`].
+fn batch_tensors(batch: &TokenBatch) -> (Tensor, Tensor, Tensor) {
     let shape = (batch.batch, batch.seq_len);
-    let n = batch.batch * batch.seq_len;
-    if batch.ids.len() != n || batch.type_ids.len() != n || batch.mask.len() != n {
-        return Err(Error::invalid(format!(
-            "token batch {}x{} has {} ids, {} type ids, {} mask values",
-            batch.batch,
-            batch.seq_len,
-            batch.ids.len(),
-            batch.type_ids.len(),
-            batch.mask.len()
-        )));
-    }
-    let ids = Tensor::from_vec(batch.ids.clone(), shape, &Device::Cpu)?;
-    let types = Tensor::from_vec(batch.type_ids.clone(), shape, &Device::Cpu)?;
+    let tensor = |v: Vec<u32>| Tensor::from_vec(v, shape, &Device::Cpu).expect("shape checked");
     let mask: Vec<f32> = batch.mask.iter().map(|&m| if m != 0 { 1.0 } else { 0.0 }).collect();
-    let mask = Tensor::from_vec(mask, shape, &Device::Cpu)?;
-    Ok((ids, types, mask))
+    let mask = Tensor::from_vec(mask, shape, &Device::Cpu).expect("shape checked");
+    (tensor(batch.ids.clone()), tensor(batch.type_ids.clone()), mask)
 }
 
 fn linear(x: &Tensor, d: &Dense) -> Result<Tensor> {
@@ -171,44 +213,12 @@ fn norm(x: &Tensor, n: &Norm, eps: f64, differentiable: bool) -> Result<Tensor> 
     })
 }
 
-fn check_layer(cfg: &EncoderConfig, output_layer: usize) -> Result<()> {
-    if output_layer > cfg.num_layers {
-        return Err(Error::invalid(format!(
-            "layer {output_layer} requested from a {}-layer encoder",
-            cfg.num_layers
-        )));
-    }
-    Ok(())
-}
-
-/// The embedding layer `[b, s, hidden]` (word + position + token type, normalised), after
-/// checking ids, token types and length against the model. Shared by both CPU paths.
-pub fn embeddings(cfg: &EncoderConfig, w: &EncoderWeights, ids: &Tensor, types: &Tensor, differentiable: bool) -> Result<Tensor> {
+/// The embedding layer `[b, s, hidden]` (word + position + token type, normalised) of a
+/// batch that passed [`TokenBatch::check`]. Shared by both CPU paths.
+fn embeddings(cfg: &EncoderConfig, w: &EncoderWeights, ids: &Tensor, types: &Tensor, differentiable: bool) -> Result<Tensor> {
     let (b, s) = ids.dims2()?;
-    if s > cfg.max_tokens() {
-        return Err(Error::invalid(format!(
-            "sequence of {s} tokens exceeds the model's limit of {}",
-            cfg.max_tokens()
-        )));
-    }
     if b * s == 0 {
         return Ok(Tensor::zeros((b, s, cfg.hidden_size), DType::F32, &Device::Cpu)?);
-    }
-    // Out-of-range ids would fail deep inside an index op; say which table they miss.
-    let max_id = ids.flatten_all()?.max(0)?.to_scalar::<u32>()? as usize;
-    if max_id >= cfg.vocab_size {
-        return Err(Error::invalid(format!(
-            "token id {max_id} is outside the model's vocabulary of {} (tokenizer and model do not match)",
-            cfg.vocab_size
-        )));
-    }
-    let max_type = types.flatten_all()?.max(0)?.to_scalar::<u32>()? as usize;
-    if w.token_type_embeddings.is_some() && max_type >= cfg.type_vocab_size {
-        return Err(Error::invalid(format!(
-            "token type {max_type} given to a model with {} token types (RoBERTa-style models \
-             take type 0 only: use their own tokenizer)",
-            cfg.type_vocab_size
-        )));
     }
     let h = cfg.hidden_size;
     // Positions count from the offset (2 for RoBERTa); right padding keeps real tokens at
@@ -226,24 +236,17 @@ pub fn embeddings(cfg: &EncoderConfig, w: &EncoderWeights, ids: &Tensor, types: 
 
 /// The forward pass in candle ops with autograd support: the training path, and the
 /// reference the inference path ([`CpuEncoder`], same math, faster) is tested against.
-/// `ids`/`types` are `[b, s]` u32, `mask` `[b, s]` f32 (1 = real token).
-pub fn forward(
-    cfg: &EncoderConfig,
-    w: &EncoderWeights,
-    ids: &Tensor,
-    types: &Tensor,
-    mask: &Tensor,
-    output_layer: usize,
-) -> Result<Tensor> {
-    check_layer(cfg, output_layer)?;
-    let (b, s) = ids.dims2()?;
+/// Returns `[batch, seq_len, hidden]`.
+pub fn forward(cfg: &EncoderConfig, w: &EncoderWeights, batch: &TokenBatch, output_layer: usize) -> Result<Tensor> {
+    batch.check(cfg, output_layer)?;
+    let (ids, types, mask) = batch_tensors(batch);
+    let (b, s) = (batch.batch, batch.seq_len);
     let h = cfg.hidden_size;
-    let mut x = embeddings(cfg, w, ids, types, true)?;
+    let mut x = embeddings(cfg, w, &ids, &types, true)?;
     // Additive mask [b, 1, 1, s]: 0 for real tokens, a large negative for padding. A batch
     // without padding skips it (adding zeros to b x heads x s x s scores is costly at 512).
-    let has_padding = mask.flatten_all()?.min(0)?.to_scalar::<f32>()? < 0.5;
-    let neg = if has_padding {
-        Some(((mask.ones_like()? - mask)? * -1e9f64)?.reshape((b, 1, 1, s))?)
+    let neg = if batch.mask.contains(&0) {
+        Some(((mask.ones_like()? - &mask)? * -1e9f64)?.reshape((b, 1, 1, s))?)
     } else {
         None
     };

@@ -20,7 +20,7 @@
 
 use super::config::{EncoderConfig, HeadKind};
 use super::embed::{length_batches, TextModel};
-use super::encoder::{batch_tensors, forward, CpuEncoder};
+use super::encoder::{forward, CpuEncoder};
 use super::evaluate::{classification_parts, mcqa_parts};
 use super::heads::head_forward;
 use super::load::{random_model, Dense, HeadWeights, LoadedModel};
@@ -310,9 +310,7 @@ fn first_token_states(model: &LoadedModel, tokenizer: &TextTokenizer, inputs: &[
         }
         return Ok(Tensor::from_vec(rows, (inputs.len(), h), &Device::Cpu)?);
     }
-    let batch = tokenizer.batch(inputs);
-    let (ids, types, mask) = batch_tensors(&batch)?;
-    let h = forward(&model.config, &model.weights, &ids, &types, &mask, model.config.num_layers)?;
+    let h = forward(&model.config, &model.weights, &tokenizer.batch(inputs), model.config.num_layers)?;
     Ok(h.i((.., 0, ..))?.contiguous()?)
 }
 
