@@ -666,12 +666,7 @@ fn check_inputs(
             )));
         }
     }
-    if !(options.confidence > 0.0 && options.confidence < 1.0) {
-        return Err(Error::invalid(format!(
-            "confidence must lie strictly between 0 and 1, got {}",
-            options.confidence
-        )));
-    }
+    crate::stats::bootstrap::check_confidence(options.confidence).map_err(Error::invalid)?;
     Ok(())
 }
 

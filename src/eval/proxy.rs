@@ -198,12 +198,7 @@ pub fn rank_systems(
     options: &ProxyOptions,
     human: Option<&HumanRankings>,
 ) -> Result<ProxyReport> {
-    if !(options.confidence > 0.0 && options.confidence < 1.0) {
-        return Err(Error::invalid(format!(
-            "confidence must lie strictly between 0 and 1, got {}",
-            options.confidence
-        )));
-    }
+    crate::stats::bootstrap::check_confidence(options.confidence).map_err(Error::invalid)?;
     let by_key = index_predictions(bundle, predictions)?;
     let tasks: BTreeSet<Task> = bundle.instances.iter().map(|i| i.problem.task()).collect();
 

@@ -205,15 +205,7 @@ pub fn grade_responses(
     responses: &[GradedResponse],
     options: &RubricOptions,
 ) -> Result<RubricReport> {
-    if !(options.confidence > 0.0 && options.confidence < 1.0) {
-        return Err(Error::invalid(format!(
-            "confidence must be in (0, 1), got {}",
-            options.confidence
-        )));
-    }
-    if options.resamples == 0 {
-        return Err(Error::invalid("resamples must be at least 1"));
-    }
+    crate::stats::bootstrap::check_settings(options.resamples, options.confidence).map_err(Error::invalid)?;
     let mut systems: Vec<String> = Vec::new();
     for r in responses {
         if !systems.contains(&r.system) {

@@ -11,6 +11,26 @@ use rand_chacha::ChaCha8Rng;
 use serde::Serialize;
 use std::cmp::Ordering;
 
+/// The confidence level of an interval must lie strictly between 0 and 1: the one check
+/// (and message) every method and interval uses.
+pub fn check_confidence(confidence: f64) -> Result<(), String> {
+    if confidence > 0.0 && confidence < 1.0 {
+        Ok(())
+    } else {
+        Err(format!("confidence must be in (0, 1), got {confidence}"))
+    }
+}
+
+/// [`check_confidence`], and at least one resample (for methods that reject 0 up front
+/// rather than reporting undefined intervals).
+pub fn check_settings(resamples: usize, confidence: f64) -> Result<(), String> {
+    check_confidence(confidence)?;
+    if resamples == 0 {
+        return Err("resamples must be at least 1".into());
+    }
+    Ok(())
+}
+
 /// Settings of a bootstrap run.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Bootstrap {
@@ -78,11 +98,8 @@ impl Bootstrap {
 
     /// The percentile interval of one statistic's replicates.
     fn interval(&self, replicates: &[f64]) -> Stat<Interval> {
-        if !(self.confidence > 0.0 && self.confidence < 1.0) {
-            return Stat::undefined(format!(
-                "confidence must be in (0, 1), got {}",
-                self.confidence
-            ));
+        if let Err(reason) = check_confidence(self.confidence) {
+            return Stat::Undefined(reason);
         }
         let undefined = replicates.iter().filter(|v| v.is_nan()).count();
         if undefined > 0 {

@@ -37,8 +37,8 @@ pub fn sd(values: &[f64]) -> Stat<f64> {
 /// NaN, or a confidence outside (0, 1). Identical values give a zero-width interval
 /// (scipy returns NaN there because its scale must be > 0).
 pub fn t_interval(values: &[f64], confidence: f64) -> Stat<Interval> {
-    if !(confidence > 0.0 && confidence < 1.0) {
-        return Stat::undefined(format!("confidence must be in (0, 1), got {confidence}"));
+    if let Err(reason) = super::bootstrap::check_confidence(confidence) {
+        return Stat::Undefined(reason);
     }
     let (m, s) = match (mean(values), sd(values)) {
         (Stat::Defined(m), Stat::Defined(s)) => (m, s),

@@ -289,15 +289,7 @@ pub struct BertScoreSection {
 }
 
 fn check_options(options: &MetricsOptions) -> Result<()> {
-    if !(options.confidence > 0.0 && options.confidence < 1.0) {
-        return Err(Error::invalid(format!(
-            "confidence must be in (0, 1), got {}",
-            options.confidence
-        )));
-    }
-    if options.resamples == 0 {
-        return Err(Error::invalid("resamples must be at least 1"));
-    }
+    crate::stats::bootstrap::check_settings(options.resamples, options.confidence).map_err(Error::invalid)?;
     for (metric, bins) in &options.kappa_bins {
         bins.validate()
             .map_err(|m| Error::invalid(format!("kappa bins for {}: {m}", metric.name())))?;
