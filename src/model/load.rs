@@ -47,6 +47,51 @@ pub struct LayerWeights {
     pub ffn_norm: Norm,
 }
 
+/// The checkpoint names of one layer's tensors, for one architecture.
+struct LayerNames {
+    query: &'static str,
+    key: &'static str,
+    value: &'static str,
+    attn_out: &'static str,
+    attn_norm: &'static str,
+    ffn_in: &'static str,
+    ffn_out: &'static str,
+    ffn_norm: &'static str,
+}
+
+/// The checkpoint names of a layer's tensors: the layer prefix (then ".{i}.") and the
+/// names after it. One table for reading and writing checkpoints.
+fn layer_names(arch: Arch) -> (&'static str, LayerNames) {
+    match arch {
+        Arch::Bert | Arch::Roberta => (
+            "encoder.layer",
+            LayerNames {
+                query: "attention.self.query",
+                key: "attention.self.key",
+                value: "attention.self.value",
+                attn_out: "attention.output.dense",
+                attn_norm: "attention.output.LayerNorm",
+                ffn_in: "intermediate.dense",
+                ffn_out: "output.dense",
+                ffn_norm: "output.LayerNorm",
+            },
+        ),
+        Arch::DistilBert => (
+            "transformer.layer",
+            LayerNames {
+                query: "attention.q_lin",
+                key: "attention.k_lin",
+                value: "attention.v_lin",
+                attn_out: "attention.out_lin",
+                attn_norm: "sa_layer_norm",
+                ffn_in: "ffn.lin1",
+                ffn_out: "ffn.lin2",
+                ffn_norm: "output_layer_norm",
+            },
+        ),
+    }
+}
+
 /// The encoder body in a backend-neutral layout: f32 tensors on the CPU. The GPU encoder
 /// uploads these (`tensor.flatten_all()?.to_vec1::<f32>()`), the CPU encoder runs them.
 #[derive(Debug, Clone)]
@@ -201,71 +246,36 @@ pub fn from_tensors(
     }
     let mut take = Taker { file, named, cfg: &config };
     let h = config.hidden_size;
-    let weights = match config.arch {
-        Arch::Bert | Arch::Roberta => {
-            let word = take.tensor("embeddings.word_embeddings.weight", &[config.vocab_size, h])?;
-            let pos = take
-                .tensor("embeddings.position_embeddings.weight", &[config.max_position_embeddings, h])?;
-            let tt = take
-                .tensor("embeddings.token_type_embeddings.weight", &[config.type_vocab_size, h])?;
-            let embedding_norm = take.norm("embeddings.LayerNorm")?;
-            let mut layers = Vec::with_capacity(config.num_layers);
-            for i in 0..config.num_layers {
-                let p = format!("encoder.layer.{i}");
-                layers.push(LayerWeights {
-                    query: take.dense(&format!("{p}.attention.self.query"), h, h)?,
-                    key: take.dense(&format!("{p}.attention.self.key"), h, h)?,
-                    value: take.dense(&format!("{p}.attention.self.value"), h, h)?,
-                    attn_out: take.dense(&format!("{p}.attention.output.dense"), h, h)?,
-                    attn_norm: take.norm(&format!("{p}.attention.output.LayerNorm"))?,
-                    ffn_in: take.dense(&format!("{p}.intermediate.dense"), config.intermediate_size, h)?,
-                    ffn_out: take.dense(&format!("{p}.output.dense"), h, config.intermediate_size)?,
-                    ffn_norm: take.norm(&format!("{p}.output.LayerNorm"))?,
-                });
-            }
-            let pooler = if take.has("pooler.dense.weight") {
-                Some(take.dense("pooler.dense", h, h)?)
-            } else {
-                None
-            };
-            EncoderWeights {
-                word_embeddings: word,
-                position_embeddings: pos,
-                token_type_embeddings: Some(tt),
-                embedding_norm,
-                layers,
-                pooler,
-            }
-        }
-        Arch::DistilBert => {
-            let word = take.tensor("embeddings.word_embeddings.weight", &[config.vocab_size, h])?;
-            let pos = take
-                .tensor("embeddings.position_embeddings.weight", &[config.max_position_embeddings, h])?;
-            let embedding_norm = take.norm("embeddings.LayerNorm")?;
-            let mut layers = Vec::with_capacity(config.num_layers);
-            for i in 0..config.num_layers {
-                let p = format!("transformer.layer.{i}");
-                layers.push(LayerWeights {
-                    query: take.dense(&format!("{p}.attention.q_lin"), h, h)?,
-                    key: take.dense(&format!("{p}.attention.k_lin"), h, h)?,
-                    value: take.dense(&format!("{p}.attention.v_lin"), h, h)?,
-                    attn_out: take.dense(&format!("{p}.attention.out_lin"), h, h)?,
-                    attn_norm: take.norm(&format!("{p}.sa_layer_norm"))?,
-                    ffn_in: take.dense(&format!("{p}.ffn.lin1"), config.intermediate_size, h)?,
-                    ffn_out: take.dense(&format!("{p}.ffn.lin2"), h, config.intermediate_size)?,
-                    ffn_norm: take.norm(&format!("{p}.output_layer_norm"))?,
-                });
-            }
-            EncoderWeights {
-                word_embeddings: word,
-                position_embeddings: pos,
-                token_type_embeddings: None,
-                embedding_norm,
-                layers,
-                pooler: None,
-            }
-        }
+    let (prefix, names) = layer_names(config.arch);
+    let word_embeddings = take.tensor("embeddings.word_embeddings.weight", &[config.vocab_size, h])?;
+    let position_embeddings =
+        take.tensor("embeddings.position_embeddings.weight", &[config.max_position_embeddings, h])?;
+    // DistilBERT has neither token types nor a pooler.
+    let token_type_embeddings = match config.arch {
+        Arch::DistilBert => None,
+        _ => Some(take.tensor("embeddings.token_type_embeddings.weight", &[config.type_vocab_size, h])?),
     };
+    let embedding_norm = take.norm("embeddings.LayerNorm")?;
+    let mut layers = Vec::with_capacity(config.num_layers);
+    for i in 0..config.num_layers {
+        let n = |name: &str| format!("{prefix}.{i}.{name}");
+        layers.push(LayerWeights {
+            query: take.dense(&n(names.query), h, h)?,
+            key: take.dense(&n(names.key), h, h)?,
+            value: take.dense(&n(names.value), h, h)?,
+            attn_out: take.dense(&n(names.attn_out), h, h)?,
+            attn_norm: take.norm(&n(names.attn_norm))?,
+            ffn_in: take.dense(&n(names.ffn_in), config.intermediate_size, h)?,
+            ffn_out: take.dense(&n(names.ffn_out), h, config.intermediate_size)?,
+            ffn_norm: take.norm(&n(names.ffn_norm))?,
+        });
+    }
+    let pooler = if config.arch != Arch::DistilBert && take.has("pooler.dense.weight") {
+        Some(take.dense("pooler.dense", h, h)?)
+    } else {
+        None
+    };
+    let weights = EncoderWeights { word_embeddings, position_embeddings, token_type_embeddings, embedding_norm, layers, pooler };
     let n_out = match config.head {
         HeadKind::None => 0,
         HeadKind::MultipleChoice => 1,
@@ -372,28 +382,17 @@ pub fn to_named_tensors(model: &LoadedModel) -> Vec<(String, Tensor)> {
         out.push(("embeddings.token_type_embeddings.weight".into(), tt.clone()));
     }
     norm(&mut out, "embeddings.LayerNorm".into(), &w.embedding_norm);
+    let (prefix, names) = layer_names(cfg.arch);
     for (i, l) in w.layers.iter().enumerate() {
-        if cfg.arch == Arch::DistilBert {
-            let p = format!("transformer.layer.{i}");
-            dense(&mut out, format!("{p}.attention.q_lin"), &l.query);
-            dense(&mut out, format!("{p}.attention.k_lin"), &l.key);
-            dense(&mut out, format!("{p}.attention.v_lin"), &l.value);
-            dense(&mut out, format!("{p}.attention.out_lin"), &l.attn_out);
-            norm(&mut out, format!("{p}.sa_layer_norm"), &l.attn_norm);
-            dense(&mut out, format!("{p}.ffn.lin1"), &l.ffn_in);
-            dense(&mut out, format!("{p}.ffn.lin2"), &l.ffn_out);
-            norm(&mut out, format!("{p}.output_layer_norm"), &l.ffn_norm);
-        } else {
-            let p = format!("encoder.layer.{i}");
-            dense(&mut out, format!("{p}.attention.self.query"), &l.query);
-            dense(&mut out, format!("{p}.attention.self.key"), &l.key);
-            dense(&mut out, format!("{p}.attention.self.value"), &l.value);
-            dense(&mut out, format!("{p}.attention.output.dense"), &l.attn_out);
-            norm(&mut out, format!("{p}.attention.output.LayerNorm"), &l.attn_norm);
-            dense(&mut out, format!("{p}.intermediate.dense"), &l.ffn_in);
-            dense(&mut out, format!("{p}.output.dense"), &l.ffn_out);
-            norm(&mut out, format!("{p}.output.LayerNorm"), &l.ffn_norm);
-        }
+        let n = |name: &str| format!("{prefix}.{i}.{name}");
+        dense(&mut out, n(names.query), &l.query);
+        dense(&mut out, n(names.key), &l.key);
+        dense(&mut out, n(names.value), &l.value);
+        dense(&mut out, n(names.attn_out), &l.attn_out);
+        norm(&mut out, n(names.attn_norm), &l.attn_norm);
+        dense(&mut out, n(names.ffn_in), &l.ffn_in);
+        dense(&mut out, n(names.ffn_out), &l.ffn_out);
+        norm(&mut out, n(names.ffn_norm), &l.ffn_norm);
     }
     if let Some(p) = &w.pooler {
         dense(&mut out, "pooler.dense".into(), p);
