@@ -206,13 +206,7 @@ fn check_one(file: &InputFile) -> Result<FileCheck, Error> {
     match file.kind.as_str() {
         "bundle" => {
             let (bundle, warnings) = crate::data::parse_bundle(name, text)?;
-            let mut tasks: Vec<&str> = Vec::new();
-            for instance in &bundle.instances {
-                let task = instance.problem.task().name();
-                if !tasks.contains(&task) {
-                    tasks.push(task);
-                }
-            }
+            let tasks = crate::data::common::first_appearance(bundle.instances.iter().map(|i| i.problem.task().name()));
             let summary = format!(
                 "{}, {} ({})",
                 plural(bundle.instances.len(), "instance"),

@@ -8,6 +8,18 @@ use crate::error::{Error, Location, Result, Warning};
 pub(crate) const MAX_LISTED_IDS: usize = 10;
 
 /// The text without a leading UTF-8 byte-order mark (spreadsheet exports often add one).
+/// The distinct items in order of first appearance (systems, batches, tasks as the files
+/// list them; reports keep that order). Quadratic, for the few distinct names a file has.
+pub(crate) fn first_appearance<T: PartialEq>(items: impl IntoIterator<Item = T>) -> Vec<T> {
+    let mut out: Vec<T> = Vec::new();
+    for item in items {
+        if !out.contains(&item) {
+            out.push(item);
+        }
+    }
+    out
+}
+
 pub(crate) fn strip_bom(text: &str) -> &str {
     text.strip_prefix('\u{feff}').unwrap_or(text)
 }

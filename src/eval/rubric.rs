@@ -206,12 +206,7 @@ pub fn grade_responses(
     options: &RubricOptions,
 ) -> Result<RubricReport> {
     crate::stats::bootstrap::check_settings(options.resamples, options.confidence).map_err(Error::invalid)?;
-    let mut systems: Vec<String> = Vec::new();
-    for r in responses {
-        if !systems.contains(&r.system) {
-            systems.push(r.system.clone());
-        }
-    }
+    let systems = crate::data::common::first_appearance(responses.iter().map(|r| r.system.clone()));
     let scored: Vec<ResponseScore> = responses.iter().map(score_response).collect();
     let mut tags: Vec<String> = scored
         .iter()

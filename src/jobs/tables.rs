@@ -31,7 +31,6 @@ fn p_value(p: f64) -> String {
 pub fn evaluate(report: &EvaluateReport) -> Vec<Table> {
     let several = report.evaluators.len() > 1;
     let mut tables = Vec::new();
-    let mut tasks: Vec<crate::data::Task> = Vec::new();
     for e in &report.evaluators {
         for mut t in proxy(&e.report) {
             if several {
@@ -40,12 +39,8 @@ pub fn evaluate(report: &EvaluateReport) -> Vec<Table> {
             }
             tables.push(t);
         }
-        for t in &e.report.tasks {
-            if !tasks.contains(&t.task) {
-                tasks.push(t.task);
-            }
-        }
     }
+    let tasks = crate::data::common::first_appearance(report.evaluators.iter().flat_map(|e| e.report.tasks.iter().map(|t| t.task)));
     for task in tasks {
         tables.push(heatmap(report, task));
     }

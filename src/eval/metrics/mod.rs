@@ -25,6 +25,7 @@ pub use agreement::{KappaBins, PairwiseAgreement};
 pub use input::{parse_candidates, Candidate};
 pub use rouge::{RougeOptions, RougeScore, RougeType, Tokenizer};
 
+use crate::data::common::first_appearance;
 use crate::error::{Error, Result, Warning};
 use crate::report::{fmt_num, fmt_stat, Fingerprint, Provenance, Table};
 use crate::stats::bootstrap::Bootstrap;
@@ -239,13 +240,9 @@ pub fn evaluate_candidates(
     options: &MetricsOptions,
 ) -> Result<MetricsReport> {
     check_options(options)?;
-    let systems = first_appearance(candidates.iter().map(|c| c.system.as_str()));
-    let batches = first_appearance(candidates.iter().map(|c| c.batch.as_str()));
-    let dimensions = first_appearance(
-        candidates
-            .iter()
-            .flat_map(|c| c.human.iter().map(|(d, _)| d.as_str())),
-    );
+    let systems = first_appearance(candidates.iter().map(|c| c.system.clone()));
+    let batches = first_appearance(candidates.iter().map(|c| c.batch.clone()));
+    let dimensions = first_appearance(candidates.iter().flat_map(|c| c.human.iter().map(|(d, _)| d.clone())));
 
     let scores: Vec<CandidateScores> = candidates
         .iter()
@@ -295,16 +292,6 @@ fn check_options(options: &MetricsOptions) -> Result<()> {
             .map_err(|m| Error::invalid(format!("kappa bins for {}: {m}", metric.name())))?;
     }
     Ok(())
-}
-
-fn first_appearance<'a>(names: impl Iterator<Item = &'a str>) -> Vec<String> {
-    let mut out: Vec<String> = Vec::new();
-    for n in names {
-        if !out.iter().any(|o| o == n) {
-            out.push(n.to_string());
-        }
-    }
-    out
 }
 
 fn score_candidate(c: &Candidate, rouge_options: RougeOptions) -> CandidateScores {
