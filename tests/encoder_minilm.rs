@@ -127,7 +127,7 @@ fn train_casimedicos() {
     use medrank::model::HeadKind;
     let dir = model_dir();
     let model = TextModel::read_dir(&dir).unwrap();
-    let data = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/data/casimedicos");
+    let data = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("data/casimedicos");
     let read = |name: &str| {
         let text = std::fs::read_to_string(data.join(name)).unwrap();
         read_hitz_mcqa(name, &text, &model.tokenizer).unwrap()
@@ -183,7 +183,7 @@ fn bench_minilm() {
 fn similarity_casimedicos_dev() {
     use medrank::data::{Bundle, Instance, Problem};
     let model = TextModel::read_dir(&model_dir()).unwrap();
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/data/casimedicos/dev.jsonl");
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("data/casimedicos/dev.jsonl");
     let text = std::fs::read_to_string(path).unwrap();
     let instances: Vec<Instance> = text
         .lines()
