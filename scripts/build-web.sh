@@ -8,7 +8,7 @@
 #   --no-opt       skip wasm-opt (used only when binaryen >= 116 is installed)
 #   --serve PORT   afterwards run `medrank serve DIR --port PORT` (default port 8080)
 #
-# Toolchain routes (../shared/notes/toolchain.md; scripts/setup.sh wasm installs route 2):
+# Toolchain routes (scripts/setup.sh wasm installs route 2):
 #   1. rustup has the wasm32-unknown-unknown target  -> plain cargo build
 #   2. Debian's rustc-web + rust-web-src + wasm-ld     -> build std ourselves (-Z build-std)
 # WASM_TARGET_DIR (default target/wasm) keeps wasm artefacts apart from native ones: route 2
@@ -35,25 +35,63 @@ done
 
 WASM_TARGET_DIR="${WASM_TARGET_DIR:-$ROOT/target/wasm}"
 TARGET=wasm32-unknown-unknown
-# SIMD128 for the wasm target only (host build scripts are unaffected): candle's and gemm's
-# wasm kernels use it when the feature is on at compile time; every browser since 2021 has it.
-export CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUSTFLAGS="${CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUSTFLAGS:-} -C target-feature=+simd128"
-
-# ---- 1. compile the crate to wasm ------------------------------------------------------
+# Two builds of the same crate (the worker picks one at run time, www/worker.js):
+#   pkg/          single-threaded, SIMD128: runs everywhere
+#   pkg-threads/  atomics + shared memory + SIMD128, rayon's pool on Web Workers
+#                 (wasm-bindgen-rayon): used when the page is cross-origin isolated
+# Each gets its own target folder: their flags differ, and sharing one would rebuild all.
+# The threaded build needs std rebuilt with atomics (-Z build-std), so only route 2 (or a
+# rustup toolchain with rust-src) makes it; without it the site runs on one thread.
+# The shared memory's maximum is fixed at link time: 4 GiB, the most wasm32 can address,
+# so a BERT-base model (12 layers, hidden 768: ~440 MB of weights, held twice while loading)
+# fits; the browser reserves the address space, not the memory.
+SIMD_FLAGS="-C target-feature=+simd128"
+# The linker flags make the memory shared and imported (the pool's workers share it) and
+# export the thread-local storage symbols wasm-bindgen's thread support sets up per thread;
+# current rustc no longer adds them for wasm32-unknown-unknown by itself.
+THREAD_FLAGS="-C target-feature=+simd128,+atomics,+bulk-memory,+mutable-globals \
+-C link-arg=--shared-memory -C link-arg=--import-memory -C link-arg=--max-memory=4294967296 \
+-C link-arg=--export=__wasm_init_tls -C link-arg=--export=__tls_size \
+-C link-arg=--export=__tls_align -C link-arg=--export=__tls_base"
 if command -v rustup >/dev/null 2>&1 && rustup target list --installed 2>/dev/null | grep -qx "$TARGET"; then
-  log "route 1: rustup's $TARGET target"
-  CARGO_TARGET_DIR="$WASM_TARGET_DIR" cargo build --release --lib --target "$TARGET" --no-default-features
+  ROUTE=1
 elif [ -x /usr/bin/rustc ] && [ -d /usr/lib/rustlib/src/rust/library ] && command -v wasm-ld >/dev/null 2>&1; then
-  log "route 2: Debian's rustc-web, building std for $TARGET (a cold build takes ~10 minutes)"
-  PATH="/usr/bin:$PATH" RUSTC_BOOTSTRAP=1 \
-  CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_LINKER=wasm-ld \
-  CARGO_TARGET_DIR="$WASM_TARGET_DIR" \
-    cargo build --release --lib --target "$TARGET" -Z build-std=std,panic_abort --no-default-features
+  ROUTE=2
 else
   die "no wasm toolchain: run scripts/setup.sh wasm (or: rustup target add $TARGET)"
 fi
-WASM="$WASM_TARGET_DIR/$TARGET/release/medrank.wasm"
-[ -f "$WASM" ] || die "expected $WASM after the build"
+
+# build_wasm DIR RUSTFLAGS BUILD_STD FEATURES [LINKER]: compile the crate to wasm into DIR.
+build_wasm() {
+  local dir="$1" flags="$2" build_std="$3" features="$4" linker="${5:-wasm-ld}"
+  local std_args=() feature_args=()
+  [ "$build_std" = 1 ] && std_args=(-Z build-std=std,panic_abort)
+  [ -n "$features" ] && feature_args=(--features "$features")
+  if [ $ROUTE = 1 ]; then
+    RUSTC_BOOTSTRAP=1 CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUSTFLAGS="$flags" CARGO_TARGET_DIR="$dir" \
+      cargo build --release --lib --target "$TARGET" --no-default-features "${feature_args[@]}" "${std_args[@]}"
+  else
+    PATH="/usr/bin:$PATH" RUSTC_BOOTSTRAP=1 \
+    CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_LINKER="$linker" \
+    CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUSTFLAGS="$flags" CARGO_TARGET_DIR="$dir" \
+      cargo build --release --lib --target "$TARGET" -Z build-std=std,panic_abort --no-default-features "${feature_args[@]}"
+  fi
+  [ -f "$dir/$TARGET/release/medrank.wasm" ] || die "expected $dir/$TARGET/release/medrank.wasm after the build"
+}
+
+# ---- 1. compile the crate to wasm, twice --------------------------------------------------
+log "route $ROUTE: single-threaded build (a cold build takes ~10 minutes)"
+build_wasm "$WASM_TARGET_DIR" "$SIMD_FLAGS" 0 ""
+THREADS_BUILT=0
+if [ $ROUTE = 2 ] || [ -d "$(rustc --print sysroot 2>/dev/null)/lib/rustlib/src/rust/library" ]; then
+  log "threaded build (atomics, std rebuilt; a cold build takes ~10 minutes)"
+  # Shared memory and thread-local storage: Debian's lld 19 (scripts/setup.sh installs it)
+  # rather than the default wasm-ld 14.
+  build_wasm "$WASM_TARGET_DIR-threads" "$THREAD_FLAGS" 1 threads "$(command -v wasm-ld-19 || echo wasm-ld)"
+  THREADS_BUILT=1
+else
+  log "no std sources for the threaded build (rustup component add rust-src): the site runs on one thread"
+fi
 
 # ---- 2. JS bindings ----------------------------------------------------------------------
 command -v wasm-bindgen >/dev/null 2>&1 || die "wasm-bindgen not found: run scripts/setup.sh wasm"
@@ -63,23 +101,29 @@ have="$(wasm-bindgen --version | awk '{print $2}')"
 
 STAGE="$(mktemp -d)"
 trap 'rm -rf "$STAGE"' EXIT
-# --target web: an ES module, loaded by the module worker (worker.js).
-wasm-bindgen --target web --no-typescript --out-dir "$STAGE/pkg" "$WASM"
-# wasm-opt shrinks the module by a third, but binaryen before 116 (Debian bookworm ships 108)
-# breaks wasm-bindgen's externref table ("WebAssembly.Table.set(): Argument 1 is invalid"):
-# use it only when it is new enough.
+# bindgen PKG WASM: --target web, an ES module, loaded by the module worker (worker.js).
+bindgen() {
+  local pkg="$1" wasm="$2"
+  wasm-bindgen --target web --no-typescript --out-dir "$STAGE/$pkg" "$wasm"
+  # wasm-opt shrinks the module by a third, but binaryen before 116 (Debian bookworm ships
+  # 108) breaks wasm-bindgen's externref table ("WebAssembly.Table.set(): Argument 1 is
+  # invalid"): use it only when it is new enough.
+  if [ $OPT = 1 ] && [ -n "$binaryen_version" ] && [ "$binaryen_version" -ge 116 ]; then
+    log "wasm-opt -O2 $pkg (binaryen $binaryen_version)"
+    wasm-opt -O2 --all-features "$STAGE/$pkg/medrank_bg.wasm" -o "$STAGE/$pkg/medrank_bg.opt.wasm"
+    mv "$STAGE/$pkg/medrank_bg.opt.wasm" "$STAGE/$pkg/medrank_bg.wasm"
+  fi
+  # wasm-bindgen's glue (and the pool's helper) document themselves with links in line
+  # comments; drop those comment lines so that no served file names another origin (the
+  # check below enforces it).
+  find "$STAGE/$pkg" -name '*.js' -exec sed -i -E '/^[[:space:]]*\/\/.*https?:\/\//d' {} +
+}
 binaryen_version="$(wasm-opt --version 2>/dev/null | grep -oE '[0-9]+' | head -1 || true)"
-if [ $OPT = 1 ] && [ -n "$binaryen_version" ] && [ "$binaryen_version" -ge 116 ]; then
-  log "wasm-opt -O2 (binaryen $binaryen_version)"
-  wasm-opt -O2 --all-features "$STAGE/pkg/medrank_bg.wasm" -o "$STAGE/pkg/medrank_bg.opt.wasm"
-  mv "$STAGE/pkg/medrank_bg.opt.wasm" "$STAGE/pkg/medrank_bg.wasm"
-elif [ $OPT = 1 ]; then
+if [ $OPT = 1 ] && ! { [ -n "$binaryen_version" ] && [ "$binaryen_version" -ge 116 ]; }; then
   log "skipping wasm-opt (binaryen ${binaryen_version:-missing}; 116 or newer needed)"
 fi
-
-# wasm-bindgen's glue documents itself with links to MDN in line comments; drop those comment
-# lines so that no served file names another origin (the check below enforces it).
-sed -i -E '/^[[:space:]]*\/\/.*https?:\/\//d' "$STAGE/pkg/medrank.js"
+bindgen pkg "$WASM_TARGET_DIR/$TARGET/release/medrank.wasm"
+[ $THREADS_BUILT = 1 ] && bindgen pkg-threads "$WASM_TARGET_DIR-threads/$TARGET/release/medrank.wasm"
 
 # ---- 3. assemble the site ------------------------------------------------------------------
 log "assembling $OUT"
@@ -87,11 +131,15 @@ rm -rf "$OUT"
 mkdir -p "$OUT"
 cp -R www/. "$OUT/"
 cp -R "$STAGE/pkg" "$OUT/pkg"
+[ -d "$STAGE/pkg-threads" ] && cp -R "$STAGE/pkg-threads" "$OUT/pkg-threads"
 # The one-click example: the repo's examples/ (one source of truth), listed for the page.
 if [ -d examples ]; then
   mkdir -p "$OUT/examples"
   cp -R examples/. "$OUT/examples/"
 fi
+# The workload benchmark's data (bench.html): the vendored CasiMedicos dev file, with its licence.
+mkdir -p "$OUT/data/casimedicos"
+cp data/casimedicos/dev.jsonl data/casimedicos/LICENSE data/casimedicos/README.md "$OUT/data/casimedicos/"
 # The bundled default model: only the files the encoder reads.
 MODEL_SRC="models/all-MiniLM-L6-v2"
 if [ -f "$MODEL_SRC/model.safetensors" ]; then
@@ -115,14 +163,15 @@ json_array() { awk 'BEGIN{printf "["} {gsub(/\\/,"\\\\"); gsub(/"/,"\\\""); prin
 if [ -d "$OUT/examples" ]; then
   list_files "$OUT/examples" | grep -v '^index\.json$' | json_array > "$OUT/examples/index.json"
 fi
-list_files "$OUT" | grep -v '^models/' | grep -v '^sw\.js$' | json_array > "$OUT/precache.json"
+list_files "$OUT" | grep -v '^models/' | grep -v '^data/' | grep -v '^sw\.js$' | json_array > "$OUT/precache.json"
 BUILD_ID="$(cd "$OUT" && list_files . | grep -v '^models/' | xargs sha256sum | sha256sum | cut -c1-16)"
 sed -i "s/__BUILD_ID__/$BUILD_ID/" "$OUT/sw.js"
 
 # No served file may point at another origin (privacy by construction). XML namespace names
-# (http://www.w3.org/2000/svg) are identifiers, never fetched, so they are allowed.
+# (http://www.w3.org/2000/svg) are identifiers, never fetched, and the Apache licence links
+# (the thread pool helper's licence header, the vendored data's LICENSE) are text: allowed.
 external="$(grep -rIoE "(https?:)?//[a-zA-Z0-9.-]+\.[a-z]{2,}[^\"' )]*" "$OUT" --exclude-dir=models \
-  | grep -vE '//www\.w3\.org/(2000/svg|1999/xhtml|1999/xlink|2000/xmlns)' || true)"
+  | grep -vE '//www\.w3\.org/(2000/svg|1999/xhtml|1999/xlink|2000/xmlns)|//www\.apache\.org/licenses/' || true)"
 if [ -n "$external" ]; then
   echo "$external" | head -10 >&2
   die "a served file mentions an external URL (listed above)"
@@ -130,7 +179,9 @@ fi
 
 size="$(du -sh "$OUT" | cut -f1)"
 wsize="$(du -h "$OUT/pkg/medrank_bg.wasm" | cut -f1)"
-log "site ready: $OUT ($size; wasm $wsize; build $BUILD_ID)"
+threads_note="no threaded build"
+[ -f "$OUT/pkg-threads/medrank_bg.wasm" ] && threads_note="threaded $(du -h "$OUT/pkg-threads/medrank_bg.wasm" | cut -f1)"
+log "site ready: $OUT ($size; wasm $wsize, $threads_note; build $BUILD_ID)"
 
 if [ -n "$SERVE_PORT" ]; then
   log "serving on http://127.0.0.1:$SERVE_PORT/"

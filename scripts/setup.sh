@@ -79,7 +79,8 @@ PY
 }
 
 setup_wasm() {
-  apt_install rustc-web cargo-web rust-web-src lld binaryen
+  # lld-19: the threaded build's linker (shared memory, thread-local storage).
+  apt_install rustc-web cargo-web rust-web-src lld lld-19 binaryen
   # wasm-bindgen-cli must match the wasm-bindgen version in Cargo.lock exactly.
   local want have
   want="$(awk '/^name = "wasm-bindgen"$/{getline; gsub(/version = |"/,""); print; exit}' Cargo.lock)"

@@ -29,6 +29,28 @@ pub fn version() -> String {
     crate::VERSION.to_string()
 }
 
+/// The threaded build's pool: the worker calls `initThreadPool(n)` once, before any job, when
+/// the page is cross-origin isolated (shared memory); the CPU path then runs on `n` threads.
+#[cfg(feature = "threads")]
+pub use wasm_bindgen_rayon::init_thread_pool;
+
+/// What this build is and how many threads its CPU path runs on (1 until the pool started).
+#[derive(Serialize)]
+struct EngineInfo {
+    threaded_build: bool,
+    threads: usize,
+    simd: &'static str,
+}
+
+#[wasm_bindgen]
+pub fn engine_info() -> Result<JsValue, JsValue> {
+    to_js(&EngineInfo {
+        threaded_build: cfg!(target_feature = "atomics"),
+        threads: crate::model::cpu::worker_threads(),
+        simd: if cfg!(target_feature = "simd128") { "simd128" } else { "none" },
+    })
+}
+
 // ------------------------------------------------------------------ requests ----------------
 
 /// One file the user gave the page, with the kind they confirmed and that kind's
@@ -461,58 +483,147 @@ struct ModelViews<'a> {
     rank: RankViews<'a>,
     /// Which backend ran the encoder, on what, and why the CPU when it was a fallback.
     backend: &'a crate::gpu::BackendReport,
+    /// Threads the CPU path used (1 in the single-threaded build).
+    threads: usize,
 }
 
-/// Ranking over scoring with a model as the evaluator (`medrank evaluate --model DIR
-/// --controls --backend B`): the bundle (or HiTZ files), optional human rankings and corpus,
-/// and the model's files. Runs on WebGPU when `options.backend` allows it and the browser
-/// gives an adapter, else on the wasm CPU; the reply says which (`backend`).
+/// A model the worker keeps across jobs until the user picks another one (as candle's wasm
+/// examples keep theirs): built once from its files' bytes, with the encoder it last ran on
+/// (the CPU layers, or the weights uploaded to WebGPU), so a second job starts encoding at
+/// once. Free it (`model.free()`) before loading another.
 #[wasm_bindgen]
-pub async fn evaluate_model(request: JsValue, model: JsValue, progress: js_sys::Function) -> Result<String, JsValue> {
-    let request = parse_request(request)?;
-    let progress = Progress::new(&progress);
-    let o = &request.options;
-    let js = |e: Error| error_to_js(&e);
-    let choice = jobs::parse_backend(&o.backend).map_err(js)?;
-    let bundle_text = bundle_of(&request).map_err(js)?;
-    let corpus = one_file(&request, "corpus", "corpus").map_err(js)?.map(InputFile::named);
-    progress.step("Reading the model", 0, 1).map_err(js)?;
-    let files = model_files(&model).map_err(js)?;
-    let text_model = crate::model::TextModel::from_files(&files).map_err(js)?;
-    // The control cases the inputs allow (IR passages need a corpus), as `--controls`.
-    let controls: Vec<String> = o.controls.iter().filter(|c| corpus.is_some() || c.as_str() != "ir_passages").cloned().collect();
-    let req = jobs::EvaluateRequest {
-        bundle: bundle_text.clone(),
-        predictions: Vec::new(),
-        rankings: one_file(&request, "rankings", "human rankings file").map_err(js)?.map(InputFile::named),
-        corpus,
-        options: jobs::RankingOptions {
-            seed: o.seed,
-            resamples: o.resamples,
-            confidence: o.confidence,
-            controls: o.controls.clone(),
-            ..Default::default()
-        },
-    };
-    let model_options = jobs::ModelOptions { controls, ..Default::default() };
-    let mut on_batch = |done: usize, total: usize| progress.step("Encoding with the model", done, total).is_ok();
-    let ((outcome, predictions), backend) = jobs::evaluate_with_backend(
-        &req,
-        &text_model,
-        choice,
-        jobs::model_fingerprints(&files),
-        &model_options,
-        &mut on_batch,
-    )
-    .await
-    .map_err(js)?;
-    progress.step("Ranking systems", 1, 1).map_err(js)?;
+pub struct Model {
+    kept: jobs::KeptModel,
+}
 
-    let (bundle, _) = crate::data::parse_bundle(&bundle_text.name, &bundle_text.text).map_err(js)?;
-    let evaluator = outcome.report.evaluators.first().map(|e| e.evaluator.as_str()).unwrap_or("model");
-    let flat: Vec<(&str, &crate::data::Prediction)> = predictions.iter().map(|p| (evaluator, p)).collect();
-    let views = ModelViews { rank: RankViews { controls: &o.controls, instances: instance_views(&bundle, &flat) }, backend: &backend };
-    reply(&outcome, views)
+#[wasm_bindgen]
+impl Model {
+    /// `files`: `{name, config, tokenizer, weights: Uint8Array, pooling?, modules?,
+    /// sentence_config?}` as the worker loaded them (from the site or picked from disk).
+    #[wasm_bindgen(constructor)]
+    pub fn new(files: JsValue) -> Result<Model, JsValue> {
+        let js = |e: Error| error_to_js(&e);
+        let files = model_files(&files).map_err(js)?;
+        Ok(Model { kept: jobs::KeptModel::from_files(&files).map_err(js)? })
+    }
+
+    /// The name reports give the evaluator (the folder's name or path).
+    #[wasm_bindgen(getter)]
+    pub fn name(&self) -> String {
+        self.kept.model.name.clone()
+    }
+
+    /// Ranking over scoring with this model as the evaluator (`medrank evaluate --model DIR
+    /// --controls --backend B`): the bundle (or HiTZ files), optional human rankings and
+    /// corpus. Runs on WebGPU when `options.backend` allows it and the browser gives an
+    /// adapter, else on the wasm CPU; the reply says which (`backend`) and on how many
+    /// threads.
+    pub async fn evaluate(&mut self, request: JsValue, progress: js_sys::Function) -> Result<String, JsValue> {
+        let request = parse_request(request)?;
+        let progress = Progress::new(&progress);
+        let o = &request.options;
+        let js = |e: Error| error_to_js(&e);
+        let choice = jobs::parse_backend(&o.backend).map_err(js)?;
+        let bundle_text = bundle_of(&request).map_err(js)?;
+        let corpus = one_file(&request, "corpus", "corpus").map_err(js)?.map(InputFile::named);
+        // The control cases the inputs allow (IR passages need a corpus), as `--controls`.
+        let controls: Vec<String> = o.controls.iter().filter(|c| corpus.is_some() || c.as_str() != "ir_passages").cloned().collect();
+        let req = jobs::EvaluateRequest {
+            bundle: bundle_text.clone(),
+            predictions: Vec::new(),
+            rankings: one_file(&request, "rankings", "human rankings file").map_err(js)?.map(InputFile::named),
+            corpus,
+            options: jobs::RankingOptions {
+                seed: o.seed,
+                resamples: o.resamples,
+                confidence: o.confidence,
+                controls: o.controls.clone(),
+                ..Default::default()
+            },
+        };
+        let model_options = jobs::ModelOptions { controls, ..Default::default() };
+        let mut on_batch = |done: usize, total: usize| progress.step("Encoding with the model", done, total).is_ok();
+        let ((outcome, predictions), backend) =
+            self.kept.evaluate(&req, choice, &model_options, &mut on_batch).await.map_err(js)?;
+        progress.step("Ranking systems", 1, 1).map_err(js)?;
+
+        let (bundle, _) = crate::data::parse_bundle(&bundle_text.name, &bundle_text.text).map_err(js)?;
+        let evaluator = outcome.report.evaluators.first().map(|e| e.evaluator.as_str()).unwrap_or("model");
+        let flat: Vec<(&str, &crate::data::Prediction)> = predictions.iter().map(|p| (evaluator, p)).collect();
+        let views = ModelViews {
+            rank: RankViews { controls: &o.controls, instances: instance_views(&bundle, &flat) },
+            backend: &backend,
+            threads: crate::model::cpu::worker_threads(),
+        };
+        reply(&outcome, views)
+    }
+
+    /// The benchmark page's job: `gpu::bench::bench_encoder` (the same code as `medrank
+    /// bench`) for each backend in `backends` ("cpu", "gpu") at each `[seq_len, batch]` cell,
+    /// timed with `performance.now()`, at least `min_seconds` per cell. A backend that cannot
+    /// start (no WebGPU adapter) gets an `error` instead of rows. `progress(stage, done,
+    /// total)` counts cells.
+    pub async fn bench(&mut self, backends: Vec<String>, cells: Vec<u32>, min_seconds: f64, progress: js_sys::Function) -> Result<String, JsValue> {
+        let progress = Progress::new(&progress);
+        let js = |e: Error| error_to_js(&e);
+        // `cells` is flat: seq_len, batch, seq_len, batch, ...
+        let cells: Vec<(usize, usize)> = cells.chunks_exact(2).map(|c| (c[0] as usize, c[1] as usize)).collect();
+        let total = cells.len() * backends.len();
+        let now = || performance_now() / 1000.0;
+        let max_tokens = self.kept.model.encoder.model.config.max_tokens();
+        let mut out = Vec::new();
+        for (k, name) in backends.iter().enumerate() {
+            let choice = jobs::parse_backend(name).map_err(js)?;
+            let label = if choice == crate::gpu::BackendChoice::Cpu { "wasm-cpu" } else { "webgpu" };
+            let (encoder, report) = match self.kept.encoder(choice).await {
+                Ok(x) => x,
+                Err(e) => {
+                    out.push(BenchBackend { backend: label.into(), device: String::new(), threads: 0, rows: Vec::new(), error: Some(e.to_string()) });
+                    continue;
+                }
+            };
+            let threads = crate::model::cpu::worker_threads();
+            let device = if report.backend == "gpu" { report.device.trim().to_string() } else { cpu_kernels(threads) };
+            let mut rows = Vec::new();
+            for (i, &(seq_len, batch)) in cells.iter().enumerate() {
+                progress.step(&format!("{label}: length {seq_len}, batch {batch}"), k * cells.len() + i, total).map_err(js)?;
+                if seq_len > max_tokens {
+                    continue;
+                }
+                let row = crate::gpu::bench::bench_encoder(encoder, label, &device, seq_len, batch, min_seconds, 100, &now)
+                    .await
+                    .map_err(js)?;
+                rows.push(row);
+            }
+            let threads = if report.backend == "gpu" { 0 } else { threads };
+            out.push(BenchBackend { backend: label.into(), device, threads, rows, error: None });
+        }
+        progress.step("Done", total, total).map_err(js)?;
+        to_json(&out)
+    }
+
+    /// The benchmark page's workload (`jobs::run_workload`, as `medrank bench --parts
+    /// workload`): `evaluate` on the bundle made from the CasiMedicos dev file's text, on
+    /// `backend` ("cpu" or "gpu"), timed with `performance.now()`.
+    pub async fn workload(&mut self, dev_text: String, backend: String, progress: js_sys::Function) -> Result<String, JsValue> {
+        let progress = Progress::new(&progress);
+        let js = |e: Error| error_to_js(&e);
+        let choice = jobs::parse_backend(&backend).map_err(js)?;
+        let dev = NamedText::new("data/casimedicos/dev.jsonl", dev_text);
+        let now = || performance_now() / 1000.0;
+        let mut on_batch = |done: usize, total: usize| progress.step(&format!("workload on {backend}"), done, total).is_ok();
+        let mut result = jobs::run_workload(&mut self.kept, &dev, choice, &now, &mut on_batch).await.map_err(js)?;
+        if result.backend == "cpu" {
+            result.device = cpu_kernels(result.threads);
+        }
+        to_json(&result)
+    }
+}
+
+/// "medrank kernels (wasm simd128, 4 threads)": what runs the CPU path in this build.
+fn cpu_kernels(threads: usize) -> String {
+    let simd = if cfg!(target_feature = "simd128") { "wasm simd128" } else { "wasm, no SIMD" };
+    format!("medrank kernels ({simd}, {threads} thread{})", if threads == 1 { "" } else { "s" })
 }
 
 /// The bundle: the one given, or one imported from the public Ranking-Over-Scoring (HiTZ)
@@ -701,61 +812,11 @@ extern "C" {
 struct BenchBackend {
     /// "wasm-cpu" or "webgpu".
     backend: String,
-    /// The adapter's name (WebGPU) or "medrank kernels (wasm simd128, 1 thread)".
+    /// The adapter's name (WebGPU) or "medrank kernels (wasm simd128, N threads)".
     device: String,
+    /// Threads of the CPU path (0 for WebGPU).
+    threads: usize,
     rows: Vec<crate::gpu::bench::BenchRow>,
     #[serde(skip_serializing_if = "Option::is_none")]
     error: Option<String>,
-}
-
-/// The benchmark page's job: `gpu::bench::bench_encoder` (the same code as `medrank bench`)
-/// for each backend in `backends` ("cpu", "gpu") at each `[seq_len, batch]` cell, timed
-/// with `performance.now()`, at least `min_seconds` per cell. A backend that cannot start
-/// (no WebGPU adapter) gets an `error` instead of rows. `progress(stage, done, total)`
-/// counts cells.
-#[wasm_bindgen]
-pub async fn bench_encoder(
-    model: JsValue,
-    backends: Vec<String>,
-    cells: Vec<u32>,
-    min_seconds: f64,
-    progress: js_sys::Function,
-) -> Result<String, JsValue> {
-    let progress = Progress::new(&progress);
-    let js = |e: Error| error_to_js(&e);
-    let files = model_files(&model).map_err(js)?;
-    let text_model = crate::model::TextModel::from_files(&files).map_err(js)?;
-    // `cells` is flat: seq_len, batch, seq_len, batch, ...
-    let cells: Vec<(usize, usize)> = cells.chunks_exact(2).map(|c| (c[0] as usize, c[1] as usize)).collect();
-    let total = cells.len() * backends.len();
-    let now = || performance_now() / 1000.0;
-    let simd = if cfg!(target_feature = "simd128") { "wasm simd128" } else { "wasm, no SIMD" };
-    let mut out = Vec::new();
-    for (k, name) in backends.iter().enumerate() {
-        let choice = jobs::parse_backend(name).map_err(js)?;
-        let label = if choice == crate::gpu::BackendChoice::Cpu { "wasm-cpu" } else { "webgpu" };
-        let opened = crate::gpu::open_encoder(text_model.encoder.model.clone(), choice).await;
-        let (encoder, report) = match opened {
-            Ok(x) => x,
-            Err(e) => {
-                out.push(BenchBackend { backend: label.into(), device: String::new(), rows: Vec::new(), error: Some(e.to_string()) });
-                continue;
-            }
-        };
-        let device = if report.backend == "gpu" { report.device.trim().to_string() } else { format!("medrank kernels ({simd}, 1 thread)") };
-        let mut rows = Vec::new();
-        for (i, &(seq_len, batch)) in cells.iter().enumerate() {
-            progress.step(&format!("{label}: length {seq_len}, batch {batch}"), k * cells.len() + i, total).map_err(js)?;
-            if seq_len > text_model.encoder.model.config.max_tokens() {
-                continue;
-            }
-            let row = crate::gpu::bench::bench_encoder(&encoder, label, &device, seq_len, batch, min_seconds, 100, &now)
-                .await
-                .map_err(js)?;
-            rows.push(row);
-        }
-        out.push(BenchBackend { backend: label.into(), device, rows, error: None });
-    }
-    progress.step("Done", total, total).map_err(js)?;
-    to_json(&out)
 }

@@ -3,6 +3,7 @@
 import { detectKind, KINDS, JOB_INPUTS } from './kinds.js';
 import { renderResults, buildReportHtml } from './results.js';
 import { el, download, formatError } from './dom.js';
+import { registerServiceWorker, describeThreads, chosenThreads, chooseThreads, workerUrl } from './isolation.js';
 
 const $ = (sel) => document.querySelector(sel);
 const state = {
@@ -10,7 +11,7 @@ const state = {
   nextId: 1,
   worker: null,
   workerReady: null,
-  engine: null, // {version, jobs, sharedCancel}
+  engine: null, // {version, jobs, sharedCancel, threads, threadedBuild, threadsWhy, simd}
   pending: new Map(), // message id -> {resolve, reject, onProgress}
   running: null, // {id, job, started, cancelBuffer}
   lastResult: null,
@@ -18,14 +19,14 @@ const state = {
 
 // ---------------------------------------------------------------- worker -----------------
 function startWorker() {
-  state.worker = new Worker(new URL('./worker.js', import.meta.url), { type: 'module' });
+  state.worker = new Worker(workerUrl(import.meta.url), { type: 'module' });
   state.workerReady = new Promise((resolve, reject) => {
     state.worker.onmessage = (event) => {
       const msg = event.data;
       if (msg.type === 'ready') {
         state.engine = msg;
         $('#version').textContent = msg.version;
-        $('#engine').textContent = 'engine: wasm (Web Worker)';
+        $('#engine').textContent = `engine: wasm (Web Worker) · ${describeThreads(msg)}`;
         resolve(msg);
         return;
       }
@@ -254,7 +255,7 @@ export async function runJob(job, extraOptions = {}) {
   showProgress({ stage: 'Starting', done: 0, total: 0 });
   try {
     const reply = await ask({ type: 'run', job, request, cancelBuffer }, showProgress);
-    state.lastResult = { job, result: reply.result, request, elapsedMs: reply.elapsedMs };
+    state.lastResult = { job, result: reply.result, request, elapsedMs: reply.elapsedMs, modelLoaded: reply.modelLoaded };
     renderResults(state.lastResult, { runJob, formatError });
     if (reply.result.backend) $('#backend-used').textContent = describeBackend(reply.result.backend);
     $('#report-buttons').hidden = false;
@@ -274,7 +275,7 @@ export async function runJob(job, extraOptions = {}) {
 
 /** "Ran on the GPU: <adapter>" or "Ran on the CPU (WebAssembly)", with the fallback reason. */
 function describeBackend(b) {
-  const where = b.backend === 'gpu' ? `Ran on the GPU (WebGPU): ${b.device.trim()}` : 'Ran on the CPU (WebAssembly)';
+  const where = b.backend === 'gpu' ? `Ran on the GPU (WebGPU): ${b.device.trim()}` : `Ran on the CPU (WebAssembly) · ${describeThreads(state.engine)}`;
   return b.fallback_reason ? `${where} — not on the GPU: ${b.fallback_reason}` : where;
 }
 
@@ -405,11 +406,19 @@ function wire() {
   $('#print-report').addEventListener('click', () => window.print());
 }
 
-function registerServiceWorker() {
-  if (!('serviceWorker' in navigator) || location.protocol === 'file:') return;
-  navigator.serviceWorker.register('sw.js').then(() => {
-    $('#offline').textContent = 'works offline after this visit';
-  }).catch(() => {});
+/** Options → CPU threads: the worker's pool starts once, so a new count starts a new worker
+ *  (the kept model is read again on the next run). */
+function wireThreads() {
+  const input = $('#opt-threads');
+  input.value = chosenThreads() || navigator.hardwareConcurrency || 1;
+  input.addEventListener('change', () => {
+    const n = Number(input.value);
+    chooseThreads(n === (navigator.hardwareConcurrency || 1) ? null : n);
+    if (state.running) return; // takes effect with the next worker
+    state.worker.terminate();
+    startWorker();
+    state.workerReady.then(updateRunButtons);
+  });
 }
 
 wire();
@@ -419,6 +428,11 @@ state.workerReady.then(() => {
   refreshModelStatus();
 });
 renderFiles();
-registerServiceWorker();
+wireThreads();
+registerServiceWorker({
+  busy: () => Boolean(state.running || state.files.length),
+  onReloadNeeded: () => { $('#engine').textContent += ' — reload this page to run on several threads'; },
+  onRegistered: () => { $('#offline').textContent = 'works offline after this visit'; },
+});
 // For the browser tests and for debugging from the console.
 window.medrank = { state, runJob };

@@ -1,7 +1,11 @@
 // The worker: loads the wasm build of the medrank library and runs every heavy job, so the
-// page never freezes. Messages in: {type: 'check' | 'run', id, ...}; out: 'ready', 'progress',
-// 'checked', 'result', 'error'. The wasm functions are the same library code as the CLI.
-import init, * as medrank from './pkg/medrank.js';
+// page never freezes. Messages in: {type: 'check' | 'run' | 'bench', id, ...}; out: 'ready',
+// 'progress', 'checked', 'result', 'error'. The wasm functions are the same library code as
+// the CLI.
+//
+// Two builds: pkg-threads/ (atomics + shared memory; rayon's pool on Web Workers) when the
+// page is cross-origin isolated, else pkg/ (one thread). The thread count comes from the URL
+// (`worker.js?threads=N`, the page's Options), default navigator.hardwareConcurrency.
 
 const MODEL_CACHE = 'medrank-models-v1';
 const BUNDLED_MODEL = 'models/all-MiniLM-L6-v2/';
@@ -14,20 +18,50 @@ const OPTIONAL_MODEL_FILES = ['1_Pooling/config.json', 'modules.json', 'sentence
 // page simply terminates this worker and starts a new one.
 let cancelFlag = null;
 
-const ready = init().then(() => {
+let medrank = null;
+const ready = loadEngine().then((engine) => {
   postMessage({
     type: 'ready',
     version: medrank.version(),
     jobs: ['rank_systems', 'nrp', 'metrics', 'rubric'].filter((j) => typeof medrank[j] === 'function'),
     sharedCancel: typeof SharedArrayBuffer !== 'undefined' && self.crossOriginIsolated === true,
+    ...engine,
   });
 }).catch((e) => {
   postMessage({ type: 'fatal', error: { message: `Could not load the medrank engine: ${e.message || e}` } });
 });
 
+/** Loads the build this page can run; resolves to {threads, threadedBuild, threadsWhy}. */
+async function loadEngine() {
+  const asked = Number(new URL(self.location.href).searchParams.get('threads'));
+  const wanted = Number.isInteger(asked) && asked > 0 ? asked : (navigator.hardwareConcurrency || 1);
+  let why = null;
+  if (!(self.crossOriginIsolated === true && typeof SharedArrayBuffer !== 'undefined')) {
+    why = 'this host does not allow shared memory (the page is not cross-origin isolated)';
+  } else if (wanted < 2) {
+    why = 'one thread chosen in Options';
+  } else {
+    try {
+      medrank = await import('./pkg-threads/medrank.js');
+      await medrank.default();
+      await medrank.initThreadPool(wanted);
+      const info = medrank.engine_info();
+      return { threads: info.threads, threadedBuild: true, threadsWhy: null, simd: info.simd };
+    } catch (e) {
+      // A site built without the threaded build, or a browser that refuses it: one thread.
+      why = `the threaded build could not start (${e.message || e})`;
+      medrank = null;
+    }
+  }
+  medrank = await import('./pkg/medrank.js');
+  await medrank.default();
+  return { threads: 1, threadedBuild: false, threadsWhy: why, simd: medrank.engine_info().simd };
+}
+
 self.onmessage = async (event) => {
   const msg = event.data;
   await ready;
+  if (!medrank) return; // the engine did not load: 'fatal' was posted
   try {
     if (msg.type === 'check') {
       const result = medrank.check_file(msg.file);
@@ -37,6 +71,8 @@ self.onmessage = async (event) => {
       await runJob(msg);
     } else if (msg.type === 'bench') {
       await runBench(msg);
+    } else if (msg.type === 'workload') {
+      await runWorkload(msg);
     } else if (msg.type === 'clear-models') {
       const removed = await caches.delete(MODEL_CACHE);
       postMessage({ type: 'models-cleared', id: msg.id, removed });
@@ -66,19 +102,20 @@ async function runJob(msg) {
   };
   const request = msg.request;
   let reply;
+  let modelLoaded = null;
   if (msg.job === 'rank_systems' && request.model && request.model.source !== 'predictions') {
     // The model is the evaluator: WebGPU or the wasm CPU runs it (request.options.backend).
-    progress('Loading the model', 0, 1);
-    const model = await loadModel(request.model, progress);
+    const { model, loaded } = await keptModel(request.model, progress);
+    modelLoaded = loaded;
     delete request.model;
-    reply = await medrank.evaluate_model(request, model, progress);
+    reply = await model.evaluate(request, progress);
   } else {
     delete request.model;
     reply = await fn(request, progress);
   }
   // Jobs return the report as JSON text (what the CLI writes with --json) plus views.
   const result = typeof reply === 'string' ? JSON.parse(reply) : reply;
-  postMessage({ type: 'result', id: msg.id, job: msg.job, result, elapsedMs: performance.now() - started });
+  postMessage({ type: 'result', id: msg.id, job: msg.job, result, modelLoaded, elapsedMs: performance.now() - started });
 }
 
 /** The benchmark page's job: the bundled model on the chosen backends and cells. */
@@ -87,9 +124,57 @@ async function runBench(msg) {
     postMessage({ type: 'progress', id: msg.id, stage, done, total });
     return true;
   };
-  const model = await loadModel({ source: 'bundled' }, progress);
-  const reply = await medrank.bench_encoder(model, msg.backends, new Uint32Array(msg.cells.flat()), msg.minSeconds, progress);
+  const { model } = await keptModel({ source: 'bundled' }, progress);
+  const reply = await model.bench(msg.backends, new Uint32Array(msg.cells.flat()), msg.minSeconds, progress);
   postMessage({ type: 'result', id: msg.id, result: JSON.parse(reply) });
+}
+
+/** The benchmark page's workload: `evaluate` with the bundled model on the bundle made from
+ *  the CasiMedicos dev file the site serves (as `medrank bench --parts workload`). */
+async function runWorkload(msg) {
+  const progress = (stage, done, total) => {
+    postMessage({ type: 'progress', id: msg.id, stage, done, total });
+    return true;
+  };
+  const response = await fetch(new URL('data/casimedicos/dev.jsonl', self.location.href));
+  if (!response.ok) throw new Error(`The workload data is missing from this site (HTTP ${response.status}).`);
+  const dev = await response.text();
+  const { model } = await keptModel({ source: 'bundled' }, progress);
+  const results = [];
+  for (const backend of msg.backends) {
+    try {
+      results.push(JSON.parse(await model.workload(dev, backend, progress)));
+    } catch (e) {
+      results.push({ backend, error: toError(e).message });
+    }
+  }
+  postMessage({ type: 'result', id: msg.id, result: results });
+}
+
+// The model stays in this worker (parsed weights, CPU layers, WebGPU buffers) until the user
+// picks another one: a second job with the same model starts encoding at once.
+let kept = null; // {key, model}
+
+/** Identifies a model choice: the bundled one, or picked files by name, size and date. */
+function modelKey(choice) {
+  if (choice.source === 'bundled') return 'bundled';
+  const files = (choice.files || []).map((f) => `${f.webkitRelativePath || f.name}:${f.size}:${f.lastModified}`).sort();
+  return `local:${choice.label}:${files.join('|')}`;
+}
+
+/** The kept model for `choice`, loading it (and freeing the previous one) when it differs. */
+async function keptModel(choice, progress) {
+  const key = modelKey(choice);
+  if (kept && kept.key === key) return { model: kept.model, loaded: false };
+  if (kept) {
+    kept.model.free();
+    kept = null;
+  }
+  progress('Loading the model', 0, 1);
+  const files = await loadModel(choice, progress);
+  progress('Reading the model', 0, 1);
+  kept = { key, model: new medrank.Model(files) };
+  return { model: kept.model, loaded: true };
 }
 
 /** The model's files as {config, tokenizer, weights}, from the Cache API when stored there. */
@@ -105,7 +190,7 @@ async function loadModel(choice, progress) {
       if (!response) {
         const fetched = await fetch(url);
         if (!fetched.ok) throw new Error(`The bundled model is missing from this site (${name}: HTTP ${fetched.status}).`);
-        await cache.put(url, fetched.clone());
+        await keep(cache, url, fetched);
         response = fetched;
       }
     } else {
@@ -114,7 +199,7 @@ async function loadModel(choice, progress) {
       // Stored under a same-origin key that is never requested from the network.
       const key = new URL(`local-models/${encodeURIComponent(choice.label)}/${name}`, self.location.href).href;
       response = new Response(file);
-      await cache.put(key, response.clone());
+      await keep(cache, key, response);
     }
     files[name] = new Uint8Array(await response.arrayBuffer());
   }
@@ -147,13 +232,23 @@ async function optionalModelFile(choice, cache, name) {
     if (!response) {
       const fetched = await fetch(url);
       if (!fetched.ok) return null;
-      await cache.put(url, fetched.clone());
+      await keep(cache, url, fetched);
       response = fetched;
     }
     return new Uint8Array(await response.arrayBuffer());
   }
   const file = choice.files.find((f) => (f.webkitRelativePath || '').endsWith('/' + name) || (!name.includes('/') && f.name === name));
   return file ? new Uint8Array(await file.arrayBuffer()) : null;
+}
+
+/** Stores a model file in the Cache API for the next visit. Only a convenience: a browser
+ *  that refuses (storage quota, a file of hundreds of MB) still runs the job, uncached. */
+async function keep(cache, key, response) {
+  try {
+    await cache.put(key, response.clone());
+  } catch (e) {
+    console.warn(`medrank: ${key} is not cached (${e.message || e}); it is read again next time`);
+  }
 }
 
 async function cachedModelFiles() {

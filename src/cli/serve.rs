@@ -12,10 +12,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 /// The policy the page also declares in its `<meta http-equiv>`: nothing from any other
-/// origin, no inline script, wasm allowed to compile. `frame-ancestors` only works as a header.
+/// origin, no inline script, wasm allowed to compile, workers from blob: URLs (the threaded
+/// build's pool: wasm-bindgen-rayon starts each thread from a blob of its own same-origin
+/// helper script). `frame-ancestors` only works as a header.
 pub const CONTENT_SECURITY_POLICY: &str = "default-src 'self'; connect-src 'self'; \
 script-src 'self' 'wasm-unsafe-eval'; style-src 'self'; img-src 'self' data: blob:; \
-worker-src 'self'; font-src 'self'; object-src 'none'; base-uri 'none'; form-action 'none'; \
+worker-src 'self' blob:; font-src 'self'; object-src 'none'; base-uri 'none'; form-action 'none'; \
 frame-ancestors 'none'";
 
 /// Largest request head we read; anything longer is refused (431).

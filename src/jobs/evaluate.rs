@@ -252,10 +252,71 @@ pub async fn evaluate_with_backend(
 ) -> Result<(ModelOutcome, crate::gpu::BackendReport)> {
     // LoadedModel holds candle tensors (reference counted): the clone shares the weights.
     let (encoder, backend) = crate::gpu::open_encoder(model.encoder.model.clone(), choice).await?;
-    let (mut outcome, predictions) =
-        evaluate_with_encoder(req, model, &encoder, model_inputs, model_options, progress).await?;
-    outcome.report.provenance.conventions.push(("backend".into(), describe_backend(&backend)));
-    Ok(((outcome, predictions), backend))
+    let outcome = evaluate_on(req, model, &encoder, &backend, model_inputs, model_options, progress).await?;
+    Ok((outcome, backend))
+}
+
+/// A model loaded once and kept across jobs (the page's worker holds one until the user
+/// picks another): the text model, its files' fingerprints, and the encoder last opened for
+/// it — so a second job neither parses the weights again nor rebuilds the CPU layers or
+/// re-uploads them to the GPU.
+pub struct KeptModel {
+    pub model: crate::model::TextModel,
+    pub fingerprints: Vec<Fingerprint>,
+    opened: Option<(crate::gpu::BackendChoice, crate::gpu::AnyEncoder, crate::gpu::BackendReport)>,
+}
+
+impl KeptModel {
+    pub fn from_files(files: &crate::model::ModelFiles) -> Result<KeptModel> {
+        Ok(KeptModel {
+            model: crate::model::TextModel::from_files(files)?,
+            fingerprints: super::model_fingerprints(files),
+            opened: None,
+        })
+    }
+
+    /// The encoder for `choice`, opened on first use and kept while the choice stays the
+    /// same (another choice drops the old one first, freeing its GPU buffers).
+    pub async fn encoder(&mut self, choice: crate::gpu::BackendChoice) -> Result<(&crate::gpu::AnyEncoder, &crate::gpu::BackendReport)> {
+        if !matches!(&self.opened, Some((kept, _, _)) if *kept == choice) {
+            self.opened = None;
+            let (encoder, report) = crate::gpu::open_encoder(self.model.encoder.model.clone(), choice).await?;
+            self.opened = Some((choice, encoder, report));
+        }
+        let (_, encoder, report) = self.opened.as_ref().expect("opened above");
+        Ok((encoder, report))
+    }
+
+    /// [`evaluate_with_backend`] on the kept encoder.
+    pub async fn evaluate(
+        &mut self,
+        req: &EvaluateRequest,
+        choice: crate::gpu::BackendChoice,
+        model_options: &ModelOptions,
+        progress: &mut dyn FnMut(usize, usize) -> bool,
+    ) -> Result<(ModelOutcome, crate::gpu::BackendReport)> {
+        let fingerprints = self.fingerprints.clone();
+        self.encoder(choice).await?;
+        let (_, encoder, backend) = self.opened.as_ref().expect("opened above");
+        let outcome = evaluate_on(req, &self.model, encoder, backend, fingerprints, model_options, progress).await?;
+        Ok((outcome, backend.clone()))
+    }
+}
+
+/// [`evaluate_with_encoder`] on an opened backend, its description added to the report's
+/// conventions.
+async fn evaluate_on(
+    req: &EvaluateRequest,
+    model: &crate::model::TextModel,
+    encoder: &crate::gpu::AnyEncoder,
+    backend: &crate::gpu::BackendReport,
+    model_inputs: Vec<Fingerprint>,
+    model_options: &ModelOptions,
+    progress: &mut dyn FnMut(usize, usize) -> bool,
+) -> Result<ModelOutcome> {
+    let (mut outcome, predictions) = evaluate_with_encoder(req, model, encoder, model_inputs, model_options, progress).await?;
+    outcome.report.provenance.conventions.push(("backend".into(), describe_backend(backend)));
+    Ok((outcome, predictions))
 }
 
 /// The backend names the CLI's `--backend` and the page's select use.

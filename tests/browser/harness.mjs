@@ -49,19 +49,43 @@ export async function startServer() {
   return { url, stop: () => child.kill() };
 }
 
+/**
+ * Serve the built site with Python's plain static server: no COOP/COEP headers, like a host
+ * that cannot set them (GitHub Pages, an intranet share). Resolves to its base URL.
+ */
+export async function startStaticServer() {
+  const child = spawn('python3', ['-u', '-m', 'http.server', '0', '--bind', '127.0.0.1', '--directory', SITE], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const url = await new Promise((resolvePromise, reject) => {
+    let out = '';
+    const timer = setTimeout(() => reject(new Error(`python3 -m http.server printed no port: ${out}`)), 15000);
+    const onData = (chunk) => {
+      out += chunk;
+      const m = out.match(/port (\d+)/);
+      if (m) {
+        clearTimeout(timer);
+        resolvePromise(`http://127.0.0.1:${m[1]}/`);
+      }
+    };
+    child.stdout.on('data', onData);
+    child.stderr.on('data', onData);
+    child.on('exit', (code) => reject(new Error(`python3 -m http.server exited with ${code}: ${out}`)));
+  });
+  return { url, stop: () => child.kill() };
+}
+
 export const CHROMIUM_ARGS = ['--no-sandbox', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run', '--disable-quic'];
 
 /**
  * A browser page on the served site, with every request and console error recorded.
  * `requests` holds {url, method, postData, resourceType, time} in order.
  */
-export async function openApp({ webgpu = false } = {}) {
-  const server = await startServer();
+export async function openApp({ webgpu = false, staticServer = false, serviceWorkers = 'allow' } = {}) {
+  const server = staticServer ? await startStaticServer() : await startServer();
   const browser = await chromium.launch({
     executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
     args: [...CHROMIUM_ARGS, ...(webgpu ? ['--enable-unsafe-webgpu'] : [])],
   });
-  const context = await browser.newContext({ viewport: { width: 1280, height: 900 }, acceptDownloads: true });
+  const context = await browser.newContext({ viewport: { width: 1280, height: 900 }, acceptDownloads: true, serviceWorkers });
   const requests = [];
   const consoleErrors = [];
   context.on('request', (r) => requests.push({ url: r.url(), method: r.method(), postData: r.postData(), resourceType: r.resourceType(), time: Date.now() }));

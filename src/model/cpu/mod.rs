@@ -167,9 +167,11 @@ impl CpuLayers {
 /// attention context, the branch output and the feed-forward activations (zipped).
 type TaskRows<'a> = (usize, (((&'a mut [f32], &'a mut [f32]), &'a mut [f32]), &'a mut [f32]));
 
-/// Threads the CPU path may use (1 on wasm32, which has no threads here).
+/// Threads the CPU path may use: rayon's pool. In the browser that pool exists only in the
+/// threaded build (shared memory, started by the page's worker); the single-threaded build
+/// has no threads at all.
 pub fn worker_threads() -> usize {
-    if cfg!(target_arch = "wasm32") {
+    if cfg!(all(target_arch = "wasm32", not(target_feature = "atomics"))) {
         1
     } else {
         rayon::current_num_threads()
