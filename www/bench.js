@@ -1,46 +1,108 @@
 // The encoder benchmark page: asks the worker (the same wasm engine as the app) to time the
 // bundled model on the WebAssembly CPU and on WebGPU, and shows the figures side by side,
 // with the wasm CPU as a ratio of a pasted native `medrank bench --json` when given.
+import { registerServiceWorker, describeThreads, workerUrl } from './isolation.js';
+
 const $ = (sel) => document.querySelector(sel);
 const GRID = { full: [128, 256, 512].flatMap((l) => [1, 8, 32].map((b) => [l, b])), small: [[128, 1]] };
 let last = null; // the latest result, re-rendered when native figures arrive
 
-const worker = new Worker(new URL('./worker.js', import.meta.url), { type: 'module' });
+// The same worker as the app, so the same build choice (threaded when this page is
+// cross-origin isolated) and the same thread count (the app's Options).
+const worker = new Worker(workerUrl(import.meta.url), { type: 'module' });
+let engine = null;
 const ready = new Promise((resolve, reject) => {
   worker.addEventListener('message', (e) => {
-    if (e.data.type === 'ready') resolve();
+    if (e.data.type === 'ready') {
+      engine = e.data;
+      $('#bench-engine').textContent = `Engine: ${describeThreads(engine)}${engine.threadedBuild ? ' (threaded build)' : ''}, SIMD: ${engine.simd}.`;
+      resolve();
+    }
     if (e.data.type === 'fatal') reject(new Error(e.data.error.message));
   });
 });
+registerServiceWorker();
 
-function run() {
-  const backends = [...($('#bench-cpu').checked ? ['cpu'] : []), ...($('#bench-gpu').checked ? ['gpu'] : [])];
-  if (!backends.length) return;
-  $('#bench-run').disabled = true;
-  $('#bench-error').hidden = true;
-  $('#bench-progress').textContent = 'Starting…';
-  const id = Date.now();
+let lastId = 0;
+/** Sends one job to the worker; `onDone(result)` or the page's error box. */
+function ask(message, onDone, { button, progress, error }) {
+  button.disabled = true;
+  error.hidden = true;
+  progress.textContent = 'Starting…';
+  const id = ++lastId;
   const onMessage = (e) => {
     const msg = e.data;
     if (msg.id !== id) return;
     if (msg.type === 'progress') {
-      $('#bench-progress').textContent = `${msg.stage} (${msg.done} / ${msg.total})`;
+      progress.textContent = `${msg.stage} (${msg.done} / ${msg.total})`;
       return;
     }
     worker.removeEventListener('message', onMessage);
-    $('#bench-run').disabled = false;
+    button.disabled = false;
     if (msg.type === 'error') {
-      $('#bench-error').textContent = msg.error.message;
-      $('#bench-error').hidden = false;
-      $('#bench-progress').textContent = '';
+      error.textContent = msg.error.message;
+      error.hidden = false;
+      progress.textContent = '';
       return;
     }
-    last = msg.result;
-    $('#bench-progress').textContent = 'Done.';
-    render();
+    progress.textContent = 'Done.';
+    onDone(msg.result);
   };
   worker.addEventListener('message', onMessage);
-  ready.then(() => worker.postMessage({ type: 'bench', id, backends, cells: GRID[$('#bench-grid').value], minSeconds: 1.0 }));
+  ready.then(() => worker.postMessage({ ...message, id }));
+}
+
+function run() {
+  const backends = [...($('#bench-cpu').checked ? ['cpu'] : []), ...($('#bench-gpu').checked ? ['gpu'] : [])];
+  if (!backends.length) return;
+  const message = { type: 'bench', backends, cells: GRID[$('#bench-grid').value], minSeconds: 1.0 };
+  ask(message, (result) => {
+    last = result;
+    window.__benchLast = result; // for scripts/bench-page.sh
+    render();
+  }, { button: $('#bench-run'), progress: $('#bench-progress'), error: $('#bench-error') });
+}
+
+/** The workload: `evaluate` on the CasiMedicos dev bundle, end to end, per backend. */
+function runWorkload() {
+  const backends = [...($('#workload-cpu').checked ? ['cpu'] : []), ...($('#workload-gpu').checked ? ['gpu'] : [])];
+  if (!backends.length) return;
+  ask({ type: 'workload', backends }, (results) => {
+    lastWorkload = results;
+    window.__workloadLast = results; // for scripts/bench-page.sh
+    renderWorkload();
+  }, { button: $('#workload-run'), progress: $('#workload-progress'), error: $('#workload-error') });
+}
+
+let lastWorkload = null;
+function renderWorkload() {
+  if (!lastWorkload) return;
+  const native = nativeWorkload();
+  const body = $('#workload-table tbody');
+  body.replaceChildren();
+  for (const w of lastWorkload) {
+    const ratio = w.backend === 'cpu' && native ? `${(w.sequences_per_s / native.sequences_per_s).toFixed(2)} (native: ${native.threads} thread${native.threads === 1 ? '' : 's'})` : '—';
+    const values = w.error
+      ? [w.backend, `not run: ${w.error}`, '', '', '', '', '', '']
+      : [w.backend, w.device, w.threads, w.sequences, w.seconds.toFixed(1), w.sequences_per_s.toFixed(1), w.accuracy === null ? 'n/a' : w.accuracy.toFixed(4), ratio];
+    const tr = document.createElement('tr');
+    tr.dataset.backend = w.backend;
+    for (const v of values) {
+      const td = document.createElement('td');
+      td.textContent = String(v);
+      tr.append(td);
+    }
+    body.append(tr);
+  }
+}
+
+/** The native CPU workload row of a pasted `medrank bench --parts workload --json` file. */
+function nativeWorkload() {
+  try {
+    return (JSON.parse($('#native-json').value)?.workload || []).find((w) => w.backend === 'cpu') || null;
+  } catch {
+    return null;
+  }
 }
 
 /** tokens/s per "length x batch" from `medrank bench --json` (its encoder.ours rows). */
@@ -89,9 +151,14 @@ function render() {
 }
 
 $('#bench-run').addEventListener('click', run);
-$('#native-json').addEventListener('input', render);
+$('#workload-run').addEventListener('click', runWorkload);
+$('#native-json').addEventListener('input', () => {
+  render();
+  renderWorkload();
+});
 $('#native-file').addEventListener('change', async (e) => {
   const file = e.target.files[0];
   if (file) $('#native-json').value = await file.text();
   render();
+  renderWorkload();
 });

@@ -129,6 +129,9 @@ pub struct BenchReport {
     pub encoder: Option<crate::model::bench::BenchReport>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub gpu: Option<GpuBench>,
+    /// The end-to-end job (`evaluate` on the CasiMedicos dev bundle), per backend.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub workload: Vec<jobs::WorkloadResult>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -172,6 +175,49 @@ pub fn gpu(model_dir: &Path, lengths: &[usize], batches: &[usize], full_grid: bo
         eprintln!("  len {} batch {}: {:.1} seq/s, {:.0} tokens/s", r.seq_len, r.batch, r.sequences_per_s, r.tokens_per_s)
     })?;
     Ok(GpuBench { adapter, rows, skipped })
+}
+
+/// The workload (`jobs::run_workload`, the same job the benchmark page times) on each backend
+/// of `backends` ("cpu", "gpu"); a backend that cannot start is reported and skipped.
+pub fn workload(model_dir: &Path, dev: &Path, backends: &[String]) -> Result<Vec<jobs::WorkloadResult>> {
+    let files = crate::model::ModelFiles::read_dir(model_dir)?;
+    let mut model = jobs::KeptModel::from_files(&files)?;
+    let text = std::fs::read_to_string(dev).map_err(|e| Error::io(dev.display().to_string(), e))?;
+    let dev = NamedText::new(dev.display().to_string(), text);
+    let clock = Instant::now();
+    let now = || clock.elapsed().as_secs_f64();
+    let mut out = Vec::new();
+    for name in backends {
+        let choice = jobs::parse_backend(name)?;
+        if choice != crate::gpu::BackendChoice::Cpu {
+            // `auto` takes a hardware adapter only; when it falls back, the CPU row is there already.
+            match pollster::block_on(model.encoder(choice)) {
+                Err(e) => {
+                    eprintln!("  {name}: not run ({e})");
+                    continue;
+                }
+                Ok((_, report)) if report.backend != "gpu" => {
+                    eprintln!("  {name}: no GPU run ({})", report.fallback_reason.as_deref().unwrap_or("no adapter"));
+                    continue;
+                }
+                Ok(_) => {}
+            }
+        }
+        let mut last = 0;
+        let result = pollster::block_on(jobs::run_workload(&mut model, &dev, choice, &now, &mut |done, total| {
+            if done == total || done >= last + 500 {
+                last = done;
+                eprintln!("  {name}: {done} / {total} sequences ({:.1} s)", now());
+            }
+            true
+        }))?;
+        eprintln!(
+            "  {name}: {} sequences in {:.1} s = {:.1} sequences/s ({}, {} threads)",
+            result.sequences, result.seconds, result.sequences_per_s, result.device, result.threads
+        );
+        out.push(result);
+    }
+    Ok(out)
 }
 
 impl BenchReport {
@@ -220,6 +266,26 @@ impl BenchReport {
             }
             tables.push(t);
         }
+        if !self.workload.is_empty() {
+            let mut t = Table::new(
+                "bench_workload",
+                "Workload: evaluate --model on the CasiMedicos dev bundle (+ no_argument control), end to end",
+                &["backend", "device", "threads", "instances", "sequences", "seconds", "sequences/s", "accuracy"],
+            );
+            for w in &self.workload {
+                t.push(vec![
+                    w.backend.clone(),
+                    w.device.clone(),
+                    w.threads.to_string(),
+                    w.instances.to_string(),
+                    w.sequences.to_string(),
+                    format!("{:.1}", w.seconds),
+                    format!("{:.1}", w.sequences_per_s),
+                    w.accuracy.map_or("n/a".into(), |a| format!("{a:.4}")),
+                ]);
+            }
+            tables.push(t);
+        }
         tables
     }
 }
@@ -229,9 +295,17 @@ impl BenchReport {
 
 #[derive(Args, Debug)]
 pub struct BenchArgs {
-    /// Parts to run, comma separated: core, encoder (CPU, with the peers), gpu (wgpu).
+    /// Parts to run, comma separated: core, encoder (CPU, with the peers), gpu (wgpu),
+    /// workload (`evaluate --model` end to end on the CasiMedicos dev bundle).
     #[arg(long, value_delimiter = ',', default_value = "core,encoder,gpu")]
     pub parts: Vec<String>,
+    /// The CasiMedicos dev file the workload's bundle is made from.
+    #[arg(long, value_name = "FILE", default_value = "data/casimedicos/dev.jsonl")]
+    pub workload_data: PathBuf,
+    /// Backends the workload runs on, comma separated: cpu, auto (a hardware GPU when there
+    /// is one), gpu (any adapter, software ones too: slow).
+    #[arg(long, value_delimiter = ',', default_value = "cpu,auto")]
+    pub workload_backends: Vec<String>,
     /// Model folder for the encoder benchmarks.
     #[arg(long, value_name = "DIR", default_value = "models/all-MiniLM-L6-v2")]
     pub model: PathBuf,
@@ -274,7 +348,11 @@ pub(super) fn bench(a: BenchArgs) -> Result<()> {
                 eprintln!("encoder on the GPU (wgpu):");
                 report.gpu = Some(gpu(&a.model, &a.lengths, &a.batches, a.full_gpu_grid)?);
             }
-            other => return Err(Error::invalid(format!("unknown bench part `{other}` (core, encoder, gpu)"))),
+            "workload" => {
+                eprintln!("workload: evaluate --model on the CasiMedicos dev bundle:");
+                report.workload = workload(&a.model, &a.workload_data, &a.workload_backends)?;
+            }
+            other => return Err(Error::invalid(format!("unknown bench part `{other}` (core, encoder, gpu, workload)"))),
         }
     }
     let tables = report.tables();

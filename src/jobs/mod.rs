@@ -7,7 +7,8 @@
 //!
 //! One file per method: `evaluate` (ranking over scoring, from predictions or a model),
 //! `agreement`, `controls`, `nrp` (with `rankers` for neural rankers), `import`, `metrics`
-//! (and rubric); `tables` turns every report into the tables all front ends show.
+//! (and rubric); `tables` turns every report into the tables all front ends show;
+//! `workload` is the end-to-end benchmark both front ends time.
 
 mod agreement;
 mod controls;
@@ -17,6 +18,7 @@ mod metrics;
 mod nrp;
 pub mod rankers;
 pub mod tables;
+mod workload;
 
 pub use agreement::*;
 pub use controls::*;
@@ -24,6 +26,7 @@ pub use evaluate::*;
 pub use import::*;
 pub use metrics::*;
 pub use nrp::*;
+pub use workload::*;
 
 use crate::data::{self, Bundle, HumanRankings};
 use crate::report::{Fingerprint, Provenance, Table};

@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# The page's benchmarks in headless Chromium (a benchmark: figures, never a pass/fail on speed).
+#
+#   scripts/bench-page.sh [OUT_DIR] [--grid full|small] [--no-gpu]
+#
+# 1. `medrank bench --parts encoder,workload` natively (release build) -> OUT_DIR/native.json
+# 2. bench.html's encoder grid and workload on the threaded build (N threads) and on the
+#    single-threaded build, plus WebGPU on SwiftShader (smallest cell, correctness only)
+#    -> OUT_DIR/page.json, with the page / native ratios per cell and on the workload.
+# Default OUT_DIR: dist/bench. Compare at the same thread count: the native run uses every
+# core (rayon's default), as the page does by default.
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+source scripts/env.sh
+OUT="dist/bench"
+if [ $# -gt 0 ] && [[ "$1" != --* ]]; then OUT="$1"; shift; fi
+mkdir -p "$OUT"
+OUT="$(cd "$OUT" && pwd)"
+scripts/setup.sh all
+cargo build --release --bin medrank
+scripts/build-web.sh
+REL="$CARGO_TARGET_DIR/release/medrank"
+GRID_ARGS=()
+if [[ " $* " == *" --grid small "* ]]; then GRID_ARGS=(--lengths 128 --batches 1); fi
+echo "== native: medrank bench --parts encoder,workload (release)" >&2
+"$REL" bench --parts encoder,workload "${GRID_ARGS[@]}" --json "$OUT/native.json"
+echo "== the page in headless Chromium" >&2
+cd tests/browser
+MEDRANK_BIN="$REL" node bench-page.mjs "$OUT/page.json" "$OUT/native.json" "$@"
+node -e '
+const r = require(process.argv[1]);
+for (const [name, run] of [["threaded", r.threaded], ["single", r.single]]) {
+  const v = run.vs_native; if (!v) continue;
+  console.log(`${name}: ${run.engine}`);
+  for (const c of v.cells) console.log(`  ${c.seq_len} x ${c.batch}: page ${c.page_tokens_per_s.toFixed(0)} tokens/s, native ${c.native_tokens_per_s?.toFixed(0)} (${v.native_threads} threads) -> ${c.ratio?.toFixed(2)}`);
+  if (v.workload) console.log(`  workload: page ${v.workload.page_sequences_per_s.toFixed(1)} seq/s, native ${v.workload.native_sequences_per_s.toFixed(1)} (${v.workload.native_threads} threads) -> ${v.workload.ratio.toFixed(2)}`);
+}' "$OUT/page.json"

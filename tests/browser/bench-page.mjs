@@ -1,0 +1,100 @@
+// The page's benchmarks in headless Chromium, driven like a user would: bench.html's encoder
+// grid and workload, once on the threaded build (medrank serve: cross-origin isolated, N
+// threads) and once on the single-threaded build (Options: 1 thread), and WebGPU on
+// SwiftShader (smallest cell, for correctness only). Writes one JSON file with the page's
+// figures and, when a native `medrank bench --json` file is given, the page / native ratios
+// at the same thread count. A benchmark: it prints figures and asserts nothing about speed.
+//
+//   node bench-page.mjs OUT.json [NATIVE.json] [--grid full|small] [--no-gpu]
+import { writeFileSync, readFileSync } from 'node:fs';
+import { openApp } from './harness.mjs';
+
+const args = process.argv.slice(2);
+const out = args[0];
+const native = args[1] && !args[1].startsWith('--') ? JSON.parse(readFileSync(args[1], 'utf8')) : null;
+const grid = args.includes('--grid') ? args[args.indexOf('--grid') + 1] : 'full';
+const gpu = !args.includes('--no-gpu');
+if (!out) {
+  console.error('usage: node bench-page.mjs OUT.json [NATIVE.json] [--grid full|small] [--no-gpu]');
+  process.exit(2);
+}
+
+/** Opens bench.html with `threads` (null = the default) and returns {engine, grid, workload}. */
+async function measure(threads, { webgpu }) {
+  const app = await openApp({ webgpu });
+  try {
+    const { page } = app;
+    await page.evaluate((n) => (n ? localStorage.setItem('medrank-threads', String(n)) : localStorage.removeItem('medrank-threads')), threads);
+    await page.goto(new URL('bench.html', app.server.url).href);
+    await page.waitForFunction(() => document.querySelector('#bench-engine').textContent.length > 0, null, { timeout: 60000 });
+    const engine = await page.textContent('#bench-engine');
+    console.error(`[bench-page] ${engine}`);
+    const result = {};
+    await page.selectOption('#bench-grid', grid);
+    await page.setChecked('#bench-cpu', true);
+    await page.setChecked('#bench-gpu', webgpu);
+    result.grid = await runAndRead(page, '#bench-run', '#bench-progress', '#bench-error', () => page.evaluate(() => window.__benchLast));
+    if (!webgpu) {
+      await page.setChecked('#workload-cpu', true);
+      await page.setChecked('#workload-gpu', false);
+      result.workload = await runAndRead(page, '#workload-run', '#workload-progress', '#workload-error', () => page.evaluate(() => window.__workloadLast));
+    }
+    return { engine, ...result };
+  } finally {
+    await app.close();
+  }
+}
+
+async function runAndRead(page, button, progress, error, read) {
+  await page.click(button);
+  await page.waitForFunction(([p, e]) => /Done/.test(document.querySelector(p).textContent) || !document.querySelector(e).hidden, [progress, error], { timeout: 3600000 });
+  const message = await page.$eval(error, (e) => (e.hidden ? null : e.textContent));
+  if (message) throw new Error(`the page reported: ${message}`);
+  return read();
+}
+
+/** The page / native ratio per cell (tokens/s) and for the workload (sequences/s). */
+function ratios(page) {
+  if (!native) return null;
+  const cpu = page.grid.find((b) => b.backend === 'wasm-cpu');
+  const cells = (cpu?.rows || []).map((r) => {
+    const n = native.encoder?.ours?.find((o) => o.seq_len === r.seq_len && o.batch === r.batch);
+    return { seq_len: r.seq_len, batch: r.batch, page_tokens_per_s: r.tokens_per_s, native_tokens_per_s: n?.tokens_per_s ?? null, ratio: n ? r.tokens_per_s / n.tokens_per_s : null };
+  });
+  const w = page.workload?.find((x) => x.backend === 'cpu');
+  const nw = native.workload?.find((x) => x.backend === 'cpu');
+  return {
+    native_threads: native.encoder?.threads ?? null,
+    page_threads: cpu?.threads ?? null,
+    cells,
+    workload: w && nw ? { page_sequences_per_s: w.sequences_per_s, native_sequences_per_s: nw.sequences_per_s, native_threads: nw.threads, ratio: w.sequences_per_s / nw.sequences_per_s } : null,
+  };
+}
+
+const threaded = await measure(null, { webgpu: false });
+const single = await measure(1, { webgpu: false });
+const report = {
+  date: new Date().toISOString(),
+  browser: 'Debian Chromium (headless)',
+  threaded: { ...threaded, vs_native: ratios(threaded) },
+  single: { ...single, vs_native: ratios(single) },
+};
+if (gpu) report.webgpu_swiftshader = await measureGpu();
+writeFileSync(out, JSON.stringify(report, null, 2));
+console.error(`[bench-page] wrote ${out}`);
+
+async function measureGpu() {
+  // SwiftShader is a CPU emulation of a GPU: the smallest cell only, as a correctness check
+  // that WebGPU runs, never a speed figure.
+  const app = await openApp({ webgpu: true });
+  try {
+    const { page } = app;
+    await page.goto(new URL('bench.html', app.server.url).href);
+    await page.selectOption('#bench-grid', 'small');
+    await page.setChecked('#bench-cpu', false);
+    await page.setChecked('#bench-gpu', true);
+    return await runAndRead(page, '#bench-run', '#bench-progress', '#bench-error', () => page.evaluate(() => window.__benchLast));
+  } finally {
+    await app.close();
+  }
+}
