@@ -3,7 +3,7 @@
 import { detectKind, KINDS, JOB_INPUTS } from './kinds.js';
 import { renderResults, buildReportHtml } from './results.js';
 import { el, download, formatError } from './dom.js';
-import { registerServiceWorker, describeThreads, chosenThreads, chooseThreads, workerUrl } from './isolation.js';
+import { registerServiceWorker, describeThreads, threadsPhrase, chosenThreads, chooseThreads, workerUrl } from './isolation.js';
 
 const $ = (sel) => document.querySelector(sel);
 const state = {
@@ -275,7 +275,7 @@ export async function runJob(job, extraOptions = {}) {
 
 /** "Ran on the GPU: <adapter>" or "Ran on the CPU (WebAssembly)", with the fallback reason. */
 function describeBackend(b) {
-  const where = b.backend === 'gpu' ? `Ran on the GPU (WebGPU): ${b.device.trim()}` : `Ran on the CPU (WebAssembly) · ${describeThreads(state.engine)}`;
+  const where = b.backend === 'gpu' ? `Ran on the GPU (WebGPU): ${b.device.trim()}` : `Ran on the CPU (WebAssembly) on ${threadsPhrase(state.engine)}`;
   return b.fallback_reason ? `${where} — not on the GPU: ${b.fallback_reason}` : where;
 }
 

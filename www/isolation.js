@@ -41,6 +41,13 @@ export function describeThreads(engine) {
   return engine.threadsWhy ? `${head}: ${engine.threadsWhy}` : head;
 }
 
+/** "4 threads", or "1 thread (<why>)": how a finished CPU run says where it ran. */
+export function threadsPhrase(engine) {
+  const n = engine?.threads || 1;
+  const head = `${n} thread${n === 1 ? '' : 's'}`;
+  return engine?.threadsWhy ? `${head} (${engine.threadsWhy})` : head;
+}
+
 /** The thread count the user chose in Options (kept in localStorage), or null for the
  *  default (navigator.hardwareConcurrency). */
 export function chosenThreads() {

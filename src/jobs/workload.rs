@@ -100,3 +100,37 @@ pub async fn run_workload(
         accuracy,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The bundle made from the vendored dev file reads back with the bundle reader: one MCQA
+    /// instance per record (280: Python's `json.loads` per line, as in the HiTZ reader's
+    /// test), the HiTZ question as the instance's text, the system with an empty argument,
+    /// and the answers of the file (`correct_option` 1..5, 56 times each).
+    #[test]
+    fn the_workload_bundle_is_the_dev_file_as_a_bundle() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/data/casimedicos/dev.jsonl");
+        let dev = NamedText::new("dev.jsonl", std::fs::read_to_string(path).unwrap());
+        let bundle = workload_bundle(&dev).unwrap();
+        let (parsed, _) = data::parse_bundle(&bundle.name, &bundle.text).unwrap();
+        assert_eq!(parsed.instances.len(), 280);
+        assert_eq!(parsed.systems, vec![WORKLOAD_SYSTEM.to_string()]);
+        let (items, _) = data::parse_hitz("dev.jsonl", &dev.text).unwrap();
+        for (inst, item) in parsed.instances.iter().zip(&items) {
+            match &inst.problem {
+                data::Problem::Mcqa { question, options, answer } => {
+                    assert_eq!(question, &item.question);
+                    assert_eq!(options, &item.options);
+                    assert_eq!(answer, &item.correct_option);
+                }
+                other => panic!("not MCQA: {other:?}"),
+            }
+            assert_eq!(inst.arguments, vec![(WORKLOAD_SYSTEM.to_string(), String::new())]);
+        }
+        for key in ["1", "2", "3", "4", "5"] {
+            assert_eq!(parsed.instances.iter().filter(|i| i.problem.gold() == key).count(), 56);
+        }
+    }
+}

@@ -153,7 +153,7 @@ test('without WebGPU the page runs the model on the CPU and says so', { skip: !h
     const result = await evaluateWithModel(page, 'auto', { controls: '' });
     assert.equal(result.backend.backend, 'cpu');
     assert.ok(result.backend.fallback_reason, 'the reply says why the GPU was not used');
-    assert.match(await page.textContent('#backend-used'), /Ran on the CPU \(WebAssembly\) — not on the GPU/);
+    assert.match(await page.textContent('#backend-used'), /Ran on the CPU \(WebAssembly\) on \d+ threads? — not on the GPU/);
     assert.ok(result.report.provenance.conventions.some(([k, v]) => k === 'backend' && v.startsWith('cpu (candle)')));
     // Forcing the GPU without an adapter is an error, not a silent CPU run.
     await page.selectOption('#opt-backend', 'gpu');
@@ -180,7 +180,9 @@ test('the benchmark page measures the smallest cell on the wasm CPU and on WebGP
     assert.ok(numbers.every((x) => Number.isFinite(x) && x > 0), `CPU and WebGPU figures: ${cells}`);
     assert.match(cells[6], /×$/);
     const devices = await page.textContent('#bench-devices');
-    assert.match(devices, /CPU: medrank kernels \(wasm simd128, 1 thread\)/);
+    // medrank serve isolates the page: the threaded build runs on every core.
+    const cores = await page.evaluate(() => navigator.hardwareConcurrency);
+    assert.match(devices, new RegExp(`CPU: medrank kernels \\(wasm simd128, ${cores} threads?\\)`));
     assert.match(devices, /WebGPU: .*BrowserWebGpu/);
     // A pasted native `medrank bench --json` adds the wasm/native ratio.
     await page.fill('#native-json', JSON.stringify({ encoder: { ours: [{ seq_len: 128, batch: 1, tokens_per_s: Number(cells[3].replace(/,/g, '')) * 2 }] } }));
