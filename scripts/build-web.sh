@@ -6,6 +6,9 @@
 #
 #   --out DIR      where to assemble the site (default dist/site)
 #   --no-opt       skip wasm-opt (used only when binaryen >= 116 is installed)
+#   --bench-peer   a bench build: also serve onnxruntime-web and the model's ONNX graph in peer/
+#                  (bench.html's peer; the main page never loads them). Needs scripts/setup.sh
+#                  browser bench (the npm package, Python's onnx).
 #   --serve PORT   afterwards run `medrank serve DIR --port PORT` (default port 8080)
 #
 # Toolchain routes (scripts/setup.sh wasm installs route 2):
@@ -21,14 +24,16 @@ die() { printf '\033[1;31m[build-web]\033[0m %s\n' "$*" >&2; exit 1; }
 
 OUT="$ROOT/dist/site"
 OPT=1
+PEER=0
 SERVE_PORT=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --out) OUT="$(mkdir -p "$2" && cd "$2" && pwd)"; shift 2 ;;
     --no-opt) OPT=0; shift ;;
+    --bench-peer) PEER=1; shift ;;
     --serve)
       if [ $# -gt 1 ] && [[ "$2" =~ ^[0-9]+$ ]]; then SERVE_PORT="$2"; shift 2; else SERVE_PORT=8080; shift; fi ;;
-    -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,19p' "$0"; exit 0 ;;
     *) die "unknown argument: $1 (see --help)" ;;
   esac
 done
@@ -153,6 +158,19 @@ else
   log "no $MODEL_SRC (run scripts/setup.sh model): the site ships without a bundled model"
 fi
 
+# The bench build's peer: onnxruntime-web's wasm build and the same weights as an ONNX graph
+# (built from the safetensors by the native bench's own script).
+if [ $PEER = 1 ]; then
+  ORT="tests/browser/node_modules/onnxruntime-web/dist"
+  [ -f "$ORT/ort.wasm.min.mjs" ] || die "no onnxruntime-web: run scripts/setup.sh browser"
+  [ -f "$MODEL_SRC/model.safetensors" ] || die "no $MODEL_SRC: run scripts/setup.sh model"
+  mkdir -p "$OUT/peer/ort"
+  cp "$ORT/ort.wasm.min.mjs" "$ORT/ort-wasm-simd-threaded.mjs" "$ORT/ort-wasm-simd-threaded.wasm" "$OUT/peer/ort/"
+  cp tests/browser/node_modules/onnxruntime-web/LICENSE "$OUT/peer/ort/LICENSE" 2>/dev/null || true
+  log "exporting the ONNX graph of $MODEL_SRC for the peer"
+  python3 tests/reference/minilm_onnx.py "$MODEL_SRC" --export "$OUT/peer/minilm.onnx"
+fi
+
 # Manifests the page and the service worker read (generated, so they never go stale):
 #  - examples/index.json: every example file, relative to examples/
 #  - precache.json: every app file the service worker stores for offline use (models are
@@ -163,14 +181,15 @@ json_array() { awk 'BEGIN{printf "["} {gsub(/\\/,"\\\\"); gsub(/"/,"\\\""); prin
 if [ -d "$OUT/examples" ]; then
   list_files "$OUT/examples" | grep -v '^index\.json$' | json_array > "$OUT/examples/index.json"
 fi
-list_files "$OUT" | grep -v '^models/' | grep -v '^data/' | grep -v '^sw\.js$' | json_array > "$OUT/precache.json"
-BUILD_ID="$(cd "$OUT" && list_files . | grep -v '^models/' | xargs sha256sum | sha256sum | cut -c1-16)"
+list_files "$OUT" | grep -v '^models/' | grep -v '^data/' | grep -v '^peer/' | grep -v '^sw\.js$' | json_array > "$OUT/precache.json"
+BUILD_ID="$(cd "$OUT" && list_files . | grep -v '^models/' | grep -v '^peer/' | xargs sha256sum | sha256sum | cut -c1-16)"
 sed -i "s/__BUILD_ID__/$BUILD_ID/" "$OUT/sw.js"
 
 # No served file may point at another origin (privacy by construction). XML namespace names
 # (http://www.w3.org/2000/svg) are identifiers, never fetched, and the Apache licence links
 # (the thread pool helper's licence header, the vendored data's LICENSE) are text: allowed.
-external="$(grep -rIoE "(https?:)?//[a-zA-Z0-9.-]+\.[a-z]{2,}[^\"' )]*" "$OUT" --exclude-dir=models \
+# The bench build's peer (third-party code the main page never loads) is left out of the check.
+external="$(grep -rIoE "(https?:)?//[a-zA-Z0-9.-]+\.[a-z]{2,}[^\"' )]*" "$OUT" --exclude-dir=models --exclude-dir=peer \
   | grep -vE '//www\.w3\.org/(2000/svg|1999/xhtml|1999/xlink|2000/xmlns)|//www\.apache\.org/licenses/' || true)"
 if [ -n "$external" ]; then
   echo "$external" | head -10 >&2

@@ -94,8 +94,9 @@ setup_wasm() {
 
 setup_browser() {
   apt_install chromium fonts-dejavu-core
-  if [ ! -d "$ROOT/tests/browser/node_modules/playwright-core" ]; then
-    log "npm ci (playwright-core, driving Debian's Chromium)"
+  # playwright-core drives Debian's Chromium; onnxruntime-web is the bench page's peer.
+  if [ ! -d "$ROOT/tests/browser/node_modules/playwright-core" ] || [ ! -d "$ROOT/tests/browser/node_modules/onnxruntime-web" ]; then
+    log "npm ci (playwright-core, onnxruntime-web)"
     (cd "$ROOT/tests/browser" && npm ci --silent --no-audit --no-fund)
   fi
 }

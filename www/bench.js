@@ -60,8 +60,39 @@ function run() {
     last = result;
     window.__benchLast = result; // for scripts/bench-page.sh
     render();
+    if ($('#bench-peer').checked && !$('#bench-peer').disabled) runPeer(message.cells);
   }, { button: $('#bench-run'), progress: $('#bench-progress'), error: $('#bench-error') });
 }
+
+/** onnxruntime-web on the same cells with medrank's thread count (bench builds only). */
+function runPeer(cells) {
+  const peer = new Worker(new URL('./bench-peer.js', import.meta.url), { type: 'module' });
+  $('#bench-run').disabled = true;
+  peer.onmessage = (e) => {
+    const msg = e.data;
+    if (msg.type === 'progress') {
+      $('#bench-progress').textContent = `${msg.stage} (${msg.done} / ${msg.total})`;
+      return;
+    }
+    peer.terminate();
+    $('#bench-run').disabled = false;
+    const entry = msg.type === 'result'
+      ? { backend: 'ort-web', ...msg.result }
+      : { backend: 'ort-web', device: '', threads: 0, rows: [], error: msg.error.message };
+    last = [...last.filter((b) => b.backend !== 'ort-web'), entry];
+    window.__benchLast = last;
+    $('#bench-progress').textContent = 'Done (with the peer).';
+    render();
+  };
+  peer.postMessage({ type: 'bench', id: 1, cells, threads: engine?.threads || 1, minSeconds: 1.0 });
+}
+
+// The peer is there only in a bench build (scripts/build-web.sh --bench-peer).
+fetch('peer/ort/ort.wasm.min.mjs', { method: 'HEAD' }).then((r) => {
+  $('#bench-peer').disabled = !r.ok;
+  $('#bench-peer').checked = r.ok;
+  $('#bench-peer-note').hidden = r.ok;
+}).catch(() => {});
 
 /** The workload: `evaluate` on the CasiMedicos dev bundle, end to end, per backend. */
 function runWorkload() {
@@ -123,7 +154,8 @@ function render() {
   const gpu = by.webgpu;
   const native = nativeFigures();
   const describe = (b, name) => (b ? (b.error ? `${name}: not available (${b.error})` : `${name}: ${b.device}`) : null);
-  $('#bench-devices').textContent = [describe(cpu, 'CPU'), describe(gpu, 'WebGPU')].filter(Boolean).join(' · ');
+  const peer = by['ort-web'];
+  $('#bench-devices').textContent = [describe(cpu, 'CPU'), describe(gpu, 'WebGPU'), describe(peer, `Peer (${peer?.threads} thread${peer?.threads === 1 ? '' : 's'})`)].filter(Boolean).join(' · ');
   const cells = new Map();
   for (const b of last) for (const r of b.rows) {
     const key = `${r.seq_len}x${r.batch}`;
@@ -137,7 +169,9 @@ function render() {
     const g1 = c.webgpu;
     const values = [c.seq_len, c.batch, fmt(c1?.sequences_per_s, 2), fmt(c1?.tokens_per_s, 0), fmt(g1?.sequences_per_s, 2), fmt(g1?.tokens_per_s, 0),
       c1 && g1 ? `${(g1.tokens_per_s / c1.tokens_per_s).toFixed(2)}×` : '—',
-      c1 && native.has(key) ? `${(c1.tokens_per_s / native.get(key)).toFixed(2)}` : '—'];
+      c1 && native.has(key) ? `${(c1.tokens_per_s / native.get(key)).toFixed(2)}` : '—',
+      fmt(c['ort-web']?.tokens_per_s, 0),
+      c1 && c['ort-web'] ? `${(c1.tokens_per_s / c['ort-web'].tokens_per_s).toFixed(2)}` : '—'];
     const tr = document.createElement('tr');
     tr.dataset.cell = key;
     for (const v of values) {

@@ -33,7 +33,13 @@ async function measure(threads, { webgpu }) {
     await page.selectOption('#bench-grid', grid);
     await page.setChecked('#bench-cpu', true);
     await page.setChecked('#bench-gpu', webgpu);
-    result.grid = await runAndRead(page, '#bench-run', '#bench-progress', '#bench-error', () => page.evaluate(() => window.__benchLast));
+    const peer = !(await page.isDisabled('#bench-peer'));
+    if (peer) await page.setChecked('#bench-peer', true);
+    result.grid = await runAndRead(page, '#bench-run', '#bench-progress', '#bench-error', async () => {
+      // With the peer, the grid is done once onnxruntime-web's rows are in too.
+      if (peer) await page.waitForFunction(() => (window.__benchLast || []).some((b) => b.backend === 'ort-web'), null, { timeout: 3600000 });
+      return page.evaluate(() => window.__benchLast);
+    });
     if (!webgpu) {
       await page.setChecked('#workload-cpu', true);
       await page.setChecked('#workload-gpu', false);
@@ -61,11 +67,18 @@ function ratios(page) {
     const n = native.encoder?.ours?.find((o) => o.seq_len === r.seq_len && o.batch === r.batch);
     return { seq_len: r.seq_len, batch: r.batch, page_tokens_per_s: r.tokens_per_s, native_tokens_per_s: n?.tokens_per_s ?? null, ratio: n ? r.tokens_per_s / n.tokens_per_s : null };
   });
+  const ort = page.grid.find((b) => b.backend === 'ort-web');
+  for (const c of cells) {
+    const o = ort?.rows?.find((r) => r.seq_len === c.seq_len && r.batch === c.batch);
+    c.ort_web_tokens_per_s = o?.tokens_per_s ?? null;
+    c.ratio_to_ort_web = o ? c.page_tokens_per_s / o.tokens_per_s : null;
+  }
   const w = page.workload?.find((x) => x.backend === 'cpu');
   const nw = native.workload?.find((x) => x.backend === 'cpu');
   return {
     native_threads: native.encoder?.threads ?? null,
     page_threads: cpu?.threads ?? null,
+    ort_web: ort ? { device: ort.device, threads: ort.threads, error: ort.error ?? null } : null,
     cells,
     workload: w && nw ? { page_sequences_per_s: w.sequences_per_s, native_sequences_per_s: nw.sequences_per_s, native_threads: nw.threads, ratio: w.sequences_per_s / nw.sequences_per_s } : null,
   };

@@ -9,6 +9,7 @@ optimise it (ORT_ENABLE_ALL, all cores). Needs: pip install onnxruntime onnx num
 Usage:
   minilm_onnx.py MODEL_DIR --bench SEQ_LEN BATCH REPEATS -> {"seconds": [...]}
   minilm_onnx.py MODEL_DIR --check -> max abs difference to the NumPy reference (sanity)
+  minilm_onnx.py MODEL_DIR --export OUT.onnx -> the graph itself (for onnxruntime-web)
 """
 import json
 import math
@@ -25,7 +26,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from minilm_numpy import load_safetensors, encode  # noqa: E402
 
 
-def build(W, cfg):
+def graph(W, cfg):
+    """The ONNX model (onnx.ModelProto) of the encoder with these weights."""
     p = "bert." if "bert.embeddings.word_embeddings.weight" in W else ""
     g = lambda k: W[p + k].astype(np.float32)
     h, nh, layers = cfg["hidden_size"], cfg["num_attention_heads"], cfg["num_hidden_layers"]
@@ -88,6 +90,12 @@ def build(W, cfg):
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
     model.ir_version = 8
     onnx.checker.check_model(model)
+    return model
+
+
+def build(W, cfg):
+    """An ONNX Runtime session of `graph(W, cfg)` with every graph optimisation."""
+    model = graph(W, cfg)
     opts = ort.SessionOptions()
     opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
     return ort.InferenceSession(model.SerializeToString(), opts, providers=["CPUExecutionProvider"])
@@ -97,6 +105,11 @@ def main():
     model_dir = sys.argv[1]
     cfg = json.load(open(f"{model_dir}/config.json"))
     W = load_safetensors(f"{model_dir}/model.safetensors")
+    if sys.argv[2] == "--export":
+        # The same graph for onnxruntime-web (the benchmark page's peer).
+        with open(sys.argv[3], "wb") as f:
+            f.write(graph(W, cfg).SerializeToString())
+        return
     sess = build(W, cfg)
     if sys.argv[2] == "--check":
         rng = np.random.default_rng(1)
