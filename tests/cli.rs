@@ -350,3 +350,77 @@ fn metrics_with_bertscore_on_the_default_model() {
     assert!(c[1]["f1"].as_f64().unwrap() < 0.9);
     assert_eq!(r["bertscore"]["layer"], 6);
 }
+
+/// Whatever a run leaves in `dir` that a staged output would be named like.
+fn leftovers(dir: &Path) -> Vec<String> {
+    std::fs::read_dir(dir)
+        .map(|entries| entries.flatten().map(|e| e.file_name().to_string_lossy().into_owned()).filter(|n| n.contains("medrank-tmp") || n.ends_with(".tmp")).collect())
+        .unwrap_or_default()
+}
+
+fn fails_with(args: &[&str], message: &str) {
+    let out = medrank(args);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains(message), "medrank {args:?}: {err}");
+}
+
+/// Every output of a run (`--json`, the `--csv` folder, `--out`) is checked before any
+/// work and renamed into place only when the whole run succeeded.
+#[test]
+fn outputs_are_refused_before_any_work_and_written_all_or_nothing() {
+    let base = tmp("outputs");
+    let _ = std::fs::remove_dir_all(&base);
+    std::fs::create_dir_all(base.join("existing-folder")).unwrap();
+    let (folder, csv) = (base.join("existing-folder"), base.join("tables"));
+
+    // --json onto an existing folder used to fail late, leaving `DIR.tmp` with the whole
+    // report and the 14 CSV files of --csv behind; now nothing is written at all.
+    fails_with(
+        &["evaluate", "--bundle", "examples/bundle.jsonl", "--predictions", "examples/predictions.csv", "--corpus", "examples/corpus.jsonl",
+          "--rankings", "examples/rankings.csv", "--json", s(&folder), "--csv", s(&csv)],
+        "refused as an output: it exists and is a folder",
+    );
+    assert!(!csv.exists());
+    assert_eq!(std::fs::read_dir(&base).unwrap().count(), 1, "only the folder that was there");
+
+    // controls / import: --out is not written when the run fails on its --json path.
+    let bundle_out = base.join("with_controls.jsonl");
+    fails_with(&["controls", "--bundle", "examples/bundle.jsonl", "--corpus", "examples/corpus.jsonl", "--out", s(&bundle_out), "--json", s(&folder)], "is a folder");
+    assert!(!bundle_out.exists());
+    fails_with(
+        &["import", "ranking-over-scoring", "--no-argument", "examples/ros/no_argument.jsonl", "--source", "gpt-4o=examples/ros/gpt-4o.jsonl", "--out", s(&bundle_out), "--json", s(&folder)],
+        "is a folder",
+    );
+    assert!(!bundle_out.exists());
+
+    // An output that is an input of the same run is refused and the input kept.
+    let bundle = base.join("bundle.jsonl");
+    std::fs::copy(root().join("examples/bundle.jsonl"), &bundle).unwrap();
+    let original = std::fs::read(&bundle).unwrap();
+    fails_with(&["controls", "--bundle", s(&bundle), "--corpus", "examples/corpus.jsonl", "--out", s(&bundle)], "is an input of this run");
+    fails_with(&["agreement", "--rankings", "examples/rankings.csv", "--bundle", s(&bundle), "--json", s(&bundle)], "is an input of this run");
+    assert_eq!(std::fs::read(&bundle).unwrap(), original);
+
+    // A link is refused, not replaced by a regular file.
+    #[cfg(unix)]
+    {
+        let link = base.join("report-link.json");
+        std::os::unix::fs::symlink(&bundle, &link).unwrap();
+        fails_with(&["agreement", "--rankings", "examples/rankings.csv", "--json", s(&link)], "it exists and is a link");
+        assert!(std::fs::symlink_metadata(&link).unwrap().file_type().is_symlink());
+        fails_with(&["agreement", "--rankings", "examples/rankings.csv", "--json", "/dev/null"], "/dev/null: refused as an output");
+    }
+
+    // A run that fails in its computation leaves no new --csv folder (and no report).
+    let report = base.join("never.json");
+    fails_with(&["evaluate", "--bundle", "examples/bundle.jsonl", "--predictions", "examples/predictions.csv", "--json", s(&report), "--csv", s(&csv)], "corpus");
+    assert!(!csv.exists() && !report.exists());
+
+    // A run that succeeds writes everything, into new nested folders too, with no temporaries left.
+    let nested = base.join("a/b/tables");
+    ok(&["agreement", "--rankings", "examples/rankings.csv", "--json", s(&base.join("a/report.json")), "--csv", s(&nested), "--quiet"]);
+    assert!(base.join("a/report.json").is_file());
+    assert!(std::fs::read_dir(&nested).unwrap().count() > 0);
+    assert!(leftovers(&base).is_empty() && leftovers(&base.join("a")).is_empty() && leftovers(&nested).is_empty());
+}
