@@ -13,6 +13,11 @@ pub fn mean(values: &[f64]) -> Stat<f64> {
     }
     let n = values.len() as f64;
     let rough = values.iter().sum::<f64>() / n;
+    if !rough.is_finite() && values.iter().all(|v| v.is_finite()) {
+        // The sum of finite values overflowed (e.g. 1e308 + 1e308): summing v / n cannot,
+        // since |Σ v/n| <= max |v|.
+        return Stat::Defined(values.iter().map(|v| v / n).sum());
+    }
     // One correction pass removes most rounding error of the sum (identical values then
     // give exactly that value, and an sd of exactly 0).
     Stat::Defined(rough + values.iter().map(|v| v - rough).sum::<f64>() / n)
