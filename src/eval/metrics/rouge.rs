@@ -349,14 +349,20 @@ fn lcs_positions(reference: &[String], candidate: &[String]) -> Vec<usize> {
         }
         std::mem::swap(&mut previous, &mut current);
     }
-    let (mut i, mut j) = (rows, columns);
+    backtrack(reference, candidate, |i, j| left[bit(i, j) / 64] >> (bit(i, j) % 64) & 1 == 1)
+}
+
+/// rouge_score's backtrack from the end of both texts: a match steps diagonally (and is
+/// part of the LCS), else `go_left(i, j)` says whether to drop the candidate's token j.
+fn backtrack(reference: &[String], candidate: &[String], go_left: impl Fn(usize, usize) -> bool) -> Vec<usize> {
+    let (mut i, mut j) = (reference.len(), candidate.len());
     let mut positions = Vec::new();
     while i > 0 && j > 0 {
         if reference[i - 1] == candidate[j - 1] {
             positions.push(i - 1);
             i -= 1;
             j -= 1;
-        } else if left[bit(i, j) / 64] >> (bit(i, j) % 64) & 1 == 1 {
+        } else if go_left(i, j) {
             j -= 1;
         } else {
             i -= 1;
@@ -425,20 +431,7 @@ mod tests {
                 };
             }
         }
-        let (mut i, mut j) = (reference.len(), candidate.len());
-        let mut positions = Vec::new();
-        while i > 0 && j > 0 {
-            if reference[i - 1] == candidate[j - 1] {
-                positions.push(i - 1);
-                i -= 1;
-                j -= 1;
-            } else if table[i][j - 1] > table[i - 1][j] {
-                j -= 1;
-            } else {
-                i -= 1;
-            }
-        }
-        positions.reverse();
+        let positions = backtrack(reference, candidate, |i, j| table[i][j - 1] > table[i - 1][j]);
         (table[reference.len()][candidate.len()], positions)
     }
 
