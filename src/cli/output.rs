@@ -115,7 +115,7 @@ impl Outputs {
         for dir in output.csv.iter().map(PathBuf::as_path).chain(dirs.iter().copied()) {
             match std::fs::symlink_metadata(dir) {
                 Ok(m) if !m.is_dir() => {
-                    return Err(Error::invalid(format!("{}: the output folder exists and is not a folder", dir.display())))
+                    return Err(Error::invalid(format!("{}: refused as an output folder: it exists and is not a folder (a file or a link)", dir.display())))
                 }
                 _ => {}
             }
@@ -392,7 +392,7 @@ mod tests {
         assert!(m.ends_with("it exists and is a folder; name a new or regular file"), "{m}");
         // A file where --csv wants a folder.
         let m = message(Outputs::plan(&[], &args(None, Some(input.clone())), &[], &[]));
-        assert!(m.ends_with("the output folder exists and is not a folder"), "{m}");
+        assert!(m.ends_with("refused as an output folder: it exists and is not a folder (a file or a link)"), "{m}");
         // The same path twice.
         let m = message(Outputs::plan(&[], &args(Some(d.0.join("r.json")), None), &[&d.0.join("r.json")], &[]));
         assert!(m.ends_with("named as two outputs of this run"), "{m}");
