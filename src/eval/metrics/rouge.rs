@@ -305,13 +305,34 @@ pub fn rouge_l(reference: &[String], candidate: &[String]) -> RougeScore {
     if reference.is_empty() || candidate.is_empty() {
         return RougeScore::ZERO;
     }
-    RougeScore::from_counts(lcs_length(reference, candidate), candidate.len(), reference.len())
+    let mut ids = TokenIds::default();
+    let (reference_ids, candidate_ids) = (ids.of(reference), ids.of(candidate));
+    RougeScore::from_counts(lcs_length(&reference_ids, &candidate_ids), candidate.len(), reference.len())
+}
+
+/// Tokens as small integers, so that the LCS tables (n x m cells) compare integers, not
+/// strings: equal tokens get equal ids.
+#[derive(Default)]
+struct TokenIds<'a> {
+    ids: HashMap<&'a str, u32>,
+}
+
+impl<'a> TokenIds<'a> {
+    fn of(&mut self, tokens: &'a [String]) -> Vec<u32> {
+        tokens
+            .iter()
+            .map(|t| {
+                let next = self.ids.len() as u32;
+                *self.ids.entry(t.as_str()).or_insert(next)
+            })
+            .collect()
+    }
 }
 
 /// The LCS length by the usual table, keeping only two rows of the shorter text's length:
 /// memory O(min(n, m)) (a full table of a million-token candidate against a 200-token
 /// reference took 1.6 GB).
-fn lcs_length(a: &[String], b: &[String]) -> usize {
+fn lcs_length<T: PartialEq>(a: &[T], b: &[T]) -> usize {
     let (outer, inner) = if a.len() >= b.len() { (a, b) } else { (b, a) };
     let mut previous = vec![0usize; inner.len() + 1];
     let mut current = vec![0usize; inner.len() + 1];
@@ -329,7 +350,7 @@ fn lcs_length(a: &[String], b: &[String]) -> usize {
 /// from the end, a match steps diagonally, else the step goes left when
 /// `table[i][j-1] > table[i-1][j]` and up otherwise. Only that one bit per cell is kept
 /// (the table itself two rows at a time): 1/64 of the memory of the full table.
-fn lcs_positions(reference: &[String], candidate: &[String]) -> Vec<usize> {
+fn lcs_positions<T: PartialEq>(reference: &[T], candidate: &[T]) -> Vec<usize> {
     let (rows, columns) = (reference.len(), candidate.len());
     let mut left = vec![0u64; (rows * columns).div_ceil(64)];
     let bit = |i: usize, j: usize| (i - 1) * columns + (j - 1);
@@ -354,7 +375,7 @@ fn lcs_positions(reference: &[String], candidate: &[String]) -> Vec<usize> {
 
 /// rouge_score's backtrack from the end of both texts: a match steps diagonally (and is
 /// part of the LCS), else `go_left(i, j)` says whether to drop the candidate's token j.
-fn backtrack(reference: &[String], candidate: &[String], go_left: impl Fn(usize, usize) -> bool) -> Vec<usize> {
+fn backtrack<T: PartialEq>(reference: &[T], candidate: &[T], go_left: impl Fn(usize, usize) -> bool) -> Vec<usize> {
     let (mut i, mut j) = (reference.len(), candidate.len());
     let mut positions = Vec::new();
     while i > 0 && j > 0 {
@@ -383,11 +404,14 @@ pub fn rouge_lsum(reference: &[Vec<String>], candidate: &[Vec<String>]) -> Rouge
     }
     let mut reference_left = token_counts(reference);
     let mut candidate_left = token_counts(candidate);
+    let mut ids = TokenIds::default();
+    let candidate_ids: Vec<Vec<u32>> = candidate.iter().map(|c| ids.of(c)).collect();
     let mut hits = 0;
     for sentence in reference {
-        let mut union: Vec<usize> = candidate
+        let sentence_ids = ids.of(sentence);
+        let mut union: Vec<usize> = candidate_ids
             .iter()
-            .flat_map(|c| lcs_positions(sentence, c))
+            .flat_map(|c| lcs_positions(&sentence_ids, c))
             .collect();
         union.sort_unstable();
         union.dedup();
