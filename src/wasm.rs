@@ -263,8 +263,16 @@ fn check_one(file: &InputFile) -> Result<FileCheck, Error> {
             Ok(FileCheck { summary: plural(topics.len(), "topic"), warnings })
         }
         "qrels" | "qrels_combined" => {
-            let dimension = file.params.get("dimension").map(String::as_str).unwrap_or("relevance");
-            let (judgments, warnings) = crate::data::parse_qrels_any(name, text, dimension, &NotJudgeable::clef_ehealth_2021())?; // a preview: the run uses the page's option
+            // A preview: the run uses the page's not-judgeable option. A file given for one
+            // dimension is read as the job reads it (its grades stay that dimension's).
+            let not_judgeable = NotJudgeable::clef_ehealth_2021();
+            let (judgments, warnings) = match (file.kind.as_str(), file.params.get("dimension")) {
+                ("qrels", Some(dimension)) if !dimension.trim().is_empty() => {
+                    let (j, w) = crate::data::parse_qrels_dimension(name, text, dimension, &not_judgeable)?;
+                    (vec![j], w)
+                }
+                _ => crate::data::parse_qrels_any(name, text, "relevance", &not_judgeable)?,
+            };
             let parts: Vec<String> = judgments
                 .iter()
                 .map(|j| {

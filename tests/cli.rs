@@ -350,3 +350,204 @@ fn metrics_with_bertscore_on_the_default_model() {
     assert!(c[1]["f1"].as_f64().unwrap() < 0.9);
     assert_eq!(r["bertscore"]["layer"], 6);
 }
+
+/// Whatever a run leaves in `dir` that a staged output would be named like.
+fn leftovers(dir: &Path) -> Vec<String> {
+    std::fs::read_dir(dir)
+        .map(|entries| entries.flatten().map(|e| e.file_name().to_string_lossy().into_owned()).filter(|n| n.contains("medrank-tmp") || n.ends_with(".tmp")).collect())
+        .unwrap_or_default()
+}
+
+fn fails_with(args: &[&str], message: &str) {
+    let out = medrank(args);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains(message), "medrank {args:?}: {err}");
+}
+
+/// Every output of a run (`--json`, the `--csv` folder, `--out`) is checked before any
+/// work and renamed into place only when the whole run succeeded.
+#[test]
+fn outputs_are_refused_before_any_work_and_written_all_or_nothing() {
+    let base = tmp("outputs");
+    let _ = std::fs::remove_dir_all(&base);
+    std::fs::create_dir_all(base.join("existing-folder")).unwrap();
+    let (folder, csv) = (base.join("existing-folder"), base.join("tables"));
+
+    // --json onto an existing folder used to fail late, leaving `DIR.tmp` with the whole
+    // report and the 14 CSV files of --csv behind; now nothing is written at all.
+    fails_with(
+        &["evaluate", "--bundle", "examples/bundle.jsonl", "--predictions", "examples/predictions.csv", "--corpus", "examples/corpus.jsonl",
+          "--rankings", "examples/rankings.csv", "--json", s(&folder), "--csv", s(&csv)],
+        "refused as an output: it exists and is a folder",
+    );
+    assert!(!csv.exists());
+    assert_eq!(std::fs::read_dir(&base).unwrap().count(), 1, "only the folder that was there");
+
+    // controls / import: --out is not written when the run fails on its --json path.
+    let bundle_out = base.join("with_controls.jsonl");
+    fails_with(&["controls", "--bundle", "examples/bundle.jsonl", "--corpus", "examples/corpus.jsonl", "--out", s(&bundle_out), "--json", s(&folder)], "is a folder");
+    assert!(!bundle_out.exists());
+    fails_with(
+        &["import", "ranking-over-scoring", "--no-argument", "examples/ros/no_argument.jsonl", "--source", "gpt-4o=examples/ros/gpt-4o.jsonl", "--out", s(&bundle_out), "--json", s(&folder)],
+        "is a folder",
+    );
+    assert!(!bundle_out.exists());
+
+    // An output that is an input of the same run is refused and the input kept.
+    let bundle = base.join("bundle.jsonl");
+    std::fs::copy(root().join("examples/bundle.jsonl"), &bundle).unwrap();
+    let original = std::fs::read(&bundle).unwrap();
+    fails_with(&["controls", "--bundle", s(&bundle), "--corpus", "examples/corpus.jsonl", "--out", s(&bundle)], "is an input of this run");
+    fails_with(&["agreement", "--rankings", "examples/rankings.csv", "--bundle", s(&bundle), "--json", s(&bundle)], "is an input of this run");
+    assert_eq!(std::fs::read(&bundle).unwrap(), original);
+
+    // A link is refused, not replaced by a regular file.
+    #[cfg(unix)]
+    {
+        let link = base.join("report-link.json");
+        std::os::unix::fs::symlink(&bundle, &link).unwrap();
+        fails_with(&["agreement", "--rankings", "examples/rankings.csv", "--json", s(&link)], "it exists and is a link");
+        assert!(std::fs::symlink_metadata(&link).unwrap().file_type().is_symlink());
+        fails_with(&["agreement", "--rankings", "examples/rankings.csv", "--json", "/dev/null"], "/dev/null: refused as an output");
+    }
+
+    // A run that fails in its computation leaves no new --csv folder (and no report).
+    let report = base.join("never.json");
+    fails_with(&["evaluate", "--bundle", "examples/bundle.jsonl", "--predictions", "examples/predictions.csv", "--json", s(&report), "--csv", s(&csv)], "corpus");
+    assert!(!csv.exists() && !report.exists());
+
+    // A run that succeeds writes everything, into new nested folders too, with no temporaries left.
+    let nested = base.join("a/b/tables");
+    ok(&["agreement", "--rankings", "examples/rankings.csv", "--json", s(&base.join("a/report.json")), "--csv", s(&nested), "--quiet"]);
+    assert!(base.join("a/report.json").is_file());
+    assert!(std::fs::read_dir(&nested).unwrap().count() > 0);
+    assert!(leftovers(&base).is_empty() && leftovers(&base.join("a")).is_empty() && leftovers(&nested).is_empty());
+}
+
+/// The NRP run of the examples with the given answers and qrels arguments; the report.
+fn nrp_with(answers: &Path, qrels: &[&str], report: &Path) -> Output {
+    let mut args = vec!["nrp", "--topics", "examples/nrp/topics.xml", "--docs", "examples/nrp/docs.tsv", "--answers", s(answers), "--json", s(report), "--quiet"];
+    args.extend_from_slice(qrels);
+    medrank(&args)
+}
+
+/// Hostile inputs the issue listed: each is refused with the right, located message, or
+/// read as what it is.
+#[test]
+fn hostile_inputs_get_the_right_message() {
+    let base = tmp("hostile");
+    std::fs::create_dir_all(&base).unwrap();
+    let answers = std::fs::read_to_string(root().join("examples/nrp/answers.jsonl")).unwrap();
+    let combined = ["--qrels-combined", "examples/nrp/qrels.combined.txt"];
+
+    // answers.jsonl with a byte-order mark is JSONL (it was taken for a CSV "without its
+    // system and prompt"), and gives the same groups as without it.
+    let (plain, bom) = (base.join("answers.jsonl"), base.join("bom.jsonl"));
+    std::fs::write(&plain, &answers).unwrap();
+    std::fs::write(&bom, format!("\u{feff}{answers}")).unwrap();
+    let (r1, r2) = (base.join("plain.json"), base.join("bom.json"));
+    assert!(nrp_with(&plain, &combined, &r1).status.success());
+    let out = nrp_with(&bom, &combined, &r2);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(json(&r1)["groups"], json(&r2)["groups"]);
+    // An empty answers file is called empty.
+    let empty = base.join("empty.jsonl");
+    std::fs::write(&empty, "").unwrap();
+    let out = nrp_with(&empty, &combined, &base.join("never.json"));
+    assert_eq!(String::from_utf8_lossy(&out.stderr).trim(), format!("error: {}: the answers file is empty", s(&empty)));
+
+    // A per-dimension qrels file whose first line is `qid iter docno grade` keeps its
+    // dimension (it was read as combined qrels of a dimension called `grade`).
+    let relevance = std::fs::read_to_string(root().join("examples/nrp/qrels.relevance.txt")).unwrap();
+    let with_header = base.join("relevance_header.txt");
+    std::fs::write(&with_header, format!("qid iter docno grade\n{relevance}")).unwrap();
+    let arg = format!("relevance={}", s(&with_header));
+    let report = base.join("header.json");
+    let out = nrp_with(&plain, &["--qrels", &arg], &report);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let r = json(&report);
+    let dims: Vec<&str> = r["dimensions"].as_array().unwrap().iter().map(|d| d["dimension"].as_str().unwrap()).collect();
+    assert_eq!(dims, ["relevance"]);
+
+    // An answer for a query that is not a topic: an error at its line in the answers file
+    // (FORMATS.md called it a warning; it stopped the run without file or line).
+    let stray = base.join("stray.jsonl");
+    let first = answers.lines().next().unwrap().replacen("\"qid\": \"101\"", "\"qid\": \"999\"", 1);
+    assert!(first.contains("999"), "the example's first answer is for query 101: {first}");
+    std::fs::write(&stray, format!("{answers}{first}\n")).unwrap();
+    let out = nrp_with(&stray, &combined, &base.join("never.json"));
+    let line = answers.lines().count() + 1;
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.starts_with(&format!("error: {}:{line}: field `qid`: answer ", s(&stray))), "{err}");
+    assert!(err.trim_end().ends_with("is for query `999`, which is not a topic"), "{err}");
+
+    // An answer without a score from a precomputed ranker: an error naming the scores file.
+    let scores = std::fs::read_to_string(root().join("examples/nrp/answer_scores.csv")).unwrap();
+    let fewer = base.join("fewer_scores.csv");
+    let mut lines: Vec<&str> = scores.lines().collect();
+    let dropped = lines.remove(1); // the first score row: 101,gpt-3.5-turbo,no_prompt,0,...
+    assert!(dropped.starts_with("101,gpt-3.5-turbo,no_prompt,0,"), "{dropped}");
+    std::fs::write(&fewer, lines.join("\n")).unwrap();
+    let ranker = format!("published=examples/nrp/run.bm25.txt,{}", s(&fewer));
+    let out = medrank(&["nrp", "--topics", "examples/nrp/topics.xml", "--qrels-combined", "examples/nrp/qrels.combined.txt", "--answers", "examples/nrp/answers.jsonl", "--ranker", &ranker, "--no-bm25"]);
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr).trim(),
+        format!("error: {}: no score for answer `gpt-3.5-turbo/no_prompt/0` of query `101`; a ranker must score every answer", s(&fewer))
+    );
+
+    // A prediction missing for a ranked pair: an error at the instance's bundle line.
+    let predictions = std::fs::read_to_string(root().join("examples/predictions.csv")).unwrap();
+    let mut lines: Vec<&str> = predictions.lines().collect();
+    let dropped = lines.remove(1);
+    assert!(dropped.starts_with("mcqa-01,expert,"), "{dropped}");
+    let missing = base.join("missing.csv");
+    std::fs::write(&missing, lines.join("\n")).unwrap();
+    let out = medrank(&["evaluate", "--bundle", "examples/bundle.jsonl", "--corpus", "examples/corpus.jsonl", "--predictions", s(&missing), "--quiet"]);
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr).trim(),
+        "error: examples/bundle.jsonl:1: field `arguments.expert`: instance `mcqa-01` has no prediction for system `expert` (evaluator `missing`)"
+    );
+
+    // A human-ranking row for a control system is refused by evaluate as by agreement
+    // (evaluate used to accept it and leave 17 of 18 Friedman blocks incomplete).
+    let rankings = base.join("rankings_noise.csv");
+    let text = std::fs::read_to_string(root().join("examples/rankings.csv")).unwrap();
+    std::fs::write(&rankings, format!("{text}mcqa-01,clin_a,noise,4\n")).unwrap();
+    let expected = format!("error: {}:98: field `system`: system `noise` is a control case; human rankings rank the systems, not the control cases (control systems: no_argument, label_only, noise, ir_passages)", s(&rankings));
+    let out = medrank(&["evaluate", "--bundle", "examples/bundle.jsonl", "--corpus", "examples/corpus.jsonl", "--predictions", "examples/predictions.csv", "--rankings", s(&rankings)]);
+    assert_eq!(String::from_utf8_lossy(&out.stderr).trim(), expected);
+    let out = medrank(&["agreement", "--rankings", s(&rankings), "--bundle", "examples/bundle.jsonl"]);
+    assert_eq!(String::from_utf8_lossy(&out.stderr).trim(), expected);
+
+    // Not UTF-8: the line is named, not only a byte offset.
+    let latin1 = base.join("latin1.csv");
+    let mut bytes = text.as_bytes().to_vec();
+    let third_line = bytes.iter().enumerate().filter(|(_, b)| **b == b'\n').nth(1).unwrap().0 + 1;
+    bytes.insert(third_line, 0xe9); // é in Latin-1, at column 1 of line 3
+    std::fs::write(&latin1, bytes).unwrap();
+    let out = medrank(&["agreement", "--rankings", s(&latin1)]);
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr).trim(),
+        format!("error: {}:3: not valid UTF-8 at column 1 (byte {} of the file); save it as UTF-8", s(&latin1), third_line + 1)
+    );
+}
+
+/// Friedman's mean ranks in the JSON name their systems.
+#[test]
+fn friedman_mean_ranks_carry_system_names() {
+    let report = tmp("agreement_names.json");
+    ok(&["agreement", "--rankings", "examples/rankings.csv", "--bundle", "examples/bundle.jsonl", "--json", s(&report), "--quiet"]);
+    let r = json(&report);
+    let mcqa = r["scopes"].as_array().unwrap().iter().find(|s| s["scope"] == "mcqa").unwrap();
+    let ranks = mcqa["agreement"]["friedman"]["mean_ranks"].as_array().unwrap();
+    // By hand from examples/rankings.csv: the 18 complete MCQA blocks (6 instances x 3
+    // annotators), each block's ranks re-ranked (ties averaged), summed per system:
+    // expert 20.5, gpt-4o 38, llama-3-70b 66, openbiollm-70b 55.5 (total 18 x 10 = 180).
+    let expected = [("expert", 20.5), ("gpt-4o", 38.0), ("llama-3-70b", 66.0), ("openbiollm-70b", 55.5)];
+    assert_eq!(ranks.len(), 4);
+    for (got, (system, sum)) in ranks.iter().zip(expected) {
+        assert_eq!(got["system"], system);
+        assert!((got["mean_rank"].as_f64().unwrap() - sum / 18.0).abs() < 1e-12, "{got}");
+    }
+}

@@ -1,7 +1,7 @@
 //! `medrank agreement`: agreement among human annotators.
 
 use super::commands::*;
-use super::output::{emit, OutputArgs};
+use super::output::{emit, OutputArgs, Outputs};
 use crate::jobs;
 use crate::Result;
 use clap::Args;
@@ -23,8 +23,10 @@ pub struct AgreementArgs {
 }
 
 pub(super) fn agreement(a: AgreementArgs) -> Result<()> {
+    let inputs: Vec<&std::path::Path> = std::iter::once(a.rankings.as_path()).chain(a.bundle.as_deref()).collect();
+    let outputs = Outputs::plan(&inputs, &a.output, &[], &[])?;
     let req = jobs::AgreementRequest { rankings: named(&a.rankings)?, bundle: named_opt(&a.bundle)?, controls: a.control_systems };
     let outcome = jobs::agreement(&req)?;
     warn_all(&outcome.report.warnings, a.output.quiet);
-    emit(&outcome.report, &outcome.tables, &a.output)
+    emit(&outcome.report, &outcome.tables, &a.output, outputs)
 }

@@ -4,7 +4,7 @@
 
 use crate::jobs::{self, NamedText};
 use crate::report::Table;
-use super::output::{emit, OutputArgs};
+use super::output::{emit, OutputArgs, Outputs};
 use crate::{Error, Result};
 use clap::Args;
 use std::path::PathBuf;
@@ -330,6 +330,7 @@ pub struct BenchArgs {
 }
 
 pub(super) fn bench(a: BenchArgs) -> Result<()> {
+    let outputs = Outputs::plan(&[&a.model], &a.output, &[], &[])?;
     if cfg!(debug_assertions) {
         eprintln!("note: this is a debug build of medrank; figures of `cargo run --release -- bench` are the ones to quote");
     }
@@ -356,5 +357,5 @@ pub(super) fn bench(a: BenchArgs) -> Result<()> {
         }
     }
     let tables = report.tables();
-    emit(&report, &tables, &a.output)
+    emit(&report, &tables, &a.output, outputs)
 }

@@ -1,7 +1,7 @@
 //! `medrank controls`: add control cases to a bundle.
 
 use super::commands::*;
-use super::output::{emit, write_atomically, OutputArgs};
+use super::output::{emit, OutputArgs, Outputs};
 use crate::jobs;
 use crate::Result;
 use clap::Args;
@@ -29,11 +29,13 @@ pub struct ControlsArgs {
 }
 
 pub(super) fn controls(a: ControlsArgs) -> Result<()> {
+    let inputs: Vec<&std::path::Path> = std::iter::once(a.bundle.as_path()).chain(a.corpus.as_deref()).collect();
+    let mut outputs = Outputs::plan(&inputs, &a.output, &[&a.out], &[])?;
     let req = jobs::ControlsRequest { bundle: named(&a.bundle)?, which: a.which, corpus: named_opt(&a.corpus)?, seed: a.seed };
     let outcome = jobs::add_controls(&req)?;
-    write_atomically(&a.out, outcome.bundle_jsonl.as_bytes())?;
+    outputs.file(&a.out, outcome.bundle_jsonl.as_bytes())?;
     warn_all(&outcome.report.warnings, a.output.quiet);
-    emit(&outcome.report, &outcome.tables, &a.output)?;
+    emit(&outcome.report, &outcome.tables, &a.output, outputs)?;
     if !a.output.quiet {
         println!("wrote the bundle with control cases to {} (seed {})", a.out.display(), a.seed);
     }

@@ -1,7 +1,7 @@
 //! `medrank embed`: one sentence embedding per input line.
 
 use super::commands::*;
-use super::output::write_atomically;
+use super::output::{OutputArgs, Outputs};
 use crate::Result;
 use clap::Args;
 use std::path::PathBuf;
@@ -22,6 +22,7 @@ pub struct EmbedArgs {
 }
 
 pub(super) fn embed(a: EmbedArgs) -> Result<()> {
+    let mut outputs = Outputs::plan(&[&a.model, &a.input], &OutputArgs::default(), &[&a.out], &[])?;
     let model = crate::model::TextModel::read_dir(&a.model)?;
     let input = named(&a.input)?;
     let lines: Vec<&str> = input.text.lines().collect();
@@ -38,7 +39,8 @@ pub(super) fn embed(a: EmbedArgs) -> Result<()> {
         out.push_str(&row.to_string());
         out.push('\n');
     }
-    write_atomically(&a.out, out.as_bytes())?;
+    outputs.file(&a.out, out.as_bytes())?;
+    outputs.commit()?;
     let truncated: Vec<String> = cut.iter().enumerate().filter(|(_, c)| **c > 0).map(|(i, _)| (i + 1).to_string()).collect();
     if !truncated.is_empty() {
         eprintln!(

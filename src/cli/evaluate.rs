@@ -1,7 +1,7 @@
 //! `medrank evaluate`: ranking over scoring from predictions files or with a model.
 
 use super::commands::*;
-use super::output::{emit, write_atomically, OutputArgs};
+use super::output::{emit, OutputArgs, Outputs};
 use crate::jobs;
 use crate::Result;
 use clap::Args;
@@ -74,18 +74,33 @@ pub struct EvaluateArgs {
     pub output: OutputArgs,
 }
 
+/// `[EVALUATOR=]FILE`: a path may itself contain '=', so only a leading NAME= without '/'
+/// (and not the name of an existing file) is a name.
+fn evaluator_and_path(p: &str) -> (Option<String>, &Path) {
+    match p.split_once('=') {
+        Some((name, path)) if !name.is_empty() && !name.contains('/') && !Path::new(p).exists() => (Some(name.to_string()), Path::new(path)),
+        _ => (None, Path::new(p)),
+    }
+}
+
+/// Checks the outputs against every file the run reads, before any work.
+fn plan_outputs(a: &EvaluateArgs) -> Result<Outputs> {
+    let mut inputs: Vec<&Path> = vec![&a.bundle];
+    inputs.extend(a.predictions.iter().map(|p| evaluator_and_path(p).1));
+    inputs.extend([&a.model, &a.corpus, &a.rankings].into_iter().filter_map(|p| p.as_deref()));
+    let saved: Vec<&Path> = a.save_predictions.iter().map(PathBuf::as_path).collect();
+    Outputs::plan(&inputs, &a.output, &saved, &[])
+}
+
 pub(super) fn evaluate(a: EvaluateArgs) -> Result<()> {
+    let outputs = plan_outputs(&a)?;
     if let Some(dir) = &a.model {
-        return evaluate_with_model(&a, dir);
+        return evaluate_with_model(&a, dir, outputs);
     }
     let mut predictions = Vec::new();
     for p in &a.predictions {
-        // A path may itself contain '=', so only a leading NAME= without '/' is a name.
-        let (evaluator, path) = match p.split_once('=') {
-            Some((name, path)) if !name.is_empty() && !name.contains('/') && !Path::new(p).exists() => (Some(name.to_string()), path),
-            _ => (None, p.as_str()),
-        };
-        predictions.push(jobs::EvaluatorPredictions { evaluator, file: named(Path::new(path))? });
+        let (evaluator, path) = evaluator_and_path(p);
+        predictions.push(jobs::EvaluatorPredictions { evaluator, file: named(path)? });
     }
     let req = jobs::EvaluateRequest {
         bundle: named(&a.bundle)?,
@@ -96,10 +111,10 @@ pub(super) fn evaluate(a: EvaluateArgs) -> Result<()> {
     };
     let outcome = jobs::evaluate_predictions(&req)?;
     warn_all(&outcome.report.warnings, a.output.quiet);
-    emit(&outcome.report, &outcome.tables, &a.output)
+    emit(&outcome.report, &outcome.tables, &a.output, outputs)
 }
 
-pub(super) fn evaluate_with_model(a: &EvaluateArgs, dir: &Path) -> Result<()> {
+fn evaluate_with_model(a: &EvaluateArgs, dir: &Path, mut outputs: Outputs) -> Result<()> {
     let files = crate::model::ModelFiles::read_dir(dir)?;
     let model = crate::model::TextModel::from_files(&files)?;
     let controls = match a.controls.as_deref() {
@@ -138,8 +153,8 @@ pub(super) fn evaluate_with_model(a: &EvaluateArgs, dir: &Path) -> Result<()> {
         eprintln!("encoder backend: {}", jobs::describe_backend(&backend));
     }
     if let Some(path) = &a.save_predictions {
-        write_atomically(path, crate::data::write_predictions_csv(&predictions).as_bytes())?;
+        outputs.file(path, crate::data::write_predictions_csv(&predictions).as_bytes())?;
     }
     warn_all(&outcome.report.warnings, a.output.quiet);
-    emit(&outcome.report, &outcome.tables, &a.output)
+    emit(&outcome.report, &outcome.tables, &a.output, outputs)
 }

@@ -1,7 +1,7 @@
 //! `medrank import ranking-over-scoring`: the public Ranking-Over-Scoring (HiTZ) files into a bundle.
 
 use super::commands::*;
-use super::output::{emit, write_atomically, OutputArgs};
+use super::output::{emit, OutputArgs, Outputs};
 use crate::jobs;
 use crate::Result;
 use clap::{Args, Subcommand};
@@ -31,14 +31,16 @@ pub struct ImportRosArgs {
 }
 
 pub(super) fn import_ros(a: ImportRosArgs) -> Result<()> {
+    let inputs: Vec<&Path> = std::iter::once(a.no_argument.as_path()).chain(a.sources.iter().map(|(_, f)| Path::new(f))).collect();
+    let mut outputs = Outputs::plan(&inputs, &a.output, &[&a.out], &[])?;
     let req = jobs::ImportRequest {
         no_argument: named(&a.no_argument)?,
         sources: a.sources.iter().map(|(s, f)| Ok((s.clone(), named(Path::new(f))?))).collect::<Result<_>>()?,
     };
     let outcome = jobs::import_ranking_over_scoring(&req)?;
-    write_atomically(&a.out, outcome.bundle_jsonl.as_bytes())?;
+    outputs.file(&a.out, outcome.bundle_jsonl.as_bytes())?;
     warn_all(&outcome.report.warnings, a.output.quiet);
-    emit(&outcome.report, &outcome.tables, &a.output)?;
+    emit(&outcome.report, &outcome.tables, &a.output, outputs)?;
     if !a.output.quiet {
         println!("wrote {} instances x {} systems to {}", outcome.report.instances, outcome.report.systems.len(), a.out.display());
     }

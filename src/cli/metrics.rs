@@ -1,7 +1,7 @@
 //! `medrank metrics` and `medrank rubric`: reference-based metrics and rubric grading.
 
 use super::commands::*;
-use super::output::{emit, OutputArgs};
+use super::output::{emit, OutputArgs, Outputs};
 use crate::jobs;
 use crate::{Error, Result};
 use clap::Args;
@@ -44,6 +44,8 @@ pub struct MetricsArgs {
 
 pub(super) fn metrics(a: MetricsArgs) -> Result<()> {
     use crate::eval::metrics::{rouge::Tokenizer, KappaBins, Metric, MetricsOptions};
+    let inputs: Vec<&std::path::Path> = std::iter::once(a.input.as_path()).chain(a.bertscore.as_deref()).collect();
+    let outputs = Outputs::plan(&inputs, &a.output, &[], &[])?;
     let mut options = MetricsOptions { seed: a.bootstrap.seed, resamples: a.bootstrap.resamples, confidence: a.bootstrap.confidence, ..Default::default() };
     options.rouge.tokenizer = if a.tokenizer == "unicode" { Tokenizer::Unicode } else { Tokenizer::RougeScore };
     options.rouge.stem = !a.no_stem;
@@ -78,7 +80,7 @@ pub(super) fn metrics(a: MetricsArgs) -> Result<()> {
         }
     };
     warn_all(&outcome.report.warnings, a.output.quiet);
-    emit(&outcome.report, &outcome.tables, &a.output)
+    emit(&outcome.report, &outcome.tables, &a.output, outputs)
 }
 
 #[derive(Args, Debug)]
@@ -94,8 +96,9 @@ pub struct RubricArgs {
 }
 
 pub(super) fn rubric(a: RubricArgs) -> Result<()> {
+    let outputs = Outputs::plan(&[&a.input], &a.output, &[], &[])?;
     let options = crate::eval::rubric::RubricOptions { seed: a.bootstrap.seed, resamples: a.bootstrap.resamples, confidence: a.bootstrap.confidence };
     let outcome = jobs::rubric(&jobs::RubricRequest { file: named(&a.input)?, options })?;
     warn_all(&outcome.report.warnings, a.output.quiet);
-    emit(&outcome.report, &outcome.tables, &a.output)
+    emit(&outcome.report, &outcome.tables, &a.output, outputs)
 }

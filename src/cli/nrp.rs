@@ -1,7 +1,7 @@
 //! `medrank nrp`: normalized rank position of generated answers.
 
 use super::commands::*;
-use super::output::{emit, OutputArgs};
+use super::output::{emit, OutputArgs, Outputs};
 use crate::jobs;
 use crate::{Error, Result};
 use clap::Args;
@@ -70,7 +70,19 @@ pub struct NrpArgs {
     pub output: OutputArgs,
 }
 
+/// Every file and model folder the run reads (for the output check before any work).
+fn input_paths(a: &NrpArgs) -> Vec<&Path> {
+    let mut inputs: Vec<&Path> = vec![&a.topics];
+    inputs.extend(a.qrels.iter().map(|(_, f)| Path::new(f)));
+    inputs.extend([&a.qrels_combined, &a.docs, &a.expert_rankings].into_iter().filter_map(|p| p.as_deref()));
+    inputs.extend(a.answers.iter().map(PathBuf::as_path));
+    inputs.extend(a.rankers.iter().flat_map(|(_, files)| files.split(',').map(Path::new)));
+    inputs.extend(a.dense_rankers.iter().chain(&a.cross_encoders).chain(&a.monot5).map(|(_, d)| Path::new(d)));
+    inputs
+}
+
 pub(super) fn nrp(a: NrpArgs) -> Result<()> {
+    let outputs = Outputs::plan(&input_paths(&a), &a.output, &[], &[])?;
     let mut qrels = Vec::new();
     for (dimension, file) in &a.qrels {
         qrels.push(jobs::QrelsFile { dimension: Some(dimension.clone()), file: named(Path::new(file))? });
@@ -139,5 +151,5 @@ pub(super) fn nrp(a: NrpArgs) -> Result<()> {
     };
     let outcome = jobs::nrp_with_models(&req, &models, window)?;
     warn_all(&outcome.report.warnings, a.output.quiet);
-    emit(&outcome.report, &outcome.tables, &a.output)
+    emit(&outcome.report, &outcome.tables, &a.output, outputs)
 }

@@ -1,7 +1,7 @@
 //! `medrank train`: proxy-task evaluators with candle's autograd.
 
 use super::commands::*;
-use super::output::write_atomically;
+use super::output::{OutputArgs, Outputs};
 use crate::{Error, Result};
 use clap::Args;
 use std::path::{Path, PathBuf};
@@ -57,6 +57,7 @@ pub struct TrainArgs {
 pub(super) fn train(a: TrainArgs) -> Result<()> {
     use crate::model::train::{self as t, ArgumentSource, Freeze, TrainOptions};
     use crate::model::HeadKind;
+    let mut outputs = Outputs::plan(&[&a.model, &a.train, &a.dev], &OutputArgs::default(), &[], &[&a.out])?;
     let model = crate::model::TextModel::read_dir(&a.model)?;
     let freeze = match a.freeze.as_str() {
         "head" => Freeze::HeadOnly,
@@ -122,12 +123,12 @@ pub(super) fn train(a: TrainArgs) -> Result<()> {
     if cut_train + cut_dev > 0 {
         eprintln!("warning: {cut_train} training and {cut_dev} dev examples had inputs cut to the model's token limit (the case or argument, never the option); train_log.json records the counts");
     }
-    std::fs::create_dir_all(&a.out).map_err(|e| Error::io(a.out.display().to_string(), e))?;
     let mut files = t::trained_files(&result, &options)?;
     files.push(("tokenizer.json".into(), std::fs::read(a.model.join("tokenizer.json")).map_err(|e| Error::io(a.model.display().to_string(), e))?));
     for (name, bytes) in files {
-        write_atomically(&a.out.join(name), &bytes)?;
+        outputs.file(&a.out.join(name), &bytes)?;
     }
+    outputs.commit()?;
     println!(
         "best epoch {} with dev accuracy {:.4} ({} dev examples); the evaluator is in {} (use: medrank evaluate --model {})",
         result.best_epoch,

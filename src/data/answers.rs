@@ -194,9 +194,9 @@ pub fn parse_answers_jsonl(name: &str, text: &str) -> Result<(Vec<Answer>, Vec<W
     for (line, row) in content_lines(text) {
         let record = parse_record(name, line, row)?;
         let answer = Answer {
-            qid: record.label("qid")?,
-            system: record.string("system")?.to_owned(),
-            prompt: record.string("prompt")?.to_owned(),
+            qid: record.non_empty_label("qid")?,
+            system: non_empty_string(&record, "system")?,
+            prompt: non_empty_string(&record, "prompt")?,
             sample: record.unsigned("sample")?,
             text: record.string("text")?.to_owned(),
         };
@@ -230,6 +230,16 @@ pub fn parse_answers_jsonl(name: &str, text: &str) -> Result<(Vec<Answer>, Vec<W
     Ok((answers, tally.into_warnings()))
 }
 
+/// A string field that is not empty or blank (a system or prompt name: a blank one would
+/// be reported as a nameless system).
+fn non_empty_string(record: &crate::data::json::Record, field: &str) -> Result<String> {
+    let value = record.string(field)?;
+    if value.trim().is_empty() {
+        return Err(record.error(field, format!("`{field}` is empty")));
+    }
+    Ok(value.to_owned())
+}
+
 // ---------------------------------------------------------------------------------------
 // Precomputed answer scores
 
@@ -252,9 +262,9 @@ pub fn parse_answer_scores(name: &str, text: &str) -> Result<(Vec<AnswerScore>, 
                 );
             }
             scores.push(AnswerScore {
-                qid: record.label("qid")?,
-                system: record.string("system")?.to_owned(),
-                prompt: record.string("prompt")?.to_owned(),
+                qid: record.non_empty_label("qid")?,
+                system: non_empty_string(&record, "system")?,
+                prompt: non_empty_string(&record, "prompt")?,
                 sample: record.unsigned("sample")?,
                 score: record.number("score")?,
             });
@@ -322,11 +332,12 @@ pub struct NrpInputs<'a> {
 /// Checks that the NRP inputs fit together. Errors: the same answer twice (e.g. two files
 /// for the same system and prompt), and expert-ranking rows for an unknown query or item
 /// (item = a docno judged for that query, a document, or an answer id `system/prompt/sample`
-/// of that query). Warnings, each with a count and ids: judgements or answers for queries
-/// that are not topics; topics without judged documents in a dimension (their NRP is
-/// undefined) or without answers; (system, prompt) pairs with different numbers of samples
-/// per query; judged documents missing from the documents or from the run; answers without
-/// a score and scores without an answer.
+/// of that query). Warnings, each with a count and ids: judgements for queries that are not
+/// topics; topics without judged documents in a dimension (their NRP is undefined) or
+/// without answers; (system, prompt) pairs with different numbers of samples per query;
+/// judged documents missing from the documents or from the run; scores without an answer.
+/// Answers for a query that is not a topic, and answers a ranker did not score, are errors
+/// located in their files: [`check_answers_have_topics`], [`check_answers_scored`].
 pub fn check_nrp_inputs(inputs: &NrpInputs) -> Result<Vec<Warning>> {
     let topics: BTreeSet<&str> = inputs.topics.iter().map(|t| t.qid.as_str()).collect();
     let mut tally = Tally::new("NRP inputs");
@@ -365,9 +376,7 @@ pub fn check_nrp_inputs(inputs: &NrpInputs) -> Result<Vec<Warning>> {
     let mut samples: BTreeMap<(&str, &str), BTreeMap<&str, usize>> = BTreeMap::new();
     let mut answered: HashSet<&str> = HashSet::new();
     for a in inputs.answers {
-        if answered.insert(a.qid.as_str()) && !topics.contains(a.qid.as_str()) {
-            tally.add("queries with answers but no topic", a.qid.clone());
-        }
+        answered.insert(a.qid.as_str());
         *samples
             .entry((&a.system, &a.prompt))
             .or_default()
@@ -427,15 +436,6 @@ pub fn check_nrp_inputs(inputs: &NrpInputs) -> Result<Vec<Warning>> {
         }
     }
     if let Some(scores) = inputs.answer_scores {
-        let scored: HashSet<(&str, String)> = scores
-            .iter()
-            .map(|s| (s.qid.as_str(), s.answer_id()))
-            .collect();
-        for a in inputs.answers {
-            if !scored.contains(&(a.qid.as_str(), a.id())) {
-                tally.add("answers without a score", format!("{}:{}", a.qid, a.id()));
-            }
-        }
         for s in scores {
             if !answer_ids.contains(&(s.qid.as_str(), s.answer_id())) {
                 tally.add(
@@ -491,6 +491,65 @@ fn check_expert_items(
         }
     }
     Ok(())
+}
+
+/// Every answer of a file must be for a topic: the first that is not is an error at its
+/// line (`text` is the file's text, searched again only to name that line).
+pub fn check_answers_have_topics(file: &str, text: &str, answers: &[Answer], topics: &[Topic]) -> Result<()> {
+    let qids: HashSet<&str> = topics.iter().map(|t| t.qid.as_str()).collect();
+    let Some(answer) = answers.iter().find(|a| !qids.contains(a.qid.as_str())) else {
+        return Ok(());
+    };
+    let others = answers.iter().filter(|a| !qids.contains(a.qid.as_str())).count() - 1;
+    let message = format!(
+        "answer `{}` is for query `{}`, which is not a topic{}",
+        answer.id(),
+        answer.qid,
+        if others > 0 { format!(" ({others} more answers in this file are for queries that are not topics)") } else { String::new() }
+    );
+    Err(match line_of_qid(text, &answer.qid) {
+        Some(line) => Error::input(file, line, "qid", message),
+        None => Error::in_file(file, message),
+    })
+}
+
+/// The line of the first record (JSONL line or CSV row) whose `qid` is `qid`.
+fn line_of_qid(text: &str, qid: &str) -> Option<usize> {
+    if first_content_char(text) == Some('{') {
+        return content_lines(text).find_map(|(line, row)| {
+            let record = parse_record("", line, row).ok()?;
+            (record.label("qid").ok()? == qid).then_some(line)
+        });
+    }
+    let mut reader = csv_reader(text);
+    let column = reader.headers().ok()?.iter().position(|h| h == "qid")?;
+    reader
+        .records()
+        .flatten()
+        .find(|r| r.get(column) == Some(qid))
+        .map(|r| record_line(&r))
+}
+
+/// A precomputed ranker must score every answer: NRP places each answer by its score, so
+/// one without is an error naming the scores file, the answer and how many more lack one.
+pub fn check_answers_scored(scores_file: &str, scores: &[AnswerScore], answers: &[Answer]) -> Result<()> {
+    let scored: HashSet<(&str, String)> = scores.iter().map(|s| (s.qid.as_str(), s.answer_id())).collect();
+    let unscored: Vec<&Answer> = answers.iter().filter(|a| !scored.contains(&(a.qid.as_str(), a.id()))).collect();
+    match unscored.first() {
+        None => Ok(()),
+        Some(a) => Err(Error::in_file(
+            scores_file,
+            format!(
+                "no score for answer `{}` of query `{}`{}; a ranker must score every answer",
+                a.id(),
+                a.qid,
+                match unscored.len() - 1 {
+                    0 => String::new(),
+                    n => format!(" ({n} more answers have none)"),
+                }
+            ),
+        )),
+    }
 }
 
 /// Warnings where the `query` column of an answers CSV differs from the topic's query
@@ -656,6 +715,54 @@ mod tests {
     }
 
     #[test]
+    fn answers_and_scores_jsonl_refuse_blank_names() {
+        // `"system": ""` was accepted and reported as a system without a name.
+        for (field, line) in [
+            ("system", r#"{"qid": "1", "system": "", "prompt": "p", "sample": 0, "text": "t"}"#),
+            ("prompt", r#"{"qid": "1", "system": "s", "prompt": " ", "sample": 0, "text": "t"}"#),
+            ("qid", r#"{"qid": "", "system": "s", "prompt": "p", "sample": 0, "text": "t"}"#),
+        ] {
+            let good = r#"{"qid": "1", "system": "s", "prompt": "p", "sample": 9, "text": "t"}"#;
+            let text = format!("{good}\n{line}\n");
+            let err = parse_answers_jsonl("a.jsonl", &text).unwrap_err();
+            assert_eq!(err.to_string(), format!("a.jsonl:2: field `{field}`: `{field}` is empty"));
+            let scores = line.replace("\"text\": \"t\"", "\"score\": 1.5");
+            let err = parse_answer_scores("s.jsonl", &scores).unwrap_err();
+            assert_eq!(err.to_string(), format!("s.jsonl:1: field `{field}`: `{field}` is empty"));
+        }
+    }
+
+    #[test]
+    fn answers_for_queries_that_are_not_topics_are_errors_at_their_line() {
+        let topics = [Topic { qid: "101".into(), query: "q".into() }];
+        let jsonl = "{\"qid\": \"101\", \"system\": \"s\", \"prompt\": \"p\", \"sample\": 0, \"text\": \"t\"}\n\n\
+                     {\"qid\": 999, \"system\": \"s\", \"prompt\": \"p\", \"sample\": 0, \"text\": \"t\"}\n";
+        let (answers, _) = parse_answers_jsonl("a.jsonl", jsonl).unwrap();
+        let err = check_answers_have_topics("a.jsonl", jsonl, &answers, &topics).unwrap_err();
+        assert_eq!(err.to_string(), "a.jsonl:3: field `qid`: answer `s/p/0` is for query `999`, which is not a topic");
+        // CSV: the row's line (header = line 1); its three samples count as one plus 2 more.
+        let csv = "qid,query,answer1,answer2,answer3\n101,q,a,b,c\n998,x,a,b,c\n";
+        let (answers, _, _) = parse_answers_csv("m__p.csv", csv, "m", "p").unwrap();
+        let err = check_answers_have_topics("m__p.csv", csv, &answers, &topics).unwrap_err();
+        assert_eq!(err.to_string(), "m__p.csv:3: field `qid`: answer `m/p/0` is for query `998`, which is not a topic (2 more answers in this file are for queries that are not topics)");
+        let (answers, _, _) = parse_answers_csv("m__p.csv", "qid,query,answer1\n101,q,a\n", "m", "p").unwrap();
+        assert!(check_answers_have_topics("m__p.csv", "", &answers, &topics).is_ok());
+    }
+
+    #[test]
+    fn answers_without_a_score_are_errors_naming_the_scores_file() {
+        let answers = example_answers_from_csv();
+        let (scores, _) = parse_answer_scores("answer_scores.csv", SCORES).unwrap();
+        assert!(check_answers_scored("answer_scores.csv", &scores, &answers).is_ok());
+        // Without its first two score rows, the first two answers of the CSV files are unscored.
+        let err = check_answers_scored("answer_scores.csv", &scores[2..], &answers).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            format!("answer_scores.csv: no score for answer `{}` of query `{}` (1 more answers have none); a ranker must score every answer", scores[0].answer_id(), scores[0].qid)
+        );
+    }
+
+    #[test]
     fn answers_jsonl_duplicate_names_both_lines() {
         let line = r#"{"qid": 1, "system": "s", "prompt": "p", "sample": 0, "text": "t"}"#;
         let err = parse_answers_jsonl("a.jsonl", &format!("{line}\n{line}\n")).unwrap_err();
@@ -758,11 +865,9 @@ mod tests {
                 "NRP inputs: queries with relevance judgements but no topic: 1 (101)",
                 "NRP inputs: queries with credibility judgements but no topic: 1 (101)",
                 "NRP inputs: queries with readability judgements but no topic: 1 (101)",
-                "NRP inputs: queries with answers but no topic: 1 (101)",
                 "NRP inputs: system/prompt pairs with an uneven number of samples per query (2 or 3 samples; 0 topics unanswered): 1 (llama-2-13b/no_prompt)",
                 "NRP inputs: judged documents without a text in the documents file: 1 (101:web-101-01)",
                 "NRP inputs: judged documents without a score in the run: 1 (101:web-101-03)",
-                "NRP inputs: answers without a score: 1 (101:gpt-3.5-turbo/no_prompt/0)",
                 "NRP inputs: scores for answers that are not in the answers: 1 (102:llama-2-13b/no_prompt/2)",
             ]
         );

@@ -7,19 +7,20 @@ use crate::error::{Error, Location, Result, Warning};
 /// How many ids a grouped warning lists before it says "and N more".
 pub(crate) const MAX_LISTED_IDS: usize = 10;
 
-/// The text without a leading UTF-8 byte-order mark (spreadsheet exports often add one).
 /// The distinct items in order of first appearance (systems, batches, tasks as the files
-/// list them; reports keep that order). Quadratic, for the few distinct names a file has.
-pub(crate) fn first_appearance<T: PartialEq>(items: impl IntoIterator<Item = T>) -> Vec<T> {
+/// list them; reports keep that order). Linear: a hostile file may have millions.
+pub(crate) fn first_appearance<T: Eq + std::hash::Hash + Clone>(items: impl IntoIterator<Item = T>) -> Vec<T> {
+    let mut seen = std::collections::HashSet::new();
     let mut out: Vec<T> = Vec::new();
     for item in items {
-        if !out.contains(&item) {
+        if seen.insert(item.clone()) {
             out.push(item);
         }
     }
     out
 }
 
+/// The text without a leading UTF-8 byte-order mark (spreadsheet exports often add one).
 pub(crate) fn strip_bom(text: &str) -> &str {
     text.strip_prefix('\u{feff}').unwrap_or(text)
 }
@@ -212,6 +213,9 @@ pub(crate) struct Tally {
     file: String,
     /// (message, ids) in order of first occurrence.
     groups: Vec<(String, Vec<String>)>,
+    /// message -> its place in `groups` (a file may have millions of distinct messages,
+    /// e.g. one per unknown field name).
+    index: std::collections::HashMap<String, usize>,
 }
 
 impl Tally {
@@ -219,14 +223,18 @@ impl Tally {
         Tally {
             file: file.to_owned(),
             groups: Vec::new(),
+            index: std::collections::HashMap::new(),
         }
     }
 
     pub(crate) fn add(&mut self, message: impl Into<String>, id: impl Into<String>) {
         let message = message.into();
-        match self.groups.iter_mut().find(|(m, _)| *m == message) {
-            Some((_, ids)) => ids.push(id.into()),
-            None => self.groups.push((message, vec![id.into()])),
+        match self.index.get(&message) {
+            Some(&i) => self.groups[i].1.push(id.into()),
+            None => {
+                self.index.insert(message.clone(), self.groups.len());
+                self.groups.push((message, vec![id.into()]));
+            }
         }
     }
 

@@ -337,9 +337,11 @@ impl<'a> Record<'a> {
         }
     }
 
+    /// Linear in the number of keys (a hostile line may have millions of them).
     fn reject_duplicates(&self, entries: &[(String, Json)], parent: Option<&str>) -> Result<()> {
-        for (i, (key, _)) in entries.iter().enumerate() {
-            if entries[..i].iter().any(|(k, _)| k == key) {
+        let mut seen = std::collections::HashSet::with_capacity(entries.len());
+        for (key, _) in entries {
+            if !seen.insert(key.as_str()) {
                 let field = match parent {
                     Some(p) => format!("{p}.{key}"),
                     None => key.clone(),

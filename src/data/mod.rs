@@ -16,7 +16,7 @@ pub mod ros_import;
 pub mod trec;
 
 pub use answers::{
-    check_answer_queries, check_nrp_inputs, parse_answer_scores, parse_answers_csv,
+    check_answer_queries, check_answers_have_topics, check_answers_scored, check_nrp_inputs, parse_answer_scores, parse_answers_csv,
     parse_answers_jsonl, parse_documents, system_prompt_from_file_name, NrpInputs,
 };
 pub use bundle::{bundle_warnings, parse_bundle, write_bundle_jsonl};
@@ -24,10 +24,13 @@ pub use predictions::{
     check_prediction_file_against, check_predictions_against, parse_predictions,
     write_predictions_csv, PredictionFile,
 };
-pub use rankings::{check_rankings_against, check_rankings_against_except, parse_rankings};
+pub use rankings::{
+    check_no_control_rows, check_rankings_against, check_rankings_against_except, parse_rankings,
+};
 pub use ros_import::{import_ranking_over_scoring, parse_hitz, HitzItem};
 pub use trec::{
     dimension_name, is_combined_qrels, parse_qrels, parse_qrels_any, parse_qrels_combined,
+    parse_qrels_dimension,
     parse_run, parse_topics, NotJudgeable,
 };
 

@@ -66,6 +66,21 @@ pub fn parse_rankings(name: &str, text: &str) -> Result<(HumanRankings, Vec<Warn
             "the rankings file has a header but no rows",
         ));
     }
+    // A rank beyond the number of systems cannot come from ranking them (with ties
+    // averaged, the worst rank of n systems is n): 99 among 4 systems would be taken as a
+    // far-last place and change every statistic without a word.
+    let systems = rows.iter().map(|r| r.system.as_str()).collect::<std::collections::HashSet<_>>().len();
+    if let Some(row) = rows.iter().find(|r| r.rank > systems as f64) {
+        return Err(Error::input(
+            name,
+            row.line,
+            "rank",
+            format!(
+                "rank {} is above the number of systems in the file ({systems}); ranks go from 1 (best) to {systems}",
+                row.rank
+            ),
+        ));
+    }
     let distinct = |get: fn(&HumanRank) -> &String| {
         let mut seen = std::collections::HashSet::new();
         rows.iter()
@@ -82,6 +97,25 @@ pub fn parse_rankings(name: &str, text: &str) -> Result<(HumanRankings, Vec<Warn
         rows,
     };
     Ok((rankings, warnings))
+}
+
+/// Human rankings rank the systems, never the control cases (`controls`): a row for one is
+/// an error at its line, whether or not a bundle is given (with controls added to the
+/// bundle it would otherwise fit, and leave every Friedman block incomplete).
+pub fn check_no_control_rows(rankings: &HumanRankings, controls: &[String]) -> Result<()> {
+    match rankings.rows.iter().find(|r| controls.contains(&r.system)) {
+        Some(row) => Err(Error::input(
+            &rankings.name,
+            row.line,
+            "system",
+            format!(
+                "system `{}` is a control case; human rankings rank the systems, not the control cases (control systems: {})",
+                row.system,
+                controls.join(", ")
+            ),
+        )),
+        None => Ok(()),
+    }
 }
 
 /// Warnings for (instance, annotator) blocks that leave out a system the block should
@@ -222,6 +256,36 @@ mod tests {
         assert_eq!(rankings.rows[0].line, 2, "the header is line 1");
         let (bundle, _) = parse_bundle("bundle.jsonl", BUNDLE).unwrap();
         assert_eq!(check_rankings_against(&rankings, &bundle).unwrap(), []);
+    }
+
+    #[test]
+    fn ranks_beyond_the_number_of_systems_are_refused() {
+        // The example ranks 4 systems; a rank of 99 on line 5 (the 4th row) was accepted and
+        // flipped Kendall's tau against the evaluator from 0.548 to -0.183.
+        let mut lines: Vec<String> = EXAMPLE.lines().map(str::to_owned).collect();
+        let cells: Vec<&str> = lines[4].split(',').collect();
+        lines[4] = format!("{},{},{},99", cells[0], cells[1], cells[2]);
+        let (line, field, message) = error_at(&lines.join("\n"));
+        assert_eq!((line, field.as_deref()), (5, Some("rank")));
+        assert!(message.ends_with("rank 99 is above the number of systems in the file (4); ranks go from 1 (best) to 4"), "{message}");
+        // An averaged tie for the last two places of 3 systems (2.5) is fine...
+        let ok = "instance,annotator,system,rank\ni,a,s1,1\ni,a,s2,2.5\ni,a,s3,2.5\n";
+        assert!(parse_rankings("r.csv", ok).is_ok());
+        // ...but not 3.5 among 3.
+        let (line, _, _) = error_at("instance,annotator,system,rank\ni,a,s1,1\ni,a,s2,3.5\ni,a,s3,3\n");
+        assert_eq!(line, 3);
+    }
+
+    #[test]
+    fn rows_for_control_systems_are_refused_with_or_without_a_bundle() {
+        let text = format!("{EXAMPLE}mcqa-01,clin_a,noise,4\n");
+        let (rankings, _) = parse_rankings("r.csv", &text).unwrap();
+        let controls: Vec<String> = ["no_argument", "noise"].map(String::from).to_vec();
+        let err = check_no_control_rows(&rankings, &controls).unwrap_err();
+        // 96 example rows after the header on line 1: the added row is line 98.
+        assert_eq!(err.to_string(), "r.csv:98: field `system`: system `noise` is a control case; human rankings rank the systems, not the control cases (control systems: no_argument, noise)");
+        let (example, _) = parse_rankings("r.csv", EXAMPLE).unwrap();
+        assert!(check_no_control_rows(&example, &controls).is_ok());
     }
 
     #[test]

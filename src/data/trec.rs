@@ -63,10 +63,41 @@ const XML_ID_ATTRIBUTES: [&str; 3] = ["number", "id", "qid"];
 const XML_ID_ELEMENTS: [&str; 4] = ["id", "num", "number", "qid"];
 const XML_TEXT_ELEMENTS: [&str; 2] = ["query", "title"];
 
+/// Deepest element nesting a topics file may have. Real topic files are 3 or 4 deep; a
+/// hostile file 20,000 elements deep overflowed the stack while being read (the process
+/// aborted), so deeper files are refused before parsing.
+pub(crate) const MAX_XML_DEPTH: usize = 64;
+
 fn parse_topics_xml(name: &str, text: &str) -> Result<(Vec<Topic>, Vec<Warning>)> {
-    let doc = roxmltree::Document::parse(text)
-        .map_err(|e| line_error(name, e.pos().row as usize, format!("invalid XML: {e}")))?;
-    let line_of = |node: roxmltree::Node| doc.text_pos_at(node.range().start).row as usize;
+    if let Some(line) = xml_depth_exceeds(text, MAX_XML_DEPTH) {
+        return Err(line_error(
+            name,
+            line,
+            format!("invalid topics XML: elements nested more than {MAX_XML_DEPTH} deep"),
+        ));
+    }
+    let doc = roxmltree::Document::parse(text).map_err(|e| {
+        use roxmltree::Error as X;
+        match e {
+            // roxmltree places these at 1:1; the problem is where the text stops.
+            X::UnclosedRootNode | X::UnexpectedEndOfStream => line_error(
+                name,
+                last_line(text),
+                format!("invalid XML: the file ends inside an element (truncated?): {e}"),
+            ),
+            _ => line_error(name, e.pos().row as usize, format!("invalid XML: {e}")),
+        }
+    })?;
+    // Topics come in document order, so lines are counted once from the previous topic on
+    // (roxmltree's `text_pos_at` counts from the start every time: quadratic on one long line).
+    let lines = std::cell::RefCell::new((0usize, 1usize));
+    let line_of = |node: roxmltree::Node| {
+        let (pos, line) = &mut *lines.borrow_mut();
+        let start = node.range().start.max(*pos);
+        *line += text.as_bytes()[*pos..start].iter().filter(|&&b| b == b'\n').count();
+        *pos = start;
+        *line
+    };
     let is_topic = |node: &roxmltree::Node| {
         node.has_tag_name("topic")
             || (node.has_tag_name("query") && node.children().any(|c| c.is_element()))
@@ -128,6 +159,74 @@ fn parse_topics_xml(name: &str, text: &str) -> Result<(Vec<Topic>, Vec<Warning>)
         topics.push(Topic { qid, query });
     }
     Ok((topics, tally.into_warnings()))
+}
+
+/// The number of the last line of a text (a final line ending starts no new line).
+fn last_line(text: &str) -> usize {
+    text.trim_end_matches(['\n', '\r']).bytes().filter(|&b| b == b'\n').count() + 1
+}
+
+/// The line of the first element that opens deeper than `limit` inside others, if any.
+/// A light scan, not a parser: comments, CDATA, declarations and quoted attribute values
+/// are skipped so that a `<` or `>` inside them counts for nothing.
+fn xml_depth_exceeds(text: &str, limit: usize) -> Option<usize> {
+    let b = text.as_bytes();
+    let (mut depth, mut line, mut i) = (0usize, 1usize, 0usize);
+    // Moves past the next `end`, counting lines; the end of the text if there is none.
+    let skip_past = |i: usize, end: &[u8], line: &mut usize| -> usize {
+        let mut j = i;
+        while j < b.len() && !b[j..].starts_with(end) {
+            *line += usize::from(b[j] == b'\n');
+            j += 1;
+        }
+        (j + end.len()).min(b.len())
+    };
+    while i < b.len() {
+        match b[i] {
+            b'\n' => {
+                line += 1;
+                i += 1;
+            }
+            b'<' => {
+                let rest = &b[i + 1..];
+                if rest.starts_with(b"!--") {
+                    i = skip_past(i + 4, b"-->", &mut line);
+                } else if rest.starts_with(b"![CDATA[") {
+                    i = skip_past(i + 9, b"]]>", &mut line);
+                } else if rest.starts_with(b"?") || rest.starts_with(b"!") {
+                    i = skip_past(i + 1, b">", &mut line);
+                } else if rest.starts_with(b"/") {
+                    depth = depth.saturating_sub(1);
+                    i = skip_past(i + 1, b">", &mut line);
+                } else {
+                    let start_line = line;
+                    // The start tag's end: the first `>` outside a quoted attribute value.
+                    let mut j = i + 1;
+                    let mut quote = None;
+                    while j < b.len() {
+                        match (quote, b[j]) {
+                            (_, b'\n') => line += 1,
+                            (None, q @ (b'"' | b'\'')) => quote = Some(q),
+                            (Some(q), c) if c == q => quote = None,
+                            (None, b'>') => break,
+                            _ => {}
+                        }
+                        j += 1;
+                    }
+                    let self_closing = j < b.len() && b[j - 1] == b'/';
+                    if !self_closing {
+                        depth += 1;
+                        if depth > limit {
+                            return Some(start_line);
+                        }
+                    }
+                    i = j + 1;
+                }
+            }
+            _ => i += 1,
+        }
+    }
+    None
 }
 
 /// All text inside an element, whitespace collapsed (topics are often indented).
@@ -213,6 +312,25 @@ pub fn parse_qrels_any(
             not_judgeable.grades(trec_dimension),
         )?;
         Ok((vec![judgments], warnings))
+    }
+}
+
+/// Reads a qrels file given for one named dimension (`--qrels relevance=FILE`): TREC format,
+/// or a file with a header naming `qid`, `docno` and exactly one grade column (such as
+/// `qid iter docno grade`), whose grades are then `dimension`'s. A header with several
+/// dimension columns, or one that names another dimension (`cred` given as relevance), is
+/// an error: the file is combined qrels, or given for the wrong dimension.
+pub fn parse_qrels_dimension(
+    name: &str,
+    text: &str,
+    dimension: &str,
+    not_judgeable: &NotJudgeable,
+) -> Result<(Judgments, Vec<Warning>)> {
+    if is_combined_qrels(text) {
+        let (mut judgments, warnings) = qrels_with_header(name, text, not_judgeable, Some(dimension))?;
+        Ok((judgments.remove(0), warnings))
+    } else {
+        parse_qrels(name, text, dimension, not_judgeable.grades(dimension))
     }
 }
 
@@ -330,6 +448,17 @@ pub fn parse_qrels_combined(
     text: &str,
     not_judgeable: &NotJudgeable,
 ) -> Result<(Vec<Judgments>, Vec<Warning>)> {
+    qrels_with_header(name, text, not_judgeable, None)
+}
+
+/// Qrels with a header; `single` = the file was given for this one dimension, so the header
+/// must have exactly one grade column, which is read as that dimension.
+fn qrels_with_header(
+    name: &str,
+    text: &str,
+    not_judgeable: &NotJudgeable,
+    single: Option<&str>,
+) -> Result<(Vec<Judgments>, Vec<Warning>)> {
     let mut lines = content_lines(text);
     let (header_line, header) = lines
         .next()
@@ -348,7 +477,7 @@ pub fn parse_qrels_combined(
     };
     let (qid_col, docno_col) = (position("qid")?, position("docno")?);
     let ignored = ["iter", "iteration", "Q0"];
-    let dimension_cols: Vec<(usize, String)> = columns
+    let mut dimension_cols: Vec<(usize, String)> = columns
         .iter()
         .enumerate()
         .filter(|(i, c)| *i != qid_col && *i != docno_col && !ignored.contains(c))
@@ -360,6 +489,31 @@ pub fn parse_qrels_combined(
             header_line,
             "the header names no dimension column besides qid and docno",
         ));
+    }
+    if let Some(dimension) = single {
+        let named: Vec<&str> = dimension_cols.iter().map(|(i, _)| columns[*i]).collect();
+        if named.len() > 1 {
+            return Err(line_error(
+                name,
+                header_line,
+                format!(
+                    "given as the qrels of one dimension ({dimension}), but the header has {} grade columns ({}): give it as combined qrels",
+                    named.len(),
+                    named.join(", ")
+                ),
+            ));
+        }
+        let known = ["relevance", "credibility", "readability"];
+        let column_dimension = &dimension_cols[0].1;
+        if known.contains(&column_dimension.as_str()) && column_dimension != dimension {
+            return Err(Error::input(
+                name,
+                header_line,
+                named[0],
+                format!("given as the {dimension} qrels, but its grade column is `{}` ({column_dimension})", named[0]),
+            ));
+        }
+        dimension_cols[0].1 = dimension.to_owned();
     }
     let mut builders: Vec<JudgmentsBuilder> = dimension_cols
         .iter()
@@ -634,6 +788,73 @@ mod tests {
     }
 
     #[test]
+    fn deeply_nested_xml_is_refused_at_its_line_instead_of_overflowing_the_stack() {
+        // 20,000 nested elements used to abort the process ("has overflowed its stack").
+        let deep = format!("<topics>\n{}{}</topics>", "<a>".repeat(20_000), "</a>".repeat(20_000));
+        let err = parse_topics("t.xml", &deep).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            format!("t.xml:2: invalid topics XML: elements nested more than {MAX_XML_DEPTH} deep")
+        );
+        // Exactly at the limit is fine for the scan (<topics> + 63 <a> = 64 levels); the file
+        // is then refused for having no topic, not for its depth.
+        let at_limit = format!("<topics>{}{}</topics>", "<a>".repeat(63), "</a>".repeat(63));
+        assert_eq!(xml_depth_exceeds(&at_limit, MAX_XML_DEPTH), None);
+        assert_eq!(parse_topics("t.xml", &at_limit).unwrap_err().to_string(), "t.xml: no topics found");
+        // Self-closing tags, comments, CDATA and quoted `>` do not nest.
+        let flat = format!("<t>{}</t>", "<x a='>'/><!-- <b> --><![CDATA[<c>]]>".repeat(1000));
+        assert_eq!(xml_depth_exceeds(&flat, 2), None);
+        assert_eq!(xml_depth_exceeds("<a>\n<b\nc='1'>\n<d>", 2), Some(4)); // <d> opens on line 4
+    }
+
+    #[test]
+    fn truncated_xml_is_reported_where_the_file_ends() {
+        // The example has 23 lines, the last one `</topics>`; cut inside it, the file ends on
+        // line 23 (roxmltree itself says 1:1 for an unexpected end).
+        let lines: Vec<&str> = TOPICS_XML.lines().collect();
+        assert_eq!((lines.len(), lines[22]), (23, "</topics>"));
+        let cut = format!("{}\n</top", lines[..22].join("\n"));
+        let err = parse_topics("topics.xml", &cut).unwrap_err();
+        assert_eq!(location(&err), (Some(23), None));
+        assert!(err.to_string().contains("the file ends inside an element (truncated?)"), "{err}");
+        // Without its last line (and with a final newline) the file ends on line 22.
+        let cut = format!("{}\n", lines[..22].join("\n"));
+        assert_eq!(location(&parse_topics("topics.xml", &cut).unwrap_err()), (Some(22), None));
+    }
+
+    #[test]
+    fn many_topics_on_one_long_line_are_read_in_linear_time() {
+        // 200,000 topics (7.6 MB) on line 1, then one more on line 2 that repeats qid 0.
+        // Lines used to be counted from the start of the file for every topic: about
+        // 200,000 x 3.8 MB of scanning on average, minutes; now each byte is counted once.
+        let mut text = String::from("<topics>");
+        for i in 0..200_000 {
+            text.push_str(&format!("<topic><id>{i}</id><query>q{i}</query></topic>"));
+        }
+        let ok = format!("{text}</topics>");
+        let (topics, _) = parse_topics("t.xml", &ok).unwrap();
+        assert_eq!(topics.len(), 200_000);
+        assert_eq!(topics[199_999], Topic { qid: "199999".into(), query: "q199999".into() });
+        let dup = format!("{text}\n<topic><id>0</id><query>again</query></topic></topics>");
+        let err = parse_topics("t.xml", &dup).unwrap_err();
+        assert_eq!(location(&err), (Some(2), Some("id")));
+        assert!(err.to_string().ends_with("duplicate topic id `0` (also on line 1)"));
+    }
+
+    #[test]
+    fn a_jsonl_topic_with_many_unknown_fields_is_read_in_linear_time() {
+        // 200,000 unknown fields on one line (2.9 MB): each was looked up among all earlier
+        // keys (duplicates) and among all earlier warning groups (Tally), 2 x 2e10 string
+        // comparisons; now hash lookups. Each field name is its own warning group.
+        let fields: String = (0..200_000).map(|i| format!(", \"k{i}\": 0")).collect();
+        let line = format!("{{\"qid\": \"1\", \"query\": \"q\"{fields}}}");
+        let (topics, warnings) = parse_topics("t.jsonl", &line).unwrap();
+        assert_eq!(topics, [Topic { qid: "1".into(), query: "q".into() }]);
+        assert_eq!(warnings.len(), 200_000);
+        assert_eq!(warnings[199_999].to_string(), "t.jsonl: ignored unknown field `k199999` on topics: 1 (1)");
+    }
+
+    #[test]
     fn example_qrels_per_dimension_match_the_combined_file() {
         let nj = NotJudgeable::clef_ehealth_2021();
         let (relevance, w) =
@@ -695,6 +916,29 @@ mod tests {
         let err =
             parse_qrels_combined("c", "qid,docno,cred\n1,d1\n", &NotJudgeable::none()).unwrap_err();
         assert_eq!(location(&err), (Some(2), None));
+    }
+
+    #[test]
+    fn qrels_of_one_dimension_may_have_a_one_column_header_but_keep_their_dimension() {
+        let nj = NotJudgeable::none();
+        // `qid iter docno grade` was read as combined qrels with a dimension named `grade`.
+        let text = "qid iter docno grade\n101 0 web-101-01 2\n101 0 web-101-02 0\n";
+        let (j, _) = parse_qrels_dimension("r.txt", text, "relevance", &nj).unwrap();
+        assert_eq!(j.dimension, "relevance");
+        assert_eq!(j.grades["101"], BTreeMap::from([("web-101-01".to_string(), 2), ("web-101-02".to_string(), 0)]));
+        // Without a header it is the plain TREC format, as the examples.
+        let (j, _) = parse_qrels_dimension("r.txt", RELEVANCE, "relevance", &nj).unwrap();
+        assert_eq!(j, parse_qrels("r.txt", RELEVANCE, "relevance", &[]).unwrap().0);
+        // "Not able to judge" grades follow the given dimension.
+        let text = "qid docno grade\n1 d1 3\n1 d2 1\n";
+        let (j, _) = parse_qrels_dimension("c.txt", text, "credibility", &NotJudgeable::clef_ehealth_2021()).unwrap();
+        assert_eq!(j.missing, [("1".to_string(), "d1".to_string())]);
+        // Several grade columns, or a column of another dimension, are refused at the header.
+        let err = parse_qrels_dimension("c.txt", COMBINED, "relevance", &nj).unwrap_err();
+        assert_eq!(location(&err), (Some(1), None));
+        assert!(err.to_string().ends_with("given as the qrels of one dimension (relevance), but the header has 3 grade columns (rel, cred, read): give it as combined qrels"), "{err}");
+        let err = parse_qrels_dimension("c.txt", "qid docno cred\n1 d1 2\n", "relevance", &nj).unwrap_err();
+        assert_eq!(err.to_string(), "c.txt:1: field `cred`: given as the relevance qrels, but its grade column is `cred` (credibility)");
     }
 
     #[test]

@@ -24,7 +24,7 @@ use crate::data::{Bundle, HumanRankings, Instance, Prediction, Problem, Task};
 use crate::eval::controls::Control;
 use crate::report::Provenance;
 use crate::stats::bootstrap::Bootstrap;
-use crate::stats::friedman::{friedman, Friedman};
+use crate::stats::friedman::{friedman_named, Friedman};
 use crate::stats::kendall::{tau_b, Kendall};
 use crate::stats::krippendorff::{alpha, Level};
 use crate::stats::ranks::{average_ranks, Order};
@@ -204,35 +204,42 @@ pub fn rank_systems(
 
     let mut warnings = Vec::new();
     let mut task_inputs = Vec::new();
-    let mut missing: Vec<String> = Vec::new();
+    let mut missing: Vec<(&Instance, String)> = Vec::new();
     for &task in &tasks {
         let input = select_task(bundle, task, options, &mut warnings);
         for inst in &input.instances {
             for system in &input.systems {
                 if !by_key.contains_key(&(inst.id.as_str(), system.as_str())) {
-                    missing.push(format!("({}, {system})", inst.id));
+                    missing.push((inst, system.to_string()));
                 }
             }
         }
         task_inputs.push(input);
     }
-    if !missing.is_empty() {
-        return Err(Error::invalid(format!(
-            "{} (instance, system) pairs of {} have no prediction: {}{}",
-            missing.len(),
-            bundle.name,
-            missing
-                .iter()
-                .take(NAMED_IN_ERRORS)
-                .cloned()
-                .collect::<Vec<_>>()
-                .join(", "),
-            if missing.len() > NAMED_IN_ERRORS {
-                ", ..."
-            } else {
-                ""
-            }
-        )));
+    // A ranked pair without a prediction stops the run, located at the instance's line.
+    if let Some((inst, system)) = missing.first() {
+        let others: Vec<String> = missing[1..]
+            .iter()
+            .take(NAMED_IN_ERRORS)
+            .map(|(i, s)| format!("({}, {s})", i.id))
+            .collect();
+        let more = match missing.len() - 1 {
+            0 => String::new(),
+            n => format!(
+                "; {n} more pairs have none: {}{}",
+                others.join(", "),
+                if n > NAMED_IN_ERRORS { ", ..." } else { "" }
+            ),
+        };
+        return Err(Error::input(
+            &bundle.name,
+            inst.line,
+            &format!("arguments.{system}"),
+            format!(
+                "instance `{}` has no prediction for system `{system}`{more}",
+                inst.id
+            ),
+        ));
     }
     if let Some(rankings) = human {
         check_rankings(bundle, rankings)?;
@@ -745,7 +752,7 @@ pub fn human_agreement(
         .collect();
     let friedman_incomplete_blocks = blocks.len() - complete.len();
     let friedman_blocks = complete.len();
-    let friedman = friedman(&complete);
+    let friedman = friedman_named(&complete, &human_systems);
 
     // Krippendorff: coders = annotators, units = (instance, system).
     let annotators: Vec<&str> = {
@@ -1108,9 +1115,10 @@ mod tests {
         let err = rank_systems(&b, &missing, &options(), None)
             .unwrap_err()
             .to_string();
-        assert!(
-            err.contains("(q3, llama)") && err.contains("1 (instance, system) pairs"),
-            "{err}"
+        // Located at the instance's bundle line (0: this bundle is built in memory).
+        assert_eq!(
+            err,
+            "bundle.jsonl:0: field `arguments.llama`: instance `q3` has no prediction for system `llama`"
         );
 
         let mut twice = preds.clone();

@@ -36,7 +36,8 @@ pub const FORMAT: &str = r#"JSONL, one graded response per line:
 id, system: string or whole number; (system, id) unique. prompt_id (optional): responses to
 the same prompt share it; the bootstrap resamples prompts (default: id). tags (optional):
 response-level tags scored with the response score. criteria: non-empty array; criterion:
-string; points: number (negative = penalty); tags: optional array of distinct strings; met: boolean."#;
+string; points: number (negative = penalty); tags: optional array of distinct strings; met: boolean.
+A response whose points do not add up to finite sums and scores (e.g. 1e308 + 1e308) is refused."#;
 
 /// One graded criterion.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -382,6 +383,7 @@ pub fn parse_graded(name: &str, text: &str) -> Result<(Vec<GradedResponse>, Vec<
         }
         let tags = tag_list(&record)?;
         let criteria = criteria(&record, &mut unknown)?;
+        check_finite_scores(&record, &criteria)?;
         for key in record.unknown_fields(&KNOWN_FIELDS) {
             unknown.entry(key.to_string()).or_insert((line, 0)).1 += 1;
         }
@@ -413,6 +415,33 @@ pub fn parse_graded(name: &str, text: &str) -> Result<(Vec<GradedResponse>, Vec<
         })
         .collect();
     Ok((responses, warnings))
+}
+
+/// The sums and scores of a response (overall and per criterion tag) must be finite
+/// numbers: points such as 1e308 overflow a sum, and the report would show `null`.
+fn check_finite_scores(record: &Record, criteria: &[Criterion]) -> Result<()> {
+    let mut groups: BTreeMap<&str, Vec<&Criterion>> = BTreeMap::new();
+    groups.insert("", criteria.iter().collect());
+    for c in criteria {
+        for t in &c.tags {
+            groups.entry(t.as_str()).or_default().push(c);
+        }
+    }
+    for (tag, group) in groups {
+        let s = score_criteria(group);
+        let score_finite = s.score.value().is_none_or(|v| v.is_finite());
+        if !(s.achieved.is_finite() && s.possible.is_finite() && score_finite) {
+            let scope = if tag.is_empty() { String::new() } else { format!(" of tag `{tag}`") };
+            return Err(record.error(
+                "criteria",
+                format!(
+                    "the points{scope} do not add up to a finite score (met {:e}, possible {:e}); points must be ordinary numbers",
+                    s.achieved, s.possible
+                ),
+            ));
+        }
+    }
+    Ok(())
 }
 
 fn criteria(
@@ -731,6 +760,22 @@ mod tests {
                 "g.jsonl:1: field `grader`: ignored unknown field `grader` on 1 line(s)"
             ]
         );
+    }
+
+    #[test]
+    fn points_that_overflow_a_sum_are_refused_at_their_line() {
+        // 1e308 + 1e308 = inf in f64: the score was inf / inf = NaN, shown as `"score": null`.
+        let good = r#"{"id": "r0", "system": "s", "criteria": [{"criterion": "a", "points": 1, "met": true}]}"#;
+        let huge = r#"{"id": "r1", "system": "s", "criteria": [{"criterion": "a", "points": 1e308, "met": true}, {"criterion": "b", "points": 1e308, "met": false}]}"#;
+        let err = parse_graded("g.jsonl", &format!("{good}\n{huge}")).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "g.jsonl:2: field `criteria`: the points do not add up to a finite score (met 1e308, possible inf); points must be ordinary numbers"
+        );
+        // Within one tag: 1e-300 possible, a met penalty of -1e10 gives -1e310 = -inf.
+        let tagged = r#"{"id": "r1", "system": "s", "criteria": [{"criterion": "a", "points": 1e-300, "met": true, "tags": ["t"]}, {"criterion": "b", "points": -1e10, "met": true, "tags": ["t"]}, {"criterion": "c", "points": 5, "met": true}]}"#;
+        let err = parse_graded("g.jsonl", tagged).unwrap_err();
+        assert!(err.to_string().starts_with("g.jsonl:1: field `criteria`: the points of tag `t` do not add up to a finite score"), "{err}");
     }
 
     #[test]

@@ -192,7 +192,11 @@ fn rank_all(
     provenance.inputs = shared.clone();
     let mut reports = Vec::new();
     for e in evaluators {
-        let mut report = proxy::rank_systems(bundle, e.predictions, &options, rankings.as_ref())?;
+        let mut report = proxy::rank_systems(bundle, e.predictions, &options, rankings.as_ref()).map_err(|err| match err {
+            // Say whose predictions lack the pair (one bundle, several evaluators).
+            Error::Input { location, message } => Error::Input { location, message: format!("{message} (evaluator `{}`)", e.evaluator) },
+            other => other,
+        })?;
         warnings.append(&mut report.warnings);
         report.provenance.inputs.extend(shared.iter().cloned());
         report.provenance.inputs.extend(e.inputs.iter().cloned());

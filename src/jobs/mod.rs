@@ -74,6 +74,7 @@ pub fn read_bundle(file: &NamedText, warnings: &mut Vec<Warning>) -> Result<Bund
 fn read_rankings(file: &NamedText, bundle: Option<&Bundle>, controls: &[String], warnings: &mut Vec<Warning>) -> Result<HumanRankings> {
     let (rankings, w) = data::parse_rankings(&file.name, &file.text)?;
     warnings.extend(w);
+    data::check_no_control_rows(&rankings, controls)?;
     if let Some(bundle) = bundle {
         warnings.extend(data::check_rankings_against_except(&rankings, bundle, controls)?);
     }

@@ -107,8 +107,14 @@ pub fn nrp_with_models(
     let mut judgments = Vec::new();
     for q in &req.qrels {
         inputs.push(&q.file);
-        let dimension = data::trec::dimension_name(q.dimension.as_deref().unwrap_or("relevance"));
-        let (js, w) = data::trec::parse_qrels_any(&q.file.name, &q.file.text, &dimension, &not_judgeable)?;
+        let (js, w) = match &q.dimension {
+            // Given for one dimension: it stays that dimension, header or not.
+            Some(d) => {
+                let (j, w) = data::parse_qrels_dimension(&q.file.name, &q.file.text, &data::trec::dimension_name(d), &not_judgeable)?;
+                (vec![j], w)
+            }
+            None => data::trec::parse_qrels_any(&q.file.name, &q.file.text, "relevance", &not_judgeable)?,
+        };
         warnings.extend(w);
         for j in js {
             if judgments.iter().any(|k: &data::Judgments| k.dimension == j.dimension) {
@@ -129,6 +135,7 @@ pub fn nrp_with_models(
         inputs.push(&a.file);
         let (mut parsed, queries, w) = read_answers(a)?;
         warnings.extend(w);
+        data::check_answers_have_topics(&a.file.name, &a.file.text, &parsed, &topics)?;
         warnings.extend(data::check_answer_queries(&a.file.name, &queries, &topics));
         answers.append(&mut parsed);
     }
@@ -156,6 +163,7 @@ pub fn nrp_with_models(
         warnings.extend(w);
         let (scores, w) = data::parse_answer_scores(&r.answer_scores.name, &r.answer_scores.text)?;
         warnings.extend(w);
+        data::check_answers_scored(&r.answer_scores.name, &scores, &answers)?;
         rankers.push(RankerScores::from_run(&r.name, &run, &scores)?);
         all_runs.extend(run);
         all_scores.extend(scores);
@@ -239,9 +247,15 @@ pub fn parse_denominator(s: &str) -> Result<Denominator> {
 /// Answers of one file, plus the queries a CSV names (checked against the topics).
 fn read_answers(a: &AnswerFile) -> Result<(Vec<data::Answer>, Vec<data::Topic>, Vec<Warning>)> {
     let f = &a.file;
-    if f.text.trim_start().starts_with('{') {
-        let (answers, warnings) = data::parse_answers_jsonl(&f.name, &f.text)?;
-        return Ok((answers, Vec::new(), warnings));
+    // Detected by content, past a byte-order mark; an empty file is named as such rather
+    // than taken for a CSV without its system and prompt.
+    match crate::data::common::first_content_char(&f.text) {
+        None => return Err(Error::in_file(&f.name, "the answers file is empty")),
+        Some('{') => {
+            let (answers, warnings) = data::parse_answers_jsonl(&f.name, &f.text)?;
+            return Ok((answers, Vec::new(), warnings));
+        }
+        Some(_) => {}
     }
     let (system, prompt) = match (&a.system, &a.prompt) {
         (Some(s), Some(p)) => (s.clone(), p.clone()),

@@ -13,6 +13,13 @@ pub fn mean(values: &[f64]) -> Stat<f64> {
     }
     let n = values.len() as f64;
     let rough = values.iter().sum::<f64>() / n;
+    if !rough.is_finite() && values.iter().all(|v| v.is_finite()) {
+        // The sum of finite values overflowed (e.g. 1e308 + 1e308): Σ v/n cannot, but for
+        // rounding at the very edge (3 x f64::MAX), which the clamp to [min, max] (where
+        // every mean lies) takes back.
+        let (lo, hi) = values.iter().fold((f64::MAX, f64::MIN), |(lo, hi), &v| (lo.min(v), hi.max(v)));
+        return Stat::Defined(values.iter().map(|v| v / n).sum::<f64>().clamp(lo, hi));
+    }
     // One correction pass removes most rounding error of the sum (identical values then
     // give exactly that value, and an sd of exactly 0).
     Stat::Defined(rough + values.iter().map(|v| v - rough).sum::<f64>() / n)
@@ -74,6 +81,14 @@ mod tests {
         let interval = t_interval(values, confidence).unwrap();
         assert_relative_eq!(interval.lo, want[2], max_relative = 1e-12);
         assert_relative_eq!(interval.hi, want[3], max_relative = 1e-12);
+    }
+
+    #[test]
+    fn the_mean_of_finite_values_does_not_overflow() {
+        // 1e308 + 1e308 overflows to inf; the mean is 1e308 (each value halved, then summed).
+        assert_eq!(mean(&[1e308, 1e308]).unwrap(), 1e308);
+        assert_eq!(mean(&[f64::MAX, f64::MAX, f64::MAX]).unwrap(), f64::MAX);
+        assert_eq!(mean(&[-1e308, -1e308]).unwrap(), -1e308);
     }
 
     #[test]

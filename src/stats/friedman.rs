@@ -16,8 +16,15 @@ pub struct Friedman {
     pub n: usize,
     /// Number of treatments (columns).
     pub k: usize,
-    /// Each treatment's mean within-block rank (1 = lowest value).
-    pub mean_ranks: Vec<f64>,
+    /// Each treatment's mean within-block rank (1 = lowest value), with its name.
+    pub mean_ranks: Vec<MeanRank>,
+}
+
+/// A treatment (a system) and its mean within-block rank.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct MeanRank {
+    pub system: String,
+    pub mean_rank: f64,
 }
 
 /// `blocks[i][j]` = value of treatment j in block i. Ranks within each block (lowest value
@@ -27,7 +34,15 @@ pub struct Friedman {
 ///
 /// Q = [12/(n k (k+1)) Σ_j R_j² - 3 n (k+1)] / [1 - Σ(t³-t) / (n k (k²-1))], with R_j the
 /// rank sum of treatment j and t the size of each tie group in any block.
+///
+/// The treatments are named by their column number, 1 to k; [`friedman_named`] names them.
 pub fn friedman(blocks: &[Vec<f64>]) -> Stat<Friedman> {
+    friedman_named(blocks, &[])
+}
+
+/// [`friedman`] with the treatments' names (column j is `names[j]`), which the mean ranks
+/// carry; undefined when there are names but not k of them.
+pub fn friedman_named(blocks: &[Vec<f64>], names: &[&str]) -> Stat<Friedman> {
     let n = blocks.len();
     if n < 2 {
         return Stat::undefined(format!("Friedman's test needs at least 2 blocks, got {n}"));
@@ -37,6 +52,9 @@ pub fn friedman(blocks: &[Vec<f64>]) -> Stat<Friedman> {
         return Stat::undefined(format!(
             "Friedman's test needs at least 3 treatments, got {k}"
         ));
+    }
+    if !names.is_empty() && names.len() != k {
+        return Stat::undefined(format!("{} treatment names for {k} treatments", names.len()));
     }
     let mut rank_sums = vec![0.0; k];
     let mut tie_term = 0.0;
@@ -77,7 +95,14 @@ pub fn friedman(blocks: &[Vec<f64>]) -> Stat<Friedman> {
         p_value,
         n,
         k,
-        mean_ranks: rank_sums.iter().map(|r| r / nf).collect(),
+        mean_ranks: rank_sums
+            .iter()
+            .enumerate()
+            .map(|(j, r)| MeanRank {
+                system: names.get(j).map_or_else(|| (j + 1).to_string(), |s| s.to_string()),
+                mean_rank: r / nf,
+            })
+            .collect(),
     })
 }
 
@@ -101,8 +126,10 @@ mod tests {
             (result.n, result.k, result.df),
             (blocks.len(), blocks[0].len(), blocks[0].len() - 1)
         );
-        for (got, want) in result.mean_ranks.iter().zip(mean_ranks) {
-            assert_relative_eq!(got, want, max_relative = 1e-12);
+        assert_eq!(result.mean_ranks.len(), mean_ranks.len());
+        for (j, (got, want)) in result.mean_ranks.iter().zip(mean_ranks).enumerate() {
+            assert_relative_eq!(got.mean_rank, want, max_relative = 1e-12);
+            assert_eq!(got.system, (j + 1).to_string(), "unnamed columns are numbered");
         }
     }
 
@@ -258,6 +285,18 @@ mod tests {
         let result = friedman(&blocks).unwrap();
         assert_relative_eq!(result.statistic, 11.428571428571416, max_relative = 1e-12);
         assert_relative_eq!(result.p_value, 0.043514520866727614, max_relative = 1e-9);
+    }
+
+    #[test]
+    fn mean_ranks_carry_the_names_of_their_systems() {
+        // Ranks per block (lower value = rank 1): [1,2,3], [2,1,3], so the mean ranks are
+        // a 1.5, b 1.5, c 3.
+        let result = friedman_named(&rows(&[&[10, 20, 30], &[20, 10, 30]]), &["a", "b", "c"]).unwrap();
+        let named: Vec<(&str, f64)> = result.mean_ranks.iter().map(|m| (m.system.as_str(), m.mean_rank)).collect();
+        assert_eq!(named, [("a", 1.5), ("b", 1.5), ("c", 3.0)]);
+        let json = serde_json::to_value(&result).unwrap();
+        assert_eq!(json["mean_ranks"][2], serde_json::json!({"system": "c", "mean_rank": 3.0}));
+        assert!(!friedman_named(&rows(&[&[1, 2, 3], &[2, 1, 3]]), &["a", "b"]).is_defined());
     }
 
     #[test]

@@ -375,11 +375,15 @@ fn has_non_ascii_letter(text: &str) -> bool {
 }
 
 fn missing_dimension_warnings(candidates: &[Candidate], dimensions: &[String]) -> Vec<Warning> {
+    // Each candidate's dimensions as a set: a line may carry very many of them, and a
+    // linear search per dimension would be quadratic in the length of that line.
+    let has: Vec<std::collections::HashSet<&str>> =
+        candidates.iter().map(|c| c.human.iter().map(|(k, _)| k.as_str()).collect()).collect();
     dimensions
         .iter()
         .filter_map(|d| {
             let missing: Vec<&Candidate> =
-                candidates.iter().filter(|c| !c.human.iter().any(|(k, _)| k == d)).collect();
+                candidates.iter().zip(&has).filter(|(_, has)| !has.contains(d.as_str())).map(|(c, _)| c).collect();
             missing.first().map(|first| {
                 Warning::new(format!(
                     "human score `{d}` is missing for {} of {} candidate(s); they are left out of its \

@@ -305,30 +305,77 @@ pub fn rouge_l(reference: &[String], candidate: &[String]) -> RougeScore {
     if reference.is_empty() || candidate.is_empty() {
         return RougeScore::ZERO;
     }
-    let table = lcs_table(reference, candidate);
-    let lcs = table[reference.len()][candidate.len()];
-    RougeScore::from_counts(lcs, candidate.len(), reference.len())
+    let mut ids = TokenIds::default();
+    let (reference_ids, candidate_ids) = (ids.of(reference), ids.of(candidate));
+    RougeScore::from_counts(lcs_length(&reference_ids, &candidate_ids), candidate.len(), reference.len())
 }
 
-/// `table[i][j]` = LCS length of `reference[..i]` and `candidate[..j]`.
-fn lcs_table(reference: &[String], candidate: &[String]) -> Vec<Vec<usize>> {
-    let mut table = vec![vec![0usize; candidate.len() + 1]; reference.len() + 1];
-    for i in 1..=reference.len() {
-        for j in 1..=candidate.len() {
-            table[i][j] = if reference[i - 1] == candidate[j - 1] {
-                table[i - 1][j - 1] + 1
-            } else {
-                table[i - 1][j].max(table[i][j - 1])
-            };
-        }
+/// Tokens as small integers, so that the LCS tables (n x m cells) compare integers, not
+/// strings: equal tokens get equal ids.
+#[derive(Default)]
+struct TokenIds<'a> {
+    ids: HashMap<&'a str, u32>,
+}
+
+impl<'a> TokenIds<'a> {
+    fn of(&mut self, tokens: &'a [String]) -> Vec<u32> {
+        tokens
+            .iter()
+            .map(|t| {
+                let next = self.ids.len() as u32;
+                *self.ids.entry(t.as_str()).or_insert(next)
+            })
+            .collect()
     }
-    table
+}
+
+/// The LCS length by the usual table, keeping only two rows of the shorter text's length:
+/// memory O(min(n, m)) (a full table of a million-token candidate against a 200-token
+/// reference took 1.6 GB).
+fn lcs_length<T: PartialEq>(a: &[T], b: &[T]) -> usize {
+    let (outer, inner) = if a.len() >= b.len() { (a, b) } else { (b, a) };
+    let mut previous = vec![0usize; inner.len() + 1];
+    let mut current = vec![0usize; inner.len() + 1];
+    for x in outer {
+        for (j, y) in inner.iter().enumerate() {
+            current[j + 1] = if x == y { previous[j] + 1 } else { previous[j + 1].max(current[j]) };
+        }
+        std::mem::swap(&mut previous, &mut current);
+    }
+    previous[inner.len()]
 }
 
 /// Positions in `reference` of one LCS with `candidate`, chosen exactly as rouge_score's
-/// `_backtrack_norec` does (the union LCS, hence ROUGE-Lsum, depends on that choice).
-fn lcs_positions(reference: &[String], candidate: &[String]) -> Vec<usize> {
-    let table = lcs_table(reference, candidate);
+/// `_backtrack_norec` does (the union LCS, hence ROUGE-Lsum, depends on that choice):
+/// from the end, a match steps diagonally, else the step goes left when
+/// `table[i][j-1] > table[i-1][j]` and up otherwise. Only that one bit per cell is kept
+/// (the table itself two rows at a time): 1/64 of the memory of the full table.
+fn lcs_positions<T: PartialEq>(reference: &[T], candidate: &[T]) -> Vec<usize> {
+    let (rows, columns) = (reference.len(), candidate.len());
+    let mut left = vec![0u64; (rows * columns).div_ceil(64)];
+    let bit = |i: usize, j: usize| (i - 1) * columns + (j - 1);
+    let mut previous = vec![0usize; columns + 1];
+    let mut current = vec![0usize; columns + 1];
+    for i in 1..=rows {
+        for j in 1..=columns {
+            current[j] = if reference[i - 1] == candidate[j - 1] {
+                previous[j - 1] + 1
+            } else {
+                if current[j - 1] > previous[j] {
+                    let k = bit(i, j);
+                    left[k / 64] |= 1 << (k % 64);
+                }
+                previous[j].max(current[j - 1])
+            };
+        }
+        std::mem::swap(&mut previous, &mut current);
+    }
+    backtrack(reference, candidate, |i, j| left[bit(i, j) / 64] >> (bit(i, j) % 64) & 1 == 1)
+}
+
+/// rouge_score's backtrack from the end of both texts: a match steps diagonally (and is
+/// part of the LCS), else `go_left(i, j)` says whether to drop the candidate's token j.
+fn backtrack<T: PartialEq>(reference: &[T], candidate: &[T], go_left: impl Fn(usize, usize) -> bool) -> Vec<usize> {
     let (mut i, mut j) = (reference.len(), candidate.len());
     let mut positions = Vec::new();
     while i > 0 && j > 0 {
@@ -336,7 +383,7 @@ fn lcs_positions(reference: &[String], candidate: &[String]) -> Vec<usize> {
             positions.push(i - 1);
             i -= 1;
             j -= 1;
-        } else if table[i][j - 1] > table[i - 1][j] {
+        } else if go_left(i, j) {
             j -= 1;
         } else {
             i -= 1;
@@ -357,11 +404,14 @@ pub fn rouge_lsum(reference: &[Vec<String>], candidate: &[Vec<String>]) -> Rouge
     }
     let mut reference_left = token_counts(reference);
     let mut candidate_left = token_counts(candidate);
+    let mut ids = TokenIds::default();
+    let candidate_ids: Vec<Vec<u32>> = candidate.iter().map(|c| ids.of(c)).collect();
     let mut hits = 0;
     for sentence in reference {
-        let mut union: Vec<usize> = candidate
+        let sentence_ids = ids.of(sentence);
+        let mut union: Vec<usize> = candidate_ids
             .iter()
-            .flat_map(|c| lcs_positions(sentence, c))
+            .flat_map(|c| lcs_positions(&sentence_ids, c))
             .collect();
         union.sort_unstable();
         union.dedup();
@@ -391,6 +441,59 @@ fn token_counts(sentences: &[Vec<String>]) -> HashMap<&str, usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The full-table LCS this module used before keeping only two rows and one bit per
+    /// cell: the reference the compact versions must equal.
+    fn full_table_lcs(reference: &[String], candidate: &[String]) -> (usize, Vec<usize>) {
+        let mut table = vec![vec![0usize; candidate.len() + 1]; reference.len() + 1];
+        for i in 1..=reference.len() {
+            for j in 1..=candidate.len() {
+                table[i][j] = if reference[i - 1] == candidate[j - 1] {
+                    table[i - 1][j - 1] + 1
+                } else {
+                    table[i - 1][j].max(table[i][j - 1])
+                };
+            }
+        }
+        let positions = backtrack(reference, candidate, |i, j| table[i][j - 1] > table[i - 1][j]);
+        (table[reference.len()][candidate.len()], positions)
+    }
+
+    #[test]
+    fn compact_lcs_equals_the_full_table_on_random_texts() {
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(9);
+        for _ in 0..500 {
+            // Few distinct words, so that there are many ties for the backtrack to break.
+            let text = |rng: &mut rand_chacha::ChaCha8Rng, n: usize| {
+                (0..n).map(|_| ["a", "b", "c", "d"][rng.gen_range(0..4)].to_string()).collect::<Vec<_>>()
+            };
+            let (n, m) = (rng.gen_range(0..40), rng.gen_range(0..70));
+            let (r, c) = (text(&mut rng, n), text(&mut rng, m));
+            let (length, positions) = full_table_lcs(&r, &c);
+            assert_eq!(lcs_length(&r, &c), length);
+            assert_eq!(lcs_length(&c, &r), length);
+            assert_eq!(lcs_positions(&r, &c), positions, "{r:?} / {c:?}");
+        }
+    }
+
+    #[test]
+    fn a_long_candidate_needs_memory_for_one_row_only() {
+        // 502,500 candidate tokens against 200 reference tokens: the full table had 100
+        // million cells (800 MB); two rows of 201 now. LCS by hand: the reference is
+        // "w0 .. w199", the candidate repeats "x w0 .. w199" 2,500 times: the whole
+        // reference is a subsequence, so the LCS is 200 and recall is 1.
+        let reference: Vec<String> = (0..200).map(|i| format!("w{i}")).collect();
+        let mut candidate = Vec::with_capacity(502_500);
+        for _ in 0..2_500 {
+            candidate.push("x".to_string());
+            candidate.extend(reference.iter().cloned());
+        }
+        assert_eq!(lcs_length(&reference, &candidate), 200);
+        let score = rouge_l(&reference, &candidate);
+        assert_eq!(score.recall, 1.0);
+        assert_eq!(score.precision, 200.0 / 502_500.0);
+    }
 
     fn assert_close(got: RougeScore, expected: [f64; 3], what: &str) {
         let got_arr = [got.precision, got.recall, got.f];
