@@ -116,6 +116,19 @@ impl Default for JobOptions {
     }
 }
 
+impl JobOptions {
+    /// The ranking options of `medrank evaluate` these page options stand for.
+    fn ranking(&self) -> jobs::RankingOptions {
+        jobs::RankingOptions {
+            seed: self.seed,
+            resamples: self.resamples,
+            confidence: self.confidence,
+            controls: self.controls.clone(),
+            ..Default::default()
+        }
+    }
+}
+
 #[derive(Debug, Deserialize)]
 pub struct JobRequest {
     pub files: Vec<InputFile>,
@@ -439,13 +452,7 @@ pub fn rank_systems(request: JsValue, progress: &js_sys::Function) -> Result<Str
                 .collect(),
             rankings: one_file(&request, "rankings", "human rankings file")?.map(InputFile::named),
             corpus: one_file(&request, "corpus", "corpus")?.map(InputFile::named),
-            options: jobs::RankingOptions {
-                seed: o.seed,
-                resamples: o.resamples,
-                confidence: o.confidence,
-                controls: o.controls.clone(),
-                ..Default::default()
-            },
+            options: o.ranking(),
         };
         jobs::evaluate_predictions(&req)
     })?;
@@ -541,13 +548,7 @@ impl Model {
             predictions: Vec::new(),
             rankings: one_file(&request, "rankings", "human rankings file").map_err(js)?.map(InputFile::named),
             corpus,
-            options: jobs::RankingOptions {
-                seed: o.seed,
-                resamples: o.resamples,
-                confidence: o.confidence,
-                controls: o.controls.clone(),
-                ..Default::default()
-            },
+            options: o.ranking(),
         };
         let model_options = jobs::ModelOptions { controls, ..Default::default() };
         let mut on_batch = |done: usize, total: usize| progress.step("Encoding with the model", done, total).is_ok();

@@ -7,23 +7,11 @@ import assert from 'node:assert/strict';
 import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { openApp, upload, waitForChecks, cli, screenshot, ROOT, SITE, EXAMPLES } from './harness.mjs';
+import { openApp, upload, waitForChecks, cli, screenshot, differencesWithin, withoutPaths, ROOT, SITE, EXAMPLES } from './harness.mjs';
 
 const MODEL = 'models/all-MiniLM-L6-v2';
 const haveModel = existsSync(join(SITE, MODEL, 'model.safetensors')) && existsSync(join(ROOT, MODEL, 'model.safetensors'));
 const NO_MODEL = 'no bundled model: run scripts/setup.sh model, then scripts/build-web.sh';
-
-/** Paths that differ beyond `rel` relative tolerance (absolute below 1e-300). */
-function differencesWithin(a, b, rel, path = '$', out = []) {
-  if (typeof a === 'number' && typeof b === 'number') {
-    if (!(a === b || Math.abs(a - b) <= rel * Math.max(Math.abs(a), Math.abs(b), 1e-300))) out.push(`${path}: ${a} vs ${b}`);
-  } else if (a && b && typeof a === 'object' && typeof b === 'object') {
-    for (const k of new Set([...Object.keys(a), ...Object.keys(b)])) differencesWithin(a[k], b[k], rel, `${path}.${k}`, out);
-  } else if (a !== b) {
-    out.push(`${path}: ${JSON.stringify(a)} vs ${JSON.stringify(b)}`);
-  }
-  return out;
-}
 
 /** The largest relative difference between numbers at the same place in `a` and `b`. */
 function maxRelativeDifference(a, b) {
@@ -32,20 +20,6 @@ function maxRelativeDifference(a, b) {
     return Math.max(0, ...Object.keys(a).map((k) => maxRelativeDifference(a[k], b[k])));
   }
   return 0;
-}
-
-/** The CLI names inputs by the path it was given, the page by the file name; the order in
- *  which a front end lists its inputs is not part of the result. */
-function withoutPaths(report) {
-  const copy = structuredClone(report);
-  const strip = (p) => {
-    p.inputs.forEach((f) => { f.name = f.name.split('/').pop(); });
-    p.inputs.sort((x, y) => x.name.localeCompare(y.name) || x.sha256.localeCompare(y.sha256));
-  };
-  strip(copy.provenance);
-  for (const e of copy.evaluators) strip(e.report.provenance);
-  if (copy.controls_added) strip(copy.controls_added.provenance);
-  return copy;
 }
 
 /** Choose the bundled model and the backend, run "Rank systems", return the page's reply. */

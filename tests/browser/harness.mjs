@@ -176,3 +176,30 @@ export function differences(a, b, path = '$', out = []) {
   return out;
 }
 
+
+/** Paths that differ beyond `rel` relative tolerance (absolute below 1e-300). */
+export function differencesWithin(a, b, rel, path = '$', out = []) {
+  if (typeof a === 'number' && typeof b === 'number') {
+    if (!(a === b || Math.abs(a - b) <= rel * Math.max(Math.abs(a), Math.abs(b), 1e-300))) out.push(`${path}: ${a} vs ${b}`);
+  } else if (a && b && typeof a === 'object' && typeof b === 'object') {
+    for (const k of new Set([...Object.keys(a), ...Object.keys(b)])) differencesWithin(a[k], b[k], rel, `${path}.${k}`, out);
+  } else if (a !== b) {
+    out.push(`${path}: ${JSON.stringify(a)} vs ${JSON.stringify(b)}`);
+  }
+  return out;
+}
+
+/** The CLI names inputs by the path it was given, the page by the file name; the order in
+ *  which a front end lists its inputs is not part of the result. */
+export function withoutPaths(report) {
+  const copy = structuredClone(report);
+  const strip = (p) => {
+    p.inputs.forEach((f) => { f.name = f.name.split('/').pop(); });
+    p.inputs.sort((x, y) => x.name.localeCompare(y.name) || x.sha256.localeCompare(y.sha256));
+  };
+  strip(copy.provenance);
+  for (const e of copy.evaluators) strip(e.report.provenance);
+  if (copy.controls_added) strip(copy.controls_added.provenance);
+  return copy;
+}
+

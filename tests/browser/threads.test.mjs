@@ -10,38 +10,13 @@ import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { chromium } from 'playwright-core';
-import { openApp, upload, waitForChecks, cli, screenshot, startStaticServer, CHROMIUM_ARGS, ROOT, SITE, EXAMPLES } from './harness.mjs';
+import { openApp, upload, waitForChecks, cli, screenshot, startStaticServer, differencesWithin, withoutPaths, CHROMIUM_ARGS, ROOT, SITE, EXAMPLES } from './harness.mjs';
 
 const MODEL = 'models/all-MiniLM-L6-v2';
 const haveModel = existsSync(join(SITE, MODEL, 'model.safetensors')) && existsSync(join(ROOT, MODEL, 'model.safetensors'));
 const haveThreads = existsSync(join(SITE, 'pkg-threads/medrank_bg.wasm'));
 const NO_MODEL = 'no bundled model: run scripts/setup.sh model, then scripts/build-web.sh';
 const NO_THREADS = 'the site has no threaded build (scripts/build-web.sh needs std sources)';
-
-/** Paths where numbers differ beyond `rel` relative tolerance, or anything else differs. */
-function differencesWithin(a, b, rel, path = '$', out = []) {
-  if (typeof a === 'number' && typeof b === 'number') {
-    if (!(a === b || Math.abs(a - b) <= rel * Math.max(Math.abs(a), Math.abs(b), 1e-300))) out.push(`${path}: ${a} vs ${b}`);
-  } else if (a && b && typeof a === 'object' && typeof b === 'object') {
-    for (const k of new Set([...Object.keys(a), ...Object.keys(b)])) differencesWithin(a[k], b[k], rel, `${path}.${k}`, out);
-  } else if (a !== b) {
-    out.push(`${path}: ${JSON.stringify(a)} vs ${JSON.stringify(b)}`);
-  }
-  return out;
-}
-
-/** The CLI names inputs by path, the page by file name; input order is not part of the result. */
-function withoutPaths(report) {
-  const copy = structuredClone(report);
-  const strip = (p) => {
-    p.inputs.forEach((f) => { f.name = f.name.split('/').pop(); });
-    p.inputs.sort((x, y) => x.name.localeCompare(y.name) || x.sha256.localeCompare(y.sha256));
-  };
-  strip(copy.provenance);
-  for (const e of copy.evaluators) strip(e.report.provenance);
-  if (copy.controls_added) strip(copy.controls_added.provenance);
-  return copy;
-}
 
 /** The engine's 'ready' message as the page keeps it, once the engine is up. */
 async function engine(page) {
