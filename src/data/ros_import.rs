@@ -67,7 +67,8 @@ pub fn parse_hitz(name: &str, text: &str) -> Result<(Vec<HitzItem>, Vec<Warning>
 /// `no_argument` is (file name, text) of the No-Argument file; each source is (system,
 /// file name, text). Records are matched by their order in the files. For every source
 /// record, the question (trimmed) must start with the no-argument question (trimmed); the
-/// rest, trimmed, is that system's argument. Options and correct_option must be equal.
+/// rest, trimmed, is that system's argument. Options must be the same texts (in any order,
+/// see below) with the same correct text.
 /// Control-case files (label-only, noise, IR passages) are imported as sources too.
 ///
 /// Instance ids are the 1-based line numbers of the records in the no-argument file, as
@@ -77,10 +78,67 @@ pub fn parse_hitz(name: &str, text: &str) -> Result<(Vec<HitzItem>, Vec<Warning>
 /// Any mismatch refuses the import: the error lists every mismatch (file, line, field and
 /// a short excerpt of where the texts part) up to [`MAX_LISTED_MISMATCHES`], then counts
 /// the rest; differing record counts are reported too.
+///
+/// The published files list the same five option texts in each file's own order (the
+/// `correct_option` index follows the shuffle), so options are aligned by text: a source
+/// record whose option texts (trimmed) are the same multiset as the no-argument record's,
+/// and whose correct option has the same text, is imported in the no-argument file's order
+/// and counted in [`Imported::reordered`]. Another option set, or another correct text,
+/// is a mismatch.
 pub fn import_ranking_over_scoring(
     no_argument: (&str, &str),
     sources: &[(&str, &str, &str)],
 ) -> Result<(Bundle, Vec<Warning>)> {
+    import_aligned(no_argument, sources).map(|i| (i.bundle, i.warnings))
+}
+
+/// What an import gives: the bundle, the readers' warnings, and per source (system, file)
+/// how many records listed their options in another order than the no-argument file.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Imported {
+    pub bundle: Bundle,
+    pub warnings: Vec<Warning>,
+    pub reordered: Vec<(String, usize)>,
+}
+
+/// How a source record's options relate to the no-argument record's.
+#[derive(Debug, PartialEq)]
+enum Options {
+    Same,
+    /// The same texts in another order, the correct option's text the same.
+    Reordered,
+    /// Another set of option texts.
+    OtherSet,
+    /// The same texts, but the correct option is another one.
+    OtherCorrect,
+}
+
+fn compare_options(base: &HitzItem, item: &HitzItem) -> Options {
+    if item.options == base.options {
+        return if item.correct_option == base.correct_option { Options::Same } else { Options::OtherCorrect };
+    }
+    if sorted_texts(item) != sorted_texts(base) {
+        return Options::OtherSet;
+    }
+    if correct_text(item) == correct_text(base) {
+        Options::Reordered
+    } else {
+        Options::OtherCorrect
+    }
+}
+
+fn sorted_texts(item: &HitzItem) -> Vec<&str> {
+    let mut texts: Vec<&str> = item.options.iter().map(|(_, t)| t.trim()).collect();
+    texts.sort_unstable();
+    texts
+}
+
+fn correct_text(item: &HitzItem) -> Option<&str> {
+    item.options.iter().find(|(k, _)| *k == item.correct_option).map(|(_, t)| t.trim())
+}
+
+/// [`import_ranking_over_scoring`] with the count of reordered records per source.
+pub fn import_aligned(no_argument: (&str, &str), sources: &[(&str, &str, &str)]) -> Result<Imported> {
     let (base_name, base_text) = no_argument;
     let (base, mut warnings) = parse_hitz(base_name, base_text)?;
     if let Some(item) = base.iter().find(|i| i.question.trim().is_empty()) {
@@ -111,7 +169,9 @@ pub fn import_ranking_over_scoring(
 
     let mut mismatches: Vec<(Location, String)> = Vec::new();
     let mut arguments: Vec<Vec<(String, String)>> = vec![Vec::new(); base.len()];
+    let mut reordered = Vec::new();
     for (system, file, text) in sources {
+        let mut reordered_here = 0;
         let (items, source_warnings) = parse_hitz(file, text)?;
         warnings.extend(source_warnings);
         if items.len() != base.len() {
@@ -141,22 +201,30 @@ pub fn import_ranking_over_scoring(
                     ),
                 )),
             }
-            if item.options != base_item.options {
-                mismatches.push((
+            match compare_options(base_item, item) {
+                Options::Same => {}
+                Options::Reordered => reordered_here += 1,
+                Options::OtherSet => mismatches.push((
                     at("options"),
                     options_difference(&base_item.options, &item.options, base_item.line),
-                ));
-            }
-            if item.correct_option != base_item.correct_option {
-                mismatches.push((
+                )),
+                Options::OtherCorrect => mismatches.push((
                     at("correct_option"),
                     format!(
                         "is {} but {} on line {} of `{base_name}`",
                         item.correct_option, base_item.correct_option, base_item.line
                     ),
-                ));
+                )),
             }
         }
+        if reordered_here > 0 {
+            warnings.push(Warning::new(format!(
+                "{file} (system `{system}`): {reordered_here} of {} records list the options in another order than `{base_name}`; \
+                 imported in its order (same option texts, same correct text)",
+                items.len()
+            )));
+        }
+        reordered.push((system.to_string(), reordered_here));
     }
     if let Some((first, _)) = mismatches.first() {
         let mut message = format!(
@@ -198,7 +266,7 @@ pub fn import_ranking_over_scoring(
         instances,
     };
     warnings.extend(bundle_warnings(&bundle));
-    Ok((bundle, warnings))
+    Ok(Imported { bundle, warnings, reordered })
 }
 
 /// "expected "…rotated text" but found "…other text"", starting a little before the first
@@ -301,6 +369,87 @@ mod tests {
             crate::data::parse_bundle(&bundle.name, &crate::data::write_bundle_jsonl(&bundle))
                 .unwrap();
         assert_eq!(again, bundle);
+    }
+
+    /// Rewrites one HiTZ line with its options in the order `order` (indices into the
+    /// line's options), moving `correct_option` with its text: what the published source
+    /// files do to the no-argument file's order.
+    fn shuffled(line: &str, order: &[usize]) -> String {
+        let mut v: serde_json::Value = serde_json::from_str(line).unwrap();
+        let options: Vec<(String, String)> = v["options"]
+            .as_object()
+            .unwrap()
+            .iter()
+            .map(|(k, t)| (k.clone(), t.as_str().unwrap().to_owned()))
+            .collect();
+        let correct = v["correct_option"].to_string();
+        let mut new_options = serde_json::Map::new();
+        let mut new_correct = 0;
+        for (slot, &from) in order.iter().enumerate() {
+            new_options.insert((slot + 1).to_string(), serde_json::Value::String(options[from].1.clone()));
+            if options[from].0 == correct {
+                new_correct = slot + 1;
+            }
+        }
+        v["options"] = serde_json::Value::Object(new_options);
+        v["correct_option"] = serde_json::json!(new_correct);
+        v.to_string()
+    }
+
+    #[test]
+    fn sources_that_list_the_options_in_their_own_order_import_in_the_no_argument_order() {
+        // gpt-4o's lines 1 and 3 shuffled (5 options each; an extra space too), the rest
+        // untouched: the bundle is the one of the untouched files, and 2 records are counted.
+        let gpt: Vec<String> = GPT4O
+            .lines()
+            .enumerate()
+            .map(|(i, l)| match i {
+                0 => shuffled(l, &[4, 2, 0, 1, 3]),
+                2 => shuffled(l, &[1, 0, 4, 3, 2]).replacen("\"1\": \"", "\"1\": \" ", 1),
+                _ => l.to_owned(),
+            })
+            .collect();
+        let gpt = gpt.join("\n");
+        let mut shuffled_sources = sources();
+        shuffled_sources[0].2 = &gpt;
+        let imported = import_aligned(("ros/no_argument.jsonl", NO_ARGUMENT), &shuffled_sources).unwrap();
+        let (expected, _) = import_ranking_over_scoring(("ros/no_argument.jsonl", NO_ARGUMENT), &sources()).unwrap();
+        assert_eq!(imported.bundle, expected);
+        assert_eq!(imported.reordered, [("gpt-4o".to_string(), 2), ("llama-3-70b".to_string(), 0), ("label_only".to_string(), 0)]);
+        assert_eq!(imported.warnings.len(), 1);
+        assert_eq!(
+            imported.warnings[0].message,
+            "ros/gpt-4o.jsonl (system `gpt-4o`): 2 of 6 records list the options in another order than `ros/no_argument.jsonl`; imported in its order (same option texts, same correct text)"
+        );
+
+        // A real mismatch stays an error at its line: the same texts with another correct
+        // option (line 2), and another option set (line 4, one text changed).
+        let bad: Vec<String> = GPT4O
+            .lines()
+            .enumerate()
+            .map(|(i, l)| match i {
+                1 => {
+                    let mut v: serde_json::Value = serde_json::from_str(&shuffled(l, &[4, 3, 2, 1, 0])).unwrap();
+                    let c = v["correct_option"].as_u64().unwrap();
+                    v["correct_option"] = serde_json::json!(c % 5 + 1);
+                    v.to_string()
+                }
+                3 => {
+                    let mut v: serde_json::Value = serde_json::from_str(&shuffled(l, &[1, 2, 3, 4, 0])).unwrap();
+                    let text = format!("{} (changed)", v["options"]["1"].as_str().unwrap());
+                    v["options"]["1"] = serde_json::json!(text);
+                    v.to_string()
+                }
+                _ => l.to_owned(),
+            })
+            .collect();
+        let bad = bad.join("\n");
+        let err = import_aligned(("no_argument.jsonl", NO_ARGUMENT), &[("gpt-4o", "gpt-4o.jsonl", &bad)]).unwrap_err();
+        let message = err.to_string();
+        let lines: Vec<&str> = message.lines().collect();
+        assert_eq!(lines.len(), 3, "{message}");
+        assert!(lines[1].starts_with("  gpt-4o.jsonl:2: field `correct_option`: is "), "{message}");
+        assert!(lines[2].starts_with("  gpt-4o.jsonl:4: field `options`: option "), "{message}");
     }
 
     #[test]
