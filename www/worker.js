@@ -1,7 +1,7 @@
 // The worker: loads the wasm build of the medrank library and runs every heavy job, so the
-// page never freezes. Messages in: {type: 'check' | 'run' | 'bench', id, ...}; out: 'ready',
-// 'progress', 'checked', 'result', 'error'. The wasm functions are the same library code as
-// the CLI.
+// page never freezes. Messages in: {type: 'check' | 'run' | 'bench' | 'workload' |
+// 'model-status' | 'clear-models', id, ...}; out: 'ready', 'progress', 'checked', 'result',
+// 'error', 'fatal' (ARCHITECTURE.md). The wasm functions are the same library code as the CLI.
 //
 // Two builds: pkg-threads/ (atomics + shared memory; rayon's pool on Web Workers) when the
 // page is cross-origin isolated, else pkg/ (one thread). The thread count comes from the URL
