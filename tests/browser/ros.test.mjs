@@ -45,3 +45,54 @@ test('HiTZ files plus predictions rank like medrank import + medrank evaluate', 
     await app.close();
   }
 });
+
+/** One HiTZ line with its options in the order `order` (indices), `correct_option` moved
+ *  with its text: what the published source files do to the no-argument file's order. */
+function shuffleLine(line, order) {
+  const record = JSON.parse(line);
+  const entries = Object.entries(record.options);
+  const correctText = record.options[String(record.correct_option)];
+  record.options = Object.fromEntries(order.map((from, slot) => [String(slot + 1), entries[from][1]]));
+  record.correct_option = order.findIndex((from) => entries[from][1] === correctText) + 1;
+  return JSON.stringify(record);
+}
+
+test('source files that shuffle the options, as the published ones do, import like the unshuffled ones (CLI and page)', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'medrank-ros-shuffled-'));
+  copyFileSync(join(EXAMPLES, 'ros', 'no_argument.jsonl'), join(dir, 'no_argument.jsonl'));
+  const orders = [[4, 2, 0, 1, 3], [1, 0, 4, 3, 2], [0, 1, 2, 3, 4], [3, 4, 0, 2, 1], [2, 3, 4, 0, 1], [1, 2, 3, 4, 0]];
+  for (const s of SOURCES) {
+    const lines = readFileSync(join(EXAMPLES, 'ros', `${s}.jsonl`), 'utf8').split('\n').filter(Boolean);
+    // gpt-4o and llama-3-70b shuffled (each line its own order), label_only as it is.
+    const out = s === 'label_only' ? lines : lines.map((l, i) => shuffleLine(l, orders[(i + s.length) % orders.length]));
+    writeFileSync(join(dir, `${s}.jsonl`), out.join('\n') + '\n');
+  }
+  const sources = SOURCES.flatMap((s) => ['--source', `${s}=${s}.jsonl`]);
+  cli(['import', 'ranking-over-scoring', '--no-argument', 'no_argument.jsonl', ...sources, '--out', 'imported_bundle.jsonl', '--json', 'import.json', '--quiet'], dir);
+  // The bundle is the one the unshuffled files give, byte for byte.
+  const plain = mkdtempSync(join(tmpdir(), 'medrank-ros-plain-'));
+  for (const f of ['no_argument', ...SOURCES]) copyFileSync(join(EXAMPLES, 'ros', `${f}.jsonl`), join(plain, `${f}.jsonl`));
+  cli(['import', 'ranking-over-scoring', '--no-argument', 'no_argument.jsonl', ...sources, '--out', 'imported_bundle.jsonl', '--quiet'], plain);
+  assert.equal(readFileSync(join(dir, 'imported_bundle.jsonl'), 'utf8'), readFileSync(join(plain, 'imported_bundle.jsonl'), 'utf8'));
+  // Lines whose order differs from the no-argument file: every line but the identity order.
+  const importReport = JSON.parse(readFileSync(join(dir, 'import.json'), 'utf8'));
+  const reordered = Object.fromEntries(importReport.reordered.map((r) => [r.system, r.records]));
+  assert.deepEqual(reordered, { 'gpt-4o': 5, 'llama-3-70b': 5, label_only: 0 });
+
+  const rows = ['instance,system,predicted,p_correct'];
+  GOLD.forEach((gold, i) => SOURCES.forEach((s) => rows.push(`${i + 1},${s},${gold},0.5`)));
+  writeFileSync(join(dir, 'evaluator.csv'), rows.join('\n') + '\n');
+  cli(['evaluate', '--bundle', 'imported_bundle.jsonl', '--predictions', 'evaluator.csv', '--seed', '0', '--json', 'report.json', '--quiet'], dir);
+  const expected = JSON.parse(readFileSync(join(dir, 'report.json'), 'utf8'));
+  const app = await openApp();
+  try {
+    const { page } = app;
+    await page.setInputFiles('#file-input', ['no_argument', ...SOURCES].map((f) => join(dir, `${f}.jsonl`)).concat(join(dir, 'evaluator.csv')));
+    await waitForChecks(page, 5);
+    await run(page, '#run-rank');
+    const report = await page.evaluate(() => window.medrank.state.lastResult.result.report);
+    assert.deepEqual(differences(report, expected), []);
+  } finally {
+    await app.close();
+  }
+});
