@@ -24,27 +24,38 @@ test('HiTZ files plus predictions rank like medrank import + medrank evaluate', 
   });
   writeFileSync(join(dir, 'evaluator.csv'), rows.join('\n') + '\n');
 
-  // The CLI: import into a bundle named as the page names it, then evaluate.
+  // The CLI imports into a bundle named as the page names it; then the CLI evaluates it and
+  // the page, given the HiTZ files, must give the same report.
   cli(['import', 'ranking-over-scoring', '--no-argument', 'no_argument.jsonl', ...SOURCES.flatMap((s) => ['--source', `${s}=${s}.jsonl`]),
     '--out', 'imported_bundle.jsonl', '--quiet'], dir);
+  await pageRanksLikeTheCli(dir, async (page) => {
+    assert.match(await page.locator('tr[data-file="gpt-4o.jsonl"] td.check').textContent(), /6 questions in the HiTZ format; system `gpt-4o`/);
+  }, async (page) => {
+    const systems = await page.locator('table.ranking tbody tr').evaluateAll((trs) => trs.map((tr) => tr.dataset.system));
+    assert.deepEqual(systems.sort(), [...SOURCES].sort());
+  });
+});
+
+/** `medrank evaluate` on `dir`'s imported bundle and evaluator.csv, then the page on the HiTZ
+ *  files and evaluator.csv of `dir`: the page's report must equal the CLI's. `beforeRun` and
+ *  `afterRun` add checks of the page. */
+async function pageRanksLikeTheCli(dir, beforeRun = async () => {}, afterRun = async () => {}) {
   cli(['evaluate', '--bundle', 'imported_bundle.jsonl', '--predictions', 'evaluator.csv', '--seed', '0', '--json', 'report.json', '--quiet'], dir);
   const expected = JSON.parse(readFileSync(join(dir, 'report.json'), 'utf8'));
-
   const app = await openApp();
   try {
     const { page } = app;
     await page.setInputFiles('#file-input', ['no_argument', ...SOURCES].map((f) => join(dir, `${f}.jsonl`)).concat(join(dir, 'evaluator.csv')));
     await waitForChecks(page, 5);
-    assert.match(await page.locator('tr[data-file="gpt-4o.jsonl"] td.check').textContent(), /6 questions in the HiTZ format; system `gpt-4o`/);
+    await beforeRun(page);
     await run(page, '#run-rank');
     const report = await page.evaluate(() => window.medrank.state.lastResult.result.report);
     assert.deepEqual(differences(report, expected), []);
-    const systems = await page.locator('table.ranking tbody tr').evaluateAll((trs) => trs.map((tr) => tr.dataset.system));
-    assert.deepEqual(systems.sort(), [...SOURCES].sort());
+    await afterRun(page);
   } finally {
     await app.close();
   }
-});
+}
 
 /** One HiTZ line with its options in the order `order` (indices), `correct_option` moved
  *  with its text: what the published source files do to the no-argument file's order. */
@@ -82,17 +93,5 @@ test('source files that shuffle the options, as the published ones do, import li
   const rows = ['instance,system,predicted,p_correct'];
   GOLD.forEach((gold, i) => SOURCES.forEach((s) => rows.push(`${i + 1},${s},${gold},0.5`)));
   writeFileSync(join(dir, 'evaluator.csv'), rows.join('\n') + '\n');
-  cli(['evaluate', '--bundle', 'imported_bundle.jsonl', '--predictions', 'evaluator.csv', '--seed', '0', '--json', 'report.json', '--quiet'], dir);
-  const expected = JSON.parse(readFileSync(join(dir, 'report.json'), 'utf8'));
-  const app = await openApp();
-  try {
-    const { page } = app;
-    await page.setInputFiles('#file-input', ['no_argument', ...SOURCES].map((f) => join(dir, `${f}.jsonl`)).concat(join(dir, 'evaluator.csv')));
-    await waitForChecks(page, 5);
-    await run(page, '#run-rank');
-    const report = await page.evaluate(() => window.medrank.state.lastResult.result.report);
-    assert.deepEqual(differences(report, expected), []);
-  } finally {
-    await app.close();
-  }
+  await pageRanksLikeTheCli(dir);
 });
