@@ -36,6 +36,16 @@ pub use trec::{
 
 use serde::Serialize;
 
+/// Whether an MCQA option text is empty (after trimming). The published Ranking-Over-Scoring
+/// files carry an empty fifth option in 320 of their 595 questions. medrank's one convention
+/// (FORMATS.md, "Empty options"): an empty option is **not a candidate** of any evaluator
+/// (trained head, similarity, training): it is left out of the softmax and gets probability 0,
+/// and the report counts how many were left out; `--keep-empty-options` (CLI) / the page's
+/// "keep empty options" switch keeps them as ordinary candidates.
+pub fn is_empty_option(text: &str) -> bool {
+    text.trim().is_empty()
+}
+
 /// The proxy task an instance belongs to (ranking-over-scoring.md, Table 2).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "snake_case")]
