@@ -23,5 +23,5 @@ pub mod select;
 
 pub use context::{AdapterSummary, ChunkedTable, DType, GpuContext, GpuTensor};
 pub use encoder::{GpuEncoder, WeightFormat};
-pub use ops::{Activation, Ops, Pooling};
+pub use ops::{Activation, Ops};
 pub use select::{open_encoder, select_encoder, AnyEncoder, BackendChoice, BackendReport};

@@ -1,4 +1,4 @@
-// Activation functions shared by the kernels that apply them (gelu.wgsl, matmul.wgsl).
+// Activation functions, prepended to the kernels that apply them (matmul.wgsl).
 // WGSL has no erf: Abramowitz & Stegun 7.1.26 has absolute error <= 1.5e-7, well inside
 // the f32 parity budget.
 
@@ -27,14 +27,13 @@ fn gelu_tanh(x: f32) -> f32 {
     return 0.5 * x * (1.0 + tanh_safe(0.7978845608028654 * (x + 0.044715 * x * x * x)));
 }
 
-// 0: none, 1: GELU (erf), 2: tanh (BERT pooler, RoBERTa classification head),
-// 3: GELU (tanh approximation), 4: ReLU.
+// The ACT_* codes are constants from the Rust enum `Activation` (ops/matmul.rs).
 fn activate(x: f32, kind: u32) -> f32 {
     switch kind {
-        case 1u: { return gelu(x); }
-        case 2u: { return tanh_safe(x); }
-        case 3u: { return gelu_tanh(x); }
-        case 4u: { return max(x, 0.0); }
+        case ACT_GELU: { return gelu(x); }
+        case ACT_TANH: { return tanh_safe(x); }
+        case ACT_GELU_TANH: { return gelu_tanh(x); }
+        case ACT_RELU: { return max(x, 0.0); }
         default: { return x; }
     }
 }

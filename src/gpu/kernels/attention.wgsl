@@ -7,58 +7,19 @@
 // (model/encoder.rs), a padded key gets -1e9 added rather than being skipped, so the two
 // agree even on a row that is all padding (no NaN there).
 
-struct Params {
-    seq_len: u32,   // padded length L of every sequence in the batch
-    heads: u32,
-    head_dim: u32,  // D
-    hidden: u32,    // heads * D
-    scale: f32,     // 1 / sqrt(D)
-    _pad0: u32,
-    _pad1: u32,
-    _pad2: u32,
-}
+// `Params`, THREADS and MAX_KEYS come from the Rust side (ops/attention.rs), and the
+// reduction from reduce.wgsl.
 
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> qkv: array<f32>;
 @group(0) @binding(2) var<storage, read> mask: array<f32>;
 @group(0) @binding(3) var<storage, read_write> out: array<f32>;
 
-const THREADS: u32 = 64u; // = the usual head size, so step 3 keeps every thread busy
-const MAX_KEYS: u32 = 512u; // the Rust side refuses longer sequences
 const MASKED: f32 = -1e9;
 
-var<workgroup> scores: array<f32, 512>;
-var<workgroup> partial: array<f32, 64>;
+var<workgroup> scores: array<f32, MAX_KEYS>;
 
-fn reduce_max(lid: u32, v: f32) -> f32 {
-    partial[lid] = v;
-    workgroupBarrier();
-    for (var stride = THREADS / 2u; stride > 0u; stride /= 2u) {
-        if (lid < stride) {
-            partial[lid] = max(partial[lid], partial[lid + stride]);
-        }
-        workgroupBarrier();
-    }
-    let r = partial[0];
-    workgroupBarrier();
-    return r;
-}
-
-fn reduce_sum(lid: u32, v: f32) -> f32 {
-    partial[lid] = v;
-    workgroupBarrier();
-    for (var stride = THREADS / 2u; stride > 0u; stride /= 2u) {
-        if (lid < stride) {
-            partial[lid] += partial[lid + stride];
-        }
-        workgroupBarrier();
-    }
-    let r = partial[0];
-    workgroupBarrier();
-    return r;
-}
-
-@compute @workgroup_size(64)
+@compute @workgroup_size(THREADS)
 fn main(@builtin(workgroup_id) wid: vec3<u32>,
         @builtin(local_invocation_index) lid: u32) {
     let t = wid.x;                  // query token (batch-major)
@@ -82,7 +43,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>,
         scores[j] = s;
         local_max = max(local_max, s);
     }
-    let m = reduce_max(lid, local_max);
+    let m = workgroup_reduce(lid, local_max, true);
 
     // 2. softmax numerators and their sum
     var local_sum = 0.0;
@@ -91,7 +52,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>,
         scores[j] = e;
         local_sum += e;
     }
-    let total = reduce_sum(lid, local_sum);
+    let total = workgroup_reduce(lid, local_sum, false);
 
     // 3. weighted sum of the values, one output dimension per thread
     for (var d = lid; d < p.head_dim; d += THREADS) {

@@ -4,23 +4,18 @@
 // table; a word table larger than one storage binding is uploaded in row blocks and
 // gathered with one pass per block, each pass adding only the ids that fall inside it.
 
-struct Params {
-    tokens: u32,
-    cols: u32,
-    row_start: u32, // first table row held by this binding
-    row_count: u32, // rows held by this binding
-}
+// `Params` and THREADS come from the Rust side (ops/gather_add.rs).
 
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> ids: array<u32>;
 @group(0) @binding(2) var<storage, read> table: array<f32>;
 @group(0) @binding(3) var<storage, read_write> out: array<f32>;
 
-@compute @workgroup_size(256)
+@compute @workgroup_size(THREADS)
 fn main(@builtin(workgroup_id) wid: vec3<u32>,
         @builtin(num_workgroups) groups: vec3<u32>,
         @builtin(local_invocation_index) lid: u32) {
-    let i = (wid.y * groups.x + wid.x) * 256u + lid;
+    let i = (wid.y * groups.x + wid.x) * THREADS + lid;
     if (i >= p.tokens * p.cols) {
         return;
     }

@@ -4,12 +4,8 @@
 // layer is fused here, so the sum never makes a round trip through memory. Mean and
 // variance are two passes over the row (more accurate than E[v^2] - E[v]^2).
 
-struct Params {
-    rows: u32,
-    cols: u32,
-    eps: f32,
-    has_residual: u32, // 0: `residual` is a placeholder and is not read
-}
+// `Params` and THREADS come from the Rust side (ops/layer_norm.rs), the reduction from
+// reduce.wgsl. `p.has_residual` = 0: `residual` is a placeholder and is not read.
 
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> x: array<f32>;
@@ -18,9 +14,6 @@ struct Params {
 @group(0) @binding(4) var<storage, read> beta: array<f32>;
 @group(0) @binding(5) var<storage, read_write> out: array<f32>;
 
-const THREADS: u32 = 256u;
-var<workgroup> partial: array<f32, 256>;
-
 fn value(i: u32) -> f32 {
     if (p.has_residual != 0u) {
         return x[i] + residual[i];
@@ -28,22 +21,7 @@ fn value(i: u32) -> f32 {
     return x[i];
 }
 
-// Sums `partial` over the workgroup; every thread gets the total.
-fn workgroup_sum(lid: u32, v: f32) -> f32 {
-    partial[lid] = v;
-    workgroupBarrier();
-    for (var stride = THREADS / 2u; stride > 0u; stride /= 2u) {
-        if (lid < stride) {
-            partial[lid] += partial[lid + stride];
-        }
-        workgroupBarrier();
-    }
-    let total = partial[0];
-    workgroupBarrier();
-    return total;
-}
-
-@compute @workgroup_size(256)
+@compute @workgroup_size(THREADS)
 fn main(@builtin(workgroup_id) wid: vec3<u32>,
         @builtin(num_workgroups) groups: vec3<u32>,
         @builtin(local_invocation_index) lid: u32) {
@@ -58,14 +36,14 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>,
     for (var c = lid; c < p.cols; c += THREADS) {
         s += value(base + c);
     }
-    let mean = workgroup_sum(lid, s) / f32(p.cols);
+    let mean = workgroup_reduce(lid, s, false) / f32(p.cols);
 
     var sq = 0.0;
     for (var c = lid; c < p.cols; c += THREADS) {
         let d = value(base + c) - mean;
         sq += d * d;
     }
-    let inv_std = inverseSqrt(workgroup_sum(lid, sq) / f32(p.cols) + p.eps);
+    let inv_std = inverseSqrt(workgroup_reduce(lid, sq, false) / f32(p.cols) + p.eps);
 
     for (var c = lid; c < p.cols; c += THREADS) {
         out[base + c] = (value(base + c) - mean) * inv_std * gamma[c] + beta[c];

@@ -10,32 +10,26 @@
 // file, with an accessor `weight(i) -> f32`: f32 storage, or f16 storage (half the memory
 // and bandwidth) on adapters with `shader-f16`. Accumulation is f32 either way.
 
-struct Params {
-    m: u32,
-    n: u32,
-    k: u32,
-    activation: u32, // see `activate` in activations.wgsl
-}
+// `Params`, TILE, SLICE and PER_THREAD come from the Rust side (ops/matmul.rs), and
+// `activate` with the activation codes from activations.wgsl.
 
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> x: array<f32>;
 @group(0) @binding(3) var<storage, read> bias: array<f32>;
 @group(0) @binding(4) var<storage, read_write> y: array<f32>;
 
-const TILE: u32 = 64u;      // rows and columns of y per workgroup
-const SLICE: u32 = 16u;     // k values staged at a time
-const PER_THREAD: u32 = 4u; // each thread: a PER_THREAD x PER_THREAD block of y
-const THREADS: u32 = 256u;  // 16 x 16
+const THREADS_X: u32 = TILE / PER_THREAD; // 16 x 16 threads
+const THREADS: u32 = THREADS_X * THREADS_X;
 
-var<workgroup> x_tile: array<f32, 1024>; // [TILE rows][SLICE]
-var<workgroup> w_tile: array<f32, 1024>; // [TILE columns][SLICE]
+var<workgroup> x_tile: array<f32, TILE * SLICE>; // [TILE rows][SLICE]
+var<workgroup> w_tile: array<f32, TILE * SLICE>; // [TILE columns][SLICE]
 
-@compute @workgroup_size(16, 16)
+@compute @workgroup_size(THREADS_X, THREADS_X)
 fn main(@builtin(workgroup_id) wid: vec3<u32>,
         @builtin(local_invocation_id) lid: vec3<u32>) {
     let row0 = wid.y * TILE;
     let col0 = wid.x * TILE;
-    let thread = lid.y * 16u + lid.x;
+    let thread = lid.y * THREADS_X + lid.x;
 
     // acc_i holds row (4 * lid.y + i), columns 4 * lid.x .. 4 * lid.x + 3 of the block.
     var acc0 = vec4<f32>(0.0);
@@ -43,8 +37,8 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>,
     var acc2 = vec4<f32>(0.0);
     var acc3 = vec4<f32>(0.0);
     for (var k0 = 0u; k0 < p.k; k0 += SLICE) {
-        // Stage the slices: 1024 values each, 4 per thread; zeros outside the matrices.
-        for (var i = 0u; i < 4u; i++) {
+        // Stage the slices: TILE * SLICE values each, 4 per thread; zeros outside the matrices.
+        for (var i = 0u; i < TILE * SLICE / THREADS; i++) {
             let e = thread + i * THREADS;
             let r = e / SLICE;
             let kk = k0 + e % SLICE;

@@ -1,16 +1,22 @@
-use super::{check, check_f32, to_u32, Kernel};
+use super::{check, check_f32, params, to_u32, Kernel, Source, REDUCE_WGSL};
 use crate::error::Result;
 use crate::gpu::context::{GpuContext, GpuTensor};
 
-#[repr(C)]
-#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
-struct Params {
-    seq_len: u32,
-    heads: u32,
-    head_dim: u32,
-    hidden: u32,
-    scale: f32,
-    _pad: [u32; 3],
+params! {
+    struct Params {
+        /// Padded length L of every sequence in the batch.
+        seq_len: u32,
+        heads: u32,
+        /// D.
+        head_dim: u32,
+        /// heads * D.
+        hidden: u32,
+        /// 1 / sqrt(D).
+        scale: f32,
+        _pad0: u32,
+        _pad1: u32,
+        _pad2: u32,
+    }
 }
 
 /// Multi-head self-attention with the padding mask (kernels/attention.wgsl): scores,
@@ -22,11 +28,19 @@ pub struct Attention {
 impl Attention {
     /// The kernel keeps one row of scores in workgroup memory (2 KiB).
     pub const MAX_SEQ_LEN: usize = 512;
+    /// Threads per (query, head): the usual head size, so the weighted sum of the values
+    /// keeps every thread busy.
+    const THREADS: usize = 64;
 
     pub fn new(ctx: &GpuContext) -> Self {
-        Attention {
-            kernel: Kernel::new(ctx, "attention", include_str!("../kernels/attention.wgsl")),
-        }
+        let source = Source {
+            directives: "",
+            params: Params::WGSL,
+            constants: &[("THREADS", Self::THREADS), ("MAX_KEYS", Self::MAX_SEQ_LEN)],
+            shared: &[REDUCE_WGSL],
+            body: include_str!("../kernels/attention.wgsl"),
+        };
+        Attention { kernel: Kernel::new(ctx, "attention", source) }
     }
 
     /// `qkv`: [batch * seq_len, 3 * hidden] (q | k | v per token); `mask`: [batch, seq_len]
@@ -75,7 +89,9 @@ impl Attention {
             head_dim: to_u32(head_dim, "attention", "head_dim")?,
             hidden: to_u32(hidden, "attention", "hidden")?,
             scale: 1.0 / (head_dim as f32).sqrt(),
-            _pad: [0; 3],
+            _pad0: 0,
+            _pad1: 0,
+            _pad2: 0,
         };
         if tokens == 0 {
             return Ok(());

@@ -1,14 +1,16 @@
-use super::{check, check_f32, grid, to_u32, Kernel};
+use super::{check, check_f32, grid, params, to_u32, Kernel, Source};
 use crate::error::Result;
 use crate::gpu::context::{ChunkedTable, DType, GpuContext, GpuTensor};
 
-#[repr(C)]
-#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
-struct Params {
-    tokens: u32,
-    cols: u32,
-    row_start: u32,
-    row_count: u32,
+params! {
+    struct Params {
+        tokens: u32,
+        cols: u32,
+        /// First table row held by this binding.
+        row_start: u32,
+        /// Rows held by this binding.
+        row_count: u32,
+    }
 }
 
 /// `out[t, :] += table[ids[t], :]` (kernels/gather_add.wgsl): the embedding lookup.
@@ -19,14 +21,18 @@ pub struct GatherAdd {
 }
 
 impl GatherAdd {
+    /// Output elements per workgroup, one a thread.
+    const THREADS: usize = 256;
+
     pub fn new(ctx: &GpuContext) -> Self {
-        GatherAdd {
-            kernel: Kernel::new(
-                ctx,
-                "gather_add",
-                include_str!("../kernels/gather_add.wgsl"),
-            ),
-        }
+        let source = Source {
+            directives: "",
+            params: Params::WGSL,
+            constants: &[("THREADS", Self::THREADS)],
+            shared: &[],
+            body: include_str!("../kernels/gather_add.wgsl"),
+        };
+        GatherAdd { kernel: Kernel::new(ctx, "gather_add", source) }
     }
 
     /// The caller guarantees every id is < `table.rows` (the encoder checks ids on the
@@ -47,7 +53,7 @@ impl GatherAdd {
         check(out.shape == [tokens, table.cols], "gather_add", || {
             format!("out {:?} != [{tokens}, {}]", out.shape, table.cols)
         })?;
-        let groups = grid(ctx, (tokens * table.cols).div_ceil(256))?;
+        let groups = grid(ctx, (tokens * table.cols).div_ceil(Self::THREADS))?;
         for (row_start, chunk) in &table.chunks {
             let (rows, cols) = chunk.dims2("gather_add table chunk")?;
             check(cols == table.cols, "gather_add", || {

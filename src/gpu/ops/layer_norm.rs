@@ -1,14 +1,15 @@
-use super::{check, check_f32, grid, to_u32, Kernel};
+use super::{check, check_f32, grid, params, to_u32, Kernel, Source, REDUCE_WGSL};
 use crate::error::Result;
 use crate::gpu::context::{GpuContext, GpuTensor};
 
-#[repr(C)]
-#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
-struct Params {
-    rows: u32,
-    cols: u32,
-    eps: f32,
-    has_residual: u32,
+params! {
+    struct Params {
+        rows: u32,
+        cols: u32,
+        eps: f32,
+        /// 0: the `residual` binding is a placeholder and is not read.
+        has_residual: u32,
+    }
 }
 
 /// `out = LayerNorm(x + residual) * gamma + beta` per row (kernels/layer_norm.wgsl),
@@ -18,14 +19,18 @@ pub struct LayerNorm {
 }
 
 impl LayerNorm {
+    /// Threads per row (one workgroup a row).
+    const THREADS: usize = 256;
+
     pub fn new(ctx: &GpuContext) -> Self {
-        LayerNorm {
-            kernel: Kernel::new(
-                ctx,
-                "layer_norm",
-                include_str!("../kernels/layer_norm.wgsl"),
-            ),
-        }
+        let source = Source {
+            directives: "",
+            params: Params::WGSL,
+            constants: &[("THREADS", Self::THREADS)],
+            shared: &[REDUCE_WGSL],
+            body: include_str!("../kernels/layer_norm.wgsl"),
+        };
+        LayerNorm { kernel: Kernel::new(ctx, "layer_norm", source) }
     }
 
     #[allow(clippy::too_many_arguments)]

@@ -1,4 +1,4 @@
-use super::{check, check_f32, to_u32, Kernel, ACTIVATIONS_WGSL};
+use super::{activation_constants, check, check_f32, params, to_u32, Kernel, Source, ACTIVATIONS_WGSL};
 use crate::error::{Error, Result};
 use crate::gpu::context::{DType, GpuContext, GpuTensor};
 
@@ -15,20 +15,20 @@ pub enum Activation {
     Relu = 4,
 }
 
-#[repr(C)]
-#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
-struct Params {
-    m: u32,
-    n: u32,
-    k: u32,
-    activation: u32,
+params! {
+    struct Params {
+        m: u32,
+        n: u32,
+        k: u32,
+        /// An [`Activation`] code.
+        activation: u32,
+    }
 }
 
 /// The declaration of the weight binding for each storage type (see kernels/matmul.wgsl).
 const F32_WEIGHTS: &str = "@group(0) @binding(2) var<storage, read> w: array<f32>;
 fn weight(i: u32) -> f32 { return w[i]; }";
-const F16_WEIGHTS: &str = "enable f16;
-@group(0) @binding(2) var<storage, read> w: array<f16>;
+const F16_WEIGHTS: &str = "@group(0) @binding(2) var<storage, read> w: array<f16>;
 fn weight(i: u32) -> f32 { return f32(w[i]); }";
 
 /// `y[m, n] = activation(x[m, k] . w[n, k]^T + bias[n])`, tiled through workgroup memory
@@ -41,21 +41,29 @@ pub struct MatMul {
 }
 
 impl MatMul {
+    /// Rows and columns of y per workgroup.
     const TILE: usize = 64;
+    /// k values staged in workgroup memory at a time.
+    const SLICE: usize = 16;
+    /// Each thread computes a PER_THREAD x PER_THREAD block of y (the kernel's four
+    /// accumulators are written for 4): 16 x 16 threads, 2 x 4 KiB of workgroup memory.
+    const PER_THREAD: usize = 4;
 
     pub fn new(ctx: &GpuContext) -> Self {
-        let source = |weights: &str| {
-            format!(
-                "{weights}\n{ACTIVATIONS_WGSL}\n{}",
-                include_str!("../kernels/matmul.wgsl")
-            )
+        let activations = activation_constants();
+        let kernel = |name, directives, weights| {
+            let source = Source {
+                directives,
+                params: Params::WGSL,
+                constants: &[("TILE", Self::TILE), ("SLICE", Self::SLICE), ("PER_THREAD", Self::PER_THREAD)],
+                shared: &[weights, &activations, ACTIVATIONS_WGSL],
+                body: include_str!("../kernels/matmul.wgsl"),
+            };
+            Kernel::new(ctx, name, source)
         };
         MatMul {
-            kernel: Kernel::new(ctx, "matmul", &source(F32_WEIGHTS)),
-            kernel_f16_weights: ctx
-                .adapter
-                .shader_f16
-                .then(|| Kernel::new(ctx, "matmul_f16_weights", &source(F16_WEIGHTS))),
+            kernel: kernel("matmul", "", F32_WEIGHTS),
+            kernel_f16_weights: ctx.adapter.shader_f16.then(|| kernel("matmul_f16_weights", "enable f16;\n", F16_WEIGHTS)),
         }
     }
 

@@ -1,27 +1,24 @@
 //! One op per kernel: each struct owns its compiled pipeline, checks the shapes of its
 //! arguments, binds them in the order the WGSL file declares them and records the dispatch
-//! into a command encoder. Nothing runs until the caller submits the encoder, so a whole
+//! into a command encoder. What the Rust side and a kernel must agree on has one home, the
+//! op's Rust file: its parameter block (declared with [`params!`], which also writes the
+//! WGSL `struct Params`) and its constants (workgroup sizes, tiles, limits), both put in
+//! front of the kernel's WGSL source when it is compiled. Nothing runs until the caller submits the encoder, so a whole
 //! forward pass is one submission.
 //!
 //! Workgroup memory and size stay within what WebGPU guarantees on every adapter (16 KiB
 //! of workgroup storage, 256 invocations): matmul 8 KiB / 256, attention 2.3 KiB / 64,
-//! layer norm and L2 norm 1 KiB / 256. Only the grid is adapter-specific (`grid`).
+//! layer norm 1 KiB / 256. Only the grid is adapter-specific (`grid`).
 
 mod attention;
 mod gather_add;
-mod gelu;
-mod l2_normalize;
 mod layer_norm;
 mod matmul;
-mod pool;
 
 pub use attention::Attention;
 pub use gather_add::GatherAdd;
-pub use gelu::Gelu;
-pub use l2_normalize::L2Normalize;
 pub use layer_norm::LayerNorm;
 pub use matmul::{Activation, MatMul};
-pub use pool::{Pool, Pooling};
 
 use wgpu::util::DeviceExt;
 
@@ -33,10 +30,7 @@ pub struct Ops {
     pub gather_add: GatherAdd,
     pub matmul: MatMul,
     pub layer_norm: LayerNorm,
-    pub gelu: Gelu,
     pub attention: Attention,
-    pub pool: Pool,
-    pub l2_normalize: L2Normalize,
 }
 
 impl Ops {
@@ -45,16 +39,80 @@ impl Ops {
             gather_add: GatherAdd::new(ctx),
             matmul: MatMul::new(ctx),
             layer_norm: LayerNorm::new(ctx),
-            gelu: Gelu::new(ctx),
             attention: Attention::new(ctx),
-            pool: Pool::new(ctx),
-            l2_normalize: L2Normalize::new(ctx),
         }
     }
 }
 
-/// Shared by the kernels that apply an activation (prepended to their source).
+/// Declares a kernel's uniform parameter block once for both sides: the Rust struct that
+/// is uploaded (`bytemuck`) and its WGSL declaration `Params::WGSL` (`struct Params`), which
+/// [`Kernel::new`] puts in front of the kernel's source, so the two layouts cannot drift.
+/// Fields are `u32` or `f32` (4 bytes each: the C and the WGSL uniform layouts agree).
+macro_rules! params {
+    ($(#[$meta:meta])* struct $name:ident { $($(#[$field_meta:meta])* $field:ident: $ty:ident),* $(,)? }) => {
+        $(#[$meta])*
+        #[repr(C)]
+        #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+        struct $name { $($(#[$field_meta])* $field: $ty),* }
+        impl $name {
+            const WGSL: &'static str = concat!(
+                "struct Params {\n",
+                $("    ", stringify!($field), ": ", stringify!($ty), ",\n",)*
+                "}\n"
+            );
+        }
+        impl $crate::gpu::ops::KernelParams for $name {}
+    };
+}
+pub(crate) use params;
+
+/// A uniform parameter block declared with [`params!`]: only those can be dispatched.
+trait KernelParams: bytemuck::Pod {}
+
+/// WGSL files prepended to the kernels that use them.
 const ACTIVATIONS_WGSL: &str = include_str!("../kernels/activations.wgsl");
+const REDUCE_WGSL: &str = include_str!("../kernels/reduce.wgsl");
+
+/// The activation codes as WGSL constants, from the Rust enum (see activations.wgsl).
+fn activation_constants() -> String {
+    [
+        ("ACT_NONE", Activation::None),
+        ("ACT_GELU", Activation::Gelu),
+        ("ACT_TANH", Activation::Tanh),
+        ("ACT_GELU_TANH", Activation::GeluTanh),
+        ("ACT_RELU", Activation::Relu),
+    ]
+    .iter()
+    .map(|(name, a)| format!("const {name}: u32 = {}u;\n", *a as u32))
+    .collect()
+}
+
+/// The pieces of a kernel's source, assembled in this order: directives (`enable f16;`,
+/// which WGSL wants first), the parameter block, the constants the Rust side also uses
+/// (workgroup sizes, tile sizes, limits: one home each, in the op's Rust file), shared WGSL
+/// files, then the kernel's own file.
+struct Source<'a> {
+    directives: &'a str,
+    params: &'static str,
+    constants: &'a [(&'static str, usize)],
+    shared: &'a [&'a str],
+    body: &'a str,
+}
+
+impl Source<'_> {
+    fn assemble(&self) -> String {
+        let mut text = format!("{}{}", self.directives, self.params);
+        for (name, value) in self.constants {
+            text.push_str(&format!("const {name}: u32 = {value}u;\n"));
+        }
+        for shared in self.shared {
+            text.push_str(shared);
+            text.push('\n');
+        }
+        text.push_str(self.body);
+        text
+    }
+}
 
 /// A compiled compute pipeline whose binding 0 is a uniform parameter block and whose
 /// bindings 1.. are storage buffers, in declaration order.
@@ -64,12 +122,12 @@ struct Kernel {
 }
 
 impl Kernel {
-    fn new(ctx: &GpuContext, name: &'static str, source: &str) -> Self {
+    fn new(ctx: &GpuContext, name: &'static str, source: Source) -> Self {
         let module = ctx
             .device
             .create_shader_module(wgpu::ShaderModuleDescriptor {
                 label: Some(name),
-                source: wgpu::ShaderSource::Wgsl(source.into()),
+                source: wgpu::ShaderSource::Wgsl(source.assemble().into()),
             });
         let pipeline = ctx
             .device
@@ -85,7 +143,7 @@ impl Kernel {
     }
 
     /// Records one dispatch of `groups` workgroups (x, y).
-    fn dispatch<P: bytemuck::Pod>(
+    fn dispatch<P: KernelParams>(
         &self,
         ctx: &GpuContext,
         encoder: &mut wgpu::CommandEncoder,
