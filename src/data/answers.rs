@@ -273,10 +273,7 @@ pub fn parse_answer_scores(name: &str, text: &str) -> Result<(Vec<AnswerScore>, 
     } else {
         let mut reader = csv_reader(text);
         let header = Header::read(name, &mut reader)?;
-        let cols: Vec<usize> = SCORE_FIELDS
-            .iter()
-            .map(|c| header.require(name, c))
-            .collect::<Result<_>>()?;
+        let cols = header.require_all(name, &SCORE_FIELDS)?;
         warnings.extend(header.unknown_columns(name, |c| SCORE_FIELDS.contains(&c)));
         for record in reader.records() {
             let record = record.map_err(|e| csv_error(name, e))?;

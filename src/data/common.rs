@@ -122,6 +122,11 @@ impl Header {
         })
     }
 
+    /// The positions of `names`, in their order; the first missing one is an error.
+    pub(crate) fn require_all(&self, file: &str, names: &[&str]) -> Result<Vec<usize>> {
+        names.iter().map(|c| self.require(file, c)).collect()
+    }
+
     /// A warning listing columns the reader does not use, if any.
     pub(crate) fn unknown_columns(
         &self,

@@ -48,10 +48,7 @@ pub fn parse_predictions(name: &str, text: &str) -> Result<(PredictionFile, Vec<
 fn parse_csv(name: &str, text: &str) -> Result<(PredictionFile, Vec<Warning>)> {
     let mut reader = csv_reader(text);
     let header = Header::read(name, &mut reader)?;
-    let columns: Vec<usize> = COLUMNS
-        .iter()
-        .map(|c| header.require(name, c))
-        .collect::<Result<_>>()?;
+    let columns = header.require_all(name, &COLUMNS)?;
     let prob_columns: Vec<(usize, String)> = header
         .names
         .iter()

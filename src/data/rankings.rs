@@ -16,10 +16,7 @@ const COLUMNS: [&str; 4] = ["instance", "annotator", "system", "rank"];
 pub fn parse_rankings(name: &str, text: &str) -> Result<(HumanRankings, Vec<Warning>)> {
     let mut reader = csv_reader(text);
     let header = Header::read(name, &mut reader)?;
-    let columns: Vec<usize> = COLUMNS
-        .iter()
-        .map(|c| header.require(name, c))
-        .collect::<Result<_>>()?;
+    let columns = header.require_all(name, &COLUMNS)?;
     let warnings: Vec<Warning> = header
         .unknown_columns(name, |c| COLUMNS.contains(&c))
         .into_iter()

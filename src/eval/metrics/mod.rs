@@ -35,19 +35,16 @@ use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap};
 
 /// The scores this module computes for every candidate.
+/// Serialised as rouge1, rouge2, rougeL, rougeLsum, smog, repscore (the names the
+/// reference packages use).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub enum Metric {
-    #[serde(rename = "rouge1")]
     Rouge1,
-    #[serde(rename = "rouge2")]
     Rouge2,
-    #[serde(rename = "rougeL")]
     RougeL,
-    #[serde(rename = "rougeLsum")]
     RougeLsum,
-    #[serde(rename = "smog")]
     Smog,
-    #[serde(rename = "repscore")]
     Repscore,
 }
 
@@ -801,6 +798,14 @@ impl MetricsReport {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn metric_names_are_the_reference_packages_names() {
+        let names = serde_json::to_string(&Metric::ALL).unwrap();
+        assert_eq!(names, r#"["rouge1","rouge2","rougeL","rougeLsum","smog","repscore"]"#);
+        let rouge = [RougeType::Rouge1, RougeType::Rouge2, RougeType::RougeL, RougeType::RougeLsum];
+        assert_eq!(serde_json::to_string(&rouge).unwrap(), r#"["rouge1","rouge2","rougeL","rougeLsum"]"#);
+    }
 
     const EXAMPLE: &str = include_str!("../../../examples/metrics/summaries.jsonl");
 

@@ -51,15 +51,13 @@ impl Tokenizer {
 }
 
 /// The ROUGE variants this module computes.
+/// Serialised as rouge1, rouge2, rougeL, rougeLsum (rouge-score's names).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub enum RougeType {
-    #[serde(rename = "rouge1")]
     Rouge1,
-    #[serde(rename = "rouge2")]
     Rouge2,
-    #[serde(rename = "rougeL")]
     RougeL,
-    #[serde(rename = "rougeLsum")]
     RougeLsum,
 }
 
