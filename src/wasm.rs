@@ -12,7 +12,6 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use wasm_bindgen::prelude::*;
 
-use crate::data::NotJudgeable;
 use crate::error::{Error, Location, Warning};
 use crate::jobs::{self, NamedText, Outcome};
 use crate::report::Table;
@@ -68,12 +67,11 @@ impl InputFile {
     fn named(&self) -> NamedText {
         NamedText::new(self.name.clone(), self.text.clone())
     }
+    fn kinded(&self) -> jobs::files::KindedFile<'_> {
+        jobs::files::KindedFile { name: &self.name, text: &self.text, kind: &self.kind, params: &self.params }
+    }
     fn param(&self, key: &str) -> Result<&str, Error> {
-        self.params
-            .get(key)
-            .map(String::as_str)
-            .filter(|v| !v.trim().is_empty())
-            .ok_or_else(|| Error::in_file(&self.name, format!("give this file's {key}")))
+        self.kinded().param(key)
     }
 }
 
@@ -156,14 +154,6 @@ pub fn page_tables(tables: &[Table]) -> Vec<PageTable<'_>> {
     tables.iter().map(|t| PageTable { table: t, csv: t.to_csv() }).collect()
 }
 
-/// What `check_file` tells the page about one file.
-#[derive(Serialize)]
-struct FileCheck {
-    /// A one-line description, e.g. "20 instances, 4 systems".
-    summary: String,
-    warnings: Vec<Warning>,
-}
-
 /// Errors reach the page as `{message, location?}` so it can point at the file, line and
 /// field; the message does not repeat the location.
 #[derive(Serialize)]
@@ -225,120 +215,31 @@ impl<'a> Progress<'a> {
     }
 }
 
+/// The kinds of input file and which kinds each job reads (`jobs::files`): the page's
+/// only source for them.
+#[wasm_bindgen]
+pub fn file_kinds() -> Result<JsValue, JsValue> {
+    to_js(&jobs::files::kinds_description())
+}
+
+/// A first guess of a file's kind and parameters from its name and first lines; with a
+/// `kind` (the user's choice), that kind's default parameters.
+#[wasm_bindgen]
+pub fn describe_file(name: &str, text: &str, kind: Option<String>) -> Result<JsValue, JsValue> {
+    let guess = match kind.as_deref().and_then(jobs::files::file_kind) {
+        Some(k) => jobs::files::Guess { kind: Some(k.key), params: jobs::files::default_params(k.key, name) },
+        None => jobs::files::guess_kind(name, text),
+    };
+    to_js(&guess)
+}
+
 /// Checks one file on its own (the page shows the result next to the file).
 #[wasm_bindgen]
 pub fn check_file(file: JsValue) -> Result<JsValue, JsValue> {
     let file: InputFile = serde_wasm_bindgen::from_value(file)
         .map_err(|e| error_to_js(&Error::invalid(format!("bad request from the page: {e}"))))?;
-    let check = check_one(&file).map_err(|e| error_to_js(&e))?;
+    let check = jobs::files::check_file(&file.kinded()).map_err(|e| error_to_js(&e))?;
     to_js(&check)
-}
-
-/// Parse one file with the reader for its kind; the summary says what was found.
-fn check_one(file: &InputFile) -> Result<FileCheck, Error> {
-    let (name, text) = (file.name.as_str(), file.text.as_str());
-    let plural = |n: usize, what: &str| format!("{n} {what}{}", if n == 1 { "" } else { "s" });
-    match file.kind.as_str() {
-        "bundle" => {
-            let (bundle, warnings) = crate::data::parse_bundle(name, text)?;
-            let tasks = crate::data::common::first_appearance(bundle.instances.iter().map(|i| i.problem.task().name()));
-            let summary = format!(
-                "{}, {} ({})",
-                plural(bundle.instances.len(), "instance"),
-                plural(bundle.systems.len(), "system"),
-                tasks.join(", ")
-            );
-            Ok(FileCheck { summary, warnings })
-        }
-        "predictions" => {
-            let (file, warnings) = crate::data::parse_predictions(name, text)?;
-            let systems: std::collections::BTreeSet<&str> =
-                file.predictions.iter().map(|p| p.system.as_str()).collect();
-            let summary = format!(
-                "{}, {}",
-                plural(file.predictions.len(), "prediction"),
-                plural(systems.len(), "system")
-            );
-            Ok(FileCheck { summary, warnings })
-        }
-        "rankings" | "expert_rankings" => {
-            let (r, warnings) = crate::data::parse_rankings(name, text)?;
-            let summary = format!(
-                "{}, {}, {}",
-                plural(r.instances.len(), "instance"),
-                plural(r.annotators.len(), "annotator"),
-                plural(r.systems.len(), "system")
-            );
-            Ok(FileCheck { summary, warnings })
-        }
-        "topics" => {
-            let (topics, warnings) = crate::data::parse_topics(name, text)?;
-            Ok(FileCheck { summary: plural(topics.len(), "topic"), warnings })
-        }
-        "qrels" | "qrels_combined" => {
-            // A preview: the run uses the page's not-judgeable option. A file given for one
-            // dimension is read as the job reads it (its grades stay that dimension's).
-            let not_judgeable = NotJudgeable::clef_ehealth_2021();
-            let (judgments, warnings) = match (file.kind.as_str(), file.params.get("dimension")) {
-                ("qrels", Some(dimension)) if !dimension.trim().is_empty() => {
-                    let (j, w) = crate::data::parse_qrels_dimension(name, text, dimension, &not_judgeable)?;
-                    (vec![j], w)
-                }
-                _ => crate::data::parse_qrels_any(name, text, "relevance", &not_judgeable)?,
-            };
-            let parts: Vec<String> = judgments
-                .iter()
-                .map(|j| {
-                    let n: usize = j.grades.values().map(|d| d.len()).sum();
-                    format!("{}: {} judged, {} not judgeable", j.dimension, n, j.missing.len())
-                })
-                .collect();
-            Ok(FileCheck { summary: parts.join("; "), warnings })
-        }
-        "corpus" | "documents" => {
-            let (docs, warnings) = crate::data::parse_documents(name, text)?;
-            Ok(FileCheck { summary: plural(docs.len(), "document"), warnings })
-        }
-        "answers" => {
-            let (answers, queries, warnings) =
-                crate::data::parse_answers_csv(name, text, file.param("system")?, file.param("prompt")?)?;
-            let summary = format!("{} to {}", plural(answers.len(), "answer"), plural(queries.len(), "query").replace("querys", "queries"));
-            Ok(FileCheck { summary, warnings })
-        }
-        "answers_jsonl" => {
-            let (answers, warnings) = crate::data::parse_answers_jsonl(name, text)?;
-            Ok(FileCheck { summary: plural(answers.len(), "answer"), warnings })
-        }
-        "answer_scores" => {
-            let (scores, warnings) = crate::data::parse_answer_scores(name, text)?;
-            Ok(FileCheck { summary: plural(scores.len(), "answer score"), warnings })
-        }
-        "metrics" => {
-            let (candidates, warnings) = crate::eval::metrics::parse_candidates(name, text)?;
-            let systems: std::collections::BTreeSet<&str> = candidates.iter().map(|c| c.system.as_str()).collect();
-            let summary = format!("{}, {}", plural(candidates.len(), "candidate"), plural(systems.len(), "system"));
-            Ok(FileCheck { summary, warnings })
-        }
-        "rubric" => {
-            let (responses, warnings) = crate::eval::rubric::parse_graded(name, text)?;
-            let systems: std::collections::BTreeSet<&str> = responses.iter().map(|r| r.system.as_str()).collect();
-            let summary = format!("{}, {}", plural(responses.len(), "graded response"), plural(systems.len(), "system"));
-            Ok(FileCheck { summary, warnings })
-        }
-        "ros" => {
-            let (items, warnings) = crate::data::parse_hitz(name, text)?;
-            let system = file.param("system")?;
-            let summary = format!("{} in the HiTZ format; system `{system}`", plural(items.len(), "question"));
-            Ok(FileCheck { summary, warnings })
-        }
-        "run" => {
-            let (entries, warnings) = crate::data::parse_run(name, text)?;
-            let queries: std::collections::BTreeSet<&str> = entries.iter().map(|e| e.qid.as_str()).collect();
-            let summary = format!("{} for {}", plural(entries.len(), "scored document"), format!("{} quer{}", queries.len(), if queries.len() == 1 { "y" } else { "ies" }));
-            Ok(FileCheck { summary, warnings })
-        }
-        other => Err(Error::in_file(name, format!("this build cannot read “{other}” files yet"))),
-    }
 }
 
 // ------------------------------------------------------------------ jobs ----------------------

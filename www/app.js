@@ -1,11 +1,14 @@
 // The page: files in, jobs out to the worker, results rendered. No framework; every heavy
 // step runs in worker.js (the wasm build of the same library as the CLI).
-import { detectKind, KINDS, JOB_INPUTS } from './kinds.js';
 import { renderResults, buildReportHtml } from './results.js';
 import { el, download, formatError } from './dom.js';
 import { registerServiceWorker, describeThreads, threadsPhrase, chosenThreads, chooseThreads, workerUrl } from './isolation.js';
 
 const $ = (sel) => document.querySelector(sel);
+// The kinds of input file and the jobs' inputs, as the engine describes them (jobs/files.rs):
+// key -> {label, hint, params}, job -> {accepts, required}. Filled when the engine is ready.
+const KINDS = {};
+const JOB_INPUTS = {};
 const state = {
   files: [], // {id, name, text, size, kind, params, check}
   nextId: 1,
@@ -25,6 +28,8 @@ function startWorker() {
       const msg = event.data;
       if (msg.type === 'ready') {
         state.engine = msg;
+        for (const kind of msg.kinds.kinds) KINDS[kind.key] = kind;
+        for (const job of msg.kinds.jobs) JOB_INPUTS[job.job] = job;
         $('#version').textContent = msg.version;
         $('#engine').textContent = `engine: wasm (Web Worker) · ${describeThreads(msg)}`;
         resolve(msg);
@@ -69,16 +74,23 @@ async function addFiles(fileList) {
   const added = [];
   for (const file of fileList) {
     const text = await file.text();
-    added.push(addText(file.name, text));
+    added.push(await addText(file.name, text));
   }
   renderFiles();
   await Promise.all(added.map(checkFile));
   announce(`${added.length} file${added.length === 1 ? '' : 's'} added`);
 }
 
-function addText(name, text) {
+/** The engine's first guess of a file's kind and parameters from its name and first lines;
+ *  with `kind` (the user's choice), that kind's default parameters. */
+async function describeFile(name, text, kind = null) {
+  const reply = await ask({ type: 'describe', name, text: text.slice(0, 1 << 20), kind });
+  return reply.result;
+}
+
+async function addText(name, text) {
+  const guess = await describeFile(name, text);
   const existing = state.files.findIndex((f) => f.name === name);
-  const guess = detectKind(name, text);
   const entry = { id: state.nextId++, name, text, size: new Blob([text]).size, kind: guess.kind, params: guess.params, check: { status: 'pending' } };
   if (existing >= 0) state.files.splice(existing, 1, entry); // same name: the new one replaces it
   else state.files.push(entry);
@@ -122,9 +134,9 @@ function renderFiles() {
     for (const [key, kind] of Object.entries(KINDS)) {
       select.append(el('option', { value: key, ...(key === f.kind ? { selected: '' } : {}) }, kind.label));
     }
-    select.addEventListener('change', () => {
+    select.addEventListener('change', async () => {
       f.kind = select.value || null;
-      f.params = { ...(KINDS[f.kind]?.defaults?.(f.name) || {}) };
+      f.params = f.kind ? (await describeFile(f.name, f.text, f.kind)).params : {};
       checkFile(f);
     });
     tr.append(el('td', {}, select));
@@ -174,7 +186,7 @@ async function loadExample() {
     for (const path of wanted) {
       const res = await fetch(`examples/${path}`);
       if (!res.ok) throw new Error(`examples/${path}: HTTP ${res.status}`);
-      addText(path, await res.text());
+      await addText(path, await res.text());
     }
     renderFiles();
     await Promise.all(state.files.map(checkFile));
@@ -198,6 +210,10 @@ function updateRunButtons() {
   for (const button of document.querySelectorAll('[data-job]')) {
     const job = button.dataset.job;
     const needs = JOB_INPUTS[job];
+    if (!needs) {
+      button.disabled = true; // the engine has not described its jobs yet
+      continue;
+    }
     const have = new Set(state.files.filter((f) => f.check.status !== 'bad').map((f) => f.kind));
     const missing = needs.required.filter((alts) => !alts.some((k) => have.has(k)));
     const usingModel = job === 'rank_systems' && selectedModel().source !== 'predictions';

@@ -1,6 +1,7 @@
 // The worker: loads the wasm build of the medrank library and runs every heavy job, so the
-// page never freezes. Messages in: {type: 'check' | 'run' | 'bench' | 'workload' |
-// 'model-status' | 'clear-models', id, ...}; out: 'ready', 'progress', 'checked', 'result',
+// page never freezes. Messages in: {type: 'describe' | 'check' | 'run' | 'bench' | 'workload' |
+// 'model-status' | 'clear-models', id, ...}; out: 'ready' (with the file kinds and the jobs'
+// inputs, from the library), 'progress', 'described', 'checked', 'result',
 // 'error', 'fatal' (ARCHITECTURE.md). The wasm functions are the same library code as the CLI.
 //
 // Two builds: pkg-threads/ (atomics + shared memory; rayon's pool on Web Workers) when the
@@ -23,6 +24,7 @@ const ready = loadEngine().then((engine) => {
   postMessage({
     type: 'ready',
     version: medrank.version(),
+    kinds: medrank.file_kinds(),
     jobs: ['rank_systems', 'nrp', 'metrics', 'rubric'].filter((j) => typeof medrank[j] === 'function'),
     sharedCancel: typeof SharedArrayBuffer !== 'undefined' && self.crossOriginIsolated === true,
     ...engine,
@@ -63,7 +65,10 @@ self.onmessage = async (event) => {
   await ready;
   if (!medrank) return; // the engine did not load: 'fatal' was posted
   try {
-    if (msg.type === 'check') {
+    if (msg.type === 'describe') {
+      const result = medrank.describe_file(msg.name, msg.text, msg.kind ?? undefined);
+      postMessage({ type: 'described', id: msg.id, result });
+    } else if (msg.type === 'check') {
       const result = medrank.check_file(msg.file);
       postMessage({ type: 'checked', id: msg.id, result });
     } else if (msg.type === 'run') {

@@ -8,11 +8,14 @@
 //! One file per method: `evaluate` (ranking over scoring, from predictions or a model),
 //! `agreement`, `controls`, `nrp` (with `rankers` for neural rankers), `import`, `metrics`
 //! (and rubric); `tables` turns every report into the tables all front ends show;
-//! `workload` is the end-to-end benchmark both front ends time.
+//! `workload` is the end-to-end benchmark both front ends time; `files` is the vocabulary of
+//! input kinds (names, parameters, which job reads which, the first guess and the check of
+//! one file) that the page learns from.
 
 mod agreement;
 mod controls;
 mod evaluate;
+pub mod files;
 mod import;
 mod metrics;
 mod nrp;

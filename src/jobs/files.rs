@@ -1,0 +1,442 @@
+//! The kinds of input file, in one place: what each kind is called, which parameters it
+//! takes (the system of a HiTZ file, the dimension of a qrels file, ...), which kinds each
+//! job reads, a first guess of a file's kind from its name and first lines, and the check
+//! of one file on its own. The page learns all of it from here (`wasm::file_kinds`,
+//! `wasm::describe_file`, `wasm::check_file`), so it keeps no copy of its own.
+//!
+//! The guess only picks a reader; the user can change it, and the reader validates the
+//! file for real.
+
+use crate::data::{self, NotJudgeable};
+use crate::{Error, Result, Warning};
+use serde::Serialize;
+use std::collections::{BTreeMap, BTreeSet};
+
+/// A parameter a kind of file takes, and where its default comes from.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct KindParam {
+    pub key: &'static str,
+    pub label: &'static str,
+    #[serde(skip)]
+    default: ParamDefault,
+}
+
+/// How a parameter's default is made from the file name.
+#[derive(Debug, Clone, Copy)]
+enum ParamDefault {
+    /// The name without folder and extension ("gpt4.jsonl" -> "gpt4").
+    Stem,
+    /// The word after "qrels" in the name ("qrels.credibility.txt" -> "credibility"), else
+    /// "relevance".
+    QrelsDimension,
+    /// "system__prompt.csv": the part before "__" (the whole stem without one).
+    AnswerSystem,
+    /// "system__prompt.csv": the part after "__" ("default" without one).
+    AnswerPrompt,
+}
+
+/// One kind of input file.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct FileKind {
+    pub key: &'static str,
+    pub label: &'static str,
+    /// What the page shows where the kind takes no parameter.
+    pub hint: &'static str,
+    pub params: &'static [KindParam],
+}
+
+const fn param(key: &'static str, label: &'static str, default: ParamDefault) -> KindParam {
+    KindParam { key, label, default }
+}
+
+const fn kind(key: &'static str, label: &'static str, hint: &'static str, params: &'static [KindParam]) -> FileKind {
+    FileKind { key, label, hint, params }
+}
+
+use ParamDefault::*;
+
+/// Every kind, in the order the page lists them.
+pub const FILE_KINDS: &[FileKind] = &[
+    kind("bundle", "Argument bundle", "instances with each system’s argument", &[]),
+    kind("predictions", "Evaluator predictions", "one evaluator; the file name names it", &[param("evaluator", "evaluator", Stem)]),
+    kind("rankings", "Human rankings", "instance, annotator, system, rank", &[]),
+    kind("corpus", "Corpus (IR passages)", "passages for the IR-passages control", &[]),
+    kind("ros", "Ranking-Over-Scoring file (HiTZ)", "the no-argument file or one system’s file", &[param("system", "system", Stem)]),
+    kind("topics", "NRP topics", "queries", &[]),
+    kind("qrels", "NRP judgements (qrels)", "", &[param("dimension", "dimension", QrelsDimension)]),
+    kind("qrels_combined", "NRP judgements, all dimensions", "header qid docno dim1 dim2 …", &[]),
+    kind("documents", "NRP documents", "judged documents", &[]),
+    kind("answers", "Generated answers", "", &[param("system", "system", AnswerSystem), param("prompt", "prompt", AnswerPrompt)]),
+    kind("answers_jsonl", "Generated answers (JSONL)", "qid, system, prompt, sample, text", &[]),
+    kind("run", "Ranker run file (TREC)", "precomputed document scores", &[param("ranker", "ranker", Stem)]),
+    kind("answer_scores", "Answer scores", "precomputed ranker scores of answers", &[param("ranker", "ranker", Stem)]),
+    kind("expert_rankings", "Expert rankings (NRP)", "instance = query, system = item", &[]),
+    kind("metrics", "Candidates with references (metrics)", "candidate, references, human scores", &[]),
+    kind("rubric", "Graded rubric responses", "criteria with points, met or not", &[]),
+];
+
+/// Which kinds a job reads: every kind in `accepts`; of each group in `required`, at least
+/// one kind must be present.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct JobInputs {
+    pub job: &'static str,
+    pub accepts: &'static [&'static str],
+    pub required: &'static [&'static [&'static str]],
+}
+
+pub const JOB_INPUTS: &[JobInputs] = &[
+    JobInputs {
+        job: "rank_systems",
+        accepts: &["bundle", "predictions", "rankings", "corpus", "ros"],
+        required: &[&["bundle", "ros"], &["predictions"]],
+    },
+    JobInputs {
+        job: "nrp",
+        accepts: &["topics", "qrels", "qrels_combined", "documents", "answers", "answers_jsonl", "run", "answer_scores", "expert_rankings"],
+        required: &[&["qrels", "qrels_combined"], &["documents", "run"], &["answers", "answers_jsonl", "answer_scores"]],
+    },
+    JobInputs { job: "metrics", accepts: &["metrics"], required: &[&["metrics"]] },
+    JobInputs { job: "rubric", accepts: &["rubric"], required: &[&["rubric"]] },
+];
+
+/// Everything the page needs to know about kinds and jobs.
+#[derive(Debug, Serialize)]
+pub struct KindsDescription {
+    pub kinds: &'static [FileKind],
+    pub jobs: &'static [JobInputs],
+}
+
+pub fn kinds_description() -> KindsDescription {
+    KindsDescription { kinds: FILE_KINDS, jobs: JOB_INPUTS }
+}
+
+pub fn file_kind(key: &str) -> Option<&'static FileKind> {
+    FILE_KINDS.iter().find(|k| k.key == key)
+}
+
+/// A file's name without its folder and extension.
+fn stem(name: &str) -> &str {
+    let base = name.rsplit(['/', '\\']).next().unwrap_or(name);
+    match base.rfind('.') {
+        Some(dot) if dot > 0 => &base[..dot],
+        _ => base,
+    }
+}
+
+/// The default parameters of `kind` for a file called `name`.
+pub fn default_params(kind: &str, name: &str) -> BTreeMap<String, String> {
+    let stem = stem(name);
+    let mut answer_parts = stem.splitn(2, "__");
+    let (answer_system, answer_prompt) = (answer_parts.next().unwrap_or(""), answer_parts.next().unwrap_or(""));
+    let value = |d: ParamDefault| match d {
+        Stem => stem.to_string(),
+        QrelsDimension => qrels_dimension(stem),
+        AnswerSystem if answer_system.is_empty() => stem.to_string(),
+        AnswerSystem => answer_system.to_string(),
+        AnswerPrompt if answer_prompt.is_empty() => "default".to_string(),
+        AnswerPrompt => answer_prompt.to_string(),
+    };
+    let params = file_kind(kind).map(|k| k.params).unwrap_or(&[]);
+    params.iter().map(|p| (p.key.to_string(), value(p.default))).collect()
+}
+
+/// "qrels.credibility" -> "credibility"; "relevance" when no word follows "qrels".
+fn qrels_dimension(stem: &str) -> String {
+    let lower = stem.to_lowercase();
+    let word = lower.find("qrels").map(|at| {
+        let rest = lower[at + "qrels".len()..].trim_start_matches(['.', '_', '-']);
+        rest.chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect::<String>()
+    });
+    match word {
+        Some(w) if !w.is_empty() => w,
+        _ => "relevance".to_string(),
+    }
+}
+
+/// A first guess of a file's kind and its parameters.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Guess {
+    /// None when nothing in the name or the first lines gives the kind away.
+    pub kind: Option<&'static str>,
+    pub params: BTreeMap<String, String>,
+}
+
+/// Guesses a file's kind from its name and its first three non-empty lines.
+pub fn guess_kind(name: &str, text: &str) -> Guess {
+    let kind = guess(&name.to_lowercase(), text);
+    Guess { kind, params: kind.map(|k| default_params(k, name)).unwrap_or_default() }
+}
+
+fn guess(lower: &str, text: &str) -> Option<&'static str> {
+    let first = text.lines().map(str::trim).find(|l| !l.is_empty()).unwrap_or("");
+    if lower.ends_with(".xml") || first.starts_with('<') {
+        return Some("topics");
+    }
+    if let Ok(serde_json::Value::Object(obj)) = serde_json::from_str::<serde_json::Value>(first) {
+        let has = |keys: &[&str]| keys.iter().all(|k| obj.contains_key(*k));
+        let kind = if has(&["arguments"]) {
+            "bundle"
+        } else if has(&["correct_option"]) {
+            "ros"
+        } else if has(&["criteria"]) {
+            "rubric"
+        } else if has(&["candidate"]) {
+            "metrics"
+        } else if has(&["instance", "predicted"]) {
+            "predictions"
+        } else if has(&["qid", "text", "system"]) {
+            "answers_jsonl"
+        } else if has(&["qid", "score"]) {
+            "answer_scores"
+        } else if has(&["docno"]) {
+            if lower.contains("corpus") || lower.contains("passage") {
+                "corpus"
+            } else {
+                "documents"
+            }
+        } else if has(&["qid", "query"]) {
+            "topics"
+        } else {
+            return None;
+        };
+        return Some(kind);
+    }
+    let lowered = first.to_lowercase();
+    let header: Vec<&str> = lowered.split([',', '\t', ' ']).map(str::trim).collect();
+    let has_cols = |cols: &[&str]| cols.iter().all(|c| header.contains(c));
+    if has_cols(&["instance", "annotator", "system", "rank"]) {
+        return Some(if lower.contains("expert") { "expert_rankings" } else { "rankings" });
+    }
+    if has_cols(&["instance", "system", "predicted"]) {
+        return Some("predictions");
+    }
+    if has_cols(&["qid", "system", "prompt", "score"]) {
+        return Some("answer_scores");
+    }
+    if has_cols(&["qid", "query"]) && header.iter().any(|h| h.starts_with("answer")) {
+        return Some("answers");
+    }
+    if has_cols(&["qid", "docno"]) {
+        return Some("qrels_combined");
+    }
+    if lower.ends_with(".tsv") {
+        return Some(if lower.contains("corpus") { "corpus" } else { "documents" });
+    }
+    let fields: Vec<&str> = first.split_whitespace().collect();
+    if fields.len() == 6 && fields[1].eq_ignore_ascii_case("q0") {
+        return Some("run");
+    }
+    let integer = |s: &str| {
+        let digits = s.strip_prefix('-').unwrap_or(s);
+        !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit())
+    };
+    if fields.len() == 4 && integer(fields[3]) {
+        return Some("qrels");
+    }
+    None
+}
+
+/// What checking one file found.
+#[derive(Debug, Clone, Serialize)]
+pub struct FileSummary {
+    /// One line, e.g. "20 instances, 4 systems".
+    pub summary: String,
+    pub warnings: Vec<Warning>,
+}
+
+/// A file with the kind the user confirmed and that kind's parameters.
+pub struct KindedFile<'a> {
+    pub name: &'a str,
+    pub text: &'a str,
+    pub kind: &'a str,
+    pub params: &'a BTreeMap<String, String>,
+}
+
+impl<'a> KindedFile<'a> {
+    /// A parameter's value; an empty or missing one is an error naming the file.
+    pub fn param(&self, key: &str) -> Result<&'a str> {
+        self.params
+            .get(key)
+            .map(String::as_str)
+            .filter(|v| !v.trim().is_empty())
+            .ok_or_else(|| Error::in_file(self.name, format!("give this file's {key}")))
+    }
+}
+
+fn plural(n: usize, what: &str) -> String {
+    match (n, what.strip_suffix('y')) {
+        (1, _) => format!("1 {what}"),
+        (_, Some(stem)) => format!("{n} {stem}ies"),
+        _ => format!("{n} {what}s"),
+    }
+}
+
+fn distinct<'a>(items: impl Iterator<Item = &'a str>) -> usize {
+    items.collect::<BTreeSet<_>>().len()
+}
+
+/// Parses one file with the reader for its kind; the summary says what was found.
+pub fn check_file(f: &KindedFile) -> Result<FileSummary> {
+    let (name, text) = (f.name, f.text);
+    let (summary, warnings) = match f.kind {
+        "bundle" => {
+            let (bundle, warnings) = data::parse_bundle(name, text)?;
+            let tasks = data::common::first_appearance(bundle.instances.iter().map(|i| i.problem.task().name()));
+            let summary = format!(
+                "{}, {} ({})",
+                plural(bundle.instances.len(), "instance"),
+                plural(bundle.systems.len(), "system"),
+                tasks.join(", ")
+            );
+            (summary, warnings)
+        }
+        "predictions" => {
+            let (file, warnings) = data::parse_predictions(name, text)?;
+            let systems = distinct(file.predictions.iter().map(|p| p.system.as_str()));
+            (format!("{}, {}", plural(file.predictions.len(), "prediction"), plural(systems, "system")), warnings)
+        }
+        "rankings" | "expert_rankings" => {
+            let (r, warnings) = data::parse_rankings(name, text)?;
+            let summary = format!(
+                "{}, {}, {}",
+                plural(r.instances.len(), "instance"),
+                plural(r.annotators.len(), "annotator"),
+                plural(r.systems.len(), "system")
+            );
+            (summary, warnings)
+        }
+        "topics" => {
+            let (topics, warnings) = data::parse_topics(name, text)?;
+            (plural(topics.len(), "topic"), warnings)
+        }
+        "qrels" | "qrels_combined" => {
+            // A preview: the run uses the page's not-judgeable option. A file given for one
+            // dimension is read as the job reads it (its grades stay that dimension's).
+            let not_judgeable = NotJudgeable::clef_ehealth_2021();
+            let (judgments, warnings) = match (f.kind, f.params.get("dimension")) {
+                ("qrels", Some(dimension)) if !dimension.trim().is_empty() => {
+                    let (j, w) = data::parse_qrels_dimension(name, text, dimension, &not_judgeable)?;
+                    (vec![j], w)
+                }
+                _ => data::parse_qrels_any(name, text, "relevance", &not_judgeable)?,
+            };
+            let parts: Vec<String> = judgments
+                .iter()
+                .map(|j| {
+                    let n: usize = j.grades.values().map(|d| d.len()).sum();
+                    format!("{}: {} judged, {} not judgeable", j.dimension, n, j.missing.len())
+                })
+                .collect();
+            (parts.join("; "), warnings)
+        }
+        "corpus" | "documents" => {
+            let (docs, warnings) = data::parse_documents(name, text)?;
+            (plural(docs.len(), "document"), warnings)
+        }
+        "answers" => {
+            let (answers, queries, warnings) = data::parse_answers_csv(name, text, f.param("system")?, f.param("prompt")?)?;
+            (format!("{} to {}", plural(answers.len(), "answer"), plural(queries.len(), "query")), warnings)
+        }
+        "answers_jsonl" => {
+            let (answers, warnings) = data::parse_answers_jsonl(name, text)?;
+            (plural(answers.len(), "answer"), warnings)
+        }
+        "answer_scores" => {
+            let (scores, warnings) = data::parse_answer_scores(name, text)?;
+            (plural(scores.len(), "answer score"), warnings)
+        }
+        "metrics" => {
+            let (candidates, warnings) = crate::eval::metrics::parse_candidates(name, text)?;
+            let systems = distinct(candidates.iter().map(|c| c.system.as_str()));
+            (format!("{}, {}", plural(candidates.len(), "candidate"), plural(systems, "system")), warnings)
+        }
+        "rubric" => {
+            let (responses, warnings) = crate::eval::rubric::parse_graded(name, text)?;
+            let systems = distinct(responses.iter().map(|r| r.system.as_str()));
+            (format!("{}, {}", plural(responses.len(), "graded response"), plural(systems, "system")), warnings)
+        }
+        "ros" => {
+            let (items, warnings) = data::parse_hitz(name, text)?;
+            let system = f.param("system")?;
+            (format!("{} in the HiTZ format; system `{system}`", plural(items.len(), "question")), warnings)
+        }
+        "run" => {
+            let (entries, warnings) = data::parse_run(name, text)?;
+            let queries = distinct(entries.iter().map(|e| e.qid.as_str()));
+            (format!("{} for {}", plural(entries.len(), "scored document"), plural(queries, "query")), warnings)
+        }
+        other => return Err(Error::in_file(name, format!("this build cannot read “{other}” files yet"))),
+    };
+    Ok(FileSummary { summary, warnings })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_kind_a_job_names_exists_and_every_kind_is_read_by_some_job() {
+        for job in JOB_INPUTS {
+            for k in job.accepts.iter().chain(job.required.iter().flat_map(|g| g.iter())) {
+                assert!(file_kind(k).is_some(), "{}: unknown kind {k}", job.job);
+            }
+            for group in job.required {
+                assert!(group.iter().all(|k| job.accepts.contains(k)), "{}: required kind not accepted", job.job);
+            }
+        }
+        for k in FILE_KINDS {
+            assert!(JOB_INPUTS.iter().any(|j| j.accepts.contains(&k.key)), "{} is read by no job", k.key);
+        }
+    }
+
+    #[test]
+    fn guesses_each_kind_from_the_first_line_or_the_name() {
+        let cases: &[(&str, &str, Option<&str>)] = &[
+            ("topics.xml", "<topics>", Some("topics")),
+            ("b.jsonl", r#"{"id": "1", "task": "mcqa", "arguments": {}}"#, Some("bundle")),
+            ("gpt4.jsonl", r#"{"question": "q", "options": {}, "correct_option": 1}"#, Some("ros")),
+            ("r.jsonl", r#"{"criteria": []}"#, Some("rubric")),
+            ("m.jsonl", r#"{"candidate": "c"}"#, Some("metrics")),
+            ("p.jsonl", r#"{"instance": "1", "predicted": "A"}"#, Some("predictions")),
+            ("a.jsonl", r#"{"qid": "1", "text": "t", "system": "s"}"#, Some("answers_jsonl")),
+            ("s.jsonl", r#"{"qid": "1", "score": 1.5}"#, Some("answer_scores")),
+            ("passages.jsonl", r#"{"docno": "d"}"#, Some("corpus")),
+            ("docs.jsonl", r#"{"docno": "d"}"#, Some("documents")),
+            ("t.jsonl", r#"{"qid": "1", "query": "q"}"#, Some("topics")),
+            ("x.jsonl", r#"{"other": 1}"#, None),
+            ("expert.csv", "instance,annotator,system,rank", Some("expert_rankings")),
+            ("human.csv", "instance,annotator,system,rank", Some("rankings")),
+            ("p.csv", "instance,system,predicted", Some("predictions")),
+            ("s.csv", "qid,system,prompt,score", Some("answer_scores")),
+            ("a.csv", "qid,query,answer", Some("answers")),
+            ("q.tsv", "qid\tdocno\trelevance\tcredibility", Some("qrels_combined")),
+            ("corpus.tsv", "d1\tsome text", Some("corpus")),
+            ("run.bm25", "1 Q0 d1 1 12.5 bm25", Some("run")),
+            ("qrels.txt", "1 0 d1 2", Some("qrels")),
+            ("notes.txt", "hello", None),
+        ];
+        for (name, first, want) in cases {
+            assert_eq!(guess_kind(name, &format!("\n{first}\nmore")).kind, *want, "{name}: {first}");
+        }
+    }
+
+    #[test]
+    fn parameters_default_from_the_file_name() {
+        let p = |kind, name| default_params(kind, name).into_iter().collect::<Vec<_>>();
+        let kv = |k: &str, v: &str| (k.to_string(), v.to_string());
+        assert_eq!(p("ros", "data/en.test_casimedicos_GPT4.jsonl"), [kv("system", "en.test_casimedicos_GPT4")]);
+        assert_eq!(p("qrels", "qrels.credibility.txt"), [kv("dimension", "credibility")]);
+        assert_eq!(p("qrels", "judgements.txt"), [kv("dimension", "relevance")]);
+        assert_eq!(p("answers", "chatgpt__expert.csv"), [kv("prompt", "expert"), kv("system", "chatgpt")]);
+        assert_eq!(p("answers", "chatgpt.csv"), [kv("prompt", "default"), kv("system", "chatgpt")]);
+        assert_eq!(p("run", "run.bm25"), [kv("ranker", "run")]);
+        assert!(p("bundle", "b.jsonl").is_empty());
+    }
+
+    #[test]
+    fn plural_forms() {
+        assert_eq!(plural(1, "query"), "1 query");
+        assert_eq!(plural(3, "query"), "3 queries");
+        assert_eq!(plural(2, "system"), "2 systems");
+    }
+}
