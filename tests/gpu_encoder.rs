@@ -511,3 +511,42 @@ fn small_binding_limit_splits_vocabulary_and_batch_without_changing_results() {
     eprintln!("split vocabulary and batch: max abs diff {diff:e}");
     assert!(diff <= TOL, "{diff}");
 }
+
+/// The encoder keeps the plan of the last batch shape (buffers, uniforms, bind groups) and
+/// pads lengths to a multiple of `LENGTH_BUCKET`: a batch of another length in the same
+/// bucket reuses the plan with new contents, and must give exactly what a fresh encoder
+/// gives (nothing left over from the previous batch, e.g. in the embedding sum), and the
+/// padding must not change the real tokens' states at all.
+#[test]
+fn a_kept_plan_gives_the_same_states_as_a_fresh_encoder() {
+    let Some(ctx) = context() else { return };
+    let (name, config) = tiny_configs().remove(0);
+    let model = random_model_unit_scale(config.clone(), 5);
+    let kept = GpuEncoder::with_context(ctx, &model).unwrap();
+    let layers = config.num_layers;
+    assert_eq!(medrank::gpu::encoder::LENGTH_BUCKET, 16);
+    // 20 and 29 tokens both run as 32 (the same plan); 33 runs as 48 (a new one).
+    let first = random_batch(&config, &[20, 7, 12], 1);
+    let second = random_batch(&config, &[29, 29, 3], 2);
+    let third = random_batch(&config, &[33, 1, 30], 3);
+    for batch in [&first, &second, &third, &first] {
+        let again = encode(&kept, batch, layers);
+        let fresh = GpuEncoder::with_context(GpuContext::new_blocking().unwrap(), &model).unwrap();
+        let once = encode(&fresh, batch, layers);
+        assert_eq!(again.data, once.data, "{name}: a kept plan changed the result");
+        // One row at a time runs at other padded lengths: the same states to the bit.
+        for row in 0..batch.batch {
+            let s = batch.seq_len;
+            let single = TokenBatch {
+                batch: 1,
+                seq_len: s,
+                ids: batch.ids[row * s..(row + 1) * s].to_vec(),
+                type_ids: batch.type_ids[row * s..(row + 1) * s].to_vec(),
+                mask: batch.mask[row * s..(row + 1) * s].to_vec(),
+            };
+            let alone = encode(&fresh, &single, layers);
+            let h = config.hidden_size;
+            assert_eq!(alone.data, once.data[row * s * h..(row + 1) * s * h], "{name}: row {row}");
+        }
+    }
+}

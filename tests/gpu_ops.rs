@@ -3,7 +3,7 @@
 //! that is lavapipe (software Vulkan). Without any adapter the tests say so loudly and
 //! return, unless MEDRANK_REQUIRE_GPU=1 (CI), where they fail.
 
-use medrank::gpu::ops::{Attention, GatherAdd, LayerNorm, MatMul};
+use medrank::gpu::ops::{record, Attention, Dispatch, GatherAdd, LayerNorm, MatMul};
 use medrank::gpu::{Activation, GpuContext, GpuTensor};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -18,9 +18,10 @@ fn random(n: usize, seed: u64) -> Vec<f32> {
     (0..n).map(|_| rng.gen_range(-1.0f32..1.0)).collect()
 }
 
-fn run(ctx: &GpuContext, record: impl FnOnce(&mut wgpu::CommandEncoder)) {
+/// Records prepared dispatches into one command encoder and submits it.
+fn run(ctx: &GpuContext, dispatches: Vec<Dispatch>) {
     let mut encoder = ctx.device.create_command_encoder(&Default::default());
-    record(&mut encoder);
+    record(&mut encoder, &dispatches);
     ctx.queue.submit([encoder.finish()]);
 }
 
@@ -107,9 +108,7 @@ fn matmul_matches_reference_with_bias_and_each_activation() {
                 upload(&ctx, &b, &[n]),
             );
             let y = ctx.zeros_f32("y", &[m, n]).unwrap();
-            run(&ctx, |enc| {
-                op.encode(&ctx, enc, &xt, &wt, &bt, act, &y).unwrap()
-            });
+            run(&ctx, op.prepare(&ctx, &xt, &wt, &bt, act, &y).unwrap());
             let got = ctx.read_f32_blocking(&y).unwrap();
             assert_close(
                 &got,
@@ -139,10 +138,7 @@ fn matmul_with_f16_weights_matches_reference_on_the_rounded_weights() {
         let (xt, bt) = (upload(&ctx, &x, &[m, k]), upload(&ctx, &b, &[n]));
         let wt = ctx.upload_f16("w", &w, &[n, k]).unwrap();
         let y = ctx.zeros_f32("y", &[m, n]).unwrap();
-        run(&ctx, |enc| {
-            op.encode(&ctx, enc, &xt, &wt, &bt, Activation::Gelu, &y)
-                .unwrap()
-        });
+        run(&ctx, op.prepare(&ctx, &xt, &wt, &bt, Activation::Gelu, &y).unwrap());
         // The reference sees the same f16-rounded weights (half 2.x rounds to nearest even).
         let rounded: Vec<f32> = w.iter().map(|&v| half::f16::from_f32(v).to_f32()).collect();
         let want = matmul_reference(&x, &rounded, &b, m, k, n, Activation::Gelu);
@@ -162,10 +158,7 @@ fn matmul_rejects_mismatched_shapes() {
     let w = upload(&ctx, &random(8, 2), &[2, 4]);
     let b = upload(&ctx, &random(2, 3), &[2]);
     let y = ctx.zeros_f32("y", &[2, 2]).unwrap();
-    let mut enc = ctx.device.create_command_encoder(&Default::default());
-    let err = op
-        .encode(&ctx, &mut enc, &x, &w, &b, Activation::None, &y)
-        .unwrap_err();
+    let err = op.prepare(&ctx, &x, &w, &b, Activation::None, &y).unwrap_err();
     assert!(
         err.to_string().contains("x is [2, 3] but w is [2, 4]"),
         "{err}"
@@ -194,10 +187,7 @@ fn layer_norm_with_and_without_fused_residual() {
             let (gt, bt) = (upload(&ctx, &gamma, &[cols]), upload(&ctx, &beta, &[cols]));
             let out = ctx.zeros_f32("out", &[rows, cols]).unwrap();
             let residual = with_residual.then_some(&rt);
-            run(&ctx, |enc| {
-                op.encode(&ctx, enc, &xt, residual, &gt, &bt, eps, &out)
-                    .unwrap()
-            });
+            run(&ctx, op.prepare(&ctx, &xt, residual, &gt, &bt, eps, &out).unwrap());
             let mut want = vec![0.0f64; rows * cols];
             for r in 0..rows {
                 let v: Vec<f64> = (0..cols)
@@ -255,11 +245,12 @@ fn embedding_gather_sums_tables_and_handles_a_split_vocabulary() {
     let id_t = ctx.upload_u32("ids", &ids, &[tokens]).unwrap();
     let pos_t = ctx.upload_u32("pos_ids", &pos_ids, &[tokens]).unwrap();
     let type_t = ctx.upload_u32("type_ids", &type_ids, &[tokens]).unwrap();
-    run(&ctx, |enc| {
-        op.encode(&ctx, enc, &id_t, &word_table, &out).unwrap();
-        op.encode(&ctx, enc, &pos_t, &pos_table, &out).unwrap();
-        op.encode(&ctx, enc, &type_t, &type_table, &out).unwrap();
-    });
+    let dispatches = [
+        op.prepare(&ctx, &id_t, &word_table, &out).unwrap(),
+        op.prepare(&ctx, &pos_t, &pos_table, &out).unwrap(),
+        op.prepare(&ctx, &type_t, &type_table, &out).unwrap(),
+    ];
+    run(&ctx, dispatches.into_iter().flatten().collect());
     let mut want = vec![0.0f64; tokens * cols];
     for t in 0..tokens {
         for c in 0..cols {
@@ -344,9 +335,7 @@ fn attention_matches_reference_with_padding() {
         let qkv_t = upload(&ctx, &qkv, &[b * l, 3 * hidden]);
         let mask_t = upload(&ctx, &mask, &[b, l]);
         let out = ctx.zeros_f32("out", &[b * l, hidden]).unwrap();
-        run(&ctx, |enc| {
-            op.encode(&ctx, enc, &qkv_t, &mask_t, heads, &out).unwrap()
-        });
+        run(&ctx, op.prepare(&ctx, &qkv_t, &mask_t, heads, &out).unwrap());
         let want = attention_reference(&qkv, &mask, b, l, heads, hidden);
         assert_close(
             &ctx.read_f32_blocking(&out).unwrap(),
@@ -362,9 +351,6 @@ fn attention_refuses_sequences_longer_than_its_workgroup_buffer() {
     let qkv = ctx.zeros_f32("qkv", &[513, 48]).unwrap();
     let mask = ctx.zeros_f32("mask", &[1, 513]).unwrap();
     let out = ctx.zeros_f32("out", &[513, 16]).unwrap();
-    let mut enc = ctx.device.create_command_encoder(&Default::default());
-    let err = Attention::new(&ctx)
-        .encode(&ctx, &mut enc, &qkv, &mask, 2, &out)
-        .unwrap_err();
+    let err = Attention::new(&ctx).prepare(&ctx, &qkv, &mask, 2, &out).unwrap_err();
     assert!(err.to_string().contains("exceed the kernel's 512"), "{err}");
 }

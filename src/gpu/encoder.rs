@@ -1,9 +1,14 @@
 //! The encoder's forward pass on the GPU, behind the same [`Encoder`] interface as the CPU
 //! path (`model::CpuEncoder`), so evaluators and rankers never know which backend ran.
 //!
-//! Weights are uploaded once, when the encoder is built, and stay on the device. Each
-//! `encode` call uploads the batch (ids, positions, types, mask), records the whole pass
-//! into one command encoder, submits it and awaits one readback. Per layer:
+//! Weights are uploaded once, when the encoder is built, and stay on the device. A batch
+//! shape (rows x padded length x layers) gets a [`Plan`] the first time it is seen: its
+//! activation buffers and every dispatch of the pass, prepared with its uniform parameters
+//! and bind group. The plan is kept, so the next batch of that shape only writes its token
+//! ids, types and mask, records the same dispatches into one command encoder, submits once
+//! and awaits one readback; lengths are padded to a multiple of [`LENGTH_BUCKET`] (masked
+//! padding, which changes no result) so that batches of nearby lengths share a plan. Per
+//! layer:
 //!
 //! ```text
 //! qkv   = x . [Wq; Wk; Wv]^T + [bq; bk; bv]     one matmul, the three projections side by side
@@ -18,7 +23,7 @@ use std::future::Future;
 use candle_core::Tensor;
 
 use super::context::{ChunkedTable, GpuContext, GpuTensor};
-use super::ops::{Activation, Attention, Ops};
+use super::ops::{record, Activation, Attention, Dispatch, Ops};
 use crate::error::{Error, Result};
 use crate::model::config::Activation as ModelActivation;
 use crate::model::load::{Dense, Norm};
@@ -78,6 +83,28 @@ pub struct GpuEncoder {
     token_type_embeddings: Option<ChunkedTable>,
     embedding_norm: GpuNorm,
     layers: Vec<GpuLayer>,
+    /// The plan of the last batch shape (taken out while a pass runs).
+    plan: std::sync::Mutex<Option<Plan>>,
+}
+
+/// Sequence lengths are padded to a multiple of this on the device. Padding is masked out
+/// of attention (a masked key's weight is exactly 0) and every other op works row by row,
+/// so the real tokens' states are the same to the bit; the padded rows are dropped.
+pub const LENGTH_BUCKET: usize = 16;
+
+/// A forward pass prepared for one batch shape (see the module doc).
+struct Plan {
+    rows: usize,
+    seq_len: usize,
+    output_layer: usize,
+    ids: GpuTensor,
+    type_ids: GpuTensor,
+    mask: GpuTensor,
+    /// The embedding sum, built by adding tables into it: cleared before every pass.
+    embedded: GpuTensor,
+    /// The hidden states after `output_layer` layers.
+    x: GpuTensor,
+    dispatches: Vec<Dispatch>,
 }
 
 fn host(t: &Tensor) -> Result<Vec<f32>> {
@@ -202,6 +229,7 @@ impl GpuEncoder {
             },
             embedding_norm: norm(&ctx, "embedding_norm", &w.embedding_norm)?,
             layers,
+            plan: std::sync::Mutex::new(None),
             ops,
             config,
             weight_format: format,
@@ -259,20 +287,19 @@ impl GpuEncoder {
     pub async fn forward(&self, batch: &TokenBatch, output_layer: usize) -> Result<HiddenStates> {
         self.check_batch(batch, output_layer)?;
         let (s, h) = (batch.seq_len, self.config.hidden_size);
+        let limit = Attention::MAX_SEQ_LEN.min(self.config.max_tokens());
+        let padded = s.next_multiple_of(LENGTH_BUCKET).min(limit).max(s);
         let mut data = Vec::with_capacity(batch.batch * s * h);
         if batch.batch > 0 && s > 0 {
-            let rows = self.rows_per_pass(s)?;
+            let rows = self.rows_per_pass(padded)?;
             for first in (0..batch.batch).step_by(rows) {
                 let last = (first + rows).min(batch.batch);
-                let range = first * s..last * s;
-                let part = TokenBatch {
-                    batch: last - first,
-                    seq_len: s,
-                    ids: batch.ids[range.clone()].to_vec(),
-                    type_ids: batch.type_ids[range.clone()].to_vec(),
-                    mask: batch.mask[range].to_vec(),
-                };
-                data.extend(self.forward_pass(&part, output_layer).await?);
+                let part = padded_rows(batch, first..last, padded);
+                let states = self.forward_pass(&part, output_layer).await?;
+                // Keep the first `s` positions of every row.
+                for row in states.chunks(padded * h) {
+                    data.extend_from_slice(&row[..s * h]);
+                }
             }
         }
         Ok(HiddenStates {
@@ -285,27 +312,55 @@ impl GpuEncoder {
 
     /// One submission for a batch that fits the adapter's limits.
     async fn forward_pass(&self, batch: &TokenBatch, output_layer: usize) -> Result<Vec<f32>> {
-        let (ctx, ops, c) = (&self.ctx, &self.ops, &self.config);
-        let (b, s, h) = (batch.batch, batch.seq_len, c.hidden_size);
-        let tokens = b * s;
+        let ctx = &self.ctx;
         // Validation and memory errors (an adapter that rejects a kernel, a buffer it cannot
         // allocate) become an `Err` the caller can fall back on, not a panic or garbage.
         let validation = ctx.device.push_error_scope(wgpu::ErrorFilter::Validation);
         let out_of_memory = ctx.device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
+        let kept = self.plan.lock().ok().and_then(|mut slot| slot.take());
+        let prepared = match kept {
+            Some(p) if (p.rows, p.seq_len, p.output_layer) == (batch.batch, batch.seq_len, output_layer) => Ok(p),
+            _ => self.plan(batch.batch, batch.seq_len, output_layer),
+        };
+        if let Ok(plan) = &prepared {
+            let mask: Vec<f32> = batch.mask.iter().map(|&m| if m != 0 { 1.0 } else { 0.0 }).collect();
+            ctx.queue.write_buffer(&plan.ids.buffer, 0, bytemuck::cast_slice(&batch.ids));
+            ctx.queue.write_buffer(&plan.type_ids.buffer, 0, bytemuck::cast_slice(&batch.type_ids));
+            ctx.queue.write_buffer(&plan.mask.buffer, 0, bytemuck::cast_slice(&mask));
+            let mut enc = ctx.device.create_command_encoder(&Default::default());
+            enc.clear_buffer(&plan.embedded.buffer, 0, None);
+            record(&mut enc, &plan.dispatches);
+            ctx.queue.submit([enc.finish()]);
+        }
+        // Pop both scopes whatever happened, so they stay balanced.
+        let memory_error = out_of_memory.pop().await;
+        let validation_error = validation.pop().await;
+        let plan = prepared?;
+        if let Some(e) = memory_error.or(validation_error) {
+            return Err(Error::model(format!(
+                "gpu: the forward pass failed on {}: {e}",
+                ctx.adapter
+            )));
+        }
+        let states = ctx.read_f32(&plan.x).await?;
+        if let Ok(mut slot) = self.plan.lock() {
+            *slot = Some(plan);
+        }
+        Ok(states)
+    }
+
+    /// Allocates the buffers of a `rows` x `seq_len` pass and prepares its dispatches.
+    fn plan(&self, rows: usize, seq_len: usize, output_layer: usize) -> Result<Plan> {
+        let (ctx, ops, c) = (&self.ctx, &self.ops, &self.config);
+        let (s, h) = (seq_len, c.hidden_size);
+        let tokens = rows * s;
         // Positions count from the model's offset (2 for RoBERTa) in every row, as the
         // CPU path does; padding sits at the end and is masked out of attention.
-        let positions: Vec<u32> = (0..tokens)
-            .map(|t| (t % s + c.position_offset) as u32)
-            .collect();
-        let mask: Vec<f32> = batch
-            .mask
-            .iter()
-            .map(|&m| if m != 0 { 1.0 } else { 0.0 })
-            .collect();
-        let ids = ctx.upload_u32("ids", &batch.ids, &[tokens])?;
+        let positions: Vec<u32> = (0..tokens).map(|t| (t % s + c.position_offset) as u32).collect();
+        let ids = ctx.upload_u32("ids", &vec![0; tokens], &[tokens])?;
         let position_ids = ctx.upload_u32("position_ids", &positions, &[tokens])?;
-        let type_ids = ctx.upload_u32("type_ids", &batch.type_ids, &[tokens])?;
-        let mask = ctx.upload_f32("mask", &mask, &[b, s])?;
+        let type_ids = ctx.upload_u32("type_ids", &vec![0; tokens], &[tokens])?;
+        let mask = ctx.zeros_f32("mask", &[rows, s])?;
 
         let embedded = ctx.zeros_f32("embedded", &[tokens, h])?;
         let x = ctx.zeros_f32("x", &[tokens, h])?;
@@ -315,64 +370,51 @@ impl GpuEncoder {
         let qkv = ctx.zeros_f32("qkv", &[tokens, 3 * h])?;
         let inner = ctx.zeros_f32("inner", &[tokens, c.intermediate_size])?;
 
-        let mut enc = ctx.device.create_command_encoder(&Default::default());
-        let e = &mut enc;
+        let mut d = Vec::new();
         let eps = c.layer_norm_eps as f32;
-        ops.gather_add
-            .encode(ctx, e, &ids, &self.word_embeddings, &embedded)?;
-        ops.gather_add
-            .encode(ctx, e, &position_ids, &self.position_embeddings, &embedded)?;
+        d.extend(ops.gather_add.prepare(ctx, &ids, &self.word_embeddings, &embedded)?);
+        d.extend(ops.gather_add.prepare(ctx, &position_ids, &self.position_embeddings, &embedded)?);
         if let Some(types) = &self.token_type_embeddings {
-            ops.gather_add.encode(ctx, e, &type_ids, types, &embedded)?;
+            d.extend(ops.gather_add.prepare(ctx, &type_ids, types, &embedded)?);
         }
         let n = &self.embedding_norm;
-        ops.layer_norm
-            .encode(ctx, e, &embedded, None, &n.gamma, &n.beta, eps, &x)?;
-        let act = activation(c.activation);
-        for layer in self.layers.iter().take(output_layer) {
-            let (l, none) = (layer, Activation::None);
-            ops.matmul
-                .encode(ctx, e, &x, &l.qkv.weight, &l.qkv.bias, none, &qkv)?;
-            ops.attention
-                .encode(ctx, e, &qkv, &mask, c.num_heads, &context)?;
-            ops.matmul.encode(
-                ctx,
-                e,
-                &context,
-                &l.attn_out.weight,
-                &l.attn_out.bias,
-                none,
-                &projected,
-            )?;
+        d.extend(ops.layer_norm.prepare(ctx, &embedded, None, &n.gamma, &n.beta, eps, &x)?);
+        let (act, none) = (activation(c.activation), Activation::None);
+        for l in self.layers.iter().take(output_layer) {
+            d.extend(ops.matmul.prepare(ctx, &x, &l.qkv.weight, &l.qkv.bias, none, &qkv)?);
+            d.extend(ops.attention.prepare(ctx, &qkv, &mask, c.num_heads, &context)?);
+            d.extend(ops.matmul.prepare(ctx, &context, &l.attn_out.weight, &l.attn_out.bias, none, &projected)?);
             let n = &l.attn_norm;
-            ops.layer_norm
-                .encode(ctx, e, &projected, Some(&x), &n.gamma, &n.beta, eps, &x1)?;
-            ops.matmul
-                .encode(ctx, e, &x1, &l.ffn_in.weight, &l.ffn_in.bias, act, &inner)?;
-            ops.matmul.encode(
-                ctx,
-                e,
-                &inner,
-                &l.ffn_out.weight,
-                &l.ffn_out.bias,
-                none,
-                &projected,
-            )?;
+            d.extend(ops.layer_norm.prepare(ctx, &projected, Some(&x), &n.gamma, &n.beta, eps, &x1)?);
+            d.extend(ops.matmul.prepare(ctx, &x1, &l.ffn_in.weight, &l.ffn_in.bias, act, &inner)?);
+            d.extend(ops.matmul.prepare(ctx, &inner, &l.ffn_out.weight, &l.ffn_out.bias, none, &projected)?);
             let n = &l.ffn_norm;
-            ops.layer_norm
-                .encode(ctx, e, &projected, Some(&x1), &n.gamma, &n.beta, eps, &x)?;
+            d.extend(ops.layer_norm.prepare(ctx, &projected, Some(&x1), &n.gamma, &n.beta, eps, &x)?);
         }
-        ctx.queue.submit([enc.finish()]);
-        let memory_error = out_of_memory.pop().await;
-        let validation_error = validation.pop().await;
-        if let Some(e) = memory_error.or(validation_error) {
-            return Err(Error::model(format!(
-                "gpu: the forward pass failed on {}: {e}",
-                ctx.adapter
-            )));
-        }
-        ctx.read_f32(&x).await
+        Ok(Plan { rows, seq_len, output_layer, ids, type_ids, mask, embedded, x, dispatches: d })
     }
+}
+
+/// Rows `range` of `batch`, each padded with masked tokens to `len` positions.
+fn padded_rows(batch: &TokenBatch, range: std::ops::Range<usize>, len: usize) -> TokenBatch {
+    let s = batch.seq_len;
+    let mut part = TokenBatch {
+        batch: range.len(),
+        seq_len: len,
+        ids: Vec::with_capacity(range.len() * len),
+        type_ids: Vec::with_capacity(range.len() * len),
+        mask: Vec::with_capacity(range.len() * len),
+    };
+    for r in range {
+        let row = r * s..(r + 1) * s;
+        part.ids.extend_from_slice(&batch.ids[row.clone()]);
+        part.type_ids.extend_from_slice(&batch.type_ids[row.clone()]);
+        part.mask.extend_from_slice(&batch.mask[row]);
+        part.ids.resize(part.ids.len() + len - s, 0);
+        part.type_ids.resize(part.type_ids.len() + len - s, 0);
+        part.mask.resize(part.mask.len() + len - s, 0);
+    }
+    part
 }
 
 impl Encoder for GpuEncoder {

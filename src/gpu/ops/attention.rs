@@ -1,4 +1,4 @@
-use super::{check, check_f32, params, to_u32, Kernel, Source, REDUCE_WGSL};
+use super::{Dispatch, check, check_f32, params, to_u32, Kernel, Source, REDUCE_WGSL};
 use crate::error::Result;
 use crate::gpu::context::{GpuContext, GpuTensor};
 
@@ -45,15 +45,14 @@ impl Attention {
 
     /// `qkv`: [batch * seq_len, 3 * hidden] (q | k | v per token); `mask`: [batch, seq_len]
     /// with 1 for real tokens, 0 for padding; `out`: [batch * seq_len, hidden].
-    pub fn encode(
+    pub fn prepare(
         &self,
         ctx: &GpuContext,
-        encoder: &mut wgpu::CommandEncoder,
         qkv: &GpuTensor,
         mask: &GpuTensor,
         heads: usize,
         out: &GpuTensor,
-    ) -> Result<()> {
+    ) -> Result<Vec<Dispatch>> {
         for (t, name) in [(qkv, "qkv"), (mask, "mask"), (out, "out")] {
             check_f32(t, "attention", name)?;
         }
@@ -94,16 +93,9 @@ impl Attention {
             _pad2: 0,
         };
         if tokens == 0 {
-            return Ok(());
+            return Ok(Vec::new());
         }
         let groups = (tokens as u32, heads as u32);
-        self.kernel.dispatch(
-            ctx,
-            encoder,
-            &params,
-            &[&qkv.buffer, &mask.buffer, &out.buffer],
-            groups,
-        );
-        Ok(())
+        Ok(vec![self.kernel.bind(ctx, &params, &[&qkv.buffer, &mask.buffer, &out.buffer], groups)])
     }
 }

@@ -1,4 +1,4 @@
-use super::{check, check_f32, grid, params, to_u32, Kernel, Source};
+use super::{Dispatch, check, check_f32, grid, params, to_u32, Kernel, Source};
 use crate::error::Result;
 use crate::gpu::context::{ChunkedTable, DType, GpuContext, GpuTensor};
 
@@ -37,14 +37,13 @@ impl GatherAdd {
 
     /// The caller guarantees every id is < `table.rows` (the encoder checks ids on the
     /// host before uploading them); ids outside the table add nothing.
-    pub fn encode(
+    pub fn prepare(
         &self,
         ctx: &GpuContext,
-        encoder: &mut wgpu::CommandEncoder,
         ids: &GpuTensor,
         table: &ChunkedTable,
         out: &GpuTensor,
-    ) -> Result<()> {
+    ) -> Result<Vec<Dispatch>> {
         check(ids.dtype == DType::U32, "gather_add", || {
             "`ids` must be u32".into()
         })?;
@@ -54,6 +53,7 @@ impl GatherAdd {
             format!("out {:?} != [{tokens}, {}]", out.shape, table.cols)
         })?;
         let groups = grid(ctx, (tokens * table.cols).div_ceil(Self::THREADS))?;
+        let mut dispatches = Vec::with_capacity(table.chunks.len());
         for (row_start, chunk) in &table.chunks {
             let (rows, cols) = chunk.dims2("gather_add table chunk")?;
             check(cols == table.cols, "gather_add", || {
@@ -65,14 +65,8 @@ impl GatherAdd {
                 row_start: to_u32(*row_start, "gather_add", "row_start")?,
                 row_count: to_u32(rows, "gather_add", "rows")?,
             };
-            self.kernel.dispatch(
-                ctx,
-                encoder,
-                &params,
-                &[&ids.buffer, &chunk.buffer, &out.buffer],
-                groups,
-            );
+            dispatches.push(self.kernel.bind(ctx, &params, &[&ids.buffer, &chunk.buffer, &out.buffer], groups));
         }
-        Ok(())
+        Ok(dispatches)
     }
 }

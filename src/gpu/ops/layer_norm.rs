@@ -1,4 +1,4 @@
-use super::{check, check_f32, grid, params, to_u32, Kernel, Source, REDUCE_WGSL};
+use super::{Dispatch, check, check_f32, grid, params, to_u32, Kernel, Source, REDUCE_WGSL};
 use crate::error::Result;
 use crate::gpu::context::{GpuContext, GpuTensor};
 
@@ -34,17 +34,16 @@ impl LayerNorm {
     }
 
     #[allow(clippy::too_many_arguments)]
-    pub fn encode(
+    pub fn prepare(
         &self,
         ctx: &GpuContext,
-        encoder: &mut wgpu::CommandEncoder,
         x: &GpuTensor,
         residual: Option<&GpuTensor>,
         gamma: &GpuTensor,
         beta: &GpuTensor,
         eps: f32,
         out: &GpuTensor,
-    ) -> Result<()> {
+    ) -> Result<Vec<Dispatch>> {
         for (t, name) in [(x, "x"), (gamma, "gamma"), (beta, "beta"), (out, "out")] {
             check_f32(t, "layer_norm", name)?;
         }
@@ -83,8 +82,6 @@ impl LayerNorm {
             &beta.buffer,
             &out.buffer,
         ];
-        self.kernel
-            .dispatch(ctx, encoder, &params, &buffers, grid(ctx, rows)?);
-        Ok(())
+        Ok(vec![self.kernel.bind(ctx, &params, &buffers, grid(ctx, rows)?)])
     }
 }

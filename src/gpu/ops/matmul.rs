@@ -1,4 +1,4 @@
-use super::{activation_constants, check, check_f32, params, to_u32, Kernel, Source, ACTIVATIONS_WGSL};
+use super::{Dispatch, activation_constants, check, check_f32, params, to_u32, Kernel, Source, ACTIVATIONS_WGSL};
 use crate::error::{Error, Result};
 use crate::gpu::context::{DType, GpuContext, GpuTensor};
 
@@ -67,16 +67,15 @@ impl MatMul {
         }
     }
 
-    pub fn encode(
+    pub fn prepare(
         &self,
         ctx: &GpuContext,
-        encoder: &mut wgpu::CommandEncoder,
         x: &GpuTensor,
         w: &GpuTensor,
         bias: &GpuTensor,
         activation: Activation,
         y: &GpuTensor,
-    ) -> Result<()> {
+    ) -> Result<Vec<Dispatch>> {
         for (t, name) in [(x, "x"), (bias, "bias"), (y, "y")] {
             check_f32(t, "matmul", name)?;
         }
@@ -111,13 +110,6 @@ impl MatMul {
             to_u32(n.div_ceil(Self::TILE), "matmul", "n")?,
             to_u32(m.div_ceil(Self::TILE), "matmul", "m")?,
         );
-        kernel.dispatch(
-            ctx,
-            encoder,
-            &params,
-            &[&x.buffer, &w.buffer, &bias.buffer, &y.buffer],
-            groups,
-        );
-        Ok(())
+        Ok(vec![kernel.bind(ctx, &params, &[&x.buffer, &w.buffer, &bias.buffer, &y.buffer], groups)])
     }
 }

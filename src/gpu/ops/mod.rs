@@ -1,10 +1,13 @@
-//! One op per kernel: each struct owns its compiled pipeline, checks the shapes of its
-//! arguments, binds them in the order the WGSL file declares them and records the dispatch
-//! into a command encoder. What the Rust side and a kernel must agree on has one home, the
-//! op's Rust file: its parameter block (declared with [`params!`], which also writes the
-//! WGSL `struct Params`) and its constants (workgroup sizes, tiles, limits), both put in
-//! front of the kernel's WGSL source when it is compiled. Nothing runs until the caller submits the encoder, so a whole
-//! forward pass is one submission.
+//! One op per kernel: each struct owns its compiled pipeline; its `prepare` checks the
+//! shapes of its arguments and binds them in the order the WGSL file declares them,
+//! returning [`Dispatch`]es that [`record`] puts into a command encoder. Nothing runs until
+//! the caller submits the encoder, so a whole forward pass is one submission, and prepared
+//! dispatches are kept and recorded again for every batch of the same shape.
+//!
+//! What the Rust side and a kernel must agree on has one home, the op's Rust file: its
+//! parameter block (declared with [`params!`], which also writes the WGSL `struct Params`)
+//! and its constants (workgroup sizes, tiles, limits), both put in front of the kernel's
+//! WGSL source when it is compiled.
 //!
 //! Workgroup memory and size stay within what WebGPU guarantees on every adapter (16 KiB
 //! of workgroup storage, 256 invocations): matmul 8 KiB / 256, attention 2.3 KiB / 64,
@@ -142,15 +145,16 @@ impl Kernel {
         Kernel { name, pipeline }
     }
 
-    /// Records one dispatch of `groups` workgroups (x, y).
-    fn dispatch<P: KernelParams>(
+    /// Binds `params` (in a uniform buffer of its own) and `buffers` for one dispatch of
+    /// `groups` workgroups (x, y). The result can be recorded any number of times: the
+    /// encoder keeps it for every batch of the same shape.
+    fn bind<P: KernelParams>(
         &self,
         ctx: &GpuContext,
-        encoder: &mut wgpu::CommandEncoder,
         params: &P,
         buffers: &[&wgpu::Buffer],
         groups: (u32, u32),
-    ) {
+    ) -> Dispatch {
         let uniform = ctx
             .device
             .create_buffer_init(&wgpu::util::BufferInitDescriptor {
@@ -168,18 +172,34 @@ impl Kernel {
                 resource: buffer.as_entire_binding(),
             });
         }
+        // The bind group holds the uniform buffer (and every bound buffer) alive.
         let bind_group = ctx.device.create_bind_group(&wgpu::BindGroupDescriptor {
             label: Some(self.name),
             layout: &self.pipeline.get_bind_group_layout(0),
             entries: &entries,
         });
-        let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
-            label: Some(self.name),
-            timestamp_writes: None,
-        });
-        pass.set_pipeline(&self.pipeline);
-        pass.set_bind_group(0, &bind_group, &[]);
-        pass.dispatch_workgroups(groups.0, groups.1, 1);
+        Dispatch { pipeline: self.pipeline.clone(), bind_group, groups }
+    }
+}
+
+/// One prepared dispatch: a kernel's pipeline, its bind group (parameters and buffers) and
+/// its grid. Ops return these from `prepare`, after checking shapes; [`record`] puts them
+/// in a command encoder.
+#[derive(Debug)]
+pub struct Dispatch {
+    pipeline: wgpu::ComputePipeline,
+    bind_group: wgpu::BindGroup,
+    groups: (u32, u32),
+}
+
+/// Records `dispatches` in order into one compute pass (wgpu orders each dispatch's reads
+/// after the previous ones' writes).
+pub fn record(encoder: &mut wgpu::CommandEncoder, dispatches: &[Dispatch]) {
+    let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some("medrank"), timestamp_writes: None });
+    for d in dispatches {
+        pass.set_pipeline(&d.pipeline);
+        pass.set_bind_group(0, &d.bind_group, &[]);
+        pass.dispatch_workgroups(d.groups.0, d.groups.1, 1);
     }
 }
 
