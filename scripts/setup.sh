@@ -94,9 +94,11 @@ setup_wasm() {
 
 setup_browser() {
   apt_install chromium fonts-dejavu-core
-  # playwright-core drives Debian's Chromium; onnxruntime-web is the bench page's peer.
-  if [ ! -d "$ROOT/tests/browser/node_modules/playwright-core" ] || [ ! -d "$ROOT/tests/browser/node_modules/onnxruntime-web" ]; then
-    log "npm ci (playwright-core, onnxruntime-web)"
+  # playwright-core drives Debian's Chromium; onnxruntime-web is the bench page's peer;
+  # prettier checks the page's formatting (scripts/test.sh).
+  local m="$ROOT/tests/browser/node_modules"
+  if [ ! -d "$m/playwright-core" ] || [ ! -d "$m/onnxruntime-web" ] || [ ! -d "$m/prettier" ]; then
+    log "npm ci (playwright-core, onnxruntime-web, prettier)"
     (cd "$ROOT/tests/browser" && npm ci --silent --no-audit --no-fund)
   fi
 }
