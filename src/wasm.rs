@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use wasm_bindgen::prelude::*;
 
-use crate::error::{Error, Location, Warning};
+use crate::error::{Error, Location};
 use crate::jobs::{self, NamedText, Outcome};
 use crate::report::Table;
 
