@@ -17,7 +17,10 @@
 //!    (average); `NRP = 1 - r/|D_q|`, or `1 - r/(|D_q|+1)` (the public code's list length
 //!    including the answer) as an option. |D_q| = 0 -> undefined, counted. A judged
 //!    document the ranker gave no score (absent from a run file, or absent from the
-//!    documents BM25 indexed) ranks below every scored item; such documents are counted.
+//!    documents BM25 indexed) ranks below every scored item (default), or is dropped from
+//!    D_q and from the judgements its nDCG@10 is computed against ([`Unscored::Drop`], what
+//!    the NRP paper's public code does: it only sees documents that have a score); either
+//!    way such documents, and the queries that have them, are counted.
 //! 3. **Combination.** A weighted sum of the dimensions' NRPs; weights default to equal and
 //!    are normalised to sum 1 (the report lists the weights used). Undefined in any
 //!    dimension with a positive weight -> undefined combined NRP.
@@ -26,13 +29,19 @@
 //!    over queries, paired across (system, prompt) groups.
 //! 5. **Expert agreement.** Per (query, annotator): Kendall's tau-b between the ranker's
 //!    scores of the items the expert ranked and the *negated* expert ranks (1 = best), so
-//!    agreement is positive; mean over queries with a Student-t interval.
+//!    agreement is positive; mean over queries with a Student-t interval. Computed for every
+//!    ranker, with the paired bootstrap probability (resampling queries) that one ranker's
+//!    mean tau-b exceeds another's.
+//!
+//! A ranker can also be a fusion of others ([`fusion`]: reciprocal rank fusion or a sum of
+//! per-query z-scores); it is then validated, chosen and compared like any other.
 //!
 //! Files: this one holds the types, the options and [`nrp`], which runs the steps in order;
 //! `scores` the rankers' inputs (run files, BM25), `validation` step 1, `placement` step 2,
-//! `groups` step 4, `agreement` step 5.
+//! `groups` step 4, `agreement` step 5, `fusion` rankers made of rankers.
 
 mod agreement;
+pub mod fusion;
 mod groups;
 mod placement;
 mod scores;
@@ -42,7 +51,7 @@ mod scale;
 mod tests;
 mod validation;
 
-pub use agreement::{ExpertAgreement, QueryAgreement};
+pub use agreement::{AgreementComparison, ExpertAgreement, QueryAgreement};
 pub use placement::Placement;
 pub use scores::{bm25_ranker, RankerScores};
 
@@ -114,10 +123,22 @@ pub enum Denominator {
     JudgedDocumentsPlusAnswer,
 }
 
+/// What happens to a judged document the ranker gave no score.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Unscored {
+    /// It stays in D_q and ranks below every scored item (the default).
+    RankBelow,
+    /// It is left out of D_q and of the judgements nDCG@10 is computed against, as in the
+    /// NRP paper's public code.
+    Drop,
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct NrpOptions {
     pub ties: TiePolicy,
     pub denominator: Denominator,
+    pub unscored: Unscored,
     /// (dimension, weight); empty = equal weights. Dimensions not named get weight 0.
     pub weights: Vec<(String, f64)>,
     /// (dimension, ranker name) to use instead of the best ranker by nDCG@10.
@@ -133,6 +154,7 @@ impl Default for NrpOptions {
         NrpOptions {
             ties: TiePolicy::Pessimistic,
             denominator: Denominator::JudgedDocuments,
+            unscored: Unscored::RankBelow,
             weights: Vec::new(),
             forced_rankers: Vec::new(),
             seed: 0,
@@ -170,6 +192,10 @@ pub struct DimensionReport {
     pub tied_pairs: usize,
     /// Answers whose query has no judged document in this dimension (NRP undefined).
     pub undefined_answers: usize,
+    /// Judged documents of this dimension the chosen ranker has no score for (ranked below
+    /// or dropped, as `NrpReport::unscored` says), and the queries that have any.
+    pub unscored_documents: usize,
+    pub unscored_queries: usize,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -200,15 +226,20 @@ pub struct NrpReport {
     pub provenance: Provenance,
     pub ties: TiePolicy,
     pub denominator: Denominator,
+    pub unscored: Unscored,
     pub dimensions: Vec<DimensionReport>,
     /// Best mean first.
     pub groups: Vec<GroupNrp>,
     pub answers: Vec<AnswerNrp>,
     /// Answers whose combined NRP is undefined.
     pub undefined_answers: usize,
-    /// One per distinct ranker chosen for a dimension, when expert rankings were given.
+    /// One per ranker (in the order given), when expert rankings were given.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub expert_agreement: Vec<ExpertAgreement>,
+    /// Each pair of rankers (in the order given): the paired bootstrap probability that the
+    /// first agrees better with the expert than the second.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub agreement_comparisons: Vec<AgreementComparison>,
     pub warnings: Vec<Warning>,
 }
 
@@ -235,7 +266,7 @@ pub fn nrp(
         let validation: Vec<RankerValidation> = rankers
             .iter()
             .zip(&ranked_lists)
-            .map(|(r, lists)| validation::validate(r, lists, j))
+            .map(|(r, lists)| validation::validate(r, lists, j, options.unscored))
             .collect();
         let forced = options
             .forced_rankers
@@ -254,12 +285,17 @@ pub fn nrp(
                 ))
             })?,
         };
-        let unscored = validation[pick].unscored_judged_documents;
+        let (unscored, unscored_queries) = placement::unscored(&rankers[pick], j);
         if unscored > 0 {
             warnings.push(Warning::new(format!(
-                "dimension {}: ranker `{}` has no score for {unscored} judged documents; they \
-                 rank below every scored item",
-                j.dimension, rankers[pick].name
+                "dimension {}: ranker `{}` has no score for {unscored} judged documents of \
+                 {unscored_queries} queries; {}",
+                j.dimension,
+                rankers[pick].name,
+                match options.unscored {
+                    Unscored::RankBelow => "they rank below every scored item",
+                    Unscored::Drop => "they are left out of D_q and of nDCG@10",
+                }
             )));
         }
         chosen.push(pick);
@@ -272,6 +308,8 @@ pub fn nrp(
             answers_with_ties: 0,
             tied_pairs: 0,
             undefined_answers: 0,
+            unscored_documents: unscored,
+            unscored_queries,
         });
     }
 
@@ -280,7 +318,7 @@ pub fn nrp(
         vec![Vec::with_capacity(judgments.len()); answers.len()];
     for (d, j) in judgments.iter().enumerate() {
         let ranker = &rankers[chosen[d]];
-        let sorted = placement::sorted_judged_scores(ranker, j);
+        let sorted = placement::sorted_judged_scores(ranker, j, options.unscored);
         let mut missing_scores = Vec::new();
         for (a, key) in answers.iter().enumerate() {
             let Some(&score) = ranker.answers.get(key) else {
@@ -353,24 +391,29 @@ pub fn nrp(
     // 4. Means per (system, prompt), bootstrap over queries.
     let groups = groups::group_means(&answer_reports, judgments.len(), options);
 
-    // 5. Expert agreement, once per distinct chosen ranker.
+    // 5. Expert agreement of every ranker, and which agrees better.
     let mut expert_agreement = Vec::new();
+    let mut agreement_comparisons = Vec::new();
     if let Some(rankings) = expert {
-        let mut seen = BTreeSet::new();
-        for &r in &chosen {
-            if seen.insert(r) {
-                let agreement =
-                    agreement::expert_agreement_of(&rankers[r], answers, rankings, options.confidence);
-                if agreement.unscored_items > 0 {
-                    warnings.push(Warning::new(format!(
-                        "expert agreement: ranker `{}` has no score for {} ranked items; they \
-                         are left out",
-                        rankers[r].name, agreement.unscored_items
-                    )));
-                }
-                expert_agreement.push(agreement);
+        for (r, ranker) in rankers.iter().enumerate() {
+            let mut agreement =
+                agreement::expert_agreement_of(ranker, answers, rankings, options.confidence);
+            agreement.chosen_for = dimensions
+                .iter()
+                .zip(&chosen)
+                .filter(|(_, &c)| c == r)
+                .map(|(d, _)| d.dimension.clone())
+                .collect();
+            if agreement.unscored_items > 0 {
+                warnings.push(Warning::new(format!(
+                    "expert agreement: ranker `{}` has no score for {} ranked items; they \
+                     are left out",
+                    ranker.name, agreement.unscored_items
+                )));
             }
+            expert_agreement.push(agreement);
         }
+        agreement_comparisons = agreement::compare(&expert_agreement, options);
     }
 
     let provenance = Provenance::new(options.seed)
@@ -391,6 +434,13 @@ pub fn nrp(
         )
         .convention("d_q", "documents with a grade for the query in the dimension; 'not able to judge' excluded")
         .convention(
+            "unscored",
+            match options.unscored {
+                Unscored::RankBelow => "a judged document the ranker did not score stays in D_q and ranks below every scored item",
+                Unscored::Drop => "a judged document the ranker did not score is left out of D_q and of nDCG@10's judgements (the public code)",
+            },
+        )
+        .convention(
             "ranker_validation",
             "nDCG@10, linear gain, trec_eval tie-break (docno descending), 'not able to judge' \
              documents removed from the ranking, mean over queries with a relevant document",
@@ -409,17 +459,25 @@ pub fn nrp(
         )
         .convention(
             "expert_agreement",
-            "Kendall tau-b(ranker score, -expert rank) per (query, annotator); mean with Student-t interval",
+            format!(
+                "Kendall tau-b(ranker score, -expert rank) per (query, annotator); mean with \
+                 Student-t interval; every ranker; P(one agrees better than another) = share of \
+                 {} paired bootstrap resamples of queries in which its mean tau-b is higher \
+                 (equal counts one half)",
+                options.resamples
+            ),
         );
     Ok(NrpReport {
         provenance,
         ties: options.ties,
         denominator: options.denominator,
+        unscored: options.unscored,
         dimensions,
         groups,
         answers: answer_reports,
         undefined_answers,
         expert_agreement,
+        agreement_comparisons,
         warnings,
     })
 }

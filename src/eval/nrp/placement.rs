@@ -1,6 +1,6 @@
 //! Step 2: where an answer lands among the scores of D_q.
 
-use super::{Denominator, RankerScores, TiePolicy};
+use super::{Denominator, RankerScores, TiePolicy, Unscored};
 use crate::data::Judgments;
 use crate::stats::Stat;
 use serde::Serialize;
@@ -50,23 +50,42 @@ impl Placement {
     }
 }
 
-/// Per query, the ranker's scores of D_q in ascending order (unscored documents as -inf).
-pub(super) fn sorted_judged_scores<'a>(ranker: &RankerScores, j: &'a Judgments) -> HashMap<&'a str, Vec<f64>> {
+/// Per query, the ranker's scores of D_q in ascending order: unscored documents as -inf, or
+/// left out with [`Unscored::Drop`].
+pub(super) fn sorted_judged_scores<'a>(
+    ranker: &RankerScores,
+    j: &'a Judgments,
+    unscored: Unscored,
+) -> HashMap<&'a str, Vec<f64>> {
     j.grades
         .iter()
         .map(|(qid, grades)| {
             let scored = ranker.documents.get(qid);
             let mut scores: Vec<f64> = grades
                 .keys()
-                .map(|d| {
-                    scored
-                        .and_then(|s| s.get(d))
-                        .copied()
-                        .unwrap_or(f64::NEG_INFINITY)
+                .filter_map(|d| match (scored.and_then(|s| s.get(d)), unscored) {
+                    (Some(&s), _) => Some(s),
+                    (None, Unscored::RankBelow) => Some(f64::NEG_INFINITY),
+                    (None, Unscored::Drop) => None,
                 })
                 .collect();
             scores.sort_by(f64::total_cmp);
             (qid.as_str(), scores)
         })
         .collect()
+}
+
+/// Judged documents of `j` that `ranker` has no score for, and the queries that have any.
+pub(super) fn unscored(ranker: &RankerScores, j: &Judgments) -> (usize, usize) {
+    let (mut documents, mut queries) = (0, 0);
+    for (qid, grades) in &j.grades {
+        let scored = ranker.documents.get(qid);
+        let n = grades
+            .keys()
+            .filter(|d| scored.is_none_or(|s| !s.contains_key(*d)))
+            .count();
+        documents += n;
+        queries += usize::from(n > 0);
+    }
+    (documents, queries)
 }

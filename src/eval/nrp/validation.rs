@@ -1,10 +1,10 @@
 //! Step 1: each ranker's nDCG@10 against a dimension's judgements, and the best ranker.
 
-use super::{RankerScores, RankerValidation, NDCG_CUTOFF};
+use super::{RankerScores, RankerValidation, Unscored, NDCG_CUTOFF};
 use crate::data::Judgments;
 use crate::stats::ndcg::{ndcg_at_k, Gain};
 use crate::stats::{describe, Stat};
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 /// Each query's documents in the ranker's order: score descending, ties by docno descending
 /// (trec_eval's `comp_sim_docno`).
@@ -20,10 +20,13 @@ pub(super) fn ranked_documents(ranker: &RankerScores) -> HashMap<&str, Vec<&str>
         .collect()
 }
 
+/// nDCG@10 of `ranker` on each query of `j`. With [`Unscored::Drop`] the judgements it is
+/// computed against are only the documents the ranker scored (the ideal ranking shrinks).
 pub(super) fn validate(
     ranker: &RankerScores,
     lists: &HashMap<&str, Vec<&str>>,
     j: &Judgments,
+    policy: Unscored,
 ) -> RankerValidation {
     let mut missing_by_query: HashMap<&str, HashSet<&str>> = HashMap::new();
     for (qid, docno) in &j.missing {
@@ -46,6 +49,18 @@ pub(super) fn validate(
             .copied()
             .filter(|d| skip.is_none_or(|m| !m.contains(d)))
             .collect();
+        let kept: BTreeMap<String, i64>;
+        let grades = match policy {
+            Unscored::RankBelow => grades,
+            Unscored::Drop => {
+                kept = grades
+                    .iter()
+                    .filter(|(d, _)| scored.is_some_and(|s| s.contains_key(*d)))
+                    .map(|(d, &g)| (d.clone(), g))
+                    .collect();
+                &kept
+            }
+        };
         match ndcg_at_k(&ranked, grades, NDCG_CUTOFF, Gain::Linear) {
             Stat::Defined(v) => values.push(v),
             Stat::Undefined(_) => undefined += 1,
