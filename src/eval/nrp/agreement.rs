@@ -1,13 +1,12 @@
 //! Step 5: agreement of a ranker with the expert's rankings (Kendall tau-b).
 
 use super::{AnswerKey, NrpOptions, RankerScores};
-use crate::stats::bootstrap::Bootstrap;
 use crate::data::HumanRankings;
+use crate::stats::bootstrap::Bootstrap;
 use crate::stats::kendall::{tau_b, Kendall};
 use crate::stats::{describe, Interval, Stat};
 use serde::Serialize;
 use std::collections::{BTreeMap, HashMap};
-
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct QueryAgreement {
@@ -113,7 +112,10 @@ pub struct AgreementComparison {
 /// resample draws queries with replacement, and every ranker's mean tau-b is recomputed over
 /// the (query, annotator) pairs of the drawn queries (a query drawn twice counts twice), so
 /// all rankers are measured on the same resampled queries. Seeded by `options.seed`.
-pub(super) fn compare(agreements: &[ExpertAgreement], options: &NrpOptions) -> Vec<AgreementComparison> {
+pub(super) fn compare(
+    agreements: &[ExpertAgreement],
+    options: &NrpOptions,
+) -> Vec<AgreementComparison> {
     if agreements.len() < 2 {
         return Vec::new();
     }

@@ -5,7 +5,11 @@ use crate::stats::bootstrap::Bootstrap;
 use crate::stats::Stat;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
-pub(super) fn group_means(answers: &[AnswerNrp], n_dimensions: usize, options: &NrpOptions) -> Vec<GroupNrp> {
+pub(super) fn group_means(
+    answers: &[AnswerNrp],
+    n_dimensions: usize,
+    options: &NrpOptions,
+) -> Vec<GroupNrp> {
     // Queries are the bootstrap units; both queries and groups in sorted order.
     let queries: Vec<&str> = answers
         .iter()

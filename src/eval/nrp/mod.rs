@@ -44,9 +44,9 @@ mod agreement;
 pub mod fusion;
 mod groups;
 mod placement;
-mod scores;
 #[cfg(test)]
 mod scale;
+mod scores;
 #[cfg(test)]
 mod tests;
 mod validation;
@@ -55,18 +55,18 @@ pub use agreement::{AgreementComparison, ExpertAgreement, QueryAgreement};
 pub use placement::Placement;
 pub use scores::{bm25_ranker, RankerScores};
 
-use crate::data::{HumanRankings, Judgments};
 #[cfg(test)]
 use crate::data::{AnswerScore, Document, RunEntry, Topic};
+use crate::data::{HumanRankings, Judgments};
 #[cfg(test)]
 use crate::eval::bm25::{Bm25Index, Bm25Params};
 use crate::report::Provenance;
 use crate::stats::{Interval, Stat};
 use crate::{Error, Result, Warning};
 use serde::Serialize;
-use std::collections::{BTreeSet, HashMap};
 #[cfg(test)]
 use std::collections::BTreeMap;
+use std::collections::{BTreeSet, HashMap};
 
 /// Cutoff of the ranker validation.
 pub const NDCG_CUTOFF: usize = 10;
@@ -99,7 +99,6 @@ impl AnswerKey {
         format!("{}/{}/{}", self.system, self.prompt, self.sample)
     }
 }
-
 
 /// How an answer whose score equals a document's score is placed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -421,7 +420,7 @@ pub fn nrp(
             "nrp",
             match options.denominator {
                 Denominator::JudgedDocuments => "1 - r/|D_q| (paper)",
-                Denominator::JudgedDocumentsPlusAnswer => "1 - r/(|D_q|+1) (public code)",
+                Denominator::JudgedDocumentsPlusAnswer => "1 - r/(|D_q|+1) (the list length with the answer, as in the public code)",
             },
         )
         .convention(
@@ -573,7 +572,6 @@ fn normalised_weights(judgments: &[Judgments], given: &[(String, f64)]) -> Resul
     }
     Ok(raw.iter().map(|w| w / total).collect())
 }
-
 
 fn combine(per_dimension: &[Stat<f64>], weights: &[f64], judgments: &[Judgments]) -> Stat<f64> {
     let mut total = 0.0;

@@ -62,11 +62,7 @@ fn nrp_by_hand_for_each_tie_policy_and_denominator() {
         .is_defined());
 }
 
-fn judgments(
-    dimension: &str,
-    grades: &[(&str, &str, i64)],
-    missing: &[(&str, &str)],
-) -> Judgments {
+fn judgments(dimension: &str, grades: &[(&str, &str, i64)], missing: &[(&str, &str)]) -> Judgments {
     let mut map: BTreeMap<String, BTreeMap<String, i64>> = BTreeMap::new();
     for (q, d, g) in grades {
         map.entry(q.to_string())
@@ -83,11 +79,7 @@ fn judgments(
     }
 }
 
-fn ranker(
-    name: &str,
-    docs: &[(&str, &str, f64)],
-    answers: &[(&AnswerKey, f64)],
-) -> RankerScores {
+fn ranker(name: &str, docs: &[(&str, &str, f64)], answers: &[(&AnswerKey, f64)]) -> RankerScores {
     let run: Vec<RunEntry> = docs
         .iter()
         .map(|(q, d, s)| RunEntry {
