@@ -86,6 +86,12 @@ pub struct JobOptions {
     pub ties: String,
     /// NRP denominator: docs (|D_q|) | docs+1 (|D_q|+1), as the CLI's --denominator.
     pub denominator: String,
+    /// NRP judged documents without a score: below | drop, as the CLI's --unscored.
+    pub unscored: String,
+    /// The NRP paper's public code's settings, as the CLI's --as-public-code.
+    pub as_public_code: bool,
+    /// NRP fusion rankers, as the CLI's --fuse (`[NAME=]rrf:A,B`).
+    pub fuse: Vec<String>,
     /// NRP grades meaning "not able to judge", as (dimension, grades) — the CLI's
     /// --not-judgeable.
     pub not_judgeable: Vec<(String, Vec<i64>)>,
@@ -106,6 +112,9 @@ impl Default for JobOptions {
             confidence: 0.95,
             ties: "pessimistic".into(),
             denominator: "docs".into(),
+            unscored: "below".into(),
+            as_public_code: false,
+            fuse: Vec::new(),
             controls: ["no_argument", "label_only", "noise", "ir_passages"].map(String::from).to_vec(),
             weights: None,
             not_judgeable: Vec::new(),
@@ -659,6 +668,9 @@ pub fn nrp(request: JsValue, progress: &js_sys::Function) -> Result<String, JsVa
             options: jobs::NrpRequestOptions {
                 ties: o.ties.clone(),
                 denominator: o.denominator.clone(),
+                unscored: o.unscored.clone(),
+                as_public_code: o.as_public_code,
+                fuse: o.fuse.clone(),
                 weights: o.weights.clone().unwrap_or_default(),
                 not_judgeable: o.not_judgeable.clone(),
                 bm25: documents.is_some(),

@@ -257,8 +257,19 @@ function nrpViewModel(report) {
       per_dimension: Object.fromEntries(dims.map((d, i) => [d, val(g.per_dimension_mean[i])])),
     })),
     rankers: report.dimensions.flatMap((d) => d.validation.map((v) => ({ dimension: d.dimension, ranker: v.ranker, ndcg: val(v.mean_ndcg_at_10), chosen: v.ranker === d.ranker }))),
-    agreement: report.expert_agreement?.map((a) => ({ ranker: a.ranker, mean: a.mean_tau, interval: val(a.interval) ? `[${fmt(a.interval.lo)}, ${fmt(a.interval.hi)}]` : '', queries: a.per_query.length })),
+    agreement: report.expert_agreement?.map((a) => ({ ranker: a.ranker, mean: a.mean_tau, interval: val(a.interval) ? `[${fmt(a.interval.lo)}, ${fmt(a.interval.hi)}]` : '', queries: a.per_query.length, chosen_for: a.chosen_for || [] })),
+    // P(row agrees better than column), from the report's pairs (i < j) and their complements.
+    better: (report.agreement_comparisons || []).reduce((m, c) => {
+      const p = val(c.probability_better);
+      (m[c.ranker] ||= {})[c.other] = p;
+      (m[c.other] ||= {})[c.ranker] = p == null ? null : 1 - p;
+      return m;
+    }, {}),
+    unscored: report.unscored,
+    unscored_per_dimension: report.dimensions.map((d) => ({ dimension: d.dimension, ranker: d.ranker, documents: d.unscored_documents, queries: d.unscored_queries })),
+    ranker_names: report.dimensions[0]?.validation.map((v) => v.ranker) || [],
     ties: report.ties,
+    denominator: report.denominator,
   };
 }
 
@@ -266,7 +277,7 @@ function nrpView(result, runJob, options) {
   const n = result.report ? nrpViewModel(result.report) : null;
   const box = el('div', {});
   if (!n) return el('p', { class: 'empty' }, 'No NRP results.');
-  box.append(el('p', { class: 'muted' }, `NRP = 1 − r / ${options.denominator === 'docs+1' ? '(|D_q| + 1)' : '|D_q|'}: where an answer would land among the judged documents of its query (1 = above all of them). Ties: ${n.ties}.`));
+  box.append(el('p', { class: 'muted' }, `NRP = 1 − r / ${n.denominator === 'judged_documents_plus_answer' ? '(|D_q| + 1)' : '|D_q|'}: where an answer would land among the judged documents of its query (1 = above all of them). Ties: ${n.ties}.`));
   // Dimension weights: changing one re-runs NRP in the worker, so intervals stay exact.
   // A run from the Run button starts again from the report's (default) weights.
   if (!options.weights) nrpWeights = { ...(n.weights || {}) };
@@ -306,8 +317,38 @@ function nrpView(result, runJob, options) {
     box.append(el('h3', {}, 'Ranker validation (nDCG@10 against the judgements)'));
     box.append(el('ul', {}, ...n.rankers.map((r) => el('li', {}, `${r.dimension}: ${r.ranker} — nDCG@10 ${fmt(r.ndcg)}${r.chosen ? ' (chosen)' : ''}`))));
   }
-  for (const a of n.agreement || []) box.append(el('p', { 'data-stat': 'expert-agreement' }, `Expert agreement (${a.ranker}): mean Kendall τ-b ${statText(a.mean)} ${a.interval} over ${a.queries} (query, expert) pairs.`));
+  const unscored = n.unscored_per_dimension.filter((d) => d.documents > 0);
+  box.append(el('p', { class: 'muted', 'data-stat': 'unscored' }, `Judged documents the chosen ranker did not score: ${n.unscored === 'drop' ? 'left out of D_q and of nDCG@10 (as the public code)' : 'ranked below every scored item'}${unscored.length ? ` — ${unscored.map((d) => `${d.dimension}: ${d.documents} documents of ${d.queries} queries`).join('; ')}` : ' — none'}.`));
+  if (n.agreement?.length) box.append(agreementTable(n));
+  box.append(fusionForm(n, runJob, options));
   return box;
+}
+
+/** Every ranker's agreement with the expert, and P(row agrees better than column). */
+function agreementTable(n) {
+  const names = n.agreement.map((a) => a.ranker);
+  const block = el('div', {}, el('h3', {}, 'Expert agreement per ranker (Kendall τ-b)'));
+  if (names.length > 1) block.append(el('p', { class: 'muted' }, 'A cell is the paired bootstrap probability (resampling queries) that the row’s ranker agrees better with the expert than the column’s.'));
+  const t = el('table', { class: 'nrp-agreement' });
+  t.append(el('thead', {}, el('tr', {}, ...['Ranker', 'Mean τ-b', 'Interval', 'Pairs', 'Chosen for', ...(names.length > 1 ? names.map((r) => `P(better than ${r})`) : [])].map((h, i) => el('th', { scope: 'col', class: i === 0 || i === 4 ? '' : 'num' }, h)))));
+  t.append(el('tbody', {}, ...n.agreement.map((a) => el('tr', { 'data-ranker': a.ranker },
+    el('td', {}, a.ranker), el('td', { class: 'num', 'data-col': 'mean' }, statText(a.mean)), el('td', { class: 'num' }, a.interval || '—'),
+    el('td', { class: 'num' }, String(a.queries)), el('td', {}, a.chosen_for.join(', ')),
+    ...(names.length > 1 ? names.map((o) => el('td', { class: 'num', 'data-other': o }, o === a.ranker ? '' : fmt(n.better[a.ranker]?.[o]))) : [])))));
+  block.append(t);
+  return block;
+}
+
+/** A fusion ranker over the report's rankers: written to the Options field, then NRP re-runs. */
+function fusionForm(n, runJob, options) {
+  const field = $('#opt-fuse');
+  const input = el('input', { type: 'text', id: 'nrp-fuse', 'aria-label': 'Fusion rankers', value: field?.value || (n.ranker_names.length > 1 ? `rrf:${n.ranker_names.slice(0, 2).join(',')}` : '') });
+  const button = el('button', { type: 'button', class: 'secondary', id: 'nrp-fuse-run' }, 'Fuse and re-run');
+  button.addEventListener('click', () => {
+    if (field) field.value = input.value;
+    runJob('nrp', options.weights ? { weights: options.weights } : {});
+  });
+  return el('div', { class: 'row fusion' }, el('label', {}, 'Fusion ranker ([name=]rrf:A,B or zsum:A,B; “;” between several): ', input), button);
 }
 
 // ---------------------------------------------------------------- tables -----------------------

@@ -18,8 +18,9 @@ pub struct NrpArgs {
     /// Combined qrels with a header such as `qid docno rel cred read`.
     #[arg(long, value_name = "FILE")]
     pub qrels_combined: Option<PathBuf>,
-    /// Grades meaning "not able to judge" (missing data), as DIMENSION=G[,G..] (repeat),
-    /// e.g. credibility=3 for the CLEF eHealth 2021 qrels.
+    /// Grades meaning "not able to judge" (missing data: out of D_q and of nDCG@10), as
+    /// DIMENSION=G[,G..] (repeat), e.g. credibility=3 for the CLEF eHealth 2021 qrels. Without
+    /// it every grade is a gain, which is what reproduces the NRP paper's nDCG@10.
     #[arg(long = "not-judgeable", value_name = "DIMENSION=GRADES", value_parser = key_value)]
     pub not_judgeable: Vec<(String, String)>,
     /// Documents: JSONL {"docno","text"} or TSV docno<TAB>text (needed by BM25).
@@ -49,6 +50,11 @@ pub struct NrpArgs {
     /// STRIDE words, as WORDS,STRIDE (default: one pass, long texts lose their end, counted).
     #[arg(long, value_name = "WORDS,STRIDE")]
     pub window: Option<String>,
+    /// A fusion ranker over rankers given (by name: bm25, a --ranker/--monot5/... NAME, or an
+    /// earlier fusion), as [NAME=]rrf:A,B[,..] (reciprocal rank fusion, k = 60) or
+    /// [NAME=]zsum:A,B[,..] (sum of per-query z-scores); default name rrf(A+B) (repeat).
+    #[arg(long = "fuse", value_name = "[NAME=]METHOD:RANKERS")]
+    pub fuse: Vec<String>,
     /// Use this ranker for a dimension instead of the best by nDCG@10, as DIMENSION=RANKER.
     #[arg(long = "force-ranker", value_name = "DIMENSION=RANKER", value_parser = key_value)]
     pub force_rankers: Vec<(String, String)>,
@@ -58,9 +64,19 @@ pub struct NrpArgs {
     /// How an answer tied with documents is placed.
     #[arg(long, default_value = "pessimistic", value_parser = ["pessimistic", "optimistic", "average"])]
     pub ties: String,
-    /// NRP denominator: docs = |D_q| (the paper), docs+1 = |D_q|+1 (the public code).
+    /// NRP denominator: docs = |D_q| (the paper's formula), docs+1 = |D_q|+1 (the list
+    /// length with the answer, as in the public code; that code also drops unscored judged
+    /// documents: see --as-public-code).
     #[arg(long, default_value = "docs", value_parser = ["docs", "docs+1"])]
     pub denominator: String,
+    /// A judged document the ranker did not score: below = stays in D_q, ranked below every
+    /// scored item; drop = left out of D_q and of nDCG@10 (as the public code).
+    #[arg(long, default_value = "below", value_parser = ["below", "drop"])]
+    pub unscored: String,
+    /// The NRP paper's public code in one choice: --denominator docs+1, --unscored drop and
+    /// every grade a gain (no --not-judgeable); ties stay as --ties says.
+    #[arg(long, conflicts_with_all = ["denominator", "unscored", "not_judgeable"])]
+    pub as_public_code: bool,
     /// Expert rankings for agreement: CSV instance=qid, system=docno or system/prompt/sample.
     #[arg(long, value_name = "FILE")]
     pub expert_rankings: Option<PathBuf>,
@@ -117,6 +133,9 @@ pub(super) fn nrp(a: NrpArgs) -> Result<()> {
         options: jobs::NrpRequestOptions {
             ties: a.ties,
             denominator: a.denominator,
+            unscored: a.unscored,
+            as_public_code: a.as_public_code,
+            fuse: a.fuse,
             weights,
             forced_rankers: a.force_rankers.iter().map(|(d, r)| (crate::data::dimension_name(d), r.clone())).collect(),
             not_judgeable,

@@ -2,7 +2,8 @@
 //! quality dimension (BM25, precomputed runs, neural rankers).
 
 use super::*;
-use crate::eval::nrp::{self as method, AnswerKey, Denominator, NrpOptions, NrpReport, RankerScores, TiePolicy};
+use crate::eval::nrp::fusion::FusionSpec;
+use crate::eval::nrp::{self as method, AnswerKey, Denominator, NrpOptions, NrpReport, RankerScores, TiePolicy, Unscored};
 
 /// A file of generated answers: JSONL carries system and prompt itself; a CSV
 /// `qid,query,answer1..N` needs them, given here or taken from a `<system>__<prompt>.csv` name.
@@ -37,8 +38,17 @@ pub struct QrelsFile {
 pub struct NrpRequestOptions {
     /// `pessimistic` (default), `optimistic` or `average`.
     pub ties: String,
-    /// `docs` (|D_q|, the paper) or `docs+1` (|D_q|+1, the public code).
+    /// `docs` (|D_q|, the paper) or `docs+1` (|D_q|+1, the public code's list length).
     pub denominator: String,
+    /// A judged document the ranker did not score: `below` (stays in D_q, ranks below every
+    /// scored item; default) or `drop` (left out of D_q and nDCG@10, as the public code).
+    pub unscored: String,
+    /// The NRP paper's public code in one choice: denominator docs+1, unscored documents
+    /// dropped, every grade a gain (no "not able to judge" grades may be given).
+    pub as_public_code: bool,
+    /// Fusion rankers, `[NAME=]rrf:A,B[,...]` or `[NAME=]zsum:A,B[,...]`
+    /// (`eval::nrp::fusion::FusionSpec`), over the rankers given before them.
+    pub fuse: Vec<String>,
     pub weights: Vec<(String, f64)>,
     pub forced_rankers: Vec<(String, String)>,
     /// (dimension, grades) meaning "not able to judge".
@@ -56,6 +66,9 @@ impl Default for NrpRequestOptions {
         NrpRequestOptions {
             ties: "pessimistic".into(),
             denominator: "docs".into(),
+            unscored: "below".into(),
+            as_public_code: false,
+            fuse: Vec::new(),
             weights: d.weights,
             forced_rankers: d.forced_rankers,
             not_judgeable: Vec::new(),
@@ -100,6 +113,18 @@ pub fn nrp_with_models(
     let (topics, w) = data::parse_topics(&req.topics.name, &req.topics.text)?;
     warnings.extend(w);
 
+    let specs = o.fuse.iter().map(|f| FusionSpec::parse(f)).collect::<Result<Vec<_>>>()?;
+    let (denominator, unscored) = if o.as_public_code {
+        if o.not_judgeable.iter().any(|(_, g)| !g.is_empty()) {
+            return Err(Error::invalid(
+                "the public code's settings count every grade as a gain (CLEF eHealth 2021 credibility grade 3 too, which is what reproduces the paper's nDCG@10): leave out the \"not able to judge\" grades, or do not ask for the public code's settings",
+            ));
+        }
+        (Denominator::JudgedDocumentsPlusAnswer, Unscored::Drop)
+    } else {
+        (parse_denominator(&o.denominator)?, parse_unscored(&o.unscored)?)
+    };
+    let ties = parse_ties(&o.ties)?;
     let mut not_judgeable = data::trec::NotJudgeable::none();
     for (dim, grades) in &o.not_judgeable {
         not_judgeable = not_judgeable.with(&data::trec::dimension_name(dim), grades);
@@ -184,6 +209,10 @@ pub fn nrp_with_models(
     if rankers.is_empty() {
         return Err(Error::invalid("NRP needs a ranker: BM25 over the documents, a model, or precomputed run + answer scores"));
     }
+    for spec in &specs {
+        let fused = spec.fuse(&rankers)?;
+        rankers.push(fused);
+    }
 
     let expert = match &req.expert_rankings {
         Some(e) => {
@@ -207,8 +236,9 @@ pub fn nrp_with_models(
 
     let keys: Vec<AnswerKey> = answers.iter().map(AnswerKey::of).collect();
     let options = NrpOptions {
-        ties: parse_ties(&o.ties)?,
-        denominator: parse_denominator(&o.denominator)?,
+        ties,
+        denominator,
+        unscored,
         weights: o.weights.clone(),
         forced_rankers: o.forced_rankers.clone(),
         seed: o.seed,
@@ -220,6 +250,16 @@ pub fn nrp_with_models(
     report.provenance.inputs.extend(model_inputs);
     for (name, ranker, _) in models {
         report.provenance.conventions.push((format!("ranker {name}"), ranker.kind().into()));
+    }
+    for spec in &specs {
+        report.provenance.conventions.push((format!("ranker {}", spec.name), format!("{} of {}", spec.method.describe(), spec.rankers.join(", "))));
+    }
+    report.provenance.conventions.push(("not_judgeable".into(), not_judgeable_convention(&o.not_judgeable)));
+    if o.as_public_code {
+        report.provenance.conventions.push((
+            "settings".into(),
+            "the NRP paper's public code: 1 - r/(|D_q|+1), unscored judged documents dropped, every grade a gain".into(),
+        ));
     }
     warnings.append(&mut report.warnings);
     report.warnings = warnings;
@@ -241,6 +281,28 @@ pub fn parse_denominator(s: &str) -> Result<Denominator> {
         "docs" => Ok(Denominator::JudgedDocuments),
         "docs+1" => Ok(Denominator::JudgedDocumentsPlusAnswer),
         _ => Err(Error::invalid(format!("unknown NRP denominator `{s}` (docs = |D_q|, docs+1 = |D_q|+1)"))),
+    }
+}
+
+pub fn parse_unscored(s: &str) -> Result<Unscored> {
+    match s {
+        "below" => Ok(Unscored::RankBelow),
+        "drop" => Ok(Unscored::Drop),
+        _ => Err(Error::invalid(format!("unknown treatment of unscored judged documents `{s}` (below, drop)"))),
+    }
+}
+
+/// The grade convention in words, for the provenance.
+fn not_judgeable_convention(given: &[(String, Vec<i64>)]) -> String {
+    let given: Vec<String> = given
+        .iter()
+        .filter(|(_, g)| !g.is_empty())
+        .map(|(d, g)| format!("{} {}", data::trec::dimension_name(d), g.iter().map(i64::to_string).collect::<Vec<_>>().join(",")))
+        .collect();
+    if given.is_empty() {
+        "none: every grade is a gain and its document is in D_q (for CLEF eHealth 2021 credibility, grade 3 \"not able to judge\" then counts as gain 3, which is what reproduces the NRP paper's nDCG@10)".into()
+    } else {
+        format!("{}: missing data, out of D_q and of nDCG@10", given.join("; "))
     }
 }
 

@@ -3,7 +3,7 @@
 //! significant digits); the JSON report keeps full precision.
 
 use crate::eval::controls::ControlsReport;
-use crate::eval::nrp::NrpReport;
+use crate::eval::nrp::{NrpReport, Unscored};
 use crate::eval::proxy::{HumanAgreement, ProxyReport};
 use crate::jobs::EvaluateReport;
 use crate::report::{fmt_num, fmt_stat, Table};
@@ -252,13 +252,30 @@ pub fn nrp(report: &NrpReport) -> Vec<Table> {
     }
     tables.push(ties);
 
+    let treatment = match report.unscored {
+        Unscored::RankBelow => "ranked below every scored item",
+        Unscored::Drop => "dropped from D_q and nDCG@10",
+    };
+    let mut unscored = Table::new("nrp_unscored", "Judged documents the chosen ranker did not score, and what was done with them", &["dimension", "ranker", "unscored judged docs", "queries with any", "treatment"]);
+    for d in &report.dimensions {
+        unscored.push(vec![d.dimension.clone(), d.ranker.clone(), d.unscored_documents.to_string(), d.unscored_queries.to_string(), treatment.into()]);
+    }
+    tables.push(unscored);
+
     if !report.expert_agreement.is_empty() {
-        let mut agree = Table::new("nrp_expert_agreement", "Expert agreement: Kendall tau-b per query between the expert's and the ranker's ranking", &["ranker", "mean tau-b", "lo", "hi", "queries undefined", "unscored items"]);
+        let mut agree = Table::new("nrp_expert_agreement", "Expert agreement per ranker: mean Kendall tau-b per query between the expert's and the ranker's ranking", &["ranker", "mean tau-b", "lo", "hi", "queries undefined", "unscored items", "chosen for"]);
         for e in &report.expert_agreement {
             let [l, h] = interval_cells(&e.interval);
-            agree.push(vec![e.ranker.clone(), fmt_stat(&e.mean_tau, D), l, h, e.queries_undefined.to_string(), e.unscored_items.to_string()]);
+            agree.push(vec![e.ranker.clone(), fmt_stat(&e.mean_tau, D), l, h, e.queries_undefined.to_string(), e.unscored_items.to_string(), e.chosen_for.join(" ")]);
         }
         tables.push(agree);
+    }
+    if !report.agreement_comparisons.is_empty() {
+        let mut pairs = Table::new("nrp_agreement_pairs", "Which ranker agrees better with the expert: paired bootstrap over queries", &["ranker", "other", "P(ranker agrees better)"]);
+        for c in &report.agreement_comparisons {
+            pairs.push(vec![c.ranker.clone(), c.other.clone(), fmt_stat(&c.probability_better, D)]);
+        }
+        tables.push(pairs);
     }
     tables
 }
