@@ -632,21 +632,8 @@ pub fn nrp(request: JsValue, progress: &js_sys::Function) -> Result<String, JsVa
     let outcome = run_job(progress, "Placing answers among the judged documents", || {
         let o = &request.options;
         let ranker_of = |f: &InputFile| f.params.get("ranker").cloned().unwrap_or_else(|| jobs::file_stem(&f.name));
-        let runs: Vec<&InputFile> = files_of(&request, "run").collect();
-        let scores: Vec<&InputFile> = files_of(&request, "answer_scores").collect();
-        let mut rankers = Vec::new();
-        for run in &runs {
-            let name = ranker_of(run);
-            let matching = if runs.len() == 1 && scores.len() == 1 {
-                Some(scores[0])
-            } else {
-                scores.iter().copied().find(|s| ranker_of(s) == name)
-            };
-            let answer_scores = matching.ok_or_else(|| {
-                Error::in_file(&run.name, format!("no answer-scores file for ranker `{name}`: give one with the same ranker name"))
-            })?;
-            rankers.push(jobs::PrecomputedRanker { name, run: run.named(), answer_scores: answer_scores.named() });
-        }
+        let named = |kind| files_of(&request, kind).map(|f| (ranker_of(f), f.named())).collect::<Vec<_>>();
+        let rankers = jobs::pair_precomputed(&named("run"), &named("answer_scores"))?;
         let documents = one_file(&request, "documents", "documents file")?;
         let req = jobs::NrpRequest {
             topics: required(&request, "topics", "the topics (queries)")?.named(),

@@ -114,18 +114,10 @@ pub fn file_kind(key: &str) -> Option<&'static FileKind> {
     FILE_KINDS.iter().find(|k| k.key == key)
 }
 
-/// A file's name without its folder and extension.
-fn stem(name: &str) -> &str {
-    let base = name.rsplit(['/', '\\']).next().unwrap_or(name);
-    match base.rfind('.') {
-        Some(dot) if dot > 0 => &base[..dot],
-        _ => base,
-    }
-}
-
 /// The default parameters of `kind` for a file called `name`.
 pub fn default_params(kind: &str, name: &str) -> BTreeMap<String, String> {
-    let stem = stem(name);
+    let stem = super::file_stem(name);
+    let stem = stem.as_str();
     let mut answer_parts = stem.splitn(2, "__");
     let (answer_system, answer_prompt) = (answer_parts.next().unwrap_or(""), answer_parts.next().unwrap_or(""));
     let value = |d: ParamDefault| match d {

@@ -24,6 +24,24 @@ pub struct PrecomputedRanker {
     pub answer_scores: NamedText,
 }
 
+/// Pairs each run file with the answer-scores file of the same ranker name (a lone run and
+/// a lone answer-scores file pair whatever their names): the page's way of giving
+/// precomputed rankers, where the CLI names both files in one `--ranker NAME=RUN,SCORES`.
+pub fn pair_precomputed(runs: &[(String, NamedText)], answer_scores: &[(String, NamedText)]) -> Result<Vec<PrecomputedRanker>> {
+    runs.iter()
+        .map(|(name, run)| {
+            let matching = match (runs.len(), answer_scores) {
+                (1, [only]) => Some(only),
+                _ => answer_scores.iter().find(|(n, _)| n == name),
+            };
+            let (_, scores) = matching.ok_or_else(|| {
+                Error::in_file(&run.name, format!("no answer-scores file for ranker `{name}`: give one with the same ranker name"))
+            })?;
+            Ok(PrecomputedRanker { name: name.clone(), run: run.clone(), answer_scores: scores.clone() })
+        })
+        .collect()
+}
+
 /// A qrels file: TREC format for one named dimension, or the combined variant with a header
 /// (then `dimension` is ignored).
 #[derive(Debug, Clone, Deserialize, Serialize)]
@@ -329,4 +347,29 @@ fn read_answers(a: &AnswerFile) -> Result<(Vec<data::Answer>, Vec<data::Topic>, 
         })?,
     };
     data::parse_answers_csv(&f.name, &f.text, &system, &prompt)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn file(name: &str) -> NamedText {
+        NamedText::new(name, "")
+    }
+
+    #[test]
+    fn run_files_pair_with_the_answer_scores_of_the_same_ranker() {
+        let runs = [("bm25".to_string(), file("run.bm25")), ("colbert".to_string(), file("run.colbert"))];
+        let scores = [("colbert".to_string(), file("scores.colbert")), ("bm25".to_string(), file("scores.bm25"))];
+        let pairs = pair_precomputed(&runs, &scores).unwrap();
+        let names: Vec<(&str, &str, &str)> =
+            pairs.iter().map(|p| (p.name.as_str(), p.run.name.as_str(), p.answer_scores.name.as_str())).collect();
+        assert_eq!(names, [("bm25", "run.bm25", "scores.bm25"), ("colbert", "run.colbert", "scores.colbert")]);
+        // One of each pairs whatever the names.
+        let lone = pair_precomputed(&runs[..1], &scores[..1]).unwrap();
+        assert_eq!((lone[0].name.as_str(), lone[0].answer_scores.name.as_str()), ("bm25", "scores.colbert"));
+        // A run without its scores is an error naming the run file and the ranker.
+        let err = pair_precomputed(&runs, &scores[..1]).unwrap_err().to_string();
+        assert!(err.starts_with("run.bm25: no answer-scores file for ranker `bm25`"), "{err}");
+    }
 }
