@@ -145,7 +145,7 @@ impl GpuContext {
 
     /// The largest buffer one storage binding may cover, in bytes.
     pub fn max_binding_bytes(&self) -> u64 {
-        (self.limits.max_storage_buffer_binding_size as u64).min(self.limits.max_buffer_size)
+        self.limits.max_storage_buffer_binding_size.min(self.limits.max_buffer_size)
     }
 
     /// A storage tensor holding `data` (f32).
@@ -381,7 +381,8 @@ pub fn row_chunks(rows: usize, row_bytes: usize, max_bytes: u64) -> Result<Vec<R
         )));
     }
     if rows == 0 {
-        return Ok(vec![0..0]);
+        let none = 0..0; // one empty chunk: the caller still binds a (placeholder) buffer
+        return Ok(vec![none]);
     }
     let per_chunk = ((max_bytes / row_bytes.max(1) as u64) as usize).max(1);
     Ok((0..rows)

@@ -1,7 +1,6 @@
 //! Choosing the backend: the GPU when an adapter exists, the CPU otherwise, or whichever the
 //! user forces. The result says which backend ran and why, for reports and the page.
 
-use std::future::Future;
 
 use super::context::GpuContext;
 use super::encoder::GpuEncoder;
@@ -32,7 +31,9 @@ pub struct BackendReport {
     pub fallback_reason: Option<String>,
 }
 
-/// Either backend behind the one [`Encoder`] interface.
+/// Either backend behind the one [`Encoder`] interface. (One exists per opened model, so the
+/// CPU variant's size does not matter.)
+#[allow(clippy::large_enum_variant)]
 pub enum AnyEncoder {
     Cpu(CpuEncoder),
     Gpu(Box<GpuEncoder>),
@@ -101,18 +102,7 @@ pub fn select_encoder(
 }
 
 /// [`select_encoder`] opening the GPU itself (awaits the adapter; never blocks).
-pub fn open_encoder(
-    model: LoadedModel,
-    choice: BackendChoice,
-) -> impl Future<Output = Result<(AnyEncoder, BackendReport)>> {
-    async move {
-        let gpu = if choice == BackendChoice::Cpu {
-            None
-        } else {
-            Some(GpuContext::new().await)
-        };
-        select_encoder(model, choice, move || {
-            gpu.unwrap_or_else(|| Err(Error::model("not requested")))
-        })
-    }
+pub async fn open_encoder(model: LoadedModel, choice: BackendChoice) -> Result<(AnyEncoder, BackendReport)> {
+    let gpu = if choice == BackendChoice::Cpu { None } else { Some(GpuContext::new().await) };
+    select_encoder(model, choice, move || gpu.unwrap_or_else(|| Err(Error::model("not requested"))))
 }

@@ -65,6 +65,7 @@ impl NeuralRanker {
 /// Scores of `ranker` for every judged document (by query) and every answer. Documents
 /// missing from `documents` get no score (NRP counts them); long texts are cut (counted in
 /// a warning) unless `window` splits them (then the best window counts).
+#[allow(clippy::too_many_arguments)]
 pub fn neural_ranker_scores(
     name: &str,
     ranker: &NeuralRanker,
