@@ -74,10 +74,10 @@ async function addFiles(fileList) {
   const added = [];
   for (const file of fileList) {
     const text = await file.text();
-    added.push(await addText(file.name, text));
+    added.push(addText(file.name, text));
   }
   renderFiles();
-  await Promise.all(added.map(checkFile));
+  await Promise.all(added.map(identifyAndCheck));
   announce(`${added.length} file${added.length === 1 ? '' : 's'} added`);
 }
 
@@ -88,13 +88,27 @@ async function describeFile(name, text, kind = null) {
   return reply.result;
 }
 
-async function addText(name, text) {
-  const guess = await describeFile(name, text);
+/** Lists a file at once (its kind still unknown: the engine may be busy with a job). */
+function addText(name, text) {
   const existing = state.files.findIndex((f) => f.name === name);
-  const entry = { id: state.nextId++, name, text, size: new Blob([text]).size, kind: guess.kind, params: guess.params, check: { status: 'pending' } };
+  const entry = { id: state.nextId++, name, text, size: new Blob([text]).size, kind: null, params: {}, check: { status: 'pending' } };
   if (existing >= 0) state.files.splice(existing, 1, entry); // same name: the new one replaces it
   else state.files.push(entry);
   return entry;
+}
+
+/** The engine's guess of the file's kind, then its check. */
+async function identifyAndCheck(entry) {
+  try {
+    const guess = await describeFile(entry.name, entry.text);
+    entry.kind = guess.kind;
+    entry.params = guess.params;
+  } catch (error) {
+    entry.check = { status: 'bad', error };
+    renderFiles();
+    return;
+  }
+  await checkFile(entry);
 }
 
 async function checkFile(entry) {
@@ -186,10 +200,10 @@ async function loadExample() {
     for (const path of wanted) {
       const res = await fetch(`examples/${path}`);
       if (!res.ok) throw new Error(`examples/${path}: HTTP ${res.status}`);
-      await addText(path, await res.text());
+      addText(path, await res.text());
     }
     renderFiles();
-    await Promise.all(state.files.map(checkFile));
+    await Promise.all(state.files.map(identifyAndCheck));
     announce(`Example loaded: ${wanted.length} files`);
     $('#run-rank').focus();
   } catch (e) {
