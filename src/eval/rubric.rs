@@ -21,7 +21,7 @@
 use crate::data::common::content_lines;
 use crate::data::json::{parse_record, Record};
 use crate::error::{Error, Result, Warning};
-use crate::report::{fmt_num, fmt_stat, Fingerprint, Provenance, Table};
+use crate::report::{fmt_num, fmt_stat, Provenance, SingleInputReport, Table};
 use crate::stats::bootstrap::Bootstrap;
 use crate::stats::{describe, Interval, Stat};
 use serde::{Deserialize, Serialize};
@@ -190,15 +190,17 @@ pub struct RubricReport {
 
 /// Parses the JSONL `text` of file `name` and grades it.
 pub fn grade(name: &str, text: &str, options: &RubricOptions) -> Result<RubricReport> {
-    let (responses, mut warnings) = parse_graded(name, text)?;
-    let mut report = grade_responses(&responses, options)?;
-    report
-        .provenance
-        .inputs
-        .push(Fingerprint::of(name, text.as_bytes()));
-    warnings.append(&mut report.warnings);
-    report.warnings = warnings;
-    Ok(report)
+    let (responses, warnings) = parse_graded(name, text)?;
+    Ok(grade_responses(&responses, options)?.with_input(name, text, warnings))
+}
+
+impl SingleInputReport for RubricReport {
+    fn provenance_mut(&mut self) -> &mut Provenance {
+        &mut self.provenance
+    }
+    fn warnings_mut(&mut self) -> &mut Vec<Warning> {
+        &mut self.warnings
+    }
 }
 
 /// Grades parsed responses (the provenance lists no input: [`grade`] adds it).

@@ -29,6 +29,24 @@ impl Fingerprint {
     }
 }
 
+/// A report computed from one input file: its provenance and its warnings.
+pub trait SingleInputReport {
+    fn provenance_mut(&mut self) -> &mut Provenance;
+    fn warnings_mut(&mut self) -> &mut Vec<crate::Warning>;
+
+    /// Records the input file `name` (its fingerprint) and puts its reader's warnings
+    /// before the method's.
+    fn with_input(mut self, name: &str, text: &str, mut reader_warnings: Vec<crate::Warning>) -> Self
+    where
+        Self: Sized,
+    {
+        self.provenance_mut().inputs.push(Fingerprint::of(name, text.as_bytes()));
+        reader_warnings.append(self.warnings_mut());
+        *self.warnings_mut() = reader_warnings;
+        self
+    }
+}
+
 /// The header of every report.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Provenance {

@@ -27,7 +27,7 @@ pub use rouge::{RougeOptions, RougeScore, RougeType, Tokenizer};
 
 use crate::data::common::first_appearance;
 use crate::error::{Error, Result, Warning};
-use crate::report::{fmt_num, fmt_stat, Fingerprint, Provenance, Table};
+use crate::report::{fmt_num, fmt_stat, Provenance, SingleInputReport, Table};
 use crate::stats::bootstrap::Bootstrap;
 use crate::stats::spearman::{spearman, Correlation};
 use crate::stats::{describe, Interval, Stat};
@@ -220,15 +220,17 @@ pub struct MetricsReport {
 
 /// Parses the JSONL `text` of the file `name` and evaluates it.
 pub fn evaluate(name: &str, text: &str, options: &MetricsOptions) -> Result<MetricsReport> {
-    let (candidates, mut warnings) = parse_candidates(name, text)?;
-    let mut report = evaluate_candidates(&candidates, options)?;
-    report
-        .provenance
-        .inputs
-        .push(Fingerprint::of(name, text.as_bytes()));
-    warnings.append(&mut report.warnings);
-    report.warnings = warnings;
-    Ok(report)
+    let (candidates, warnings) = parse_candidates(name, text)?;
+    Ok(evaluate_candidates(&candidates, options)?.with_input(name, text, warnings))
+}
+
+impl SingleInputReport for MetricsReport {
+    fn provenance_mut(&mut self) -> &mut Provenance {
+        &mut self.provenance
+    }
+    fn warnings_mut(&mut self) -> &mut Vec<Warning> {
+        &mut self.warnings
+    }
 }
 
 /// Scores parsed candidates (the provenance lists no input: [`evaluate`] adds it).
