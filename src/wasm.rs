@@ -98,6 +98,8 @@ pub struct JobOptions {
     /// Where a model evaluation runs the encoder: auto (WebGPU when the browser gives an
     /// adapter) | cpu (wasm) | gpu (WebGPU or an error) — the CLI's `--backend`.
     pub backend: String,
+    /// Keep empty MCQA options as candidates — the CLI's `--keep-empty-options`.
+    pub keep_empty_options: bool,
 }
 
 impl Default for JobOptions {
@@ -112,6 +114,7 @@ impl Default for JobOptions {
             weights: None,
             not_judgeable: Vec::new(),
             backend: "auto".into(),
+            keep_empty_options: false,
         }
     }
 }
@@ -423,6 +426,14 @@ struct PredictionView<'a> {
     probs: &'a [(String, f64)],
 }
 
+/// The control names of the options plus the control files the bundle marks (as the job's
+/// verdict counts them).
+fn with_file_controls(controls: &[String], bundle: &crate::data::Bundle) -> Vec<String> {
+    let mut all = controls.to_vec();
+    all.extend(bundle.controls.iter().filter(|c| !controls.contains(c)).cloned());
+    all
+}
+
 #[derive(Serialize)]
 struct RankViews<'a> {
     /// Systems treated as control cases.
@@ -467,7 +478,8 @@ pub fn rank_systems(request: JsValue, progress: &js_sys::Function) -> Result<Str
     }
     let flat: Vec<(&str, &crate::data::Prediction)> =
         parsed.iter().flat_map(|(e, file)| file.predictions.iter().map(move |p| (*e, p))).collect();
-    let views = RankViews { controls: &o.controls, instances: instance_views(&bundle, &flat) };
+    let controls = with_file_controls(&o.controls, &bundle);
+    let views = RankViews { controls: &controls, instances: instance_views(&bundle, &flat) };
     reply(&outcome, views)
 }
 
@@ -550,7 +562,7 @@ impl Model {
             corpus,
             options: o.ranking(),
         };
-        let model_options = jobs::ModelOptions { controls, ..Default::default() };
+        let model_options = jobs::ModelOptions { controls, keep_empty_options: o.keep_empty_options, ..Default::default() };
         let mut on_batch = |done: usize, total: usize| progress.step("Encoding with the model", done, total).is_ok();
         let ((outcome, predictions), backend) =
             self.kept.evaluate(&req, choice, &model_options, &mut on_batch).await.map_err(js)?;
@@ -559,8 +571,9 @@ impl Model {
         let (bundle, _) = crate::data::parse_bundle(&bundle_text.name, &bundle_text.text).map_err(js)?;
         let evaluator = outcome.report.evaluators.first().map(|e| e.evaluator.as_str()).unwrap_or("model");
         let flat: Vec<(&str, &crate::data::Prediction)> = predictions.iter().map(|p| (evaluator, p)).collect();
+        let controls = with_file_controls(&o.controls, &bundle);
         let views = ModelViews {
-            rank: RankViews { controls: &o.controls, instances: instance_views(&bundle, &flat) },
+            rank: RankViews { controls: &controls, instances: instance_views(&bundle, &flat) },
             backend: &backend,
             threads: crate::model::cpu::worker_threads(),
         };
@@ -649,18 +662,24 @@ fn bundle_of(request: &JobRequest) -> Result<NamedText, Error> {
         (None, false) => {
             let mut no_argument = None;
             let mut sources = Vec::new();
+            let mut controls = Vec::new();
             for f in hitz {
                 let system = f.param("system")?;
-                if system == "no_argument" {
+                // The file's "control case" switch: `medrank import --control-source`.
+                let control = f.params.get("control").is_some_and(|v| v == "true");
+                if system == "no_argument" && !control {
                     no_argument = Some(f.named());
                 } else {
                     sources.push((system.to_string(), f.named()));
+                    if control {
+                        controls.push(system.to_string());
+                    }
                 }
             }
             let no_argument = no_argument.ok_or_else(|| {
                 Error::invalid("the Ranking-Over-Scoring import needs the no-argument file: set its system to `no_argument`")
             })?;
-            let outcome = jobs::import_ranking_over_scoring(&jobs::ImportRequest { no_argument, sources })?;
+            let outcome = jobs::import_ranking_over_scoring(&jobs::ImportRequest { no_argument, sources, controls })?;
             Ok(NamedText::new("imported_bundle.jsonl", outcome.bundle_jsonl))
         }
     }

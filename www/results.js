@@ -38,7 +38,10 @@ function proxyViews(result) {
       }
     }
   }
-  return { ...result, evaluators, robustness, agreement, confidence: result.report.evaluators?.[0]?.report.confidence, provenance: result.report.provenance, warnings: result.report.warnings };
+  // The verdict's own control cases (generated, named in Options, or control files the
+  // import marked) decide what the table and the heatmap draw as controls.
+  const controls = [...new Set([...(result.controls || []), ...evaluators.flatMap((e) => e.systems.filter((s) => s.control).map((s) => s.system))])];
+  return { ...result, controls, evaluators, robustness, agreement, confidence: result.report.evaluators?.[0]?.report.confidence, provenance: result.report.provenance, warnings: result.report.warnings };
 }
 
 let nrpRerun = null;

@@ -845,6 +845,7 @@ mod tests {
             name: "bundle.jsonl".into(),
             instances,
             systems,
+            controls: Vec::new(),
         }
     }
 
@@ -1287,6 +1288,7 @@ mod scale {
             name: "big".into(),
             instances,
             systems: systems.iter().map(|s| s.to_string()).collect(),
+            controls: Vec::new(),
         };
         let start = std::time::Instant::now();
         let report = rank_systems(&bundle, &predictions, &ProxyOptions::default(), None).unwrap();
