@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { copyFileSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { openApp, run, waitForChecks, cli, differences, EXAMPLES } from './harness.mjs';
+import { openApp, run, openTab, waitForChecks, cli, differences, EXAMPLES, ROOT } from './harness.mjs';
 
 const SOURCES = ['gpt-4o', 'llama-3-70b', 'label_only'];
 const GOLD = ['2', '1', '2', '1', '1', '4'];
@@ -94,4 +94,62 @@ test('source files that shuffle the options, as the published ones do, import li
   GOLD.forEach((gold, i) => SOURCES.forEach((s) => rows.push(`${i + 1},${s},${gold},0.5`)));
   writeFileSync(join(dir, 'evaluator.csv'), rows.join('\n') + '\n');
   await pageRanksLikeTheCli(dir);
+});
+
+test('control files marked as control cases in the page count in the verdict and the heatmap, as with medrank import --control-source', async () => {
+  // The fixtures with the published files' quirks (shuffled options, an empty fifth option,
+  // the paper's control files), under the paper's control names, which medrank does not know
+  // as control names: only the "control case" switch makes them controls.
+  const dir = mkdtempSync(join(tmpdir(), 'medrank-ros-control-files-'));
+  const fixtures = join(ROOT, 'tests/fixtures/ros_published');
+  const systems = ['gpt-4o', 'llama-3-70b'];
+  const controls = { Label_Only: 'label_only', Noise: 'noise', IR_Passages: 'ir_passages' };
+  for (const f of ['no_argument', ...systems]) copyFileSync(join(fixtures, `${f}.jsonl`), join(dir, `${f}.jsonl`));
+  for (const [name, f] of Object.entries(controls)) copyFileSync(join(fixtures, `${f}.jsonl`), join(dir, `${name}.jsonl`));
+  // A fictional evaluator: right on gpt-4o, right on instances 2, 4, 6 with llama-3-70b and
+  // with Noise (so Noise ties llama-3-70b: a violation), never right with the other controls.
+  const rows = ['instance,system,predicted,p_correct'];
+  GOLD.forEach((gold, i) => {
+    const wrong = gold === '4' ? '3' : String(Number(gold) + 1);
+    const half = i % 2 ? gold : wrong;
+    rows.push(`${i + 1},gpt-4o,${gold},0.9`, `${i + 1},llama-3-70b,${half},0.5`, `${i + 1},Noise,${half},0.5`);
+    rows.push(`${i + 1},Label_Only,${wrong},0.1`, `${i + 1},IR_Passages,${wrong},0.2`);
+  });
+  writeFileSync(join(dir, 'evaluator.csv'), rows.join('\n') + '\n');
+
+  cli(['import', 'ranking-over-scoring', '--no-argument', 'no_argument.jsonl', ...systems.flatMap((s) => ['--source', `${s}=${s}.jsonl`]),
+    ...Object.keys(controls).flatMap((c) => ['--control-source', `${c}=${c}.jsonl`]), '--out', 'imported_bundle.jsonl', '--quiet'], dir);
+  cli(['evaluate', '--bundle', 'imported_bundle.jsonl', '--predictions', 'evaluator.csv', '--seed', '0', '--json', 'report.json', '--quiet'], dir);
+  const expected = JSON.parse(readFileSync(join(dir, 'report.json'), 'utf8'));
+  const task = expected.evaluators[0].report.tasks[0];
+  assert.deepEqual(task.systems.filter((s) => s.is_control).map((s) => s.system).sort(), ['IR_Passages', 'Label_Only', 'Noise']);
+  assert.deepEqual(task.robustness.violations.map((v) => [v.control, v.primary]), [['Noise', 'llama-3-70b']]);
+
+  const app = await openApp();
+  try {
+    const { page } = app;
+    const files = ['no_argument', ...systems, ...Object.keys(controls)];
+    await page.setInputFiles('#file-input', files.map((f) => join(dir, `${f}.jsonl`)).concat(join(dir, 'evaluator.csv')));
+    await waitForChecks(page, files.length + 1);
+    for (const c of Object.keys(controls)) await page.check(`tr[data-file="${c}.jsonl"] input.control-case`);
+    await run(page, '#run-rank');
+    const report = await page.evaluate(() => window.medrank.state.lastResult.result.report);
+    assert.deepEqual(differences(report, expected), []);
+    // The ranking table and the heatmap draw them as controls.
+    const marked = await page.locator('table.ranking tbody tr.control').evaluateAll((trs) => trs.map((tr) => tr.dataset.system));
+    assert.deepEqual(marked.sort(), ['IR_Passages', 'Label_Only', 'Noise']);
+    await openTab(page, 'Heatmap');
+    const heatmapControls = await page.locator('svg.heatmap text.control-label').allTextContents();
+    assert.deepEqual(heatmapControls.sort(), ['IR_Passages', 'Label_Only', 'Noise']);
+    // The page shows the import's table as `medrank import` prints it: which files are
+    // control cases, and the records with an empty option (lines 1, 3, 5 of each file).
+    await openTab(page, 'Tables & export');
+    const importRows = await page.locator('[data-table="import"] tbody tr').evaluateAll((trs) => trs.map((tr) => [...tr.cells].map((td) => td.textContent)));
+    assert.deepEqual(importRows.map((r) => [r[0], r[2], r[5]]), [
+      ['(no-argument file)', 'no', '3'], ['gpt-4o', 'no', '3'], ['llama-3-70b', 'no', '3'],
+      ['Label_Only', 'yes', '3'], ['Noise', 'yes', '3'], ['IR_Passages', 'yes', '3'],
+    ]);
+  } finally {
+    await app.close();
+  }
 });
