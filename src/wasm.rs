@@ -434,10 +434,20 @@ fn with_file_controls(controls: &[String], bundle: &crate::data::Bundle) -> Vec<
     all
 }
 
+/// The import of the Ranking-Over-Scoring files, when the page made the bundle from them:
+/// its report (reordered options, control files, empty options) and table.
+#[derive(Serialize)]
+struct ImportView<'a> {
+    report: &'a jobs::ImportReport,
+    tables: Vec<PageTable<'a>>,
+}
+
 #[derive(Serialize)]
 struct RankViews<'a> {
     /// Systems treated as control cases.
     controls: &'a [String],
+    #[serde(skip_serializing_if = "Option::is_none")]
+    import: Option<ImportView<'a>>,
     instances: Vec<InstanceView<'a>>,
 }
 
@@ -453,7 +463,7 @@ pub fn rank_systems(request: JsValue, progress: &js_sys::Function) -> Result<Str
             (name.unwrap_or_else(|| jobs::file_stem(&f.name)), f)
         })
         .collect();
-    let bundle_text = bundle_of(&request).map_err(|e| error_to_js(&e))?;
+    let (bundle_text, imported) = bundle_of(&request).map_err(|e| error_to_js(&e))?;
     let outcome = run_job(progress, "Ranking systems", || {
         let req = jobs::EvaluateRequest {
             bundle: bundle_text.clone(),
@@ -479,7 +489,7 @@ pub fn rank_systems(request: JsValue, progress: &js_sys::Function) -> Result<Str
     let flat: Vec<(&str, &crate::data::Prediction)> =
         parsed.iter().flat_map(|(e, file)| file.predictions.iter().map(move |p| (*e, p))).collect();
     let controls = with_file_controls(&o.controls, &bundle);
-    let views = RankViews { controls: &controls, instances: instance_views(&bundle, &flat) };
+    let views = RankViews { controls: &controls, import: import_view(&imported), instances: instance_views(&bundle, &flat) };
     reply(&outcome, views)
 }
 
@@ -551,7 +561,7 @@ impl Model {
         let o = &request.options;
         let js = |e: Error| error_to_js(&e);
         let choice = jobs::parse_backend(&o.backend).map_err(js)?;
-        let bundle_text = bundle_of(&request).map_err(js)?;
+        let (bundle_text, imported) = bundle_of(&request).map_err(js)?;
         let corpus = one_file(&request, "corpus", "corpus").map_err(js)?.map(InputFile::named);
         // The control cases the inputs allow (IR passages need a corpus), as `--controls`.
         let controls: Vec<String> = o.controls.iter().filter(|c| corpus.is_some() || c.as_str() != "ir_passages").cloned().collect();
@@ -573,7 +583,7 @@ impl Model {
         let flat: Vec<(&str, &crate::data::Prediction)> = predictions.iter().map(|p| (evaluator, p)).collect();
         let controls = with_file_controls(&o.controls, &bundle);
         let views = ModelViews {
-            rank: RankViews { controls: &controls, instances: instance_views(&bundle, &flat) },
+            rank: RankViews { controls: &controls, import: import_view(&imported), instances: instance_views(&bundle, &flat) },
             backend: &backend,
             threads: crate::model::cpu::worker_threads(),
         };
@@ -650,10 +660,10 @@ fn cpu_kernels(threads: usize) -> String {
 
 /// The bundle: the one given, or one imported from the public Ranking-Over-Scoring (HiTZ)
 /// files, as `medrank import` writes it (the file of system `no_argument` is the base).
-fn bundle_of(request: &JobRequest) -> Result<NamedText, Error> {
+fn bundle_of(request: &JobRequest) -> Result<(NamedText, Option<jobs::ImportOutcome>), Error> {
     let hitz: Vec<&InputFile> = files_of(request, "ros").collect();
     match (one_file(request, "bundle", "argument bundle")?, hitz.is_empty()) {
-        (Some(bundle), true) => Ok(bundle.named()),
+        (Some(bundle), true) => Ok((bundle.named(), None)),
         (Some(bundle), false) => Err(Error::invalid(format!(
             "give either an argument bundle ({}) or Ranking-Over-Scoring files, not both",
             bundle.name
@@ -680,9 +690,13 @@ fn bundle_of(request: &JobRequest) -> Result<NamedText, Error> {
                 Error::invalid("the Ranking-Over-Scoring import needs the no-argument file: set its system to `no_argument`")
             })?;
             let outcome = jobs::import_ranking_over_scoring(&jobs::ImportRequest { no_argument, sources, controls })?;
-            Ok(NamedText::new("imported_bundle.jsonl", outcome.bundle_jsonl))
+            Ok((NamedText::new("imported_bundle.jsonl", outcome.bundle_jsonl.clone()), Some(outcome)))
         }
     }
+}
+
+fn import_view(imported: &Option<jobs::ImportOutcome>) -> Option<ImportView<'_>> {
+    imported.as_ref().map(|o| ImportView { report: &o.report, tables: page_tables(&o.tables) })
 }
 
 fn instance_views<'a>(

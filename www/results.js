@@ -41,7 +41,11 @@ function proxyViews(result) {
   // The verdict's own control cases (generated, named in Options, or control files the
   // import marked) decide what the table and the heatmap draw as controls.
   const controls = [...new Set([...(result.controls || []), ...evaluators.flatMap((e) => e.systems.filter((s) => s.control).map((s) => s.system))])];
-  return { ...result, controls, evaluators, robustness, agreement, confidence: result.report.evaluators?.[0]?.report.confidence, provenance: result.report.provenance, warnings: result.report.warnings };
+  // When the page imported the HiTZ files, the import's table (control files, reordered
+  // options, empty options) and warnings come first, as `medrank import` prints them.
+  const tables = [...(result.import?.tables || []), ...(result.tables || [])];
+  const warnings = [...(result.import?.report.warnings || []), ...(result.report.warnings || [])];
+  return { ...result, controls, tables, evaluators, robustness, agreement, confidence: result.report.evaluators?.[0]?.report.confidence, provenance: result.report.provenance, warnings };
 }
 
 let nrpRerun = null;
