@@ -3,10 +3,10 @@
 // systems from predictions — the same report as the two CLI steps.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { copyFileSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { openApp, run, openTab, waitForChecks, cli, differences, EXAMPLES, ROOT } from './harness.mjs';
+import { openApp, run, openTab, waitForChecks, cli, differences, differencesWithin, withoutPaths, EXAMPLES, ROOT, SITE } from './harness.mjs';
 
 const SOURCES = ['gpt-4o', 'llama-3-70b', 'label_only'];
 const GOLD = ['2', '1', '2', '1', '1', '4'];
@@ -149,6 +149,51 @@ test('control files marked as control cases in the page count in the verdict and
       ['(no-argument file)', 'no', '3'], ['gpt-4o', 'no', '3'], ['llama-3-70b', 'no', '3'],
       ['Label_Only', 'yes', '3'], ['Noise', 'yes', '3'], ['IR_Passages', 'yes', '3'],
     ]);
+  } finally {
+    await app.close();
+  }
+});
+
+const MODEL = 'models/all-MiniLM-L6-v2';
+const haveModel = existsSync(join(SITE, MODEL, 'model.safetensors')) && existsSync(join(ROOT, MODEL, 'model.safetensors'));
+
+test('the default model in the page leaves empty options out, or keeps them with the Options switch, as medrank evaluate --model [--keep-empty-options]', { skip: !haveModel && 'no bundled model: run scripts/setup.sh model, then scripts/build-web.sh' }, async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'medrank-ros-empty-options-'));
+  const fixtures = join(ROOT, 'tests/fixtures/ros_published');
+  for (const f of ['no_argument', 'gpt-4o']) copyFileSync(join(fixtures, `${f}.jsonl`), join(dir, `${f}.jsonl`));
+  copyFileSync(join(fixtures, 'noise.jsonl'), join(dir, 'Noise.jsonl'));
+  cli(['import', 'ranking-over-scoring', '--no-argument', 'no_argument.jsonl', '--source', 'gpt-4o=gpt-4o.jsonl',
+    '--control-source', 'Noise=Noise.jsonl', '--out', 'imported_bundle.jsonl', '--quiet'], dir);
+  const cliReport = (keep) => {
+    const out = `report${keep ? '-kept' : ''}.json`;
+    cli(['evaluate', '--bundle', 'imported_bundle.jsonl', '--model', join(ROOT, MODEL), '--controls', 'no_argument', '--control-systems', 'no_argument',
+      '--backend', 'cpu', '--seed', '0', ...(keep ? ['--keep-empty-options'] : []), '--json', out, '--quiet'], dir);
+    return JSON.parse(readFileSync(join(dir, out), 'utf8'));
+  };
+  const app = await openApp();
+  try {
+    const { page } = app;
+    await page.setInputFiles('#file-input', ['no_argument', 'gpt-4o', 'Noise'].map((f) => join(dir, `${f}.jsonl`)));
+    await waitForChecks(page, 3);
+    await page.check('tr[data-file="Noise.jsonl"] input.control-case');
+    await page.check('input[name=model][value=bundled]');
+    await page.selectOption('#opt-backend', 'cpu');
+    await page.evaluate(() => { document.querySelector('details.options').open = true; });
+    await page.fill('#opt-controls', 'no_argument');
+    for (const keep of [false, true]) {
+      await page.setChecked('#opt-keep-empty-options', keep);
+      await run(page, '#run-rank');
+      const report = await page.evaluate(() => window.medrank.state.lastResult.result.report);
+      const expected = cliReport(keep);
+      // Option 5 of instances 1, 3, 5 is empty (make.py): left out, or kept.
+      assert.deepEqual(report.empty_options, keep
+        ? { treatment: 'keep', left_out: 0, options: [] }
+        : { treatment: 'leave_out', left_out: 3, options: ['1', '3', '5'].map((instance) => ({ instance, option: '5' })) });
+      // The wasm and native CPU kernels add in different orders (encoder.test.mjs): 1e-5.
+      assert.deepEqual(differencesWithin(withoutPaths(report), withoutPaths(expected), 1e-5), []);
+      const systems = report.evaluators[0].report.tasks[0].systems.filter((s) => s.is_control).map((s) => s.system).sort();
+      assert.deepEqual(systems, ['Noise', 'no_argument']);
+    }
   } finally {
     await app.close();
   }
