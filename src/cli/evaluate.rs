@@ -11,7 +11,8 @@ use std::path::{Path, PathBuf};
 pub struct RankingArgs {
     #[command(flatten)]
     pub bootstrap: BootstrapArgs,
-    /// System names treated as control cases (comma separated).
+    /// System names treated as control cases (comma separated), besides the control files
+    /// the bundle marks (`import ranking-over-scoring --control-source`).
     #[arg(long, value_delimiter = ',', default_value = "no_argument,label_only,noise,ir_passages")]
     pub control_systems: Vec<String>,
     /// Keep misinformation instances labelled not_enough_evidence (the paper drops them).
