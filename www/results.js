@@ -13,7 +13,7 @@ const isUndefined = (s) => s != null && typeof s === 'object' && 'undefined' in 
 const val = (s) => (s == null || isUndefined(s) ? null : s);
 const statText = (s, d = 3) => (s == null ? '—' : isUndefined(s) ? `undefined (${s.undefined})` : typeof s === 'number' ? fmt(s, d) : String(s));
 
-/** The page's views of the engine's ProxyReports (src/eval/proxy.rs), one per evaluator. */
+/** The page's views of the engine's ProxyReports (src/eval/proxy/), one per evaluator. */
 function proxyViews(result) {
   const evaluators = [], robustness = [], agreement = [];
   for (const { evaluator, report } of result.report.evaluators || []) {
