@@ -102,6 +102,8 @@ pub struct JobOptions {
     /// Where a model evaluation runs the encoder: auto (WebGPU when the browser gives an
     /// adapter) | cpu (wasm) | gpu (WebGPU or an error) — the CLI's `--backend`.
     pub backend: String,
+    /// Keep empty MCQA options as candidates — the CLI's `--keep-empty-options`.
+    pub keep_empty_options: bool,
 }
 
 impl Default for JobOptions {
@@ -119,6 +121,7 @@ impl Default for JobOptions {
             weights: None,
             not_judgeable: Vec::new(),
             backend: "auto".into(),
+            keep_empty_options: false,
         }
     }
 }
@@ -333,10 +336,28 @@ struct PredictionView<'a> {
     probs: &'a [(String, f64)],
 }
 
+/// The control names of the options plus the control files the bundle marks (as the job's
+/// verdict counts them).
+fn with_file_controls(controls: &[String], bundle: &crate::data::Bundle) -> Vec<String> {
+    let mut all = controls.to_vec();
+    all.extend(bundle.controls.iter().filter(|c| !controls.contains(c)).cloned());
+    all
+}
+
+/// The import of the Ranking-Over-Scoring files, when the page made the bundle from them:
+/// its report (reordered options, control files, empty options) and table.
+#[derive(Serialize)]
+struct ImportView<'a> {
+    report: &'a jobs::ImportReport,
+    tables: Vec<PageTable<'a>>,
+}
+
 #[derive(Serialize)]
 struct RankViews<'a> {
     /// Systems treated as control cases.
     controls: &'a [String],
+    #[serde(skip_serializing_if = "Option::is_none")]
+    import: Option<ImportView<'a>>,
     instances: Vec<InstanceView<'a>>,
 }
 
@@ -352,7 +373,7 @@ pub fn rank_systems(request: JsValue, progress: &js_sys::Function) -> Result<Str
             (name.unwrap_or_else(|| jobs::file_stem(&f.name)), f)
         })
         .collect();
-    let bundle_text = bundle_of(&request).map_err(|e| error_to_js(&e))?;
+    let (bundle_text, imported) = bundle_of(&request).map_err(|e| error_to_js(&e))?;
     let outcome = run_job(progress, "Ranking systems", || {
         let req = jobs::EvaluateRequest {
             bundle: bundle_text.clone(),
@@ -377,7 +398,8 @@ pub fn rank_systems(request: JsValue, progress: &js_sys::Function) -> Result<Str
     }
     let flat: Vec<(&str, &crate::data::Prediction)> =
         parsed.iter().flat_map(|(e, file)| file.predictions.iter().map(move |p| (*e, p))).collect();
-    let views = RankViews { controls: &o.controls, instances: instance_views(&bundle, &flat) };
+    let controls = with_file_controls(&o.controls, &bundle);
+    let views = RankViews { controls: &controls, import: import_view(&imported), instances: instance_views(&bundle, &flat) };
     reply(&outcome, views)
 }
 
@@ -449,7 +471,7 @@ impl Model {
         let o = &request.options;
         let js = |e: Error| error_to_js(&e);
         let choice = jobs::parse_backend(&o.backend).map_err(js)?;
-        let bundle_text = bundle_of(&request).map_err(js)?;
+        let (bundle_text, imported) = bundle_of(&request).map_err(js)?;
         let corpus = one_file(&request, "corpus", "corpus").map_err(js)?.map(InputFile::named);
         // The control cases the inputs allow (IR passages need a corpus), as `--controls`.
         let controls: Vec<String> = o.controls.iter().filter(|c| corpus.is_some() || c.as_str() != "ir_passages").cloned().collect();
@@ -460,7 +482,7 @@ impl Model {
             corpus,
             options: o.ranking(),
         };
-        let model_options = jobs::ModelOptions { controls, ..Default::default() };
+        let model_options = jobs::ModelOptions { controls, keep_empty_options: o.keep_empty_options, ..Default::default() };
         let mut on_batch = |done: usize, total: usize| progress.step("Encoding with the model", done, total).is_ok();
         let ((outcome, predictions), backend) =
             self.kept.evaluate(&req, choice, &model_options, &mut on_batch).await.map_err(js)?;
@@ -469,8 +491,9 @@ impl Model {
         let (bundle, _) = crate::data::parse_bundle(&bundle_text.name, &bundle_text.text).map_err(js)?;
         let evaluator = outcome.report.evaluators.first().map(|e| e.evaluator.as_str()).unwrap_or("model");
         let flat: Vec<(&str, &crate::data::Prediction)> = predictions.iter().map(|p| (evaluator, p)).collect();
+        let controls = with_file_controls(&o.controls, &bundle);
         let views = ModelViews {
-            rank: RankViews { controls: &o.controls, instances: instance_views(&bundle, &flat) },
+            rank: RankViews { controls: &controls, import: import_view(&imported), instances: instance_views(&bundle, &flat) },
             backend: &backend,
             threads: crate::model::cpu::worker_threads(),
         };
@@ -547,10 +570,10 @@ fn cpu_kernels(threads: usize) -> String {
 
 /// The bundle: the one given, or one imported from the public Ranking-Over-Scoring (HiTZ)
 /// files, as `medrank import` writes it (the file of system `no_argument` is the base).
-fn bundle_of(request: &JobRequest) -> Result<NamedText, Error> {
+fn bundle_of(request: &JobRequest) -> Result<(NamedText, Option<jobs::ImportOutcome>), Error> {
     let hitz: Vec<&InputFile> = files_of(request, "ros").collect();
     match (one_file(request, "bundle", "argument bundle")?, hitz.is_empty()) {
-        (Some(bundle), true) => Ok(bundle.named()),
+        (Some(bundle), true) => Ok((bundle.named(), None)),
         (Some(bundle), false) => Err(Error::invalid(format!(
             "give either an argument bundle ({}) or Ranking-Over-Scoring files, not both",
             bundle.name
@@ -559,21 +582,31 @@ fn bundle_of(request: &JobRequest) -> Result<NamedText, Error> {
         (None, false) => {
             let mut no_argument = None;
             let mut sources = Vec::new();
+            let mut controls = Vec::new();
             for f in hitz {
                 let system = f.param("system")?;
-                if system == "no_argument" {
+                // The file's "control case" switch: `medrank import --control-source`.
+                let control = f.params.get("control").is_some_and(|v| v == "true");
+                if system == "no_argument" && !control {
                     no_argument = Some(f.named());
                 } else {
                     sources.push((system.to_string(), f.named()));
+                    if control {
+                        controls.push(system.to_string());
+                    }
                 }
             }
             let no_argument = no_argument.ok_or_else(|| {
                 Error::invalid("the Ranking-Over-Scoring import needs the no-argument file: set its system to `no_argument`")
             })?;
-            let outcome = jobs::import_ranking_over_scoring(&jobs::ImportRequest { no_argument, sources })?;
-            Ok(NamedText::new("imported_bundle.jsonl", outcome.bundle_jsonl))
+            let outcome = jobs::import_ranking_over_scoring(&jobs::ImportRequest { no_argument, sources, controls })?;
+            Ok((NamedText::new("imported_bundle.jsonl", outcome.bundle_jsonl.clone()), Some(outcome)))
         }
     }
+}
+
+fn import_view(imported: &Option<jobs::ImportOutcome>) -> Option<ImportView<'_>> {
+    imported.as_ref().map(|o| ImportView { report: &o.report, tables: page_tables(&o.tables) })
 }
 
 fn instance_views<'a>(

@@ -200,7 +200,7 @@ fn similarity_casimedicos_dev() {
             }
         })
         .collect();
-    let bundle = Bundle { name: "dev.jsonl".into(), instances, systems: vec!["hitz".into()] };
+    let bundle = Bundle { name: "dev.jsonl".into(), instances, systems: vec!["hitz".into()], controls: Vec::new() };
     let (out, kind) = medrank::model::evaluate_bundle(&model, &bundle, 16).unwrap();
     assert_eq!(kind, medrank::model::EvaluatorKind::Similarity);
     let correct = out.predictions.iter().zip(&bundle.instances).filter(|(p, i)| p.predicted == i.problem.gold()).count();
@@ -235,7 +235,7 @@ fn classification_evaluator_from_a_bundle_trains_and_evaluates() {
             }
         })
         .collect();
-    let bundle = Bundle { name: "hfc.jsonl".into(), instances, systems: vec!["gold".into(), "llm".into()] };
+    let bundle = Bundle { name: "hfc.jsonl".into(), instances, systems: vec!["gold".into(), "llm".into()], controls: Vec::new() };
     let labels = task_labels(Task::Misinformation);
     let expert = examples_from_bundle(&bundle, &ArgumentSource::System("gold".into()), &labels, &tok, 1).unwrap();
     assert_eq!(expert.len(), 24);

@@ -216,7 +216,7 @@ fn mcqa_bundle() -> Bundle {
         ],
         line,
     };
-    Bundle { name: "b.jsonl".into(), instances: vec![inst("q1", 1), inst("q2", 2)], systems: vec!["gold".into(), "no_argument".into()] }
+    Bundle { name: "b.jsonl".into(), instances: vec![inst("q1", 1), inst("q2", 2)], systems: vec!["gold".into(), "no_argument".into()], controls: Vec::new() }
 }
 
 #[test]

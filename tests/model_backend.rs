@@ -69,6 +69,7 @@ fn progress_counts_every_encoded_sequence_per_batch() {
     let options = ModelOptions {
         controls: vec!["no_argument".into(), "noise".into()],
         batch_size: 4,
+        ..Default::default()
     };
     let (outcome, predictions) = run_ready(jobs::evaluate_with_encoder(
         &req,

@@ -164,6 +164,16 @@ function renderFiles() {
       });
       paramsCell.append(el('label', { class: 'muted small' }, `${p.label} `, input), ' ');
     }
+    if (f.kind === 'ros') {
+      // A precomputed control file (the paper's Label_Only, Noise, IR_Passages): the
+      // import marks it, as `medrank import --control-source NAME=FILE` does.
+      const box = el('input', { type: 'checkbox', class: 'control-case', 'aria-label': `control case: ${f.name}`, ...(f.params?.control === 'true' ? { checked: '' } : {}) });
+      box.addEventListener('change', () => {
+        const { control, ...rest } = f.params || {};
+        f.params = box.checked ? { ...rest, control: 'true' } : rest;
+      });
+      paramsCell.append(el('label', { class: 'muted small' }, box, ' control case'));
+    }
     if (!paramsCell.childNodes.length) paramsCell.append(el('span', { class: 'muted' }, KINDS[f.kind]?.hint || ''));
     tr.append(paramsCell);
     tr.append(el('td', { class: 'check' }, renderCheck(f)));
@@ -266,6 +276,7 @@ function options() {
     controls: $('#opt-controls').value.split(',').map((s) => s.trim()).filter(Boolean),
     not_judgeable: parseNotJudgeable($('#opt-not-judgeable').value),
     backend: $('#opt-backend').value,
+    keep_empty_options: $('#opt-keep-empty-options').checked,
   };
 }
 

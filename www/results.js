@@ -13,7 +13,7 @@ const isUndefined = (s) => s != null && typeof s === 'object' && 'undefined' in 
 const val = (s) => (s == null || isUndefined(s) ? null : s);
 const statText = (s, d = 3) => (s == null ? '—' : isUndefined(s) ? `undefined (${s.undefined})` : typeof s === 'number' ? fmt(s, d) : String(s));
 
-/** The page's views of the engine's ProxyReports (src/eval/proxy.rs), one per evaluator. */
+/** The page's views of the engine's ProxyReports (src/eval/proxy/), one per evaluator. */
 function proxyViews(result) {
   const evaluators = [], robustness = [], agreement = [];
   for (const { evaluator, report } of result.report.evaluators || []) {
@@ -38,7 +38,14 @@ function proxyViews(result) {
       }
     }
   }
-  return { ...result, evaluators, robustness, agreement, confidence: result.report.evaluators?.[0]?.report.confidence, provenance: result.report.provenance, warnings: result.report.warnings };
+  // The verdict's own control cases (generated, named in Options, or control files the
+  // import marked) decide what the table and the heatmap draw as controls.
+  const controls = [...new Set([...(result.controls || []), ...evaluators.flatMap((e) => e.systems.filter((s) => s.control).map((s) => s.system))])];
+  // When the page imported the HiTZ files, the import's table (control files, reordered
+  // options, empty options) and warnings come first, as `medrank import` prints them.
+  const tables = [...(result.import?.tables || []), ...(result.tables || [])];
+  const warnings = [...(result.import?.report.warnings || []), ...(result.report.warnings || [])];
+  return { ...result, controls, tables, evaluators, robustness, agreement, confidence: result.report.evaluators?.[0]?.report.confidence, provenance: result.report.provenance, warnings };
 }
 
 let nrpRerun = null;

@@ -11,7 +11,8 @@ use std::path::{Path, PathBuf};
 pub struct RankingArgs {
     #[command(flatten)]
     pub bootstrap: BootstrapArgs,
-    /// System names treated as control cases (comma separated).
+    /// System names treated as control cases (comma separated), besides the control files
+    /// the bundle marks (`import ranking-over-scoring --control-source`).
     #[arg(long, value_delimiter = ',', default_value = "no_argument,label_only,noise,ir_passages")]
     pub control_systems: Vec<String>,
     /// Keep misinformation instances labelled not_enough_evidence (the paper drops them).
@@ -54,6 +55,11 @@ pub struct EvaluateArgs {
     /// With --model: write the model's predictions (CSV) for re-ranking without the model.
     #[arg(long, value_name = "FILE", requires = "model")]
     pub save_predictions: Option<PathBuf>,
+    /// With --model: keep empty MCQA option texts as ordinary candidates. By default an
+    /// empty option is not a candidate: left out of the softmax, probability 0, never
+    /// predicted, and counted in the report.
+    #[arg(long, requires = "model")]
+    pub keep_empty_options: bool,
     /// With --model: sequences per forward pass.
     #[arg(long, default_value_t = crate::model::embed::DEFAULT_BATCH)]
     pub batch_size: usize,
@@ -131,7 +137,7 @@ fn evaluate_with_model(a: &EvaluateArgs, dir: &Path, mut outputs: Outputs) -> Re
         corpus: named_opt(&a.corpus)?,
         options: a.ranking.options(),
     };
-    let options = jobs::ModelOptions { controls, batch_size: a.batch_size };
+    let options = jobs::ModelOptions { controls, batch_size: a.batch_size, keep_empty_options: a.keep_empty_options };
     let choice = jobs::parse_backend(&a.backend)?;
     let fingerprints = jobs::model_fingerprints(&files);
     // Progress on stderr: done/total sequences and an ETA, at most every 2 seconds.

@@ -20,9 +20,16 @@ pub struct ImportRosArgs {
     /// The file with the bare questions (No_Argument).
     #[arg(long, value_name = "FILE")]
     pub no_argument: PathBuf,
-    /// A system's file, as SYSTEM=FILE (repeat). Control-case files import the same way.
-    #[arg(long = "source", value_name = "SYSTEM=FILE", value_parser = key_value, required = true)]
+    /// A system's file, as SYSTEM=FILE (repeat).
+    #[arg(long = "source", value_name = "SYSTEM=FILE", value_parser = key_value, required_unless_present = "control_sources")]
     pub sources: Vec<(String, String)>,
+    /// A precomputed control-case file (the paper's Label_Only, Noise, IR_Passages), as
+    /// NAME=FILE (repeat): imported like a source and marked as a control case in the
+    /// bundle, so the robustness verdict counts it. Pick a name that `evaluate --controls`
+    /// does not generate (no_argument, label_only, noise, ir_passages) to use both, e.g.
+    /// label_only_file=en.test_casimedicos_Label_Only.jsonl.
+    #[arg(long = "control-source", value_name = "NAME=FILE", value_parser = key_value)]
+    pub control_sources: Vec<(String, String)>,
     /// Where to write the bundle (JSONL).
     #[arg(long, value_name = "FILE")]
     pub out: PathBuf,
@@ -31,18 +38,24 @@ pub struct ImportRosArgs {
 }
 
 pub(super) fn import_ros(a: ImportRosArgs) -> Result<()> {
-    let inputs: Vec<&Path> = std::iter::once(a.no_argument.as_path()).chain(a.sources.iter().map(|(_, f)| Path::new(f))).collect();
+    let all: Vec<&(String, String)> = a.sources.iter().chain(&a.control_sources).collect();
+    let inputs: Vec<&Path> = std::iter::once(a.no_argument.as_path()).chain(all.iter().map(|(_, f)| Path::new(f))).collect();
     let mut outputs = Outputs::plan(&inputs, &a.output, &[&a.out], &[])?;
     let req = jobs::ImportRequest {
         no_argument: named(&a.no_argument)?,
-        sources: a.sources.iter().map(|(s, f)| Ok((s.clone(), named(Path::new(f))?))).collect::<Result<_>>()?,
+        sources: all.iter().map(|(s, f)| Ok((s.clone(), named(Path::new(f))?))).collect::<Result<_>>()?,
+        controls: a.control_sources.iter().map(|(s, _)| s.clone()).collect(),
     };
     let outcome = jobs::import_ranking_over_scoring(&req)?;
     outputs.file(&a.out, outcome.bundle_jsonl.as_bytes())?;
     warn_all(&outcome.report.warnings, a.output.quiet);
     emit(&outcome.report, &outcome.tables, &a.output, outputs)?;
     if !a.output.quiet {
-        println!("wrote {} instances x {} systems to {}", outcome.report.instances, outcome.report.systems.len(), a.out.display());
+        let controls = match outcome.report.controls.len() {
+            0 => String::new(),
+            n => format!(" ({n} marked as control cases: {})", outcome.report.controls.join(", ")),
+        };
+        println!("wrote {} instances x {} systems{controls} to {}", outcome.report.instances, outcome.report.systems.len(), a.out.display());
     }
     Ok(())
 }

@@ -9,7 +9,7 @@ use serde_json::{Map, Value};
 use std::collections::HashMap;
 
 /// Fields every instance may carry, whatever its task.
-const COMMON_FIELDS: [&str; 3] = ["id", "task", "arguments"];
+const COMMON_FIELDS: [&str; 4] = ["id", "task", "arguments", "controls"];
 
 fn task_fields(task: Task) -> &'static [&'static str] {
     match task {
@@ -26,10 +26,12 @@ pub fn parse_bundle(name: &str, text: &str) -> Result<(Bundle, Vec<Warning>)> {
     let mut instances: Vec<Instance> = Vec::new();
     let mut first_line_of_id: HashMap<String, usize> = HashMap::new();
     let mut unknown = Tally::new(name);
+    let mut seen: Vec<(String, bool, usize)> = Vec::new();
 
     for (line, text) in content_lines(text) {
         let record = parse_record(name, line, text)?;
         let instance = parse_instance(&record)?;
+        check_controls(&record, &instance, &mut seen)?;
         if let Some(first) = first_line_of_id.insert(instance.id.clone(), line) {
             return Err(record.error(
                 "id",
@@ -55,6 +57,7 @@ pub fn parse_bundle(name: &str, text: &str) -> Result<(Bundle, Vec<Warning>)> {
         name: name.to_owned(),
         systems: systems_in_order(&instances),
         instances,
+        controls: seen.into_iter().filter(|(_, c, _)| *c).map(|(s, _, _)| s).collect(),
     };
     let mut warnings = bundle_warnings(&bundle);
     warnings.extend(unknown.into_warnings());
@@ -120,6 +123,39 @@ fn parse_instance(record: &Record) -> Result<Instance> {
         arguments,
         line: record.line,
     })
+}
+
+/// The optional field `controls`: the systems of this line's `arguments` that are control
+/// cases. A system is a control on every line where it has an argument, or on none.
+/// `seen` holds (system, is a control, first line) for every system met so far.
+fn check_controls(record: &Record, instance: &Instance, seen: &mut Vec<(String, bool, usize)>) -> Result<()> {
+    let marked = if record.get("controls").is_some() { record.string_array("controls")? } else { Vec::new() };
+    for (i, system) in marked.iter().enumerate() {
+        if instance.argument(system).is_none() {
+            return Err(record.error(
+                &format!("controls[{i}]"),
+                format!("`{system}` is not a system of this line's `arguments`"),
+            ));
+        }
+        if marked[..i].contains(system) {
+            return Err(record.error(&format!("controls[{i}]"), format!("`{system}` is listed twice")));
+        }
+    }
+    for (system, _) in &instance.arguments {
+        let here = marked.contains(system);
+        match seen.iter().find(|(s, _, _)| s == system) {
+            Some((_, control, first)) if *control != here => {
+                let (was, is) = if *control { ("a control case", "not listed in") } else { ("not a control case", "listed in") };
+                return Err(record.error(
+                    "controls",
+                    format!("system `{system}` is {was} on line {first} but {is} `controls` here (a control system is listed on every line where it has an argument)"),
+                ));
+            }
+            Some(_) => {}
+            None => seen.push((system.clone(), here, record.line)),
+        }
+    }
+    Ok(())
 }
 
 fn non_empty_text(record: &Record, field: &str) -> Result<String> {
@@ -242,6 +278,15 @@ pub fn write_bundle_jsonl(bundle: &Bundle) -> String {
             }
         }
         object.insert("arguments".into(), ordered_object(&instance.arguments));
+        let controls: Vec<Value> = instance
+            .arguments
+            .iter()
+            .filter(|(s, _)| bundle.controls.contains(s))
+            .map(|(s, _)| Value::String(s.clone()))
+            .collect();
+        if !controls.is_empty() {
+            object.insert("controls".into(), Value::Array(controls));
+        }
         out.push_str(&Value::Object(object).to_string());
         out.push('\n');
     }
@@ -427,6 +472,36 @@ mod tests {
                 "b.jsonl: ignored unknown field `note`: 1 (q3)",
             ]
         );
+    }
+
+    #[test]
+    fn control_systems_are_marked_per_line_and_survive_the_writer() {
+        let line = |id: &str, controls: &str| {
+            MCQA.replace("\"q1\"", &format!("\"{id}\""))
+                .replace("}}", &format!("}}{controls}}}"))
+        };
+        let text = format!("{}\n{}\n", line("q1", r#", "controls": ["s2"]"#), line("q2", r#", "controls": ["s2"]"#));
+        let (bundle, warnings) = parse_bundle("b.jsonl", &text).unwrap();
+        assert!(warnings.is_empty(), "{warnings:?}");
+        assert_eq!(bundle.controls, ["s2"]);
+        let written = write_bundle_jsonl(&bundle);
+        assert!(written.lines().all(|l| l.ends_with(r#""controls":["s2"]}"#)), "{written}");
+        assert_eq!(parse_bundle("b.jsonl", &written).unwrap().0, bundle);
+        // Without the field: no control (files written before the field existed).
+        assert!(parse_bundle("b.jsonl", MCQA).unwrap().0.controls.is_empty());
+
+        // A control on one line must be one on every line where it has an argument.
+        let (line_no, field, message) = error_at(&format!("{}\n{}\n", line("q1", r#", "controls": ["s2"]"#), line("q2", "")));
+        assert_eq!((line_no, field.as_deref()), (2, Some("controls")));
+        assert!(message.ends_with("system `s2` is a control case on line 1 but not listed in `controls` here (a control system is listed on every line where it has an argument)"), "{message}");
+        let (line_no, _, message) = error_at(&format!("{}\n{}\n", line("q1", ""), line("q2", r#", "controls": ["s1"]"#)));
+        assert_eq!(line_no, 2);
+        assert!(message.contains("system `s1` is not a control case on line 1 but listed in `controls` here"), "{message}");
+        let (_, field, message) = error_at(&line("q1", r#", "controls": ["s2", "gpt"]"#));
+        assert_eq!(field.as_deref(), Some("controls[1]"));
+        assert!(message.ends_with("`gpt` is not a system of this line's `arguments`"), "{message}");
+        let (_, field, _) = error_at(&line("q1", r#", "controls": "s2""#));
+        assert_eq!(field.as_deref(), Some("controls"));
     }
 
     #[test]

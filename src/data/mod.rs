@@ -172,6 +172,10 @@ pub struct Bundle {
     pub instances: Vec<Instance>,
     /// Every system that appears, in order of first appearance.
     pub systems: Vec<String>,
+    /// The systems the file marks as control cases (field `controls` of its lines, e.g. the
+    /// paper's precomputed label-only, noise or IR-passages files), in order of first
+    /// appearance. Generated controls are recognised by name instead.
+    pub controls: Vec<String>,
 }
 
 /// One row of the human rankings CSV `instance,annotator,system,rank` (1 = best; ties allowed,

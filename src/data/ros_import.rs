@@ -6,7 +6,7 @@
 use crate::data::bundle::{bundle_warnings, systems_in_order};
 use crate::data::common::{content_lines, excerpt, Tally};
 use crate::data::json::parse_record;
-use crate::data::{Bundle, Instance, Problem};
+use crate::data::{is_empty_option, Bundle, Instance, Problem};
 use crate::error::{Error, Location, Result, Warning};
 
 /// How many mismatches an import error lists before it only counts the rest.
@@ -99,6 +99,11 @@ pub struct Imported {
     pub bundle: Bundle,
     pub warnings: Vec<Warning>,
     pub reordered: Vec<(String, usize)>,
+    /// Per source (system, records with an empty option text, see
+    /// [`crate::data::is_empty_option`]), in the order of the sources.
+    pub empty_options: Vec<(String, usize)>,
+    /// Records of the no-argument file with an empty option text.
+    pub base_empty_options: usize,
 }
 
 /// How a source record's options relate to the no-argument record's.
@@ -170,6 +175,9 @@ pub fn import_aligned(no_argument: (&str, &str), sources: &[(&str, &str, &str)])
     let mut mismatches: Vec<(Location, String)> = Vec::new();
     let mut arguments: Vec<Vec<(String, String)>> = vec![Vec::new(); base.len()];
     let mut reordered = Vec::new();
+    let mut empty_options = Vec::new();
+    let with_empty = |items: &[HitzItem]| items.iter().filter(|i| i.options.iter().any(|(_, t)| is_empty_option(t))).count();
+    let base_empty_options = with_empty(&base);
     for (system, file, text) in sources {
         let mut reordered_here = 0;
         let (items, source_warnings) = parse_hitz(file, text)?;
@@ -225,6 +233,7 @@ pub fn import_aligned(no_argument: (&str, &str), sources: &[(&str, &str, &str)])
             )));
         }
         reordered.push((system.to_string(), reordered_here));
+        empty_options.push((system.to_string(), with_empty(&items)));
     }
     if let Some((first, _)) = mismatches.first() {
         let mut message = format!(
@@ -264,9 +273,10 @@ pub fn import_aligned(no_argument: (&str, &str), sources: &[(&str, &str, &str)])
         name: base_name.to_owned(),
         systems: systems_in_order(&instances),
         instances,
+        controls: Vec::new(),
     };
     warnings.extend(bundle_warnings(&bundle));
-    Ok(Imported { bundle, warnings, reordered })
+    Ok(Imported { bundle, warnings, reordered, empty_options, base_empty_options })
 }
 
 /// "expected "…rotated text" but found "…other text"", starting a little before the first
@@ -450,6 +460,37 @@ mod tests {
         assert_eq!(lines.len(), 3, "{message}");
         assert!(lines[1].starts_with("  gpt-4o.jsonl:2: field `correct_option`: is "), "{message}");
         assert!(lines[2].starts_with("  gpt-4o.jsonl:4: field `options`: option "), "{message}");
+    }
+
+    #[test]
+    fn records_with_an_empty_option_are_counted_per_file() {
+        // Option 5 emptied on lines 1 and 3 of every file (never the correct one there), and
+        // gpt-4o's line 3 shuffled so that the empty text moves to key 1: the same multiset.
+        let empty5 = |text: &str| -> String {
+            text.lines()
+                .enumerate()
+                .map(|(i, l)| {
+                    let mut v: serde_json::Value = serde_json::from_str(l).unwrap();
+                    if i == 0 || i == 2 {
+                        v["options"]["5"] = serde_json::json!("");
+                    }
+                    v.to_string() + "\n"
+                })
+                .collect()
+        };
+        let base = empty5(NO_ARGUMENT);
+        let gpt: String = empty5(GPT4O)
+            .lines()
+            .enumerate()
+            .map(|(i, l)| if i == 2 { shuffled(l, &[4, 0, 1, 2, 3]) } else { l.to_owned() } + "\n")
+            .collect();
+        let label = empty5(LABEL_ONLY);
+        let imported = import_aligned(("n.jsonl", &base), &[("gpt-4o", "g.jsonl", &gpt), ("label_only", "l.jsonl", &label)]).unwrap();
+        assert_eq!(imported.base_empty_options, 2);
+        assert_eq!(imported.empty_options, [("gpt-4o".to_string(), 2), ("label_only".to_string(), 2)]);
+        assert_eq!(imported.reordered, [("gpt-4o".to_string(), 1), ("label_only".to_string(), 0)]);
+        let Problem::Mcqa { options, .. } = &imported.bundle.instances[2].problem else { panic!() };
+        assert_eq!((options[4].0.as_str(), options[4].1.as_str()), ("5", ""));
     }
 
     #[test]

@@ -203,13 +203,7 @@ pub fn add_controls(
     }
     for control in &wanted {
         if bundle.systems.iter().any(|s| s == control.system_name()) {
-            return Err(Error::invalid(format!(
-                "{}: the bundle already has a system named `{}`; remove it or do not add the \
-                 {} control again",
-                bundle.name,
-                control.system_name(),
-                control.system_name()
-            )));
+            return Err(name_clash(bundle, *control));
         }
     }
 
@@ -292,13 +286,43 @@ pub fn add_controls(
     Ok(report)
 }
 
-/// The first system in bundle order that is not a control case.
+/// A generated control whose name a system of the bundle already has (typically the
+/// paper's control file imported under that name): both can be used, under distinct names.
+fn name_clash(bundle: &Bundle, control: Control) -> Error {
+    let name = control.system_name();
+    let what = if bundle.controls.iter().any(|c| c == name) {
+        "a control case from a file"
+    } else {
+        "a system"
+    };
+    let others: Vec<&str> = Control::ALL
+        .iter()
+        .map(|c| c.system_name())
+        .filter(|n| *n != name && !bundle.systems.iter().any(|s| s == n))
+        .collect();
+    let drop = if others.is_empty() {
+        "leave out --controls".to_string()
+    } else {
+        format!("--controls {}", others.join(","))
+    };
+    Error::invalid(format!(
+        "{}: the bundle already has {what} named `{name}`, and the generated {name} control \
+         would take the same name. To keep both, import the file under another name \
+         (`medrank import ranking-over-scoring --control-source {name}_file=FILE`; in the \
+         page, rename its system to `{name}_file`); to keep only the file's, do not generate \
+         {name} ({drop}; in the page, remove it from Options > Controls)",
+        bundle.name
+    ))
+}
+
+/// The first system in bundle order that is not a control case (generated, by name, or
+/// marked in the bundle).
 pub fn first_primary_system(bundle: &Bundle) -> Option<&str> {
     bundle
         .systems
         .iter()
         .map(String::as_str)
-        .find(|s| !Control::is_control_name(s))
+        .find(|s| !Control::is_control_name(s) && !bundle.controls.iter().any(|c| c == s))
 }
 
 /// The noise control of a bundle: the text per instance (bundle order), the source system,
@@ -488,6 +512,7 @@ mod tests {
             name: "bundle.jsonl".into(),
             instances,
             systems: vec!["expert".into(), "gpt-4o".into()],
+            controls: Vec::new(),
         }
     }
 

@@ -83,7 +83,22 @@ pub struct EvaluateReport {
     /// Inputs cut to the model's token limit (model evaluations only).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub truncated: Vec<crate::model::TruncatedInput>,
+    /// How empty MCQA options were treated (model evaluations only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub empty_options: Option<EmptyOptionsReport>,
     pub warnings: Vec<Warning>,
+}
+
+/// What a model evaluation did with empty option texts (FORMATS.md, "Empty options").
+#[derive(Debug, Clone, Serialize)]
+pub struct EmptyOptionsReport {
+    /// `leave_out` (the convention) or `keep` (`--keep-empty-options`).
+    pub treatment: crate::model::evaluate::EmptyOptions,
+    /// Empty options left out of the candidates (each counted once per instance; every
+    /// system of that instance was scored without it).
+    pub left_out: usize,
+    /// Every one of them (instance, option key), in bundle order.
+    pub options: Vec<crate::model::evaluate::LeftOutOption>,
 }
 
 /// The file name without folders and extension.
@@ -174,7 +189,9 @@ fn rank_all(
 ) -> Result<Outcome<EvaluateReport>> {
     let rankings = match &req.rankings {
         Some(r) => {
-            let mut rankings = read_rankings(r, Some(rankings_bundle), &req.options.controls, &mut warnings)?;
+            let mut controls = req.options.controls.clone();
+            controls.extend(rankings_bundle.controls.iter().filter(|c| !req.options.controls.contains(c)).cloned());
+            let mut rankings = read_rankings(r, Some(rankings_bundle), &controls, &mut warnings)?;
             // Instances the evaluator could not score were left out (with a warning): their
             // human rows are left out of the comparison too.
             let kept: std::collections::HashSet<&str> = bundle.instances.iter().map(|i| i.id.as_str()).collect();
@@ -184,7 +201,13 @@ fn rank_all(
         }
         None => None,
     };
-    let options: ProxyOptions = (&req.options).into();
+    let mut options: ProxyOptions = (&req.options).into();
+    // Control files marked in the bundle count as control cases like the generated ones.
+    for c in &bundle.controls {
+        if !options.controls.contains(c) {
+            options.controls.push(c.clone());
+        }
+    }
     let mut shared: Vec<Fingerprint> = vec![req.bundle.fingerprint()];
     shared.extend(req.rankings.as_ref().map(NamedText::fingerprint));
     shared.extend(req.corpus.as_ref().filter(|_| controls_added.is_some()).map(NamedText::fingerprint));
@@ -206,7 +229,7 @@ fn rank_all(
         }
         reports.push(EvaluatorReport { evaluator: e.evaluator, report });
     }
-    let report = EvaluateReport { provenance, controls_added, evaluators: reports, truncated, warnings };
+    let report = EvaluateReport { provenance, controls_added, evaluators: reports, truncated, empty_options: None, warnings };
     let tables = tables::evaluate(&report);
     Ok(Outcome { report, tables })
 }
@@ -219,11 +242,14 @@ pub struct ModelOptions {
     pub controls: Vec<String>,
     /// Sequences per forward pass.
     pub batch_size: usize,
+    /// Keep empty MCQA options as ordinary candidates (`--keep-empty-options`); by default
+    /// they are left out (FORMATS.md, "Empty options").
+    pub keep_empty_options: bool,
 }
 
 impl Default for ModelOptions {
     fn default() -> Self {
-        ModelOptions { controls: Vec::new(), batch_size: crate::model::embed::DEFAULT_BATCH }
+        ModelOptions { controls: Vec::new(), batch_size: crate::model::embed::DEFAULT_BATCH, keep_empty_options: false }
     }
 }
 
@@ -440,12 +466,44 @@ pub async fn evaluate_with_encoder<E: crate::model::Encoder>(
     keep_tasks_the_model_handles(&mut bundle, &model.encoder.model, &model.name, &mut warnings)?;
     let controls_added = add_wanted_controls(&mut bundle, &wanted, req.corpus.as_ref(), req.options.seed, &mut warnings)?;
     let kind = if model.encoder.model.head.is_some() { crate::model::EvaluatorKind::Head } else { crate::model::EvaluatorKind::Similarity };
-    let total = crate::model::sequences_to_encode(&bundle, kind);
+    let empty = if model_options.keep_empty_options {
+        crate::model::evaluate::EmptyOptions::Keep
+    } else {
+        crate::model::evaluate::EmptyOptions::LeaveOut
+    };
+    let total = crate::model::evaluate::sequences_to_encode_as(&bundle, kind, empty);
     if !progress(0, total) {
         return Err(Error::Cancelled);
     }
     let counted = ProgressEncoder { inner: encoder, total, done: std::cell::Cell::new(0), progress: std::cell::RefCell::new(progress) };
-    let (output, kind) = crate::model::evaluate_bundle_on(model, &counted, &bundle, model_options.batch_size.max(1)).await?;
+    let (output, kind) = crate::model::evaluate::evaluate_bundle_as(model, &counted, &bundle, model_options.batch_size.max(1), empty).await?;
+    if !output.left_out.is_empty() {
+        let ids: Vec<String> = output.left_out.iter().take(10).map(|o| format!("{} option {}", o.instance, o.option)).collect();
+        let instances = output.left_out.iter().map(|o| o.instance.as_str()).collect::<std::collections::HashSet<_>>().len();
+        let more = output.left_out.len().saturating_sub(ids.len());
+        warnings.push(Warning::new(format!(
+            "{} empty options ({instances} instances) were left out of the evaluator's candidates (probability 0, never predicted; --keep-empty-options keeps them): {}{}",
+            output.left_out.len(),
+            ids.join(", "),
+            if more > 0 { format!(", and {more} more (all listed in the JSON report)") } else { String::new() }
+        )));
+        // A left-out option that is the gold answer can never be predicted: say so.
+        let gold_left_out: Vec<&str> = output
+            .left_out
+            .iter()
+            .filter(|o| bundle.instance(&o.instance).is_some_and(|i| i.problem.gold() == o.option))
+            .map(|o| o.instance.as_str())
+            .collect();
+        if !gold_left_out.is_empty() {
+            let shown: Vec<&str> = gold_left_out.iter().take(10).copied().collect();
+            warnings.push(Warning::new(format!(
+                "{} instances have an empty correct option, which is left out, so every system scores wrong on them: {}{}",
+                gold_left_out.len(),
+                shown.join(", "),
+                if gold_left_out.len() > shown.len() { format!(" and {} more", gold_left_out.len() - shown.len()) } else { String::new() }
+            )));
+        }
+    }
     if !output.truncated.is_empty() {
         let ids: Vec<String> = output
             .truncated
@@ -468,6 +526,21 @@ pub async fn evaluate_with_encoder<E: crate::model::Encoder>(
     };
     let scored = vec![Scored { evaluator, predictions: &output.predictions, inputs: model_inputs }];
     let mut outcome = rank_all(req, &bundle, &full_bundle, scored, controls_added, output.truncated.clone(), warnings)?;
+    outcome.report.provenance.conventions.push((
+        "empty options".into(),
+        match empty {
+            crate::model::evaluate::EmptyOptions::LeaveOut => "an empty MCQA option text is not a candidate: left out of the softmax, probability 0, never predicted".into(),
+            crate::model::evaluate::EmptyOptions::Keep => "empty MCQA option texts kept as ordinary candidates (--keep-empty-options)".into(),
+        },
+    ));
+    if !output.left_out.is_empty() {
+        let mut table = Table::new("empty_options", "Empty options left out of the candidates", &["instance", "option"]);
+        for o in &output.left_out {
+            table.push(vec![o.instance.clone(), o.option.clone()]);
+        }
+        outcome.tables.push(table);
+    }
+    outcome.report.empty_options = Some(EmptyOptionsReport { treatment: empty, left_out: output.left_out.len(), options: output.left_out.clone() });
     if kind == crate::model::EvaluatorKind::Similarity {
         outcome.report.provenance.conventions.push((
             "evaluator".into(),

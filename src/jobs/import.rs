@@ -7,6 +7,10 @@ pub struct ImportRequest {
     pub no_argument: NamedText,
     /// (system, file) per source; control-case files import the same way.
     pub sources: Vec<(String, NamedText)>,
+    /// The sources (by system name) that are control cases (the paper's Label_Only, Noise,
+    /// IR_Passages files): the bundle marks them, and the robustness verdict counts them.
+    #[serde(default)]
+    pub controls: Vec<String>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -16,6 +20,11 @@ pub struct ImportReport {
     pub systems: Vec<String>,
     /// Per source: records whose options were listed in another order (aligned by text).
     pub reordered: Vec<Reordered>,
+    /// The sources marked as control cases.
+    pub controls: Vec<String>,
+    /// Records with an empty option text: in the no-argument file, and per source. The
+    /// evaluators leave empty options out (FORMATS.md, "Empty options").
+    pub empty_options: EmptyOptionRecords,
     pub warnings: Vec<Warning>,
 }
 
@@ -23,6 +32,12 @@ pub struct ImportReport {
 pub struct Reordered {
     pub system: String,
     pub records: usize,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct EmptyOptionRecords {
+    pub no_argument: usize,
+    pub sources: Vec<Reordered>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -35,8 +50,18 @@ pub struct ImportOutcome {
 pub fn import_ranking_over_scoring(req: &ImportRequest) -> Result<ImportOutcome> {
     let sources: Vec<(&str, &str, &str)> =
         req.sources.iter().map(|(s, f)| (s.as_str(), f.name.as_str(), f.text.as_str())).collect();
-    let data::ros_import::Imported { bundle, warnings, reordered } =
+    for (i, control) in req.controls.iter().enumerate() {
+        if !req.sources.iter().any(|(s, _)| s == control) {
+            return Err(Error::invalid(format!("control case `{control}` is not one of the source files' systems")));
+        }
+        if req.controls[..i].contains(control) {
+            return Err(Error::invalid(format!("control case `{control}` is given twice")));
+        }
+    }
+    let data::ros_import::Imported { mut bundle, warnings, reordered, empty_options, base_empty_options } =
         data::ros_import::import_aligned((&req.no_argument.name, &req.no_argument.text), &sources)?;
+    // In the order of the sources, as the bundle's systems.
+    bundle.controls = req.sources.iter().map(|(s, _)| s).filter(|s| req.controls.contains(s)).cloned().collect();
     let mut provenance = Provenance::new(0).convention(
         "instance ids",
         "1-based line number in the no-argument file; the argument is the source question's suffix after the no-argument question",
@@ -47,17 +72,31 @@ pub fn import_ranking_over_scoring(req: &ImportRequest) -> Result<ImportOutcome>
     let mut table = Table::new(
         "import",
         "Imported Ranking-Over-Scoring files",
-        &["system", "file", "arguments", "options reordered to the no-argument order"],
+        &["system", "file", "control case", "arguments", "options reordered to the no-argument order", "records with an empty option"],
     );
-    for ((system, file), (_, moved)) in req.sources.iter().zip(&reordered) {
+    table.push(vec![
+        "(no-argument file)".into(),
+        req.no_argument.name.clone(),
+        "no".into(),
+        "0".into(),
+        "0".into(),
+        base_empty_options.to_string(),
+    ]);
+    for (((system, file), (_, moved)), (_, empty)) in req.sources.iter().zip(&reordered).zip(&empty_options) {
         let n = bundle.instances.iter().filter(|i| i.argument(system).is_some_and(|a| !a.is_empty())).count();
-        table.push(vec![system.clone(), file.name.clone(), n.to_string(), moved.to_string()]);
+        let control = if bundle.controls.contains(system) { "yes" } else { "no" };
+        table.push(vec![system.clone(), file.name.clone(), control.into(), n.to_string(), moved.to_string(), empty.to_string()]);
     }
     let report = ImportReport {
         provenance,
         instances: bundle.instances.len(),
         systems: bundle.systems.clone(),
         reordered: reordered.into_iter().map(|(system, records)| Reordered { system, records }).collect(),
+        controls: bundle.controls.clone(),
+        empty_options: EmptyOptionRecords {
+            no_argument: base_empty_options,
+            sources: empty_options.into_iter().map(|(system, records)| Reordered { system, records }).collect(),
+        },
         warnings,
     };
     Ok(ImportOutcome { bundle_jsonl: data::write_bundle_jsonl(&bundle), report, tables: vec![table] })

@@ -14,6 +14,12 @@
 //!   question text): 0.582 accuracy (163/280; chance 0.20) with all-MiniLM-L6-v2
 //!   (`cargo test --test encoder_minilm -- --ignored --nocapture similarity_casimedicos_dev`).
 //!
+//! Empty options ([`crate::data::is_empty_option`]; the public Ranking-Over-Scoring files
+//! have an empty fifth option in 320 of 595 questions) are not candidates by default
+//! ([`EmptyOptions::LeaveOut`]): never encoded, left out of the softmax, probability 0, never
+//! predicted, and listed in [`EvalOutput::left_out`]. [`EmptyOptions::Keep`] makes them
+//! ordinary candidates (the encoder then sees an empty second segment).
+//!
 //! Truncation never cuts the option; the case loses its start (the question sits at its
 //! end) and the argument its end, longest first. Every cut input is reported with its
 //! instance and system. Inputs are batched by length. With full cross-attention the case's
@@ -50,6 +56,55 @@ pub struct TruncatedInput {
 pub struct EvalOutput {
     pub predictions: Vec<Prediction>,
     pub truncated: Vec<TruncatedInput>,
+    /// The empty options left out of the candidates, once per instance (bundle order).
+    pub left_out: Vec<LeftOutOption>,
+}
+
+/// Whether empty MCQA options are candidates (FORMATS.md, "Empty options").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EmptyOptions {
+    /// Not candidates: left out of the softmax, probability 0 (the convention).
+    #[default]
+    LeaveOut,
+    /// Ordinary candidates (`--keep-empty-options`).
+    Keep,
+}
+
+/// An empty option that was not a candidate.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct LeftOutOption {
+    pub instance: String,
+    /// The option's key.
+    pub option: String,
+}
+
+/// Which options of an MCQA instance are candidates, recording the left-out ones. An
+/// instance whose every option is empty has nothing to choose from: an error.
+fn candidates(inst: &crate::data::Instance, options: &[(String, String)], empty: EmptyOptions, left_out: &mut Vec<LeftOutOption>) -> Result<Vec<bool>> {
+    let keep: Vec<bool> = options
+        .iter()
+        .map(|(_, t)| empty == EmptyOptions::Keep || !crate::data::is_empty_option(t))
+        .collect();
+    if !keep.contains(&true) {
+        return Err(Error::invalid(format!(
+            "instance {} (line {}): every option text is empty, so no option is a candidate; give option texts or keep empty options (--keep-empty-options)",
+            inst.id, inst.line
+        )));
+    }
+    for ((key, _), kept) in options.iter().zip(&keep) {
+        if !kept {
+            left_out.push(LeftOutOption { instance: inst.id.clone(), option: key.clone() });
+        }
+    }
+    Ok(keep)
+}
+
+/// Softmax over the candidates only; the others get probability 0.
+fn softmax_over(logits: &[f32], keep: &[bool], temperature: f64) -> Vec<f64> {
+    let kept: Vec<f32> = logits.iter().zip(keep).filter(|(_, k)| **k).map(|(l, _)| *l).collect();
+    let mut probs = softmax(&kept, temperature).into_iter();
+    keep.iter().map(|k| if *k { probs.next().expect("one per candidate") } else { 0.0 }).collect()
 }
 
 /// The text pair for a classification task: (first segment, second segment).
@@ -122,7 +177,7 @@ struct Job {
 }
 
 /// Evaluate every (instance, system) of a bundle with a trained head (multiple choice for
-/// MCQA, classification otherwise), on any backend.
+/// MCQA, classification otherwise), on any backend; empty options left out.
 pub async fn evaluate_with_head<E: Encoder>(
     encoder: &E,
     weights: &EncoderWeights,
@@ -132,6 +187,29 @@ pub async fn evaluate_with_head<E: Encoder>(
     bundle: &Bundle,
     batch_size: usize,
 ) -> Result<EvalOutput> {
+    evaluate_with_head_as(encoder, weights, head, head_labels, tokenizer, bundle, batch_size, EmptyOptions::LeaveOut).await
+}
+
+/// [`evaluate_with_head`] with empty options treated as `empty` says.
+#[allow(clippy::too_many_arguments)]
+pub async fn evaluate_with_head_as<E: Encoder>(
+    encoder: &E,
+    weights: &EncoderWeights,
+    head: &HeadWeights,
+    head_labels: &[String],
+    tokenizer: &TextTokenizer,
+    bundle: &Bundle,
+    batch_size: usize,
+    empty: EmptyOptions,
+) -> Result<EvalOutput> {
+    let mut keep: Vec<Vec<bool>> = Vec::with_capacity(bundle.instances.len());
+    let mut left_out = Vec::new();
+    for inst in &bundle.instances {
+        keep.push(match &inst.problem {
+            Problem::Mcqa { options, .. } => candidates(inst, options, empty, &mut left_out)?,
+            _ => Vec::new(),
+        });
+    }
     let pairs: Vec<(usize, usize)> = bundle
         .instances
         .iter()
@@ -139,7 +217,7 @@ pub async fn evaluate_with_head<E: Encoder>(
         .flat_map(|(i, inst)| (0..inst.arguments.len()).map(move |s| (i, s)))
         .collect();
     let mut jobs = Vec::new();
-    let mut out = EvalOutput::default();
+    let mut out = EvalOutput { left_out, ..EvalOutput::default() };
     for (p, &(i, s)) in pairs.iter().enumerate() {
         let inst = &bundle.instances[i];
         let (system, argument) = &inst.arguments[s];
@@ -147,6 +225,9 @@ pub async fn evaluate_with_head<E: Encoder>(
         match &inst.problem {
             Problem::Mcqa { question, options, .. } => {
                 for (slot, (key, text)) in options.iter().enumerate() {
+                    if !keep[i][slot] {
+                        continue;
+                    }
                     let (first, second) = mcqa_parts(question, argument, text);
                     let encoded = tokenizer.encode_parts(&first, &second).map_err(context)?;
                     if encoded.tokens_cut() > 0 {
@@ -201,7 +282,7 @@ pub async fn evaluate_with_head<E: Encoder>(
                 for (slot, l) in &per_pair[p] {
                     option_logits[*slot] = l[0];
                 }
-                softmax(&option_logits, 1.0)
+                softmax_over(&option_logits, &keep[i], 1.0)
             }
             problem => {
                 let map = label_mapping(head_labels, problem.task())?;
@@ -214,7 +295,8 @@ pub async fn evaluate_with_head<E: Encoder>(
     Ok(out)
 }
 
-/// The zero-training MCQA evaluator (a weak baseline; see the module doc).
+/// The zero-training MCQA evaluator (a weak baseline; see the module doc); empty options
+/// left out.
 pub async fn evaluate_by_similarity<E: Encoder>(
     encoder: &E,
     tokenizer: &TextTokenizer,
@@ -223,7 +305,21 @@ pub async fn evaluate_by_similarity<E: Encoder>(
     temperature: f64,
     batch_size: usize,
 ) -> Result<EvalOutput> {
+    evaluate_by_similarity_as(encoder, tokenizer, pooling, bundle, temperature, batch_size, EmptyOptions::LeaveOut).await
+}
+
+/// [`evaluate_by_similarity`] with empty options treated as `empty` says.
+pub async fn evaluate_by_similarity_as<E: Encoder>(
+    encoder: &E,
+    tokenizer: &TextTokenizer,
+    pooling: &Pooling,
+    bundle: &Bundle,
+    temperature: f64,
+    batch_size: usize,
+    empty: EmptyOptions,
+) -> Result<EvalOutput> {
     let mut out = EvalOutput::default();
+    let mut keep = Vec::with_capacity(bundle.instances.len());
     let mut contexts = Vec::new(); // (instance, system) -> encoded question+argument
     let mut options = Vec::new(); // every option of every instance, once
     let mut option_start = Vec::new();
@@ -237,9 +333,12 @@ pub async fn evaluate_by_similarity<E: Encoder>(
             )));
         };
         option_start.push(options.len());
-        for (_, text) in opts {
+        let kept = candidates(inst, opts, empty, &mut out.left_out)?;
+        // Only candidates are embedded; a left-out option has no vector.
+        for ((_, text), _) in opts.iter().zip(&kept).filter(|(_, k)| **k) {
             options.push(tokenizer.encode(text)?);
         }
+        keep.push(kept);
         for (system, argument) in &inst.arguments {
             let mut parts = vec![Part::cut_start(question)];
             if !argument.trim().is_empty() {
@@ -263,10 +362,20 @@ pub async fn evaluate_by_similarity<E: Encoder>(
     for (n, inst) in bundle.instances.iter().enumerate() {
         let labels = inst.problem.label_set();
         for (system, _) in &inst.arguments {
-            let sims: Vec<f32> = (0..labels.len())
-                .map(|k| cosine(&ctx_vecs[c], &opt_vecs[option_start[n] + k]))
+            // Candidates' cosines in option order; left-out options get a placeholder that
+            // softmax_over skips.
+            let mut next = option_start[n];
+            let sims: Vec<f32> = keep[n]
+                .iter()
+                .map(|&k| {
+                    if !k {
+                        return 0.0;
+                    }
+                    next += 1;
+                    cosine(&ctx_vecs[c], &opt_vecs[next - 1])
+                })
                 .collect();
-            let probs = softmax(&sims, temperature);
+            let probs = softmax_over(&sims, &keep[n], temperature);
             out.predictions.push(prediction(&inst.id, system, &labels, probs, inst.problem.gold()));
             c += 1;
         }
@@ -292,27 +401,49 @@ pub async fn evaluate_bundle_on<E: Encoder>(
     bundle: &Bundle,
     batch_size: usize,
 ) -> Result<(EvalOutput, EvaluatorKind)> {
+    evaluate_bundle_as(model, encoder, bundle, batch_size, EmptyOptions::LeaveOut).await
+}
+
+/// [`evaluate_bundle_on`] with empty options treated as `empty` says.
+pub async fn evaluate_bundle_as<E: Encoder>(
+    model: &super::embed::TextModel,
+    encoder: &E,
+    bundle: &Bundle,
+    batch_size: usize,
+    empty: EmptyOptions,
+) -> Result<(EvalOutput, EvaluatorKind)> {
     let m = &model.encoder.model;
     match &m.head {
-        Some(head) => evaluate_with_head(encoder, &m.weights, head, &m.config.labels, &model.tokenizer, bundle, batch_size)
+        Some(head) => evaluate_with_head_as(encoder, &m.weights, head, &m.config.labels, &model.tokenizer, bundle, batch_size, empty)
             .await
             .map(|o| (o, EvaluatorKind::Head)),
-        None => evaluate_by_similarity(encoder, &model.tokenizer, &model.pooling, bundle, SIMILARITY_TEMPERATURE, batch_size)
+        None => evaluate_by_similarity_as(encoder, &model.tokenizer, &model.pooling, bundle, SIMILARITY_TEMPERATURE, batch_size, empty)
             .await
             .map(|o| (o, EvaluatorKind::Similarity)),
     }
 }
 
 /// How many sequences [`evaluate_bundle_on`] encodes for `bundle` (progress totals): one
-/// per option per argument for MCQA with a head, one per argument for the other tasks;
-/// the similarity evaluator encodes each argument once and each option once per instance.
+/// per candidate option per argument for MCQA with a head, one per argument for the other
+/// tasks; the similarity evaluator encodes each argument once and each candidate option
+/// once per instance.
 pub fn sequences_to_encode(bundle: &Bundle, kind: EvaluatorKind) -> usize {
+    sequences_to_encode_as(bundle, kind, EmptyOptions::LeaveOut)
+}
+
+/// [`sequences_to_encode`] with empty options treated as `empty` says.
+pub fn sequences_to_encode_as(bundle: &Bundle, kind: EvaluatorKind, empty: EmptyOptions) -> usize {
     bundle
         .instances
         .iter()
         .map(|inst| {
             let systems = inst.arguments.len();
-            let options = inst.problem.label_set().len();
+            let options = match &inst.problem {
+                Problem::Mcqa { options, .. } => {
+                    options.iter().filter(|(_, t)| empty == EmptyOptions::Keep || !crate::data::is_empty_option(t)).count()
+                }
+                _ => 0,
+            };
             match (&inst.problem, kind) {
                 (Problem::Mcqa { .. }, EvaluatorKind::Head) => systems * options,
                 (Problem::Mcqa { .. }, EvaluatorKind::Similarity) => systems + options,

@@ -3,10 +3,10 @@
 // systems from predictions — the same report as the two CLI steps.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { copyFileSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { openApp, run, waitForChecks, cli, differences, EXAMPLES } from './harness.mjs';
+import { openApp, run, openTab, waitForChecks, cli, differences, differencesWithin, withoutPaths, EXAMPLES, ROOT, SITE } from './harness.mjs';
 
 const SOURCES = ['gpt-4o', 'llama-3-70b', 'label_only'];
 const GOLD = ['2', '1', '2', '1', '1', '4'];
@@ -94,4 +94,107 @@ test('source files that shuffle the options, as the published ones do, import li
   GOLD.forEach((gold, i) => SOURCES.forEach((s) => rows.push(`${i + 1},${s},${gold},0.5`)));
   writeFileSync(join(dir, 'evaluator.csv'), rows.join('\n') + '\n');
   await pageRanksLikeTheCli(dir);
+});
+
+test('control files marked as control cases in the page count in the verdict and the heatmap, as with medrank import --control-source', async () => {
+  // The fixtures with the published files' quirks (shuffled options, an empty fifth option,
+  // the paper's control files), under the paper's control names, which medrank does not know
+  // as control names: only the "control case" switch makes them controls.
+  const dir = mkdtempSync(join(tmpdir(), 'medrank-ros-control-files-'));
+  const fixtures = join(ROOT, 'tests/fixtures/ros_published');
+  const systems = ['gpt-4o', 'llama-3-70b'];
+  const controls = { Label_Only: 'label_only', Noise: 'noise', IR_Passages: 'ir_passages' };
+  for (const f of ['no_argument', ...systems]) copyFileSync(join(fixtures, `${f}.jsonl`), join(dir, `${f}.jsonl`));
+  for (const [name, f] of Object.entries(controls)) copyFileSync(join(fixtures, `${f}.jsonl`), join(dir, `${name}.jsonl`));
+  // A fictional evaluator: right on gpt-4o, right on instances 2, 4, 6 with llama-3-70b and
+  // with Noise (so Noise ties llama-3-70b: a violation), never right with the other controls.
+  const rows = ['instance,system,predicted,p_correct'];
+  GOLD.forEach((gold, i) => {
+    const wrong = gold === '4' ? '3' : String(Number(gold) + 1);
+    const half = i % 2 ? gold : wrong;
+    rows.push(`${i + 1},gpt-4o,${gold},0.9`, `${i + 1},llama-3-70b,${half},0.5`, `${i + 1},Noise,${half},0.5`);
+    rows.push(`${i + 1},Label_Only,${wrong},0.1`, `${i + 1},IR_Passages,${wrong},0.2`);
+  });
+  writeFileSync(join(dir, 'evaluator.csv'), rows.join('\n') + '\n');
+
+  cli(['import', 'ranking-over-scoring', '--no-argument', 'no_argument.jsonl', ...systems.flatMap((s) => ['--source', `${s}=${s}.jsonl`]),
+    ...Object.keys(controls).flatMap((c) => ['--control-source', `${c}=${c}.jsonl`]), '--out', 'imported_bundle.jsonl', '--quiet'], dir);
+  cli(['evaluate', '--bundle', 'imported_bundle.jsonl', '--predictions', 'evaluator.csv', '--seed', '0', '--json', 'report.json', '--quiet'], dir);
+  const expected = JSON.parse(readFileSync(join(dir, 'report.json'), 'utf8'));
+  const task = expected.evaluators[0].report.tasks[0];
+  assert.deepEqual(task.systems.filter((s) => s.is_control).map((s) => s.system).sort(), ['IR_Passages', 'Label_Only', 'Noise']);
+  assert.deepEqual(task.robustness.violations.map((v) => [v.control, v.primary]), [['Noise', 'llama-3-70b']]);
+
+  const app = await openApp();
+  try {
+    const { page } = app;
+    const files = ['no_argument', ...systems, ...Object.keys(controls)];
+    await page.setInputFiles('#file-input', files.map((f) => join(dir, `${f}.jsonl`)).concat(join(dir, 'evaluator.csv')));
+    await waitForChecks(page, files.length + 1);
+    for (const c of Object.keys(controls)) await page.check(`tr[data-file="${c}.jsonl"] input.control-case`);
+    await run(page, '#run-rank');
+    const report = await page.evaluate(() => window.medrank.state.lastResult.result.report);
+    assert.deepEqual(differences(report, expected), []);
+    // The ranking table and the heatmap draw them as controls.
+    const marked = await page.locator('table.ranking tbody tr.control').evaluateAll((trs) => trs.map((tr) => tr.dataset.system));
+    assert.deepEqual(marked.sort(), ['IR_Passages', 'Label_Only', 'Noise']);
+    await openTab(page, 'Heatmap');
+    const heatmapControls = await page.locator('svg.heatmap text.control-label').allTextContents();
+    assert.deepEqual(heatmapControls.sort(), ['IR_Passages', 'Label_Only', 'Noise']);
+    // The page shows the import's table as `medrank import` prints it: which files are
+    // control cases, and the records with an empty option (lines 1, 3, 5 of each file).
+    await openTab(page, 'Tables & export');
+    const importRows = await page.locator('[data-table="import"] tbody tr').evaluateAll((trs) => trs.map((tr) => [...tr.cells].map((td) => td.textContent)));
+    assert.deepEqual(importRows.map((r) => [r[0], r[2], r[5]]), [
+      ['(no-argument file)', 'no', '3'], ['gpt-4o', 'no', '3'], ['llama-3-70b', 'no', '3'],
+      ['Label_Only', 'yes', '3'], ['Noise', 'yes', '3'], ['IR_Passages', 'yes', '3'],
+    ]);
+  } finally {
+    await app.close();
+  }
+});
+
+const MODEL = 'models/all-MiniLM-L6-v2';
+const haveModel = existsSync(join(SITE, MODEL, 'model.safetensors')) && existsSync(join(ROOT, MODEL, 'model.safetensors'));
+
+test('the default model in the page leaves empty options out, or keeps them with the Options switch, as medrank evaluate --model [--keep-empty-options]', { skip: !haveModel && 'no bundled model: run scripts/setup.sh model, then scripts/build-web.sh' }, async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'medrank-ros-empty-options-'));
+  const fixtures = join(ROOT, 'tests/fixtures/ros_published');
+  for (const f of ['no_argument', 'gpt-4o']) copyFileSync(join(fixtures, `${f}.jsonl`), join(dir, `${f}.jsonl`));
+  copyFileSync(join(fixtures, 'noise.jsonl'), join(dir, 'Noise.jsonl'));
+  cli(['import', 'ranking-over-scoring', '--no-argument', 'no_argument.jsonl', '--source', 'gpt-4o=gpt-4o.jsonl',
+    '--control-source', 'Noise=Noise.jsonl', '--out', 'imported_bundle.jsonl', '--quiet'], dir);
+  const cliReport = (keep) => {
+    const out = `report${keep ? '-kept' : ''}.json`;
+    cli(['evaluate', '--bundle', 'imported_bundle.jsonl', '--model', join(ROOT, MODEL), '--controls', 'no_argument', '--control-systems', 'no_argument',
+      '--backend', 'cpu', '--seed', '0', ...(keep ? ['--keep-empty-options'] : []), '--json', out, '--quiet'], dir);
+    return JSON.parse(readFileSync(join(dir, out), 'utf8'));
+  };
+  const app = await openApp();
+  try {
+    const { page } = app;
+    await page.setInputFiles('#file-input', ['no_argument', 'gpt-4o', 'Noise'].map((f) => join(dir, `${f}.jsonl`)));
+    await waitForChecks(page, 3);
+    await page.check('tr[data-file="Noise.jsonl"] input.control-case');
+    await page.check('input[name=model][value=bundled]');
+    await page.selectOption('#opt-backend', 'cpu');
+    await page.evaluate(() => { document.querySelector('details.options').open = true; });
+    await page.fill('#opt-controls', 'no_argument');
+    for (const keep of [false, true]) {
+      await page.setChecked('#opt-keep-empty-options', keep);
+      await run(page, '#run-rank');
+      const report = await page.evaluate(() => window.medrank.state.lastResult.result.report);
+      const expected = cliReport(keep);
+      // Option 5 of instances 1, 3, 5 is empty (make.py): left out, or kept.
+      assert.deepEqual(report.empty_options, keep
+        ? { treatment: 'keep', left_out: 0, options: [] }
+        : { treatment: 'leave_out', left_out: 3, options: ['1', '3', '5'].map((instance) => ({ instance, option: '5' })) });
+      // The wasm and native CPU kernels add in different orders (encoder.test.mjs): 1e-5.
+      assert.deepEqual(differencesWithin(withoutPaths(report), withoutPaths(expected), 1e-5), []);
+      const systems = report.evaluators[0].report.tasks[0].systems.filter((s) => s.is_control).map((s) => s.system).sort();
+      assert.deepEqual(systems, ['Noise', 'no_argument']);
+    }
+  } finally {
+    await app.close();
+  }
 });
