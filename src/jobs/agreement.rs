@@ -38,7 +38,9 @@ pub fn agreement(req: &AgreementRequest) -> Result<Outcome<AgreementReport>> {
         Some(b) => Some(read_bundle(b, &mut warnings)?),
         None => None,
     };
-    let rankings = read_rankings(&req.rankings, bundle.as_ref(), &req.controls, &mut warnings)?;
+    // Humans do not rank control cases: those named and the control files the bundle marks.
+    let controls = bundle.as_ref().map(|b| b.controls_with(&req.controls)).unwrap_or_else(|| req.controls.clone());
+    let rankings = read_rankings(&req.rankings, bundle.as_ref(), &controls, &mut warnings)?;
     let mut groups: Vec<(String, HashSet<&str>)> = Vec::new();
     match &bundle {
         Some(b) => {
@@ -69,4 +71,33 @@ pub fn agreement(req: &AgreementRequest) -> Result<Outcome<AgreementReport>> {
     fingerprint_all(&mut provenance, &inputs);
     let tables = scopes.iter().flat_map(|s| tables::human(&s.scope, &s.agreement)).collect();
     Ok(Outcome { report: AgreementReport { provenance, scopes, warnings }, tables })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const BUNDLE: &str = r#"{"id": "q1", "task": "mcqa", "question": "Q?", "options": {"1": "A", "2": "B"}, "answer": "1", "arguments": {"x": "because", "y": "since", "noise_file": "zzz"}, "controls": ["noise_file"]}
+{"id": "q2", "task": "mcqa", "question": "Q?", "options": {"1": "A", "2": "B"}, "answer": "2", "arguments": {"x": "because", "y": "since", "noise_file": "zzz"}, "controls": ["noise_file"]}
+"#;
+
+    fn request(rankings: &str) -> AgreementRequest {
+        AgreementRequest {
+            rankings: NamedText::new("r.csv", rankings),
+            bundle: Some(NamedText::new("b.jsonl", BUNDLE)),
+            controls: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn a_control_file_the_bundle_marks_is_not_expected_from_humans_and_refused_from_them() {
+        // Humans rank x and y only: no warning that they skipped the control file.
+        let ranked = "instance,annotator,system,rank\nq1,a,x,1\nq1,a,y,2\nq2,a,x,2\nq2,a,y,1\n";
+        let outcome = agreement(&request(ranked)).unwrap();
+        assert!(outcome.report.warnings.is_empty(), "{:?}", outcome.report.warnings);
+        // A human rank for the control file is refused, as for a named control.
+        let err = agreement(&request(&format!("{ranked}q1,a,noise_file,3\n"))).unwrap_err().to_string();
+        assert!(err.starts_with("r.csv:6: field `system`"), "{err}");
+        assert!(err.contains("noise_file"), "{err}");
+    }
 }

@@ -189,8 +189,7 @@ fn rank_all(
 ) -> Result<Outcome<EvaluateReport>> {
     let rankings = match &req.rankings {
         Some(r) => {
-            let mut controls = req.options.controls.clone();
-            controls.extend(rankings_bundle.controls.iter().filter(|c| !req.options.controls.contains(c)).cloned());
+            let controls = rankings_bundle.controls_with(&req.options.controls);
             let mut rankings = read_rankings(r, Some(rankings_bundle), &controls, &mut warnings)?;
             // Instances the evaluator could not score were left out (with a warning): their
             // human rows are left out of the comparison too.
@@ -203,11 +202,7 @@ fn rank_all(
     };
     let mut options: ProxyOptions = (&req.options).into();
     // Control files marked in the bundle count as control cases like the generated ones.
-    for c in &bundle.controls {
-        if !options.controls.contains(c) {
-            options.controls.push(c.clone());
-        }
-    }
+    options.controls = bundle.controls_with(&options.controls);
     let mut shared: Vec<Fingerprint> = vec![req.bundle.fingerprint()];
     shared.extend(req.rankings.as_ref().map(NamedText::fingerprint));
     shared.extend(req.corpus.as_ref().filter(|_| controls_added.is_some()).map(NamedText::fingerprint));
