@@ -21,7 +21,7 @@
 use crate::data::common::content_lines;
 use crate::data::json::{parse_record, Record};
 use crate::error::{Error, Result, Warning};
-use crate::report::{fmt_num, fmt_stat, Provenance, SingleInputReport, Table};
+use crate::report::{Provenance, SingleInputReport};
 use crate::stats::bootstrap::Bootstrap;
 use crate::stats::{describe, Interval, Stat};
 use serde::{Deserialize, Serialize};
@@ -503,67 +503,6 @@ fn tag_list(record: &Record) -> Result<Vec<String>> {
     Ok(tags)
 }
 
-impl RubricReport {
-    /// Per-response and per-system tables (CLI printing, `--csv`, the page's export).
-    pub fn tables(&self) -> Vec<Table> {
-        let mut responses = Table::new(
-            "rubric_responses",
-            "Score per response (unclipped)",
-            &[
-                "id",
-                "system",
-                "prompt_id",
-                "line",
-                "achieved",
-                "possible",
-                "score",
-            ],
-        );
-        for r in &self.responses {
-            responses.push(vec![
-                r.id.clone(),
-                r.system.clone(),
-                r.prompt_id.clone().unwrap_or_default(),
-                r.line.to_string(),
-                fmt_num(r.overall.achieved, 2),
-                fmt_num(r.overall.possible, 2),
-                fmt_stat(&r.overall.score, 4),
-            ]);
-        }
-        let mut systems = Table::new(
-            "rubric_systems",
-            "Mean per system, clipped to [0, 1], with bootstrap interval",
-            &[
-                "system",
-                "score",
-                "n",
-                "mean",
-                "unclipped_mean",
-                "low",
-                "high",
-            ],
-        );
-        for s in &self.system_scores {
-            for m in &s.scores {
-                let (low, high) = match &m.interval {
-                    Stat::Defined(i) => (fmt_num(i.lo, 4), fmt_num(i.hi, 4)),
-                    Stat::Undefined(r) => (format!("undefined ({r})"), String::new()),
-                };
-                systems.push(vec![
-                    s.system.clone(),
-                    m.score.clone(),
-                    m.n.to_string(),
-                    fmt_stat(&m.mean, 4),
-                    fmt_stat(&m.unclipped_mean, 4),
-                    low,
-                    high,
-                ]);
-            }
-        }
-        vec![responses, systems]
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -802,7 +741,7 @@ mod tests {
     #[test]
     fn tables_and_options() {
         let r = grade("graded.jsonl", EXAMPLE, &RubricOptions::default()).unwrap();
-        let t = r.tables();
+        let t = crate::jobs::tables::rubric(&r);
         assert_eq!(t[0].rows.len(), 8);
         // model-a: overall + 6 tags; model-b: overall + 6 tags.
         assert_eq!(t[1].rows.len(), 14);

@@ -70,7 +70,7 @@ pub fn metrics_with_bertscore(
             system_means,
         });
     }
-    let tables = report.tables();
+    let tables = tables::metrics(&report);
     Ok(Outcome { report, tables })
 }
 
@@ -83,6 +83,6 @@ pub struct RubricRequest {
 
 pub fn rubric(req: &RubricRequest) -> Result<Outcome<crate::eval::rubric::RubricReport>> {
     let report = crate::eval::rubric::grade(&req.file.name, &req.file.text, &req.options)?;
-    let tables = report.tables();
+    let tables = tables::rubric(&report);
     Ok(Outcome { report, tables })
 }

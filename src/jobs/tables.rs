@@ -1,10 +1,12 @@
-//! Each report as flat tables: one function per report, used for printing, `--csv` and the
-//! page's CSV export, so the three always agree. Numbers keep 4 decimals (p-values 4
-//! significant digits); the JSON report keeps full precision.
+//! Each report as flat tables, one function per report (every report's tables live here),
+//! used for printing, `--csv` and the page's CSV export, so the three always agree. Numbers
+//! keep 4 decimals (p-values 4 significant digits); the JSON report keeps full precision.
 
 use crate::eval::controls::ControlsReport;
 use crate::eval::nrp::{NrpReport, Unscored};
+use crate::eval::metrics::{Metric, MetricsReport};
 use crate::eval::proxy::{HumanAgreement, ProxyReport};
+use crate::eval::rubric::RubricReport;
 use crate::jobs::EvaluateReport;
 use crate::report::{fmt_num, fmt_stat, Table};
 use crate::stats::{Interval, Stat};
@@ -278,4 +280,214 @@ pub fn nrp(report: &NrpReport) -> Vec<Table> {
         tables.push(pairs);
     }
     tables
+}
+
+/// The report as tables: per-candidate scores, per-system means, agreement per batch
+/// and averaged over batches (what the CLI prints and `--csv` writes).
+pub fn metrics(report: &MetricsReport) -> Vec<Table> {
+    let mut candidates = {
+        let mut headers = vec!["id", "system", "batch", "line"];
+        headers.extend(Metric::ALL.iter().map(|m| m.name()));
+        let human: Vec<String> = report
+            .dimensions
+            .iter()
+            .map(|d| format!("human:{d}"))
+            .collect();
+        headers.extend(human.iter().map(String::as_str));
+        Table::new(
+            "metrics_candidates",
+            "Scores per candidate (ROUGE: F against the best reference)",
+            &headers,
+        )
+    };
+    for c in &report.candidates {
+        let mut row = vec![
+            c.id.clone(),
+            c.system.clone(),
+            c.batch.clone(),
+            c.line.to_string(),
+        ];
+        row.extend(Metric::ALL.iter().map(|&m| match m {
+            Metric::Repscore => fmt_stat(&c.repscore, 4),
+            _ => fmt_num(c.metric(m).expect("defined"), 4),
+        }));
+        row.extend(
+            report.dimensions
+                .iter()
+                .map(|d| c.human.get(d).map_or(String::new(), |v| v.to_string())),
+        );
+        candidates.push(row);
+    }
+
+    let mut tables_bertscore = Vec::new();
+    if let Some(b) = &report.bertscore {
+        let title = format!(
+            "BERTScore ({}, layer {}, {}{})",
+            b.model,
+            b.layer,
+            if b.idf { "idf-weighted" } else { "no idf" },
+            if b.baseline.is_some() { ", baseline-rescaled" } else { "" }
+        );
+        let mut t = Table::new("metrics_bertscore", &title, &["id", "system", "line", "precision", "recall", "F1"]);
+        for (c, p) in report.candidates.iter().zip(&b.candidates) {
+            t.push(vec![c.id.clone(), c.system.clone(), c.line.to_string(), fmt_num(p.precision, 4), fmt_num(p.recall, 4), fmt_num(p.f1, 4)]);
+        }
+        let mut m = Table::new("metrics_bertscore_systems", "BERTScore: mean per system", &["system", "precision", "recall", "F1"]);
+        for (sys, p, r, f) in &b.system_means {
+            m.push(vec![sys.clone(), fmt_num(*p, 4), fmt_num(*r, 4), fmt_num(*f, 4)]);
+        }
+        tables_bertscore.push(t);
+        tables_bertscore.push(m);
+    }
+    let mut systems = Table::new(
+        "metrics_systems",
+        "Mean per system with bootstrap interval",
+        &["system", "score", "n", "mean", "low", "high"],
+    );
+    for s in &report.system_means {
+        for m in &s.scores {
+            let (low, high) = match &m.interval {
+                Stat::Defined(i) => (fmt_num(i.lo, 4), fmt_num(i.hi, 4)),
+                Stat::Undefined(r) => (format!("undefined ({r})"), String::new()),
+            };
+            systems.push(vec![
+                s.system.clone(),
+                m.score.clone(),
+                m.n.to_string(),
+                fmt_stat(&m.mean, 4),
+                low,
+                high,
+            ]);
+        }
+    }
+
+    let mut per_batch = Table::new(
+        "metrics_agreement",
+        "Agreement with human scores per batch",
+        &[
+            "batch",
+            "metric",
+            "dimension",
+            "n",
+            "spearman",
+            "p",
+            "quadratic_kappa",
+            "pairs_compared",
+            "human_ties",
+            "metric_ties",
+            "pairwise_accuracy",
+            "pairwise_kappa",
+        ],
+    );
+    for a in &report.agreement {
+        let (rho, p) = match &a.spearman {
+            Stat::Defined(c) => (fmt_num(c.r, 4), fmt_num(c.p_value, 4)),
+            Stat::Undefined(r) => (format!("undefined ({r})"), String::new()),
+        };
+        per_batch.push(vec![
+            a.batch.clone(),
+            a.metric.name().into(),
+            a.dimension.clone(),
+            a.n.to_string(),
+            rho,
+            p,
+            a.quadratic_kappa
+                .as_ref()
+                .map_or("not binned".into(), |k| fmt_stat(k, 4)),
+            a.pairwise.compared.to_string(),
+            a.pairwise.human_ties.to_string(),
+            a.pairwise.metric_ties.to_string(),
+            fmt_stat(&a.pairwise.accuracy, 4),
+            fmt_stat(&a.pairwise.kappa, 4),
+        ]);
+    }
+
+    let mut means = Table::new(
+        "metrics_agreement_mean",
+        "Agreement averaged over batches (batches where defined)",
+        &[
+            "metric",
+            "dimension",
+            "spearman",
+            "quadratic_kappa",
+            "pairwise_accuracy",
+            "pairwise_kappa",
+            "batches",
+        ],
+    );
+    for m in &report.agreement_means {
+        means.push(vec![
+            m.metric.name().into(),
+            m.dimension.clone(),
+            fmt_stat(&m.spearman.mean, 4),
+            m.quadratic_kappa
+                .as_ref()
+                .map_or("not binned".into(), |k| fmt_stat(&k.mean, 4)),
+            fmt_stat(&m.pairwise_accuracy.mean, 4),
+            fmt_stat(&m.pairwise_kappa.mean, 4),
+            format!("{} of {}", m.spearman.batches, report.batches.len()),
+        ]);
+    }
+    let mut out = vec![candidates, systems, per_batch, means];
+    out.extend(tables_bertscore);
+    out
+}
+
+/// Per-response and per-system tables (CLI printing, `--csv`, the page's export).
+pub fn rubric(report: &RubricReport) -> Vec<Table> {
+    let mut responses = Table::new(
+        "rubric_responses",
+        "Score per response (unclipped)",
+        &[
+            "id",
+            "system",
+            "prompt_id",
+            "line",
+            "achieved",
+            "possible",
+            "score",
+        ],
+    );
+    for r in &report.responses {
+        responses.push(vec![
+            r.id.clone(),
+            r.system.clone(),
+            r.prompt_id.clone().unwrap_or_default(),
+            r.line.to_string(),
+            fmt_num(r.overall.achieved, 2),
+            fmt_num(r.overall.possible, 2),
+            fmt_stat(&r.overall.score, 4),
+        ]);
+    }
+    let mut systems = Table::new(
+        "rubric_systems",
+        "Mean per system, clipped to [0, 1], with bootstrap interval",
+        &[
+            "system",
+            "score",
+            "n",
+            "mean",
+            "unclipped_mean",
+            "low",
+            "high",
+        ],
+    );
+    for s in &report.system_scores {
+        for m in &s.scores {
+            let (low, high) = match &m.interval {
+                Stat::Defined(i) => (fmt_num(i.lo, 4), fmt_num(i.hi, 4)),
+                Stat::Undefined(r) => (format!("undefined ({r})"), String::new()),
+            };
+            systems.push(vec![
+                s.system.clone(),
+                m.score.clone(),
+                m.n.to_string(),
+                fmt_stat(&m.mean, 4),
+                fmt_stat(&m.unclipped_mean, 4),
+                low,
+                high,
+            ]);
+        }
+    }
+    vec![responses, systems]
 }

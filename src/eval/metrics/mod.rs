@@ -11,7 +11,7 @@
 //! # use medrank::eval::metrics::{evaluate, MetricsOptions};
 //! let text = std::fs::read_to_string("examples/metrics/summaries.jsonl").unwrap();
 //! let report = evaluate("summaries.jsonl", &text, &MetricsOptions::default()).unwrap();
-//! for table in report.tables() { println!("{}", table.to_csv()); }
+//! for table in medrank::jobs::tables::metrics(&report) { println!("{}", table.to_csv()); }
 //! ```
 
 pub mod agreement;
@@ -27,7 +27,7 @@ pub use rouge::{RougeOptions, RougeScore, RougeType, Tokenizer};
 
 use crate::data::common::first_appearance;
 use crate::error::{Error, Result, Warning};
-use crate::report::{fmt_num, fmt_stat, Provenance, SingleInputReport, Table};
+use crate::report::{Provenance, SingleInputReport};
 use crate::stats::bootstrap::Bootstrap;
 use crate::stats::spearman::{spearman, Correlation};
 use crate::stats::{describe, Interval, Stat};
@@ -644,159 +644,6 @@ fn provenance(options: &MetricsOptions) -> Provenance {
     p
 }
 
-impl MetricsReport {
-    /// The report as tables: per-candidate scores, per-system means, agreement per batch
-    /// and averaged over batches (what the CLI prints and `--csv` writes).
-    pub fn tables(&self) -> Vec<Table> {
-        let mut candidates = {
-            let mut headers = vec!["id", "system", "batch", "line"];
-            headers.extend(Metric::ALL.iter().map(|m| m.name()));
-            let human: Vec<String> = self
-                .dimensions
-                .iter()
-                .map(|d| format!("human:{d}"))
-                .collect();
-            headers.extend(human.iter().map(String::as_str));
-            Table::new(
-                "metrics_candidates",
-                "Scores per candidate (ROUGE: F against the best reference)",
-                &headers,
-            )
-        };
-        for c in &self.candidates {
-            let mut row = vec![
-                c.id.clone(),
-                c.system.clone(),
-                c.batch.clone(),
-                c.line.to_string(),
-            ];
-            row.extend(Metric::ALL.iter().map(|&m| match m {
-                Metric::Repscore => fmt_stat(&c.repscore, 4),
-                _ => fmt_num(c.metric(m).expect("defined"), 4),
-            }));
-            row.extend(
-                self.dimensions
-                    .iter()
-                    .map(|d| c.human.get(d).map_or(String::new(), |v| v.to_string())),
-            );
-            candidates.push(row);
-        }
-
-        let mut tables_bertscore = Vec::new();
-        if let Some(b) = &self.bertscore {
-            let title = format!(
-                "BERTScore ({}, layer {}, {}{})",
-                b.model,
-                b.layer,
-                if b.idf { "idf-weighted" } else { "no idf" },
-                if b.baseline.is_some() { ", baseline-rescaled" } else { "" }
-            );
-            let mut t = Table::new("metrics_bertscore", &title, &["id", "system", "line", "precision", "recall", "F1"]);
-            for (c, p) in self.candidates.iter().zip(&b.candidates) {
-                t.push(vec![c.id.clone(), c.system.clone(), c.line.to_string(), fmt_num(p.precision, 4), fmt_num(p.recall, 4), fmt_num(p.f1, 4)]);
-            }
-            let mut m = Table::new("metrics_bertscore_systems", "BERTScore: mean per system", &["system", "precision", "recall", "F1"]);
-            for (sys, p, r, f) in &b.system_means {
-                m.push(vec![sys.clone(), fmt_num(*p, 4), fmt_num(*r, 4), fmt_num(*f, 4)]);
-            }
-            tables_bertscore.push(t);
-            tables_bertscore.push(m);
-        }
-        let mut systems = Table::new(
-            "metrics_systems",
-            "Mean per system with bootstrap interval",
-            &["system", "score", "n", "mean", "low", "high"],
-        );
-        for s in &self.system_means {
-            for m in &s.scores {
-                let (low, high) = match &m.interval {
-                    Stat::Defined(i) => (fmt_num(i.lo, 4), fmt_num(i.hi, 4)),
-                    Stat::Undefined(r) => (format!("undefined ({r})"), String::new()),
-                };
-                systems.push(vec![
-                    s.system.clone(),
-                    m.score.clone(),
-                    m.n.to_string(),
-                    fmt_stat(&m.mean, 4),
-                    low,
-                    high,
-                ]);
-            }
-        }
-
-        let mut per_batch = Table::new(
-            "metrics_agreement",
-            "Agreement with human scores per batch",
-            &[
-                "batch",
-                "metric",
-                "dimension",
-                "n",
-                "spearman",
-                "p",
-                "quadratic_kappa",
-                "pairs_compared",
-                "human_ties",
-                "metric_ties",
-                "pairwise_accuracy",
-                "pairwise_kappa",
-            ],
-        );
-        for a in &self.agreement {
-            let (rho, p) = match &a.spearman {
-                Stat::Defined(c) => (fmt_num(c.r, 4), fmt_num(c.p_value, 4)),
-                Stat::Undefined(r) => (format!("undefined ({r})"), String::new()),
-            };
-            per_batch.push(vec![
-                a.batch.clone(),
-                a.metric.name().into(),
-                a.dimension.clone(),
-                a.n.to_string(),
-                rho,
-                p,
-                a.quadratic_kappa
-                    .as_ref()
-                    .map_or("not binned".into(), |k| fmt_stat(k, 4)),
-                a.pairwise.compared.to_string(),
-                a.pairwise.human_ties.to_string(),
-                a.pairwise.metric_ties.to_string(),
-                fmt_stat(&a.pairwise.accuracy, 4),
-                fmt_stat(&a.pairwise.kappa, 4),
-            ]);
-        }
-
-        let mut means = Table::new(
-            "metrics_agreement_mean",
-            "Agreement averaged over batches (batches where defined)",
-            &[
-                "metric",
-                "dimension",
-                "spearman",
-                "quadratic_kappa",
-                "pairwise_accuracy",
-                "pairwise_kappa",
-                "batches",
-            ],
-        );
-        for m in &self.agreement_means {
-            means.push(vec![
-                m.metric.name().into(),
-                m.dimension.clone(),
-                fmt_stat(&m.spearman.mean, 4),
-                m.quadratic_kappa
-                    .as_ref()
-                    .map_or("not binned".into(), |k| fmt_stat(&k.mean, 4)),
-                fmt_stat(&m.pairwise_accuracy.mean, 4),
-                fmt_stat(&m.pairwise_kappa.mean, 4),
-                format!("{} of {}", m.spearman.batches, self.batches.len()),
-            ]);
-        }
-        let mut out = vec![candidates, systems, per_batch, means];
-        out.extend(tables_bertscore);
-        out
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1103,7 +950,7 @@ mod tests {
     #[test]
     fn tables_have_one_row_per_thing() {
         let r = evaluate("summaries.jsonl", EXAMPLE, &MetricsOptions::default()).unwrap();
-        let t = r.tables();
+        let t = crate::jobs::tables::metrics(&r);
         assert_eq!(t.len(), 4);
         assert_eq!(t[0].rows.len(), 12);
         assert_eq!(t[1].rows.len(), 3 * (6 + 4));
