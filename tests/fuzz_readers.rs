@@ -197,7 +197,7 @@ fn fuzz_hitz() {
 
 #[test]
 fn fuzz_metrics_input() {
-    fuzz("parse_candidates", 13, &[example!("metrics/summaries.jsonl")], |n, t| metrics::input::parse_candidates(n, t).map(drop));
+    fuzz("parse_candidates", 13, &[example!("metrics/summaries.jsonl")], |n, t| medrank::data::candidates::parse_candidates(n, t).map(drop));
 }
 
 #[test]

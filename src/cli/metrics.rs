@@ -10,7 +10,7 @@ use std::path::PathBuf;
 #[derive(Args, Debug)]
 pub struct MetricsArgs {
     /// JSONL `{"id", "system", "candidate", "references": [..], "human": {dim: score}?}`
-    /// (format: src/eval/metrics/FORMAT.md).
+    /// (format: src/data/FORMATS.md, section 6).
     #[arg(long, value_name = "FILE")]
     pub input: PathBuf,
     /// ROUGE tokenizer: rouge_score (ASCII only: non-ASCII letters vanish, as in Google's

@@ -10,6 +10,8 @@ pub(crate) mod json;
 
 pub mod answers;
 pub mod bundle;
+pub mod candidates;
+pub mod graded;
 pub mod predictions;
 pub mod rankings;
 pub mod ros_import;

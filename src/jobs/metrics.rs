@@ -34,7 +34,7 @@ pub fn metrics_with_bertscore(
 ) -> Result<Outcome<crate::eval::metrics::MetricsReport>> {
     let mut report = crate::eval::metrics::evaluate(&req.file.name, &req.file.text, &req.options)?;
     if let Some((model, fingerprints, b)) = bertscore {
-        let (candidates, _) = crate::eval::metrics::input::parse_candidates(&req.file.name, &req.file.text)?;
+        let (candidates, _) = crate::data::candidates::parse_candidates(&req.file.name, &req.file.text)?;
         let texts: Vec<&str> = candidates.iter().map(|c| c.candidate.as_str()).collect();
         let references: Vec<Vec<&str>> = candidates.iter().map(|c| c.references.iter().map(String::as_str).collect()).collect();
         let layer = b.layer.unwrap_or(model.encoder.model.config.num_layers);

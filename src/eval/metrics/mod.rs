@@ -3,7 +3,7 @@
 //! accuracy and Cohen's kappa), as in the BioASQ evaluation study
 //! (llm-eval-biomedical-summarisation.md; methods.md §3).
 //!
-//! Input: JSONL, one candidate per line (see `FORMAT.md` beside this file). Output: a
+//! Input: JSONL, one candidate per line (`data::candidates`, FORMATS.md section 6). Output: a
 //! [`MetricsReport`] with every candidate's scores, per-system means with seeded bootstrap
 //! intervals, and the agreement statistics per batch and averaged over batches.
 //!
@@ -15,14 +15,13 @@
 //! ```
 
 pub mod agreement;
-pub mod input;
 pub mod porter;
 pub mod repscore;
 pub mod rouge;
 pub mod smog;
 
 pub use agreement::{KappaBins, PairwiseAgreement};
-pub use input::{parse_candidates, Candidate};
+pub use crate::data::candidates::{parse_candidates, Candidate};
 pub use rouge::{RougeOptions, RougeScore, RougeType, Tokenizer};
 
 use crate::data::common::first_appearance;

@@ -1,4 +1,4 @@
-//! Reading the metrics input: JSONL, one candidate per line (format in `FORMAT.md`).
+//! The reference-based metrics' input: JSONL, one candidate per line (FORMATS.md, section 6).
 
 use crate::data::common::content_lines;
 use crate::data::json::{parse_record, Record};
