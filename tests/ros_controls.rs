@@ -12,44 +12,13 @@ use medrank::model::load::random_model;
 use medrank::model::{run_ready, CpuEncoder, TextTokenizer};
 use serde_json::Value;
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::path::Path;
 
 const FIXTURES: &str = "tests/fixtures/ros_published";
 const MODEL: &str = "models/all-MiniLM-L6-v2";
 
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
-fn medrank(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_medrank")).current_dir(root()).args(args).output().expect("run medrank")
-}
-
-fn ok(args: &[&str]) -> String {
-    let out = medrank(args);
-    assert!(
-        out.status.success(),
-        "medrank {args:?} failed:\n{}\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
-}
-
-fn tmp(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("medrank-ros-controls-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir.join(name)
-}
-
-fn json(path: &Path) -> Value {
-    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
-}
-
-fn s(p: &Path) -> &str {
-    p.to_str().unwrap()
-}
+mod common;
+use common::cli::*;
 
 fn fixture(name: &str) -> String {
     format!("{FIXTURES}/{name}.jsonl")

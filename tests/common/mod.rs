@@ -1,7 +1,9 @@
-//! What the GPU test binaries share: one policy for a machine without a GPU adapter.
-//! Without an adapter a test says so loudly and returns; with MEDRANK_REQUIRE_GPU=1 (which
+//! What the test binaries share: `cli`, running the binary; and one policy for a machine
+//! without a GPU adapter: without one a test says so loudly and returns; with MEDRANK_REQUIRE_GPU=1 (which
 //! scripts/test.sh sets, so CI on lavapipe must find one) it fails instead.
 #![allow(dead_code)] // each test binary uses part of it
+
+pub mod cli;
 
 use medrank::gpu::context::GpuContext;
 

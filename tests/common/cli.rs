@@ -1,0 +1,40 @@
+//! Running the `medrank` binary from the repository root, for the CLI test binaries.
+
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+pub fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+pub fn medrank(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_medrank")).current_dir(root()).args(args).output().expect("run medrank")
+}
+
+/// Runs medrank, fails the test with its output unless it succeeds, returns its stdout.
+pub fn ok(args: &[&str]) -> String {
+    let out = medrank(args);
+    assert!(
+        out.status.success(),
+        "medrank {args:?} failed:\n{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// A path in this test binary's own scratch folder.
+pub fn tmp(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("medrank-{}-{}", env!("CARGO_CRATE_NAME"), std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir.join(name)
+}
+
+pub fn json(path: &Path) -> Value {
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+pub fn s(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
