@@ -176,3 +176,30 @@ fn training_drops_not_enough_evidence_like_evaluation() {
     assert_eq!(all.examples.iter().map(|e| e.gold).collect::<Vec<_>>(), vec![0, 1, 2]);
     assert!(all.counts.not_enough_evidence_dropped.is_empty());
 }
+
+/// What top:N training computes: the CPU path's states after the lower layers, then the top
+/// layers in candle with the last one for the first token only, equal the whole candle
+/// forward pass's first-token states (the reference), with padding in the batch.
+#[test]
+fn top_layers_from_cached_states_match_the_whole_forward_pass() {
+    use medrank::model::encoder::{forward, layers_forward};
+    use medrank::model::Part;
+    use candle_core::{IndexOp, Tensor};
+    let model = TextModel::read_dir(&model_dir()).unwrap();
+    let (cfg, w) = (&model.encoder.model.config, &model.encoder.model.weights);
+    let texts = ["Metoprolol is a beta-blocker.", "The trial excluded patients with any systemic autoimmune disease."];
+    let items: Vec<_> = texts.iter().map(|t| model.tokenizer.encode_parts(&[Part::cut_end(t)], &[Part::keep("yes")]).unwrap()).collect();
+    let batch = model.tokenizer.batch(&items.iter().collect::<Vec<_>>());
+    assert!(batch.mask.contains(&0), "the batch has padding");
+    let whole = forward(cfg, w, &batch, cfg.num_layers).unwrap().i((.., 0, ..)).unwrap().to_vec2::<f32>().unwrap();
+    for lower in [4, 5] {
+        let h = model.encoder.hidden_states(&batch, lower).unwrap();
+        let x = Tensor::from_vec(h.data.clone(), (h.batch, h.seq_len, h.hidden), &candle_core::Device::Cpu).unwrap();
+        let top = layers_forward(cfg, &w.layers[lower..], x, &batch.mask, true).unwrap();
+        assert_eq!(top.dims(), &[2, 1, cfg.hidden_size]);
+        let top = top.i((.., 0, ..)).unwrap().to_vec2::<f32>().unwrap();
+        // The CPU path is held within 1e-4 of candle per layer (tests/encoder_minilm.rs).
+        let diff = whole.iter().flatten().zip(top.iter().flatten()).map(|(a, b)| (a - b).abs()).fold(0f32, f32::max);
+        assert!(diff < 1e-4, "lower {lower}: max difference {diff}");
+    }
+}

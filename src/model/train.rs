@@ -591,7 +591,7 @@ pub fn train_with_events(
     let (train_p, dev_p) = (prepare(base, train_set, lower)?, prepare(base, dev_set, lower)?);
     let cache_seconds = t0.elapsed().as_secs_f64();
     if lower > 0 {
-        let inputs = train_p.starts.len() + dev_p.starts.len();
+        let inputs = train_set.iter().chain(dev_set).map(|e| e.inputs.len()).sum();
         progress(TrainEvent::Cached { inputs, seconds: cache_seconds });
     }
 
