@@ -27,10 +27,10 @@
 //! HiTZ CasiMedicos files (argument already appended to the question) are read by
 //! [`read_hitz_mcqa`].
 //!
-//! Measured on CasiMedicos (all-MiniLM-L6-v2, head only, `TrainOptions::default()`; the
-//! figures and the command are in the README): dev accuracy 0.586 with the model's 256-token
-//! `max_seq_length`, 0.536 with the 512-position limit; the zero-training similarity
-//! evaluator reaches 0.582 on the same dev file.
+//! Measured on the vendored CasiMedicos data (all-MiniLM-L6-v2, empty options left out;
+//! commands and figures in the README and BENCHMARKS.md): dev accuracy 0.589 head only,
+//! 0.618 with `--freeze top:1` after one epoch; the zero-training similarity evaluator
+//! reached 0.582 on the same dev file.
 
 use super::config::{EncoderConfig, HeadKind};
 use super::embed::{length_batches, TextModel};
