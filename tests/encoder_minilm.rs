@@ -117,20 +117,20 @@ fn truncation_never_cuts_the_option() {
     assert!(model.tokenizer.encode_parts(&[Part::cut_end("case")], &[Part::keep(&huge)]).is_err());
 }
 
-/// The real-data training run reported in the README (slow: run on demand):
+/// The head-only training run on the vendored CasiMedicos files that BENCHMARKS.md reports (slow: run on demand):
 /// `cargo test --test encoder_minilm -- --ignored --nocapture train_casimedicos`
 /// Set MEDRANK_TRAIN_OUT=DIR to keep the trained evaluator folder.
 #[test]
 #[ignore]
 fn train_casimedicos() {
-    use medrank::model::train::{read_hitz_mcqa, train, trained_files, TrainOptions};
+    use medrank::model::train::{read_hitz_mcqa, train, trained_files, ExampleOptions, TrainOptions};
     use medrank::model::HeadKind;
     let dir = model_dir();
     let model = TextModel::read_dir(&dir).unwrap();
     let data = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("data/casimedicos");
     let read = |name: &str| {
         let text = std::fs::read_to_string(data.join(name)).unwrap();
-        read_hitz_mcqa(name, &text, &model.tokenizer).unwrap()
+        read_hitz_mcqa(name, &text, &model.tokenizer, &ExampleOptions::default()).unwrap().examples
     };
     let (train_set, dev_set) = (read("train.jsonl"), read("dev.jsonl"));
     let opts = TrainOptions::default();
@@ -210,7 +210,7 @@ fn similarity_casimedicos_dev() {
 #[test]
 fn classification_evaluator_from_a_bundle_trains_and_evaluates() {
     use medrank::model::evaluate::evaluate_with_head;
-    use medrank::model::train::{examples_from_bundle, task_labels, train, ArgumentSource, TrainOptions};
+    use medrank::model::train::{examples_from_bundle, task_labels, train, ArgumentSource, ExampleOptions, TrainOptions};
     use medrank::data::{Bundle, Instance, Problem, Task};
     use medrank::model::{CpuEncoder, HeadKind};
     // The real encoder: a tiny random one gives nearly identical first-token states, which
@@ -237,10 +237,12 @@ fn classification_evaluator_from_a_bundle_trains_and_evaluates() {
         .collect();
     let bundle = Bundle { name: "hfc.jsonl".into(), instances, systems: vec!["gold".into(), "llm".into()], controls: Vec::new() };
     let labels = task_labels(Task::Misinformation);
-    let expert = examples_from_bundle(&bundle, &ArgumentSource::System("gold".into()), &labels, &tok, 1).unwrap();
+    // Every label is a target here (the evaluation below keeps not_enough_evidence too).
+    let keep = ExampleOptions { keep_not_enough_evidence: true, ..Default::default() };
+    let expert = examples_from_bundle(&bundle, &ArgumentSource::System("gold".into()), &labels, &tok, 1, &keep).unwrap().examples;
     assert_eq!(expert.len(), 24);
     assert_eq!(expert[1].gold, 1); // refuted
-    let missing = examples_from_bundle(&bundle, &ArgumentSource::System("gpt".into()), &labels, &tok, 1).unwrap_err();
+    let missing = examples_from_bundle(&bundle, &ArgumentSource::System("gpt".into()), &labels, &tok, 1, &keep).unwrap_err();
     assert!(missing.to_string().contains("hfc.jsonl:1") && missing.to_string().contains("gpt"), "{missing}");
     let opts = TrainOptions { epochs: 60, batch_size: 8, learning_rate: 0.01, patience: 60, ..Default::default() };
     let r = train(&base, HeadKind::SequenceClassification, &labels, &expert, &expert, &opts, &mut |_| {}).unwrap();

@@ -30,7 +30,8 @@ pub struct TrainArgs {
     /// these, seeded (the LLM-trained evaluator).
     #[arg(long, default_value = "none", value_name = "SOURCE")]
     pub arguments: String,
-    /// What is trained: head (frozen encoder: fast on a CPU), top:N (head + top N layers), all.
+    /// What is trained: head (frozen encoder, features computed once), top:N (head + top N
+    /// layers; the lower layers run once through the fast inference path), all.
     #[arg(long, default_value = "head")]
     pub freeze: String,
     #[arg(long, default_value_t = 20)]
@@ -40,8 +41,13 @@ pub struct TrainArgs {
     /// Micro-batches per optimiser step.
     #[arg(long, default_value_t = 1)]
     pub grad_accum: usize,
+    /// Peak learning rate of the head (a new head needs a large one).
     #[arg(long, default_value_t = 1e-3)]
     pub lr: f64,
+    /// Peak learning rate of the trained encoder layers (--freeze top:N or all): pretrained
+    /// weights take a small one.
+    #[arg(long, default_value_t = crate::model::train::DEFAULT_LAYER_LR)]
+    pub layer_lr: f64,
     #[arg(long, default_value_t = 0.01)]
     pub weight_decay: f64,
     /// Fraction of the steps spent warming up.
@@ -52,6 +58,14 @@ pub struct TrainArgs {
     pub patience: usize,
     #[arg(long, default_value_t = 42)]
     pub seed: u64,
+    /// Keep empty MCQA options as candidates (by default, as in evaluation, an empty option
+    /// is no candidate: the example has no input for it).
+    #[arg(long)]
+    pub keep_empty_options: bool,
+    /// Keep misinformation instances labelled not_enough_evidence (by default, as in
+    /// evaluation, they are dropped; the head keeps the label, never as a target).
+    #[arg(long)]
+    pub keep_not_enough_evidence: bool,
 }
 
 pub(super) fn train(a: TrainArgs) -> Result<()> {
@@ -73,6 +87,7 @@ pub(super) fn train(a: TrainArgs) -> Result<()> {
         batch_size: a.batch_size.max(1),
         grad_accum: a.grad_accum.max(1),
         learning_rate: a.lr,
+        layer_learning_rate: a.layer_lr,
         weight_decay: a.weight_decay,
         warmup_ratio: a.warmup,
         patience: a.patience,
@@ -88,7 +103,8 @@ pub(super) fn train(a: TrainArgs) -> Result<()> {
         },
     };
     let labels = t::task_labels(task);
-    let read = |path: &Path| -> Result<Vec<t::TrainExample>> {
+    let conventions = t::ExampleOptions { keep_empty_options: a.keep_empty_options, keep_not_enough_evidence: a.keep_not_enough_evidence };
+    let read = |path: &Path| -> Result<t::TrainData> {
         let file = named(path)?;
         let is_bundle = file.text.lines().find(|l| !l.trim().is_empty()).is_some_and(|l| l.contains("\"task\""));
         if is_bundle {
@@ -102,26 +118,55 @@ pub(super) fn train(a: TrainArgs) -> Result<()> {
             if bundle.instances.len() < before {
                 eprintln!("note: {}: {} instances of other tasks are not used for --task {}", file.name, before - bundle.instances.len(), task.name());
             }
-            t::examples_from_bundle(&bundle, &source, &labels, &model.tokenizer, a.seed)
+            t::examples_from_bundle(&bundle, &source, &labels, &model.tokenizer, a.seed, &conventions)
         } else {
             if task != crate::data::Task::Mcqa || source != ArgumentSource::None {
                 return Err(Error::in_file(&file.name, "a HiTZ file is MCQA with its arguments already in the question: --task and --arguments apply to bundles only"));
             }
-            t::read_hitz_mcqa(&file.name, &file.text, &model.tokenizer)
+            t::read_hitz_mcqa(&file.name, &file.text, &model.tokenizer, &conventions)
         }
     };
-    let (train_set, dev_set) = (read(&a.train)?, read(&a.dev)?);
+    let (train_data, dev_data) = (read(&a.train)?, read(&a.dev)?);
+    for (what, d) in [("training", &train_data), ("dev", &dev_data)] {
+        let c = &d.counts;
+        if c.empty_options_left_out > 0 {
+            eprintln!("note: {what} data: {} empty options are no candidate (--keep-empty-options keeps them)", c.empty_options_left_out);
+        }
+        if !c.not_enough_evidence_dropped.is_empty() {
+            eprintln!(
+                "note: {what} data: {} not_enough_evidence instances dropped, as evaluation drops them (--keep-not-enough-evidence keeps them): {}",
+                c.not_enough_evidence_dropped.len(),
+                c.not_enough_evidence_dropped.join(", ")
+            );
+        }
+        if d.examples.is_empty() {
+            return Err(Error::invalid(format!("no {what} example is left to train on")));
+        }
+    }
+    let (train_set, dev_set) = (&train_data.examples, &dev_data.examples);
     let kind = if task == crate::data::Task::Mcqa { HeadKind::MultipleChoice } else { HeadKind::SequenceClassification };
     eprintln!("training on {} examples, picking on {} dev examples ({:?})", train_set.len(), dev_set.len(), options.freeze);
-    let result = t::train(&model, kind, &labels, &train_set, &dev_set, &options, &mut |log| {
-        eprintln!(
-            "  epoch {:>2}  steps {:>5}  train loss {:.4}  dev accuracy {:.4}  lr {:.2e}",
-            log.epoch, log.steps, log.train_loss, log.dev_accuracy, log.learning_rate
-        )
+    let mut result = t::train_with_events(&model, kind, &labels, train_set, dev_set, &options, &mut |event| match event {
+        t::TrainEvent::Cached { inputs, seconds } => {
+            eprintln!("  frozen layers computed once for {inputs} inputs in {seconds:.0} s")
+        }
+        t::TrainEvent::Step { epoch, examples, of, examples_per_second } => {
+            eprintln!("  epoch {epoch:>2}  {examples}/{of} examples  {examples_per_second:.1} examples/s")
+        }
+        t::TrainEvent::Epoch(log) => eprintln!(
+            "  epoch {:>2}  steps {:>5}  train loss {:.4}  dev accuracy {:.4}  lr {:.2e}  {:.1} examples/s",
+            log.epoch, log.steps, log.train_loss, log.dev_accuracy, log.learning_rate, log.examples_per_second
+        ),
     })?;
+    result.data = Some((train_data.counts.clone(), dev_data.counts.clone()));
     let (cut_train, cut_dev) = result.truncated;
     if cut_train + cut_dev > 0 {
-        eprintln!("warning: {cut_train} training and {cut_dev} dev examples had inputs cut to the model's token limit (the case or argument, never the option); train_log.json records the counts");
+        let what = match task {
+            crate::data::Task::Mcqa => "the case or argument, never the option",
+            crate::data::Task::Nli => "the longest of statement, evidence and argument first",
+            crate::data::Task::Misinformation => "the longer of claim and argument first",
+        };
+        eprintln!("warning: {cut_train} training and {cut_dev} dev examples had inputs cut to the model's token limit ({what}); train_log.json records the counts");
     }
     let mut files = t::trained_files(&result, &options)?;
     files.push(("tokenizer.json".into(), std::fs::read(a.model.join("tokenizer.json")).map_err(|e| Error::io(a.model.display().to_string(), e))?));

@@ -16,7 +16,7 @@
 
 use super::config::{Activation, Arch, EncoderConfig};
 use super::cpu::CpuLayers;
-use super::load::{Dense, EncoderWeights, LoadedModel, Norm};
+use super::load::{Dense, EncoderWeights, LayerWeights, LoadedModel, Norm};
 use crate::error::{Error, Result};
 use candle_core::{DType, Device, Module, Tensor, D};
 use std::future::Future;
@@ -239,45 +239,59 @@ fn embeddings(cfg: &EncoderConfig, w: &EncoderWeights, ids: &Tensor, types: &Ten
 /// Returns `[batch, seq_len, hidden]`.
 pub fn forward(cfg: &EncoderConfig, w: &EncoderWeights, batch: &TokenBatch, output_layer: usize) -> Result<Tensor> {
     batch.check(cfg, output_layer)?;
-    let (ids, types, mask) = batch_tensors(batch);
-    let (b, s) = (batch.batch, batch.seq_len);
-    let h = cfg.hidden_size;
-    let mut x = embeddings(cfg, w, &ids, &types, true)?;
+    let (ids, types, _) = batch_tensors(batch);
+    let x = embeddings(cfg, w, &ids, &types, true)?;
+    layers_forward(cfg, &w.layers[..output_layer], x, &batch.mask, false)
+}
+
+/// `layers` (candle ops, differentiable) over hidden states `x` `[batch, seq_len, hidden]`
+/// with `mask` `[batch * seq_len]` (1 = real token). Training starts here from states that
+/// the frozen lower layers produced once. With `first_token_only` the last layer computes
+/// the output of position 0 alone (its keys and values still come from every token), all
+/// a head reads: `[batch, 1, hidden]`, the same numbers as the full layer's first row.
+pub fn layers_forward(cfg: &EncoderConfig, layers: &[LayerWeights], mut x: Tensor, mask: &[u32], first_token_only: bool) -> Result<Tensor> {
+    let (b, s, h) = x.dims3()?;
+    if mask.len() != b * s {
+        return Err(Error::invalid(format!("mask of {} values for {b}x{s} hidden states", mask.len())));
+    }
     // Additive mask [b, 1, 1, s]: 0 for real tokens, a large negative for padding. A batch
     // without padding skips it (adding zeros to b x heads x s x s scores is costly at 512).
-    let neg = if batch.mask.contains(&0) {
-        Some(((mask.ones_like()? - &mask)? * -1e9f64)?.reshape((b, 1, 1, s))?)
+    let neg = if mask.contains(&0) {
+        let v: Vec<f32> = mask.iter().map(|&m| if m != 0 { 0.0 } else { -1e9 }).collect();
+        Some(Tensor::from_vec(v, (b, 1, 1, s), &Device::Cpu)?)
     } else {
         None
     };
     let heads = cfg.num_heads;
     let d = cfg.head_dim();
     let scale = 1.0 / (d as f64).sqrt();
-    for layer in w.layers.iter().take(output_layer) {
-        let split = |t: Tensor| -> Result<Tensor> {
-            Ok(t.reshape((b, s, heads, d))?.transpose(1, 2)?.contiguous()?)
+    for (l, layer) in layers.iter().enumerate() {
+        let rows = if first_token_only && l + 1 == layers.len() { 1 } else { s };
+        let split = |t: Tensor, n: usize| -> Result<Tensor> {
+            Ok(t.reshape((b, n, heads, d))?.transpose(1, 2)?.contiguous()?)
         };
+        let xq = if rows == s { x.clone() } else { x.narrow(1, 0, rows)? };
         // Scaling q (s x d) is cheaper than scaling the scores (s x s).
-        let q = (split(linear(&x, &layer.query)?)? * scale)?;
-        let k = split(linear(&x, &layer.key)?)?;
-        let v = split(linear(&x, &layer.value)?)?;
+        let q = (split(linear(&xq, &layer.query)?, rows)? * scale)?;
+        let k = split(linear(&x, &layer.key)?, s)?;
+        let v = split(linear(&x, &layer.value)?, s)?;
         let scores = q.matmul(&k.t()?)?;
         let scores = match &neg {
             Some(neg) => scores.broadcast_add(neg)?,
             None => scores,
         };
         let probs = candle_nn::ops::softmax(&scores, D::Minus1)?;
-        let ctx = probs.matmul(&v)?.transpose(1, 2)?.reshape((b, s, h))?;
+        let ctx = probs.matmul(&v)?.transpose(1, 2)?.reshape((b, rows, h))?;
         let attn = linear(&ctx, &layer.attn_out)?;
-        x = norm(&(attn + &x)?, &layer.attn_norm, cfg.layer_norm_eps, true)?;
-        let inner = linear(&x, &layer.ffn_in)?;
+        let y = norm(&(attn + &xq)?, &layer.attn_norm, cfg.layer_norm_eps, true)?;
+        let inner = linear(&y, &layer.ffn_in)?;
         let inner = match cfg.activation {
             Activation::Gelu => inner.gelu_erf()?,
             Activation::GeluTanh => inner.gelu()?,
             Activation::Relu => inner.relu()?,
         };
         let out = linear(&inner, &layer.ffn_out)?;
-        x = norm(&(out + &x)?, &layer.ffn_norm, cfg.layer_norm_eps, true)?;
+        x = norm(&(out + &y)?, &layer.ffn_norm, cfg.layer_norm_eps, true)?;
     }
     debug_assert_eq!(x.dtype(), DType::F32);
     Ok(x)

@@ -2,10 +2,24 @@
 //! seeded shuffling, gradient accumulation, early stopping on a dev set, and a choice of
 //! what to train (the head on a frozen encoder, the top N layers, or everything).
 //!
-//! Head-only training encodes every input once with the frozen encoder and trains the head
-//! (BERT/RoBERTa: pooler + classifier) on the cached first-token states: minutes on two CPU
-//! cores. Training layers runs the differentiable forward pass per step (slow on CPU).
+//! Speed on a CPU: what is frozen is computed once. Head-only training encodes every
+//! input once through the fast inference path (`super::cpu`) and trains the head on the
+//! cached first-token states. `top:N` runs the lower layers through the same path once and
+//! caches each input's states after them (real tokens only, in f16: half the memory, the
+//! difference far below what one step changes); each step then runs only the top N layers
+//! through candle's autograd, the last of them for the first token alone (all a head reads).
+//! candle runs most ops on one thread, so a micro-batch is split into one shard per core,
+//! each shard does its forward and backward pass on its own thread, and the gradients are
+//! summed. The head and the encoder layers have their own learning rates (a new head needs
+//! a large one, pretrained layers a small one).
 //! Dropout is not used (deterministic, and the frozen-feature path could not apply it).
+//!
+//! Conventions shared with evaluation: an empty MCQA option (`data::is_empty_option`) is no
+//! candidate (the example has no input for it, and its softmax runs over the others);
+//! misinformation instances labelled `not_enough_evidence` are dropped, as evaluation drops
+//! them. The head keeps all three labels (evaluation maps them by name) and
+//! `not_enough_evidence` is then never a target, so training pushes it down. Both are
+//! counted, and [`ExampleOptions`] keeps them.
 //!
 //! Which evaluator a training file makes (methods.md §1): *baseline* = examples without an
 //! argument; *expert-trained* = the gold/expert argument; *LLM-trained* = one random LLM
@@ -13,14 +27,14 @@
 //! HiTZ CasiMedicos files (argument already appended to the question) are read by
 //! [`read_hitz_mcqa`].
 //!
-//! Measured on CasiMedicos (all-MiniLM-L6-v2, head only, `TrainOptions::default()`; the
-//! figures and the command are in the README): dev accuracy 0.586 with the model's 256-token
-//! `max_seq_length`, 0.536 with the 512-position limit; the zero-training similarity
-//! evaluator reaches 0.582 on the same dev file.
+//! Measured on the vendored CasiMedicos data (all-MiniLM-L6-v2, empty options left out;
+//! commands and figures in the README and BENCHMARKS.md): dev accuracy 0.589 head only,
+//! 0.618 with `--freeze top:1` after one epoch, 0.714 with `top:2` after one; the zero-training similarity evaluator
+//! reached 0.582 on the same dev file.
 
 use super::config::{EncoderConfig, HeadKind};
 use super::embed::{length_batches, TextModel};
-use super::encoder::{forward, CpuEncoder};
+use super::encoder::{forward, layers_forward};
 use super::evaluate::{classification_parts, mcqa_parts};
 use super::heads::head_forward;
 use super::load::{random_model, Dense, HeadWeights, LoadedModel};
@@ -35,7 +49,8 @@ use rand_chacha::ChaCha8Rng;
 use serde::Serialize;
 
 /// One training example: the encoder inputs and the index of the right one.
-/// Multiple choice: one input per option, `gold` = option index. Classification: one
+/// Multiple choice: one input per candidate option (empty options are left out unless
+/// kept, so the count varies), `gold` = index among the inputs. Classification: one
 /// input, `gold` = label index.
 #[derive(Debug, Clone, PartialEq)]
 pub struct TrainExample {
@@ -44,28 +59,77 @@ pub struct TrainExample {
     pub gold: usize,
 }
 
+/// What the example readers leave out (the conventions evaluation follows too).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct ExampleOptions {
+    /// Keep empty MCQA options as candidates (default: not candidates, as in evaluation).
+    pub keep_empty_options: bool,
+    /// Keep misinformation instances labelled `not_enough_evidence` (default: dropped, as
+    /// evaluation drops them).
+    pub keep_not_enough_evidence: bool,
+}
+
+/// Examples and what was left out of them.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct TrainData {
+    pub examples: Vec<TrainExample>,
+    pub counts: DataCounts,
+}
+
+/// What a reader left out, with ids, for the log.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct DataCounts {
+    pub examples: usize,
+    /// Empty MCQA options that are no candidate (no input).
+    pub empty_options_left_out: usize,
+    /// Misinformation instances labelled `not_enough_evidence`, dropped (their ids).
+    pub not_enough_evidence_dropped: Vec<String>,
+}
+
+/// Inputs of one MCQA item: one per candidate option, the gold index among them, and how
+/// many empty options were left out. An empty gold option is an error.
+fn mcqa_inputs(
+    question: &str,
+    argument: &str,
+    options: &[(String, String)],
+    answer: &str,
+    keep_empty: bool,
+    tokenizer: &TextTokenizer,
+    at: &dyn Fn(&str, String) -> Error,
+) -> Result<(Vec<Encoded>, usize, usize)> {
+    let gold_key = options.iter().position(|(k, _)| k == answer).ok_or_else(|| at("answer", format!("`{answer}` is not an option key")))?;
+    let (mut inputs, mut gold, mut left_out) = (Vec::new(), None, 0);
+    for (i, (key, text)) in options.iter().enumerate() {
+        if !keep_empty && crate::data::is_empty_option(text) {
+            if i == gold_key {
+                return Err(at("options", format!("the correct option `{key}` is empty (--keep-empty-options keeps empty options)")));
+            }
+            left_out += 1;
+            continue;
+        }
+        if i == gold_key {
+            gold = Some(inputs.len());
+        }
+        let (first, second) = mcqa_parts(question, argument, text);
+        inputs.push(tokenizer.encode_parts(&first, &second).map_err(|e| at("options", e.to_string()))?);
+    }
+    Ok((inputs, gold.expect("the gold option is kept"), left_out))
+}
+
 /// Read a HiTZ CasiMedicos MCQA file (`{"question", "options": {"1": ..}, "correct_option"}`
 /// per line; the argument is already appended to the question) into examples. The file is
 /// parsed by the same reader as the Ranking-Over-Scoring importer (`data::parse_hitz`).
-pub fn read_hitz_mcqa(file: &str, text: &str, tokenizer: &TextTokenizer) -> Result<Vec<TrainExample>> {
+pub fn read_hitz_mcqa(file: &str, text: &str, tokenizer: &TextTokenizer, options: &ExampleOptions) -> Result<TrainData> {
     let (items, _warnings) = crate::data::parse_hitz(file, text)?;
-    let mut out = Vec::with_capacity(items.len());
+    let mut out = TrainData::default();
     for item in items {
-        let gold = item.options.iter().position(|(k, _)| *k == item.correct_option).ok_or_else(|| {
-            Error::input(file, item.line, "correct_option", format!("`{}` is not an option key", item.correct_option))
-        })?;
-        let inputs = item
-            .options
-            .iter()
-            .map(|(_, t)| {
-                let (first, second) = mcqa_parts(&item.question, "", t);
-                tokenizer
-                    .encode_parts(&first, &second)
-                    .map_err(|e| Error::input(file, item.line, "options", e.to_string()))
-            })
-            .collect::<Result<Vec<_>>>()?;
-        out.push(TrainExample { id: format!("{file}:{}", item.line), inputs, gold });
+        let at = |field: &str, msg: String| Error::input(file, item.line, field, msg);
+        let (inputs, gold, left_out) =
+            mcqa_inputs(&item.question, "", &item.options, &item.correct_option, options.keep_empty_options, tokenizer, &at)?;
+        out.counts.empty_options_left_out += left_out;
+        out.examples.push(TrainExample { id: format!("{file}:{}", item.line), inputs, gold });
     }
+    out.counts.examples = out.examples.len();
     Ok(out)
 }
 
@@ -87,9 +151,10 @@ pub fn examples_from_bundle(
     labels: &[String],
     tokenizer: &TextTokenizer,
     seed: u64,
-) -> Result<Vec<TrainExample>> {
+    options: &ExampleOptions,
+) -> Result<TrainData> {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
-    let mut out = Vec::new();
+    let mut out = TrainData::default();
     for inst in &bundle.instances {
         let argument: &str = match source {
             ArgumentSource::None => "",
@@ -103,30 +168,29 @@ pub fn examples_from_bundle(
                 })?
             }
         };
-        let at = |e: Error| Error::input(&bundle.name, inst.line, "text", e.to_string());
+        let at = |field: &str, msg: String| Error::input(&bundle.name, inst.line, field, msg);
         match &inst.problem {
-            Problem::Mcqa { question, options, answer } => {
-                let inputs = options
-                    .iter()
-                    .map(|(_, t)| {
-                        let (f, s) = mcqa_parts(question, argument, t);
-                        tokenizer.encode_parts(&f, &s).map_err(at)
-                    })
-                    .collect::<Result<Vec<_>>>()?;
-                let gold = options.iter().position(|(k, _)| k == answer).ok_or_else(|| {
-                    Error::input(&bundle.name, inst.line, "answer", "not an option key")
-                })?;
-                out.push(TrainExample { id: inst.id.clone(), inputs, gold });
+            Problem::Mcqa { question, options: opts, answer } => {
+                let (inputs, gold, left_out) =
+                    mcqa_inputs(question, argument, opts, answer, options.keep_empty_options, tokenizer, &at)?;
+                out.counts.empty_options_left_out += left_out;
+                out.examples.push(TrainExample { id: inst.id.clone(), inputs, gold });
             }
             problem => {
+                if !options.keep_not_enough_evidence && matches!(problem, Problem::Misinformation { .. }) && problem.gold() == "not_enough_evidence" {
+                    out.counts.not_enough_evidence_dropped.push(inst.id.clone());
+                    continue;
+                }
                 let (f, s) = classification_parts(problem, argument)?;
                 let gold = labels.iter().position(|l| l == problem.gold()).ok_or_else(|| {
-                    Error::input(&bundle.name, inst.line, "label", format!("`{}` not in {labels:?}", problem.gold()))
+                    at("label", format!("`{}` not in {labels:?}", problem.gold()))
                 })?;
-                out.push(TrainExample { id: inst.id.clone(), inputs: vec![tokenizer.encode_parts(&f, &s).map_err(at)?], gold });
+                let encoded = tokenizer.encode_parts(&f, &s).map_err(|e| at("text", e.to_string()))?;
+                out.examples.push(TrainExample { id: inst.id.clone(), inputs: vec![encoded], gold });
             }
         }
     }
+    out.counts.examples = out.examples.len();
     Ok(out)
 }
 
@@ -150,7 +214,10 @@ pub struct TrainOptions {
     pub batch_size: usize,
     /// Micro-batches per optimiser step.
     pub grad_accum: usize,
+    /// Peak learning rate of the head (and the pooler it reads).
     pub learning_rate: f64,
+    /// Peak learning rate of the trained encoder layers (and embeddings with `All`).
+    pub layer_learning_rate: f64,
     pub weight_decay: f64,
     /// Fraction of all steps spent warming up linearly from 0.
     pub warmup_ratio: f64,
@@ -158,6 +225,10 @@ pub struct TrainOptions {
     pub patience: usize,
     pub seed: u64,
 }
+
+/// Default peak learning rate of the encoder layers: pretrained weights move little
+/// (BERT's fine-tuning range is 2e-5..5e-5; the top layers alone take the upper end).
+pub const DEFAULT_LAYER_LR: f64 = 5e-5;
 
 impl Default for TrainOptions {
     fn default() -> Self {
@@ -167,6 +238,7 @@ impl Default for TrainOptions {
             batch_size: 16,
             grad_accum: 1,
             learning_rate: 1e-3,
+            layer_learning_rate: DEFAULT_LAYER_LR,
             weight_decay: 0.01,
             warmup_ratio: 0.1,
             patience: 4,
@@ -176,13 +248,38 @@ impl Default for TrainOptions {
 }
 
 /// One point of the training curve (after each epoch).
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize)]
 pub struct EpochLog {
     pub epoch: usize,
     pub steps: usize,
     pub train_loss: f64,
     pub dev_accuracy: f64,
+    /// The head's learning rate at the epoch's last step (the layers' follows the same
+    /// schedule from `layer_learning_rate`).
     pub learning_rate: f64,
+    /// Wall-clock seconds of the epoch's training steps (dev evaluation not included).
+    pub train_seconds: f64,
+    /// Training examples per second over those steps.
+    pub examples_per_second: f64,
+}
+
+/// Equal curves: the same numbers; the wall-clock figures are not compared.
+impl PartialEq for EpochLog {
+    fn eq(&self, o: &Self) -> bool {
+        (self.epoch, self.steps, self.train_loss, self.dev_accuracy, self.learning_rate)
+            == (o.epoch, o.steps, o.train_loss, o.dev_accuracy, o.learning_rate)
+    }
+}
+
+/// What training reports as it goes.
+#[derive(Debug, Clone)]
+pub enum TrainEvent<'a> {
+    /// The frozen part was computed for every input: (inputs, seconds).
+    Cached { inputs: usize, seconds: f64 },
+    /// Progress inside an epoch (about every 10 s).
+    Step { epoch: usize, examples: usize, of: usize, examples_per_second: f64 },
+    /// An epoch ended.
+    Epoch(&'a EpochLog),
 }
 
 #[derive(Debug, Clone)]
@@ -194,6 +291,12 @@ pub struct TrainResult {
     pub best_dev_accuracy: f64,
     /// Examples with at least one cut input (train, dev).
     pub truncated: (usize, usize),
+    /// Seconds spent computing the frozen part once (features or lower-layer states).
+    pub cache_seconds: f64,
+    /// Threads the training steps ran on.
+    pub threads: usize,
+    /// What the example readers left out (train, dev); the caller fills it in for the log.
+    pub data: Option<(DataCounts, DataCounts)>,
 }
 
 /// Learning rate at optimiser step `step` (0-based) of `total`: linear warm-up over
@@ -226,41 +329,39 @@ pub fn with_new_head(base: &LoadedModel, kind: HeadKind, labels: &[String], seed
     Ok(m)
 }
 
-/// Replace the trainable tensors with variables; returns them for the optimiser.
-fn make_trainable(model: &mut LoadedModel, freeze: Freeze) -> Result<Vec<Var>> {
-    let mut vars = Vec::new();
-    let mut var = |t: &mut Tensor| -> Result<()> {
+/// Replace the trainable tensors with variables; returns them for the optimisers:
+/// (head and pooler, encoder layers and embeddings).
+fn make_trainable(model: &mut LoadedModel, freeze: Freeze) -> Result<(Vec<Var>, Vec<Var>)> {
+    fn var(vars: &mut Vec<Var>, t: &mut Tensor) -> Result<()> {
         let v = Var::from_tensor(t)?;
         *t = v.as_tensor().clone();
         vars.push(v);
         Ok(())
-    };
-    let dense = |d: &mut Dense, var: &mut dyn FnMut(&mut Tensor) -> Result<()>| -> Result<()> {
-        var(&mut d.weight)?;
-        var(&mut d.bias)
-    };
+    }
+    fn dense(vars: &mut Vec<Var>, d: &mut Dense) -> Result<()> {
+        var(vars, &mut d.weight)?;
+        var(vars, &mut d.bias)
+    }
+    let mut vars = Vec::new();
     match model.head.as_mut().ok_or_else(|| Error::invalid("no head to train"))? {
         HeadWeights::PooledLinear { classifier } => {
-            dense(classifier, &mut var)?;
+            dense(&mut vars, classifier)?;
             if let Some(p) = model.weights.pooler.as_mut() {
-                dense(p, &mut var)?;
+                dense(&mut vars, p)?;
             }
         }
         HeadWeights::RobertaClassifier { dense: d, out_proj } => {
-            dense(d, &mut var)?;
-            dense(out_proj, &mut var)?;
+            dense(&mut vars, d)?;
+            dense(&mut vars, out_proj)?;
         }
         HeadWeights::DistilClassifier { pre_classifier, classifier } => {
-            dense(pre_classifier, &mut var)?;
-            dense(classifier, &mut var)?;
+            dense(&mut vars, pre_classifier)?;
+            dense(&mut vars, classifier)?;
         }
     }
+    let head_vars = std::mem::take(&mut vars);
     let n_layers = model.weights.layers.len();
-    let top = match freeze {
-        Freeze::HeadOnly => 0,
-        Freeze::TopLayers(n) => n.min(n_layers),
-        Freeze::All => n_layers,
-    };
+    let top = trained_layers(freeze, n_layers);
     for layer in model.weights.layers.iter_mut().skip(n_layers - top) {
         for d in [
             &mut layer.query,
@@ -270,74 +371,175 @@ fn make_trainable(model: &mut LoadedModel, freeze: Freeze) -> Result<Vec<Var>> {
             &mut layer.ffn_in,
             &mut layer.ffn_out,
         ] {
-            dense(d, &mut var)?;
+            dense(&mut vars, d)?;
         }
         for n in [&mut layer.attn_norm, &mut layer.ffn_norm] {
-            var(&mut n.weight)?;
-            var(&mut n.bias)?;
+            var(&mut vars, &mut n.weight)?;
+            var(&mut vars, &mut n.bias)?;
         }
     }
     if freeze == Freeze::All {
         let w = &mut model.weights;
-        var(&mut w.word_embeddings)?;
-        var(&mut w.position_embeddings)?;
+        var(&mut vars, &mut w.word_embeddings)?;
+        var(&mut vars, &mut w.position_embeddings)?;
         if let Some(t) = w.token_type_embeddings.as_mut() {
-            var(t)?;
+            var(&mut vars, t)?;
         }
-        var(&mut w.embedding_norm.weight)?;
-        var(&mut w.embedding_norm.bias)?;
+        var(&mut vars, &mut w.embedding_norm.weight)?;
+        var(&mut vars, &mut w.embedding_norm.bias)?;
     }
-    Ok(vars)
+    Ok((head_vars, vars))
 }
 
-/// First-token states `[n_inputs, hidden]` of the given inputs. Without gradients they
-/// come from the CPU inference path (the same numbers as candle's ops, tested, several
-/// times faster) in length-sorted batches; with gradients from candle in one batch (the
-/// graph must stay whole).
-fn first_token_states(model: &LoadedModel, tokenizer: &TextTokenizer, inputs: &[&Encoded], differentiable: bool) -> Result<Tensor> {
-    if !differentiable {
-        // Built per call: between calls training may have changed the weights.
-        let encoder = CpuEncoder::new(model.clone());
-        let h = model.config.hidden_size;
-        let lens: Vec<usize> = inputs.iter().map(|e| e.len()).collect();
+/// How many of the top layers `freeze` trains.
+fn trained_layers(freeze: Freeze, n_layers: usize) -> usize {
+    match freeze {
+        Freeze::HeadOnly => 0,
+        Freeze::TopLayers(n) => n.min(n_layers),
+        Freeze::All => n_layers,
+    }
+}
+
+/// What the frozen part of the encoder gives each input, computed once per set.
+enum Frozen {
+    /// Head only: first-token states after every layer, `[n_inputs, hidden]`.
+    FirstTokens(Tensor),
+    /// Top N: each input's states after the frozen lower layers, real tokens only,
+    /// `len x hidden` in f16.
+    Lower(Vec<Vec<half::f16>>),
+    /// Everything trains: nothing is frozen.
+    Nothing,
+}
+
+/// A set's inputs in one flat list (example by example) and their frozen part.
+struct Prepared<'a> {
+    set: &'a [TrainExample],
+    /// First input of each example in the flat list.
+    starts: Vec<usize>,
+    frozen: Frozen,
+}
+
+/// Inputs per batch of the frozen pass (the inference path's batching).
+const CACHE_BATCH: usize = 32;
+
+fn prepare<'a>(base: &TextModel, set: &'a [TrainExample], lower: usize) -> Result<Prepared<'a>> {
+    let inputs: Vec<&Encoded> = set.iter().flat_map(|e| e.inputs.iter()).collect();
+    let mut starts = Vec::with_capacity(set.len());
+    let mut at = 0;
+    for e in set {
+        starts.push(at);
+        at += e.inputs.len();
+    }
+    let cfg = &base.encoder.model.config;
+    let h = cfg.hidden_size;
+    let lens: Vec<usize> = inputs.iter().map(|e| e.len()).collect();
+    let frozen = if lower == 0 {
+        Frozen::Nothing
+    } else if lower >= cfg.num_layers {
         let mut rows = vec![0f32; inputs.len() * h];
-        for group in length_batches(&lens, 32) {
+        for group in length_batches(&lens, CACHE_BATCH) {
             let items: Vec<&Encoded> = group.iter().map(|&i| inputs[i]).collect();
-            let states = encoder.hidden_states(&tokenizer.batch(&items), model.config.num_layers)?;
+            let states = base.encoder.hidden_states(&base.tokenizer.batch(&items), cfg.num_layers)?;
             for (k, &i) in group.iter().enumerate() {
                 rows[i * h..(i + 1) * h].copy_from_slice(states.token(k, 0));
             }
         }
-        return Ok(Tensor::from_vec(rows, (inputs.len(), h), &Device::Cpu)?);
-    }
-    let h = forward(&model.config, &model.weights, &tokenizer.batch(inputs), model.config.num_layers)?;
-    Ok(h.i((.., 0, ..))?.contiguous()?)
+        Frozen::FirstTokens(Tensor::from_vec(rows, (inputs.len(), h), &Device::Cpu)?)
+    } else {
+        let mut states = vec![Vec::new(); inputs.len()];
+        for group in length_batches(&lens, CACHE_BATCH) {
+            let items: Vec<&Encoded> = group.iter().map(|&i| inputs[i]).collect();
+            let hidden = base.encoder.hidden_states(&base.tokenizer.batch(&items), lower)?;
+            for (k, &i) in group.iter().enumerate() {
+                let row = &hidden.data[k * hidden.seq_len * h..(k * hidden.seq_len + lens[i]) * h];
+                states[i] = row.iter().map(|&x| half::f16::from_f32(x)).collect();
+            }
+        }
+        Frozen::Lower(states)
+    };
+    Ok(Prepared { set, starts, frozen })
 }
 
-/// Mean cross-entropy and correct count for `examples` given logits of their inputs
-/// (in example order, inputs concatenated).
+/// Logits `[n_inputs, n_out]` of the inputs of examples `idx` (in that order), through the
+/// trainable part of `model`: the head alone, or the top layers then the head.
+fn logits_of(model: &LoadedModel, tok: &TextTokenizer, p: &Prepared, idx: &[usize], lower: usize) -> Result<Tensor> {
+    let flat: Vec<usize> = idx.iter().flat_map(|&i| p.starts[i]..p.starts[i] + p.set[i].inputs.len()).collect();
+    let cfg = &model.config;
+    let cls = match &p.frozen {
+        Frozen::FirstTokens(f) => {
+            let rows: Vec<u32> = flat.iter().map(|&r| r as u32).collect();
+            f.index_select(&Tensor::new(rows.as_slice(), &Device::Cpu)?, 0)?
+        }
+        Frozen::Lower(states) => {
+            let h = cfg.hidden_size;
+            let s = flat.iter().map(|&r| states[r].len() / h).max().unwrap_or(0);
+            let mut x = vec![0f32; flat.len() * s * h];
+            let mut mask = vec![0u32; flat.len() * s];
+            for (k, &r) in flat.iter().enumerate() {
+                let len = states[r].len() / h;
+                for (dst, src) in x[k * s * h..].iter_mut().zip(&states[r]) {
+                    *dst = src.to_f32();
+                }
+                mask[k * s..k * s + len].fill(1);
+            }
+            let x = Tensor::from_vec(x, (flat.len(), s, h), &Device::Cpu)?;
+            let top = layers_forward(cfg, &model.weights.layers[lower..], x, &mask, true)?;
+            top.i((.., 0, ..))?.contiguous()?
+        }
+        Frozen::Nothing => {
+            let items: Vec<&Encoded> = idx.iter().flat_map(|&i| p.set[i].inputs.iter()).collect();
+            let h = forward(cfg, &model.weights, &tok.batch(&items), cfg.num_layers)?;
+            h.i((.., 0, ..))?.contiguous()?
+        }
+    };
+    head_forward(model.head.as_ref().expect("head"), model.weights.pooler.as_ref(), &cls)
+}
+
+/// Summed cross-entropy and correct count for `examples` given logits of their inputs
+/// (in example order, inputs concatenated). A multiple-choice example's softmax runs over
+/// its own inputs, however many it has.
 fn loss_and_correct(examples: &[&TrainExample], logits: &Tensor, multiple_choice: bool) -> Result<(Tensor, usize)> {
     let mut losses = Vec::new();
     let mut correct = 0;
     let mut row = 0;
+    let values: Vec<Vec<f32>> = logits.to_vec2()?;
     for ex in examples {
-        let scores = if multiple_choice {
-            let s = logits.narrow(0, row, ex.inputs.len())?.flatten_all()?;
-            row += ex.inputs.len();
-            s
+        let (scores, v) = if multiple_choice {
+            let n = ex.inputs.len();
+            let s = logits.narrow(0, row, n)?.flatten_all()?;
+            let v: Vec<f32> = values[row..row + n].iter().map(|r| r[0]).collect();
+            row += n;
+            (s, v)
         } else {
             let s = logits.i(row)?;
+            let v = values[row].clone();
             row += 1;
-            s
+            (s, v)
         };
         let logp = candle_nn::ops::log_softmax(&scores, D::Minus1)?;
         losses.push(logp.i(ex.gold)?.neg()?);
-        let v: Vec<f32> = scores.to_vec1()?;
         let best = v.iter().enumerate().fold(0, |b, (i, x)| if *x > v[b] { i } else { b });
         correct += usize::from(best == ex.gold);
     }
-    let loss = (Tensor::stack(&losses, 0)?.sum_all()? / examples.len() as f64)?;
-    Ok((loss, correct))
+    Ok((Tensor::stack(&losses, 0)?.sum_all()?, correct))
+}
+
+/// Contiguous shards of `idx` (sorted by input length first, so a shard pads little), at
+/// most `n` of them, sizes differing by at most one.
+fn shards(p: &Prepared, idx: &[usize], n: usize) -> Vec<Vec<usize>> {
+    let mut sorted = idx.to_vec();
+    sorted.sort_by_key(|&i| p.set[i].inputs.iter().map(Encoded::len).max().unwrap_or(0));
+    let n = n.clamp(1, sorted.len().max(1));
+    let (q, r) = (sorted.len() / n, sorted.len() % n);
+    let mut out = Vec::with_capacity(n);
+    let mut at = 0;
+    for k in 0..n {
+        let take = q + usize::from(k < r);
+        out.push(sorted[at..at + take].to_vec());
+        at += take;
+    }
+    out.retain(|s| !s.is_empty());
+    out
 }
 
 /// Train a head (and optionally layers) on `train`, pick the epoch with the best accuracy
@@ -352,53 +554,55 @@ pub fn train(
     opts: &TrainOptions,
     progress: &mut dyn FnMut(&EpochLog),
 ) -> Result<TrainResult> {
+    train_with_events(base, kind, labels, train_set, dev_set, opts, &mut |e| {
+        if let TrainEvent::Epoch(log) = e {
+            progress(log)
+        }
+    })
+}
+
+/// [`train`], reporting the cache, progress inside epochs (with examples/s) and epochs.
+pub fn train_with_events(
+    base: &TextModel,
+    kind: HeadKind,
+    labels: &[String],
+    train_set: &[TrainExample],
+    dev_set: &[TrainExample],
+    opts: &TrainOptions,
+    progress: &mut dyn FnMut(TrainEvent),
+) -> Result<TrainResult> {
+    use rayon::prelude::*;
+    use std::time::Instant;
     if train_set.is_empty() || dev_set.is_empty() {
         return Err(Error::invalid("training needs non-empty train and dev sets"));
     }
+    if let Some(e) = train_set.iter().chain(dev_set).find(|e| e.inputs.is_empty()) {
+        return Err(Error::invalid(format!("example {} has no input", e.id)));
+    }
     let multiple_choice = kind == HeadKind::MultipleChoice;
     let mut model = with_new_head(&base.encoder.model, kind, labels, opts.seed)?;
-    let vars = make_trainable(&mut model, opts.freeze)?;
+    let n_layers = model.config.num_layers;
+    let lower = n_layers - trained_layers(opts.freeze, n_layers);
+    let (head_vars, layer_vars) = make_trainable(&mut model, opts.freeze)?;
+    let vars: Vec<Var> = head_vars.iter().chain(&layer_vars).cloned().collect();
     let tok = &base.tokenizer;
-    let head_only = opts.freeze == Freeze::HeadOnly;
 
-    // Frozen features, once (head-only): row offsets per example into one big matrix.
-    let features = |set: &[TrainExample]| -> Result<(Tensor, Vec<usize>)> {
-        let inputs: Vec<&Encoded> = set.iter().flat_map(|e| e.inputs.iter()).collect();
-        let mut starts = Vec::with_capacity(set.len());
-        let mut at = 0;
-        for e in set {
-            starts.push(at);
-            at += e.inputs.len();
-        }
-        Ok((first_token_states(&model, tok, &inputs, false)?.detach(), starts))
-    };
-    let (train_feats, dev_feats) = if head_only { (Some(features(train_set)?), Some(features(dev_set)?)) } else { (None, None) };
+    let t0 = Instant::now();
+    let (train_p, dev_p) = (prepare(base, train_set, lower)?, prepare(base, dev_set, lower)?);
+    let cache_seconds = t0.elapsed().as_secs_f64();
+    if lower > 0 {
+        let inputs = train_set.iter().chain(dev_set).map(|e| e.inputs.len()).sum();
+        progress(TrainEvent::Cached { inputs, seconds: cache_seconds });
+    }
 
-    let logits_of = |model: &LoadedModel, set: &[TrainExample], idx: &[usize], feats: &Option<(Tensor, Vec<usize>)>, differentiable: bool| -> Result<Tensor> {
-        let cls = match feats {
-            Some((f, starts)) => {
-                let rows: Vec<u32> = idx
-                    .iter()
-                    .flat_map(|&i| (starts[i]..starts[i] + set[i].inputs.len()).map(|r| r as u32))
-                    .collect();
-                f.index_select(&Tensor::new(rows.as_slice(), &Device::Cpu)?, 0)?
-            }
-            None => {
-                let inputs: Vec<&Encoded> = idx.iter().flat_map(|&i| set[i].inputs.iter()).collect();
-                first_token_states(model, tok, &inputs, differentiable)?
-            }
-        };
-        head_forward(model.head.as_ref().expect("head"), model.weights.pooler.as_ref(), &cls)
-    };
-
+    let threads = rayon::current_num_threads().max(1);
     let per_step = opts.batch_size.max(1) * opts.grad_accum.max(1);
     let steps_per_epoch = train_set.len().div_ceil(per_step);
     let total = steps_per_epoch * opts.epochs.max(1);
     let warmup = ((total as f64) * opts.warmup_ratio).round() as usize;
-    let mut optimizer = AdamW::new(
-        vars.clone(),
-        ParamsAdamW { lr: opts.learning_rate, weight_decay: opts.weight_decay, ..Default::default() },
-    )?;
+    let params = |lr: f64| ParamsAdamW { lr, weight_decay: opts.weight_decay, ..Default::default() };
+    let mut head_opt = AdamW::new(head_vars.clone(), params(opts.learning_rate))?;
+    let mut layer_opt = if layer_vars.is_empty() { None } else { Some(AdamW::new(layer_vars.clone(), params(opts.layer_learning_rate))?) };
     let mut rng = ChaCha8Rng::seed_from_u64(opts.seed);
     let mut order: Vec<usize> = (0..train_set.len()).collect();
     let mut curve = Vec::new();
@@ -409,48 +613,86 @@ pub fn train(
         order.shuffle(&mut rng);
         let mut loss_sum = 0.0;
         let mut lr = opts.learning_rate;
+        let started = Instant::now();
+        let mut last_report = Instant::now();
+        let mut done = 0;
         for chunk in order.chunks(per_step) {
             let mut acc: Option<candle_core::backprop::GradStore> = None;
             for micro in chunk.chunks(opts.batch_size.max(1)) {
-                let logits = logits_of(&model, train_set, micro, &train_feats, true)?;
-                let exs: Vec<&TrainExample> = micro.iter().map(|&i| &train_set[i]).collect();
-                let (loss, _) = loss_and_correct(&exs, &logits, multiple_choice)?;
-                // Scale so the accumulated gradient is the mean over the whole step.
-                let scaled = (&loss * (micro.len() as f64 / chunk.len() as f64))?;
-                loss_sum += loss.to_scalar::<f32>()? as f64 * micro.len() as f64;
-                let grads = scaled.backward()?;
-                acc = Some(match acc {
-                    None => grads,
-                    Some(mut a) => {
-                        for v in &vars {
-                            if let Some(g) = grads.get(v.as_tensor()) {
-                                let sum = match a.get(v.as_tensor()) {
-                                    Some(prev) => (prev + g)?,
-                                    None => g.clone(),
-                                };
-                                a.insert(v.as_tensor(), sum);
+                // One shard per thread, each with its own forward and backward pass; the
+                // loss is scaled so the summed gradient is the mean over the whole step.
+                let parts = shards(&train_p, micro, threads);
+                let results = parts
+                    .par_iter()
+                    .map(|part| -> Result<(candle_core::backprop::GradStore, f64)> {
+                        let logits = logits_of(&model, tok, &train_p, part, lower)?;
+                        let exs: Vec<&TrainExample> = part.iter().map(|&i| &train_set[i]).collect();
+                        let (loss, _) = loss_and_correct(&exs, &logits, multiple_choice)?;
+                        let value = loss.to_scalar::<f32>()? as f64;
+                        Ok(((loss / chunk.len() as f64)?.backward()?, value))
+                    })
+                    .collect::<Vec<_>>();
+                for r in results {
+                    let (grads, value) = r?;
+                    loss_sum += value;
+                    acc = Some(match acc {
+                        None => grads,
+                        Some(mut a) => {
+                            for v in &vars {
+                                if let Some(g) = grads.get(v.as_tensor()) {
+                                    let sum = match a.get(v.as_tensor()) {
+                                        Some(prev) => (prev + g)?,
+                                        None => g.clone(),
+                                    };
+                                    a.insert(v.as_tensor(), sum);
+                                }
                             }
+                            a
                         }
-                        a
-                    }
-                });
+                    });
+                }
             }
+            let grads = acc.expect("non-empty chunk");
             lr = scheduled_lr(opts.learning_rate, step, warmup, total);
-            optimizer.set_learning_rate(lr);
-            optimizer.step(&acc.expect("non-empty chunk"))?;
+            head_opt.set_learning_rate(lr);
+            head_opt.step(&grads)?;
+            if let Some(o) = layer_opt.as_mut() {
+                o.set_learning_rate(scheduled_lr(opts.layer_learning_rate, step, warmup, total));
+                o.step(&grads)?;
+            }
             step += 1;
+            done += chunk.len();
+            if last_report.elapsed().as_secs_f64() >= 10.0 {
+                last_report = Instant::now();
+                let rate = done as f64 / started.elapsed().as_secs_f64();
+                progress(TrainEvent::Step { epoch, examples: done, of: train_set.len(), examples_per_second: rate });
+            }
         }
-        // Dev accuracy with the current weights.
-        let mut correct = 0;
+        let train_seconds = started.elapsed().as_secs_f64();
+        // Dev accuracy with the current weights (no gradients kept), shards in parallel.
         let dev_idx: Vec<usize> = (0..dev_set.len()).collect();
-        for part in dev_idx.chunks(32) {
-            let logits = logits_of(&model, dev_set, part, &dev_feats, false)?.detach();
-            let exs: Vec<&TrainExample> = part.iter().map(|&i| &dev_set[i]).collect();
-            correct += loss_and_correct(&exs, &logits, multiple_choice)?.1;
-        }
+        let dev_parts: Vec<Vec<usize>> = shards(&dev_p, &dev_idx, dev_set.len().div_ceil(opts.batch_size.max(1)));
+        let correct = dev_parts
+            .par_iter()
+            .map(|part| -> Result<usize> {
+                let logits = logits_of(&model, tok, &dev_p, part, lower)?.detach();
+                let exs: Vec<&TrainExample> = part.iter().map(|&i| &dev_set[i]).collect();
+                Ok(loss_and_correct(&exs, &logits, multiple_choice)?.1)
+            })
+            .collect::<Result<Vec<usize>>>()?
+            .into_iter()
+            .sum::<usize>();
         let dev_accuracy = correct as f64 / dev_set.len() as f64;
-        let log = EpochLog { epoch, steps: step, train_loss: loss_sum / train_set.len() as f64, dev_accuracy, learning_rate: lr };
-        progress(&log);
+        let log = EpochLog {
+            epoch,
+            steps: step,
+            train_loss: loss_sum / train_set.len() as f64,
+            dev_accuracy,
+            learning_rate: lr,
+            train_seconds,
+            examples_per_second: train_set.len() as f64 / train_seconds.max(1e-9),
+        };
+        progress(TrainEvent::Epoch(&log));
         curve.push(log);
         if best.as_ref().is_none_or(|(acc, _, _)| dev_accuracy > *acc) {
             let snapshot = vars.iter().map(|v| v.as_tensor().copy()).collect::<candle_core::Result<Vec<_>>>()?;
@@ -474,7 +716,16 @@ pub fn train(
         *h = detach_head(h)?;
     }
     let cut = |set: &[TrainExample]| set.iter().filter(|e| e.inputs.iter().any(|i| i.tokens_cut() > 0)).count();
-    Ok(TrainResult { model, curve, best_epoch, best_dev_accuracy, truncated: (cut(train_set), cut(dev_set)) })
+    Ok(TrainResult {
+        model,
+        curve,
+        best_epoch,
+        best_dev_accuracy,
+        truncated: (cut(train_set), cut(dev_set)),
+        cache_seconds,
+        threads,
+        data: None,
+    })
 }
 
 fn detach_dense(d: &Dense) -> Result<Dense> {
@@ -530,6 +781,9 @@ pub fn trained_files(result: &TrainResult, options: &TrainOptions) -> Result<Vec
         "best_epoch": result.best_epoch,
         "best_dev_accuracy": result.best_dev_accuracy,
         "truncated_examples": {"train": result.truncated.0, "dev": result.truncated.1},
+        "data": result.data.as_ref().map(|(t, d)| serde_json::json!({"train": t, "dev": d})),
+        "threads": result.threads,
+        "cache_seconds": result.cache_seconds,
         "curve": result.curve,
     });
     Ok(vec![

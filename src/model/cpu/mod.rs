@@ -1,7 +1,7 @@
 //! The CPU inference path of the encoder layers: plain `f32` buffers, the `gemm` crate for
 //! products, and fused element-wise kernels. It computes what
 //! [`super::encoder::forward`] (candle) computes — the tests hold the two within 1e-4 —
-//! about 5x faster (README, Speed), because it
+//! about 5x faster (BENCHMARKS.md), because it
 //! - projects q, k and v with one fused product and reads the heads as strided views;
 //! - starts each product from its bias and calls `gemm` directly (AVX-512 where the CPU
 //!   has it), in column tiles over the threads;
