@@ -8,7 +8,7 @@
 //! well under a second each in a debug build.
 
 use medrank::data;
-use medrank::eval::{metrics, rubric};
+use medrank::eval::rubric;
 use medrank::Error;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;

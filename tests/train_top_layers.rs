@@ -165,7 +165,7 @@ fn training_drops_not_enough_evidence_like_evaluation() {
             line: i + 1,
         })
         .collect();
-    let bundle = Bundle { name: "hfc.jsonl".into(), instances, systems: vec!["gold".into()] };
+    let bundle = Bundle { name: "hfc.jsonl".into(), instances, systems: vec!["gold".into()], controls: Vec::new() };
     let labels = task_labels(Task::Misinformation);
     let source = ArgumentSource::System("gold".into());
     let data = examples_from_bundle(&bundle, &source, &labels, &model.tokenizer, 1, &ExampleOptions::default()).unwrap();

@@ -209,6 +209,14 @@ impl Bundle {
     pub fn instance(&self, id: &str) -> Option<&Instance> {
         self.instances.iter().find(|i| i.id == id)
     }
+
+    /// The control cases of a run: `named` (recognised by name, as the generated ones are)
+    /// followed by the control files this bundle marks that `named` lacks.
+    pub fn controls_with(&self, named: &[String]) -> Vec<String> {
+        let mut all = named.to_vec();
+        all.extend(self.controls.iter().filter(|c| !named.contains(c)).cloned());
+        all
+    }
 }
 
 /// Warnings for a bundle that is valid but uneven: instances missing a system that others

@@ -180,16 +180,6 @@ pub struct Bundle {
     pub controls: Vec<String>,
 }
 
-impl Bundle {
-    /// The control cases of a run: `named` (recognised by name, as the generated ones are)
-    /// followed by the control files this bundle marks that `named` lacks.
-    pub fn controls_with(&self, named: &[String]) -> Vec<String> {
-        let mut all = named.to_vec();
-        all.extend(self.controls.iter().filter(|c| !named.contains(c)).cloned());
-        all
-    }
-}
-
 /// One row of the human rankings CSV `instance,annotator,system,rank` (1 = best; ties allowed,
 /// fractional ranks accepted).
 #[derive(Debug, Clone, PartialEq, Serialize)]
