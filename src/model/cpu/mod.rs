@@ -15,6 +15,8 @@
 mod attention;
 pub mod math;
 pub mod matmul;
+#[cfg_attr(not(target_arch = "wasm32"), allow(dead_code))]
+pub mod wasm_kernel;
 
 use super::config::{Activation, EncoderConfig};
 use super::load::{Dense, EncoderWeights, Norm};
