@@ -1,5 +1,6 @@
-//! Matrix products of the CPU inference path, through the `gemm` crate (the same kernels
-//! candle calls, AVX-512 included where the CPU has it; see Cargo.toml).
+//! Matrix products of the CPU inference path: natively through the `gemm` crate (the same
+//! kernels candle calls, AVX-512 included where the CPU has it; see Cargo.toml), in the
+//! browser through [`super::wasm_kernel`] (fused multiply-add, weights packed at load).
 //!
 //! Each call is single-threaded; the callers split the work into tasks (tiles of a
 //! linear layer, heads of the attention), which measured faster here than gemm's own
@@ -7,6 +8,7 @@
 //! lets the attention read q, k and v as strided views of one fused QKV buffer (no
 //! transposes, no copies) and lets a linear layer start from its bias (no separate add).
 
+#[cfg(not(target_arch = "wasm32"))]
 use gemm::Parallelism;
 use rayon::prelude::*;
 
@@ -72,6 +74,19 @@ pub fn matmul(dst: ViewMut, accumulate: bool, a: View, b: View, scale: f32) {
 pub unsafe fn matmul_raw(dst: *mut f32, dst_row_stride: usize, accumulate: bool, a: View, b: View, scale: f32) {
     assert_eq!(a.cols, b.rows, "inner dimensions");
     assert!(a.extent() <= a.data.len() && b.extent() <= b.data.len(), "operand out of bounds");
+    #[cfg(target_arch = "wasm32")]
+    {
+        use super::wasm_kernel::{gemm_packed, pack_b, Simd};
+        // The attention's operands change at every call: pack B into this thread's buffer.
+        thread_local! { static PACKED: std::cell::RefCell<Vec<f32>> = const { std::cell::RefCell::new(Vec::new()) }; }
+        PACKED.with(|buf| {
+            let mut buf = buf.borrow_mut();
+            pack_b(b, &mut buf);
+            let a_ptr = a.data.as_ptr().add(a.offset);
+            gemm_packed::<Simd>(a.rows, b.cols, a.cols, a_ptr, a.row_stride, a.col_stride, buf.as_ptr(), dst, dst_row_stride, accumulate, scale);
+        });
+    }
+    #[cfg(not(target_arch = "wasm32"))]
     gemm::gemm(
         a.rows,
         b.cols,
@@ -97,10 +112,13 @@ pub unsafe fn matmul_raw(dst: *mut f32, dst_row_stride: usize, accumulate: bool,
 }
 
 /// A dense layer with its weight stored `[in, out]` row-major (transposed once at load, the
-/// layout `gemm` streams fastest) and its bias.
+/// layout `gemm` streams fastest) and its bias. In the browser the weight is kept packed in
+/// the wasm kernel's panels instead (`weight` is then empty).
 #[derive(Debug, Clone)]
 pub struct Linear {
     pub weight: Vec<f32>,
+    #[cfg(target_arch = "wasm32")]
+    packed: Vec<f32>,
     pub bias: Vec<f32>,
     pub inputs: usize,
     pub outputs: usize,
@@ -124,6 +142,13 @@ impl Linear {
             bias.extend_from_slice(b);
             col += b.len();
         }
+        #[cfg(target_arch = "wasm32")]
+        {
+            let mut packed = Vec::new();
+            super::wasm_kernel::pack_b(View::row_major(&weight, inputs, outputs), &mut packed);
+            Linear { weight: Vec::new(), packed, bias, inputs, outputs }
+        }
+        #[cfg(not(target_arch = "wasm32"))]
         Linear { weight, bias, inputs, outputs }
     }
 
@@ -137,6 +162,18 @@ impl Linear {
         }
         let tiles = tiles(rows, self.outputs, threads);
         let dst = SharedMut(out.as_mut_ptr());
+        #[cfg(target_arch = "wasm32")]
+        let tile = |&(r0, r1, c0, c1): &(usize, usize, usize, usize)| {
+            use super::wasm_kernel::{gemm_packed, Simd, NR};
+            assert!(c0 % NR == 0, "column tiles start on a panel");
+            // SAFETY: as below; the panels from column c0 on hold `inputs` rows each.
+            unsafe {
+                let b = self.packed.as_ptr().add(c0 / NR * self.inputs * NR);
+                let a = x.as_ptr().add(r0 * self.inputs);
+                gemm_packed::<Simd>(r1 - r0, c1 - c0, self.inputs, a, self.inputs, 1, b, dst.at(r0 * self.outputs + c0), self.outputs, true, 1.0)
+            };
+        };
+        #[cfg(not(target_arch = "wasm32"))]
         let tile = |&(r0, r1, c0, c1): &(usize, usize, usize, usize)| {
             let a = View { data: x, offset: r0 * self.inputs, rows: r1 - r0, cols: self.inputs, row_stride: self.inputs, col_stride: 1 };
             let b = View { data: &self.weight, offset: c0, rows: self.inputs, cols: c1 - c0, row_stride: self.outputs, col_stride: 1 };
