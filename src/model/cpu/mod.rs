@@ -5,7 +5,7 @@
 //! - projects q, k and v with one fused product and reads the heads as strided views;
 //! - starts each product from its bias and calls `gemm` directly (AVX-512 where the CPU
 //!   has it), in column tiles over the threads; in the browser, [`wasm_kernel`] instead
-//!   (weights packed at load, relaxed-SIMD fused multiply-add where the build has it);
+//!   (weights packed at load; relaxed-SIMD fused multiply-add in a build with that feature);
 //! - skips the keys after the last real token of each sequence (right padding is free);
 //! - uses vectorisable exp / erf (`math`) instead of scalar library calls;
 //! - gives each thread whole sequences, or a range of rows, for a whole layer step, and
