@@ -46,6 +46,11 @@ setup_native() {
   apt_install mesa-vulkan-drivers libvulkan1
   # numpy: the independent reference forward pass the encoder is checked against.
   pip_install numpy "numpy>=1.26"
+  # The test command's gates (rustup's default profile has both; the minimal one does not).
+  if command -v rustup >/dev/null 2>&1 && ! { cargo fmt --version && cargo clippy --version; } >/dev/null 2>&1; then
+    log "rustup component add rustfmt clippy"
+    rustup component add rustfmt clippy
+  fi
 }
 
 setup_bench() {

@@ -5,11 +5,17 @@
 #      and the CLI on every example file (tests/cli.rs)
 #   2. real-browser tests (Debian's Chromium via playwright-core): the page's numbers equal
 #      the CLI's, exports, privacy (network requests), offline, keyboard
+# First the gates: rustfmt (rustfmt.toml), clippy with warnings as errors, prettier for www/.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 source scripts/env.sh
 scripts/setup.sh all
+
+echo "== format and lint"
+cargo fmt --check
+cargo clippy --all-targets -- -D warnings
+tests/browser/node_modules/.bin/prettier --check "www/**/*.{js,css,html}"
 
 echo "== cargo test (native)"
 # GPU tests must find the software adapter here: fail instead of skipping.

@@ -187,9 +187,7 @@ pub fn error_to_js(e: &Error) -> JsValue {
 
 /// Plain JS objects (not Maps), so the worker can post them as they are.
 fn to_js<T: Serialize>(value: &T) -> Result<JsValue, JsValue> {
-    value
-        .serialize(&serde_wasm_bindgen::Serializer::json_compatible())
-        .map_err(|e| JsValue::from_str(&e.to_string()))
+    value.serialize(&serde_wasm_bindgen::Serializer::json_compatible()).map_err(|e| JsValue::from_str(&e.to_string()))
 }
 
 fn to_json<T: Serialize>(value: &T) -> Result<String, JsValue> {
@@ -379,7 +377,10 @@ pub fn rank_systems(request: JsValue, progress: &js_sys::Function) -> Result<Str
             bundle: bundle_text.clone(),
             predictions: predictions
                 .iter()
-                .map(|(evaluator, f)| jobs::EvaluatorPredictions { evaluator: Some(evaluator.clone()), file: f.named() })
+                .map(|(evaluator, f)| jobs::EvaluatorPredictions {
+                    evaluator: Some(evaluator.clone()),
+                    file: f.named(),
+                })
                 .collect(),
             rankings: one_file(&request, "rankings", "human rankings file")?.map(InputFile::named),
             corpus: one_file(&request, "corpus", "corpus")?.map(InputFile::named),
@@ -399,7 +400,8 @@ pub fn rank_systems(request: JsValue, progress: &js_sys::Function) -> Result<Str
     let flat: Vec<(&str, &crate::data::Prediction)> =
         parsed.iter().flat_map(|(e, file)| file.predictions.iter().map(move |p| (*e, p))).collect();
     let controls = with_file_controls(&o.controls, &bundle);
-    let views = RankViews { controls: &controls, import: import_view(&imported), instances: instance_views(&bundle, &flat) };
+    let views =
+        RankViews { controls: &controls, import: import_view(&imported), instances: instance_views(&bundle, &flat) };
     reply(&outcome, views)
 }
 
@@ -408,7 +410,9 @@ pub fn rank_systems(request: JsValue, progress: &js_sys::Function) -> Result<Str
 /// The model's files as the page loaded them (fetched from the site or picked from disk):
 /// `{name, config, tokenizer, weights: Uint8Array, pooling?, modules?}`, texts as strings.
 fn model_files(model: &JsValue) -> Result<crate::model::ModelFiles, Error> {
-    let get = |key: &str| js_sys::Reflect::get(model, &JsValue::from_str(key)).ok().filter(|v| !v.is_undefined() && !v.is_null());
+    let get = |key: &str| {
+        js_sys::Reflect::get(model, &JsValue::from_str(key)).ok().filter(|v| !v.is_undefined() && !v.is_null())
+    };
     let text = |key: &str| get(key).and_then(|v| v.as_string()).map(String::into_bytes);
     let missing = |file: &str| Error::invalid(format!("the model has no {file}"));
     let weights = get("weights").ok_or_else(|| missing("model.safetensors"))?;
@@ -474,7 +478,8 @@ impl Model {
         let (bundle_text, imported) = bundle_of(&request).map_err(js)?;
         let corpus = one_file(&request, "corpus", "corpus").map_err(js)?.map(InputFile::named);
         // The control cases the inputs allow (IR passages need a corpus), as `--controls`.
-        let controls: Vec<String> = o.controls.iter().filter(|c| corpus.is_some() || c.as_str() != "ir_passages").cloned().collect();
+        let controls: Vec<String> =
+            o.controls.iter().filter(|c| corpus.is_some() || c.as_str() != "ir_passages").cloned().collect();
         let req = jobs::EvaluateRequest {
             bundle: bundle_text.clone(),
             predictions: Vec::new(),
@@ -482,7 +487,8 @@ impl Model {
             corpus,
             options: o.ranking(),
         };
-        let model_options = jobs::ModelOptions { controls, keep_empty_options: o.keep_empty_options, ..Default::default() };
+        let model_options =
+            jobs::ModelOptions { controls, keep_empty_options: o.keep_empty_options, ..Default::default() };
         let mut on_batch = |done: usize, total: usize| progress.step("Encoding with the model", done, total).is_ok();
         let ((outcome, predictions), backend) =
             self.kept.evaluate(&req, choice, &model_options, &mut on_batch).await.map_err(js)?;
@@ -493,7 +499,11 @@ impl Model {
         let flat: Vec<(&str, &crate::data::Prediction)> = predictions.iter().map(|p| (evaluator, p)).collect();
         let controls = with_file_controls(&o.controls, &bundle);
         let views = ModelViews {
-            rank: RankViews { controls: &controls, import: import_view(&imported), instances: instance_views(&bundle, &flat) },
+            rank: RankViews {
+                controls: &controls,
+                import: import_view(&imported),
+                instances: instance_views(&bundle, &flat),
+            },
             backend: &backend,
             threads: crate::model::cpu::worker_threads(),
         };
@@ -505,7 +515,13 @@ impl Model {
     /// timed with `performance.now()`, at least `min_seconds` per cell. A backend that cannot
     /// start (no WebGPU adapter) gets an `error` instead of rows. `progress(stage, done,
     /// total)` counts cells.
-    pub async fn bench(&mut self, backends: Vec<String>, cells: Vec<u32>, min_seconds: f64, progress: js_sys::Function) -> Result<String, JsValue> {
+    pub async fn bench(
+        &mut self,
+        backends: Vec<String>,
+        cells: Vec<u32>,
+        min_seconds: f64,
+        progress: js_sys::Function,
+    ) -> Result<String, JsValue> {
         let progress = Progress::new(&progress);
         let js = |e: Error| error_to_js(&e);
         // `cells` is flat: seq_len, batch, seq_len, batch, ...
@@ -520,7 +536,13 @@ impl Model {
             let (encoder, report) = match self.kept.encoder(choice).await {
                 Ok(x) => x,
                 Err(e) => {
-                    out.push(BenchBackend { backend: label.into(), device: String::new(), threads: 0, rows: Vec::new(), error: Some(e.to_string()) });
+                    out.push(BenchBackend {
+                        backend: label.into(),
+                        device: String::new(),
+                        threads: 0,
+                        rows: Vec::new(),
+                        error: Some(e.to_string()),
+                    });
                     continue;
                 }
             };
@@ -528,13 +550,16 @@ impl Model {
             let device = if report.backend == "gpu" { report.device.trim().to_string() } else { cpu_kernels(threads) };
             let mut rows = Vec::new();
             for (i, &(seq_len, batch)) in cells.iter().enumerate() {
-                progress.step(&format!("{label}: length {seq_len}, batch {batch}"), k * cells.len() + i, total).map_err(js)?;
+                progress
+                    .step(&format!("{label}: length {seq_len}, batch {batch}"), k * cells.len() + i, total)
+                    .map_err(js)?;
                 if seq_len > max_tokens {
                     continue;
                 }
-                let row = crate::gpu::bench::bench_encoder(encoder, label, &device, seq_len, batch, min_seconds, 100, &now)
-                    .await
-                    .map_err(js)?;
+                let row =
+                    crate::gpu::bench::bench_encoder(encoder, label, &device, seq_len, batch, min_seconds, 100, &now)
+                        .await
+                        .map_err(js)?;
                 rows.push(row);
             }
             let threads = if report.backend == "gpu" { 0 } else { threads };
@@ -547,13 +572,19 @@ impl Model {
     /// The benchmark page's workload (`jobs::run_workload`, as `medrank bench --parts
     /// workload`): `evaluate` on the bundle made from the CasiMedicos dev file's text, on
     /// `backend` ("cpu" or "gpu"), timed with `performance.now()`.
-    pub async fn workload(&mut self, dev_text: String, backend: String, progress: js_sys::Function) -> Result<String, JsValue> {
+    pub async fn workload(
+        &mut self,
+        dev_text: String,
+        backend: String,
+        progress: js_sys::Function,
+    ) -> Result<String, JsValue> {
         let progress = Progress::new(&progress);
         let js = |e: Error| error_to_js(&e);
         let choice = jobs::parse_backend(&backend).map_err(js)?;
         let dev = NamedText::new("data/casimedicos/dev.jsonl", dev_text);
         let now = || performance_now() / 1000.0;
-        let mut on_batch = |done: usize, total: usize| progress.step(&format!("workload on {backend}"), done, total).is_ok();
+        let mut on_batch =
+            |done: usize, total: usize| progress.step(&format!("workload on {backend}"), done, total).is_ok();
         let mut result = jobs::run_workload(&mut self.kept, &dev, choice, &now, &mut on_batch).await.map_err(js)?;
         if result.backend == "cpu" {
             result.device = cpu_kernels(result.threads);
@@ -597,7 +628,9 @@ fn bundle_of(request: &JobRequest) -> Result<(NamedText, Option<jobs::ImportOutc
                 }
             }
             let no_argument = no_argument.ok_or_else(|| {
-                Error::invalid("the Ranking-Over-Scoring import needs the no-argument file: set its system to `no_argument`")
+                Error::invalid(
+                    "the Ranking-Over-Scoring import needs the no-argument file: set its system to `no_argument`",
+                )
             })?;
             let outcome = jobs::import_ranking_over_scoring(&jobs::ImportRequest { no_argument, sources, controls })?;
             Ok((NamedText::new("imported_bundle.jsonl", outcome.bundle_jsonl.clone()), Some(outcome)))
@@ -643,13 +676,19 @@ fn instance_views<'a>(
                 })
                 .collect();
             // Systems scored by an evaluator but not in the bundle: the control cases.
-            let others: Vec<(&str, &str)> =
-                by_key.keys().filter(|(i, _)| *i == inst.id.as_str()).copied().collect();
+            let others: Vec<(&str, &str)> = by_key.keys().filter(|(i, _)| *i == inst.id.as_str()).copied().collect();
             for key in others {
                 let predictions = by_key.remove(&key).unwrap_or_default();
                 arguments.push(ArgumentView { system: key.1, text: None, predictions });
             }
-            InstanceView { id: &inst.id, task: inst.problem.task().name(), text, options, gold: inst.problem.gold(), arguments }
+            InstanceView {
+                id: &inst.id,
+                task: inst.problem.task().name(),
+                text,
+                options,
+                gold: inst.problem.gold(),
+                arguments,
+            }
         })
         .collect()
 }
@@ -672,7 +711,9 @@ pub fn nrp(request: JsValue, progress: &js_sys::Function) -> Result<String, JsVa
             topics: required(&request, "topics", "the topics (queries)")?.named(),
             qrels: files_of(&request, "qrels")
                 .map(|f| jobs::QrelsFile { dimension: f.params.get("dimension").cloned(), file: f.named() })
-                .chain(files_of(&request, "qrels_combined").map(|f| jobs::QrelsFile { dimension: None, file: f.named() }))
+                .chain(
+                    files_of(&request, "qrels_combined").map(|f| jobs::QrelsFile { dimension: None, file: f.named() }),
+                )
                 .collect(),
             documents: documents.map(InputFile::named),
             answers: files_of(&request, "answers")
@@ -734,7 +775,11 @@ pub fn rubric(request: JsValue, progress: &js_sys::Function) -> Result<String, J
         let o = &request.options;
         jobs::rubric(&jobs::RubricRequest {
             file: required(&request, "rubric", "a file of graded responses")?.named(),
-            options: crate::eval::rubric::RubricOptions { seed: o.seed, resamples: o.resamples, confidence: o.confidence },
+            options: crate::eval::rubric::RubricOptions {
+                seed: o.seed,
+                resamples: o.resamples,
+                confidence: o.confidence,
+            },
         })
     })?;
     reply(&outcome, ())

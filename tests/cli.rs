@@ -12,12 +12,32 @@ use common::cli::*;
 #[test]
 fn controls_then_evaluate_reproduces_hand_counted_scores() {
     let with_controls = tmp("bundle_controls.jsonl");
-    ok(&["controls", "--bundle", "examples/bundle.jsonl", "--corpus", "examples/corpus.jsonl", "--seed", "7", "--out", s(&with_controls), "--quiet"]);
+    ok(&[
+        "controls",
+        "--bundle",
+        "examples/bundle.jsonl",
+        "--corpus",
+        "examples/corpus.jsonl",
+        "--seed",
+        "7",
+        "--out",
+        s(&with_controls),
+        "--quiet",
+    ]);
     let report = tmp("evaluate.json");
     let csv_dir = tmp("evaluate_csv");
     let stdout = ok(&[
-        "evaluate", "--bundle", s(&with_controls), "--predictions", "examples/predictions.csv",
-        "--rankings", "examples/rankings.csv", "--json", s(&report), "--csv", s(&csv_dir),
+        "evaluate",
+        "--bundle",
+        s(&with_controls),
+        "--predictions",
+        "examples/predictions.csv",
+        "--rankings",
+        "examples/rankings.csv",
+        "--json",
+        s(&report),
+        "--csv",
+        s(&csv_dir),
     ]);
     assert!(stdout.contains("Ranking over scoring — mcqa"), "{stdout}");
 
@@ -42,7 +62,9 @@ fn controls_then_evaluate_reproduces_hand_counted_scores() {
     // Human average ranks from examples/rankings.csv (mcqa rows): expert 20/18, llama 66/18.
     let human = &mcqa["human"];
     let avg = |system: &str| {
-        human["systems"].as_array().unwrap().iter().find(|s| s["system"] == system).unwrap()["average_rank"].as_f64().unwrap()
+        human["systems"].as_array().unwrap().iter().find(|s| s["system"] == system).unwrap()["average_rank"]
+            .as_f64()
+            .unwrap()
     };
     assert!((avg("expert") - 20.0 / 18.0).abs() < 1e-12);
     assert!((avg("llama-3-70b") - 66.0 / 18.0).abs() < 1e-12);
@@ -63,9 +85,20 @@ fn controls_then_evaluate_reproduces_hand_counted_scores() {
 fn evaluate_adds_the_scored_control_cases_itself() {
     let report = tmp("auto_controls.json");
     ok(&[
-        "evaluate", "--bundle", "examples/bundle.jsonl", "--corpus", "examples/corpus.jsonl", "--seed", "7",
-        "--predictions", "paper=examples/predictions.csv", "--predictions", "again=examples/predictions.csv",
-        "--json", s(&report), "--quiet",
+        "evaluate",
+        "--bundle",
+        "examples/bundle.jsonl",
+        "--corpus",
+        "examples/corpus.jsonl",
+        "--seed",
+        "7",
+        "--predictions",
+        "paper=examples/predictions.csv",
+        "--predictions",
+        "again=examples/predictions.csv",
+        "--json",
+        s(&report),
+        "--quiet",
     ]);
     let r = json(&report);
     assert_eq!(r["controls_added"]["added"].as_array().unwrap().len(), 4);
@@ -75,7 +108,15 @@ fn evaluate_adds_the_scored_control_cases_itself() {
 
     // Without a corpus, ir_passages cannot be added: refused with a reason, no report.
     let refused = tmp("refused.json");
-    let out = medrank(&["evaluate", "--bundle", "examples/bundle.jsonl", "--predictions", "examples/predictions.csv", "--json", s(&refused)]);
+    let out = medrank(&[
+        "evaluate",
+        "--bundle",
+        "examples/bundle.jsonl",
+        "--predictions",
+        "examples/predictions.csv",
+        "--json",
+        s(&refused),
+    ]);
     assert_eq!(out.status.code(), Some(1));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("corpus"), "{err}");
@@ -87,7 +128,11 @@ fn a_bad_bundle_line_is_named_with_file_line_and_field() {
     let bad = tmp("bad_bundle.jsonl");
     let good = std::fs::read_to_string(root().join("examples/bundle.jsonl")).unwrap();
     let mut lines: Vec<String> = good.lines().map(str::to_owned).collect();
-    lines[2] = lines[2].replacen("\"task\": \"mcqa\"", "\"task\": \"mcq\"", 1).replacen("\"task\":\"mcqa\"", "\"task\":\"mcq\"", 1);
+    lines[2] = lines[2].replacen("\"task\": \"mcqa\"", "\"task\": \"mcq\"", 1).replacen(
+        "\"task\":\"mcqa\"",
+        "\"task\":\"mcq\"",
+        1,
+    );
     assert_ne!(lines[2], good.lines().nth(2).unwrap(), "the example's third line must be an MCQA instance");
     std::fs::write(&bad, lines.join("\n")).unwrap();
     let out_file = tmp("never.jsonl");
@@ -102,9 +147,19 @@ fn a_bad_bundle_line_is_named_with_file_line_and_field() {
 fn import_ranking_over_scoring_then_nrp_and_usage_errors() {
     let bundle = tmp("ros_bundle.jsonl");
     ok(&[
-        "import", "ranking-over-scoring", "--no-argument", "examples/ros/no_argument.jsonl",
-        "--source", "gpt-4o=examples/ros/gpt-4o.jsonl", "--source", "llama-3-70b=examples/ros/llama-3-70b.jsonl",
-        "--source", "label_only=examples/ros/label_only.jsonl", "--out", s(&bundle), "--quiet",
+        "import",
+        "ranking-over-scoring",
+        "--no-argument",
+        "examples/ros/no_argument.jsonl",
+        "--source",
+        "gpt-4o=examples/ros/gpt-4o.jsonl",
+        "--source",
+        "llama-3-70b=examples/ros/llama-3-70b.jsonl",
+        "--source",
+        "label_only=examples/ros/label_only.jsonl",
+        "--out",
+        s(&bundle),
+        "--quiet",
     ]);
     let text = std::fs::read_to_string(&bundle).unwrap();
     assert_eq!(text.lines().count(), 6);
@@ -112,8 +167,14 @@ fn import_ranking_over_scoring_then_nrp_and_usage_errors() {
     // Swapping the roles of two sources must be refused, not silently imported.
     let refused = tmp("refused_ros.jsonl");
     let out = medrank(&[
-        "import", "ranking-over-scoring", "--no-argument", "examples/ros/gpt-4o.jsonl",
-        "--source", "x=examples/ros/llama-3-70b.jsonl", "--out", s(&refused),
+        "import",
+        "ranking-over-scoring",
+        "--no-argument",
+        "examples/ros/gpt-4o.jsonl",
+        "--source",
+        "x=examples/ros/llama-3-70b.jsonl",
+        "--out",
+        s(&refused),
     ]);
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("import refused"));
@@ -127,11 +188,24 @@ fn import_ranking_over_scoring_then_nrp_and_usage_errors() {
 fn nrp_on_the_examples_with_bm25_and_a_precomputed_ranker() {
     let report = tmp("nrp.json");
     ok(&[
-        "nrp", "--topics", "examples/nrp/topics.xml", "--qrels-combined", "examples/nrp/qrels.combined.txt",
-        "--not-judgeable", "credibility=3", "--docs", "examples/nrp/docs.tsv",
-        "--answers", "examples/nrp/answers.jsonl",
-        "--ranker", "published=examples/nrp/run.bm25.txt,examples/nrp/answer_scores.csv",
-        "--expert-rankings", "examples/nrp/expert_rankings.csv", "--json", s(&report), "--quiet",
+        "nrp",
+        "--topics",
+        "examples/nrp/topics.xml",
+        "--qrels-combined",
+        "examples/nrp/qrels.combined.txt",
+        "--not-judgeable",
+        "credibility=3",
+        "--docs",
+        "examples/nrp/docs.tsv",
+        "--answers",
+        "examples/nrp/answers.jsonl",
+        "--ranker",
+        "published=examples/nrp/run.bm25.txt,examples/nrp/answer_scores.csv",
+        "--expert-rankings",
+        "examples/nrp/expert_rankings.csv",
+        "--json",
+        s(&report),
+        "--quiet",
     ]);
     let r = json(&report);
     assert_eq!(r["dimensions"].as_array().unwrap().len(), 3);
@@ -145,10 +219,22 @@ fn nrp_on_the_examples_with_bm25_and_a_precomputed_ranker() {
     // The CSV answer files give the same answers as the JSONL file: same report numbers.
     let report_csv = tmp("nrp_csv.json");
     let mut args = vec![
-        "nrp", "--topics", "examples/nrp/topics.jsonl", "--qrels-combined", "examples/nrp/qrels.combined.txt",
-        "--not-judgeable", "credibility=3", "--docs", "examples/nrp/docs.tsv",
-        "--ranker", "published=examples/nrp/run.bm25.txt,examples/nrp/answer_scores.csv",
-        "--expert-rankings", "examples/nrp/expert_rankings.csv", "--json", s(&report_csv), "--quiet",
+        "nrp",
+        "--topics",
+        "examples/nrp/topics.jsonl",
+        "--qrels-combined",
+        "examples/nrp/qrels.combined.txt",
+        "--not-judgeable",
+        "credibility=3",
+        "--docs",
+        "examples/nrp/docs.tsv",
+        "--ranker",
+        "published=examples/nrp/run.bm25.txt,examples/nrp/answer_scores.csv",
+        "--expert-rankings",
+        "examples/nrp/expert_rankings.csv",
+        "--json",
+        s(&report_csv),
+        "--quiet",
     ];
     let answer_files: Vec<String> = std::fs::read_dir(root().join("examples/nrp/answers"))
         .unwrap()
@@ -162,8 +248,17 @@ fn nrp_on_the_examples_with_bm25_and_a_precomputed_ranker() {
     ok(&args);
     let r2 = json(&report_csv);
     let by_group = |r: &Value| {
-        let mut v: Vec<(String, String, f64)> = r["groups"].as_array().unwrap().iter()
-            .map(|g| (g["system"].as_str().unwrap().to_owned(), g["prompt"].as_str().unwrap().to_owned(), g["mean"].as_f64().unwrap()))
+        let mut v: Vec<(String, String, f64)> = r["groups"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|g| {
+                (
+                    g["system"].as_str().unwrap().to_owned(),
+                    g["prompt"].as_str().unwrap().to_owned(),
+                    g["mean"].as_f64().unwrap(),
+                )
+            })
             .collect();
         v.sort_by(|a, b| (&a.0, &a.1).cmp(&(&b.0, &b.1)));
         v
@@ -174,7 +269,18 @@ fn nrp_on_the_examples_with_bm25_and_a_precomputed_ranker() {
 #[test]
 fn metrics_and_rubric_on_the_examples() {
     let report = tmp("metrics.json");
-    ok(&["metrics", "--input", "examples/metrics/summaries.jsonl", "--tokenizer", "unicode", "--kappa-bins", "rougeL=1..5:0.2,0.4,0.6,0.8", "--json", s(&report), "--quiet"]);
+    ok(&[
+        "metrics",
+        "--input",
+        "examples/metrics/summaries.jsonl",
+        "--tokenizer",
+        "unicode",
+        "--kappa-bins",
+        "rougeL=1..5:0.2,0.4,0.6,0.8",
+        "--json",
+        s(&report),
+        "--quiet",
+    ]);
     let r = json(&report);
     assert!(!r["candidates"].as_array().unwrap().is_empty());
 
@@ -193,7 +299,16 @@ fn metrics_and_rubric_on_the_examples() {
 #[test]
 fn agreement_among_annotators_per_task() {
     let report = tmp("agreement.json");
-    ok(&["agreement", "--rankings", "examples/rankings.csv", "--bundle", "examples/bundle.jsonl", "--json", s(&report), "--quiet"]);
+    ok(&[
+        "agreement",
+        "--rankings",
+        "examples/rankings.csv",
+        "--bundle",
+        "examples/bundle.jsonl",
+        "--json",
+        s(&report),
+        "--quiet",
+    ]);
     let r = json(&report);
     let mcqa = r["scopes"].as_array().unwrap().iter().find(|s| s["scope"] == "mcqa").unwrap();
     let a = &mcqa["agreement"];
@@ -214,14 +329,28 @@ fn evaluate_with_the_default_model_and_replay_its_predictions() {
     let report = tmp("model.json");
     let saved = tmp("model_predictions.csv");
     ok(&[
-        "evaluate", "--bundle", "examples/bundle.jsonl", "--corpus", "examples/corpus.jsonl", "--seed", "3",
-        "--model", s(&model), "--controls", "--save-predictions", s(&saved), "--json", s(&report), "--quiet",
+        "evaluate",
+        "--bundle",
+        "examples/bundle.jsonl",
+        "--corpus",
+        "examples/corpus.jsonl",
+        "--seed",
+        "3",
+        "--model",
+        s(&model),
+        "--controls",
+        "--save-predictions",
+        s(&saved),
+        "--json",
+        s(&report),
+        "--quiet",
     ]);
     let r = json(&report);
     let tasks = r["evaluators"][0]["report"]["tasks"].as_array().unwrap();
     assert_eq!(tasks.len(), 1, "without a head only MCQA is evaluated");
     assert_eq!(tasks[0]["systems"].as_array().unwrap().len(), 8, "4 systems + 4 controls");
-    let inputs: Vec<&str> = r["provenance"]["inputs"].as_array().unwrap().iter().map(|i| i["name"].as_str().unwrap()).collect();
+    let inputs: Vec<&str> =
+        r["provenance"]["inputs"].as_array().unwrap().iter().map(|i| i["name"].as_str().unwrap()).collect();
     assert!(inputs.iter().any(|n| n.ends_with("model.safetensors")), "{inputs:?}");
     let predictions = std::fs::read_to_string(&saved).unwrap();
     assert_eq!(predictions.lines().count(), 1 + 12 * 8);
@@ -230,13 +359,35 @@ fn evaluate_with_the_default_model_and_replay_its_predictions() {
     let replay = tmp("replay.json");
     let mcqa_only = tmp("mcqa_only.jsonl");
     let bundle = std::fs::read_to_string(root().join("examples/bundle.jsonl")).unwrap();
-    let mcqa: Vec<&str> = bundle.lines().filter(|l| l.contains("\"task\": \"mcqa\"") || l.contains("\"task\":\"mcqa\"")).collect();
+    let mcqa: Vec<&str> =
+        bundle.lines().filter(|l| l.contains("\"task\": \"mcqa\"") || l.contains("\"task\":\"mcqa\"")).collect();
     assert_eq!(mcqa.len(), 12);
     std::fs::write(&mcqa_only, mcqa.join("\n")).unwrap();
-    ok(&["evaluate", "--bundle", s(&mcqa_only), "--corpus", "examples/corpus.jsonl", "--seed", "3", "--predictions", s(&saved), "--json", s(&replay), "--quiet"]);
+    ok(&[
+        "evaluate",
+        "--bundle",
+        s(&mcqa_only),
+        "--corpus",
+        "examples/corpus.jsonl",
+        "--seed",
+        "3",
+        "--predictions",
+        s(&saved),
+        "--json",
+        s(&replay),
+        "--quiet",
+    ]);
     let a = &r["evaluators"][0]["report"]["tasks"][0]["systems"];
     let b = &json(&replay)["evaluators"][0]["report"]["tasks"][0]["systems"];
-    let scores = |v: &Value| v.as_array().unwrap().iter().map(|s| (s["system"].as_str().unwrap().to_owned(), s["score"].as_f64().unwrap(), s["rank"].as_f64().unwrap())).collect::<Vec<_>>();
+    let scores = |v: &Value| {
+        v.as_array()
+            .unwrap()
+            .iter()
+            .map(|s| {
+                (s["system"].as_str().unwrap().to_owned(), s["score"].as_f64().unwrap(), s["rank"].as_f64().unwrap())
+            })
+            .collect::<Vec<_>>()
+    };
     assert_eq!(scores(a), scores(b));
 }
 
@@ -247,8 +398,21 @@ fn train_an_evaluator_then_evaluate_with_it() {
     let model = root().join("models/all-MiniLM-L6-v2");
     let out = tmp("trained");
     let text = ok(&[
-        "train", "--model", s(&model), "--train", "examples/bundle.jsonl", "--dev", "examples/bundle.jsonl",
-        "--task", "mcqa", "--arguments", "system:expert", "--epochs", "2", "--out", s(&out),
+        "train",
+        "--model",
+        s(&model),
+        "--train",
+        "examples/bundle.jsonl",
+        "--dev",
+        "examples/bundle.jsonl",
+        "--task",
+        "mcqa",
+        "--arguments",
+        "system:expert",
+        "--epochs",
+        "2",
+        "--out",
+        s(&out),
     ]);
     assert!(text.contains("best epoch"), "{text}");
     for f in ["config.json", "model.safetensors", "tokenizer.json", "train_log.json"] {
@@ -266,7 +430,19 @@ fn train_an_evaluator_then_evaluate_with_it() {
     assert_eq!(r["evaluators"][0]["report"]["tasks"][0]["task"], "mcqa");
 
     // A bad --arguments value is refused with the expected forms.
-    let bad = medrank(&["train", "--model", s(&model), "--train", "examples/bundle.jsonl", "--dev", "examples/bundle.jsonl", "--arguments", "gpt-4o", "--out", s(&tmp("never"))]);
+    let bad = medrank(&[
+        "train",
+        "--model",
+        s(&model),
+        "--train",
+        "examples/bundle.jsonl",
+        "--dev",
+        "examples/bundle.jsonl",
+        "--arguments",
+        "gpt-4o",
+        "--out",
+        s(&tmp("never")),
+    ]);
     assert_eq!(bad.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&bad.stderr).contains("system:NAME"));
 }
@@ -279,18 +455,46 @@ fn nrp_with_a_dense_ranker() {
     let report = tmp("nrp_dense.json");
     let dense = format!("minilm={}", s(&model));
     ok(&[
-        "nrp", "--topics", "examples/nrp/topics.xml", "--qrels-combined", "examples/nrp/qrels.combined.txt",
-        "--not-judgeable", "credibility=3", "--docs", "examples/nrp/docs.tsv", "--answers", "examples/nrp/answers.jsonl",
-        "--dense-ranker", &dense, "--window", "40,20", "--json", s(&report), "--quiet",
+        "nrp",
+        "--topics",
+        "examples/nrp/topics.xml",
+        "--qrels-combined",
+        "examples/nrp/qrels.combined.txt",
+        "--not-judgeable",
+        "credibility=3",
+        "--docs",
+        "examples/nrp/docs.tsv",
+        "--answers",
+        "examples/nrp/answers.jsonl",
+        "--dense-ranker",
+        &dense,
+        "--window",
+        "40,20",
+        "--json",
+        s(&report),
+        "--quiet",
     ]);
     let r = json(&report);
     for d in r["dimensions"].as_array().unwrap() {
-        let names: Vec<&str> = d["validation"].as_array().unwrap().iter().map(|v| v["ranker"].as_str().unwrap()).collect();
+        let names: Vec<&str> =
+            d["validation"].as_array().unwrap().iter().map(|v| v["ranker"].as_str().unwrap()).collect();
         assert_eq!(names, ["bm25", "minilm"]);
     }
-    let inputs: Vec<&str> = r["provenance"]["inputs"].as_array().unwrap().iter().map(|i| i["name"].as_str().unwrap()).collect();
+    let inputs: Vec<&str> =
+        r["provenance"]["inputs"].as_array().unwrap().iter().map(|i| i["name"].as_str().unwrap()).collect();
     assert!(inputs.iter().any(|n| n.ends_with("all-MiniLM-L6-v2/model.safetensors")), "{inputs:?}");
-    let bad = medrank(&["nrp", "--topics", "examples/nrp/topics.xml", "--qrels", "relevance=examples/nrp/qrels.relevance.txt", "--answers", "examples/nrp/answers.jsonl", "--no-bm25", "--dense-ranker", &dense]);
+    let bad = medrank(&[
+        "nrp",
+        "--topics",
+        "examples/nrp/topics.xml",
+        "--qrels",
+        "relevance=examples/nrp/qrels.relevance.txt",
+        "--answers",
+        "examples/nrp/answers.jsonl",
+        "--no-bm25",
+        "--dense-ranker",
+        &dense,
+    ]);
     assert_eq!(bad.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&bad.stderr).contains("needs the documents"));
 }
@@ -311,7 +515,18 @@ fn metrics_with_bertscore_on_the_default_model() {
     )
     .unwrap();
     let report = tmp("bertscore.json");
-    ok(&["metrics", "--input", s(&input), "--bertscore", s(&model), "--bertscore-baseline", "0.5,0.5,0.5", "--json", s(&report), "--quiet"]);
+    ok(&[
+        "metrics",
+        "--input",
+        s(&input),
+        "--bertscore",
+        s(&model),
+        "--bertscore-baseline",
+        "0.5,0.5,0.5",
+        "--json",
+        s(&report),
+        "--quiet",
+    ]);
     let r = json(&report);
     let c = r["bertscore"]["candidates"].as_array().unwrap();
     for k in ["precision", "recall", "f1"] {
@@ -324,7 +539,13 @@ fn metrics_with_bertscore_on_the_default_model() {
 /// Whatever a run leaves in `dir` that a staged output would be named like.
 fn leftovers(dir: &Path) -> Vec<String> {
     std::fs::read_dir(dir)
-        .map(|entries| entries.flatten().map(|e| e.file_name().to_string_lossy().into_owned()).filter(|n| n.contains("medrank-tmp") || n.ends_with(".tmp")).collect())
+        .map(|entries| {
+            entries
+                .flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .filter(|n| n.contains("medrank-tmp") || n.ends_with(".tmp"))
+                .collect()
+        })
         .unwrap_or_default()
 }
 
@@ -347,8 +568,21 @@ fn outputs_are_refused_before_any_work_and_written_all_or_nothing() {
     // --json onto an existing folder used to fail late, leaving `DIR.tmp` with the whole
     // report and the 14 CSV files of --csv behind; now nothing is written at all.
     fails_with(
-        &["evaluate", "--bundle", "examples/bundle.jsonl", "--predictions", "examples/predictions.csv", "--corpus", "examples/corpus.jsonl",
-          "--rankings", "examples/rankings.csv", "--json", s(&folder), "--csv", s(&csv)],
+        &[
+            "evaluate",
+            "--bundle",
+            "examples/bundle.jsonl",
+            "--predictions",
+            "examples/predictions.csv",
+            "--corpus",
+            "examples/corpus.jsonl",
+            "--rankings",
+            "examples/rankings.csv",
+            "--json",
+            s(&folder),
+            "--csv",
+            s(&csv),
+        ],
         "refused as an output: it exists and is a folder",
     );
     assert!(!csv.exists());
@@ -356,10 +590,34 @@ fn outputs_are_refused_before_any_work_and_written_all_or_nothing() {
 
     // controls / import: --out is not written when the run fails on its --json path.
     let bundle_out = base.join("with_controls.jsonl");
-    fails_with(&["controls", "--bundle", "examples/bundle.jsonl", "--corpus", "examples/corpus.jsonl", "--out", s(&bundle_out), "--json", s(&folder)], "is a folder");
+    fails_with(
+        &[
+            "controls",
+            "--bundle",
+            "examples/bundle.jsonl",
+            "--corpus",
+            "examples/corpus.jsonl",
+            "--out",
+            s(&bundle_out),
+            "--json",
+            s(&folder),
+        ],
+        "is a folder",
+    );
     assert!(!bundle_out.exists());
     fails_with(
-        &["import", "ranking-over-scoring", "--no-argument", "examples/ros/no_argument.jsonl", "--source", "gpt-4o=examples/ros/gpt-4o.jsonl", "--out", s(&bundle_out), "--json", s(&folder)],
+        &[
+            "import",
+            "ranking-over-scoring",
+            "--no-argument",
+            "examples/ros/no_argument.jsonl",
+            "--source",
+            "gpt-4o=examples/ros/gpt-4o.jsonl",
+            "--out",
+            s(&bundle_out),
+            "--json",
+            s(&folder),
+        ],
         "is a folder",
     );
     assert!(!bundle_out.exists());
@@ -368,8 +626,14 @@ fn outputs_are_refused_before_any_work_and_written_all_or_nothing() {
     let bundle = base.join("bundle.jsonl");
     std::fs::copy(root().join("examples/bundle.jsonl"), &bundle).unwrap();
     let original = std::fs::read(&bundle).unwrap();
-    fails_with(&["controls", "--bundle", s(&bundle), "--corpus", "examples/corpus.jsonl", "--out", s(&bundle)], "is an input of this run");
-    fails_with(&["agreement", "--rankings", "examples/rankings.csv", "--bundle", s(&bundle), "--json", s(&bundle)], "is an input of this run");
+    fails_with(
+        &["controls", "--bundle", s(&bundle), "--corpus", "examples/corpus.jsonl", "--out", s(&bundle)],
+        "is an input of this run",
+    );
+    fails_with(
+        &["agreement", "--rankings", "examples/rankings.csv", "--bundle", s(&bundle), "--json", s(&bundle)],
+        "is an input of this run",
+    );
     assert_eq!(std::fs::read(&bundle).unwrap(), original);
 
     // A link is refused, not replaced by a regular file.
@@ -377,19 +641,47 @@ fn outputs_are_refused_before_any_work_and_written_all_or_nothing() {
     {
         let link = base.join("report-link.json");
         std::os::unix::fs::symlink(&bundle, &link).unwrap();
-        fails_with(&["agreement", "--rankings", "examples/rankings.csv", "--json", s(&link)], "it exists and is a link");
+        fails_with(
+            &["agreement", "--rankings", "examples/rankings.csv", "--json", s(&link)],
+            "it exists and is a link",
+        );
         assert!(std::fs::symlink_metadata(&link).unwrap().file_type().is_symlink());
-        fails_with(&["agreement", "--rankings", "examples/rankings.csv", "--json", "/dev/null"], "/dev/null: refused as an output");
+        fails_with(
+            &["agreement", "--rankings", "examples/rankings.csv", "--json", "/dev/null"],
+            "/dev/null: refused as an output",
+        );
     }
 
     // A run that fails in its computation leaves no new --csv folder (and no report).
     let report = base.join("never.json");
-    fails_with(&["evaluate", "--bundle", "examples/bundle.jsonl", "--predictions", "examples/predictions.csv", "--json", s(&report), "--csv", s(&csv)], "corpus");
+    fails_with(
+        &[
+            "evaluate",
+            "--bundle",
+            "examples/bundle.jsonl",
+            "--predictions",
+            "examples/predictions.csv",
+            "--json",
+            s(&report),
+            "--csv",
+            s(&csv),
+        ],
+        "corpus",
+    );
     assert!(!csv.exists() && !report.exists());
 
     // A run that succeeds writes everything, into new nested folders too, with no temporaries left.
     let nested = base.join("a/b/tables");
-    ok(&["agreement", "--rankings", "examples/rankings.csv", "--json", s(&base.join("a/report.json")), "--csv", s(&nested), "--quiet"]);
+    ok(&[
+        "agreement",
+        "--rankings",
+        "examples/rankings.csv",
+        "--json",
+        s(&base.join("a/report.json")),
+        "--csv",
+        s(&nested),
+        "--quiet",
+    ]);
     assert!(base.join("a/report.json").is_file());
     assert!(std::fs::read_dir(&nested).unwrap().count() > 0);
     assert!(leftovers(&base).is_empty() && leftovers(&base.join("a")).is_empty() && leftovers(&nested).is_empty());
@@ -397,7 +689,18 @@ fn outputs_are_refused_before_any_work_and_written_all_or_nothing() {
 
 /// The NRP run of the examples with the given answers and qrels arguments; the report.
 fn nrp_with(answers: &Path, qrels: &[&str], report: &Path) -> Output {
-    let mut args = vec!["nrp", "--topics", "examples/nrp/topics.xml", "--docs", "examples/nrp/docs.tsv", "--answers", s(answers), "--json", s(report), "--quiet"];
+    let mut args = vec![
+        "nrp",
+        "--topics",
+        "examples/nrp/topics.xml",
+        "--docs",
+        "examples/nrp/docs.tsv",
+        "--answers",
+        s(answers),
+        "--json",
+        s(report),
+        "--quiet",
+    ];
     args.extend_from_slice(qrels);
     medrank(&args)
 }
@@ -437,7 +740,8 @@ fn hostile_inputs_get_the_right_message() {
     let out = nrp_with(&plain, &["--qrels", &arg], &report);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let r = json(&report);
-    let dims: Vec<&str> = r["dimensions"].as_array().unwrap().iter().map(|d| d["dimension"].as_str().unwrap()).collect();
+    let dims: Vec<&str> =
+        r["dimensions"].as_array().unwrap().iter().map(|d| d["dimension"].as_str().unwrap()).collect();
     assert_eq!(dims, ["relevance"]);
 
     // An answer for a query that is not a topic: an error at its line in the answers file
@@ -460,7 +764,18 @@ fn hostile_inputs_get_the_right_message() {
     assert!(dropped.starts_with("101,gpt-3.5-turbo,no_prompt,0,"), "{dropped}");
     std::fs::write(&fewer, lines.join("\n")).unwrap();
     let ranker = format!("published=examples/nrp/run.bm25.txt,{}", s(&fewer));
-    let out = medrank(&["nrp", "--topics", "examples/nrp/topics.xml", "--qrels-combined", "examples/nrp/qrels.combined.txt", "--answers", "examples/nrp/answers.jsonl", "--ranker", &ranker, "--no-bm25"]);
+    let out = medrank(&[
+        "nrp",
+        "--topics",
+        "examples/nrp/topics.xml",
+        "--qrels-combined",
+        "examples/nrp/qrels.combined.txt",
+        "--answers",
+        "examples/nrp/answers.jsonl",
+        "--ranker",
+        &ranker,
+        "--no-bm25",
+    ]);
     assert_eq!(
         String::from_utf8_lossy(&out.stderr).trim(),
         format!("error: {}: no score for answer `gpt-3.5-turbo/no_prompt/0` of query `101`; a ranker must score every answer", s(&fewer))
@@ -473,7 +788,16 @@ fn hostile_inputs_get_the_right_message() {
     assert!(dropped.starts_with("mcqa-01,expert,"), "{dropped}");
     let missing = base.join("missing.csv");
     std::fs::write(&missing, lines.join("\n")).unwrap();
-    let out = medrank(&["evaluate", "--bundle", "examples/bundle.jsonl", "--corpus", "examples/corpus.jsonl", "--predictions", s(&missing), "--quiet"]);
+    let out = medrank(&[
+        "evaluate",
+        "--bundle",
+        "examples/bundle.jsonl",
+        "--corpus",
+        "examples/corpus.jsonl",
+        "--predictions",
+        s(&missing),
+        "--quiet",
+    ]);
     assert_eq!(
         String::from_utf8_lossy(&out.stderr).trim(),
         "error: examples/bundle.jsonl:1: field `arguments.expert`: instance `mcqa-01` has no prediction for system `expert` (evaluator `missing`)"
@@ -485,7 +809,17 @@ fn hostile_inputs_get_the_right_message() {
     let text = std::fs::read_to_string(root().join("examples/rankings.csv")).unwrap();
     std::fs::write(&rankings, format!("{text}mcqa-01,clin_a,noise,4\n")).unwrap();
     let expected = format!("error: {}:98: field `system`: system `noise` is a control case; human rankings rank the systems, not the control cases (control systems: no_argument, label_only, noise, ir_passages)", s(&rankings));
-    let out = medrank(&["evaluate", "--bundle", "examples/bundle.jsonl", "--corpus", "examples/corpus.jsonl", "--predictions", "examples/predictions.csv", "--rankings", s(&rankings)]);
+    let out = medrank(&[
+        "evaluate",
+        "--bundle",
+        "examples/bundle.jsonl",
+        "--corpus",
+        "examples/corpus.jsonl",
+        "--predictions",
+        "examples/predictions.csv",
+        "--rankings",
+        s(&rankings),
+    ]);
     assert_eq!(String::from_utf8_lossy(&out.stderr).trim(), expected);
     let out = medrank(&["agreement", "--rankings", s(&rankings), "--bundle", "examples/bundle.jsonl"]);
     assert_eq!(String::from_utf8_lossy(&out.stderr).trim(), expected);
@@ -499,7 +833,11 @@ fn hostile_inputs_get_the_right_message() {
     let out = medrank(&["agreement", "--rankings", s(&latin1)]);
     assert_eq!(
         String::from_utf8_lossy(&out.stderr).trim(),
-        format!("error: {}:3: not valid UTF-8 at column 1 (byte {} of the file); save it as UTF-8", s(&latin1), third_line + 1)
+        format!(
+            "error: {}:3: not valid UTF-8 at column 1 (byte {} of the file); save it as UTF-8",
+            s(&latin1),
+            third_line + 1
+        )
     );
 }
 
@@ -507,7 +845,16 @@ fn hostile_inputs_get_the_right_message() {
 #[test]
 fn friedman_mean_ranks_carry_system_names() {
     let report = tmp("agreement_names.json");
-    ok(&["agreement", "--rankings", "examples/rankings.csv", "--bundle", "examples/bundle.jsonl", "--json", s(&report), "--quiet"]);
+    ok(&[
+        "agreement",
+        "--rankings",
+        "examples/rankings.csv",
+        "--bundle",
+        "examples/bundle.jsonl",
+        "--json",
+        s(&report),
+        "--quiet",
+    ]);
     let r = json(&report);
     let mcqa = r["scopes"].as_array().unwrap().iter().find(|s| s["scope"] == "mcqa").unwrap();
     let ranks = mcqa["agreement"]["friedman"]["mean_ranks"].as_array().unwrap();

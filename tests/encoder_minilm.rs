@@ -8,11 +8,7 @@ use std::process::Command;
 
 fn model_dir() -> PathBuf {
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("models/all-MiniLM-L6-v2");
-    assert!(
-        dir.join("model.safetensors").exists(),
-        "{} is missing: run `scripts/setup.sh model` first",
-        dir.display()
-    );
+    assert!(dir.join("model.safetensors").exists(), "{} is missing: run `scripts/setup.sh model` first", dir.display());
     dir
 }
 
@@ -40,11 +36,8 @@ fn embeddings_match_numpy_reference() {
     child.stdin.take().unwrap().write_all(SENTENCES.join("\n").as_bytes()).unwrap();
     let out = child.wait_with_output().unwrap();
     assert!(out.status.success(), "reference script failed");
-    let reference: Vec<serde_json::Value> = String::from_utf8(out.stdout)
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let reference: Vec<serde_json::Value> =
+        String::from_utf8(out.stdout).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
     assert_eq!(reference.len(), SENTENCES.len());
 
     let model = TextModel::read_dir(&dir).unwrap();
@@ -52,8 +45,7 @@ fn embeddings_match_numpy_reference() {
     assert!(model.encoder.model.warnings.iter().any(|w| w.message.contains("position_ids")));
     let ours = embed_lines(&model, &SENTENCES).unwrap();
     for (i, (r, e)) in reference.iter().zip(&ours).enumerate() {
-        let ids: Vec<u32> =
-            r["ids"].as_array().unwrap().iter().map(|v| v.as_u64().unwrap() as u32).collect();
+        let ids: Vec<u32> = r["ids"].as_array().unwrap().iter().map(|v| v.as_u64().unwrap() as u32).collect();
         assert_eq!(model.tokenizer.encode(SENTENCES[i]).unwrap().ids, ids, "token ids of sentence {i}");
         let want: Vec<f64> = r["embedding"].as_array().unwrap().iter().map(|v| v.as_f64().unwrap()).collect();
         assert_eq!(want.len(), 384);
@@ -71,18 +63,10 @@ fn batched_equals_unbatched_and_known_ids() {
     // Known ids (bert-base-uncased vocab, as the HF tokenizer gives them):
     // tokenizer("the patient") -> [101, 1996, 5776, 102].
     assert_eq!(model.tokenizer.encode("the patient").unwrap().ids, vec![101, 1996, 5776, 102]);
-    let batched = run_ready(embed_texts(&model.encoder, &model.tokenizer, &model.pooling, &SENTENCES, 6))
-        .unwrap()
-        .0;
-    let single = run_ready(embed_texts(&model.encoder, &model.tokenizer, &model.pooling, &SENTENCES, 1))
-        .unwrap()
-        .0;
-    let max_diff = batched
-        .iter()
-        .flatten()
-        .zip(single.iter().flatten())
-        .map(|(a, b)| (a - b).abs())
-        .fold(0f32, f32::max);
+    let batched = run_ready(embed_texts(&model.encoder, &model.tokenizer, &model.pooling, &SENTENCES, 6)).unwrap().0;
+    let single = run_ready(embed_texts(&model.encoder, &model.tokenizer, &model.pooling, &SENTENCES, 1)).unwrap().0;
+    let max_diff =
+        batched.iter().flatten().zip(single.iter().flatten()).map(|(a, b)| (a - b).abs()).fold(0f32, f32::max);
     assert!(max_diff < 1e-5, "batched vs unbatched max abs diff {max_diff}");
     // Intermediate layers are available (BERTScore picks one).
     let enc = model.tokenizer.encode("chest pain").unwrap();
@@ -171,7 +155,8 @@ fn bench_minilm() {
     let quick = std::env::var("MEDRANK_BENCH_QUICK").is_ok();
     let (lengths, batches): (&[usize], &[usize]) =
         if quick { (&[128], &[1, 8]) } else { (&DEFAULT_LENGTHS, &DEFAULT_BATCHES) };
-    let report = bench_with_peers(&model.encoder, &dir, &peers, lengths, batches, 3, &mut |line| eprintln!("{line}")).unwrap();
+    let report =
+        bench_with_peers(&model.encoder, &dir, &peers, lengths, batches, 3, &mut |line| eprintln!("{line}")).unwrap();
     println!("{}", report.table());
     assert_eq!(report.ours.len(), lengths.len() * batches.len());
 }
@@ -190,11 +175,20 @@ fn similarity_casimedicos_dev() {
         .enumerate()
         .map(|(n, l)| {
             let v: serde_json::Value = serde_json::from_str(l).unwrap();
-            let options = v["options"].as_object().unwrap().iter().map(|(k, t)| (k.clone(), t.as_str().unwrap().to_string())).collect();
+            let options = v["options"]
+                .as_object()
+                .unwrap()
+                .iter()
+                .map(|(k, t)| (k.clone(), t.as_str().unwrap().to_string()))
+                .collect();
             Instance {
                 id: format!("dev:{}", n + 1),
                 // The HiTZ question already carries the argument: it is the whole context.
-                problem: Problem::Mcqa { question: v["question"].as_str().unwrap().into(), options, answer: v["correct_option"].to_string() },
+                problem: Problem::Mcqa {
+                    question: v["question"].as_str().unwrap().into(),
+                    options,
+                    answer: v["correct_option"].to_string(),
+                },
                 arguments: vec![("hitz".into(), String::new())],
                 line: n + 1,
             }
@@ -203,15 +197,22 @@ fn similarity_casimedicos_dev() {
     let bundle = Bundle { name: "dev.jsonl".into(), instances, systems: vec!["hitz".into()], controls: Vec::new() };
     let (out, kind) = medrank::model::evaluate_bundle(&model, &bundle, 16).unwrap();
     assert_eq!(kind, medrank::model::EvaluatorKind::Similarity);
-    let correct = out.predictions.iter().zip(&bundle.instances).filter(|(p, i)| p.predicted == i.problem.gold()).count();
-    println!("similarity evaluator: dev accuracy {:.4} ({correct}/{})", correct as f64 / bundle.instances.len() as f64, bundle.instances.len());
+    let correct =
+        out.predictions.iter().zip(&bundle.instances).filter(|(p, i)| p.predicted == i.problem.gold()).count();
+    println!(
+        "similarity evaluator: dev accuracy {:.4} ({correct}/{})",
+        correct as f64 / bundle.instances.len() as f64,
+        bundle.instances.len()
+    );
 }
 
 #[test]
 fn classification_evaluator_from_a_bundle_trains_and_evaluates() {
-    use medrank::model::evaluate::evaluate_with_head;
-    use medrank::model::train::{examples_from_bundle, task_labels, train, ArgumentSource, ExampleOptions, TrainOptions};
     use medrank::data::{Bundle, Instance, Problem, Task};
+    use medrank::model::evaluate::evaluate_with_head;
+    use medrank::model::train::{
+        examples_from_bundle, task_labels, train, ArgumentSource, ExampleOptions, TrainOptions,
+    };
     use medrank::model::{CpuEncoder, HeadKind};
     // The real encoder: a tiny random one gives nearly identical first-token states, which
     // a classification head (unlike a multiple-choice softmax) cannot separate quickly.
@@ -235,14 +236,22 @@ fn classification_evaluator_from_a_bundle_trains_and_evaluates() {
             }
         })
         .collect();
-    let bundle = Bundle { name: "hfc.jsonl".into(), instances, systems: vec!["gold".into(), "llm".into()], controls: Vec::new() };
+    let bundle = Bundle {
+        name: "hfc.jsonl".into(),
+        instances,
+        systems: vec!["gold".into(), "llm".into()],
+        controls: Vec::new(),
+    };
     let labels = task_labels(Task::Misinformation);
     // Every label is a target here (the evaluation below keeps not_enough_evidence too).
     let keep = ExampleOptions { keep_not_enough_evidence: true, ..Default::default() };
-    let expert = examples_from_bundle(&bundle, &ArgumentSource::System("gold".into()), &labels, &tok, 1, &keep).unwrap().examples;
+    let expert = examples_from_bundle(&bundle, &ArgumentSource::System("gold".into()), &labels, &tok, 1, &keep)
+        .unwrap()
+        .examples;
     assert_eq!(expert.len(), 24);
     assert_eq!(expert[1].gold, 1); // refuted
-    let missing = examples_from_bundle(&bundle, &ArgumentSource::System("gpt".into()), &labels, &tok, 1, &keep).unwrap_err();
+    let missing =
+        examples_from_bundle(&bundle, &ArgumentSource::System("gpt".into()), &labels, &tok, 1, &keep).unwrap_err();
     assert!(missing.to_string().contains("hfc.jsonl:1") && missing.to_string().contains("gpt"), "{missing}");
     let opts = TrainOptions { epochs: 60, batch_size: 8, learning_rate: 0.01, patience: 60, ..Default::default() };
     let r = train(&base, HeadKind::SequenceClassification, &labels, &expert, &expert, &opts, &mut |_| {}).unwrap();
@@ -250,7 +259,9 @@ fn classification_evaluator_from_a_bundle_trains_and_evaluates() {
     // The trained head evaluates the bundle: every prediction right, labels in task order.
     let m = &r.model;
     let enc = CpuEncoder::new(m.clone());
-    let out = run_ready(evaluate_with_head(&enc, &m.weights, m.head.as_ref().unwrap(), &m.config.labels, &tok, &bundle, 8)).unwrap();
+    let out =
+        run_ready(evaluate_with_head(&enc, &m.weights, m.head.as_ref().unwrap(), &m.config.labels, &tok, &bundle, 8))
+            .unwrap();
     assert_eq!(out.predictions.len(), 48);
     for (p, inst) in out.predictions.iter().zip(bundle.instances.iter().flat_map(|i| [i, i])) {
         assert_eq!(p.predicted, inst.problem.gold());

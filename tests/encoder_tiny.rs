@@ -21,7 +21,13 @@ fn tiny(arch: Arch, head: HeadKind, labels: &[&str]) -> EncoderConfig {
         num_heads: 4,
         intermediate_size: 32,
         max_position_embeddings: 64,
-        type_vocab_size: if arch == Arch::Bert { 2 } else if arch == Arch::Roberta { 1 } else { 0 },
+        type_vocab_size: if arch == Arch::Bert {
+            2
+        } else if arch == Arch::Roberta {
+            1
+        } else {
+            0
+        },
         layer_norm_eps: 1e-12,
         activation: if arch == Arch::DistilBert { Activation::Relu } else { Activation::Gelu },
         pad_token_id: if arch == Arch::Roberta { 1 } else { 0 },
@@ -64,7 +70,8 @@ fn numpy_hidden(model: &LoadedModel, batch: &TokenBatch) -> Vec<f64> {
     let bytes = write_safetensors(&to_named_tensors(model)).unwrap();
     std::fs::write(dir.join("model.safetensors"), bytes).unwrap();
     let rows = |v: &[u32]| -> Vec<Vec<u32>> { v.chunks(batch.seq_len).map(|c| c.to_vec()).collect() };
-    let req = serde_json::json!({"ids": rows(&batch.ids), "type_ids": rows(&batch.type_ids), "mask": rows(&batch.mask)});
+    let req =
+        serde_json::json!({"ids": rows(&batch.ids), "type_ids": rows(&batch.type_ids), "mask": rows(&batch.mask)});
     let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/reference/minilm_numpy.py");
     let mut child = std::process::Command::new("python3")
         .arg(&script)
@@ -99,7 +106,9 @@ fn three_architectures_match_numpy_and_round_trip() {
         let model = random_model(tiny(arch, head, &labels), 7).unwrap();
         let tok = tokenizer(&model.config);
         let a = tok.encode("chest pain and fever").unwrap();
-        let b = tok.encode_parts(&[medrank::model::Part::cut_end("cough")], &[medrank::model::Part::keep("asthma")]).unwrap();
+        let b = tok
+            .encode_parts(&[medrank::model::Part::cut_end("cough")], &[medrank::model::Part::keep("asthma")])
+            .unwrap();
         let mut batch = tok.batch(&[&a, &b]); // b is padded
         if arch != Arch::Bert {
             // The BERT tokenizer marks the pair's second segment with type 1; RoBERTa's own
@@ -142,7 +151,8 @@ fn cpu_inference_path_matches_the_candle_forward_pass() {
         cfg.activation = activation;
         cfg.max_position_embeddings = 80;
         let model = random_model(cfg, 11).unwrap();
-        let seq = |n: usize, seed: u32| -> Vec<u32> { (0..n as u32).map(|i| 1000 + (i * 7919 + seed) % 20000).collect() };
+        let seq =
+            |n: usize, seed: u32| -> Vec<u32> { (0..n as u32).map(|i| 1000 + (i * 7919 + seed) % 20000).collect() };
         let (a, b) = (seq(70, 1), seq(33, 2));
         let types_a: Vec<u32> = (0..70).map(|i| (i >= 40) as u32).collect();
         let mut batch = TokenBatch::from_sequences(&[(&a, &types_a), (&b, &[0; 33])], 0);
@@ -150,8 +160,12 @@ fn cpu_inference_path_matches_the_candle_forward_pass() {
         let enc = CpuEncoder::new(model.clone());
         for layer in 0..=model.config.num_layers {
             let fast = enc.hidden_states(&batch, layer).unwrap().data;
-            let slow: Vec<f32> =
-                forward(&model.config, &model.weights, &batch, layer).unwrap().flatten_all().unwrap().to_vec1().unwrap();
+            let slow: Vec<f32> = forward(&model.config, &model.weights, &batch, layer)
+                .unwrap()
+                .flatten_all()
+                .unwrap()
+                .to_vec1()
+                .unwrap();
             let worst = fast.iter().zip(&slow).map(|(x, y)| (x - y).abs()).fold(0.0, f32::max);
             assert!(worst < 1e-4, "{activation:?} layer {layer}: max abs diff {worst}");
         }
@@ -174,19 +188,28 @@ fn missing_and_unexpected_tensors_are_named() {
     assert!(e.contains("missing tensor `encoder.layer.1.attention.self.key.bias`"), "{e}");
 
     let mut unexpected = named.clone();
-    unexpected.insert("encoder.layer.9.foo.weight".into(), Tensor::zeros(2, candle_core::DType::F32, &candle_core::Device::Cpu).unwrap());
+    unexpected.insert(
+        "encoder.layer.9.foo.weight".into(),
+        Tensor::zeros(2, candle_core::DType::F32, &candle_core::Device::Cpu).unwrap(),
+    );
     let e = from_tensors(cfg.clone(), "u.safetensors", unexpected).unwrap_err().to_string();
     assert!(e.contains("unexpected tensor `encoder.layer.9.foo.weight`"), "{e}");
 
     // A pre-training head is known: skipped with a warning that names it.
     let mut mlm = named.clone();
-    mlm.insert("cls.predictions.bias".into(), Tensor::zeros(2, candle_core::DType::F32, &candle_core::Device::Cpu).unwrap());
+    mlm.insert(
+        "cls.predictions.bias".into(),
+        Tensor::zeros(2, candle_core::DType::F32, &candle_core::Device::Cpu).unwrap(),
+    );
     let ok = from_tensors(cfg.clone(), "p.safetensors", mlm).unwrap();
     assert!(ok.warnings.iter().any(|w| w.message.contains("cls.predictions.bias")));
 
     // Wrong shape is named too.
     let mut bad = named;
-    bad.insert("pooler.dense.bias".into(), Tensor::zeros(3, candle_core::DType::F32, &candle_core::Device::Cpu).unwrap());
+    bad.insert(
+        "pooler.dense.bias".into(),
+        Tensor::zeros(3, candle_core::DType::F32, &candle_core::Device::Cpu).unwrap(),
+    );
     let e = from_tensors(cfg.clone(), "s.safetensors", bad).unwrap_err().to_string();
     assert!(e.contains("pooler.dense.bias") && e.contains("[3]"), "{e}");
 
@@ -194,7 +217,9 @@ fn missing_and_unexpected_tensors_are_named() {
     let mut with_head = cfg;
     with_head.head = HeadKind::SequenceClassification;
     with_head.labels = vec!["a".into(), "b".into()];
-    let e = from_tensors(with_head, "h.safetensors", to_named_tensors(&model).into_iter().collect()).unwrap_err().to_string();
+    let e = from_tensors(with_head, "h.safetensors", to_named_tensors(&model).into_iter().collect())
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("missing tensor `classifier.weight`"), "{e}");
 }
 
@@ -203,11 +228,7 @@ fn mcqa_bundle() -> Bundle {
         id: id.into(),
         problem: Problem::Mcqa {
             question: "A 60-year-old smoker with multiple brain metastases. Most probable origin?".into(),
-            options: vec![
-                ("1".into(), "Lung".into()),
-                ("2".into(), "Prostate".into()),
-                ("3".into(), "Colon".into()),
-            ],
+            options: vec![("1".into(), "Lung".into()), ("2".into(), "Prostate".into()), ("3".into(), "Colon".into())],
             answer: "1".into(),
         },
         arguments: vec![
@@ -216,13 +237,20 @@ fn mcqa_bundle() -> Bundle {
         ],
         line,
     };
-    Bundle { name: "b.jsonl".into(), instances: vec![inst("q1", 1), inst("q2", 2)], systems: vec!["gold".into(), "no_argument".into()], controls: Vec::new() }
+    Bundle {
+        name: "b.jsonl".into(),
+        instances: vec![inst("q1", 1), inst("q2", 2)],
+        systems: vec!["gold".into(), "no_argument".into()],
+        controls: Vec::new(),
+    }
 }
 
 #[test]
 fn heads_match_plain_arithmetic_and_evaluators_run() {
     // RoBERTa classification head: out_proj(tanh(dense(h_cls))) computed with loops.
-    let model = random_model(tiny(Arch::Roberta, HeadKind::SequenceClassification, &["entailment", "contradiction"]), 3).unwrap();
+    let model =
+        random_model(tiny(Arch::Roberta, HeadKind::SequenceClassification, &["entailment", "contradiction"]), 3)
+            .unwrap();
     let enc = CpuEncoder::new(model.clone());
     let tok = tokenizer(&model.config);
     let e = tok.encode("statement about a trial").unwrap();
@@ -270,7 +298,8 @@ fn heads_match_plain_arithmetic_and_evaluators_run() {
     // A long argument is cut (never the option) and reported with instance and system.
     let mut long = mcqa_bundle();
     long.instances[0].arguments[0].1 = "smoking ".repeat(100);
-    let out = run_ready(evaluate_with_head(&mc_enc, &mc.weights, mc.head.as_ref().unwrap(), &[], &tok, &long, 8)).unwrap();
+    let out =
+        run_ready(evaluate_with_head(&mc_enc, &mc.weights, mc.head.as_ref().unwrap(), &[], &tok, &long, 8)).unwrap();
     assert_eq!(out.truncated.len(), 3); // three options of q1/gold
     assert!(out.truncated.iter().all(|t| t.instance == "q1" && t.system == "gold" && t.tokens_cut > 0));
 
@@ -300,14 +329,32 @@ fn training_learns_a_separable_task_and_saves_a_loadable_evaluator() {
             .map(|i| {
                 let q = words[(i + offset) % words.len()];
                 let gold = (i + offset) % 3;
-                let opts: Vec<&str> = (0..3).map(|k| if k == gold { "lung" } else if k == (gold + 1) % 3 { "colon" } else { "skin" }).collect();
-                let inputs = opts.iter().map(|o| tok.encode_parts(&[Part::cut_start(q)], &[Part::keep(o)]).unwrap()).collect();
+                let opts: Vec<&str> = (0..3)
+                    .map(|k| {
+                        if k == gold {
+                            "lung"
+                        } else if k == (gold + 1) % 3 {
+                            "colon"
+                        } else {
+                            "skin"
+                        }
+                    })
+                    .collect();
+                let inputs =
+                    opts.iter().map(|o| tok.encode_parts(&[Part::cut_start(q)], &[Part::keep(o)]).unwrap()).collect();
                 TrainExample { id: format!("e{i}"), inputs, gold }
             })
             .collect()
     };
     let (train_set, dev_set) = (make(24, 0), make(12, 5));
-    let opts = TrainOptions { epochs: 30, batch_size: 4, grad_accum: 2, learning_rate: 0.05, patience: 30, ..Default::default() };
+    let opts = TrainOptions {
+        epochs: 30,
+        batch_size: 4,
+        grad_accum: 2,
+        learning_rate: 0.05,
+        patience: 30,
+        ..Default::default()
+    };
     let mut lines = 0;
     let result = train(&base, HeadKind::MultipleChoice, &[], &train_set, &dev_set, &opts, &mut |_| lines += 1).unwrap();
     assert_eq!(lines, result.curve.len());
@@ -370,7 +417,14 @@ fn rankers_and_bertscore_run_on_any_encoder() {
     // BERTScore: a text against itself is 1 (P = R = F), any layer, idf or not.
     for (layer, idf) in [(1, false), (2, true)] {
         let opts = BertScoreOptions { layer, idf, baseline: None };
-        let s = run_ready(bertscore(&enc, &tok, &["aspirin reduces fever", "fever"], &[vec!["aspirin reduces fever"], vec!["high fever", "fever", "rash"]], &opts)).unwrap();
+        let s = run_ready(bertscore(
+            &enc,
+            &tok,
+            &["aspirin reduces fever", "fever"],
+            &[vec!["aspirin reduces fever"], vec!["high fever", "fever", "rash"]],
+            &opts,
+        ))
+        .unwrap();
         assert!((s[0].f1 - 1.0).abs() < 1e-5 && (s[0].precision - 1.0).abs() < 1e-5);
         // Several references: the best F wins, here the identical one.
         assert!((s[1].f1 - 1.0).abs() < 1e-5, "{layer} {idf} {s:?}");
@@ -383,7 +437,19 @@ fn rankers_and_bertscore_run_on_any_encoder() {
 fn monot5_scores_p_true_with_a_tiny_t5() {
     use candle_core::{DType, Device};
     use medrank::model::monot5::MonoT5;
-    let vocab = ["<pad>", "</s>", "<unk>", "▁true", "▁false", "▁Query:", "▁Document:", "▁Relevant:", "▁aspirin", "▁fever", "▁rain"];
+    let vocab = [
+        "<pad>",
+        "</s>",
+        "<unk>",
+        "▁true",
+        "▁false",
+        "▁Query:",
+        "▁Document:",
+        "▁Relevant:",
+        "▁aspirin",
+        "▁fever",
+        "▁rain",
+    ];
     let vocab_json: serde_json::Map<String, serde_json::Value> =
         vocab.iter().enumerate().map(|(i, t)| (t.to_string(), serde_json::json!(i))).collect();
     let tokenizer = serde_json::json!({

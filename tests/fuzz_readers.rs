@@ -17,8 +17,18 @@ use rand_chacha::ChaCha8Rng;
 const CASES: u64 = 300;
 
 /// Numbers that break naive readers: overflow, underflow, not finite, beyond u32/i64.
-const ODD_NUMBERS: [&str; 10] =
-    ["1e308", "-1e308", "1e309", "99999999999999999999999999", "-9223372036854775809", "4294967296", "1e-320", "NaN", "inf", "-0"];
+const ODD_NUMBERS: [&str; 10] = [
+    "1e308",
+    "-1e308",
+    "1e309",
+    "99999999999999999999999999",
+    "-9223372036854775809",
+    "4294967296",
+    "1e-320",
+    "NaN",
+    "inf",
+    "-0",
+];
 
 /// Text spliced in by the "stray bytes" mutation.
 const STRAY: [&str; 9] = ["\"", ",", "\t", "\0", "\u{feff}", "\r", "\\", "}", "<"];
@@ -71,7 +81,8 @@ fn mutate_once(rng: &mut ChaCha8Rng, text: &str) -> String {
             let number = ODD_NUMBERS[rng.gen_range(0..ODD_NUMBERS.len())];
             match starts.get(at_line(rng, starts.len())) {
                 Some(&start) => {
-                    let end = text[start..].find(|c: char| !c.is_ascii_digit() && c != '.').map_or(text.len(), |e| start + e);
+                    let end =
+                        text[start..].find(|c: char| !c.is_ascii_digit() && c != '.').map_or(text.len(), |e| start + e);
                     format!("{}{number}{}", &text[..start], &text[end..])
                 }
                 None => format!("{text}{number}"),
@@ -125,7 +136,10 @@ fn fuzz(reader: &str, seed: u64, examples: &[(&str, &str)], read: impl Fn(&str, 
             Ok(Ok(())) => accepted += 1,
             Ok(Err(e)) => {
                 let names_file = e.location().is_some_and(|l| l.file == name);
-                assert!(names_file, "{reader}: case {case} (seed {seed}): the error does not name {name}: {e}\ninput: {head:?}");
+                assert!(
+                    names_file,
+                    "{reader}: case {case} (seed {seed}): the error does not name {name}: {e}\ninput: {head:?}"
+                );
                 refused += 1;
             }
         }
@@ -160,12 +174,18 @@ fn fuzz_predictions() {
 
 #[test]
 fn fuzz_topics() {
-    fuzz("parse_topics", 4, &[example!("nrp/topics.xml"), example!("nrp/topics.jsonl")], |n, t| data::parse_topics(n, t).map(drop));
+    fuzz("parse_topics", 4, &[example!("nrp/topics.xml"), example!("nrp/topics.jsonl")], |n, t| {
+        data::parse_topics(n, t).map(drop)
+    });
 }
 
 #[test]
 fn fuzz_qrels() {
-    let examples = [example!("nrp/qrels.relevance.txt"), example!("nrp/qrels.credibility.txt"), example!("nrp/qrels.combined.txt")];
+    let examples = [
+        example!("nrp/qrels.relevance.txt"),
+        example!("nrp/qrels.credibility.txt"),
+        example!("nrp/qrels.combined.txt"),
+    ];
     let nj = data::NotJudgeable::clef_ehealth_2021();
     fuzz("parse_qrels_any", 5, &examples, |n, t| data::parse_qrels_any(n, t, "relevance", &nj).map(drop));
     fuzz("parse_qrels_dimension", 6, &examples, |n, t| data::parse_qrels_dimension(n, t, "credibility", &nj).map(drop));
@@ -178,7 +198,9 @@ fn fuzz_run() {
 
 #[test]
 fn fuzz_documents() {
-    fuzz("parse_documents", 8, &[example!("nrp/docs.tsv"), example!("corpus.jsonl")], |n, t| data::parse_documents(n, t).map(drop));
+    fuzz("parse_documents", 8, &[example!("nrp/docs.tsv"), example!("corpus.jsonl")], |n, t| {
+        data::parse_documents(n, t).map(drop)
+    });
 }
 
 #[test]
@@ -187,17 +209,23 @@ fn fuzz_answers() {
     fuzz("parse_answers_csv", 10, &[example!("nrp/answers/gpt-3.5-turbo__multimedqa.csv")], |n, t| {
         data::parse_answers_csv(n, t, "gpt-3.5-turbo", "multimedqa").map(drop)
     });
-    fuzz("parse_answer_scores", 11, &[example!("nrp/answer_scores.csv")], |n, t| data::parse_answer_scores(n, t).map(drop));
+    fuzz("parse_answer_scores", 11, &[example!("nrp/answer_scores.csv")], |n, t| {
+        data::parse_answer_scores(n, t).map(drop)
+    });
 }
 
 #[test]
 fn fuzz_hitz() {
-    fuzz("parse_hitz", 12, &[example!("ros/no_argument.jsonl"), example!("ros/gpt-4o.jsonl")], |n, t| data::parse_hitz(n, t).map(drop));
+    fuzz("parse_hitz", 12, &[example!("ros/no_argument.jsonl"), example!("ros/gpt-4o.jsonl")], |n, t| {
+        data::parse_hitz(n, t).map(drop)
+    });
 }
 
 #[test]
 fn fuzz_metrics_input() {
-    fuzz("parse_candidates", 13, &[example!("metrics/summaries.jsonl")], |n, t| medrank::data::candidates::parse_candidates(n, t).map(drop));
+    fuzz("parse_candidates", 13, &[example!("metrics/summaries.jsonl")], |n, t| {
+        medrank::data::candidates::parse_candidates(n, t).map(drop)
+    });
 }
 
 #[test]
@@ -210,7 +238,12 @@ fn fuzz_rubric() {
         for r in &report.responses {
             let scores = std::iter::once(&r.overall).chain(r.criterion_tags.values());
             for p in scores {
-                assert!(p.achieved.is_finite() && p.possible.is_finite() && finite(&p.score), "response {} on line {}: {p:?}", r.id, r.line);
+                assert!(
+                    p.achieved.is_finite() && p.possible.is_finite() && finite(&p.score),
+                    "response {} on line {}: {p:?}",
+                    r.id,
+                    r.line
+                );
             }
         }
         for s in report.system_scores.iter().flat_map(|s| &s.scores) {

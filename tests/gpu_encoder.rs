@@ -6,9 +6,7 @@
 
 use medrank::gpu::{GpuContext, GpuEncoder, WeightFormat};
 use medrank::model::load::{random_model, Dense, HeadWeights, LoadedModel};
-use medrank::model::{
-    embed_texts, CpuEncoder, Encoder, EncoderConfig, HiddenStates, TextModel, TokenBatch,
-};
+use medrank::model::{embed_texts, CpuEncoder, Encoder, EncoderConfig, HiddenStates, TextModel, TokenBatch};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
@@ -24,10 +22,7 @@ use common::context;
 
 fn max_abs_diff(a: &[f32], b: &[f32]) -> f32 {
     assert_eq!(a.len(), b.len());
-    a.iter()
-        .zip(b)
-        .map(|(x, y)| (x - y).abs())
-        .fold(0.0, f32::max)
+    a.iter().zip(b).map(|(x, y)| (x - y).abs()).fold(0.0, f32::max)
 }
 
 /// Sequences of the given lengths with random ids (and random token types when the model
@@ -37,19 +32,12 @@ fn random_batch(config: &EncoderConfig, lengths: &[usize], seed: u64) -> TokenBa
     let seqs: Vec<(Vec<u32>, Vec<u32>)> = lengths
         .iter()
         .map(|&n| {
-            let ids = (0..n)
-                .map(|_| rng.gen_range(0..config.vocab_size as u32))
-                .collect();
-            let types = (0..n)
-                .map(|_| rng.gen_range(0..config.type_vocab_size.max(1) as u32))
-                .collect();
+            let ids = (0..n).map(|_| rng.gen_range(0..config.vocab_size as u32)).collect();
+            let types = (0..n).map(|_| rng.gen_range(0..config.type_vocab_size.max(1) as u32)).collect();
             (ids, types)
         })
         .collect();
-    let refs: Vec<(&[u32], &[u32])> = seqs
-        .iter()
-        .map(|(a, b)| (a.as_slice(), b.as_slice()))
-        .collect();
+    let refs: Vec<(&[u32], &[u32])> = seqs.iter().map(|(a, b)| (a.as_slice(), b.as_slice())).collect();
     TokenBatch::from_sequences(&refs, config.pad_token_id)
 }
 
@@ -63,14 +51,7 @@ fn random_model_unit_scale(config: EncoderConfig, seed: u64) -> LoadedModel {
     }
     let mut model = random_model(config, seed).unwrap();
     for l in &mut model.weights.layers {
-        for d in [
-            &mut l.query,
-            &mut l.key,
-            &mut l.value,
-            &mut l.attn_out,
-            &mut l.ffn_in,
-            &mut l.ffn_out,
-        ] {
+        for d in [&mut l.query, &mut l.key, &mut l.value, &mut l.attn_out, &mut l.ffn_in, &mut l.ffn_out] {
             rescale(d);
         }
     }
@@ -83,10 +64,7 @@ fn random_model_unit_scale(config: EncoderConfig, seed: u64) -> LoadedModel {
             rescale(dense);
             rescale(out_proj);
         }
-        Some(HeadWeights::DistilClassifier {
-            pre_classifier,
-            classifier,
-        }) => {
+        Some(HeadWeights::DistilClassifier { pre_classifier, classifier }) => {
             rescale(pre_classifier);
             rescale(classifier);
         }
@@ -141,22 +119,15 @@ fn random_bert_and_roberta_match_the_cpu_encoder_at_every_layer() {
     for (name, config) in tiny_configs() {
         let model = random_model_unit_scale(config.clone(), 7);
         let cpu = CpuEncoder::new(model.clone());
-        let gpu = GpuEncoder::with_context(
-            ctx.take()
-                .unwrap_or_else(|| GpuContext::new_blocking().unwrap()),
-            &model,
-        )
-        .unwrap();
+        let gpu = GpuEncoder::with_context(ctx.take().unwrap_or_else(|| GpuContext::new_blocking().unwrap()), &model)
+            .unwrap();
         // Variable lengths incl. one of a single token and one beyond 128 (the attention
         // kernel's thread count), so rows are padded by very different amounts.
         let max = config.max_tokens().min(140);
         let batch = random_batch(&config, &[max, 3, 1, max / 2 + 7, max - 1], 11);
         for layer in 0..=config.num_layers {
             let (c, g) = (encode(&cpu, &batch, layer), encode(&gpu, &batch, layer));
-            assert_eq!(
-                (g.batch, g.seq_len, g.hidden),
-                (c.batch, c.seq_len, c.hidden)
-            );
+            assert_eq!((g.batch, g.seq_len, g.hidden), (c.batch, c.seq_len, c.hidden));
             let diff = max_abs_diff(&g.data, &c.data);
             eprintln!("{name} layer {layer}: max abs diff {diff:e}");
             assert!(diff <= TOL, "{name} layer {layer}: max abs diff {diff}");
@@ -189,36 +160,20 @@ fn classification_logits_match_the_cpu_encoder() {
         let model = random_model_unit_scale(config.clone(), 9);
         let head = model.head.as_ref().expect("a head");
         let cpu = CpuEncoder::new(model.clone());
-        let gpu = GpuEncoder::with_context(
-            ctx.take()
-                .unwrap_or_else(|| GpuContext::new_blocking().unwrap()),
-            &model,
-        )
-        .unwrap();
+        let gpu = GpuEncoder::with_context(ctx.take().unwrap_or_else(|| GpuContext::new_blocking().unwrap()), &model)
+            .unwrap();
         let batch = random_batch(&config, &[40, 9, 64, 2, 17], 13);
         let layers = config.num_layers;
-        let logits =
-            |h: &HiddenStates| medrank::model::heads::logits(head, &model.weights, h).unwrap();
-        let (c, g) = (
-            logits(&encode(&cpu, &batch, layers)),
-            logits(&encode(&gpu, &batch, layers)),
-        );
+        let logits = |h: &HiddenStates| medrank::model::heads::logits(head, &model.weights, h).unwrap();
+        let (c, g) = (logits(&encode(&cpu, &batch, layers)), logits(&encode(&gpu, &batch, layers)));
         let diff = max_abs_diff(&g.concat(), &c.concat());
         let scale = c.concat().iter().fold(0f32, |m, v| m.max(v.abs()));
-        eprintln!(
-            "{:?} {:?}: logits up to {scale:.2}, max abs diff {diff:e}",
-            config.arch, config.head
-        );
-        assert!(
-            scale > 0.1,
-            "logits too small to make the comparison meaningful"
-        );
+        eprintln!("{:?} {:?}: logits up to {scale:.2}, max abs diff {diff:e}", config.arch, config.head);
+        assert!(scale > 0.1, "logits too small to make the comparison meaningful");
         assert!(diff <= TOL, "{:?}: logits max abs diff {diff}", config.arch);
         // Same predicted label per row.
         let argmax = |rows: &Vec<Vec<f32>>| -> Vec<usize> {
-            rows.iter()
-                .map(|r| (0..r.len()).max_by(|&a, &b| r[a].total_cmp(&r[b])).unwrap())
-                .collect()
+            rows.iter().map(|r| (0..r.len()).max_by(|&a, &b| r[a].total_cmp(&r[b])).unwrap()).collect()
         };
         assert_eq!(argmax(&g), argmax(&c));
     }
@@ -231,24 +186,13 @@ fn bad_batches_are_refused_with_a_reason() {
     let gpu = GpuEncoder::with_context(ctx, &random_model(config.clone(), 1).unwrap()).unwrap();
     let mut batch = random_batch(&config, &[4, 2], 3);
     let err = pollster::block_on(gpu.encode(&batch, config.num_layers + 1)).unwrap_err();
-    assert!(
-        err.to_string()
-            .contains("layer 4 requested from a 3-layer encoder"),
-        "{err}"
-    );
+    assert!(err.to_string().contains("layer 4 requested from a 3-layer encoder"), "{err}");
     batch.ids[1] = 500;
     let err = pollster::block_on(gpu.encode(&batch, 1)).unwrap_err();
-    assert!(
-        err.to_string()
-            .contains("token id 500 is outside the vocabulary of 500"),
-        "{err}"
-    );
+    assert!(err.to_string().contains("token id 500 is outside the vocabulary of 500"), "{err}");
     let long = random_batch(&config, &[161], 3);
     let err = pollster::block_on(gpu.encode(&long, 1)).unwrap_err();
-    assert!(
-        err.to_string().contains("exceeds the model's limit of 160"),
-        "{err}"
-    );
+    assert!(err.to_string().contains("exceeds the model's limit of 160"), "{err}");
 }
 
 #[test]
@@ -270,38 +214,19 @@ fn minilm_embeddings_and_rankings_match_the_cpu_encoder() {
         "Metformin is first-line therapy for type 2 diabetes unless contraindicated.",
     ];
     // Batch size 4: two batches with padding, sorted by length inside embed_texts.
-    let (cpu_vecs, _) = pollster::block_on(embed_texts(
-        &model.encoder,
-        &model.tokenizer,
-        &model.pooling,
-        &texts,
-        4,
-    ))
-    .unwrap();
-    let (gpu_vecs, _) = pollster::block_on(embed_texts(
-        &gpu,
-        &model.tokenizer,
-        &model.pooling,
-        &texts,
-        4,
-    ))
-    .unwrap();
+    let (cpu_vecs, _) =
+        pollster::block_on(embed_texts(&model.encoder, &model.tokenizer, &model.pooling, &texts, 4)).unwrap();
+    let (gpu_vecs, _) = pollster::block_on(embed_texts(&gpu, &model.tokenizer, &model.pooling, &texts, 4)).unwrap();
     for (i, (c, g)) in cpu_vecs.iter().zip(&gpu_vecs).enumerate() {
         let diff = max_abs_diff(c, g);
         eprintln!("minilm text {i}: max abs diff {diff:e}");
         assert!(diff <= TOL, "text {i}: max abs diff {diff}");
     }
     // Hidden states of the last layer too (all tokens, padding included).
-    let encoded: Vec<_> = texts
-        .iter()
-        .map(|t| model.tokenizer.encode(t).unwrap())
-        .collect();
+    let encoded: Vec<_> = texts.iter().map(|t| model.tokenizer.encode(t).unwrap()).collect();
     let batch = model.tokenizer.batch(&encoded.iter().collect::<Vec<_>>());
     let layers = model.encoder.model.config.num_layers;
-    let diff = max_abs_diff(
-        &encode(&gpu, &batch, layers).data,
-        &encode(&model.encoder, &batch, layers).data,
-    );
+    let diff = max_abs_diff(&encode(&gpu, &batch, layers).data, &encode(&model.encoder, &batch, layers).data);
     eprintln!("minilm hidden states: max abs diff {diff:e}");
     assert!(diff <= TOL, "hidden states: max abs diff {diff}");
     // Ranking the other texts by cosine similarity to the first: same order on both.
@@ -316,44 +241,21 @@ fn minilm_embeddings_and_rankings_match_the_cpu_encoder() {
     // f16 weights (adapters with shader-f16): a looser bound, the same ranking.
     let ctx = gpu.context();
     if !ctx.adapter.shader_f16 {
-        eprintln!(
-            "\n!!!!! f16 part SKIPPED: {} has no shader-f16 !!!!!\n",
-            ctx.adapter.name
-        );
+        eprintln!("\n!!!!! f16 part SKIPPED: {} has no shader-f16 !!!!!\n", ctx.adapter.name);
         return;
     }
     drop(gpu);
-    let gpu16 = GpuEncoder::with_weight_format(
-        GpuContext::new_blocking().unwrap(),
-        &model.encoder.model,
-        WeightFormat::F16,
-    )
-    .unwrap();
-    let (f16_vecs, _) = pollster::block_on(embed_texts(
-        &gpu16,
-        &model.tokenizer,
-        &model.pooling,
-        &texts,
-        4,
-    ))
-    .unwrap();
-    let diff = f16_vecs
-        .iter()
-        .zip(&cpu_vecs)
-        .map(|(a, b)| max_abs_diff(a, b))
-        .fold(0.0, f32::max);
+    let gpu16 =
+        GpuEncoder::with_weight_format(GpuContext::new_blocking().unwrap(), &model.encoder.model, WeightFormat::F16)
+            .unwrap();
+    let (f16_vecs, _) = pollster::block_on(embed_texts(&gpu16, &model.tokenizer, &model.pooling, &texts, 4)).unwrap();
+    let diff = f16_vecs.iter().zip(&cpu_vecs).map(|(a, b)| max_abs_diff(a, b)).fold(0.0, f32::max);
     eprintln!("minilm f16 weights: max abs diff {diff:e}");
     assert!(diff <= F16_TOL, "f16 weights: max abs diff {diff}");
     assert_eq!(rank(&f16_vecs), rank(&cpu_vecs));
-    let diff = max_abs_diff(
-        &encode(&gpu16, &batch, layers).data,
-        &encode(&model.encoder, &batch, layers).data,
-    );
+    let diff = max_abs_diff(&encode(&gpu16, &batch, layers).data, &encode(&model.encoder, &batch, layers).data);
     eprintln!("minilm f16 weights, hidden states: max abs diff {diff:e}");
-    assert!(
-        diff <= F16_HIDDEN_TOL,
-        "f16 weights, hidden states: max abs diff {diff}"
-    );
+    assert!(diff <= F16_HIDDEN_TOL, "f16 weights, hidden states: max abs diff {diff}");
 }
 
 #[test]
@@ -366,32 +268,15 @@ fn bench_measures_cpu_and_gpu_with_the_same_function() {
     let cpu = CpuEncoder::new(model);
     let mut seen = 0;
     // 200 exceeds the tiny model's 160 positions and is skipped.
-    let rows = medrank::gpu::bench::bench_grid_blocking(
-        &gpu,
-        "gpu",
-        &device,
-        &[16, 200],
-        &[1, 3],
-        0.0,
-        |_| seen += 1,
-    )
-    .unwrap();
+    let rows = medrank::gpu::bench::bench_grid_blocking(&gpu, "gpu", &device, &[16, 200], &[1, 3], 0.0, |_| seen += 1)
+        .unwrap();
     assert_eq!(seen, 2);
-    assert_eq!(
-        rows.iter()
-            .map(|r| (r.seq_len, r.batch))
-            .collect::<Vec<_>>(),
-        vec![(16, 1), (16, 3)]
-    );
-    let cpu_rows =
-        medrank::gpu::bench::bench_grid_blocking(&cpu, "cpu", "cpu", &[16], &[3], 0.0, |_| {})
-            .unwrap();
+    assert_eq!(rows.iter().map(|r| (r.seq_len, r.batch)).collect::<Vec<_>>(), vec![(16, 1), (16, 3)]);
+    let cpu_rows = medrank::gpu::bench::bench_grid_blocking(&cpu, "cpu", "cpu", &[16], &[3], 0.0, |_| {}).unwrap();
     for r in rows.iter().chain(&cpu_rows) {
         assert!(r.repeats >= 1 && r.seconds_per_pass > 0.0, "{r:?}");
         // tokens/s is sequences/s times the length of every (unpadded) sequence.
-        assert!(
-            (r.tokens_per_s - r.sequences_per_s * r.seq_len as f64).abs() < 1e-6 * r.tokens_per_s
-        );
+        assert!((r.tokens_per_s - r.sequences_per_s * r.seq_len as f64).abs() < 1e-6 * r.tokens_per_s);
     }
 }
 
@@ -419,21 +304,9 @@ fn bench_minilm_grid() {
             .map(|v| v.split(',').map(|x| x.trim().parse().expect(var)).collect())
             .unwrap_or_else(|_| default.to_vec())
     };
-    let (lengths, batches) = (
-        list("MEDRANK_BENCH_LENGTHS", &LENGTHS),
-        list("MEDRANK_BENCH_BATCHES", &BATCHES),
-    );
+    let (lengths, batches) = (list("MEDRANK_BENCH_LENGTHS", &LENGTHS), list("MEDRANK_BENCH_BATCHES", &BATCHES));
     bench_grid_blocking(&gpu, "gpu", &device, &lengths, &batches, 1.0, print).unwrap();
-    bench_grid_blocking(
-        &model.encoder,
-        "cpu",
-        "candle (native)",
-        &lengths,
-        &batches,
-        1.0,
-        print,
-    )
-    .unwrap();
+    bench_grid_blocking(&model.encoder, "cpu", "candle (native)", &lengths, &batches, 1.0, print).unwrap();
 }
 
 #[test]
@@ -446,20 +319,11 @@ fn backend_selection_falls_back_to_the_cpu_only_when_allowed() {
     let (enc, report) = select_encoder(model.clone(), BackendChoice::Auto, no_adapter).unwrap();
     assert!(matches!(enc, AnyEncoder::Cpu(_)));
     assert_eq!(report.backend, "cpu");
-    assert!(report
-        .fallback_reason
-        .unwrap()
-        .contains("no WebGPU/wgpu adapter"));
-    let err = select_encoder(model.clone(), BackendChoice::Gpu, no_adapter)
-        .err()
-        .unwrap();
-    assert!(
-        err.to_string().contains("GPU backend was requested"),
-        "{err}"
-    );
+    assert!(report.fallback_reason.unwrap().contains("no WebGPU/wgpu adapter"));
+    let err = select_encoder(model.clone(), BackendChoice::Gpu, no_adapter).err().unwrap();
+    assert!(err.to_string().contains("GPU backend was requested"), "{err}");
     // Forced CPU never opens the GPU.
-    let (enc, report) =
-        select_encoder(model.clone(), BackendChoice::Cpu, || panic!("opened")).unwrap();
+    let (enc, report) = select_encoder(model.clone(), BackendChoice::Cpu, || panic!("opened")).unwrap();
     assert!(matches!(enc, AnyEncoder::Cpu(_)) && report.fallback_reason.is_none());
     // With an adapter: Auto takes a hardware GPU but not a software one (slower than the
     // CPU path; it says so); Gpu takes any; both backends give the same states.
@@ -491,23 +355,14 @@ fn small_binding_limit_splits_vocabulary_and_batch_without_changing_results() {
     // activation (qkv, 192 floats) allows 85 tokens a pass: 2 rows of 40 -> 3 passes for 5.
     ctx.limits.max_storage_buffer_binding_size = 64 * 1024;
     let (_, config) = tiny_configs().remove(0);
-    let model = random_model_unit_scale(
-        EncoderConfig {
-            max_position_embeddings: 40,
-            ..config.clone()
-        },
-        17,
-    );
+    let model = random_model_unit_scale(EncoderConfig { max_position_embeddings: 40, ..config.clone() }, 17);
     let cpu = CpuEncoder::new(model.clone());
     let gpu = GpuEncoder::with_context(ctx, &model).unwrap();
     assert_eq!(gpu.word_embedding_bindings(), 2);
     assert_eq!(gpu.rows_per_pass(40).unwrap(), 2);
     let batch = random_batch(&model.config, &[40, 12, 33, 1, 39], 19);
     let layers = model.config.num_layers;
-    let diff = max_abs_diff(
-        &encode(&gpu, &batch, layers).data,
-        &encode(&cpu, &batch, layers).data,
-    );
+    let diff = max_abs_diff(&encode(&gpu, &batch, layers).data, &encode(&cpu, &batch, layers).data);
     eprintln!("split vocabulary and batch: max abs diff {diff:e}");
     assert!(diff <= TOL, "{diff}");
 }

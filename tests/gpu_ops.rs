@@ -36,12 +36,7 @@ fn assert_close(got: &[f32], want: &[f64], what: &str) {
             at = i;
         }
     }
-    assert!(
-        worst <= TOL,
-        "{what}: max abs diff {worst:e} at {at} (got {}, want {})",
-        got[at],
-        want[at]
-    );
+    assert!(worst <= TOL, "{what}: max abs diff {worst:e} at {at} (got {}, want {})", got[at], want[at]);
 }
 
 fn erf_gelu(x: f64) -> f64 {
@@ -52,15 +47,7 @@ fn upload(ctx: &GpuContext, data: &[f32], shape: &[usize]) -> GpuTensor {
     ctx.upload_f32("test", data, shape).unwrap()
 }
 
-fn matmul_reference(
-    x: &[f32],
-    w: &[f32],
-    b: &[f32],
-    m: usize,
-    k: usize,
-    n: usize,
-    act: Activation,
-) -> Vec<f64> {
+fn matmul_reference(x: &[f32], w: &[f32], b: &[f32], m: usize, k: usize, n: usize, act: Activation) -> Vec<f64> {
     let mut y = vec![0.0; m * n];
     for r in 0..m {
         for c in 0..n {
@@ -73,10 +60,7 @@ fn matmul_reference(
                 Activation::Gelu => erf_gelu(s),
                 Activation::Tanh => s.tanh(),
                 Activation::GeluTanh => {
-                    0.5 * s
-                        * (1.0
-                            + ((2.0 / std::f64::consts::PI).sqrt() * (s + 0.044715 * s.powi(3)))
-                                .tanh())
+                    0.5 * s * (1.0 + ((2.0 / std::f64::consts::PI).sqrt() * (s + 0.044715 * s.powi(3))).tanh())
                 }
                 Activation::Relu => s.max(0.0),
             };
@@ -95,26 +79,12 @@ fn matmul_matches_reference_with_bias_and_each_activation() {
         let x = random(m * k, seed);
         let w: Vec<f32> = random(n * k, seed + 100).iter().map(|v| v * 0.2).collect();
         let b = random(n, seed + 200);
-        for act in [
-            Activation::None,
-            Activation::Gelu,
-            Activation::Tanh,
-            Activation::GeluTanh,
-            Activation::Relu,
-        ] {
-            let (xt, wt, bt) = (
-                upload(&ctx, &x, &[m, k]),
-                upload(&ctx, &w, &[n, k]),
-                upload(&ctx, &b, &[n]),
-            );
+        for act in [Activation::None, Activation::Gelu, Activation::Tanh, Activation::GeluTanh, Activation::Relu] {
+            let (xt, wt, bt) = (upload(&ctx, &x, &[m, k]), upload(&ctx, &w, &[n, k]), upload(&ctx, &b, &[n]));
             let y = ctx.zeros_f32("y", &[m, n]).unwrap();
             run(&ctx, op.prepare(&ctx, &xt, &wt, &bt, act, &y).unwrap());
             let got = ctx.read_f32_blocking(&y).unwrap();
-            assert_close(
-                &got,
-                &matmul_reference(&x, &w, &b, m, k, n, act),
-                &format!("matmul {m}x{k}x{n} {act:?}"),
-            );
+            assert_close(&got, &matmul_reference(&x, &w, &b, m, k, n, act), &format!("matmul {m}x{k}x{n} {act:?}"));
         }
     }
 }
@@ -123,10 +93,7 @@ fn matmul_matches_reference_with_bias_and_each_activation() {
 fn matmul_with_f16_weights_matches_reference_on_the_rounded_weights() {
     let Some(ctx) = context() else { return };
     if !ctx.adapter.shader_f16 {
-        eprintln!(
-            "\n!!!!! SKIPPED: {} has no shader-f16 !!!!!\n",
-            ctx.adapter.name
-        );
+        eprintln!("\n!!!!! SKIPPED: {} has no shader-f16 !!!!!\n", ctx.adapter.name);
         return;
     }
     let op = MatMul::new(&ctx);
@@ -142,11 +109,7 @@ fn matmul_with_f16_weights_matches_reference_on_the_rounded_weights() {
         // The reference sees the same f16-rounded weights (half 2.x rounds to nearest even).
         let rounded: Vec<f32> = w.iter().map(|&v| half::f16::from_f32(v).to_f32()).collect();
         let want = matmul_reference(&x, &rounded, &b, m, k, n, Activation::Gelu);
-        assert_close(
-            &ctx.read_f32_blocking(&y).unwrap(),
-            &want,
-            &format!("matmul f16 weights {m}x{k}x{n}"),
-        );
+        assert_close(&ctx.read_f32_blocking(&y).unwrap(), &want, &format!("matmul f16 weights {m}x{k}x{n}"));
     }
 }
 
@@ -159,10 +122,7 @@ fn matmul_rejects_mismatched_shapes() {
     let b = upload(&ctx, &random(2, 3), &[2]);
     let y = ctx.zeros_f32("y", &[2, 2]).unwrap();
     let err = op.prepare(&ctx, &x, &w, &b, Activation::None, &y).unwrap_err();
-    assert!(
-        err.to_string().contains("x is [2, 3] but w is [2, 4]"),
-        "{err}"
-    );
+    assert!(err.to_string().contains("x is [2, 3] but w is [2, 4]"), "{err}");
 }
 
 #[test]
@@ -171,19 +131,13 @@ fn layer_norm_with_and_without_fused_residual() {
     let op = LayerNorm::new(&ctx);
     // 384 columns (MiniLM), 768 (BERT-base: more columns than threads), 5 (fewer).
     for (rows, cols) in [(9, 384), (3, 768), (4, 5)] {
-        let x: Vec<f32> = random(rows * cols, 11)
-            .iter()
-            .map(|v| v * 3.0 + 0.5)
-            .collect();
+        let x: Vec<f32> = random(rows * cols, 11).iter().map(|v| v * 3.0 + 0.5).collect();
         let res = random(rows * cols, 12);
         let gamma = random(cols, 13);
         let beta = random(cols, 14);
         let eps = 1e-12f32;
         for with_residual in [false, true] {
-            let (xt, rt) = (
-                upload(&ctx, &x, &[rows, cols]),
-                upload(&ctx, &res, &[rows, cols]),
-            );
+            let (xt, rt) = (upload(&ctx, &x, &[rows, cols]), upload(&ctx, &res, &[rows, cols]));
             let (gt, bt) = (upload(&ctx, &gamma, &[cols]), upload(&ctx, &beta, &[cols]));
             let out = ctx.zeros_f32("out", &[rows, cols]).unwrap();
             let residual = with_residual.then_some(&rt);
@@ -191,29 +145,16 @@ fn layer_norm_with_and_without_fused_residual() {
             let mut want = vec![0.0f64; rows * cols];
             for r in 0..rows {
                 let v: Vec<f64> = (0..cols)
-                    .map(|c| {
-                        x[r * cols + c] as f64
-                            + if with_residual {
-                                res[r * cols + c] as f64
-                            } else {
-                                0.0
-                            }
-                    })
+                    .map(|c| x[r * cols + c] as f64 + if with_residual { res[r * cols + c] as f64 } else { 0.0 })
                     .collect();
                 let mean = v.iter().sum::<f64>() / cols as f64;
                 let var = v.iter().map(|a| (a - mean).powi(2)).sum::<f64>() / cols as f64;
                 for c in 0..cols {
-                    want[r * cols + c] = (v[c] - mean) / (var + eps as f64).sqrt()
-                        * gamma[c] as f64
-                        + beta[c] as f64;
+                    want[r * cols + c] = (v[c] - mean) / (var + eps as f64).sqrt() * gamma[c] as f64 + beta[c] as f64;
                 }
             }
             let got = ctx.read_f32_blocking(&out).unwrap();
-            assert_close(
-                &got,
-                &want,
-                &format!("layer_norm {rows}x{cols} residual={with_residual}"),
-            );
+            assert_close(&got, &want, &format!("layer_norm {rows}x{cols} residual={with_residual}"));
         }
     }
 }
@@ -228,15 +169,11 @@ fn embedding_gather_sums_tables_and_handles_a_split_vocabulary() {
     let typ = random(types * cols, 23);
     let mut rng = ChaCha8Rng::seed_from_u64(24);
     let tokens = 3 * positions;
-    let ids: Vec<u32> = (0..tokens)
-        .map(|_| rng.gen_range(0..vocab as u32))
-        .collect();
+    let ids: Vec<u32> = (0..tokens).map(|_| rng.gen_range(0..vocab as u32)).collect();
     let pos_ids: Vec<u32> = (0..tokens).map(|t| (t % positions) as u32).collect();
     let type_ids: Vec<u32> = (0..tokens).map(|t| ((t / 5) % types) as u32).collect();
     // Word table forced into blocks of at most 7 KiB: 74 rows a block, 14 blocks.
-    let word_table = ctx
-        .upload_table_in_blocks("word", &word, vocab, cols, 7 * 1024)
-        .unwrap();
+    let word_table = ctx.upload_table_in_blocks("word", &word, vocab, cols, 7 * 1024).unwrap();
     assert_eq!(word_table.chunks.len(), 14);
     let pos_table = ctx.upload_table("pos", &pos, positions, cols).unwrap();
     let type_table = ctx.upload_table("type", &typ, types, cols).unwrap();
@@ -259,23 +196,12 @@ fn embedding_gather_sums_tables_and_handles_a_split_vocabulary() {
                 + typ[type_ids[t] as usize * cols + c] as f64;
         }
     }
-    assert_close(
-        &ctx.read_f32_blocking(&out).unwrap(),
-        &want,
-        "embedding gather",
-    );
+    assert_close(&ctx.read_f32_blocking(&out).unwrap(), &want, "embedding gather");
 }
 
 /// Reference attention over qkv [B*L, 3H] with a 0/1 mask [B, L]; masked keys get -1e9
 /// added, as in the CPU encoder (model/encoder.rs).
-fn attention_reference(
-    qkv: &[f32],
-    mask: &[f32],
-    b: usize,
-    l: usize,
-    heads: usize,
-    hidden: usize,
-) -> Vec<f64> {
+fn attention_reference(qkv: &[f32], mask: &[f32], b: usize, l: usize, heads: usize, hidden: usize) -> Vec<f64> {
     let d = hidden / heads;
     let scale = 1.0 / (d as f64).sqrt();
     let mut out = vec![0.0; b * l * hidden];
@@ -287,8 +213,7 @@ fn attention_reference(
                 let scores: Vec<f64> = (0..l)
                     .map(|j| {
                         let k = (s * l + j) * 3 * hidden + hidden + h * d;
-                        let dot: f64 =
-                            (0..d).map(|x| q(x) * qkv[k + x] as f64).sum::<f64>() * scale;
+                        let dot: f64 = (0..d).map(|x| q(x) * qkv[k + x] as f64).sum::<f64>() * scale;
                         if mask[s * l + j] == 0.0 {
                             dot - 1e9
                         } else {
@@ -300,11 +225,8 @@ fn attention_reference(
                 let e: Vec<f64> = scores.iter().map(|v| (v - max).exp()).collect();
                 let total: f64 = e.iter().sum();
                 for x in 0..d {
-                    let v: f64 = (0..l)
-                        .map(|j| {
-                            e[j] * qkv[(s * l + j) * 3 * hidden + 2 * hidden + h * d + x] as f64
-                        })
-                        .sum();
+                    let v: f64 =
+                        (0..l).map(|j| e[j] * qkv[(s * l + j) * 3 * hidden + 2 * hidden + h * d + x] as f64).sum();
                     out[t * hidden + h * d + x] = v / total;
                 }
             }
@@ -319,29 +241,17 @@ fn attention_matches_reference_with_padding() {
     let op = Attention::new(&ctx);
     // (batch, padded length, heads, hidden, real lengths): MiniLM's 12 x 32 heads with
     // lengths that leave padding, a length over the 128-thread stride, and the maximum.
-    let cases: [(usize, usize, usize, usize, Vec<usize>); 3] = [
-        (3, 20, 12, 384, vec![20, 7, 1]),
-        (2, 150, 4, 64, vec![150, 131]),
-        (1, 512, 2, 16, vec![300]),
-    ];
+    let cases: [(usize, usize, usize, usize, Vec<usize>); 3] =
+        [(3, 20, 12, 384, vec![20, 7, 1]), (2, 150, 4, 64, vec![150, 131]), (1, 512, 2, 16, vec![300])];
     for (b, l, heads, hidden, lengths) in cases {
-        let qkv: Vec<f32> = random(b * l * 3 * hidden, 31)
-            .iter()
-            .map(|v| v * 2.0)
-            .collect();
-        let mask: Vec<f32> = (0..b * l)
-            .map(|t| if t % l < lengths[t / l] { 1.0 } else { 0.0 })
-            .collect();
+        let qkv: Vec<f32> = random(b * l * 3 * hidden, 31).iter().map(|v| v * 2.0).collect();
+        let mask: Vec<f32> = (0..b * l).map(|t| if t % l < lengths[t / l] { 1.0 } else { 0.0 }).collect();
         let qkv_t = upload(&ctx, &qkv, &[b * l, 3 * hidden]);
         let mask_t = upload(&ctx, &mask, &[b, l]);
         let out = ctx.zeros_f32("out", &[b * l, hidden]).unwrap();
         run(&ctx, op.prepare(&ctx, &qkv_t, &mask_t, heads, &out).unwrap());
         let want = attention_reference(&qkv, &mask, b, l, heads, hidden);
-        assert_close(
-            &ctx.read_f32_blocking(&out).unwrap(),
-            &want,
-            &format!("attention b={b} l={l}"),
-        );
+        assert_close(&ctx.read_f32_blocking(&out).unwrap(), &want, &format!("attention b={b} l={l}"));
     }
 }
 

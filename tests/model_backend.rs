@@ -6,20 +6,14 @@
 mod common;
 use medrank::gpu::BackendChoice;
 use medrank::jobs::{self, EvaluateRequest, ModelOptions, NamedText};
-use medrank::model::{
-    run_ready, Encoder, EncoderConfig, EvaluatorKind, HiddenStates, TextModel, TokenBatch,
-};
+use medrank::model::{run_ready, Encoder, EncoderConfig, EvaluatorKind, HiddenStates, TextModel, TokenBatch};
 use medrank::Error;
 use std::cell::Cell;
 use std::path::PathBuf;
 
 fn model() -> TextModel {
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("models/all-MiniLM-L6-v2");
-    assert!(
-        dir.join("model.safetensors").exists(),
-        "{} is missing: run `scripts/setup.sh model` first",
-        dir.display()
-    );
+    assert!(dir.join("model.safetensors").exists(), "{} is missing: run `scripts/setup.sh model` first", dir.display());
     TextModel::read_dir(&dir).unwrap()
 }
 
@@ -27,11 +21,7 @@ fn model() -> TextModel {
 fn request() -> EvaluateRequest {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("examples/bundle.jsonl");
     let text = std::fs::read_to_string(path).unwrap();
-    let lines: Vec<&str> = text
-        .lines()
-        .filter(|l| l.contains("\"task\": \"mcqa\""))
-        .take(2)
-        .collect();
+    let lines: Vec<&str> = text.lines().filter(|l| l.contains("\"task\": \"mcqa\"")).take(2).collect();
     EvaluateRequest {
         bundle: NamedText::new("small.jsonl", lines.join("\n")),
         predictions: Vec::new(),
@@ -61,49 +51,26 @@ impl<E: Encoder> Encoder for Counting<'_, E> {
 fn progress_counts_every_encoded_sequence_per_batch() {
     let model = model();
     let req = request();
-    let counting = Counting {
-        inner: &model.encoder,
-        sequences: Cell::new(0),
-    };
+    let counting = Counting { inner: &model.encoder, sequences: Cell::new(0) };
     let mut calls = Vec::new();
-    let options = ModelOptions {
-        controls: vec!["no_argument".into(), "noise".into()],
-        batch_size: 4,
-        ..Default::default()
-    };
-    let (outcome, predictions) = run_ready(jobs::evaluate_with_encoder(
-        &req,
-        &model,
-        &counting,
-        Vec::new(),
-        &options,
-        &mut |d, t| {
+    let options =
+        ModelOptions { controls: vec!["no_argument".into(), "noise".into()], batch_size: 4, ..Default::default() };
+    let (outcome, predictions) =
+        run_ready(jobs::evaluate_with_encoder(&req, &model, &counting, Vec::new(), &options, &mut |d, t| {
             calls.push((d, t));
             true
-        },
-    ))
-    .unwrap();
+        }))
+        .unwrap();
     // Similarity evaluator: (4 systems + 2 controls) contexts + 5 options, per instance.
     let total = 2 * (6 + 5);
     assert_eq!(counting.sequences.get(), total);
     let (bundle, _) = medrank::data::parse_bundle("small.jsonl", &req.bundle.text).unwrap();
-    assert_eq!(
-        medrank::model::sequences_to_encode(&bundle, EvaluatorKind::Similarity),
-        2 * (4 + 5)
-    );
+    assert_eq!(medrank::model::sequences_to_encode(&bundle, EvaluatorKind::Similarity), 2 * (4 + 5));
     assert_eq!(calls.first(), Some(&(0, total)));
     assert_eq!(calls.last(), Some(&(total, total)));
-    assert!(
-        calls
-            .windows(2)
-            .all(|w| w[0].0 < w[1].0 && w[1].0 - w[0].0 <= 4),
-        "{calls:?}"
-    );
+    assert!(calls.windows(2).all(|w| w[0].0 < w[1].0 && w[1].0 - w[0].0 <= 4), "{calls:?}");
     assert_eq!(predictions.len(), 12);
-    assert_eq!(
-        outcome.report.evaluators[0].evaluator,
-        "all-MiniLM-L6-v2 (similarity)"
-    );
+    assert_eq!(outcome.report.evaluators[0].evaluator, "all-MiniLM-L6-v2 (similarity)");
 }
 
 #[test]
@@ -121,11 +88,7 @@ fn the_progress_callback_cancels() {
             calls < 2 // the start is acknowledged, the first batch cancels
         },
     ));
-    assert!(
-        matches!(result, Err(Error::Cancelled)),
-        "{:?}",
-        result.err()
-    );
+    assert!(matches!(result, Err(Error::Cancelled)), "{:?}", result.err());
     assert_eq!(calls, 2);
 }
 
@@ -146,30 +109,18 @@ fn the_report_says_which_backend_ran_and_the_gpu_ranks_like_the_cpu() {
     let ((cpu, cpu_predictions), cpu_backend) = run(BackendChoice::Cpu).unwrap();
     assert_eq!(cpu_backend.backend, "cpu");
     let backend_of = |o: &jobs::Outcome<jobs::EvaluateReport>| {
-        o.report
-            .provenance
-            .conventions
-            .iter()
-            .find(|(k, _)| k == "backend")
-            .map(|(_, v)| v.clone())
+        o.report.provenance.conventions.iter().find(|(k, _)| k == "backend").map(|(_, v)| v.clone())
     };
     assert_eq!(backend_of(&cpu).as_deref(), Some("cpu (candle)"));
     // The synchronous CPU entry point is the same pipeline (the backend line aside).
     let (sync, sync_predictions) =
         jobs::evaluate_with_model(&req, &model, Vec::new(), &ModelOptions::default()).unwrap();
     assert_eq!(sync_predictions, cpu_predictions);
-    assert_eq!(
-        sync.report.evaluators[0].report.tasks.len(),
-        cpu.report.evaluators[0].report.tasks.len()
-    );
+    assert_eq!(sync.report.evaluators[0].report.tasks.len(), cpu.report.evaluators[0].report.tasks.len());
 
     match run(BackendChoice::Gpu) {
         Err(e) => {
-            assert!(
-                e.to_string()
-                    .contains("GPU backend was requested but cannot run"),
-                "{e}"
-            );
+            assert!(e.to_string().contains("GPU backend was requested but cannot run"), "{e}");
             common::skip_or_fail(&format!("the GPU half has no adapter ({e})"));
         }
         Ok(((gpu, gpu_predictions), gpu_backend)) => {
@@ -184,18 +135,10 @@ fn the_report_says_which_backend_ran_and_the_gpu_ranks_like_the_cpu() {
             };
             assert_eq!(systems(&gpu), systems(&cpu));
             for (g, c) in gpu_predictions.iter().zip(&cpu_predictions) {
-                assert_eq!(
-                    (&g.instance, &g.system, &g.predicted),
-                    (&c.instance, &c.system, &c.predicted)
-                );
+                assert_eq!((&g.instance, &g.system, &g.predicted), (&c.instance, &c.system, &c.predicted));
                 for ((gl, gp), (cl, cp)) in g.probs.iter().zip(&c.probs) {
                     assert_eq!(gl, cl);
-                    assert!(
-                        (gp - cp).abs() <= 1e-3,
-                        "{} {} {gl}: gpu {gp} vs cpu {cp}",
-                        g.instance,
-                        g.system
-                    );
+                    assert!((gp - cp).abs() <= 1e-3, "{} {} {gl}: gpu {gp} vs cpu {cp}", g.instance, g.system);
                 }
             }
         }

@@ -9,7 +9,8 @@ use std::process::{Command, Output};
 /// text, say); q2 judges d6, d7, both scored. The one answer per query scores 1.5 and 0.5.
 const TOPICS: &str = "{\"qid\": \"q1\", \"query\": \"first\"}\n{\"qid\": \"q2\", \"query\": \"second\"}\n";
 const QRELS: &str = "q1 0 d1 2\nq1 0 d2 1\nq1 0 d3 0\nq1 0 d4 1\nq1 0 d5 0\nq2 0 d6 1\nq2 0 d7 0\n";
-const RUN: &str = "q1 Q0 d1 1 3.0 run\nq1 Q0 d2 2 2.0 run\nq1 Q0 d3 3 1.0 run\nq2 Q0 d6 1 2.0 run\nq2 Q0 d7 2 1.0 run\n";
+const RUN: &str =
+    "q1 Q0 d1 1 3.0 run\nq1 Q0 d2 2 2.0 run\nq1 Q0 d3 3 1.0 run\nq2 Q0 d6 1 2.0 run\nq2 Q0 d7 2 1.0 run\n";
 const ANSWERS: &str = "{\"qid\": \"q1\", \"system\": \"gpt\", \"prompt\": \"p\", \"sample\": 0, \"text\": \"a\"}\n\
                        {\"qid\": \"q2\", \"system\": \"gpt\", \"prompt\": \"p\", \"sample\": 0, \"text\": \"b\"}\n";
 const SCORES: &str = "qid,system,prompt,sample,score\nq1,gpt,p,0,1.5\nq2,gpt,p,0,0.5\n";
@@ -17,7 +18,13 @@ const SCORES: &str = "qid,system,prompt,sample,score\nq1,gpt,p,0,1.5\nq2,gpt,p,0
 fn fixture() -> PathBuf {
     let dir = std::env::temp_dir().join(format!("medrank-nrp-public-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    for (name, text) in [("topics.jsonl", TOPICS), ("qrels.txt", QRELS), ("run.txt", RUN), ("answers.jsonl", ANSWERS), ("scores.csv", SCORES)] {
+    for (name, text) in [
+        ("topics.jsonl", TOPICS),
+        ("qrels.txt", QRELS),
+        ("run.txt", RUN),
+        ("answers.jsonl", ANSWERS),
+        ("scores.csv", SCORES),
+    ] {
         std::fs::write(dir.join(name), text).unwrap();
     }
     dir
@@ -25,8 +32,19 @@ fn fixture() -> PathBuf {
 
 fn medrank(dir: &Path, extra: &[&str], report: &str) -> Output {
     let mut args = vec![
-        "nrp", "--topics", "topics.jsonl", "--qrels", "relevance=qrels.txt", "--answers", "answers.jsonl",
-        "--no-bm25", "--ranker", "run=run.txt,scores.csv", "--json", report, "--quiet",
+        "nrp",
+        "--topics",
+        "topics.jsonl",
+        "--qrels",
+        "relevance=qrels.txt",
+        "--answers",
+        "answers.jsonl",
+        "--no-bm25",
+        "--ranker",
+        "run=run.txt,scores.csv",
+        "--json",
+        report,
+        "--quiet",
     ];
     args.extend_from_slice(extra);
     Command::new(env!("CARGO_BIN_EXE_medrank")).current_dir(dir).args(&args).output().expect("run medrank")
@@ -48,7 +66,10 @@ fn close(a: f64, b: f64) -> bool {
 
 fn convention<'a>(r: &'a Value, key: &str) -> &'a str {
     let list = r["provenance"]["conventions"].as_array().unwrap();
-    list.iter().find(|c| c[0] == key).and_then(|c| c[1].as_str()).unwrap_or_else(|| panic!("no convention {key}: {list:?}"))
+    list.iter()
+        .find(|c| c[0] == key)
+        .and_then(|c| c[1].as_str())
+        .unwrap_or_else(|| panic!("no convention {key}: {list:?}"))
 }
 
 /// Both answers have 2 scored documents above them (q1: 3.0, 2.0 > 1.5; q2: 2.0, 1.0 > 0.5).
@@ -88,7 +109,10 @@ fn unscored_judged_documents_ranked_below_or_dropped_as_the_public_code() {
     assert!(convention(&public, "settings").contains("public code"));
     assert!(convention(&public, "not_judgeable").starts_with("none: every grade is a gain"));
     let warnings = public["warnings"].as_array().unwrap();
-    assert!(warnings.iter().any(|w| w.to_string().contains("2 judged documents of 1 queries; they are left out of D_q")), "{warnings:?}");
+    assert!(
+        warnings.iter().any(|w| w.to_string().contains("2 judged documents of 1 queries; they are left out of D_q")),
+        "{warnings:?}"
+    );
 
     // --unscored drop alone keeps the paper's |D_q|: q1 1 - 2/3, q2 1 - 2/2.
     let dropped = run(&dir, &["--unscored", "drop"], "dropped.json");
@@ -100,7 +124,11 @@ fn unscored_judged_documents_ranked_below_or_dropped_as_the_public_code() {
 fn the_public_code_choice_is_one_choice() {
     let dir = fixture();
     // It sets the denominator and the treatment itself: giving them too is a usage error.
-    for extra in [&["--as-public-code", "--denominator", "docs"][..], &["--as-public-code", "--unscored", "below"], &["--as-public-code", "--not-judgeable", "relevance=0"]] {
+    for extra in [
+        &["--as-public-code", "--denominator", "docs"][..],
+        &["--as-public-code", "--unscored", "below"],
+        &["--as-public-code", "--not-judgeable", "relevance=0"],
+    ] {
         let out = medrank(&dir, extra, "never.json");
         assert_eq!(out.status.code(), Some(2), "{extra:?}");
         assert!(String::from_utf8_lossy(&out.stderr).contains("cannot be used with"), "{extra:?}");
@@ -110,9 +138,16 @@ fn the_public_code_choice_is_one_choice() {
     // sends both), naming the conflict.
     let req = medrank::jobs::NrpRequest {
         topics: medrank::jobs::NamedText::new("topics.jsonl", TOPICS),
-        qrels: vec![medrank::jobs::QrelsFile { dimension: Some("relevance".into()), file: medrank::jobs::NamedText::new("qrels.txt", QRELS) }],
+        qrels: vec![medrank::jobs::QrelsFile {
+            dimension: Some("relevance".into()),
+            file: medrank::jobs::NamedText::new("qrels.txt", QRELS),
+        }],
         documents: None,
-        answers: vec![medrank::jobs::AnswerFile { file: medrank::jobs::NamedText::new("answers.jsonl", ANSWERS), system: None, prompt: None }],
+        answers: vec![medrank::jobs::AnswerFile {
+            file: medrank::jobs::NamedText::new("answers.jsonl", ANSWERS),
+            system: None,
+            prompt: None,
+        }],
         rankers: vec![medrank::jobs::PrecomputedRanker {
             name: "run".into(),
             run: medrank::jobs::NamedText::new("run.txt", RUN),
@@ -130,7 +165,11 @@ fn the_public_code_choice_is_one_choice() {
     assert!(err.contains("count every grade as a gain"), "{err}");
     // With a grade convention given, the provenance states it.
     let req = medrank::jobs::NrpRequest {
-        options: medrank::jobs::NrpRequestOptions { bm25: false, not_judgeable: vec![("relevance".into(), vec![1])], ..Default::default() },
+        options: medrank::jobs::NrpRequestOptions {
+            bm25: false,
+            not_judgeable: vec![("relevance".into(), vec![1])],
+            ..Default::default()
+        },
         ..req
     };
     let report = medrank::jobs::nrp(&req).unwrap().report;

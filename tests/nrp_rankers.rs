@@ -2,9 +2,9 @@
 //! bootstrap probability that one agrees better than another, and fusion rankers (RRF,
 //! z-sum) that are validated, chosen and compared like the others. Numbers by hand, or by
 //! scipy 1.17.1 / numpy where cited.
+use medrank::data::{AnswerScore, RunEntry};
 use medrank::eval::nrp::fusion::{fuse, FusionSpec, Method};
 use medrank::eval::nrp::{AnswerKey, RankerScores};
-use medrank::data::{AnswerScore, RunEntry};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -17,7 +17,8 @@ const QRELS: &str = "q1 0 d1 2\nq1 0 d2 1\nq1 0 d3 0\nq2 0 e1 2\nq2 0 e2 1\nq2 0
 const ANSWERS: &str = "{\"qid\": \"q1\", \"system\": \"gpt\", \"prompt\": \"p\", \"sample\": 0, \"text\": \"a\"}\n\
                        {\"qid\": \"q2\", \"system\": \"gpt\", \"prompt\": \"p\", \"sample\": 0, \"text\": \"b\"}\n";
 /// The expert ranks the documents as the judgements do.
-const EXPERT: &str = "instance,annotator,system,rank\nq1,md,d1,1\nq1,md,d2,2\nq1,md,d3,3\nq2,md,e1,1\nq2,md,e2,2\nq2,md,e3,3\n";
+const EXPERT: &str =
+    "instance,annotator,system,rank\nq1,md,d1,1\nq1,md,d2,2\nq1,md,d3,3\nq2,md,e1,1\nq2,md,e2,2\nq2,md,e3,3\n";
 
 fn run_text(s: [f64; 3]) -> String {
     let mut t = String::new();
@@ -55,9 +56,25 @@ fn fixture() -> PathBuf {
 
 fn nrp(dir: &Path, extra: &[&str], report: &str) -> Value {
     let mut args = vec![
-        "nrp", "--topics", "topics.jsonl", "--qrels", "relevance=qrels.txt", "--answers", "answers.jsonl", "--no-bm25",
-        "--ranker", "A=a.run,a.csv", "--ranker", "A2=a.run,a.csv", "--ranker", "B=b.run,b.csv",
-        "--expert-rankings", "expert.csv", "--json", report, "--quiet",
+        "nrp",
+        "--topics",
+        "topics.jsonl",
+        "--qrels",
+        "relevance=qrels.txt",
+        "--answers",
+        "answers.jsonl",
+        "--no-bm25",
+        "--ranker",
+        "A=a.run,a.csv",
+        "--ranker",
+        "A2=a.run,a.csv",
+        "--ranker",
+        "B=b.run,b.csv",
+        "--expert-rankings",
+        "expert.csv",
+        "--json",
+        report,
+        "--quiet",
     ];
     args.extend_from_slice(extra);
     let out = Command::new(env!("CARGO_BIN_EXE_medrank")).current_dir(dir).args(&args).output().unwrap();
@@ -69,9 +86,16 @@ fn ranker(name: &str, docs: [f64; 3], answer: f64) -> RankerScores {
     let run: Vec<RunEntry> = docs
         .iter()
         .enumerate()
-        .map(|(i, &score)| RunEntry { qid: "q1".into(), docno: format!("d{}", i + 1), rank: i as u32 + 1, score, tag: name.into() })
+        .map(|(i, &score)| RunEntry {
+            qid: "q1".into(),
+            docno: format!("d{}", i + 1),
+            rank: i as u32 + 1,
+            score,
+            tag: name.into(),
+        })
         .collect();
-    let answers = [AnswerScore { qid: "q1".into(), system: "gpt".into(), prompt: "p".into(), sample: 0, score: answer }];
+    let answers =
+        [AnswerScore { qid: "q1".into(), system: "gpt".into(), prompt: "p".into(), sample: 0, score: answer }];
     RankerScores::from_run(name, &run, &answers).unwrap()
 }
 
@@ -160,7 +184,9 @@ fn every_ranker_including_a_fusion_is_validated_and_compared_with_the_expert() {
         .as_array()
         .unwrap()
         .iter()
-        .map(|c| (c["ranker"].as_str().unwrap(), c["other"].as_str().unwrap(), c["probability_better"].as_f64().unwrap()))
+        .map(|c| {
+            (c["ranker"].as_str().unwrap(), c["other"].as_str().unwrap(), c["probability_better"].as_f64().unwrap())
+        })
         .collect();
     assert_eq!(
         pairs,

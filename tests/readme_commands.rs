@@ -88,12 +88,7 @@ fn every_readme_command_runs_from_a_clone() {
             continue;
         }
         eprintln!("running: {command}");
-        let out = Command::new("sh")
-            .arg("-c")
-            .arg(command.replacen("$M", bin, 1))
-            .current_dir(&dir)
-            .output()
-            .unwrap();
+        let out = Command::new("sh").arg("-c").arg(command.replacen("$M", bin, 1)).current_dir(&dir).output().unwrap();
         assert!(
             out.status.success(),
             "`{command}` failed:\n{}\n{}",

@@ -27,7 +27,8 @@ fn fixture(name: &str) -> String {
 /// `medrank import ranking-over-scoring` of the fixtures: the two systems as sources, the
 /// three control files as `--control-source NAME=FILE` with `NAME = <file>{suffix}`.
 fn import(out: &Path, suffix: &str, extra: &[&str]) -> String {
-    let mut args: Vec<String> = ["import", "ranking-over-scoring", "--no-argument", &fixture("no_argument")].map(String::from).to_vec();
+    let mut args: Vec<String> =
+        ["import", "ranking-over-scoring", "--no-argument", &fixture("no_argument")].map(String::from).to_vec();
     for system in ["gpt-4o", "llama-3-70b"] {
         args.extend(["--source".into(), format!("{system}={}", fixture(system))]);
     }
@@ -44,34 +45,64 @@ fn control_files_are_marked_in_the_bundle_and_the_import_counts_empty_options() 
     let bundle = tmp("marked.jsonl");
     let report = tmp("import.json");
     let stdout = import(&bundle, "_file", &["--json", s(&report)]);
-    assert!(stdout.contains("wrote 6 instances x 5 systems (3 marked as control cases: label_only_file, noise_file, ir_passages_file)"), "{stdout}");
+    assert!(
+        stdout.contains(
+            "wrote 6 instances x 5 systems (3 marked as control cases: label_only_file, noise_file, ir_passages_file)"
+        ),
+        "{stdout}"
+    );
 
     let r = json(&report);
     assert_eq!(r["controls"], serde_json::json!(["label_only_file", "noise_file", "ir_passages_file"]));
     // make.py empties option 5 on lines 1, 3 and 5 of every file: 3 records each.
     assert_eq!(r["empty_options"]["no_argument"], 3);
-    let per_source: BTreeMap<String, u64> =
-        r["empty_options"]["sources"].as_array().unwrap().iter().map(|x| (x["system"].as_str().unwrap().into(), x["records"].as_u64().unwrap())).collect();
+    let per_source: BTreeMap<String, u64> = r["empty_options"]["sources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| (x["system"].as_str().unwrap().into(), x["records"].as_u64().unwrap()))
+        .collect();
     assert_eq!(per_source.values().copied().collect::<Vec<_>>(), [3, 3, 3, 3, 3]);
     // Every shuffled file keeps the identity order on exactly one of its six lines
     // (make.py's ORDERS[2]); label_only is not shuffled.
-    let reordered: BTreeMap<String, u64> =
-        r["reordered"].as_array().unwrap().iter().map(|x| (x["system"].as_str().unwrap().into(), x["records"].as_u64().unwrap())).collect();
+    let reordered: BTreeMap<String, u64> = r["reordered"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| (x["system"].as_str().unwrap().into(), x["records"].as_u64().unwrap()))
+        .collect();
     assert_eq!(
         reordered,
-        BTreeMap::from([("gpt-4o".into(), 5), ("llama-3-70b".into(), 5), ("label_only_file".into(), 0), ("noise_file".into(), 5), ("ir_passages_file".into(), 5)])
+        BTreeMap::from([
+            ("gpt-4o".into(), 5),
+            ("llama-3-70b".into(), 5),
+            ("label_only_file".into(), 0),
+            ("noise_file".into(), 5),
+            ("ir_passages_file".into(), 5)
+        ])
     );
 
     // The bundle marks the control files on every line, and reads back with them.
     let text = std::fs::read_to_string(&bundle).unwrap();
-    assert!(text.lines().all(|l| l.ends_with(r#""controls":["label_only_file","noise_file","ir_passages_file"]}"#)), "{text}");
+    assert!(
+        text.lines().all(|l| l.ends_with(r#""controls":["label_only_file","noise_file","ir_passages_file"]}"#)),
+        "{text}"
+    );
     let (parsed, _) = parse_bundle("marked.jsonl", &text).unwrap();
     assert_eq!(parsed.controls, ["label_only_file", "noise_file", "ir_passages_file"]);
 
     // A --control-source name given twice is refused like a --source name given twice.
     let out = medrank(&[
-        "import", "ranking-over-scoring", "--no-argument", &fixture("no_argument"), "--source", &format!("noise={}", fixture("gpt-4o")),
-        "--control-source", &format!("noise={}", fixture("noise")), "--out", s(&tmp("twice.jsonl")),
+        "import",
+        "ranking-over-scoring",
+        "--no-argument",
+        &fixture("no_argument"),
+        "--source",
+        &format!("noise={}", fixture("gpt-4o")),
+        "--control-source",
+        &format!("noise={}", fixture("noise")),
+        "--out",
+        s(&tmp("twice.jsonl")),
     ]);
     assert_eq!(out.status.code(), Some(1));
     assert_eq!(String::from_utf8_lossy(&out.stderr).trim(), "error: system `noise` is given for two source files");
@@ -101,7 +132,18 @@ fn a_generated_control_that_clashes_with_a_control_file_is_explained_with_the_fi
     assert!(!report.exists(), "a failed run leaves no report");
 
     // Following the message's second fix ranks: the file controls are the controls.
-    ok(&["evaluate", "--bundle", s(&bundle), "--model", MODEL, "--controls", "no_argument", "--json", s(&report), "--quiet"]);
+    ok(&[
+        "evaluate",
+        "--bundle",
+        s(&bundle),
+        "--model",
+        MODEL,
+        "--controls",
+        "no_argument",
+        "--json",
+        s(&report),
+        "--quiet",
+    ]);
     let r = json(&report);
     let mut controls: Vec<&str> = systems(&r).into_iter().filter(|(_, c)| *c).map(|(s, _)| s).collect();
     controls.sort_unstable();
@@ -112,7 +154,12 @@ fn a_generated_control_that_clashes_with_a_control_file_is_explained_with_the_fi
 fn systems(report: &Value) -> Vec<(&str, bool)> {
     let task = &report["evaluators"][0]["report"]["tasks"][0];
     assert_eq!(task["task"], "mcqa");
-    task["systems"].as_array().unwrap().iter().map(|s| (s["system"].as_str().unwrap(), s["is_control"].as_bool().unwrap())).collect()
+    task["systems"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| (s["system"].as_str().unwrap(), s["is_control"].as_bool().unwrap()))
+        .collect()
 }
 
 /// CSV predictions as (instance, system) -> (predicted, label -> probability).
@@ -144,15 +191,32 @@ fn the_default_model_ranks_file_and_generated_controls_and_leaves_empty_options_
     import(&bundle, "_file", &["--quiet"]);
     let report = tmp("ranked.json");
     let saved = tmp("ranked.csv");
-    ok(&["evaluate", "--bundle", s(&bundle), "--model", MODEL, "--controls", "--json", s(&report), "--save-predictions", s(&saved), "--quiet"]);
+    ok(&[
+        "evaluate",
+        "--bundle",
+        s(&bundle),
+        "--model",
+        MODEL,
+        "--controls",
+        "--json",
+        s(&report),
+        "--save-predictions",
+        s(&saved),
+        "--quiet",
+    ]);
     let r = json(&report);
     // File controls and generated controls side by side, all of them control cases.
     assert_eq!(
         systems(&r).into_iter().collect::<BTreeMap<_, _>>(),
         BTreeMap::from([
-            ("gpt-4o", false), ("llama-3-70b", false),
-            ("label_only_file", true), ("noise_file", true), ("ir_passages_file", true),
-            ("no_argument", true), ("label_only", true), ("noise", true),
+            ("gpt-4o", false),
+            ("llama-3-70b", false),
+            ("label_only_file", true),
+            ("noise_file", true),
+            ("ir_passages_file", true),
+            ("no_argument", true),
+            ("label_only", true),
+            ("noise", true),
         ])
     );
     let robustness = &r["evaluators"][0]["report"]["tasks"][0]["robustness"];
@@ -165,7 +229,10 @@ fn the_default_model_ranks_file_and_generated_controls_and_leaves_empty_options_
     let empty = &r["empty_options"];
     assert_eq!(empty["treatment"], "leave_out");
     assert_eq!(empty["left_out"], 3);
-    assert_eq!(empty["options"], serde_json::json!([{"instance": "1", "option": "5"}, {"instance": "3", "option": "5"}, {"instance": "5", "option": "5"}]));
+    assert_eq!(
+        empty["options"],
+        serde_json::json!([{"instance": "1", "option": "5"}, {"instance": "3", "option": "5"}, {"instance": "5", "option": "5"}])
+    );
     assert!(r["warnings"].as_array().unwrap().iter().any(|w| w["message"].as_str().unwrap().starts_with(
         "3 empty options (3 instances) were left out of the evaluator's candidates (probability 0, never predicted; --keep-empty-options keeps them): 1 option 5, 3 option 5, 5 option 5"
     )), "{}", r["warnings"]);
@@ -188,7 +255,19 @@ fn the_default_model_ranks_file_and_generated_controls_and_leaves_empty_options_
     std::fs::write(&without_path, write_bundle_jsonl(&without)).unwrap();
     let saved_without = tmp("without.csv");
     let report_without = tmp("without.json");
-    ok(&["evaluate", "--bundle", s(&without_path), "--model", MODEL, "--controls", "--json", s(&report_without), "--save-predictions", s(&saved_without), "--quiet"]);
+    ok(&[
+        "evaluate",
+        "--bundle",
+        s(&without_path),
+        "--model",
+        MODEL,
+        "--controls",
+        "--json",
+        s(&report_without),
+        "--save-predictions",
+        s(&saved_without),
+        "--quiet",
+    ]);
     assert_eq!(json(&report_without)["empty_options"]["left_out"], 0);
     for (key, (predicted, mut probs)) in read_predictions(&saved_without) {
         let (p, with) = &predictions[&key];
@@ -203,7 +282,20 @@ fn the_default_model_ranks_file_and_generated_controls_and_leaves_empty_options_
     // option batches differ, so the CPU's sums may differ in their last bits: 1e-6.
     let saved_kept = tmp("kept.csv");
     let report_kept = tmp("kept.json");
-    ok(&["evaluate", "--bundle", s(&bundle), "--model", MODEL, "--controls", "--keep-empty-options", "--json", s(&report_kept), "--save-predictions", s(&saved_kept), "--quiet"]);
+    ok(&[
+        "evaluate",
+        "--bundle",
+        s(&bundle),
+        "--model",
+        MODEL,
+        "--controls",
+        "--keep-empty-options",
+        "--json",
+        s(&report_kept),
+        "--save-predictions",
+        s(&saved_kept),
+        "--quiet",
+    ]);
     let kept = json(&report_kept);
     assert_eq!(kept["empty_options"], serde_json::json!({"treatment": "keep", "left_out": 0, "options": []}));
     for (key, (_, probs)) in read_predictions(&saved_kept) {
@@ -211,7 +303,12 @@ fn the_default_model_ranks_file_and_generated_controls_and_leaves_empty_options_
         if ["1", "3", "5"].contains(&key.0.as_str()) {
             assert!(probs["5"] > 0.0);
             for k in ["1", "2", "3", "4"] {
-                assert!((probs[k] - left[k] * (1.0 - probs["5"])).abs() < 1e-6, "{key:?} option {k}: {} vs {}", probs[k], left[k]);
+                assert!(
+                    (probs[k] - left[k] * (1.0 - probs["5"])).abs() < 1e-6,
+                    "{key:?} option {k}: {} vs {}",
+                    probs[k],
+                    left[k]
+                );
             }
         } else {
             for k in ["1", "2", "3", "4", "5"] {
@@ -254,7 +351,8 @@ fn the_trained_head_leaves_empty_options_out_of_its_softmax() {
     let tok = TextTokenizer::from_bytes("tokenizer.json", &bytes, model.config.max_tokens(), 0).unwrap();
     let enc = CpuEncoder::new(model.clone());
     let head = model.head.as_ref().unwrap();
-    let (bundle, _) = parse_bundle("b", &std::fs::read_to_string(root().join("examples/bundle.jsonl")).unwrap()).unwrap();
+    let (bundle, _) =
+        parse_bundle("b", &std::fs::read_to_string(root().join("examples/bundle.jsonl")).unwrap()).unwrap();
     let mut with_empty = bundle.clone();
     with_empty.instances.retain(|i| matches!(i.problem, Problem::Mcqa { .. }));
     with_empty.instances.truncate(3);
@@ -271,7 +369,10 @@ fn the_trained_head_leaves_empty_options_out_of_its_softmax() {
     assert_eq!(ids, [(with_empty.instances[0].id.as_str(), "5"), (with_empty.instances[1].id.as_str(), "5")]);
     assert!(reference.left_out.is_empty());
     for (p, q) in left.predictions.iter().zip(&reference.predictions) {
-        assert_eq!((&p.instance, &p.system, &p.predicted, p.p_correct), (&q.instance, &q.system, &q.predicted, q.p_correct));
+        assert_eq!(
+            (&p.instance, &p.system, &p.predicted, p.p_correct),
+            (&q.instance, &q.system, &q.predicted, q.p_correct)
+        );
         let mut expected = q.probs.clone();
         if expected.len() == 4 {
             expected.push(("5".into(), 0.0));
@@ -280,7 +381,9 @@ fn the_trained_head_leaves_empty_options_out_of_its_softmax() {
     }
 
     // Kept, the blank option is a candidate again with a probability of its own.
-    let kept = run_ready(evaluate_with_head_as(&enc, &model.weights, head, &[], &tok, &with_empty, 8, EmptyOptions::Keep)).unwrap();
+    let kept =
+        run_ready(evaluate_with_head_as(&enc, &model.weights, head, &[], &tok, &with_empty, 8, EmptyOptions::Keep))
+            .unwrap();
     assert!(kept.left_out.is_empty());
     for (k, l) in kept.predictions.iter().zip(&left.predictions) {
         let p5 = k.probs[4].1;
@@ -299,6 +402,7 @@ fn the_trained_head_leaves_empty_options_out_of_its_softmax() {
     if let Problem::Mcqa { options, .. } = &mut all_empty.instances[0].problem {
         options.iter_mut().for_each(|o| o.1.clear());
     }
-    let err = run_ready(evaluate_with_head(&enc, &model.weights, head, &[], &tok, &all_empty, 8)).unwrap_err().to_string();
+    let err =
+        run_ready(evaluate_with_head(&enc, &model.weights, head, &[], &tok, &all_empty, 8)).unwrap_err().to_string();
     assert!(err.contains("every option text is empty, so no option is a candidate"), "{err}");
 }

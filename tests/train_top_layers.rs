@@ -5,7 +5,9 @@
 //! candidates, misinformation's `not_enough_evidence` instances are dropped.
 
 use medrank::model::embed::TextModel;
-use medrank::model::train::{examples_from_bundle, read_hitz_mcqa, task_labels, train, ArgumentSource, ExampleOptions, Freeze, TrainOptions};
+use medrank::model::train::{
+    examples_from_bundle, read_hitz_mcqa, task_labels, train, ArgumentSource, ExampleOptions, Freeze, TrainOptions,
+};
 use medrank::model::HeadKind;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -20,7 +22,8 @@ fn model_dir() -> PathBuf {
 
 fn medrank(args: &[&str]) -> (String, String) {
     let out = Command::new(env!("CARGO_BIN_EXE_medrank")).current_dir(root()).args(args).output().expect("run medrank");
-    let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout).into_owned(), String::from_utf8_lossy(&out.stderr).into_owned());
+    let (stdout, stderr) =
+        (String::from_utf8_lossy(&out.stdout).into_owned(), String::from_utf8_lossy(&out.stderr).into_owned());
     assert!(out.status.success(), "medrank {args:?} failed:\n{stderr}");
     (stdout, stderr)
 }
@@ -97,7 +100,9 @@ fn top_layers_trained_evaluator_ranks_the_informative_argument_above_every_contr
     let report: serde_json::Value = serde_json::from_slice(&std::fs::read(&report).unwrap()).unwrap();
     let systems = report["evaluators"][0]["report"]["tasks"][0]["systems"].as_array().unwrap();
     let score = |name: &str| {
-        systems.iter().find(|s| s["system"] == name).unwrap_or_else(|| panic!("no {name} in {systems:?}"))["score"].as_f64().unwrap()
+        systems.iter().find(|s| s["system"] == name).unwrap_or_else(|| panic!("no {name} in {systems:?}"))["score"]
+            .as_f64()
+            .unwrap()
     };
     let informative = score("informative");
     assert!(informative >= 0.8, "{systems:?}");
@@ -132,14 +137,21 @@ fn training_leaves_empty_options_out_and_counts_them() {
     assert_eq!(data.examples.iter().map(|e| e.inputs.len()).collect::<Vec<_>>(), vec![5, 3, 4]);
     assert_eq!(data.examples.iter().map(|e| e.gold).collect::<Vec<_>>(), vec![0, 0, 1]);
     assert_eq!(data.counts.empty_options_left_out, 3);
-    let kept = read_hitz_mcqa("q.jsonl", &text, &model.tokenizer, &ExampleOptions { keep_empty_options: true, ..Default::default() }).unwrap();
+    let kept = read_hitz_mcqa(
+        "q.jsonl",
+        &text,
+        &model.tokenizer,
+        &ExampleOptions { keep_empty_options: true, ..Default::default() },
+    )
+    .unwrap();
     assert_eq!(kept.examples.iter().map(|e| e.inputs.len()).collect::<Vec<_>>(), vec![5, 5, 5]);
     assert_eq!(kept.counts.empty_options_left_out, 0);
     // Examples of 5, 3 and 4 candidates train together in one batch (head only, and the top
     // layer with its own learning rate): every softmax runs over its own candidates.
     for freeze in [Freeze::HeadOnly, Freeze::TopLayers(1)] {
         let opts = TrainOptions { freeze, epochs: 2, batch_size: 3, ..Default::default() };
-        let r = train(&model, HeadKind::MultipleChoice, &[], &data.examples, &data.examples, &opts, &mut |_| {}).unwrap();
+        let r =
+            train(&model, HeadKind::MultipleChoice, &[], &data.examples, &data.examples, &opts, &mut |_| {}).unwrap();
         assert_eq!(r.curve.len(), 2);
         assert!(r.curve.iter().all(|e| e.train_loss.is_finite() && e.examples_per_second > 0.0), "{:?}", r.curve);
     }
@@ -160,7 +172,10 @@ fn training_drops_not_enough_evidence_like_evaluation() {
         .enumerate()
         .map(|(i, label)| Instance {
             id: format!("c{i}"),
-            problem: Problem::Misinformation { claim: "Garlic lowers blood pressure.".into(), label: label.to_string() },
+            problem: Problem::Misinformation {
+                claim: "Garlic lowers blood pressure.".into(),
+                label: label.to_string(),
+            },
             arguments: vec![("gold".into(), format!("The evidence says {label}."))],
             line: i + 1,
         })
@@ -168,7 +183,8 @@ fn training_drops_not_enough_evidence_like_evaluation() {
     let bundle = Bundle { name: "hfc.jsonl".into(), instances, systems: vec!["gold".into()], controls: Vec::new() };
     let labels = task_labels(Task::Misinformation);
     let source = ArgumentSource::System("gold".into());
-    let data = examples_from_bundle(&bundle, &source, &labels, &model.tokenizer, 1, &ExampleOptions::default()).unwrap();
+    let data =
+        examples_from_bundle(&bundle, &source, &labels, &model.tokenizer, 1, &ExampleOptions::default()).unwrap();
     assert_eq!(data.examples.iter().map(|e| e.gold).collect::<Vec<_>>(), vec![0, 1]);
     assert_eq!(data.counts.not_enough_evidence_dropped, vec!["c2".to_string()]);
     let keep = ExampleOptions { keep_not_enough_evidence: true, ..Default::default() };
@@ -182,13 +198,16 @@ fn training_drops_not_enough_evidence_like_evaluation() {
 /// forward pass's first-token states (the reference), with padding in the batch.
 #[test]
 fn top_layers_from_cached_states_match_the_whole_forward_pass() {
+    use candle_core::{IndexOp, Tensor};
     use medrank::model::encoder::{forward, layers_forward};
     use medrank::model::Part;
-    use candle_core::{IndexOp, Tensor};
     let model = TextModel::read_dir(&model_dir()).unwrap();
     let (cfg, w) = (&model.encoder.model.config, &model.encoder.model.weights);
     let texts = ["Metoprolol is a beta-blocker.", "The trial excluded patients with any systemic autoimmune disease."];
-    let items: Vec<_> = texts.iter().map(|t| model.tokenizer.encode_parts(&[Part::cut_end(t)], &[Part::keep("yes")]).unwrap()).collect();
+    let items: Vec<_> = texts
+        .iter()
+        .map(|t| model.tokenizer.encode_parts(&[Part::cut_end(t)], &[Part::keep("yes")]).unwrap())
+        .collect();
     let batch = model.tokenizer.batch(&items.iter().collect::<Vec<_>>());
     assert!(batch.mask.contains(&0), "the batch has padding");
     let whole = forward(cfg, w, &batch, cfg.num_layers).unwrap().i((.., 0, ..)).unwrap().to_vec2::<f32>().unwrap();

@@ -2,7 +2,14 @@
 // step runs in worker.js (the wasm build of the same library as the CLI).
 import { renderResults, buildReportHtml } from './results.js';
 import { el, download, formatError } from './dom.js';
-import { registerServiceWorker, describeThreads, threadsPhrase, chosenThreads, chooseThreads, workerUrl } from './isolation.js';
+import {
+  registerServiceWorker,
+  describeThreads,
+  threadsPhrase,
+  chosenThreads,
+  chooseThreads,
+  workerUrl,
+} from './isolation.js';
 
 const $ = (sel) => document.querySelector(sel);
 // The kinds of input file and the jobs' inputs, as the engine describes them (jobs/files.rs):
@@ -91,8 +98,17 @@ async function describeFile(name, text, kind = null) {
 /** Lists a file at once (its kind still unknown: the engine may be busy with a job). */
 function addText(name, text) {
   const existing = state.files.findIndex((f) => f.name === name);
-  const entry = { id: state.nextId++, name, text, size: new Blob([text]).size, kind: null, params: {}, check: { status: 'pending' } };
-  if (existing >= 0) state.files.splice(existing, 1, entry); // same name: the new one replaces it
+  const entry = {
+    id: state.nextId++,
+    name,
+    text,
+    size: new Blob([text]).size,
+    kind: null,
+    params: {},
+    check: { status: 'pending' },
+  };
+  if (existing >= 0)
+    state.files.splice(existing, 1, entry); // same name: the new one replaces it
   else state.files.push(entry);
   return entry;
 }
@@ -157,7 +173,12 @@ function renderFiles() {
     // parameters of the kind (system name for a HiTZ file, dimension for qrels, ...)
     const paramsCell = el('td', {});
     for (const p of KINDS[f.kind]?.params || []) {
-      const input = el('input', { type: 'text', value: f.params?.[p.key] ?? '', 'aria-label': `${p.label} for ${f.name}`, size: 14 });
+      const input = el('input', {
+        type: 'text',
+        value: f.params?.[p.key] ?? '',
+        'aria-label': `${p.label} for ${f.name}`,
+        size: 14,
+      });
       input.addEventListener('change', () => {
         f.params = { ...f.params, [p.key]: input.value.trim() };
         checkFile(f);
@@ -167,7 +188,12 @@ function renderFiles() {
     if (f.kind === 'ros') {
       // A precomputed control file (the paper's Label_Only, Noise, IR_Passages): the
       // import marks it, as `medrank import --control-source NAME=FILE` does.
-      const box = el('input', { type: 'checkbox', class: 'control-case', 'aria-label': `control case: ${f.name}`, ...(f.params?.control === 'true' ? { checked: '' } : {}) });
+      const box = el('input', {
+        type: 'checkbox',
+        class: 'control-case',
+        'aria-label': `control case: ${f.name}`,
+        ...(f.params?.control === 'true' ? { checked: '' } : {}),
+      });
       box.addEventListener('change', () => {
         const { control, ...rest } = f.params || {};
         f.params = box.checked ? { ...rest, control: 'true' } : rest;
@@ -177,7 +203,11 @@ function renderFiles() {
     if (!paramsCell.childNodes.length) paramsCell.append(el('span', { class: 'muted' }, KINDS[f.kind]?.hint || ''));
     tr.append(paramsCell);
     tr.append(el('td', { class: 'check' }, renderCheck(f)));
-    const remove = el('button', { type: 'button', class: 'secondary small-btn', 'aria-label': `Remove ${f.name}` }, '✕');
+    const remove = el(
+      'button',
+      { type: 'button', class: 'secondary small-btn', 'aria-label': `Remove ${f.name}` },
+      '✕',
+    );
     remove.addEventListener('click', () => {
       state.files = state.files.filter((x) => x !== f);
       renderFiles();
@@ -191,13 +221,21 @@ function renderFiles() {
 function renderCheck(f) {
   const c = f.check;
   if (c.status === 'pending') return el('span', { class: 'muted' }, 'checking…');
-  if (c.status === 'bad') return el('div', { class: 'issue bad', role: 'alert' }, el('strong', {}, '✗ '), formatError(c.error));
-  const box = el('div', {}, el('span', { class: c.status === 'ok' ? 'status-ok' : 'status-warn' }, c.status === 'ok' ? '✓ ' : '⚠ '), c.summary || 'valid');
+  if (c.status === 'bad')
+    return el('div', { class: 'issue bad', role: 'alert' }, el('strong', {}, '✗ '), formatError(c.error));
+  const box = el(
+    'div',
+    {},
+    el('span', { class: c.status === 'ok' ? 'status-ok' : 'status-warn' }, c.status === 'ok' ? '✓ ' : '⚠ '),
+    c.summary || 'valid',
+  );
   if (c.warnings?.length) {
     const list = el('ul', {});
     for (const w of c.warnings.slice(0, 5)) list.append(el('li', {}, formatError(w)));
     if (c.warnings.length > 5) list.append(el('li', {}, `… and ${c.warnings.length - 5} more`));
-    box.append(el('div', { class: 'issue warn' }, `${c.warnings.length} warning${c.warnings.length === 1 ? '' : 's'}:`, list));
+    box.append(
+      el('div', { class: 'issue warn' }, `${c.warnings.length} warning${c.warnings.length === 1 ? '' : 's'}:`, list),
+    );
   }
   return box;
 }
@@ -272,8 +310,14 @@ function options() {
     denominator: $('#opt-denominator').value,
     unscored: $('#opt-unscored').value,
     as_public_code: $('#opt-public-code').checked,
-    fuse: $('#opt-fuse').value.split(';').map((s) => s.trim()).filter(Boolean),
-    controls: $('#opt-controls').value.split(',').map((s) => s.trim()).filter(Boolean),
+    fuse: $('#opt-fuse')
+      .value.split(';')
+      .map((s) => s.trim())
+      .filter(Boolean),
+    controls: $('#opt-controls')
+      .value.split(',')
+      .map((s) => s.trim())
+      .filter(Boolean),
     not_judgeable: parseNotJudgeable($('#opt-not-judgeable').value),
     backend: $('#opt-backend').value,
     keep_empty_options: $('#opt-keep-empty-options').checked,
@@ -282,31 +326,52 @@ function options() {
 
 /** "credibility=3; relevance=-1,9" -> [["credibility", [3]], ["relevance", [-1, 9]]]. */
 function parseNotJudgeable(text) {
-  return text.split(';').map((s) => s.trim()).filter(Boolean).map((part) => {
-    const [dim, grades = ''] = part.split('=');
-    return [dim.trim(), grades.split(',').map((g) => Number(g.trim())).filter(Number.isInteger)];
-  });
+  return text
+    .split(';')
+    .map((s) => s.trim())
+    .filter(Boolean)
+    .map((part) => {
+      const [dim, grades = ''] = part.split('=');
+      return [
+        dim.trim(),
+        grades
+          .split(',')
+          .map((g) => Number(g.trim()))
+          .filter(Number.isInteger),
+      ];
+    });
 }
 
 export async function runJob(job, extraOptions = {}) {
   if (state.running) return null;
   hideRunError();
   const files = state.files.filter((f) => f.kind && JOB_INPUTS[job].accepts.includes(f.kind)).map(fileForEngine);
-  const request = { files, options: { ...options(), ...extraOptions }, model: job === 'rank_systems' ? selectedModel() : undefined };
+  const request = {
+    files,
+    options: { ...options(), ...extraOptions },
+    model: job === 'rank_systems' ? selectedModel() : undefined,
+  };
   const cancelBuffer = state.engine?.sharedCancel ? new SharedArrayBuffer(4) : null;
   state.running = { job, started: performance.now(), cancelBuffer };
   updateRunButtons();
   showProgress({ stage: 'Starting', done: 0, total: 0 });
   try {
     const reply = await ask({ type: 'run', job, request, cancelBuffer }, showProgress);
-    state.lastResult = { job, result: reply.result, request, elapsedMs: reply.elapsedMs, modelLoaded: reply.modelLoaded };
+    state.lastResult = {
+      job,
+      result: reply.result,
+      request,
+      elapsedMs: reply.elapsedMs,
+      modelLoaded: reply.modelLoaded,
+    };
     renderResults(state.lastResult, { runJob, formatError });
     if (reply.result.backend) $('#backend-used').textContent = describeBackend(reply.result.backend);
     $('#report-buttons').hidden = false;
     announce(`Finished in ${(reply.elapsedMs / 1000).toFixed(1)} s`);
     return reply.result;
   } catch (error) {
-    if (error?.cancelled || error?.message === 'cancelled') showRunError({ message: 'Cancelled. Nothing was changed; run again when ready.' });
+    if (error?.cancelled || error?.message === 'cancelled')
+      showRunError({ message: 'Cancelled. Nothing was changed; run again when ready.' });
     else showRunError(error);
     return null;
   } finally {
@@ -319,7 +384,10 @@ export async function runJob(job, extraOptions = {}) {
 
 /** "Ran on the GPU: <adapter>" or "Ran on the CPU (WebAssembly)", with the fallback reason. */
 function describeBackend(b) {
-  const where = b.backend === 'gpu' ? `Ran on the GPU (WebGPU): ${b.device.trim()}` : `Ran on the CPU (WebAssembly) on ${threadsPhrase(state.engine)}`;
+  const where =
+    b.backend === 'gpu'
+      ? `Ran on the GPU (WebGPU): ${b.device.trim()}`
+      : `Ran on the CPU (WebAssembly) on ${threadsPhrase(state.engine)}`;
   return b.fallback_reason ? `${where} — not on the GPU: ${b.fallback_reason}` : where;
 }
 
@@ -333,7 +401,8 @@ function showProgress(p) {
     $('#progress-count').textContent = `${p.done.toLocaleString()} / ${p.total.toLocaleString()}`;
     const elapsed = (performance.now() - state.running.started) / 1000;
     const fraction = p.done / p.total;
-    $('#progress-eta').textContent = fraction > 0.02 && fraction < 1 ? `about ${formatDuration(elapsed / fraction - elapsed)} left` : '';
+    $('#progress-eta').textContent =
+      fraction > 0.02 && fraction < 1 ? `about ${formatDuration(elapsed / fraction - elapsed)} left` : '';
   } else {
     bar.removeAttribute('value'); // indeterminate
     $('#progress-count').textContent = '';
@@ -348,13 +417,16 @@ function cancelRun() {
   if (running.cancelBuffer) Atomics.store(new Int32Array(running.cancelBuffer), 0, 1);
   // A job that cannot see the flag (a long step between callbacks, or no shared memory):
   // stop the worker outright and start a fresh one.
-  setTimeout(() => {
-    if (state.running !== running) return;
-    state.worker.terminate();
-    for (const [, waiting] of state.pending) waiting.reject({ message: 'cancelled', cancelled: true });
-    state.pending.clear();
-    startWorker();
-  }, running.cancelBuffer ? 1500 : 0);
+  setTimeout(
+    () => {
+      if (state.running !== running) return;
+      state.worker.terminate();
+      for (const [, waiting] of state.pending) waiting.reject({ message: 'cancelled', cancelled: true });
+      state.pending.clear();
+      startWorker();
+    },
+    running.cancelBuffer ? 1500 : 0,
+  );
 }
 
 function showRunError(error) {
@@ -427,7 +499,8 @@ function wire() {
     button.addEventListener('click', () => runJob(button.dataset.job));
   }
   $('#cancel').addEventListener('click', cancelRun);
-  for (const radio of document.querySelectorAll('input[name=model]')) radio.addEventListener('change', updateRunButtons);
+  for (const radio of document.querySelectorAll('input[name=model]'))
+    radio.addEventListener('change', updateRunButtons);
   for (const id of ['#model-files', '#model-folder']) {
     $(id).addEventListener('change', () => {
       document.querySelector('input[name=model][value=local]').checked = true;
@@ -442,10 +515,15 @@ function wire() {
   $('#download-json').addEventListener('click', () => {
     if (!state.lastResult) return;
     // The same report as the CLI's --json.
-    download(`medrank-${state.lastResult.job}.json`, JSON.stringify(state.lastResult.result.report, null, 2), 'application/json');
+    download(
+      `medrank-${state.lastResult.job}.json`,
+      JSON.stringify(state.lastResult.result.report, null, 2),
+      'application/json',
+    );
   });
   $('#download-report').addEventListener('click', async () => {
-    if (state.lastResult) download(`medrank-report-${state.lastResult.job}.html`, buildReportHtml(state.lastResult), 'text/html');
+    if (state.lastResult)
+      download(`medrank-report-${state.lastResult.job}.html`, buildReportHtml(state.lastResult), 'text/html');
   });
   $('#print-report').addEventListener('click', () => window.print());
 }
@@ -475,8 +553,12 @@ renderFiles();
 wireThreads();
 registerServiceWorker({
   busy: () => Boolean(state.running || state.files.length),
-  onReloadNeeded: () => { $('#engine').textContent += ' — reload this page to run on several threads'; },
-  onRegistered: () => { $('#offline').textContent = 'works offline after this visit'; },
+  onReloadNeeded: () => {
+    $('#engine').textContent += ' — reload this page to run on several threads';
+  },
+  onRegistered: () => {
+    $('#offline').textContent = 'works offline after this visit';
+  },
 });
 // For the browser tests and for debugging from the console.
 window.medrank = { state, runJob };

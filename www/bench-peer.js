@@ -19,7 +19,13 @@ self.onmessage = async (event) => {
     });
     const rows = [];
     for (const [i, [seqLen, batch]] of msg.cells.entries()) {
-      postMessage({ type: 'progress', id: msg.id, stage: `ONNX Runtime Web: length ${seqLen}, batch ${batch}`, done: i, total: msg.cells.length });
+      postMessage({
+        type: 'progress',
+        id: msg.id,
+        stage: `ONNX Runtime Web: length ${seqLen}, batch ${batch}`,
+        done: i,
+        total: msg.cells.length,
+      });
       const n = seqLen * batch;
       // Token ids do not change the work; 1000 + i keeps them inside the vocabulary.
       const ids = BigInt64Array.from({ length: n }, (_, k) => BigInt(1000 + ((k * 7919) % 20000)));
@@ -36,9 +42,20 @@ self.onmessage = async (event) => {
         if ((performance.now() - start) / 1000 >= msg.minSeconds) break;
       }
       const seconds = (performance.now() - start) / 1000 / passes;
-      rows.push({ seq_len: seqLen, batch, repeats: passes, seconds_per_pass: seconds, sequences_per_s: batch / seconds, tokens_per_s: n / seconds });
+      rows.push({
+        seq_len: seqLen,
+        batch,
+        repeats: passes,
+        seconds_per_pass: seconds,
+        sequences_per_s: batch / seconds,
+        tokens_per_s: n / seconds,
+      });
     }
-    postMessage({ type: 'result', id: msg.id, result: { device: `onnxruntime-web ${ort.env.versions?.web ?? ''} (wasm, SIMD)`, threads: msg.threads, rows } });
+    postMessage({
+      type: 'result',
+      id: msg.id,
+      result: { device: `onnxruntime-web ${ort.env.versions?.web ?? ''} (wasm, SIMD)`, threads: msg.threads, rows },
+    });
   } catch (e) {
     postMessage({ type: 'error', id: msg.id, error: { message: `ONNX Runtime Web could not run: ${e.message || e}` } });
   }

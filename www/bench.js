@@ -15,7 +15,8 @@ const ready = new Promise((resolve, reject) => {
   worker.addEventListener('message', (e) => {
     if (e.data.type === 'ready') {
       engine = e.data;
-      $('#bench-engine').textContent = `Engine: ${describeThreads(engine)}${engine.threadedBuild ? ' (threaded build)' : ''}, SIMD: ${engine.simd}.`;
+      $('#bench-engine').textContent =
+        `Engine: ${describeThreads(engine)}${engine.threadedBuild ? ' (threaded build)' : ''}, SIMD: ${engine.simd}.`;
       resolve();
     }
     if (e.data.type === 'fatal') reject(new Error(e.data.error.message));
@@ -56,12 +57,16 @@ function run() {
   const backends = [...($('#bench-cpu').checked ? ['cpu'] : []), ...($('#bench-gpu').checked ? ['gpu'] : [])];
   if (!backends.length) return;
   const message = { type: 'bench', backends, cells: GRID[$('#bench-grid').value], minSeconds: 1.0 };
-  ask(message, (result) => {
-    last = result;
-    window.__benchLast = result; // for scripts/bench-page.sh
-    render();
-    if ($('#bench-peer').checked && !$('#bench-peer').disabled) runPeer(message.cells);
-  }, { button: $('#bench-run'), progress: $('#bench-progress'), error: $('#bench-error') });
+  ask(
+    message,
+    (result) => {
+      last = result;
+      window.__benchLast = result; // for scripts/bench-page.sh
+      render();
+      if ($('#bench-peer').checked && !$('#bench-peer').disabled) runPeer(message.cells);
+    },
+    { button: $('#bench-run'), progress: $('#bench-progress'), error: $('#bench-error') },
+  );
 }
 
 /** onnxruntime-web on the same cells with medrank's thread count (bench builds only). */
@@ -76,9 +81,10 @@ function runPeer(cells) {
     }
     peer.terminate();
     $('#bench-run').disabled = false;
-    const entry = msg.type === 'result'
-      ? { backend: 'ort-web', ...msg.result }
-      : { backend: 'ort-web', device: '', threads: 0, rows: [], error: msg.error.message };
+    const entry =
+      msg.type === 'result'
+        ? { backend: 'ort-web', ...msg.result }
+        : { backend: 'ort-web', device: '', threads: 0, rows: [], error: msg.error.message };
     last = [...last.filter((b) => b.backend !== 'ort-web'), entry];
     window.__benchLast = last;
     $('#bench-progress').textContent = 'Done (with the peer).';
@@ -88,21 +94,27 @@ function runPeer(cells) {
 }
 
 // The peer is there only in a bench build (scripts/build-web.sh --bench-peer).
-fetch('peer/ort/ort.wasm.min.mjs', { method: 'HEAD' }).then((r) => {
-  $('#bench-peer').disabled = !r.ok;
-  $('#bench-peer').checked = r.ok;
-  $('#bench-peer-note').hidden = r.ok;
-}).catch(() => {});
+fetch('peer/ort/ort.wasm.min.mjs', { method: 'HEAD' })
+  .then((r) => {
+    $('#bench-peer').disabled = !r.ok;
+    $('#bench-peer').checked = r.ok;
+    $('#bench-peer-note').hidden = r.ok;
+  })
+  .catch(() => {});
 
 /** The workload: `evaluate` on the CasiMedicos dev bundle, end to end, per backend. */
 function runWorkload() {
   const backends = [...($('#workload-cpu').checked ? ['cpu'] : []), ...($('#workload-gpu').checked ? ['gpu'] : [])];
   if (!backends.length) return;
-  ask({ type: 'workload', backends }, (results) => {
-    lastWorkload = results;
-    window.__workloadLast = results; // for scripts/bench-page.sh
-    renderWorkload();
-  }, { button: $('#workload-run'), progress: $('#workload-progress'), error: $('#workload-error') });
+  ask(
+    { type: 'workload', backends },
+    (results) => {
+      lastWorkload = results;
+      window.__workloadLast = results; // for scripts/bench-page.sh
+      renderWorkload();
+    },
+    { button: $('#workload-run'), progress: $('#workload-progress'), error: $('#workload-error') },
+  );
 }
 
 let lastWorkload = null;
@@ -112,10 +124,22 @@ function renderWorkload() {
   const body = $('#workload-table tbody');
   body.replaceChildren();
   for (const w of lastWorkload) {
-    const ratio = w.backend === 'cpu' && native ? `${(w.sequences_per_s / native.sequences_per_s).toFixed(2)} (native: ${native.threads} thread${native.threads === 1 ? '' : 's'})` : '—';
+    const ratio =
+      w.backend === 'cpu' && native
+        ? `${(w.sequences_per_s / native.sequences_per_s).toFixed(2)} (native: ${native.threads} thread${native.threads === 1 ? '' : 's'})`
+        : '—';
     const values = w.error
       ? [w.backend, `not run: ${w.error}`, '', '', '', '', '', '']
-      : [w.backend, w.device, w.threads, w.sequences, w.seconds.toFixed(1), w.sequences_per_s.toFixed(1), w.accuracy === null ? 'n/a' : w.accuracy.toFixed(4), ratio];
+      : [
+          w.backend,
+          w.device,
+          w.threads,
+          w.sequences,
+          w.seconds.toFixed(1),
+          w.sequences_per_s.toFixed(1),
+          w.accuracy === null ? 'n/a' : w.accuracy.toFixed(4),
+          ratio,
+        ];
     const tr = document.createElement('tr');
     tr.dataset.backend = w.backend;
     for (const v of values) {
@@ -155,23 +179,37 @@ function render() {
   const native = nativeFigures();
   const describe = (b, name) => (b ? (b.error ? `${name}: not available (${b.error})` : `${name}: ${b.device}`) : null);
   const peer = by['ort-web'];
-  $('#bench-devices').textContent = [describe(cpu, 'CPU'), describe(gpu, 'WebGPU'), describe(peer, `Peer (${peer?.threads} thread${peer?.threads === 1 ? '' : 's'})`)].filter(Boolean).join(' · ');
+  $('#bench-devices').textContent = [
+    describe(cpu, 'CPU'),
+    describe(gpu, 'WebGPU'),
+    describe(peer, `Peer (${peer?.threads} thread${peer?.threads === 1 ? '' : 's'})`),
+  ]
+    .filter(Boolean)
+    .join(' · ');
   const cells = new Map();
-  for (const b of last) for (const r of b.rows) {
-    const key = `${r.seq_len}x${r.batch}`;
-    cells.set(key, { ...(cells.get(key) || { seq_len: r.seq_len, batch: r.batch }), [b.backend]: r });
-  }
+  for (const b of last)
+    for (const r of b.rows) {
+      const key = `${r.seq_len}x${r.batch}`;
+      cells.set(key, { ...(cells.get(key) || { seq_len: r.seq_len, batch: r.batch }), [b.backend]: r });
+    }
   const fmt = (x, digits) => (x === undefined ? '—' : x.toLocaleString(undefined, { maximumFractionDigits: digits }));
   const body = $('#bench-table tbody');
   body.replaceChildren();
   for (const [key, c] of cells) {
     const c1 = c['wasm-cpu'];
     const g1 = c.webgpu;
-    const values = [c.seq_len, c.batch, fmt(c1?.sequences_per_s, 2), fmt(c1?.tokens_per_s, 0), fmt(g1?.sequences_per_s, 2), fmt(g1?.tokens_per_s, 0),
+    const values = [
+      c.seq_len,
+      c.batch,
+      fmt(c1?.sequences_per_s, 2),
+      fmt(c1?.tokens_per_s, 0),
+      fmt(g1?.sequences_per_s, 2),
+      fmt(g1?.tokens_per_s, 0),
       c1 && g1 ? `${(g1.tokens_per_s / c1.tokens_per_s).toFixed(2)}×` : '—',
       c1 && native.has(key) ? `${(c1.tokens_per_s / native.get(key)).toFixed(2)}` : '—',
       fmt(c['ort-web']?.tokens_per_s, 0),
-      c1 && c['ort-web'] ? `${(c1.tokens_per_s / c['ort-web'].tokens_per_s).toFixed(2)}` : '—'];
+      c1 && c['ort-web'] ? `${(c1.tokens_per_s / c['ort-web'].tokens_per_s).toFixed(2)}` : '—',
+    ];
     const tr = document.createElement('tr');
     tr.dataset.cell = key;
     for (const v of values) {

@@ -30,22 +30,50 @@ function rankColour(rank, worst) {
 export function rankHeatmap(m) {
   const primary = m.systems.filter((s) => !m.controls.has(s));
   const controls = m.systems.filter((s) => m.controls.has(s));
-  const cell = 64, rowH = 40, left = Math.max(120, 8 * Math.max(...m.rows.map((r) => r.length), 6)), top = 110, gap = controls.length ? 28 : 0;
+  const cell = 64,
+    rowH = 40,
+    left = Math.max(120, 8 * Math.max(...m.rows.map((r) => r.length), 6)),
+    top = 110,
+    gap = controls.length ? 28 : 0;
   const width = left + cell * (primary.length + controls.length) + gap + 20;
   const height = top + rowH * m.rows.length + 20;
   const worst = m.systems.length;
-  const root = svg('svg', { class: 'chart heatmap', viewBox: `0 0 ${width} ${height}`, width, height, role: 'img', 'aria-label': 'Rank heatmap: evaluators by systems; rank 1 is best' });
+  const root = svg('svg', {
+    class: 'chart heatmap',
+    viewBox: `0 0 ${width} ${height}`,
+    width,
+    height,
+    role: 'img',
+    'aria-label': 'Rank heatmap: evaluators by systems; rank 1 is best',
+  });
   root.append(svg('title', {}, 'Rank of each system under each evaluator (1 = best). Control cases on the right.'));
   const xOf = (i, isControl) => left + cell * i + (isControl ? gap : 0);
   const columns = [...primary.map((s) => [s, false]), ...controls.map((s) => [s, true])];
   columns.forEach(([s, isControl], i) => {
     const x = xOf(i, isControl) + cell / 2;
-    root.append(text(x, top - 8, s, { transform: `rotate(-40 ${x} ${top - 8})`, 'text-anchor': 'start', class: isControl ? 'control-label' : '' }));
+    root.append(
+      text(x, top - 8, s, {
+        transform: `rotate(-40 ${x} ${top - 8})`,
+        'text-anchor': 'start',
+        class: isControl ? 'control-label' : '',
+      }),
+    );
   });
   if (controls.length) {
     const x0 = xOf(primary.length, true);
     root.append(text(x0, 14, 'control cases', { fill: '#7a5195', 'font-weight': 600 }));
-    root.append(svg('rect', { x: x0 - 4, y: top - 4, width: cell * controls.length + 8, height: rowH * m.rows.length + 8, fill: 'none', stroke: '#7a5195', 'stroke-dasharray': '5 4', rx: 6 }));
+    root.append(
+      svg('rect', {
+        x: x0 - 4,
+        y: top - 4,
+        width: cell * controls.length + 8,
+        height: rowH * m.rows.length + 8,
+        fill: 'none',
+        stroke: '#7a5195',
+        'stroke-dasharray': '5 4',
+        rx: 6,
+      }),
+    );
   }
   m.rows.forEach((row, r) => {
     const y = top + r * rowH;
@@ -54,10 +82,27 @@ export function rankHeatmap(m) {
       const rank = m.rank(row, s);
       const x = xOf(i, isControl);
       const g = svg('g', {});
-      g.append(svg('title', {}, `${row} · ${s}: rank ${rank ?? '—'}${m.score ? `, score ${fmt(m.score(row, s))}` : ''}`));
-      g.append(svg('rect', { x: x + 2, y: y + 2, width: cell - 4, height: rowH - 4, rx: 4, fill: rank == null ? '#eef1f5' : rankColour(rank, worst) }));
+      g.append(
+        svg('title', {}, `${row} · ${s}: rank ${rank ?? '—'}${m.score ? `, score ${fmt(m.score(row, s))}` : ''}`),
+      );
+      g.append(
+        svg('rect', {
+          x: x + 2,
+          y: y + 2,
+          width: cell - 4,
+          height: rowH - 4,
+          rx: 4,
+          fill: rank == null ? '#eef1f5' : rankColour(rank, worst),
+        }),
+      );
       const dark = rank != null && (rank - 1) / Math.max(1, worst - 1) < 0.5;
-      g.append(text(x + cell / 2, y + rowH / 2 + 4, rank == null ? '—' : Number.isInteger(rank) ? rank : rank.toFixed(1), { 'text-anchor': 'middle', fill: dark ? '#ffffff' : '#1b2430', 'font-weight': 600 }));
+      g.append(
+        text(x + cell / 2, y + rowH / 2 + 4, rank == null ? '—' : Number.isInteger(rank) ? rank : rank.toFixed(1), {
+          'text-anchor': 'middle',
+          fill: dark ? '#ffffff' : '#1b2430',
+          'font-weight': 600,
+        }),
+      );
       root.append(g);
     });
   });
@@ -69,10 +114,21 @@ export function rankHeatmap(m) {
  * @param {{name: string, score: number, lo?: number, hi?: number, control?: boolean}[]} items
  */
 export function intervalChart(items, { label = 'score', min = 0, max = 1 } = {}) {
-  const rowH = 26, left = Math.max(130, 7.5 * Math.max(...items.map((i) => i.name.length), 8)), plotW = 420, top = 24;
-  const width = left + plotW + 70, height = top + rowH * items.length + 30;
+  const rowH = 26,
+    left = Math.max(130, 7.5 * Math.max(...items.map((i) => i.name.length), 8)),
+    plotW = 420,
+    top = 24;
+  const width = left + plotW + 70,
+    height = top + rowH * items.length + 30;
   const x = (v) => left + ((v - min) / (max - min || 1)) * plotW;
-  const root = svg('svg', { class: 'chart intervals', viewBox: `0 0 ${width} ${height}`, width, height, role: 'img', 'aria-label': `${label} per system with intervals` });
+  const root = svg('svg', {
+    class: 'chart intervals',
+    viewBox: `0 0 ${width} ${height}`,
+    width,
+    height,
+    role: 'img',
+    'aria-label': `${label} per system with intervals`,
+  });
   for (let t = 0; t <= 4; t++) {
     const v = min + ((max - min) * t) / 4;
     root.append(svg('line', { x1: x(v), x2: x(v), y1: top - 6, y2: height - 24, class: 'grid-line' }));
@@ -84,10 +140,20 @@ export function intervalChart(items, { label = 'score', min = 0, max = 1 } = {})
     root.append(text(left - 10, y + 4, it.name, { 'text-anchor': 'end', fill: it.control ? '#7a5195' : '#1b2430' }));
     if (Number.isFinite(it.lo) && Number.isFinite(it.hi)) {
       root.append(svg('line', { x1: x(it.lo), x2: x(it.hi), y1: y, y2: y, stroke: colour, 'stroke-width': 2 }));
-      for (const v of [it.lo, it.hi]) root.append(svg('line', { x1: x(v), x2: x(v), y1: y - 5, y2: y + 5, stroke: colour, 'stroke-width': 2 }));
+      for (const v of [it.lo, it.hi])
+        root.append(svg('line', { x1: x(v), x2: x(v), y1: y - 5, y2: y + 5, stroke: colour, 'stroke-width': 2 }));
     }
     if (Number.isFinite(it.score)) {
-      root.append(svg('circle', { cx: x(it.score), cy: y, r: 5, fill: it.control ? '#ffffff' : colour, stroke: colour, 'stroke-width': 2 }));
+      root.append(
+        svg('circle', {
+          cx: x(it.score),
+          cy: y,
+          r: 5,
+          fill: it.control ? '#ffffff' : colour,
+          stroke: colour,
+          'stroke-width': 2,
+        }),
+      );
       root.append(text(left + plotW + 12, y + 4, fmt(it.score), { fill: '#5b6776' }));
     }
   });
@@ -102,12 +168,23 @@ export function intervalChart(items, { label = 'score', min = 0, max = 1 } = {})
 export function nrpBars(rows) {
   const systems = [...new Set(rows.map((r) => r.system))];
   const prompts = [...new Set(rows.map((r) => r.prompt))];
-  const barW = 34, groupGap = 44, left = 50, top = 20, plotH = 240;
+  const barW = 34,
+    groupGap = 44,
+    left = 50,
+    top = 20,
+    plotH = 240;
   const groupW = prompts.length * barW;
   const width = Math.max(left + systems.length * (groupW + groupGap) + 20, left + prompts.length * 190);
   const height = top + plotH + 70;
   const y = (v) => top + plotH - v * plotH;
-  const root = svg('svg', { class: 'chart nrp', viewBox: `0 0 ${width} ${height}`, width, height, role: 'img', 'aria-label': 'Mean NRP per model and prompt' });
+  const root = svg('svg', {
+    class: 'chart nrp',
+    viewBox: `0 0 ${width} ${height}`,
+    width,
+    height,
+    role: 'img',
+    'aria-label': 'Mean NRP per model and prompt',
+  });
   for (let t = 0; t <= 4; t++) {
     const v = t / 4;
     root.append(svg('line', { x1: left, x2: width - 10, y1: y(v), y2: y(v), class: 'grid-line' }));
@@ -121,17 +198,43 @@ export function nrpBars(rows) {
       if (!row || !Number.isFinite(row.mean)) return;
       const x = gx + pi * barW;
       const g = svg('g', {});
-      g.append(svg('title', {}, `${s} · ${p}: mean NRP ${fmt(row.mean)}${Number.isFinite(row.lo) ? ` [${fmt(row.lo)}, ${fmt(row.hi)}]` : ''}`));
-      g.append(svg('rect', { x: x + 2, y: y(row.mean), width: barW - 4, height: Math.max(0, plotH - (y(row.mean) - top)), fill: PALETTE[pi % PALETTE.length], rx: 2 }));
+      g.append(
+        svg(
+          'title',
+          {},
+          `${s} · ${p}: mean NRP ${fmt(row.mean)}${Number.isFinite(row.lo) ? ` [${fmt(row.lo)}, ${fmt(row.hi)}]` : ''}`,
+        ),
+      );
+      g.append(
+        svg('rect', {
+          x: x + 2,
+          y: y(row.mean),
+          width: barW - 4,
+          height: Math.max(0, plotH - (y(row.mean) - top)),
+          fill: PALETTE[pi % PALETTE.length],
+          rx: 2,
+        }),
+      );
       if (Number.isFinite(row.lo) && Number.isFinite(row.hi)) {
-        g.append(svg('line', { x1: x + barW / 2, x2: x + barW / 2, y1: y(row.hi), y2: y(row.lo), stroke: '#1b2430', 'stroke-width': 1.5 }));
+        g.append(
+          svg('line', {
+            x1: x + barW / 2,
+            x2: x + barW / 2,
+            y1: y(row.hi),
+            y2: y(row.lo),
+            stroke: '#1b2430',
+            'stroke-width': 1.5,
+          }),
+        );
       }
       root.append(g);
     });
   });
   prompts.forEach((p, pi) => {
     const lx = left + pi * 190;
-    root.append(svg('rect', { x: lx, y: height - 24, width: 12, height: 12, fill: PALETTE[pi % PALETTE.length], rx: 2 }));
+    root.append(
+      svg('rect', { x: lx, y: height - 24, width: 12, height: 12, fill: PALETTE[pi % PALETTE.length], rx: 2 }),
+    );
     root.append(text(lx + 18, height - 14, `prompt: ${p}`));
   });
   return root;

@@ -15,22 +15,27 @@ const RELOADED = 'medrank-isolation-reload';
 export function registerServiceWorker({ busy = () => false, onReloadNeeded = () => {}, onRegistered = () => {} } = {}) {
   if (!('serviceWorker' in navigator) || location.protocol === 'file:') return;
   if (self.crossOriginIsolated) sessionStorage.removeItem(RELOADED);
-  navigator.serviceWorker.register('sw.js').then(async () => {
-    onRegistered();
-    if (self.crossOriginIsolated) return;
-    await navigator.serviceWorker.ready;
-    if (!navigator.serviceWorker.controller) {
-      // sw.js claims open pages when it activates; wait for that.
-      await new Promise((resolve) => navigator.serviceWorker.addEventListener('controllerchange', resolve, { once: true }));
-    }
-    if (sessionStorage.getItem(RELOADED)) return; // reloaded once already: the browser says no
-    if (busy()) {
-      onReloadNeeded();
-      return;
-    }
-    sessionStorage.setItem(RELOADED, '1');
-    location.reload();
-  }).catch(() => {});
+  navigator.serviceWorker
+    .register('sw.js')
+    .then(async () => {
+      onRegistered();
+      if (self.crossOriginIsolated) return;
+      await navigator.serviceWorker.ready;
+      if (!navigator.serviceWorker.controller) {
+        // sw.js claims open pages when it activates; wait for that.
+        await new Promise((resolve) =>
+          navigator.serviceWorker.addEventListener('controllerchange', resolve, { once: true }),
+        );
+      }
+      if (sessionStorage.getItem(RELOADED)) return; // reloaded once already: the browser says no
+      if (busy()) {
+        onReloadNeeded();
+        return;
+      }
+      sessionStorage.setItem(RELOADED, '1');
+      location.reload();
+    })
+    .catch(() => {});
 }
 
 /** "CPU · 4 threads", or "CPU · 1 thread: <why>", from the engine's 'ready' message. */

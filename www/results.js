@@ -11,41 +11,93 @@ const fmtP = (p) => (p == null || !Number.isFinite(p) ? '—' : p !== 0 && p < 1
 /** A `Stat` arrives as its bare value, or as {undefined: reason} (src/stats/mod.rs). */
 const isUndefined = (s) => s != null && typeof s === 'object' && 'undefined' in s;
 const val = (s) => (s == null || isUndefined(s) ? null : s);
-const statText = (s, d = 3) => (s == null ? '—' : isUndefined(s) ? `undefined (${s.undefined})` : typeof s === 'number' ? fmt(s, d) : String(s));
+const statText = (s, d = 3) =>
+  s == null ? '—' : isUndefined(s) ? `undefined (${s.undefined})` : typeof s === 'number' ? fmt(s, d) : String(s);
 
 /** The page's views of the engine's ProxyReports (src/eval/proxy/), one per evaluator. */
 function proxyViews(result) {
-  const evaluators = [], robustness = [], agreement = [];
+  const evaluators = [],
+    robustness = [],
+    agreement = [];
   for (const { evaluator, report } of result.report.evaluators || []) {
     for (const t of report.tasks) {
       evaluators.push({
-        evaluator, task: t.task, metric: t.metric.replace(/_/g, ' '), confidence: report.confidence,
-        systems: t.systems.map((s) => ({ system: s.system, control: s.is_control, n: s.n, rank: s.rank, score: val(s.score), lo: val(s.interval)?.lo, hi: val(s.interval)?.hi, mean_p_correct: val(s.mean_p_correct) })),
+        evaluator,
+        task: t.task,
+        metric: t.metric.replace(/_/g, ' '),
+        confidence: report.confidence,
+        systems: t.systems.map((s) => ({
+          system: s.system,
+          control: s.is_control,
+          n: s.n,
+          rank: s.rank,
+          score: val(s.score),
+          lo: val(s.interval)?.lo,
+          hi: val(s.interval)?.hi,
+          mean_p_correct: val(s.mean_p_correct),
+        })),
       });
       const r = t.robustness;
-      robustness.push({ evaluator, task: t.task, robust: isUndefined(r.robust) ? null : r.robust, reason: r.robust?.undefined, violations: r.violations.map((v) => `${v.control} (${fmt(v.control_score)}) scores at least as high as ${v.primary} (${fmt(v.primary_score)})`), violation_controls: r.violations.map((v) => v.control) });
+      robustness.push({
+        evaluator,
+        task: t.task,
+        robust: isUndefined(r.robust) ? null : r.robust,
+        reason: r.robust?.undefined,
+        violations: r.violations.map(
+          (v) =>
+            `${v.control} (${fmt(v.control_score)}) scores at least as high as ${v.primary} (${fmt(v.primary_score)})`,
+        ),
+        violation_controls: r.violations.map((v) => v.control),
+      });
       if (t.human) {
         const h = t.human;
-        const k = val(h.kendall_tau_b), f = val(h.friedman);
+        const k = val(h.kendall_tau_b),
+          f = val(h.friedman);
         const scoreOf = (sys) => val(t.systems.find((s) => s.system === sys)?.score);
         agreement.push({
-          evaluator, task: t.task,
-          kendall_tau: k ? k.tau : h.kendall_tau_b, kendall_p: k ? k.p_value : null, kendall_n: k?.n,
-          friedman_p: f ? f.p_value : h.friedman, friedman_detail: f ? `Q = ${fmt(f.statistic, 2)}, df = ${f.df}; ${h.friedman_blocks} complete blocks${h.friedman_incomplete_blocks ? `, ${h.friedman_incomplete_blocks} incomplete excluded` : ''}` : '',
-          alpha: h.krippendorff_alpha_ordinal, alpha_detail: 'units = (instance, system); 1 = perfect agreement',
-          human_ranks: h.systems.map((s) => ({ system: s.system, mean_rank: s.average_rank, score: scoreOf(s.system) })),
+          evaluator,
+          task: t.task,
+          kendall_tau: k ? k.tau : h.kendall_tau_b,
+          kendall_p: k ? k.p_value : null,
+          kendall_n: k?.n,
+          friedman_p: f ? f.p_value : h.friedman,
+          friedman_detail: f
+            ? `Q = ${fmt(f.statistic, 2)}, df = ${f.df}; ${h.friedman_blocks} complete blocks${h.friedman_incomplete_blocks ? `, ${h.friedman_incomplete_blocks} incomplete excluded` : ''}`
+            : '',
+          alpha: h.krippendorff_alpha_ordinal,
+          alpha_detail: 'units = (instance, system); 1 = perfect agreement',
+          human_ranks: h.systems.map((s) => ({
+            system: s.system,
+            mean_rank: s.average_rank,
+            score: scoreOf(s.system),
+          })),
         });
       }
     }
   }
   // The verdict's own control cases (generated, named in Options, or control files the
   // import marked) decide what the table and the heatmap draw as controls.
-  const controls = [...new Set([...(result.controls || []), ...evaluators.flatMap((e) => e.systems.filter((s) => s.control).map((s) => s.system))])];
+  const controls = [
+    ...new Set([
+      ...(result.controls || []),
+      ...evaluators.flatMap((e) => e.systems.filter((s) => s.control).map((s) => s.system)),
+    ]),
+  ];
   // When the page imported the HiTZ files, the import's table (control files, reordered
   // options, empty options) and warnings come first, as `medrank import` prints them.
   const tables = [...(result.import?.tables || []), ...(result.tables || [])];
   const warnings = [...(result.import?.report.warnings || []), ...(result.report.warnings || [])];
-  return { ...result, controls, tables, evaluators, robustness, agreement, confidence: result.report.evaluators?.[0]?.report.confidence, provenance: result.report.provenance, warnings };
+  return {
+    ...result,
+    controls,
+    tables,
+    evaluators,
+    robustness,
+    agreement,
+    confidence: result.report.evaluators?.[0]?.report.confidence,
+    provenance: result.report.provenance,
+    warnings,
+  };
 }
 
 let nrpRerun = null;
@@ -54,7 +106,10 @@ let nrpWeights = null;
 
 export function renderResults(last, { runJob }) {
   const { job } = last;
-  const result = job === 'rank_systems' ? proxyViews(last.result) : { ...last.result, provenance: last.result.report?.provenance, warnings: last.result.report?.warnings };
+  const result =
+    job === 'rank_systems'
+      ? proxyViews(last.result)
+      : { ...last.result, provenance: last.result.report?.provenance, warnings: last.result.report?.warnings };
   const views = [];
   if (job === 'rank_systems') {
     views.push(['Ranking', () => rankingView(result)]);
@@ -77,9 +132,29 @@ export function renderResults(last, { runJob }) {
   tabs.replaceChildren();
   panels.replaceChildren();
   views.forEach(([title, render], i) => {
-    const tab = el('button', { role: 'tab', id: `tab-${i}`, 'aria-controls': `panel-${i}`, 'aria-selected': 'false', tabindex: '-1', type: 'button' }, title);
-    const panel = el('div', { role: 'tabpanel', id: `panel-${i}`, 'aria-labelledby': `tab-${i}`, tabindex: '0', hidden: '' });
-    panel.dataset.view = title.replace(/ \(\d+\)$/, '').toLowerCase().replace(/[^a-z]+/g, '-');
+    const tab = el(
+      'button',
+      {
+        role: 'tab',
+        id: `tab-${i}`,
+        'aria-controls': `panel-${i}`,
+        'aria-selected': 'false',
+        tabindex: '-1',
+        type: 'button',
+      },
+      title,
+    );
+    const panel = el('div', {
+      role: 'tabpanel',
+      id: `panel-${i}`,
+      'aria-labelledby': `tab-${i}`,
+      tabindex: '0',
+      hidden: '',
+    });
+    panel.dataset.view = title
+      .replace(/ \(\d+\)$/, '')
+      .toLowerCase()
+      .replace(/[^a-z]+/g, '-');
     panel.append(el('h3', { class: 'print-only sr-only' }, title), render());
     tab.addEventListener('click', () => select(i));
     tab.addEventListener('keydown', (e) => {
@@ -105,31 +180,71 @@ function select(index) {
     tab.setAttribute('aria-selected', String(on));
     tab.tabIndex = on ? 0 : -1;
   }
-  for (const panel of document.querySelectorAll('#panels [role=tabpanel]')) panel.hidden = panel.id !== `panel-${index}`;
+  for (const panel of document.querySelectorAll('#panels [role=tabpanel]'))
+    panel.hidden = panel.id !== `panel-${index}`;
 }
 
 // ---------------------------------------------------------------- ranking over scoring ---
 function rankingView(result) {
   const box = el('div', {});
   const controls = new Set(result.controls || []);
-  box.append(el('p', { class: 'muted' }, 'Each evaluator scores a system by how well it solves the task with that system’s arguments in its input. Higher is better; the interval is a paired bootstrap over instances. Control cases are shown in purple.'));
+  box.append(
+    el(
+      'p',
+      { class: 'muted' },
+      'Each evaluator scores a system by how well it solves the task with that system’s arguments in its input. Higher is better; the interval is a paired bootstrap over instances. Control cases are shown in purple.',
+    ),
+  );
   for (const ev of result.evaluators || []) {
     box.append(el('h3', {}, `${ev.evaluator} — ${ev.task} (${ev.metric})`));
     const t = el('table', { class: 'ranking', 'data-evaluator': ev.evaluator, 'data-task': ev.task });
-    t.append(el('thead', {}, el('tr', {}, ...['Rank', 'System', ev.metric, `${Math.round((result.confidence || 0.95) * 100)}% interval`, 'Mean p(correct)', 'n'].map((h, i) => el('th', { scope: 'col', class: i === 1 ? '' : 'num' }, h)))));
+    t.append(
+      el(
+        'thead',
+        {},
+        el(
+          'tr',
+          {},
+          ...[
+            'Rank',
+            'System',
+            ev.metric,
+            `${Math.round((result.confidence || 0.95) * 100)}% interval`,
+            'Mean p(correct)',
+            'n',
+          ].map((h, i) => el('th', { scope: 'col', class: i === 1 ? '' : 'num' }, h)),
+        ),
+      ),
+    );
     const tb = el('tbody', {});
     for (const s of ev.systems) {
-      tb.append(el('tr', { class: controls.has(s.system) ? 'control' : '', 'data-system': s.system },
-        el('td', { class: 'num' }, fmtRank(s.rank)),
-        el('td', {}, s.system, controls.has(s.system) ? el('span', { class: 'muted small' }, ' (control)') : null),
-        el('td', { class: 'num', 'data-col': 'score' }, fmt(s.score)),
-        el('td', { class: 'num' }, Number.isFinite(s.lo) ? `${fmt(s.lo)} – ${fmt(s.hi)}` : '—'),
-        el('td', { class: 'num' }, fmt(s.mean_p_correct)),
-        el('td', { class: 'num' }, String(s.n ?? '—'))));
+      tb.append(
+        el(
+          'tr',
+          { class: controls.has(s.system) ? 'control' : '', 'data-system': s.system },
+          el('td', { class: 'num' }, fmtRank(s.rank)),
+          el('td', {}, s.system, controls.has(s.system) ? el('span', { class: 'muted small' }, ' (control)') : null),
+          el('td', { class: 'num', 'data-col': 'score' }, fmt(s.score)),
+          el('td', { class: 'num' }, Number.isFinite(s.lo) ? `${fmt(s.lo)} – ${fmt(s.hi)}` : '—'),
+          el('td', { class: 'num' }, fmt(s.mean_p_correct)),
+          el('td', { class: 'num' }, String(s.n ?? '—')),
+        ),
+      );
     }
     t.append(tb);
     box.append(t);
-    box.append(intervalChart(ev.systems.map((s) => ({ name: s.system, score: s.score, lo: s.lo, hi: s.hi, control: controls.has(s.system) })), { label: ev.metric }));
+    box.append(
+      intervalChart(
+        ev.systems.map((s) => ({
+          name: s.system,
+          score: s.score,
+          lo: s.lo,
+          hi: s.hi,
+          control: controls.has(s.system),
+        })),
+        { label: ev.metric },
+      ),
+    );
   }
   if (!(result.evaluators || []).length) box.append(el('p', { class: 'empty' }, 'No evaluator results.'));
   return box;
@@ -144,9 +259,30 @@ function heatmapView(result) {
   const systems = [];
   for (const e of evs) for (const s of e.systems) if (!systems.includes(s.system)) systems.push(s.system);
   const lookup = (row, system) => evs[rows.indexOf(row)].systems.find((s) => s.system === system);
-  box.append(el('p', { class: 'muted' }, 'Rank of each system under each evaluator (1 = best, darker). A robust evaluator ranks every control case (right, dashed) below every real system.'));
-  box.append(rankHeatmap({ rows, systems, controls: new Set(result.controls || []), rank: (r, s) => lookup(r, s)?.rank ?? null, score: (r, s) => lookup(r, s)?.score ?? null }));
-  box.append(el('div', { class: 'legend' }, el('span', {}, el('span', { class: 'swatch scale' }), 'rank 1 (best) … last'), el('span', {}, el('span', { class: 'swatch control' }), 'control cases')));
+  box.append(
+    el(
+      'p',
+      { class: 'muted' },
+      'Rank of each system under each evaluator (1 = best, darker). A robust evaluator ranks every control case (right, dashed) below every real system.',
+    ),
+  );
+  box.append(
+    rankHeatmap({
+      rows,
+      systems,
+      controls: new Set(result.controls || []),
+      rank: (r, s) => lookup(r, s)?.rank ?? null,
+      score: (r, s) => lookup(r, s)?.score ?? null,
+    }),
+  );
+  box.append(
+    el(
+      'div',
+      { class: 'legend' },
+      el('span', {}, el('span', { class: 'swatch scale' }), 'rank 1 (best) … last'),
+      el('span', {}, el('span', { class: 'swatch control' }), 'control cases'),
+    ),
+  );
   return box;
 }
 
@@ -154,11 +290,12 @@ function robustnessView(result) {
   const box = el('div', {});
   for (const r of result.robustness || []) {
     const cls = r.robust == null ? 'unknown' : r.robust ? 'good' : 'bad';
-    const head = r.robust == null
-      ? `${r.evaluator} · ${r.task}: robustness not assessed — ${r.reason || 'no control cases in the input'}.`
-      : r.robust
-        ? `${r.evaluator} · ${r.task}: robust — every control case ranks below every real system.`
-        : `${r.evaluator} · ${r.task}: NOT robust — ${new Set(r.violation_controls).size} control case${new Set(r.violation_controls).size === 1 ? '' : 's'} score at least as high as a real system (${r.violations.length} pair${r.violations.length === 1 ? '' : 's'}).`;
+    const head =
+      r.robust == null
+        ? `${r.evaluator} · ${r.task}: robustness not assessed — ${r.reason || 'no control cases in the input'}.`
+        : r.robust
+          ? `${r.evaluator} · ${r.task}: robust — every control case ranks below every real system.`
+          : `${r.evaluator} · ${r.task}: NOT robust — ${new Set(r.violation_controls).size} control case${new Set(r.violation_controls).size === 1 ? '' : 's'} score at least as high as a real system (${r.violations.length} pair${r.violations.length === 1 ? '' : 's'}).`;
     const v = el('div', { class: `verdict ${cls}`, role: 'status', 'data-robust': String(r.robust) }, head);
     if (r.violations?.length) v.append(el('ul', {}, ...r.violations.map((x) => el('li', {}, x))));
     box.append(v);
@@ -169,18 +306,66 @@ function robustnessView(result) {
 
 function agreementView(result) {
   const a = result.agreement;
-  if (!a || !a.length) return el('p', { class: 'empty' }, 'Add a human rankings file (instance, annotator, system, rank) to compare the evaluator with clinicians.');
+  if (!a || !a.length)
+    return el(
+      'p',
+      { class: 'empty' },
+      'Add a human rankings file (instance, annotator, system, rank) to compare the evaluator with clinicians.',
+    );
   const box = el('div', {});
   for (const g of a) {
     box.append(el('h3', {}, `${g.evaluator} · ${g.task}`));
-    box.append(el('div', { class: 'stats-cards' },
-      card('Kendall τ-b (evaluator vs humans)', statText(g.kendall_tau), g.kendall_p != null ? `p = ${fmtP(g.kendall_p)} (n = ${g.kendall_n}); positive = agreement` : 'positive = agreement', 'kendall'),
-      card('Friedman test over human ranks', typeof g.friedman_p === 'number' ? `p = ${fmtP(g.friedman_p)}` : statText(g.friedman_p), g.friedman_detail || '', 'friedman'),
-      card('Krippendorff’s α (ordinal), annotators', statText(g.alpha), g.alpha_detail || '', 'alpha')));
+    box.append(
+      el(
+        'div',
+        { class: 'stats-cards' },
+        card(
+          'Kendall τ-b (evaluator vs humans)',
+          statText(g.kendall_tau),
+          g.kendall_p != null
+            ? `p = ${fmtP(g.kendall_p)} (n = ${g.kendall_n}); positive = agreement`
+            : 'positive = agreement',
+          'kendall',
+        ),
+        card(
+          'Friedman test over human ranks',
+          typeof g.friedman_p === 'number' ? `p = ${fmtP(g.friedman_p)}` : statText(g.friedman_p),
+          g.friedman_detail || '',
+          'friedman',
+        ),
+        card('Krippendorff’s α (ordinal), annotators', statText(g.alpha), g.alpha_detail || '', 'alpha'),
+      ),
+    );
     if (g.human_ranks?.length) {
       const t = el('table', { class: 'human-ranks' });
-      t.append(el('thead', {}, el('tr', {}, el('th', { scope: 'col' }, 'System'), el('th', { scope: 'col', class: 'num' }, 'Mean human rank (1 = best)'), el('th', { scope: 'col', class: 'num' }, 'Evaluator score'))));
-      t.append(el('tbody', {}, ...g.human_ranks.map((h) => el('tr', {}, el('td', {}, h.system), el('td', { class: 'num' }, fmt(h.mean_rank, 2)), el('td', { class: 'num' }, fmt(h.score))))));
+      t.append(
+        el(
+          'thead',
+          {},
+          el(
+            'tr',
+            {},
+            el('th', { scope: 'col' }, 'System'),
+            el('th', { scope: 'col', class: 'num' }, 'Mean human rank (1 = best)'),
+            el('th', { scope: 'col', class: 'num' }, 'Evaluator score'),
+          ),
+        ),
+      );
+      t.append(
+        el(
+          'tbody',
+          {},
+          ...g.human_ranks.map((h) =>
+            el(
+              'tr',
+              {},
+              el('td', {}, h.system),
+              el('td', { class: 'num' }, fmt(h.mean_rank, 2)),
+              el('td', { class: 'num' }, fmt(h.score)),
+            ),
+          ),
+        ),
+      );
       box.append(t);
     }
   }
@@ -188,7 +373,13 @@ function agreementView(result) {
 }
 
 function card(label, value, detail, key) {
-  return el('div', { class: 'stat-card', 'data-stat': key }, el('div', { class: 'label' }, label), el('div', { class: 'value' }, value), el('div', { class: 'detail' }, detail));
+  return el(
+    'div',
+    { class: 'stat-card', 'data-stat': key },
+    el('div', { class: 'label' }, label),
+    el('div', { class: 'value' }, value),
+    el('div', { class: 'detail' }, detail),
+  );
 }
 
 function drillView(result) {
@@ -203,7 +394,12 @@ function drillView(result) {
     detail.replaceChildren(instanceDetail(inst, new Set(result.controls || [])));
   };
   instances.forEach((inst, i) => {
-    const b = el('button', { type: 'button', role: 'listitem' }, `${inst.id}`, el('span', { class: 'muted small' }, ` · ${inst.task}`));
+    const b = el(
+      'button',
+      { type: 'button', role: 'listitem' },
+      `${inst.id}`,
+      el('span', { class: 'muted small' }, ` · ${inst.task}`),
+    );
     b.addEventListener('click', () => show(inst, b));
     b.addEventListener('keydown', (e) => {
       const buttons = [...list.querySelectorAll('button')];
@@ -225,24 +421,59 @@ function instanceDetail(inst, controls) {
   const d = el('div', {});
   d.append(el('h3', {}, `Instance ${inst.id}`), el('div', { class: 'question' }, inst.text));
   if (inst.options?.length) {
-    d.append(el('ol', { class: 'options-list' }, ...inst.options.map(([k, t]) => el('li', { value: k }, t, k === inst.gold ? el('strong', { class: 'status-ok' }, '  ✓ correct') : null))));
+    d.append(
+      el(
+        'ol',
+        { class: 'options-list' },
+        ...inst.options.map(([k, t]) =>
+          el('li', { value: k }, t, k === inst.gold ? el('strong', { class: 'status-ok' }, '  ✓ correct') : null),
+        ),
+      ),
+    );
   } else {
     d.append(el('p', {}, 'Gold label: ', el('strong', {}, inst.gold)));
   }
   for (const arg of inst.arguments) {
     const allRight = arg.predictions.length && arg.predictions.every((p) => p.predicted === inst.gold);
     const a = el('div', { class: `arg ${arg.predictions.length ? (allRight ? 'correct' : 'wrong') : ''}` });
-    a.append(el('strong', {}, arg.system), controls.has(arg.system) ? el('span', { class: 'muted small' }, ' (control case)') : '',
-      el('div', {}, arg.text == null ? el('em', { class: 'muted' }, '(generated by medrank for this run; see the controls table)') : arg.text || el('em', { class: 'muted' }, '(no argument)')));
+    a.append(
+      el('strong', {}, arg.system),
+      controls.has(arg.system) ? el('span', { class: 'muted small' }, ' (control case)') : '',
+      el(
+        'div',
+        {},
+        arg.text == null
+          ? el('em', { class: 'muted' }, '(generated by medrank for this run; see the controls table)')
+          : arg.text || el('em', { class: 'muted' }, '(no argument)'),
+      ),
+    );
     for (const p of arg.predictions) {
-      const line = el('div', { class: 'small' }, `${p.evaluator}: predicted `, el('strong', {}, p.predicted), ` · p(correct) = ${fmt(p.p_correct)}`);
+      const line = el(
+        'div',
+        { class: 'small' },
+        `${p.evaluator}: predicted `,
+        el('strong', {}, p.predicted),
+        ` · p(correct) = ${fmt(p.p_correct)}`,
+      );
       if (p.probs?.length) {
         const t = el('table', { class: 'probs' });
-        t.append(el('tbody', {}, ...p.probs.map(([label, prob]) => {
-          const bar = el('span', { class: 'prob-bar' });
-          bar.style.width = `${Math.round(prob * 120)}px`;
-          return el('tr', {}, el('td', {}, label === inst.gold ? `${label} ✓` : label), el('td', { class: 'num' }, fmt(prob)), el('td', {}, bar));
-        })));
+        t.append(
+          el(
+            'tbody',
+            {},
+            ...p.probs.map(([label, prob]) => {
+              const bar = el('span', { class: 'prob-bar' });
+              bar.style.width = `${Math.round(prob * 120)}px`;
+              return el(
+                'tr',
+                {},
+                el('td', {}, label === inst.gold ? `${label} ✓` : label),
+                el('td', { class: 'num' }, fmt(prob)),
+                el('td', {}, bar),
+              );
+            }),
+          ),
+        );
         line.append(t);
       }
       a.append(line);
@@ -260,11 +491,29 @@ function nrpViewModel(report) {
     dimensions: dims,
     weights: Object.fromEntries(report.dimensions.map((d) => [d.dimension, d.weight])),
     groups: report.groups.map((g) => ({
-      system: g.system, prompt: g.prompt, mean: val(g.mean), lo: val(g.interval)?.lo, hi: val(g.interval)?.hi, n: g.answers,
+      system: g.system,
+      prompt: g.prompt,
+      mean: val(g.mean),
+      lo: val(g.interval)?.lo,
+      hi: val(g.interval)?.hi,
+      n: g.answers,
       per_dimension: Object.fromEntries(dims.map((d, i) => [d, val(g.per_dimension_mean[i])])),
     })),
-    rankers: report.dimensions.flatMap((d) => d.validation.map((v) => ({ dimension: d.dimension, ranker: v.ranker, ndcg: val(v.mean_ndcg_at_10), chosen: v.ranker === d.ranker }))),
-    agreement: report.expert_agreement?.map((a) => ({ ranker: a.ranker, mean: a.mean_tau, interval: val(a.interval) ? `[${fmt(a.interval.lo)}, ${fmt(a.interval.hi)}]` : '', queries: a.per_query.length, chosen_for: a.chosen_for || [] })),
+    rankers: report.dimensions.flatMap((d) =>
+      d.validation.map((v) => ({
+        dimension: d.dimension,
+        ranker: v.ranker,
+        ndcg: val(v.mean_ndcg_at_10),
+        chosen: v.ranker === d.ranker,
+      })),
+    ),
+    agreement: report.expert_agreement?.map((a) => ({
+      ranker: a.ranker,
+      mean: a.mean_tau,
+      interval: val(a.interval) ? `[${fmt(a.interval.lo)}, ${fmt(a.interval.hi)}]` : '',
+      queries: a.per_query.length,
+      chosen_for: a.chosen_for || [],
+    })),
     // P(row agrees better than column), from the report's pairs (i < j) and their complements.
     better: (report.agreement_comparisons || []).reduce((m, c) => {
       const p = val(c.probability_better);
@@ -273,7 +522,12 @@ function nrpViewModel(report) {
       return m;
     }, {}),
     unscored: report.unscored,
-    unscored_per_dimension: report.dimensions.map((d) => ({ dimension: d.dimension, ranker: d.ranker, documents: d.unscored_documents, queries: d.unscored_queries })),
+    unscored_per_dimension: report.dimensions.map((d) => ({
+      dimension: d.dimension,
+      ranker: d.ranker,
+      documents: d.unscored_documents,
+      queries: d.unscored_queries,
+    })),
     ranker_names: report.dimensions[0]?.validation.map((v) => v.ranker) || [],
     ties: report.ties,
     denominator: report.denominator,
@@ -284,12 +538,22 @@ function nrpView(result, runJob, options) {
   const n = result.report ? nrpViewModel(result.report) : null;
   const box = el('div', {});
   if (!n) return el('p', { class: 'empty' }, 'No NRP results.');
-  box.append(el('p', { class: 'muted' }, `NRP = 1 − r / ${n.denominator === 'judged_documents_plus_answer' ? '(|D_q| + 1)' : '|D_q|'}: where an answer would land among the judged documents of its query (1 = above all of them). Ties: ${n.ties}.`));
+  box.append(
+    el(
+      'p',
+      { class: 'muted' },
+      `NRP = 1 − r / ${n.denominator === 'judged_documents_plus_answer' ? '(|D_q| + 1)' : '|D_q|'}: where an answer would land among the judged documents of its query (1 = above all of them). Ties: ${n.ties}.`,
+    ),
+  );
   // Dimension weights: changing one re-runs NRP in the worker, so intervals stay exact.
   // A run from the Run button starts again from the report's (default) weights.
   if (!options.weights) nrpWeights = { ...(n.weights || {}) };
   const current = nrpWeights;
-  const weights = el('div', { class: 'weights', role: 'group', 'aria-label': 'Relative weights of the dimensions' }, el('strong', {}, 'Weights:'));
+  const weights = el(
+    'div',
+    { class: 'weights', role: 'group', 'aria-label': 'Relative weights of the dimensions' },
+    el('strong', {}, 'Weights:'),
+  );
   const rerun = () => {
     if (window.medrank.state.running) {
       nrpRerun = setTimeout(rerun, 100);
@@ -298,7 +562,15 @@ function nrpView(result, runJob, options) {
     runJob('nrp', { weights: Object.entries(current) });
   };
   for (const dim of n.dimensions) {
-    const input = el('input', { type: 'range', min: '0', max: '1', step: '0.05', value: String(current[dim] ?? 0), 'aria-label': `Weight of ${dim}`, 'data-dimension': dim });
+    const input = el('input', {
+      type: 'range',
+      min: '0',
+      max: '1',
+      step: '0.05',
+      value: String(current[dim] ?? 0),
+      'aria-label': `Weight of ${dim}`,
+      'data-dimension': dim,
+    });
     const out = el('output', {}, fmt(current[dim], 2));
     input.addEventListener('input', () => {
       out.textContent = fmt(Number(input.value), 2);
@@ -313,19 +585,63 @@ function nrpView(result, runJob, options) {
   box.append(weights);
   box.append(nrpBars(n.groups));
   const t = el('table', { class: 'nrp-table' });
-  t.append(el('thead', {}, el('tr', {}, ...['Model', 'Prompt', 'Mean NRP (weighted)', 'Interval', ...n.dimensions.map((d) => `NRP ${d}`), 'Answers'].map((h, i) => el('th', { scope: 'col', class: i < 2 ? '' : 'num' }, h)))));
-  t.append(el('tbody', {}, ...n.groups.map((g) => el('tr', { 'data-system': g.system, 'data-prompt': g.prompt },
-    el('td', {}, g.system), el('td', {}, g.prompt), el('td', { class: 'num', 'data-col': 'mean' }, fmt(g.mean)),
-    el('td', { class: 'num' }, Number.isFinite(g.lo) ? `${fmt(g.lo)} – ${fmt(g.hi)}` : '—'),
-    ...n.dimensions.map((d) => el('td', { class: 'num' }, fmt(g.per_dimension?.[d]))),
-    el('td', { class: 'num' }, String(g.n ?? '—'))))));
+  t.append(
+    el(
+      'thead',
+      {},
+      el(
+        'tr',
+        {},
+        ...[
+          'Model',
+          'Prompt',
+          'Mean NRP (weighted)',
+          'Interval',
+          ...n.dimensions.map((d) => `NRP ${d}`),
+          'Answers',
+        ].map((h, i) => el('th', { scope: 'col', class: i < 2 ? '' : 'num' }, h)),
+      ),
+    ),
+  );
+  t.append(
+    el(
+      'tbody',
+      {},
+      ...n.groups.map((g) =>
+        el(
+          'tr',
+          { 'data-system': g.system, 'data-prompt': g.prompt },
+          el('td', {}, g.system),
+          el('td', {}, g.prompt),
+          el('td', { class: 'num', 'data-col': 'mean' }, fmt(g.mean)),
+          el('td', { class: 'num' }, Number.isFinite(g.lo) ? `${fmt(g.lo)} – ${fmt(g.hi)}` : '—'),
+          ...n.dimensions.map((d) => el('td', { class: 'num' }, fmt(g.per_dimension?.[d]))),
+          el('td', { class: 'num' }, String(g.n ?? '—')),
+        ),
+      ),
+    ),
+  );
   box.append(t);
   if (n.rankers?.length) {
     box.append(el('h3', {}, 'Ranker validation (nDCG@10 against the judgements)'));
-    box.append(el('ul', {}, ...n.rankers.map((r) => el('li', {}, `${r.dimension}: ${r.ranker} — nDCG@10 ${fmt(r.ndcg)}${r.chosen ? ' (chosen)' : ''}`))));
+    box.append(
+      el(
+        'ul',
+        {},
+        ...n.rankers.map((r) =>
+          el('li', {}, `${r.dimension}: ${r.ranker} — nDCG@10 ${fmt(r.ndcg)}${r.chosen ? ' (chosen)' : ''}`),
+        ),
+      ),
+    );
   }
   const unscored = n.unscored_per_dimension.filter((d) => d.documents > 0);
-  box.append(el('p', { class: 'muted', 'data-stat': 'unscored' }, `Judged documents the chosen ranker did not score: ${n.unscored === 'drop' ? 'left out of D_q and of nDCG@10 (as the public code)' : 'ranked below every scored item'}${unscored.length ? ` — ${unscored.map((d) => `${d.dimension}: ${d.documents} documents of ${d.queries} queries`).join('; ')}` : ' — none'}.`));
+  box.append(
+    el(
+      'p',
+      { class: 'muted', 'data-stat': 'unscored' },
+      `Judged documents the chosen ranker did not score: ${n.unscored === 'drop' ? 'left out of D_q and of nDCG@10 (as the public code)' : 'ranked below every scored item'}${unscored.length ? ` — ${unscored.map((d) => `${d.dimension}: ${d.documents} documents of ${d.queries} queries`).join('; ')}` : ' — none'}.`,
+    ),
+  );
   if (n.agreement?.length) box.append(agreementTable(n));
   box.append(fusionForm(n, runJob, options));
   return box;
@@ -335,13 +651,55 @@ function nrpView(result, runJob, options) {
 function agreementTable(n) {
   const names = n.agreement.map((a) => a.ranker);
   const block = el('div', {}, el('h3', {}, 'Expert agreement per ranker (Kendall τ-b)'));
-  if (names.length > 1) block.append(el('p', { class: 'muted' }, 'A cell is the paired bootstrap probability (resampling queries) that the row’s ranker agrees better with the expert than the column’s.'));
+  if (names.length > 1)
+    block.append(
+      el(
+        'p',
+        { class: 'muted' },
+        'A cell is the paired bootstrap probability (resampling queries) that the row’s ranker agrees better with the expert than the column’s.',
+      ),
+    );
   const t = el('table', { class: 'nrp-agreement' });
-  t.append(el('thead', {}, el('tr', {}, ...['Ranker', 'Mean τ-b', 'Interval', 'Pairs', 'Chosen for', ...(names.length > 1 ? names.map((r) => `P(better than ${r})`) : [])].map((h, i) => el('th', { scope: 'col', class: i === 0 || i === 4 ? '' : 'num' }, h)))));
-  t.append(el('tbody', {}, ...n.agreement.map((a) => el('tr', { 'data-ranker': a.ranker },
-    el('td', {}, a.ranker), el('td', { class: 'num', 'data-col': 'mean' }, statText(a.mean)), el('td', { class: 'num' }, a.interval || '—'),
-    el('td', { class: 'num' }, String(a.queries)), el('td', {}, a.chosen_for.join(', ')),
-    ...(names.length > 1 ? names.map((o) => el('td', { class: 'num', 'data-other': o }, o === a.ranker ? '' : fmt(n.better[a.ranker]?.[o]))) : [])))));
+  t.append(
+    el(
+      'thead',
+      {},
+      el(
+        'tr',
+        {},
+        ...[
+          'Ranker',
+          'Mean τ-b',
+          'Interval',
+          'Pairs',
+          'Chosen for',
+          ...(names.length > 1 ? names.map((r) => `P(better than ${r})`) : []),
+        ].map((h, i) => el('th', { scope: 'col', class: i === 0 || i === 4 ? '' : 'num' }, h)),
+      ),
+    ),
+  );
+  t.append(
+    el(
+      'tbody',
+      {},
+      ...n.agreement.map((a) =>
+        el(
+          'tr',
+          { 'data-ranker': a.ranker },
+          el('td', {}, a.ranker),
+          el('td', { class: 'num', 'data-col': 'mean' }, statText(a.mean)),
+          el('td', { class: 'num' }, a.interval || '—'),
+          el('td', { class: 'num' }, String(a.queries)),
+          el('td', {}, a.chosen_for.join(', ')),
+          ...(names.length > 1
+            ? names.map((o) =>
+                el('td', { class: 'num', 'data-other': o }, o === a.ranker ? '' : fmt(n.better[a.ranker]?.[o])),
+              )
+            : []),
+        ),
+      ),
+    ),
+  );
   block.append(t);
   return block;
 }
@@ -349,13 +707,23 @@ function agreementTable(n) {
 /** A fusion ranker over the report's rankers: written to the Options field, then NRP re-runs. */
 function fusionForm(n, runJob, options) {
   const field = $('#opt-fuse');
-  const input = el('input', { type: 'text', id: 'nrp-fuse', 'aria-label': 'Fusion rankers', value: field?.value || (n.ranker_names.length > 1 ? `rrf:${n.ranker_names.slice(0, 2).join(',')}` : '') });
+  const input = el('input', {
+    type: 'text',
+    id: 'nrp-fuse',
+    'aria-label': 'Fusion rankers',
+    value: field?.value || (n.ranker_names.length > 1 ? `rrf:${n.ranker_names.slice(0, 2).join(',')}` : ''),
+  });
   const button = el('button', { type: 'button', class: 'secondary', id: 'nrp-fuse-run' }, 'Fuse and re-run');
   button.addEventListener('click', () => {
     if (field) field.value = input.value;
     runJob('nrp', options.weights ? { weights: options.weights } : {});
   });
-  return el('div', { class: 'row fusion' }, el('label', {}, 'Fusion ranker ([name=]rrf:A,B or zsum:A,B; “;” between several): ', input), button);
+  return el(
+    'div',
+    { class: 'row fusion' },
+    el('label', {}, 'Fusion ranker ([name=]rrf:A,B or zsum:A,B; “;” between several): ', input),
+    button,
+  );
 }
 
 // ---------------------------------------------------------------- tables -----------------------
@@ -368,14 +736,37 @@ function tablesView(result) {
 
 function tableBlock(table) {
   const block = el('div', { class: 'table-block', 'data-table': table.name });
-  const csvButton = el('button', { type: 'button', class: 'secondary small-btn', 'data-export': `${table.name}.csv` }, 'CSV');
+  const csvButton = el(
+    'button',
+    { type: 'button', class: 'secondary small-btn', 'data-export': `${table.name}.csv` },
+    'CSV',
+  );
   csvButton.addEventListener('click', () => download(`${table.name}.csv`, table.csv, 'text/csv'));
-  const jsonButton = el('button', { type: 'button', class: 'secondary small-btn', 'data-export': `${table.name}.json` }, 'JSON');
-  jsonButton.addEventListener('click', () => download(`${table.name}.json`, JSON.stringify(tableAsObjects(table), null, 2), 'application/json'));
-  block.append(el('div', { class: 'table-tools' }, el('h3', {}, table.title), el('span', { class: 'row' }, 'Export: ', csvButton, jsonButton)));
+  const jsonButton = el(
+    'button',
+    { type: 'button', class: 'secondary small-btn', 'data-export': `${table.name}.json` },
+    'JSON',
+  );
+  jsonButton.addEventListener('click', () =>
+    download(`${table.name}.json`, JSON.stringify(tableAsObjects(table), null, 2), 'application/json'),
+  );
+  block.append(
+    el(
+      'div',
+      { class: 'table-tools' },
+      el('h3', {}, table.title),
+      el('span', { class: 'row' }, 'Export: ', csvButton, jsonButton),
+    ),
+  );
   const t = el('table', {});
   t.append(el('thead', {}, el('tr', {}, ...table.headers.map((h) => el('th', { scope: 'col' }, h)))));
-  t.append(el('tbody', {}, ...table.rows.map((r) => el('tr', {}, ...r.map((c) => el('td', { class: isNumeric(c) ? 'num' : '' }, c))))));
+  t.append(
+    el(
+      'tbody',
+      {},
+      ...table.rows.map((r) => el('tr', {}, ...r.map((c) => el('td', { class: isNumeric(c) ? 'num' : '' }, c)))),
+    ),
+  );
   block.append(t);
   return block;
 }
@@ -394,10 +785,30 @@ function provenanceView(result) {
   const box = el('div', {});
   box.append(el('p', {}, `${p.program} ${p.version}, seed ${p.seed}`));
   const t = el('table', {});
-  t.append(el('thead', {}, el('tr', {}, el('th', {}, 'Input'), el('th', {}, 'sha256'), el('th', { class: 'num' }, 'bytes'))));
-  t.append(el('tbody', {}, ...p.inputs.map((f) => el('tr', {}, el('td', {}, f.name), el('td', {}, el('code', {}, f.sha256)), el('td', { class: 'num' }, String(f.bytes))))));
+  t.append(
+    el('thead', {}, el('tr', {}, el('th', {}, 'Input'), el('th', {}, 'sha256'), el('th', { class: 'num' }, 'bytes'))),
+  );
+  t.append(
+    el(
+      'tbody',
+      {},
+      ...p.inputs.map((f) =>
+        el(
+          'tr',
+          {},
+          el('td', {}, f.name),
+          el('td', {}, el('code', {}, f.sha256)),
+          el('td', { class: 'num' }, String(f.bytes)),
+        ),
+      ),
+    ),
+  );
   box.append(t);
-  if (p.conventions?.length) box.append(el('h3', {}, 'Conventions'), el('ul', {}, ...p.conventions.map(([k, v]) => el('li', {}, el('strong', {}, k), `: ${v}`))));
+  if (p.conventions?.length)
+    box.append(
+      el('h3', {}, 'Conventions'),
+      el('ul', {}, ...p.conventions.map(([k, v]) => el('li', {}, el('strong', {}, k), `: ${v}`))),
+    );
   return box;
 }
 
@@ -415,13 +826,18 @@ th{background:#f0f3f6}td.num{text-align:right;font-variant-numeric:tabular-nums}
 export function buildReportHtml(last) {
   const panels = [...document.querySelectorAll('#panels [role=tabpanel]')];
   const tabs = [...document.querySelectorAll('#tabs [role=tab]')];
-  const sections = panels.map((p, i) => {
-    const clone = p.cloneNode(true);
-    clone.querySelectorAll('button, input, .weights, .print-only').forEach((n) => n.remove());
-    clone.querySelectorAll('[hidden]').forEach((n) => n.removeAttribute('hidden'));
-    return `<section><h2>${escapeHtml(tabs[i].textContent)}</h2>${clone.innerHTML}</section>`;
-  }).filter((s, i) => !/^(Per instance|Tables)/.test(tabs[i].textContent));
-  const tables = (last.result.tables || []).map((t) => `<section><h2>${escapeHtml(t.title)}</h2><table><thead><tr>${t.headers.map((h) => `<th>${escapeHtml(h)}</th>`).join('')}</tr></thead><tbody>${t.rows.map((r) => `<tr>${r.map((c) => `<td${isNumeric(c) ? ' class="num"' : ''}>${escapeHtml(c)}</td>`).join('')}</tr>`).join('')}</tbody></table></section>`);
+  const sections = panels
+    .map((p, i) => {
+      const clone = p.cloneNode(true);
+      clone.querySelectorAll('button, input, .weights, .print-only').forEach((n) => n.remove());
+      clone.querySelectorAll('[hidden]').forEach((n) => n.removeAttribute('hidden'));
+      return `<section><h2>${escapeHtml(tabs[i].textContent)}</h2>${clone.innerHTML}</section>`;
+    })
+    .filter((s, i) => !/^(Per instance|Tables)/.test(tabs[i].textContent));
+  const tables = (last.result.tables || []).map(
+    (t) =>
+      `<section><h2>${escapeHtml(t.title)}</h2><table><thead><tr>${t.headers.map((h) => `<th>${escapeHtml(h)}</th>`).join('')}</tr></thead><tbody>${t.rows.map((r) => `<tr>${r.map((c) => `<td${isNumeric(c) ? ' class="num"' : ''}>${escapeHtml(c)}</td>`).join('')}</tr>`).join('')}</tbody></table></section>`,
+  );
   const when = new Date().toISOString().replace('T', ' ').slice(0, 16);
   return `<!doctype html><html lang="en"><head><meta charset="utf-8">
 <meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src 'unsafe-inline'; img-src data:">
@@ -432,7 +848,16 @@ ${sections.join('\n')}
 <h2>All tables</h2>${tables.join('\n')}
 </body></html>`;
 }
-const jobTitle = (job) => ({ rank_systems: 'ranking over scoring', nrp: 'normalized rank position (NRP)', metrics: 'reference-based metrics', rubric: 'rubric grading' })[job] || job;
+const jobTitle = (job) =>
+  ({
+    rank_systems: 'ranking over scoring',
+    nrp: 'normalized rank position (NRP)',
+    metrics: 'reference-based metrics',
+    rubric: 'rubric grading',
+  })[job] || job;
 function escapeHtml(s) {
-  return String(s).replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]);
+  return String(s).replace(
+    /[&<>"']/g,
+    (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c],
+  );
 }

@@ -20,23 +20,25 @@ const OPTIONAL_MODEL_FILES = ['1_Pooling/config.json', 'modules.json', 'sentence
 let cancelFlag = null;
 
 let medrank = null;
-const ready = loadEngine().then((engine) => {
-  postMessage({
-    type: 'ready',
-    version: medrank.version(),
-    kinds: medrank.file_kinds(),
-    jobs: ['rank_systems', 'nrp', 'metrics', 'rubric'].filter((j) => typeof medrank[j] === 'function'),
-    sharedCancel: typeof SharedArrayBuffer !== 'undefined' && self.crossOriginIsolated === true,
-    ...engine,
+const ready = loadEngine()
+  .then((engine) => {
+    postMessage({
+      type: 'ready',
+      version: medrank.version(),
+      kinds: medrank.file_kinds(),
+      jobs: ['rank_systems', 'nrp', 'metrics', 'rubric'].filter((j) => typeof medrank[j] === 'function'),
+      sharedCancel: typeof SharedArrayBuffer !== 'undefined' && self.crossOriginIsolated === true,
+      ...engine,
+    });
+  })
+  .catch((e) => {
+    postMessage({ type: 'fatal', error: { message: `Could not load the medrank engine: ${e.message || e}` } });
   });
-}).catch((e) => {
-  postMessage({ type: 'fatal', error: { message: `Could not load the medrank engine: ${e.message || e}` } });
-});
 
 /** Loads the build this page can run; resolves to {threads, threadedBuild, threadsWhy}. */
 async function loadEngine() {
   const asked = Number(new URL(self.location.href).searchParams.get('threads'));
-  const wanted = Number.isInteger(asked) && asked > 0 ? asked : (navigator.hardwareConcurrency || 1);
+  const wanted = Number.isInteger(asked) && asked > 0 ? asked : navigator.hardwareConcurrency || 1;
   let why = null;
   if (!(self.crossOriginIsolated === true && typeof SharedArrayBuffer !== 'undefined')) {
     why = 'this host does not allow shared memory (the page is not cross-origin isolated)';
@@ -120,7 +122,14 @@ async function runJob(msg) {
   }
   // Jobs return the report as JSON text (what the CLI writes with --json) plus views.
   const result = typeof reply === 'string' ? JSON.parse(reply) : reply;
-  postMessage({ type: 'result', id: msg.id, job: msg.job, result, modelLoaded, elapsedMs: performance.now() - started });
+  postMessage({
+    type: 'result',
+    id: msg.id,
+    job: msg.job,
+    result,
+    modelLoaded,
+    elapsedMs: performance.now() - started,
+  });
 }
 
 /** The benchmark page's job: the bundled model on the chosen backends and cells. */
@@ -194,13 +203,17 @@ async function loadModel(choice, progress) {
       response = await cache.match(url);
       if (!response) {
         const fetched = await fetch(url);
-        if (!fetched.ok) throw new Error(`The bundled model is missing from this site (${name}: HTTP ${fetched.status}).`);
+        if (!fetched.ok)
+          throw new Error(`The bundled model is missing from this site (${name}: HTTP ${fetched.status}).`);
         await keep(cache, url, fetched);
         response = fetched;
       }
     } else {
       const file = choice.files.find((f) => f.name === name && (f.webkitRelativePath || name).split('/').length <= 2);
-      if (!file) throw new Error(`The chosen model folder has no ${name}: pick config.json, tokenizer.json and model.safetensors.`);
+      if (!file)
+        throw new Error(
+          `The chosen model folder has no ${name}: pick config.json, tokenizer.json and model.safetensors.`,
+        );
       // Stored under a same-origin key that is never requested from the network.
       const key = new URL(`local-models/${encodeURIComponent(choice.label)}/${name}`, self.location.href).href;
       response = new Response(file);
@@ -242,7 +255,9 @@ async function optionalModelFile(choice, cache, name) {
     }
     return new Uint8Array(await response.arrayBuffer());
   }
-  const file = choice.files.find((f) => (f.webkitRelativePath || '').endsWith('/' + name) || (!name.includes('/') && f.name === name));
+  const file = choice.files.find(
+    (f) => (f.webkitRelativePath || '').endsWith('/' + name) || (!name.includes('/') && f.name === name),
+  );
   return file ? new Uint8Array(await file.arrayBuffer()) : null;
 }
 

@@ -25,7 +25,11 @@ pub struct AgreementArgs {
 pub(super) fn agreement(a: AgreementArgs) -> Result<()> {
     let inputs: Vec<&std::path::Path> = std::iter::once(a.rankings.as_path()).chain(a.bundle.as_deref()).collect();
     let outputs = Outputs::plan(&inputs, &a.output, &[], &[])?;
-    let req = jobs::AgreementRequest { rankings: named(&a.rankings)?, bundle: named_opt(&a.bundle)?, controls: a.control_systems };
+    let req = jobs::AgreementRequest {
+        rankings: named(&a.rankings)?,
+        bundle: named_opt(&a.bundle)?,
+        controls: a.control_systems,
+    };
     let outcome = jobs::agreement(&req)?;
     warn_all(&outcome.report.warnings, a.output.quiet);
     emit(&outcome.report, &outcome.tables, &a.output, outputs)

@@ -2,15 +2,15 @@
 //! times things). The core part builds inputs of the issue's size as *text files* and runs
 //! them through the same jobs as the CLI, so parsing and validation are measured too.
 
+use super::output::{emit, OutputArgs, Outputs};
 use crate::jobs::{self, NamedText};
 use crate::report::Table;
-use super::output::{emit, OutputArgs, Outputs};
 use crate::{Error, Result};
 use clap::Args;
-use std::path::PathBuf;
 use serde::Serialize;
 use std::fmt::Write as _;
 use std::path::Path;
+use std::path::PathBuf;
 use std::time::Instant;
 
 #[derive(Debug, Clone, Serialize)]
@@ -45,7 +45,8 @@ pub fn core(timings: &mut Vec<Timing>) -> Result<()> {
             r#"{{"id":"i{i}","task":"mcqa","question":"Case {i}: a patient presents with finding {i}. What is the diagnosis?","options":{{"1":"A","2":"B","3":"C","4":"D","5":"E"}},"answer":"{answer}","arguments":{{"#
         );
         for (s, system) in SYSTEMS.iter().enumerate() {
-            let _ = write!(bundle, r#"{}"{system}":"Argument of {system} for case {i}.""#, if s > 0 { "," } else { "" });
+            let _ =
+                write!(bundle, r#"{}"{system}":"Argument of {system} for case {i}.""#, if s > 0 { "," } else { "" });
             let right = (i * 7 + s * 3) % (4 + s) != 0;
             let predicted = if right { answer } else { 1 + (answer % 5) };
             let _ = writeln!(predictions, "i{i},{system},{predicted},{:.3}", if right { 0.8 } else { 0.1 });
@@ -60,24 +61,34 @@ pub fn core(timings: &mut Vec<Timing>) -> Result<()> {
     }
     let req = jobs::EvaluateRequest {
         bundle: NamedText::new("bench_bundle.jsonl", bundle),
-        predictions: vec![jobs::EvaluatorPredictions { evaluator: None, file: NamedText::new("bench_predictions.csv", predictions) }],
+        predictions: vec![jobs::EvaluatorPredictions {
+            evaluator: None,
+            file: NamedText::new("bench_predictions.csv", predictions),
+        }],
         rankings: Some(NamedText::new("bench_rankings.csv", rankings)),
         corpus: None,
         options: jobs::RankingOptions::default(),
     };
-    time(timings, "evaluate: parse + check + rank + 1000 paired bootstrap resamples + human agreement", "100,000 arguments, 12,000 human ranks", || {
-        jobs::evaluate_predictions(&req)
-    })?;
+    time(
+        timings,
+        "evaluate: parse + check + rank + 1000 paired bootstrap resamples + human agreement",
+        "100,000 arguments, 12,000 human ranks",
+        || jobs::evaluate_predictions(&req),
+    )?;
 
     // Statistics alone on 100,000 pairs.
     let x: Vec<f64> = (0..100_000u64).map(|i| ((i * 7919) % 1000) as f64).collect();
     let y: Vec<f64> = (0..100_000u64).map(|i| ((i * 104_729) % 997) as f64 + (i % 3) as f64).collect();
     time(timings, "Kendall tau-b with p-value", "100,000 pairs", || Ok(crate::stats::kendall::tau_b(&x, &y)))?;
     time(timings, "Spearman rho with p-value", "100,000 pairs", || Ok(crate::stats::spearman::spearman(&x, &y)))?;
-    let blocks: Vec<Vec<f64>> = (0..25_000u64).map(|i| (0..4u64).map(|s| ((i * 31 + s * 17) % 5) as f64).collect()).collect();
+    let blocks: Vec<Vec<f64>> =
+        (0..25_000u64).map(|i| (0..4u64).map(|s| ((i * 31 + s * 17) % 5) as f64).collect()).collect();
     time(timings, "Friedman test", "25,000 blocks x 4 systems", || Ok(crate::stats::friedman::friedman(&blocks)))?;
-    let coders: Vec<Vec<Option<f64>>> =
-        (0..3u64).map(|c| (0..100_000u64).map(|u| if (u + c) % 11 == 0 { None } else { Some((1 + (u * 3 + c) % 4) as f64) }).collect()).collect();
+    let coders: Vec<Vec<Option<f64>>> = (0..3u64)
+        .map(|c| {
+            (0..100_000u64).map(|u| if (u + c) % 11 == 0 { None } else { Some((1 + (u * 3 + c) % 4) as f64) }).collect()
+        })
+        .collect();
     time(timings, "Krippendorff's alpha (ordinal)", "3 coders x 100,000 units", || {
         Ok(crate::stats::krippendorff::alpha(&coders, crate::stats::krippendorff::Level::Ordinal))
     })?;
@@ -98,16 +109,26 @@ pub fn core(timings: &mut Vec<Timing>) -> Result<()> {
         }
         for s in 0..10 {
             for sample in 0..10 {
-                let _ = writeln!(answers, r#"{{"qid":"q{q}","system":"m{s}","prompt":"p","sample":{sample},"text":"answer"}}"#);
+                let _ = writeln!(
+                    answers,
+                    r#"{{"qid":"q{q}","system":"m{s}","prompt":"p","sample":{sample},"text":"answer"}}"#
+                );
                 let _ = writeln!(scores, "q{q},m{s},p,{sample},{}", 1000.0 - ((q + s * 7 + sample) % 103) as f64);
             }
         }
     }
     let req = jobs::NrpRequest {
         topics: NamedText::new("bench_topics.jsonl", topics),
-        qrels: vec![jobs::QrelsFile { dimension: Some("relevance".into()), file: NamedText::new("bench_qrels.txt", qrels) }],
+        qrels: vec![jobs::QrelsFile {
+            dimension: Some("relevance".into()),
+            file: NamedText::new("bench_qrels.txt", qrels),
+        }],
         documents: None,
-        answers: vec![jobs::AnswerFile { file: NamedText::new("bench_answers.jsonl", answers), system: None, prompt: None }],
+        answers: vec![jobs::AnswerFile {
+            file: NamedText::new("bench_answers.jsonl", answers),
+            system: None,
+            prompt: None,
+        }],
         rankers: vec![jobs::PrecomputedRanker {
             name: "bench".into(),
             run: NamedText::new("bench_run.txt", run),
@@ -116,7 +137,12 @@ pub fn core(timings: &mut Vec<Timing>) -> Result<()> {
         expert_rankings: None,
         options: jobs::NrpRequestOptions { bm25: false, ..Default::default() },
     };
-    time(timings, "nrp: parse + check + nDCG@10 validation + NRP + 1000 bootstrap resamples", "1,000,000 qrels lines, 1,000,000 run lines, 100,000 answers", || jobs::nrp(&req))?;
+    time(
+        timings,
+        "nrp: parse + check + nDCG@10 validation + NRP + 1000 bootstrap resamples",
+        "1,000,000 qrels lines, 1,000,000 run lines, 100,000 answers",
+        || jobs::nrp(&req),
+    )?;
     Ok(())
 }
 
@@ -143,10 +169,18 @@ pub struct GpuBench {
 }
 
 /// The CPU encoder against its peers (ONNX Runtime, NumPy) on the same weights and shapes.
-pub fn encoder(model_dir: &Path, peers_dir: &Path, lengths: &[usize], batches: &[usize], repeats: usize) -> Result<crate::model::bench::BenchReport> {
+pub fn encoder(
+    model_dir: &Path,
+    peers_dir: &Path,
+    lengths: &[usize],
+    batches: &[usize],
+    repeats: usize,
+) -> Result<crate::model::bench::BenchReport> {
     let model = crate::model::TextModel::read_dir(model_dir)?;
     let peers = [("onnxruntime", peers_dir.join("minilm_onnx.py")), ("numpy", peers_dir.join("minilm_numpy.py"))];
-    crate::model::bench::bench_with_peers(&model.encoder, model_dir, &peers, lengths, batches, repeats, &mut |line| eprintln!("  {line}"))
+    crate::model::bench::bench_with_peers(&model.encoder, model_dir, &peers, lengths, batches, repeats, &mut |line| {
+        eprintln!("  {line}")
+    })
 }
 
 /// The wgpu encoder on this machine's adapter.
@@ -172,7 +206,10 @@ pub fn gpu(model_dir: &Path, lengths: &[usize], batches: &[usize], full_grid: bo
     };
     let encoder = crate::gpu::encoder::GpuEncoder::with_context(ctx, &model.encoder.model)?;
     let rows = crate::gpu::bench::bench_grid_blocking(&encoder, "wgpu", &adapter.name, &lengths, &batches, 1.0, |r| {
-        eprintln!("  len {} batch {}: {:.1} seq/s, {:.0} tokens/s", r.seq_len, r.batch, r.sequences_per_s, r.tokens_per_s)
+        eprintln!(
+            "  len {} batch {}: {:.1} seq/s, {:.0} tokens/s",
+            r.seq_len, r.batch, r.sequences_per_s, r.tokens_per_s
+        )
     })?;
     Ok(GpuBench { adapter, rows, skipped })
 }
@@ -224,21 +261,32 @@ impl BenchReport {
     pub fn tables(&self) -> Vec<Table> {
         let mut tables = Vec::new();
         if !self.core.is_empty() {
-            let mut t = Table::new("bench_core", "Core (non-neural): wall-clock seconds on this machine", &["step", "size", "seconds"]);
+            let mut t = Table::new(
+                "bench_core",
+                "Core (non-neural): wall-clock seconds on this machine",
+                &["step", "size", "seconds"],
+            );
             for x in &self.core {
                 t.push(vec![x.step.clone(), x.size.clone(), format!("{:.2}", x.seconds)]);
             }
             tables.push(t);
         }
         if let Some(e) = &self.encoder {
-            let mut headers = vec!["length".to_string(), "batch".into(), "medrank seq/s".into(), "medrank tokens/s".into()];
+            let mut headers =
+                vec!["length".to_string(), "batch".into(), "medrank seq/s".into(), "medrank tokens/s".into()];
             headers.extend(e.peers.iter().map(|p| format!("{} tokens/s", p.name)));
             headers.push("medrank / fastest peer".into());
             let refs: Vec<&str> = headers.iter().map(String::as_str).collect();
-            let title = format!("Encoder on the CPU ({} threads): medrank and peers on the same weights and inputs", e.threads);
+            let title =
+                format!("Encoder on the CPU ({} threads): medrank and peers on the same weights and inputs", e.threads);
             let mut t = Table::new("bench_encoder", &title, &refs);
             for p in &e.ours {
-                let mut row = vec![p.seq_len.to_string(), p.batch.to_string(), format!("{:.1}", p.sequences_per_s), format!("{:.0}", p.tokens_per_s)];
+                let mut row = vec![
+                    p.seq_len.to_string(),
+                    p.batch.to_string(),
+                    format!("{:.1}", p.sequences_per_s),
+                    format!("{:.0}", p.tokens_per_s),
+                ];
                 for peer in &e.peers {
                     row.push(match peer.points.iter().find(|q| q.seq_len == p.seq_len && q.batch == p.batch) {
                         Some(q) => format!("{:.0}", q.tokens_per_s),
@@ -256,10 +304,20 @@ impl BenchReport {
             }
         }
         if let Some(g) = &self.gpu {
-            let title = format!("Encoder on the GPU (wgpu): {} ({}{})", g.adapter.name, g.adapter.backend, if g.adapter.is_fallback { ", a software adapter: not the speed target" } else { "" });
+            let title = format!(
+                "Encoder on the GPU (wgpu): {} ({}{})",
+                g.adapter.name,
+                g.adapter.backend,
+                if g.adapter.is_fallback { ", a software adapter: not the speed target" } else { "" }
+            );
             let mut t = Table::new("bench_gpu", &title, &["length", "batch", "seq/s", "tokens/s"]);
             for r in &g.rows {
-                t.push(vec![r.seq_len.to_string(), r.batch.to_string(), format!("{:.2}", r.sequences_per_s), format!("{:.0}", r.tokens_per_s)]);
+                t.push(vec![
+                    r.seq_len.to_string(),
+                    r.batch.to_string(),
+                    format!("{:.2}", r.sequences_per_s),
+                    format!("{:.0}", r.tokens_per_s),
+                ]);
             }
             for (l, b) in &g.skipped {
                 t.push(vec![l.to_string(), b.to_string(), "skipped".into(), "(software adapter)".into()]);
@@ -332,7 +390,9 @@ pub struct BenchArgs {
 pub(super) fn bench(a: BenchArgs) -> Result<()> {
     let outputs = Outputs::plan(&[&a.model], &a.output, &[], &[])?;
     if cfg!(debug_assertions) {
-        eprintln!("note: this is a debug build of medrank; figures of `cargo run --release -- bench` are the ones to quote");
+        eprintln!(
+            "note: this is a debug build of medrank; figures of `cargo run --release -- bench` are the ones to quote"
+        );
     }
     let mut report = BenchReport::default();
     for part in &a.parts {
@@ -353,7 +413,9 @@ pub(super) fn bench(a: BenchArgs) -> Result<()> {
                 eprintln!("workload: evaluate --model on the CasiMedicos dev bundle:");
                 report.workload = workload(&a.model, &a.workload_data, &a.workload_backends)?;
             }
-            other => return Err(Error::invalid(format!("unknown bench part `{other}` (core, encoder, gpu, workload)"))),
+            other => {
+                return Err(Error::invalid(format!("unknown bench part `{other}` (core, encoder, gpu, workload)")))
+            }
         }
     }
     let tables = report.tables();

@@ -100,7 +100,11 @@ pub struct BootstrapArgs {
 pub(super) fn numbers<T: std::str::FromStr>(flag: &str, value: &str, expected: &str) -> Result<Vec<T>> {
     value
         .split(',')
-        .map(|x| x.trim().parse::<T>().map_err(|_| Error::invalid(format!("{flag} {value}: `{}` is not a number; expected {expected}", x.trim()))))
+        .map(|x| {
+            x.trim().parse::<T>().map_err(|_| {
+                Error::invalid(format!("{flag} {value}: `{}` is not a number; expected {expected}", x.trim()))
+            })
+        })
         .collect()
 }
 

@@ -31,7 +31,12 @@ pub struct ControlsArgs {
 pub(super) fn controls(a: ControlsArgs) -> Result<()> {
     let inputs: Vec<&std::path::Path> = std::iter::once(a.bundle.as_path()).chain(a.corpus.as_deref()).collect();
     let mut outputs = Outputs::plan(&inputs, &a.output, &[&a.out], &[])?;
-    let req = jobs::ControlsRequest { bundle: named(&a.bundle)?, which: a.which, corpus: named_opt(&a.corpus)?, seed: a.seed };
+    let req = jobs::ControlsRequest {
+        bundle: named(&a.bundle)?,
+        which: a.which,
+        corpus: named_opt(&a.corpus)?,
+        seed: a.seed,
+    };
     let outcome = jobs::add_controls(&req)?;
     outputs.file(&a.out, outcome.bundle_jsonl.as_bytes())?;
     warn_all(&outcome.report.warnings, a.output.quiet);

@@ -41,7 +41,8 @@ pub(super) fn embed(a: EmbedArgs) -> Result<()> {
     }
     outputs.file(&a.out, out.as_bytes())?;
     outputs.commit()?;
-    let truncated: Vec<String> = cut.iter().enumerate().filter(|(_, c)| **c > 0).map(|(i, _)| (i + 1).to_string()).collect();
+    let truncated: Vec<String> =
+        cut.iter().enumerate().filter(|(_, c)| **c > 0).map(|(i, _)| (i + 1).to_string()).collect();
     if !truncated.is_empty() {
         eprintln!(
             "warning: {}: {} lines were longer than the model's {}-token limit and lost their end (lines {})",
@@ -51,6 +52,11 @@ pub(super) fn embed(a: EmbedArgs) -> Result<()> {
             truncated.join(", ")
         );
     }
-    println!("wrote {} embeddings of dimension {} to {}", vectors.len(), vectors.first().map_or(0, Vec::len), a.out.display());
+    println!(
+        "wrote {} embeddings of dimension {} to {}",
+        vectors.len(),
+        vectors.first().map_or(0, Vec::len),
+        a.out.display()
+    );
     Ok(())
 }

@@ -41,7 +41,12 @@ pub struct EvaluateArgs {
     /// An evaluator's predictions, as [EVALUATOR=]FILE (repeat, one per evaluator): CSV
     /// `instance,system,predicted,p_correct[,prob:<label>..]` or JSONL. The evaluator's name
     /// defaults to the file name.
-    #[arg(long = "predictions", value_name = "[EVALUATOR=]FILE", required_unless_present = "model", conflicts_with = "model")]
+    #[arg(
+        long = "predictions",
+        value_name = "[EVALUATOR=]FILE",
+        required_unless_present = "model",
+        conflicts_with = "model"
+    )]
     pub predictions: Vec<String>,
     /// Use a model folder as the evaluator instead (config.json, tokenizer.json,
     /// model.safetensors): its classification / multiple-choice head, or without a head the
@@ -84,7 +89,9 @@ pub struct EvaluateArgs {
 /// (and not the name of an existing file) is a name.
 fn evaluator_and_path(p: &str) -> (Option<String>, &Path) {
     match p.split_once('=') {
-        Some((name, path)) if !name.is_empty() && !name.contains('/') && !Path::new(p).exists() => (Some(name.to_string()), Path::new(path)),
+        Some((name, path)) if !name.is_empty() && !name.contains('/') && !Path::new(p).exists() => {
+            (Some(name.to_string()), Path::new(path))
+        }
         _ => (None, Path::new(p)),
     }
 }
@@ -149,7 +156,10 @@ fn evaluate_with_model(a: &EvaluateArgs, dir: &Path, mut outputs: Outputs) -> Re
         if !quiet && total > 0 && (t - last >= 2.0 || done == total) && done > 0 {
             last = t;
             let eta = t / done as f64 * (total - done) as f64;
-            eprintln!("  encoded {done}/{total} sequences ({:.0}%), {t:.0} s elapsed, about {eta:.0} s left", 100.0 * done as f64 / total as f64);
+            eprintln!(
+                "  encoded {done}/{total} sequences ({:.0}%), {t:.0} s elapsed, about {eta:.0} s left",
+                100.0 * done as f64 / total as f64
+            );
         }
         true
     };

@@ -39,7 +39,8 @@ pub struct ImportRosArgs {
 
 pub(super) fn import_ros(a: ImportRosArgs) -> Result<()> {
     let all: Vec<&(String, String)> = a.sources.iter().chain(&a.control_sources).collect();
-    let inputs: Vec<&Path> = std::iter::once(a.no_argument.as_path()).chain(all.iter().map(|(_, f)| Path::new(f))).collect();
+    let inputs: Vec<&Path> =
+        std::iter::once(a.no_argument.as_path()).chain(all.iter().map(|(_, f)| Path::new(f))).collect();
     let mut outputs = Outputs::plan(&inputs, &a.output, &[&a.out], &[])?;
     let req = jobs::ImportRequest {
         no_argument: named(&a.no_argument)?,
@@ -55,7 +56,12 @@ pub(super) fn import_ros(a: ImportRosArgs) -> Result<()> {
             0 => String::new(),
             n => format!(" ({n} marked as control cases: {})", outcome.report.controls.join(", ")),
         };
-        println!("wrote {} instances x {} systems{controls} to {}", outcome.report.instances, outcome.report.systems.len(), a.out.display());
+        println!(
+            "wrote {} instances x {} systems{controls} to {}",
+            outcome.report.instances,
+            outcome.report.systems.len(),
+            a.out.display()
+        );
     }
     Ok(())
 }

@@ -46,18 +46,32 @@ pub(super) fn metrics(a: MetricsArgs) -> Result<()> {
     use crate::eval::metrics::{rouge::Tokenizer, KappaBins, Metric, MetricsOptions};
     let inputs: Vec<&std::path::Path> = std::iter::once(a.input.as_path()).chain(a.bertscore.as_deref()).collect();
     let outputs = Outputs::plan(&inputs, &a.output, &[], &[])?;
-    let mut options = MetricsOptions { seed: a.bootstrap.seed, resamples: a.bootstrap.resamples, confidence: a.bootstrap.confidence, ..Default::default() };
+    let mut options = MetricsOptions {
+        seed: a.bootstrap.seed,
+        resamples: a.bootstrap.resamples,
+        confidence: a.bootstrap.confidence,
+        ..Default::default()
+    };
     options.rouge.tokenizer = if a.tokenizer == "unicode" { Tokenizer::Unicode } else { Tokenizer::RougeScore };
     options.rouge.stem = !a.no_stem;
     for (metric, spec) in &a.kappa_bins {
-        let bad = || Error::invalid(format!("--kappa-bins {metric}={spec}: expected MIN..MAX:CUT,CUT,.. e.g. 1..5:0.2,0.4,0.6,0.8"));
-        let m = Metric::parse(metric).ok_or_else(|| Error::invalid(format!("--kappa-bins: unknown metric `{metric}`")))?;
+        let bad = || {
+            Error::invalid(format!(
+                "--kappa-bins {metric}={spec}: expected MIN..MAX:CUT,CUT,.. e.g. 1..5:0.2,0.4,0.6,0.8"
+            ))
+        };
+        let m =
+            Metric::parse(metric).ok_or_else(|| Error::invalid(format!("--kappa-bins: unknown metric `{metric}`")))?;
         let (range, cuts) = spec.split_once(':').ok_or_else(bad)?;
         let (min, max) = range.split_once("..").ok_or_else(bad)?;
         let bins = KappaBins {
             min: min.trim().parse().map_err(|_| bad())?,
             max: max.trim().parse().map_err(|_| bad())?,
-            cut_points: numbers::<f64>(&format!("--kappa-bins {metric}="), cuts, "MIN..MAX:CUT,CUT,.. e.g. 1..5:0.2,0.4,0.6,0.8")?,
+            cut_points: numbers::<f64>(
+                &format!("--kappa-bins {metric}="),
+                cuts,
+                "MIN..MAX:CUT,CUT,.. e.g. 1..5:0.2,0.4,0.6,0.8",
+            )?,
         };
         bins.validate().map_err(|e| Error::invalid(format!("--kappa-bins {metric}: {e}")))?;
         options.kappa_bins.insert(m, bins);
@@ -97,7 +111,11 @@ pub struct RubricArgs {
 
 pub(super) fn rubric(a: RubricArgs) -> Result<()> {
     let outputs = Outputs::plan(&[&a.input], &a.output, &[], &[])?;
-    let options = crate::eval::rubric::RubricOptions { seed: a.bootstrap.seed, resamples: a.bootstrap.resamples, confidence: a.bootstrap.confidence };
+    let options = crate::eval::rubric::RubricOptions {
+        seed: a.bootstrap.seed,
+        resamples: a.bootstrap.resamples,
+        confidence: a.bootstrap.confidence,
+    };
     let outcome = jobs::rubric(&jobs::RubricRequest { file: named(&a.input)?, options })?;
     warn_all(&outcome.report.warnings, a.output.quiet);
     emit(&outcome.report, &outcome.tables, &a.output, outputs)

@@ -13,9 +13,9 @@ mod evaluate;
 mod import;
 mod metrics;
 mod nrp;
-mod train;
 mod output;
 pub mod serve;
+mod train;
 
 #[derive(Parser, Debug)]
 #[command(

@@ -118,16 +118,24 @@ pub(super) fn nrp(a: NrpArgs) -> Result<()> {
     }
     let mut rankers = Vec::new();
     for (name, files) in &a.rankers {
-        let (run, scores) = files
-            .split_once(',')
-            .ok_or_else(|| Error::invalid(format!("--ranker {name}={files}: expected NAME=RUN_FILE,ANSWER_SCORES_FILE")))?;
-        rankers.push(jobs::PrecomputedRanker { name: name.clone(), run: named(Path::new(run))?, answer_scores: named(Path::new(scores))? });
+        let (run, scores) = files.split_once(',').ok_or_else(|| {
+            Error::invalid(format!("--ranker {name}={files}: expected NAME=RUN_FILE,ANSWER_SCORES_FILE"))
+        })?;
+        rankers.push(jobs::PrecomputedRanker {
+            name: name.clone(),
+            run: named(Path::new(run))?,
+            answer_scores: named(Path::new(scores))?,
+        });
     }
     let req = jobs::NrpRequest {
         topics: named(&a.topics)?,
         qrels,
         documents: named_opt(&a.docs)?,
-        answers: a.answers.iter().map(|p| Ok(jobs::AnswerFile { file: named(p)?, system: None, prompt: None })).collect::<Result<_>>()?,
+        answers: a
+            .answers
+            .iter()
+            .map(|p| Ok(jobs::AnswerFile { file: named(p)?, system: None, prompt: None }))
+            .collect::<Result<_>>()?,
         rankers,
         expert_rankings: named_opt(&a.expert_rankings)?,
         options: jobs::NrpRequestOptions {
@@ -158,8 +166,13 @@ pub(super) fn nrp(a: NrpArgs) -> Result<()> {
     }
     for (name, dir) in &a.monot5 {
         let files = crate::model::ModelFiles::read_dir(Path::new(dir))?;
-        let t5 = crate::model::monot5::MonoT5::from_bytes(&files.config_json, &files.tokenizer_json, files.weights.clone())?;
-        models.push((name.clone(), jobs::rankers::NeuralRanker::MonoT5(std::cell::RefCell::new(t5)), jobs::model_fingerprints(&files)));
+        let t5 =
+            crate::model::monot5::MonoT5::from_bytes(&files.config_json, &files.tokenizer_json, files.weights.clone())?;
+        models.push((
+            name.clone(),
+            jobs::rankers::NeuralRanker::MonoT5(std::cell::RefCell::new(t5)),
+            jobs::model_fingerprints(&files),
+        ));
     }
     let window = match &a.window {
         None => None,

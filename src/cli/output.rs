@@ -107,7 +107,15 @@ impl Outputs {
                 canonical_inputs.push(c);
             }
         }
-        let mut outputs = Outputs { inputs: canonical_inputs, planned: Vec::new(), out_dirs: Vec::new(), staged: Vec::new(), new_dirs: Vec::new(), created: Vec::new(), committed: false };
+        let mut outputs = Outputs {
+            inputs: canonical_inputs,
+            planned: Vec::new(),
+            out_dirs: Vec::new(),
+            staged: Vec::new(),
+            new_dirs: Vec::new(),
+            created: Vec::new(),
+            committed: false,
+        };
         for file in output.json.iter().map(PathBuf::as_path).chain(files.iter().copied()) {
             outputs.check_file(file)?;
             outputs.planned_once(file)?;
@@ -115,12 +123,18 @@ impl Outputs {
         for dir in output.csv.iter().map(PathBuf::as_path).chain(dirs.iter().copied()) {
             match std::fs::symlink_metadata(dir) {
                 Ok(m) if !m.is_dir() => {
-                    return Err(Error::invalid(format!("{}: refused as an output folder: it exists and is not a folder (a file or a link)", dir.display())))
+                    return Err(Error::invalid(format!(
+                        "{}: refused as an output folder: it exists and is not a folder (a file or a link)",
+                        dir.display()
+                    )))
                 }
                 _ => {}
             }
             if input_dirs.contains(&canonical_target(dir)) {
-                return Err(Error::invalid(format!("{}: refused as an output folder: it is an input folder of this run", dir.display())));
+                return Err(Error::invalid(format!(
+                    "{}: refused as an output folder: it is an input folder of this run",
+                    dir.display()
+                )));
             }
             outputs.planned_once(dir)?;
             outputs.out_dirs.push(dir.to_path_buf());
@@ -134,15 +148,25 @@ impl Outputs {
         let name = path.display().to_string();
         match std::fs::symlink_metadata(path) {
             Ok(m) if !m.file_type().is_file() => {
-                let what = if m.is_dir() { "a folder" } else if m.file_type().is_symlink() { "a link" } else { "not a regular file (a device, pipe or socket)" };
-                return Err(Error::invalid(format!("{name}: refused as an output: it exists and is {what}; name a new or regular file")));
+                let what = if m.is_dir() {
+                    "a folder"
+                } else if m.file_type().is_symlink() {
+                    "a link"
+                } else {
+                    "not a regular file (a device, pipe or socket)"
+                };
+                return Err(Error::invalid(format!(
+                    "{name}: refused as an output: it exists and is {what}; name a new or regular file"
+                )));
             }
             Ok(_) => {}
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
             Err(e) => return Err(Error::io(name, e)),
         }
         if self.inputs.contains(&canonical_target(path)) {
-            return Err(Error::invalid(format!("{name}: refused as an output: it is an input of this run and would be overwritten")));
+            return Err(Error::invalid(format!(
+                "{name}: refused as an output: it is an input of this run and would be overwritten"
+            )));
         }
         Ok(())
     }
@@ -165,7 +189,9 @@ impl Outputs {
             return Err(Error::invalid(format!("{name}: written twice by this run")));
         }
         if self.out_dirs.iter().any(|dir| parent.starts_with(dir) && parent != *dir && !dir.is_dir()) {
-            return Err(Error::invalid(format!("{name}: outputs in a sub-folder of a new output folder are not supported")));
+            return Err(Error::invalid(format!(
+                "{name}: outputs in a sub-folder of a new output folder are not supported"
+            )));
         }
         // Inside an output folder (`--csv`) that does not exist yet, stage into the folder's
         // stand-in; other missing folders above an output are created (and removed again
@@ -256,10 +282,8 @@ impl Drop for Outputs {
 
 /// (parent folder, file name) of an output path; the parent of `x` is `.`.
 fn split_path(path: &Path) -> Result<(PathBuf, std::ffi::OsString)> {
-    let file_name = path
-        .file_name()
-        .ok_or_else(|| Error::invalid(format!("{}: not a file name", path.display())))?
-        .to_os_string();
+    let file_name =
+        path.file_name().ok_or_else(|| Error::invalid(format!("{}: not a file name", path.display())))?.to_os_string();
     let parent = match path.parent() {
         Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
         _ => PathBuf::from("."),
@@ -427,6 +451,9 @@ mod tests {
         std::fs::write(&path, b"a,b\nc,d\n\xc3\xa9,\xff\n").unwrap();
         let err = read_input(&path).unwrap_err();
         assert_eq!(err.location().unwrap().line, Some(3));
-        assert_eq!(err.to_string(), format!("{}:3: not valid UTF-8 at column 3 (byte 12 of the file); save it as UTF-8", path.display()));
+        assert_eq!(
+            err.to_string(),
+            format!("{}:3: not valid UTF-8 at column 3 (byte 12 of the file); save it as UTF-8", path.display())
+        );
     }
 }

@@ -59,14 +59,9 @@ pub fn serve_in_background_with(dir: &Path, port: u16, workers: usize, queue: us
 }
 
 fn bind(dir: &Path, port: u16) -> io::Result<(TcpListener, Arc<PathBuf>)> {
-    let root = dir.canonicalize().map_err(|e| {
-        io::Error::new(e.kind(), format!("{}: {e}", dir.display()))
-    })?;
+    let root = dir.canonicalize().map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", dir.display())))?;
     if !root.is_dir() {
-        return Err(io::Error::new(
-            io::ErrorKind::NotFound,
-            format!("{}: not a folder", dir.display()),
-        ));
+        return Err(io::Error::new(io::ErrorKind::NotFound, format!("{}: not a folder", dir.display())));
     }
     let listener = TcpListener::bind(("127.0.0.1", port))?;
     Ok((listener, Arc::new(root)))

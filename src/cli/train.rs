@@ -103,7 +103,10 @@ pub(super) fn train(a: TrainArgs) -> Result<()> {
         },
     };
     let labels = t::task_labels(task);
-    let conventions = t::ExampleOptions { keep_empty_options: a.keep_empty_options, keep_not_enough_evidence: a.keep_not_enough_evidence };
+    let conventions = t::ExampleOptions {
+        keep_empty_options: a.keep_empty_options,
+        keep_not_enough_evidence: a.keep_not_enough_evidence,
+    };
     let read = |path: &Path| -> Result<t::TrainData> {
         let file = named(path)?;
         let is_bundle = file.text.lines().find(|l| !l.trim().is_empty()).is_some_and(|l| l.contains("\"task\""));
@@ -116,7 +119,12 @@ pub(super) fn train(a: TrainArgs) -> Result<()> {
                 return Err(Error::in_file(&file.name, format!("no {} instance to train on", task.name())));
             }
             if bundle.instances.len() < before {
-                eprintln!("note: {}: {} instances of other tasks are not used for --task {}", file.name, before - bundle.instances.len(), task.name());
+                eprintln!(
+                    "note: {}: {} instances of other tasks are not used for --task {}",
+                    file.name,
+                    before - bundle.instances.len(),
+                    task.name()
+                );
             }
             t::examples_from_bundle(&bundle, &source, &labels, &model.tokenizer, a.seed, &conventions)
         } else {
@@ -130,7 +138,10 @@ pub(super) fn train(a: TrainArgs) -> Result<()> {
     for (what, d) in [("training", &train_data), ("dev", &dev_data)] {
         let c = &d.counts;
         if c.empty_options_left_out > 0 {
-            eprintln!("note: {what} data: {} empty options are no candidate (--keep-empty-options keeps them)", c.empty_options_left_out);
+            eprintln!(
+                "note: {what} data: {} empty options are no candidate (--keep-empty-options keeps them)",
+                c.empty_options_left_out
+            );
         }
         if !c.not_enough_evidence_dropped.is_empty() {
             eprintln!(
@@ -144,20 +155,27 @@ pub(super) fn train(a: TrainArgs) -> Result<()> {
         }
     }
     let (train_set, dev_set) = (&train_data.examples, &dev_data.examples);
-    let kind = if task == crate::data::Task::Mcqa { HeadKind::MultipleChoice } else { HeadKind::SequenceClassification };
-    eprintln!("training on {} examples, picking on {} dev examples ({:?})", train_set.len(), dev_set.len(), options.freeze);
-    let mut result = t::train_with_events(&model, kind, &labels, train_set, dev_set, &options, &mut |event| match event {
-        t::TrainEvent::Cached { inputs, seconds } => {
-            eprintln!("  frozen layers computed once for {inputs} inputs in {seconds:.0} s")
-        }
-        t::TrainEvent::Step { epoch, examples, of, examples_per_second } => {
-            eprintln!("  epoch {epoch:>2}  {examples}/{of} examples  {examples_per_second:.1} examples/s")
-        }
-        t::TrainEvent::Epoch(log) => eprintln!(
-            "  epoch {:>2}  steps {:>5}  train loss {:.4}  dev accuracy {:.4}  lr {:.2e}  {:.1} examples/s",
-            log.epoch, log.steps, log.train_loss, log.dev_accuracy, log.learning_rate, log.examples_per_second
-        ),
-    })?;
+    let kind =
+        if task == crate::data::Task::Mcqa { HeadKind::MultipleChoice } else { HeadKind::SequenceClassification };
+    eprintln!(
+        "training on {} examples, picking on {} dev examples ({:?})",
+        train_set.len(),
+        dev_set.len(),
+        options.freeze
+    );
+    let mut result =
+        t::train_with_events(&model, kind, &labels, train_set, dev_set, &options, &mut |event| match event {
+            t::TrainEvent::Cached { inputs, seconds } => {
+                eprintln!("  frozen layers computed once for {inputs} inputs in {seconds:.0} s")
+            }
+            t::TrainEvent::Step { epoch, examples, of, examples_per_second } => {
+                eprintln!("  epoch {epoch:>2}  {examples}/{of} examples  {examples_per_second:.1} examples/s")
+            }
+            t::TrainEvent::Epoch(log) => eprintln!(
+                "  epoch {:>2}  steps {:>5}  train loss {:.4}  dev accuracy {:.4}  lr {:.2e}  {:.1} examples/s",
+                log.epoch, log.steps, log.train_loss, log.dev_accuracy, log.learning_rate, log.examples_per_second
+            ),
+        })?;
     result.data = Some((train_data.counts.clone(), dev_data.counts.clone()));
     let (cut_train, cut_dev) = result.truncated;
     if cut_train + cut_dev > 0 {
@@ -169,7 +187,10 @@ pub(super) fn train(a: TrainArgs) -> Result<()> {
         eprintln!("warning: {cut_train} training and {cut_dev} dev examples had inputs cut to the model's token limit ({what}); train_log.json records the counts");
     }
     let mut files = t::trained_files(&result, &options)?;
-    files.push(("tokenizer.json".into(), std::fs::read(a.model.join("tokenizer.json")).map_err(|e| Error::io(a.model.display().to_string(), e))?));
+    files.push((
+        "tokenizer.json".into(),
+        std::fs::read(a.model.join("tokenizer.json")).map_err(|e| Error::io(a.model.display().to_string(), e))?,
+    ));
     for (name, bytes) in files {
         outputs.file(&a.out.join(name), &bytes)?;
     }

@@ -2,8 +2,8 @@
 //! and the cross-checks that tell a user which parts of the inputs do not fit together.
 
 use crate::data::common::{
-    content_lines, csv_error, csv_reader, first_content_char, non_empty, parse_number,
-    parse_unsigned, record_line, Header, Tally,
+    content_lines, csv_error, csv_reader, first_content_char, non_empty, parse_number, parse_unsigned, record_line,
+    Header, Tally,
 };
 use crate::data::json::{line_error, parse_record};
 use crate::data::{Answer, AnswerScore, Document, HumanRankings, Judgments, RunEntry, Topic};
@@ -44,30 +44,17 @@ pub fn parse_documents(name: &str, text: &str) -> Result<(Vec<Document>, Vec<War
         let document = if jsonl {
             let record = parse_record(name, line, row)?;
             for field in record.unknown_fields(&["docno", "text"]) {
-                tally.add(
-                    format!("ignored unknown field `{field}` on documents"),
-                    line.to_string(),
-                );
+                tally.add(format!("ignored unknown field `{field}` on documents"), line.to_string());
             }
-            Document {
-                docno: record.label("docno")?,
-                text: record.string("text")?.to_owned(),
-            }
+            Document { docno: record.label("docno")?, text: record.string("text")?.to_owned() }
         } else {
-            let (docno, text) = row.split_once('\t').ok_or_else(|| {
-                line_error(
-                    name,
-                    line,
-                    "expected `docno<TAB>text` (no tab on this line)",
-                )
-            })?;
+            let (docno, text) = row
+                .split_once('\t')
+                .ok_or_else(|| line_error(name, line, "expected `docno<TAB>text` (no tab on this line)"))?;
             if documents.is_empty() && docno.trim() == "docno" && text.trim() == "text" {
                 continue;
             }
-            Document {
-                docno: docno.trim().to_owned(),
-                text: text.trim().to_owned(),
-            }
+            Document { docno: docno.trim().to_owned(), text: text.trim().to_owned() }
         };
         if document.docno.is_empty() {
             return Err(Error::input(name, line, "docno", "`docno` is empty"));
@@ -77,10 +64,7 @@ pub fn parse_documents(name: &str, text: &str) -> Result<(Vec<Document>, Vec<War
                 name,
                 line,
                 "docno",
-                format!(
-                    "duplicate docno `{}` (also on line {first})",
-                    document.docno
-                ),
+                format!("duplicate docno `{}` (also on line {first})", document.docno),
             ));
         }
         if document.text.trim().is_empty() {
@@ -128,16 +112,9 @@ pub fn parse_answers_csv(
         }
     }
     if answer_cols.is_empty() {
-        return Err(Error::input(
-            name,
-            1,
-            "answer1",
-            "missing column `answer1` (answers are `answer1`..`answerN`)",
-        ));
+        return Err(Error::input(name, 1, "answer1", "missing column `answer1` (answers are `answer1`..`answerN`)"));
     }
-    let is_known = |c: &str| {
-        c == "qid" || c == "query" || answer_cols.iter().any(|(col, _)| header.names[*col] == c)
-    };
+    let is_known = |c: &str| c == "qid" || c == "query" || answer_cols.iter().any(|(col, _)| header.names[*col] == c);
     let mut warnings: Vec<Warning> = header.unknown_columns(name, is_known).into_iter().collect();
 
     let mut answers = Vec::new();
@@ -150,20 +127,12 @@ pub fn parse_answers_csv(
         let qid = non_empty(name, line, "qid", &record, qid_col)?.to_owned();
         let query = non_empty(name, line, "query", &record, query_col)?.to_owned();
         if let Some(first) = first_line.insert(qid.clone(), line) {
-            return Err(Error::input(
-                name,
-                line,
-                "qid",
-                format!("duplicate qid `{qid}` (also on line {first})"),
-            ));
+            return Err(Error::input(name, line, "qid", format!("duplicate qid `{qid}` (also on line {first})")));
         }
         for (col, sample) in &answer_cols {
             let text = record.get(*col).unwrap_or("").to_owned();
             if text.is_empty() {
-                tally.add(
-                    format!("empty answers (kept) in column `{}`", header.names[*col]),
-                    qid.clone(),
-                );
+                tally.add(format!("empty answers (kept) in column `{}`", header.names[*col]), qid.clone());
             }
             answers.push(Answer {
                 qid: qid.clone(),
@@ -176,10 +145,7 @@ pub fn parse_answers_csv(
         queries.push(Topic { qid, query });
     }
     if answers.is_empty() {
-        return Err(Error::in_file(
-            name,
-            "the answers file has a header but no rows",
-        ));
+        return Err(Error::in_file(name, "the answers file has a header but no rows"));
     }
     warnings.extend(tally.into_warnings());
     Ok((answers, queries, warnings))
@@ -201,25 +167,15 @@ pub fn parse_answers_jsonl(name: &str, text: &str) -> Result<(Vec<Answer>, Vec<W
             text: record.string("text")?.to_owned(),
         };
         for field in record.unknown_fields(&["qid", "system", "prompt", "sample", "text"]) {
-            tally.add(
-                format!("ignored unknown field `{field}` on answers"),
-                answer.id(),
-            );
+            tally.add(format!("ignored unknown field `{field}` on answers"), answer.id());
         }
         if answer.text.trim().is_empty() {
-            tally.add(
-                "empty answers (kept)",
-                format!("{}:{}", answer.qid, answer.id()),
-            );
+            tally.add("empty answers (kept)", format!("{}:{}", answer.qid, answer.id()));
         }
         if let Some(first) = first_line.insert((answer.qid.clone(), answer.id()), line) {
             return Err(record.error(
                 "sample",
-                format!(
-                    "answer `{}` to query `{}` appears twice (also on line {first})",
-                    answer.id(),
-                    answer.qid
-                ),
+                format!("answer `{}` to query `{}` appears twice (also on line {first})", answer.id(), answer.qid),
             ));
         }
         answers.push(answer);
@@ -256,10 +212,7 @@ pub fn parse_answer_scores(name: &str, text: &str) -> Result<(Vec<AnswerScore>, 
         for (line, row) in content_lines(text) {
             let record = parse_record(name, line, row)?;
             for field in record.unknown_fields(&SCORE_FIELDS) {
-                unknown.add(
-                    format!("ignored unknown field `{field}` on lines"),
-                    line.to_string(),
-                );
+                unknown.add(format!("ignored unknown field `{field}` on lines"), line.to_string());
             }
             scores.push(AnswerScore {
                 qid: record.non_empty_label("qid")?,
@@ -352,18 +305,12 @@ pub fn check_nrp_inputs(inputs: &NrpInputs) -> Result<Vec<Warning>> {
 
     for j in inputs.judgments {
         for qid in j.grades.keys().filter(|q| !topics.contains(q.as_str())) {
-            tally.add(
-                format!("queries with {} judgements but no topic", j.dimension),
-                qid.clone(),
-            );
+            tally.add(format!("queries with {} judgements but no topic", j.dimension), qid.clone());
         }
         for qid in &topics {
             if j.grades.get(*qid).is_none_or(|docs| docs.is_empty()) {
                 tally.add(
-                    format!(
-                        "topics without a judged document in {} (NRP undefined there)",
-                        j.dimension
-                    ),
+                    format!("topics without a judged document in {} (NRP undefined there)", j.dimension),
                     qid.to_string(),
                 );
             }
@@ -374,21 +321,14 @@ pub fn check_nrp_inputs(inputs: &NrpInputs) -> Result<Vec<Warning>> {
     let mut answered: HashSet<&str> = HashSet::new();
     for a in inputs.answers {
         answered.insert(a.qid.as_str());
-        *samples
-            .entry((&a.system, &a.prompt))
-            .or_default()
-            .entry(&a.qid)
-            .or_default() += 1;
+        *samples.entry((&a.system, &a.prompt)).or_default().entry(&a.qid).or_default() += 1;
     }
     for qid in topics.iter().filter(|q| !answered.contains(*q)) {
         tally.add("topics without any answer", qid.to_string());
     }
     for ((system, prompt), per_query) in &samples {
         let counts: BTreeSet<usize> = per_query.values().copied().collect();
-        let missing_queries = topics
-            .iter()
-            .filter(|q| !per_query.contains_key(*q))
-            .count();
+        let missing_queries = topics.iter().filter(|q| !per_query.contains_key(*q)).count();
         if counts.len() > 1 || missing_queries > 0 {
             let counts: Vec<String> = counts.iter().map(|c| c.to_string()).collect();
             tally.add(
@@ -401,44 +341,28 @@ pub fn check_nrp_inputs(inputs: &NrpInputs) -> Result<Vec<Warning>> {
     let judged: BTreeSet<(&str, &str)> = inputs
         .judgments
         .iter()
-        .flat_map(|j| {
-            j.grades
-                .iter()
-                .flat_map(|(q, docs)| docs.keys().map(move |d| (q.as_str(), d.as_str())))
-        })
+        .flat_map(|j| j.grades.iter().flat_map(|(q, docs)| docs.keys().map(move |d| (q.as_str(), d.as_str()))))
         .collect();
     if let Some(documents) = inputs.documents {
         let docnos: HashSet<&str> = documents.iter().map(|d| d.docno.as_str()).collect();
         for (qid, docno) in &judged {
             if !docnos.contains(docno) {
-                tally.add(
-                    "judged documents without a text in the documents file",
-                    format!("{qid}:{docno}"),
-                );
+                tally.add("judged documents without a text in the documents file", format!("{qid}:{docno}"));
             }
         }
     }
     if let Some(run) = inputs.run {
-        let scored: HashSet<(&str, &str)> = run
-            .iter()
-            .map(|r| (r.qid.as_str(), r.docno.as_str()))
-            .collect();
+        let scored: HashSet<(&str, &str)> = run.iter().map(|r| (r.qid.as_str(), r.docno.as_str())).collect();
         for (qid, docno) in &judged {
             if !scored.contains(&(*qid, *docno)) {
-                tally.add(
-                    "judged documents without a score in the run",
-                    format!("{qid}:{docno}"),
-                );
+                tally.add("judged documents without a score in the run", format!("{qid}:{docno}"));
             }
         }
     }
     if let Some(scores) = inputs.answer_scores {
         for s in scores {
             if !answer_ids.contains(&(s.qid.as_str(), s.answer_id())) {
-                tally.add(
-                    "scores for answers that are not in the answers",
-                    format!("{}:{}", s.qid, s.answer_id()),
-                );
+                tally.add("scores for answers that are not in the answers", format!("{}:{}", s.qid, s.answer_id()));
             }
         }
     }
@@ -456,12 +380,7 @@ fn check_expert_items(
     judged: &BTreeSet<(&str, &str)>,
     answer_ids: &HashSet<(&str, String)>,
 ) -> Result<()> {
-    let documents: HashSet<&str> = inputs
-        .documents
-        .unwrap_or(&[])
-        .iter()
-        .map(|d| d.docno.as_str())
-        .collect();
+    let documents: HashSet<&str> = inputs.documents.unwrap_or(&[]).iter().map(|d| d.docno.as_str()).collect();
     for row in &expert.rows {
         if !topics.contains(row.instance.as_str()) {
             return Err(Error::input(
@@ -502,7 +421,11 @@ pub fn check_answers_have_topics(file: &str, text: &str, answers: &[Answer], top
         "answer `{}` is for query `{}`, which is not a topic{}",
         answer.id(),
         answer.qid,
-        if others > 0 { format!(" ({others} more answers in this file are for queries that are not topics)") } else { String::new() }
+        if others > 0 {
+            format!(" ({others} more answers in this file are for queries that are not topics)")
+        } else {
+            String::new()
+        }
     );
     Err(match line_of_qid(text, &answer.qid) {
         Some(line) => Error::input(file, line, "qid", message),
@@ -520,11 +443,7 @@ fn line_of_qid(text: &str, qid: &str) -> Option<usize> {
     }
     let mut reader = csv_reader(text);
     let column = reader.headers().ok()?.iter().position(|h| h == "qid")?;
-    reader
-        .records()
-        .flatten()
-        .find(|r| r.get(column) == Some(qid))
-        .map(|r| record_line(&r))
+    reader.records().flatten().find(|r| r.get(column) == Some(qid)).map(|r| record_line(&r))
 }
 
 /// A precomputed ranker must score every answer: NRP places each answer by its score, so
@@ -552,19 +471,13 @@ pub fn check_answers_scored(scores_file: &str, scores: &[AnswerScore], answers: 
 /// Warnings where the `query` column of an answers CSV differs from the topic's query
 /// (after collapsing whitespace): the answers may belong to other topics.
 pub fn check_answer_queries(file: &str, queries: &[Topic], topics: &[Topic]) -> Vec<Warning> {
-    let by_qid: HashMap<&str, &str> = topics
-        .iter()
-        .map(|t| (t.qid.as_str(), t.query.as_str()))
-        .collect();
+    let by_qid: HashMap<&str, &str> = topics.iter().map(|t| (t.qid.as_str(), t.query.as_str())).collect();
     let flat = |s: &str| s.split_whitespace().collect::<Vec<_>>().join(" ");
     let mut tally = Tally::new(file);
     for q in queries {
         if let Some(topic_query) = by_qid.get(q.qid.as_str()) {
             if flat(topic_query) != flat(&q.query) {
-                tally.add(
-                    "queries whose text differs from the topic's query",
-                    q.qid.clone(),
-                );
+                tally.add("queries whose text differs from the topic's query", q.qid.clone());
             }
         }
     }
@@ -574,9 +487,7 @@ pub fn check_answer_queries(file: &str, queries: &[Topic], topics: &[Topic]) -> 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::data::{
-        parse_qrels_combined, parse_rankings, parse_run, parse_topics, NotJudgeable,
-    };
+    use crate::data::{parse_qrels_combined, parse_rankings, parse_run, parse_topics, NotJudgeable};
 
     const DOCS: &str = include_str!("../../examples/nrp/docs.tsv");
     const ANSWERS_JSONL: &str = include_str!("../../examples/nrp/answers.jsonl");
@@ -632,44 +543,27 @@ mod tests {
     #[test]
     fn document_errors_and_header() {
         let (docs, _) = parse_documents("d.tsv", "docno\ttext\nd1\ta\tb\n").unwrap();
-        assert_eq!(
-            docs,
-            [Document {
-                docno: "d1".into(),
-                text: "a\tb".into()
-            }]
-        );
+        assert_eq!(docs, [Document { docno: "d1".into(), text: "a\tb".into() }]);
         let err = parse_documents("d.tsv", "d1\ta\nd2 no tab\n").unwrap_err();
         assert_eq!(location(&err), (Some(2), None));
         let err = parse_documents("d.tsv", "d1\ta\n\nd1\tb\n").unwrap_err();
         assert_eq!(location(&err), (Some(3), Some("docno")));
-        assert!(err
-            .to_string()
-            .ends_with("duplicate docno `d1` (also on line 1)"));
+        assert!(err.to_string().ends_with("duplicate docno `d1` (also on line 1)"));
         let err = parse_documents("d.jsonl", "{\"docno\": \"d1\"}").unwrap_err();
         assert_eq!(location(&err), (Some(1), Some("text")));
     }
 
     #[test]
     fn example_answers_csv_and_jsonl_are_the_same_answers() {
-        let from_csv: BTreeSet<(String, String)> = example_answers_from_csv()
-            .iter()
-            .map(|a| (a.qid.clone() + " " + &a.id(), a.text.clone()))
-            .collect();
+        let from_csv: BTreeSet<(String, String)> =
+            example_answers_from_csv().iter().map(|a| (a.qid.clone() + " " + &a.id(), a.text.clone())).collect();
         let (from_jsonl, warnings) = parse_answers_jsonl("answers.jsonl", ANSWERS_JSONL).unwrap();
         assert!(warnings.is_empty());
-        let from_jsonl: BTreeSet<(String, String)> = from_jsonl
-            .iter()
-            .map(|a| (a.qid.clone() + " " + &a.id(), a.text.clone()))
-            .collect();
+        let from_jsonl: BTreeSet<(String, String)> =
+            from_jsonl.iter().map(|a| (a.qid.clone() + " " + &a.id(), a.text.clone())).collect();
         assert_eq!(from_csv.len(), 60);
         assert_eq!(from_csv, from_jsonl);
-        assert!(
-            from_csv
-                .iter()
-                .any(|(id, _)| id == "101 gpt-3.5-turbo/multimedqa/2"),
-            "answer3 is sample 2"
-        );
+        assert!(from_csv.iter().any(|(id, _)| id == "101 gpt-3.5-turbo/multimedqa/2"), "answer3 is sample 2");
     }
 
     #[test]
@@ -685,11 +579,9 @@ mod tests {
     fn answers_csv_errors_and_empty_cells() {
         let err = parse_answers_csv("a.csv", "qid,query,text\n1,q,x\n", "s", "p").unwrap_err();
         assert_eq!(location(&err), (Some(1), Some("answer1")));
-        let err =
-            parse_answers_csv("a.csv", "qid,query,answer1\n1,q,x\n2,,y\n", "s", "p").unwrap_err();
+        let err = parse_answers_csv("a.csv", "qid,query,answer1\n1,q,x\n2,,y\n", "s", "p").unwrap_err();
         assert_eq!(location(&err), (Some(3), Some("query")));
-        let err =
-            parse_answers_csv("a.csv", "qid,query,answer1\n1,q,x\n1,q,y\n", "s", "p").unwrap_err();
+        let err = parse_answers_csv("a.csv", "qid,query,answer1\n1,q,x\n1,q,y\n", "s", "p").unwrap_err();
         assert_eq!(location(&err), (Some(3), Some("qid")));
         let (answers, queries, warnings) = parse_answers_csv(
             "a.csv",
@@ -704,10 +596,7 @@ mod tests {
         let messages: Vec<String> = warnings.iter().map(|w| w.to_string()).collect();
         assert_eq!(
             messages,
-            [
-                "a.csv:1: ignored unknown column(s): model",
-                "a.csv: empty answers (kept) in column `answer1`: 1 (1)"
-            ]
+            ["a.csv:1: ignored unknown column(s): model", "a.csv: empty answers (kept) in column `answer1`: 1 (1)"]
         );
     }
 
@@ -764,9 +653,7 @@ mod tests {
         let line = r#"{"qid": 1, "system": "s", "prompt": "p", "sample": 0, "text": "t"}"#;
         let err = parse_answers_jsonl("a.jsonl", &format!("{line}\n{line}\n")).unwrap_err();
         assert_eq!(location(&err), (Some(2), Some("sample")));
-        assert!(err
-            .to_string()
-            .ends_with("answer `s/p/0` to query `1` appears twice (also on line 1)"));
+        assert!(err.to_string().ends_with("answer `s/p/0` to query `1` appears twice (also on line 1)"));
         let err = parse_answers_jsonl("a.jsonl", &line.replace("0,", "-1,")).unwrap_err();
         assert_eq!(location(&err), (Some(1), Some("sample")));
     }
@@ -781,29 +668,17 @@ mod tests {
         let (scores, _) = parse_answer_scores("s.jsonl", jsonl).unwrap();
         assert_eq!(
             scores[0],
-            AnswerScore {
-                qid: "1".into(),
-                system: "s".into(),
-                prompt: "p".into(),
-                sample: 2,
-                score: 1.5
-            }
+            AnswerScore { qid: "1".into(), system: "s".into(), prompt: "p".into(), sample: 2, score: 1.5 }
         );
-        let err = parse_answer_scores(
-            "s.csv",
-            "qid,system,prompt,sample,score\n1,s,p,0,1\n1,s,p,0,2\n",
-        )
-        .unwrap_err();
+        let err = parse_answer_scores("s.csv", "qid,system,prompt,sample,score\n1,s,p,0,1\n1,s,p,0,2\n").unwrap_err();
         assert_eq!(location(&err), (Some(3), Some("sample")));
-        let err = parse_answer_scores("s.csv", "qid,system,prompt,sample,score\n1,s,p,0,NaN\n")
-            .unwrap_err();
+        let err = parse_answer_scores("s.csv", "qid,system,prompt,sample,score\n1,s,p,0,NaN\n").unwrap_err();
         assert_eq!(location(&err), (Some(2), Some("score")));
     }
 
     #[test]
     fn the_example_nrp_inputs_fit_together() {
-        let (topics, _) =
-            parse_topics("topics.xml", include_str!("../../examples/nrp/topics.xml")).unwrap();
+        let (topics, _) = parse_topics("topics.xml", include_str!("../../examples/nrp/topics.xml")).unwrap();
         let (judgments, _) = parse_qrels_combined(
             "qrels.combined.txt",
             include_str!("../../examples/nrp/qrels.combined.txt"),
@@ -811,11 +686,7 @@ mod tests {
         )
         .unwrap();
         let (docs, _) = parse_documents("docs.tsv", DOCS).unwrap();
-        let (run, _) = parse_run(
-            "run.bm25.txt",
-            include_str!("../../examples/nrp/run.bm25.txt"),
-        )
-        .unwrap();
+        let (run, _) = parse_run("run.bm25.txt", include_str!("../../examples/nrp/run.bm25.txt")).unwrap();
         let (scores, _) = parse_answer_scores("answer_scores.csv", SCORES).unwrap();
         let (expert, _) = parse_rankings("expert_rankings.csv", EXPERT).unwrap();
         let answers = example_answers_from_csv();
@@ -837,11 +708,8 @@ mod tests {
 
         // Now break it: drop a topic, a document, a run line, a score, and one sample.
         let fewer_topics = &topics[1..];
-        let fewer_answers: Vec<Answer> = answers
-            .iter()
-            .filter(|a| !(a.qid == "102" && a.id() == "llama-2-13b/no_prompt/2"))
-            .cloned()
-            .collect();
+        let fewer_answers: Vec<Answer> =
+            answers.iter().filter(|a| !(a.qid == "102" && a.id() == "llama-2-13b/no_prompt/2")).cloned().collect();
         let inputs = NrpInputs {
             topics: fewer_topics,
             documents: Some(&docs[1..]),
@@ -851,11 +719,7 @@ mod tests {
             expert_rankings: None,
             ..inputs
         };
-        let messages: Vec<String> = check_nrp_inputs(&inputs)
-            .unwrap()
-            .iter()
-            .map(|w| w.to_string())
-            .collect();
+        let messages: Vec<String> = check_nrp_inputs(&inputs).unwrap().iter().map(|w| w.to_string()).collect();
         assert_eq!(
             messages,
             [
@@ -877,62 +741,31 @@ mod tests {
     #[test]
     fn example_scores_are_medranks_bm25_over_the_documents() {
         use crate::eval::bm25::{Bm25Index, Bm25Params};
-        let (topics, _) = parse_topics(
-            "topics.jsonl",
-            include_str!("../../examples/nrp/topics.jsonl"),
-        )
-        .unwrap();
+        let (topics, _) = parse_topics("topics.jsonl", include_str!("../../examples/nrp/topics.jsonl")).unwrap();
         let query = |qid: &str| topics.iter().find(|t| t.qid == qid).unwrap().query.clone();
         let (docs, _) = parse_documents("docs.tsv", DOCS).unwrap();
-        let pairs: Vec<(&str, &str)> = docs
-            .iter()
-            .map(|d| (d.docno.as_str(), d.text.as_str()))
-            .collect();
+        let pairs: Vec<(&str, &str)> = docs.iter().map(|d| (d.docno.as_str(), d.text.as_str())).collect();
         let index = Bm25Index::new(&pairs, Bm25Params::anserini());
-        let (run, _) = parse_run(
-            "run.bm25.txt",
-            include_str!("../../examples/nrp/run.bm25.txt"),
-        )
-        .unwrap();
+        let (run, _) = parse_run("run.bm25.txt", include_str!("../../examples/nrp/run.bm25.txt")).unwrap();
         for entry in &run {
             let position = docs.iter().position(|d| d.docno == entry.docno).unwrap();
             let score = index.score(&query(&entry.qid))[position];
-            assert!(
-                (score - entry.score).abs() < 5e-5,
-                "{}: {score} vs {}",
-                entry.docno,
-                entry.score
-            );
+            assert!((score - entry.score).abs() < 5e-5, "{}: {score} vs {}", entry.docno, entry.score);
         }
         let answers = example_answers_from_csv();
         let (scores, _) = parse_answer_scores("answer_scores.csv", SCORES).unwrap();
         for s in &scores {
-            let answer = answers
-                .iter()
-                .find(|a| a.qid == s.qid && a.id() == s.answer_id())
-                .unwrap();
+            let answer = answers.iter().find(|a| a.qid == s.qid && a.id() == s.answer_id()).unwrap();
             let score = index.score_external(&query(&s.qid), &answer.text);
-            assert!(
-                (score - s.score).abs() < 5e-5,
-                "{}: {score} vs {}",
-                s.answer_id(),
-                s.score
-            );
+            assert!((score - s.score).abs() < 5e-5, "{}: {score} vs {}", s.answer_id(), s.score);
         }
     }
 
     #[test]
     fn expert_items_must_exist_and_answers_must_be_unique() {
         let (topics, _) = parse_topics("t.jsonl", "{\"qid\": \"1\", \"query\": \"q\"}").unwrap();
-        let answer = Answer {
-            qid: "1".into(),
-            system: "s".into(),
-            prompt: "p".into(),
-            sample: 0,
-            text: "t".into(),
-        };
-        let (judgments, _) =
-            parse_qrels_combined("q", "qid docno rel\n1 d1 2\n", &NotJudgeable::none()).unwrap();
+        let answer = Answer { qid: "1".into(), system: "s".into(), prompt: "p".into(), sample: 0, text: "t".into() };
+        let (judgments, _) = parse_qrels_combined("q", "qid docno rel\n1 d1 2\n", &NotJudgeable::none()).unwrap();
         let check = |rankings: &str, answers: &[Answer]| {
             let (expert, _) = parse_rankings("e.csv", rankings).unwrap();
             let inputs = NrpInputs {
@@ -954,6 +787,9 @@ mod tests {
         let err = check(&format!("{header}2,e,d1,1\n"), &answers).unwrap_err();
         assert_eq!(location(&err), (Some(2), Some("instance")));
         let err = check(&format!("{header}1,e,d1,1\n"), &[answer.clone(), answer]).unwrap_err();
-        assert_eq!(err.to_string(), "answer `s/p/0` to query `1` is given twice (two answer files for the same system and prompt?)");
+        assert_eq!(
+            err.to_string(),
+            "answer `s/p/0` to query `1` is given twice (two answer files for the same system and prompt?)"
+        );
     }
 }

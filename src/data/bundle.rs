@@ -33,18 +33,12 @@ pub fn parse_bundle(name: &str, text: &str) -> Result<(Bundle, Vec<Warning>)> {
         let instance = parse_instance(&record)?;
         check_controls(&record, &instance, &mut seen)?;
         if let Some(first) = first_line_of_id.insert(instance.id.clone(), line) {
-            return Err(record.error(
-                "id",
-                format!("duplicate id `{}` (also on line {first})", instance.id),
-            ));
+            return Err(record.error("id", format!("duplicate id `{}` (also on line {first})", instance.id)));
         }
         let task = instance.problem.task();
         for field in record.unknown_fields(&COMMON_FIELDS) {
             if !task_fields(task).contains(&field) {
-                unknown.add(
-                    format!("ignored unknown field `{field}`"),
-                    instance.id.clone(),
-                );
+                unknown.add(format!("ignored unknown field `{field}`"), instance.id.clone());
             }
         }
         instances.push(instance);
@@ -71,10 +65,7 @@ fn parse_instance(record: &Record) -> Result<Instance> {
     }
     let task_name = record.string("task")?;
     let task = Task::parse(task_name).ok_or_else(|| {
-        record.error(
-            "task",
-            format!("unknown task `{task_name}` (expected mcqa, misinformation or nli)"),
-        )
+        record.error("task", format!("unknown task `{task_name}` (expected mcqa, misinformation or nli)"))
     })?;
     let problem = match task {
         Task::Mcqa => {
@@ -89,19 +80,10 @@ fn parse_instance(record: &Record) -> Result<Instance> {
             let answer = record.label("answer")?;
             if !options.iter().any(|(k, _)| *k == answer) {
                 let keys: Vec<&str> = options.iter().map(|(k, _)| k.as_str()).collect();
-                return Err(record.error(
-                    "answer",
-                    format!(
-                        "answer `{answer}` is not an option key (keys: {})",
-                        keys.join(", ")
-                    ),
-                ));
+                return Err(record
+                    .error("answer", format!("answer `{answer}` is not an option key (keys: {})", keys.join(", "))));
             }
-            Problem::Mcqa {
-                question,
-                options,
-                answer,
-            }
+            Problem::Mcqa { question, options, answer }
         }
         Task::Misinformation => Problem::Misinformation {
             claim: non_empty_text(record, "claim")?,
@@ -117,12 +99,7 @@ fn parse_instance(record: &Record) -> Result<Instance> {
     if let Some((system, _)) = arguments.iter().find(|(s, _)| s.trim().is_empty()) {
         return Err(record.error("arguments", format!("empty system name `{system}`")));
     }
-    Ok(Instance {
-        id: id.to_owned(),
-        problem,
-        arguments,
-        line: record.line,
-    })
+    Ok(Instance { id: id.to_owned(), problem, arguments, line: record.line })
 }
 
 /// The optional field `controls`: the systems of this line's `arguments` that are control
@@ -132,10 +109,8 @@ fn check_controls(record: &Record, instance: &Instance, seen: &mut Vec<(String, 
     let marked = if record.get("controls").is_some() { record.string_array("controls")? } else { Vec::new() };
     for (i, system) in marked.iter().enumerate() {
         if instance.argument(system).is_none() {
-            return Err(record.error(
-                &format!("controls[{i}]"),
-                format!("`{system}` is not a system of this line's `arguments`"),
-            ));
+            return Err(record
+                .error(&format!("controls[{i}]"), format!("`{system}` is not a system of this line's `arguments`")));
         }
         if marked[..i].contains(system) {
             return Err(record.error(&format!("controls[{i}]"), format!("`{system}` is listed twice")));
@@ -145,7 +120,8 @@ fn check_controls(record: &Record, instance: &Instance, seen: &mut Vec<(String, 
         let here = marked.contains(system);
         match seen.iter().find(|(s, _, _)| s == system) {
             Some((_, control, first)) if *control != here => {
-                let (was, is) = if *control { ("a control case", "not listed in") } else { ("not a control case", "listed in") };
+                let (was, is) =
+                    if *control { ("a control case", "not listed in") } else { ("not a control case", "listed in") };
                 return Err(record.error(
                     "controls",
                     format!("system `{system}` is {was} on line {first} but {is} `controls` here (a control system is listed on every line where it has an argument)"),
@@ -169,10 +145,7 @@ fn non_empty_text(record: &Record, field: &str) -> Result<String> {
 fn label_in_set(record: &Record, labels: &[&str]) -> Result<String> {
     let label = record.string("label")?;
     if !labels.contains(&label) {
-        return Err(record.error(
-            "label",
-            format!("label `{label}` is not one of {}", labels.join(", ")),
-        ));
+        return Err(record.error("label", format!("label `{label}` is not one of {}", labels.join(", "))));
     }
     Ok(label.to_owned())
 }
@@ -225,27 +198,18 @@ impl Bundle {
 pub fn bundle_warnings(bundle: &Bundle) -> Vec<Warning> {
     let mut tally = Tally::new(&bundle.name);
     for (id, system) in bundle.missing_arguments() {
-        tally.add(
-            format!("instances without an argument from system `{system}`"),
-            id,
-        );
+        tally.add(format!("instances without an argument from system `{system}`"), id);
     }
     for instance in &bundle.instances {
         for (system, text) in &instance.arguments {
             if text.trim().is_empty() {
-                tally.add(
-                    format!("empty argument text from system `{system}`"),
-                    instance.id.clone(),
-                );
+                tally.add(format!("empty argument text from system `{system}`"), instance.id.clone());
             }
         }
         if let Problem::Mcqa { options, .. } = &instance.problem {
             for (key, text) in options {
                 if text.trim().is_empty() {
-                    tally.add(
-                        "instances with an empty option text",
-                        format!("{}:{key}", instance.id),
-                    );
+                    tally.add("instances with an empty option text", format!("{}:{key}", instance.id));
                 }
             }
         }
@@ -262,11 +226,7 @@ pub fn write_bundle_jsonl(bundle: &Bundle) -> String {
         object.insert("id".into(), instance.id.clone().into());
         object.insert("task".into(), instance.problem.task().name().into());
         match &instance.problem {
-            Problem::Mcqa {
-                question,
-                options,
-                answer,
-            } => {
+            Problem::Mcqa { question, options, answer } => {
                 object.insert("question".into(), question.clone().into());
                 object.insert("options".into(), ordered_object(options));
                 object.insert("answer".into(), answer.clone().into());
@@ -275,11 +235,7 @@ pub fn write_bundle_jsonl(bundle: &Bundle) -> String {
                 object.insert("claim".into(), claim.clone().into());
                 object.insert("label".into(), label.clone().into());
             }
-            Problem::Nli {
-                statement,
-                evidence,
-                label,
-            } => {
+            Problem::Nli { statement, evidence, label } => {
                 object.insert("statement".into(), statement.clone().into());
                 object.insert("evidence".into(), evidence.clone().into());
                 object.insert("label".into(), label.clone().into());
@@ -303,12 +259,7 @@ pub fn write_bundle_jsonl(bundle: &Bundle) -> String {
 
 /// A JSON object that keeps the pairs' order (serde_json's `preserve_order` feature).
 fn ordered_object(pairs: &[(String, String)]) -> Value {
-    Value::Object(
-        pairs
-            .iter()
-            .map(|(k, v)| (k.clone(), Value::String(v.clone())))
-            .collect(),
-    )
+    Value::Object(pairs.iter().map(|(k, v)| (k.clone(), Value::String(v.clone()))).collect())
 }
 
 #[cfg(test)]
@@ -319,10 +270,7 @@ mod tests {
 
     fn error_at(text: &str) -> (usize, Option<String>, String) {
         let err = parse_bundle("b.jsonl", text).unwrap_err();
-        let loc = err
-            .location()
-            .expect("an input error has a location")
-            .clone();
+        let loc = err.location().expect("an input error has a location").clone();
         assert_eq!(loc.file, "b.jsonl");
         (loc.line.unwrap(), loc.field, err.to_string())
     }
@@ -332,25 +280,9 @@ mod tests {
     #[test]
     fn example_bundle_parses_with_all_tasks_and_systems() {
         let (bundle, warnings) = parse_bundle("bundle.jsonl", EXAMPLE).unwrap();
-        assert_eq!(
-            bundle.systems,
-            ["expert", "gpt-4o", "llama-3-70b", "openbiollm-70b"]
-        );
-        let count = |t: Task| {
-            bundle
-                .instances
-                .iter()
-                .filter(|i| i.problem.task() == t)
-                .count()
-        };
-        assert_eq!(
-            (
-                count(Task::Mcqa),
-                count(Task::Misinformation),
-                count(Task::Nli)
-            ),
-            (12, 4, 4)
-        );
+        assert_eq!(bundle.systems, ["expert", "gpt-4o", "llama-3-70b", "openbiollm-70b"]);
+        let count = |t: Task| bundle.instances.iter().filter(|i| i.problem.task() == t).count();
+        assert_eq!((count(Task::Mcqa), count(Task::Misinformation), count(Task::Nli)), (12, 4, 4));
         assert!(warnings.is_empty(), "{warnings:?}");
         for instance in &bundle.instances {
             if let Problem::Mcqa { options, .. } = &instance.problem {
@@ -382,31 +314,21 @@ mod tests {
         assert_eq!((line, field), (2, None));
         // Column 13 is the quote that starts "task"; Python 3 agrees: json.loads('{"id": "q2"
         // "task": "mcqa"}') -> "Expecting ',' delimiter: line 1 column 13".
-        assert_eq!(
-            message,
-            "b.jsonl:2: invalid JSON at column 13: expected `,` or `}`"
-        );
+        assert_eq!(message, "b.jsonl:2: invalid JSON at column 13: expected `,` or `}`");
     }
 
     #[test]
     fn missing_field_is_an_error_naming_it() {
         let (line, field, message) = error_at(&MCQA.replace(r#""question": "Q?", "#, ""));
         assert_eq!((line, field.as_deref()), (1, Some("question")));
-        assert_eq!(
-            message,
-            "b.jsonl:1: field `question`: missing field `question`"
-        );
+        assert_eq!(message, "b.jsonl:1: field `question`: missing field `question`");
     }
 
     #[test]
     fn ill_typed_field_is_an_error() {
-        let (line, field, message) =
-            error_at(&MCQA.replace(r#""answer": "2""#, r#""answer": [2]"#));
+        let (line, field, message) = error_at(&MCQA.replace(r#""answer": "2""#, r#""answer": [2]"#));
         assert_eq!((line, field.as_deref()), (1, Some("answer")));
-        assert!(
-            message.ends_with("expected a string or a whole number, found an array"),
-            "{message}"
-        );
+        assert!(message.ends_with("expected a string or a whole number, found an array"), "{message}");
         let (_, field, _) = error_at(&MCQA.replace(r#""s2": "since""#, r#""s2": 5"#));
         assert_eq!(field.as_deref(), Some("arguments.s2"));
     }
@@ -423,10 +345,9 @@ mod tests {
         let text = r#"{"id": "m", "task": "misinformation", "claim": "C", "label": "true", "arguments": {}}"#;
         let (line, field, message) = error_at(text);
         assert_eq!((line, field.as_deref()), (1, Some("label")));
-        assert!(
-            message.ends_with("label `true` is not one of supported, refuted, not_enough_evidence")
-        );
-        let text = r#"{"id": "n", "task": "nli", "statement": "S", "evidence": "E", "label": "neutral", "arguments": {}}"#;
+        assert!(message.ends_with("label `true` is not one of supported, refuted, not_enough_evidence"));
+        let text =
+            r#"{"id": "n", "task": "nli", "statement": "S", "evidence": "E", "label": "neutral", "arguments": {}}"#;
         assert_eq!(error_at(text).1.as_deref(), Some("label"));
     }
 
@@ -434,10 +355,7 @@ mod tests {
     fn answer_must_be_an_option_key() {
         let (line, field, message) = error_at(&MCQA.replace(r#""answer": "2""#, r#""answer": 3"#));
         assert_eq!((line, field.as_deref()), (1, Some("answer")));
-        assert!(
-            message.ends_with("answer `3` is not an option key (keys: 1, 2)"),
-            "{message}"
-        );
+        assert!(message.ends_with("answer `3` is not an option key (keys: 1, 2)"), "{message}");
     }
 
     #[test]
@@ -450,24 +368,17 @@ mod tests {
 
     #[test]
     fn empty_option_set_is_an_error() {
-        let (line, field, message) = error_at(
-            &MCQA
-                .replace(r#"{"1": "a", "2": "b"}"#, "{}")
-                .replace(r#""answer": "2""#, r#""answer": "1""#),
-        );
+        let (line, field, message) =
+            error_at(&MCQA.replace(r#"{"1": "a", "2": "b"}"#, "{}").replace(r#""answer": "2""#, r#""answer": "1""#));
         assert_eq!((line, field.as_deref()), (1, Some("options")));
         assert!(message.ends_with("the option set is empty"));
     }
 
     #[test]
     fn uneven_bundles_give_counted_warnings_and_record_missing_pairs() {
-        let second = MCQA
-            .replace("\"q1\"", "\"q2\"")
-            .replace(r#", "s2": "since""#, "")
-            .replace("\"because\"", "\"  \"");
-        let third = MCQA
-            .replace("\"q1\"", "\"q3\"")
-            .replace("\"task\"", "\"note\": 1, \"task\"");
+        let second =
+            MCQA.replace("\"q1\"", "\"q2\"").replace(r#", "s2": "since""#, "").replace("\"because\"", "\"  \"");
+        let third = MCQA.replace("\"q1\"", "\"q3\"").replace("\"task\"", "\"note\": 1, \"task\"");
         let text = format!("{MCQA}\n{second}\n{third}\n");
         let (bundle, warnings) = parse_bundle("b.jsonl", &text).unwrap();
         assert_eq!(bundle.missing_arguments(), [("q2", "s2")]);
@@ -485,8 +396,7 @@ mod tests {
     #[test]
     fn control_systems_are_marked_per_line_and_survive_the_writer() {
         let line = |id: &str, controls: &str| {
-            MCQA.replace("\"q1\"", &format!("\"{id}\""))
-                .replace("}}", &format!("}}{controls}}}"))
+            MCQA.replace("\"q1\"", &format!("\"{id}\"")).replace("}}", &format!("}}{controls}}}"))
         };
         let text = format!("{}\n{}\n", line("q1", r#", "controls": ["s2"]"#), line("q2", r#", "controls": ["s2"]"#));
         let (bundle, warnings) = parse_bundle("b.jsonl", &text).unwrap();
@@ -499,12 +409,17 @@ mod tests {
         assert!(parse_bundle("b.jsonl", MCQA).unwrap().0.controls.is_empty());
 
         // A control on one line must be one on every line where it has an argument.
-        let (line_no, field, message) = error_at(&format!("{}\n{}\n", line("q1", r#", "controls": ["s2"]"#), line("q2", "")));
+        let (line_no, field, message) =
+            error_at(&format!("{}\n{}\n", line("q1", r#", "controls": ["s2"]"#), line("q2", "")));
         assert_eq!((line_no, field.as_deref()), (2, Some("controls")));
         assert!(message.ends_with("system `s2` is a control case on line 1 but not listed in `controls` here (a control system is listed on every line where it has an argument)"), "{message}");
-        let (line_no, _, message) = error_at(&format!("{}\n{}\n", line("q1", ""), line("q2", r#", "controls": ["s1"]"#)));
+        let (line_no, _, message) =
+            error_at(&format!("{}\n{}\n", line("q1", ""), line("q2", r#", "controls": ["s1"]"#)));
         assert_eq!(line_no, 2);
-        assert!(message.contains("system `s1` is not a control case on line 1 but listed in `controls` here"), "{message}");
+        assert!(
+            message.contains("system `s1` is not a control case on line 1 but listed in `controls` here"),
+            "{message}"
+        );
         let (_, field, message) = error_at(&line("q1", r#", "controls": ["s2", "gpt"]"#));
         assert_eq!(field.as_deref(), Some("controls[1]"));
         assert!(message.ends_with("`gpt` is not a system of this line's `arguments`"), "{message}");
@@ -520,9 +435,6 @@ mod tests {
         assert_eq!(again, bundle);
         // The writer is the canonical form: writing twice gives the same bytes.
         assert_eq!(write_bundle_jsonl(&again), written);
-        assert!(
-            written.contains("Sjögren"),
-            "non-ASCII is written as UTF-8, not escaped"
-        );
+        assert!(written.contains("Sjögren"), "non-ASCII is written as UTF-8, not escaped");
     }
 }

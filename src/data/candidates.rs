@@ -50,11 +50,7 @@ pub fn parse_candidates(name: &str, text: &str) -> Result<(Vec<Candidate>, Vec<W
             human: human(&record, &mut dimensions)?,
             line,
         };
-        let key = (
-            candidate.batch.clone(),
-            candidate.id.clone(),
-            candidate.system.clone(),
-        );
+        let key = (candidate.batch.clone(), candidate.id.clone(), candidate.system.clone());
         if let Some(first) = seen.insert(key, line) {
             return Err(record.error(
                 "system",
@@ -70,20 +66,14 @@ pub fn parse_candidates(name: &str, text: &str) -> Result<(Vec<Candidate>, Vec<W
         candidates.push(candidate);
     }
     if candidates.is_empty() {
-        return Err(Error::in_file(
-            name,
-            "no candidates (the file has no non-blank line)",
-        ));
+        return Err(Error::in_file(name, "no candidates (the file has no non-blank line)"));
     }
     let warnings = unknown
         .into_iter()
         .map(|(key, (first, count))| {
             Warning::at(
                 crate::Location::at(name, first, key.as_str()),
-                format!(
-                    "ignored unknown field `{key}` on {count} line(s); known fields: {}",
-                    KNOWN_FIELDS.join(", ")
-                ),
+                format!("ignored unknown field `{key}` on {count} line(s); known fields: {}", KNOWN_FIELDS.join(", ")),
             )
         })
         .collect();
@@ -142,14 +132,8 @@ mod tests {
                     {\"id\": \"1\", \"system\": \"b\", \"candidate\": \"\", \"references\": [\"y\", \"z\"], \"human\": {\"recall\": 4, \"precision\": 2.5}, \"batch\": \"b1\", \"note\": 1}\n";
         let (c, warnings) = parse_candidates("s.jsonl", text).unwrap();
         assert_eq!(c.len(), 2);
-        assert_eq!(
-            (c[0].id.as_str(), c[0].batch.as_str(), c[0].line),
-            ("1", DEFAULT_BATCH, 1)
-        );
-        assert_eq!(
-            c[1].human,
-            vec![("recall".to_string(), 4.0), ("precision".to_string(), 2.5)]
-        );
+        assert_eq!((c[0].id.as_str(), c[0].batch.as_str(), c[0].line), ("1", DEFAULT_BATCH, 1));
+        assert_eq!(c[1].human, vec![("recall".to_string(), 4.0), ("precision".to_string(), 2.5)]);
         assert_eq!((c[1].batch.as_str(), c[1].line), ("b1", 3));
         assert_eq!(warnings.len(), 1);
         assert_eq!(
@@ -185,15 +169,9 @@ mod tests {
                  {\"id\": \"q\", \"system\": \"a\", \"candidate\": \"y\", \"references\": [\"r\"]}"),
             "s.jsonl:2: field `system`: system `a` already has a candidate for id `q` (line 1)"
         );
-        assert_eq!(
-            err("[1, 2]"),
-            "s.jsonl:1: expected a JSON object on this line, found an array"
-        );
+        assert_eq!(err("[1, 2]"), "s.jsonl:1: expected a JSON object on this line, found an array");
         assert!(err("{\"id\": ").starts_with("s.jsonl:1: invalid JSON at column"));
-        assert_eq!(
-            err("\n \n"),
-            "s.jsonl: no candidates (the file has no non-blank line)"
-        );
+        assert_eq!(err("\n \n"), "s.jsonl: no candidates (the file has no non-blank line)");
     }
 
     #[test]

@@ -33,11 +33,7 @@ pub(crate) fn first_content_char(text: &str) -> Option<char> {
 
 /// Non-blank lines as (1-based line number, line without its line ending).
 pub(crate) fn content_lines(text: &str) -> impl Iterator<Item = (usize, &str)> {
-    strip_bom(text)
-        .lines()
-        .enumerate()
-        .map(|(i, l)| (i + 1, l))
-        .filter(|(_, l)| !l.trim().is_empty())
+    strip_bom(text).lines().enumerate().map(|(i, l)| (i + 1, l)).filter(|(_, l)| !l.trim().is_empty())
 }
 
 /// A CSV reader with a header row, equal-length rows, and fields trimmed of spaces.
@@ -53,9 +49,7 @@ pub(crate) fn csv_reader(text: &str) -> csv::Reader<&[u8]> {
 pub(crate) fn csv_error(file: &str, error: csv::Error) -> Error {
     let line = error.position().map(|p| p.line() as usize);
     let message = match error.kind() {
-        csv::ErrorKind::UnequalLengths {
-            expected_len, len, ..
-        } => {
+        csv::ErrorKind::UnequalLengths { expected_len, len, .. } => {
             format!("this row has {len} fields but the header has {expected_len}")
         }
         csv::ErrorKind::Utf8 { .. } => "the text is not valid UTF-8".to_owned(),
@@ -79,26 +73,13 @@ pub(crate) struct Header {
 
 impl Header {
     pub(crate) fn read(file: &str, reader: &mut csv::Reader<&[u8]>) -> Result<Header> {
-        let names: Vec<String> = reader
-            .headers()
-            .map_err(|e| csv_error(file, e))?
-            .iter()
-            .map(str::to_owned)
-            .collect();
+        let names: Vec<String> = reader.headers().map_err(|e| csv_error(file, e))?.iter().map(str::to_owned).collect();
         if names.iter().all(|n| n.is_empty()) {
-            return Err(Error::in_file(
-                file,
-                "the file is empty (expected a header row)",
-            ));
+            return Err(Error::in_file(file, "the file is empty (expected a header row)"));
         }
         for (i, name) in names.iter().enumerate() {
             if names[..i].contains(name) {
-                return Err(Error::input(
-                    file,
-                    1,
-                    name,
-                    format!("column `{name}` appears twice"),
-                ));
+                return Err(Error::input(file, 1, name, format!("column `{name}` appears twice")));
             }
         }
         Ok(Header { names })
@@ -110,15 +91,7 @@ impl Header {
 
     pub(crate) fn require(&self, file: &str, name: &str) -> Result<usize> {
         self.position(name).ok_or_else(|| {
-            Error::input(
-                file,
-                1,
-                name,
-                format!(
-                    "missing column `{name}` (the header is `{}`)",
-                    self.names.join(",")
-                ),
-            )
+            Error::input(file, 1, name, format!("missing column `{name}` (the header is `{}`)", self.names.join(",")))
         })
     }
 
@@ -128,24 +101,11 @@ impl Header {
     }
 
     /// A warning listing columns the reader does not use, if any.
-    pub(crate) fn unknown_columns(
-        &self,
-        file: &str,
-        is_known: impl Fn(&str) -> bool,
-    ) -> Option<Warning> {
-        let unknown: Vec<&str> = self
-            .names
-            .iter()
-            .map(String::as_str)
-            .filter(|n| !is_known(n))
-            .collect();
+    pub(crate) fn unknown_columns(&self, file: &str, is_known: impl Fn(&str) -> bool) -> Option<Warning> {
+        let unknown: Vec<&str> = self.names.iter().map(String::as_str).filter(|n| !is_known(n)).collect();
         (!unknown.is_empty()).then(|| {
             Warning::at(
-                Location {
-                    file: file.to_owned(),
-                    line: Some(1),
-                    field: None,
-                },
+                Location { file: file.to_owned(), line: Some(1), field: None },
                 format!("ignored unknown column(s): {}", unknown.join(", ")),
             )
         })
@@ -162,12 +122,7 @@ pub(crate) fn non_empty<'r>(
 ) -> Result<&'r str> {
     let value = record.get(column).unwrap_or("");
     if value.is_empty() {
-        return Err(Error::input(
-            file,
-            line,
-            field,
-            format!("`{field}` is empty"),
-        ));
+        return Err(Error::input(file, line, field, format!("`{field}` is empty")));
     }
     Ok(value)
 }
@@ -176,25 +131,15 @@ pub(crate) fn non_empty<'r>(
 pub(crate) fn parse_number(file: &str, line: usize, field: &str, value: &str) -> Result<f64> {
     match value.parse::<f64>() {
         Ok(v) if v.is_finite() => Ok(v),
-        _ => Err(Error::input(
-            file,
-            line,
-            field,
-            format!("expected a number, found `{value}`"),
-        )),
+        _ => Err(Error::input(file, line, field, format!("expected a number, found `{value}`"))),
     }
 }
 
 /// Parses a whole number >= 0.
 pub(crate) fn parse_unsigned(file: &str, line: usize, field: &str, value: &str) -> Result<u32> {
-    value.parse::<u32>().map_err(|_| {
-        Error::input(
-            file,
-            line,
-            field,
-            format!("expected a whole number >= 0, found `{value}`"),
-        )
-    })
+    value
+        .parse::<u32>()
+        .map_err(|_| Error::input(file, line, field, format!("expected a whole number >= 0, found `{value}`")))
 }
 
 /// A probability in [0, 1].
@@ -202,12 +147,7 @@ pub(crate) fn check_probability(file: &str, line: usize, field: &str, p: f64) ->
     if (0.0..=1.0).contains(&p) {
         Ok(p)
     } else {
-        Err(Error::input(
-            file,
-            line,
-            field,
-            format!("probability {p} is outside [0, 1]"),
-        ))
+        Err(Error::input(file, line, field, format!("probability {p} is outside [0, 1]")))
     }
 }
 
@@ -225,11 +165,7 @@ pub(crate) struct Tally {
 
 impl Tally {
     pub(crate) fn new(file: &str) -> Tally {
-        Tally {
-            file: file.to_owned(),
-            groups: Vec::new(),
-            index: std::collections::HashMap::new(),
-        }
+        Tally { file: file.to_owned(), groups: Vec::new(), index: std::collections::HashMap::new() }
     }
 
     pub(crate) fn add(&mut self, message: impl Into<String>, id: impl Into<String>) {
@@ -247,23 +183,14 @@ impl Tally {
         let file = self.file;
         self.groups
             .into_iter()
-            .map(|(message, ids)| {
-                Warning::at(
-                    Location::file(file.clone()),
-                    format!("{message}: {}", list_ids(&ids)),
-                )
-            })
+            .map(|(message, ids)| Warning::at(Location::file(file.clone()), format!("{message}: {}", list_ids(&ids))))
             .collect()
     }
 }
 
 /// "3 (a, b, c)" or "25 (a, b, ..., j, and 15 more)".
 pub(crate) fn list_ids(ids: &[String]) -> String {
-    let shown: Vec<&str> = ids
-        .iter()
-        .take(MAX_LISTED_IDS)
-        .map(String::as_str)
-        .collect();
+    let shown: Vec<&str> = ids.iter().take(MAX_LISTED_IDS).map(String::as_str).collect();
     let rest = ids.len().saturating_sub(MAX_LISTED_IDS);
     if rest == 0 {
         format!("{} ({})", ids.len(), shown.join(", "))

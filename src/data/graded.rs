@@ -63,10 +63,7 @@ pub fn parse_graded(name: &str, text: &str) -> Result<(Vec<GradedResponse>, Vec<
         let id = record.non_empty_label("id")?;
         let system = record.non_empty_label("system")?;
         if let Some(first) = seen.insert((system.clone(), id.clone()), line) {
-            return Err(record.error(
-                "id",
-                format!("system `{system}` already has a response `{id}` (line {first})"),
-            ));
+            return Err(record.error("id", format!("system `{system}` already has a response `{id}` (line {first})")));
         }
         let tags = tag_list(&record)?;
         let criteria = criteria(&record, &mut unknown)?;
@@ -87,10 +84,7 @@ pub fn parse_graded(name: &str, text: &str) -> Result<(Vec<GradedResponse>, Vec<
         });
     }
     if responses.is_empty() {
-        return Err(Error::in_file(
-            name,
-            "no graded responses (the file has no non-blank line)",
-        ));
+        return Err(Error::in_file(name, "no graded responses (the file has no non-blank line)"));
     }
     let warnings = unknown
         .into_iter()
@@ -133,10 +127,7 @@ fn check_finite_scores(record: &Record, criteria: &[Criterion]) -> Result<()> {
     Ok(())
 }
 
-fn criteria(
-    record: &Record,
-    unknown: &mut BTreeMap<String, (usize, usize)>,
-) -> Result<Vec<Criterion>> {
+fn criteria(record: &Record, unknown: &mut BTreeMap<String, (usize, usize)>) -> Result<Vec<Criterion>> {
     let items = record.objects("criteria")?;
     if items.is_empty() {
         return Err(record.error("criteria", "needs at least one criterion"));
@@ -155,17 +146,9 @@ fn criteria(
             let met = item.boolean("met")?;
             let tags = tag_list(item)?;
             for key in item.unknown_fields(&CRITERION_FIELDS) {
-                unknown
-                    .entry(format!("criteria[].{key}"))
-                    .or_insert((item.line, 0))
-                    .1 += 1;
+                unknown.entry(format!("criteria[].{key}")).or_insert((item.line, 0)).1 += 1;
             }
-            Ok(Criterion {
-                criterion: criterion.to_string(),
-                points,
-                tags,
-                met,
-            })
+            Ok(Criterion { criterion: criterion.to_string(), points, tags, met })
         })
         .collect()
 }
@@ -181,10 +164,7 @@ fn tag_list(record: &Record) -> Result<Vec<String>> {
             return Err(record.error(&format!("tags[{i}]"), "empty tag"));
         }
         if tags[..i].contains(tag) {
-            return Err(record.error(
-                &format!("tags[{i}]"),
-                format!("tag `{tag}` is listed twice"),
-            ));
+            return Err(record.error(&format!("tags[{i}]"), format!("tag `{tag}` is listed twice")));
         }
     }
     Ok(tags)

@@ -60,9 +60,7 @@ impl<'de> Visitor<'de> for JsonVisitor {
         Ok(Json::Number(v.into()))
     }
     fn visit_f64<E: de::Error>(self, v: f64) -> Result<Json, E> {
-        serde_json::Number::from_f64(v)
-            .map(Json::Number)
-            .ok_or_else(|| E::custom("number is not finite"))
+        serde_json::Number::from_f64(v).map(Json::Number).ok_or_else(|| E::custom("number is not finite"))
     }
     fn visit_str<E>(self, v: &str) -> Result<Json, E> {
         Ok(Json::String(v.to_owned()))
@@ -100,11 +98,7 @@ pub(crate) struct Record<'a> {
 /// An error at `file:line` that has no field (e.g. the line is not JSON at all).
 pub(crate) fn line_error(file: &str, line: usize, message: impl Into<String>) -> Error {
     Error::Input {
-        location: Location {
-            file: file.to_owned(),
-            line: Some(line),
-            field: None,
-        },
+        location: Location { file: file.to_owned(), line: Some(line), field: None },
         message: message.into(),
     }
 }
@@ -118,57 +112,31 @@ pub(crate) fn parse_record<'a>(file: &'a str, line: usize, text: &str) -> Result
             Some((head, _)) => head.to_owned(),
             None => message,
         };
-        line_error(
-            file,
-            line,
-            format!("invalid JSON at column {}: {message}", e.column()),
-        )
+        line_error(file, line, format!("invalid JSON at column {}: {message}", e.column()))
     })?;
     match value {
         Json::Object(entries) => {
-            let record = Record {
-                file,
-                line,
-                path: String::new(),
-                entries,
-            };
+            let record = Record { file, line, path: String::new(), entries };
             record.reject_duplicates(&record.entries, None)?;
             Ok(record)
         }
-        other => Err(line_error(
-            file,
-            line,
-            format!(
-                "expected a JSON object on this line, found {}",
-                other.kind()
-            ),
-        )),
+        other => Err(line_error(file, line, format!("expected a JSON object on this line, found {}", other.kind()))),
     }
 }
 
 impl<'a> Record<'a> {
     /// An error at this record's file and line; `field` is relative to the record.
     pub(crate) fn error(&self, field: &str, message: impl Into<String>) -> Error {
-        Error::input(
-            self.file,
-            self.line,
-            &format!("{}{field}", self.path),
-            message,
-        )
+        Error::input(self.file, self.line, &format!("{}{field}", self.path), message)
     }
 
     /// The value of a top-level field, if present (null counts as absent).
     pub(crate) fn get(&self, field: &str) -> Option<&Json> {
-        self.entries
-            .iter()
-            .find(|(k, _)| k == field)
-            .map(|(_, v)| v)
-            .filter(|v| **v != Json::Null)
+        self.entries.iter().find(|(k, _)| k == field).map(|(_, v)| v).filter(|v| **v != Json::Null)
     }
 
     pub(crate) fn require(&self, field: &str) -> Result<&Json> {
-        self.get(field)
-            .ok_or_else(|| self.error(field, format!("missing field `{field}`")))
+        self.get(field).ok_or_else(|| self.error(field, format!("missing field `{field}`")))
     }
 
     pub(crate) fn string(&self, field: &str) -> Result<&str> {
@@ -188,13 +156,7 @@ impl<'a> Record<'a> {
         match self.require(field)? {
             Json::String(s) => Ok(s.clone()),
             Json::Number(n) if n.is_u64() || n.is_i64() => Ok(n.to_string()),
-            other => Err(self.error(
-                field,
-                format!(
-                    "expected a string or a whole number, found {}",
-                    other.kind()
-                ),
-            )),
+            other => Err(self.error(field, format!("expected a string or a whole number, found {}", other.kind()))),
         }
     }
 
@@ -211,10 +173,7 @@ impl<'a> Record<'a> {
     pub(crate) fn boolean(&self, field: &str) -> Result<bool> {
         match self.require(field)? {
             Json::Bool(b) => Ok(*b),
-            other => Err(self.error(
-                field,
-                format!("expected true or false, found {}", other.kind()),
-            )),
+            other => Err(self.error(field, format!("expected true or false, found {}", other.kind()))),
         }
     }
 
@@ -232,13 +191,8 @@ impl<'a> Record<'a> {
             Json::Number(n) => n
                 .as_u64()
                 .and_then(|v| u32::try_from(v).ok())
-                .ok_or_else(|| {
-                    self.error(field, format!("expected a whole number >= 0, found {n}"))
-                }),
-            other => Err(self.error(
-                field,
-                format!("expected a whole number >= 0, found {}", other.kind()),
-            )),
+                .ok_or_else(|| self.error(field, format!("expected a whole number >= 0, found {n}"))),
+            other => Err(self.error(field, format!("expected a whole number >= 0, found {}", other.kind()))),
         }
     }
 
@@ -249,10 +203,7 @@ impl<'a> Record<'a> {
             .iter()
             .map(|(k, v)| match v {
                 Json::String(s) => Ok((k.clone(), s.clone())),
-                other => Err(self.error(
-                    &format!("{field}.{k}"),
-                    format!("expected a string, found {}", other.kind()),
-                )),
+                other => Err(self.error(&format!("{field}.{k}"), format!("expected a string, found {}", other.kind()))),
             })
             .collect()
     }
@@ -264,10 +215,7 @@ impl<'a> Record<'a> {
             .iter()
             .map(|(k, v)| match v {
                 Json::Number(n) => Ok((k.clone(), n.as_f64().expect("finite"))),
-                other => Err(self.error(
-                    &format!("{field}.{k}"),
-                    format!("expected a number, found {}", other.kind()),
-                )),
+                other => Err(self.error(&format!("{field}.{k}"), format!("expected a number, found {}", other.kind()))),
             })
             .collect()
     }
@@ -280,10 +228,9 @@ impl<'a> Record<'a> {
             .enumerate()
             .map(|(i, item)| match item {
                 Json::String(s) => Ok(s.clone()),
-                other => Err(self.error(
-                    &format!("{field}[{i}]"),
-                    format!("expected a string, found {}", other.kind()),
-                )),
+                other => {
+                    Err(self.error(&format!("{field}[{i}]"), format!("expected a string, found {}", other.kind())))
+                }
             })
             .collect()
     }
@@ -308,9 +255,7 @@ impl<'a> Record<'a> {
                         record.reject_duplicates(&record.entries, None)?;
                         Ok(record)
                     }
-                    other => {
-                        Err(self.error(&at, format!("expected an object, found {}", other.kind())))
-                    }
+                    other => Err(self.error(&at, format!("expected an object, found {}", other.kind()))),
                 }
             })
             .collect()
@@ -320,10 +265,7 @@ impl<'a> Record<'a> {
     fn array(&self, field: &str, expected: &str) -> Result<&Vec<Json>> {
         match self.require(field)? {
             Json::Array(items) => Ok(items),
-            other => Err(self.error(
-                field,
-                format!("expected {expected}, found {}", other.kind()),
-            )),
+            other => Err(self.error(field, format!("expected {expected}, found {}", other.kind()))),
         }
     }
 
@@ -354,11 +296,7 @@ impl<'a> Record<'a> {
 
     /// Top-level keys outside `known`, for an "unknown field" warning.
     pub(crate) fn unknown_fields(&self, known: &[&str]) -> Vec<&str> {
-        self.entries
-            .iter()
-            .map(|(k, _)| k.as_str())
-            .filter(|k| !known.contains(k))
-            .collect()
+        self.entries.iter().map(|(k, _)| k.as_str()).filter(|k| !known.contains(k)).collect()
     }
 }
 
@@ -368,24 +306,17 @@ mod tests {
 
     #[test]
     fn invalid_json_reports_serde_column_without_serde_line() {
-        let err = parse_record("f.jsonl", 7, r#"{"id": "a",, }"#)
-            .err()
-            .unwrap();
+        let err = parse_record("f.jsonl", 7, r#"{"id": "a",, }"#).err().unwrap();
         let loc = err.location().unwrap();
         assert_eq!((loc.line, loc.field.as_deref()), (Some(7), None));
         // The second comma is at column 12; Python 3 agrees: json.loads('{"id": "a",, }') ->
         // "Expecting property name enclosed in double quotes: line 1 column 12".
-        assert_eq!(
-            err.to_string(),
-            "f.jsonl:7: invalid JSON at column 12: key must be a string"
-        );
+        assert_eq!(err.to_string(), "f.jsonl:7: invalid JSON at column 12: key must be a string");
     }
 
     #[test]
     fn duplicate_keys_are_errors_at_any_level() {
-        let err = parse_record("f", 1, r#"{"id": "a", "id": "b"}"#)
-            .err()
-            .unwrap();
+        let err = parse_record("f", 1, r#"{"id": "a", "id": "b"}"#).err().unwrap();
         assert_eq!(err.location().unwrap().field.as_deref(), Some("id"));
         let rec = parse_record("f", 2, r#"{"o": {"1": "x", "1": "y"}}"#).unwrap();
         let err = rec.string_map("o").unwrap_err();
@@ -394,12 +325,7 @@ mod tests {
 
     #[test]
     fn nested_objects_name_their_path_in_messages() {
-        let rec = parse_record(
-            "f",
-            4,
-            r#"{"c": [{"b": true, "s": ["x"]}, {"b": 1, "s": ["y", 2]}], "n": 5}"#,
-        )
-        .unwrap();
+        let rec = parse_record("f", 4, r#"{"c": [{"b": true, "s": ["x"]}, {"b": 1, "s": ["y", 2]}], "n": 5}"#).unwrap();
         let items = rec.objects("c").unwrap();
         assert!(items[0].boolean("b").unwrap());
         assert_eq!(items[0].string_array("s").unwrap(), ["x"]);
@@ -420,22 +346,14 @@ mod tests {
             rec.objects("c").err().unwrap().to_string(),
             "f:5: field `c[1]`: expected an object, found a number"
         );
-        assert_eq!(
-            rec.objects("d").err().unwrap().to_string(),
-            "f:5: field `d[0].k`: duplicate key `k`"
-        );
+        assert_eq!(rec.objects("d").err().unwrap().to_string(), "f:5: field `d[0].k`: duplicate key `k`");
     }
 
     #[test]
     fn labels_accept_whole_numbers_and_keep_key_order() {
         let rec = parse_record("f", 1, r#"{"a": 3, "o": {"10": "x", "2": "y"}}"#).unwrap();
         assert_eq!(rec.label("a").unwrap(), "3");
-        let keys: Vec<String> = rec
-            .string_map("o")
-            .unwrap()
-            .into_iter()
-            .map(|(k, _)| k)
-            .collect();
+        let keys: Vec<String> = rec.string_map("o").unwrap().into_iter().map(|(k, _)| k).collect();
         assert_eq!(keys, ["10", "2"]);
         let rec = parse_record("f", 1, r#"{"a": 3.5}"#).unwrap();
         assert!(rec.label("a").is_err());

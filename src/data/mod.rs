@@ -18,21 +18,17 @@ pub mod ros_import;
 pub mod trec;
 
 pub use answers::{
-    check_answer_queries, check_answers_have_topics, check_answers_scored, check_nrp_inputs, parse_answer_scores, parse_answers_csv,
-    parse_answers_jsonl, parse_documents, system_prompt_from_file_name, NrpInputs,
+    check_answer_queries, check_answers_have_topics, check_answers_scored, check_nrp_inputs, parse_answer_scores,
+    parse_answers_csv, parse_answers_jsonl, parse_documents, system_prompt_from_file_name, NrpInputs,
 };
 pub use bundle::{bundle_warnings, parse_bundle, write_bundle_jsonl};
 pub use predictions::{
-    check_prediction_file_against, check_predictions_against, parse_predictions,
-    write_predictions_csv, PredictionFile,
+    check_prediction_file_against, check_predictions_against, parse_predictions, write_predictions_csv, PredictionFile,
 };
-pub use rankings::{
-    check_no_control_rows, check_rankings_against, check_rankings_against_except, parse_rankings,
-};
+pub use rankings::{check_no_control_rows, check_rankings_against, check_rankings_against_except, parse_rankings};
 pub use ros_import::{import_ranking_over_scoring, parse_hitz, HitzItem};
 pub use trec::{
-    dimension_name, is_combined_qrels, parse_qrels, parse_qrels_any, parse_qrels_combined,
-    parse_qrels_dimension,
+    dimension_name, is_combined_qrels, parse_qrels, parse_qrels_any, parse_qrels_combined, parse_qrels_dimension,
     parse_run, parse_topics, NotJudgeable,
 };
 
@@ -61,8 +57,7 @@ pub enum Task {
 }
 
 impl Task {
-    pub const MISINFORMATION_LABELS: [&'static str; 3] =
-        ["supported", "refuted", "not_enough_evidence"];
+    pub const MISINFORMATION_LABELS: [&'static str; 3] = ["supported", "refuted", "not_enough_evidence"];
     pub const NLI_LABELS: [&'static str; 2] = ["entailment", "contradiction"];
 
     pub fn name(self) -> &'static str {
@@ -124,10 +119,7 @@ impl Problem {
     pub fn label_set(&self) -> Vec<String> {
         match self {
             Problem::Mcqa { options, .. } => options.iter().map(|(k, _)| k.clone()).collect(),
-            Problem::Misinformation { .. } => Task::MISINFORMATION_LABELS
-                .iter()
-                .map(|s| s.to_string())
-                .collect(),
+            Problem::Misinformation { .. } => Task::MISINFORMATION_LABELS.iter().map(|s| s.to_string()).collect(),
             Problem::Nli { .. } => Task::NLI_LABELS.iter().map(|s| s.to_string()).collect(),
         }
     }
@@ -137,11 +129,7 @@ impl Problem {
         match self {
             Problem::Mcqa { question, .. } => question.clone(),
             Problem::Misinformation { claim, .. } => claim.clone(),
-            Problem::Nli {
-                statement,
-                evidence,
-                ..
-            } => format!("{statement} {evidence}"),
+            Problem::Nli { statement, evidence, .. } => format!("{statement} {evidence}"),
         }
     }
 }
@@ -159,10 +147,7 @@ pub struct Instance {
 
 impl Instance {
     pub fn argument(&self, system: &str) -> Option<&str> {
-        self.arguments
-            .iter()
-            .find(|(s, _)| s == system)
-            .map(|(_, t)| t.as_str())
+        self.arguments.iter().find(|(s, _)| s == system).map(|(_, t)| t.as_str())
     }
 }
 

@@ -3,8 +3,8 @@
 //! `{"instance","system","predicted","p_correct","probs":{label: p}}` (detected by content).
 
 use crate::data::common::{
-    check_probability, content_lines, csv_error, csv_reader, first_content_char, non_empty,
-    parse_number, record_line, Header, Tally,
+    check_probability, content_lines, csv_error, csv_reader, first_content_char, non_empty, parse_number, record_line,
+    Header, Tally,
 };
 use crate::data::json::parse_record;
 use crate::data::{Bundle, Instance, Prediction};
@@ -33,11 +33,8 @@ pub struct PredictionFile {
 /// In CSV an empty `prob:<label>` cell means "no probability for that label" (a file that
 /// mixes tasks has columns for all their labels); the kept probabilities are in column order.
 pub fn parse_predictions(name: &str, text: &str) -> Result<(PredictionFile, Vec<Warning>)> {
-    let (file, warnings) = if first_content_char(text) == Some('{') {
-        parse_jsonl(name, text)?
-    } else {
-        parse_csv(name, text)?
-    };
+    let (file, warnings) =
+        if first_content_char(text) == Some('{') { parse_jsonl(name, text)? } else { parse_csv(name, text)? };
     if file.predictions.is_empty() {
         return Err(Error::in_file(name, "no predictions in the file"));
     }
@@ -53,29 +50,15 @@ fn parse_csv(name: &str, text: &str) -> Result<(PredictionFile, Vec<Warning>)> {
         .names
         .iter()
         .enumerate()
-        .filter_map(|(i, n)| {
-            n.strip_prefix(PROB_PREFIX)
-                .map(|label| (i, label.to_owned()))
-        })
+        .filter_map(|(i, n)| n.strip_prefix(PROB_PREFIX).map(|label| (i, label.to_owned())))
         .collect();
     if let Some((i, _)) = prob_columns.iter().find(|(_, label)| label.is_empty()) {
-        return Err(Error::input(
-            name,
-            1,
-            &header.names[*i],
-            "a `prob:` column needs a label",
-        ));
+        return Err(Error::input(name, 1, &header.names[*i], "a `prob:` column needs a label"));
     }
-    let warnings: Vec<Warning> = header
-        .unknown_columns(name, |c| COLUMNS.contains(&c) || c.starts_with(PROB_PREFIX))
-        .into_iter()
-        .collect();
+    let warnings: Vec<Warning> =
+        header.unknown_columns(name, |c| COLUMNS.contains(&c) || c.starts_with(PROB_PREFIX)).into_iter().collect();
 
-    let mut file = PredictionFile {
-        name: name.to_owned(),
-        predictions: Vec::new(),
-        lines: Vec::new(),
-    };
+    let mut file = PredictionFile { name: name.to_owned(), predictions: Vec::new(), lines: Vec::new() };
     for record in reader.records() {
         let record = record.map_err(|e| csv_error(name, e))?;
         let line = record_line(&record);
@@ -105,21 +88,12 @@ fn parse_csv(name: &str, text: &str) -> Result<(PredictionFile, Vec<Warning>)> {
 }
 
 fn parse_jsonl(name: &str, text: &str) -> Result<(PredictionFile, Vec<Warning>)> {
-    let mut file = PredictionFile {
-        name: name.to_owned(),
-        predictions: Vec::new(),
-        lines: Vec::new(),
-    };
+    let mut file = PredictionFile { name: name.to_owned(), predictions: Vec::new(), lines: Vec::new() };
     let mut unknown = Tally::new(name);
     for (line, text) in content_lines(text) {
         let record = parse_record(name, line, text)?;
-        for field in
-            record.unknown_fields(&["instance", "system", "predicted", "p_correct", "probs"])
-        {
-            unknown.add(
-                format!("ignored unknown field `{field}` on lines"),
-                line.to_string(),
-            );
+        for field in record.unknown_fields(&["instance", "system", "predicted", "p_correct", "probs"]) {
+            unknown.add(format!("ignored unknown field `{field}` on lines"), line.to_string());
         }
         let probs = match record.get("probs") {
             Some(_) => record.number_map("probs")?,
@@ -168,17 +142,12 @@ impl Source<'_> {
     fn error(&self, field: &str, message: String) -> Error {
         match self {
             Source::Line(file, line) => Error::input(file, *line, field, message),
-            Source::Index(i) => {
-                Error::invalid(format!("prediction #{} ({field}): {message}", i + 1))
-            }
+            Source::Index(i) => Error::invalid(format!("prediction #{} ({field}): {message}", i + 1)),
         }
     }
 }
 
-fn reject_duplicates<'a>(
-    predictions: &[Prediction],
-    source: &dyn Fn(usize) -> Source<'a>,
-) -> Result<()> {
+fn reject_duplicates<'a>(predictions: &[Prediction], source: &dyn Fn(usize) -> Source<'a>) -> Result<()> {
     let mut first: HashMap<(&str, &str), usize> = HashMap::new();
     for (i, p) in predictions.iter().enumerate() {
         if let Some(j) = first.insert((p.instance.as_str(), p.system.as_str()), i) {
@@ -203,21 +172,13 @@ fn reject_duplicates<'a>(
 /// the instance's label set, duplicate (instance, system). Warnings: bundle (instance,
 /// system) pairs without a prediction, and `p_correct` that disagrees with the probability of
 /// the gold label by more than the tolerance.
-pub fn check_predictions_against(
-    predictions: &[Prediction],
-    bundle: &Bundle,
-) -> Result<Vec<Warning>> {
+pub fn check_predictions_against(predictions: &[Prediction], bundle: &Bundle) -> Result<Vec<Warning>> {
     check(predictions, bundle, "predictions", &|i| Source::Index(i))
 }
 
 /// [`check_predictions_against`] for predictions read from a file: errors name its lines.
-pub fn check_prediction_file_against(
-    file: &PredictionFile,
-    bundle: &Bundle,
-) -> Result<Vec<Warning>> {
-    check(&file.predictions, bundle, &file.name, &|i| {
-        Source::Line(&file.name, file.lines[i])
-    })
+pub fn check_prediction_file_against(file: &PredictionFile, bundle: &Bundle) -> Result<Vec<Warning>> {
+    check(&file.predictions, bundle, &file.name, &|i| Source::Line(&file.name, file.lines[i]))
 }
 
 /// Control systems (`controls` adds them) are accepted even though the bundle file does
@@ -229,21 +190,11 @@ fn check<'a>(
     source: &dyn Fn(usize) -> Source<'a>,
 ) -> Result<Vec<Warning>> {
     reject_duplicates(predictions, source)?;
-    let instances: HashMap<&str, &Instance> = bundle
-        .instances
-        .iter()
-        .map(|i| (i.id.as_str(), i))
-        .collect();
+    let instances: HashMap<&str, &Instance> = bundle.instances.iter().map(|i| (i.id.as_str(), i)).collect();
     let mut tally = Tally::new(name);
     for (i, p) in predictions.iter().enumerate() {
         let instance = instances.get(p.instance.as_str()).ok_or_else(|| {
-            source(i).error(
-                "instance",
-                format!(
-                    "instance `{}` is not in bundle `{}`",
-                    p.instance, bundle.name
-                ),
-            )
+            source(i).error("instance", format!("instance `{}` is not in bundle `{}`", p.instance, bundle.name))
         })?;
         if !bundle.systems.contains(&p.system) && !Control::is_control_name(&p.system) {
             let controls: Vec<&str> = Control::ALL.iter().map(|c| c.system_name()).collect();
@@ -261,23 +212,14 @@ fn check<'a>(
         if !labels.contains(&p.predicted) {
             return Err(source(i).error(
                 "predicted",
-                format!(
-                    "label `{}` is not a label of instance `{}` ({})",
-                    p.predicted,
-                    p.instance,
-                    labels.join(", ")
-                ),
+                format!("label `{}` is not a label of instance `{}` ({})", p.predicted, p.instance, labels.join(", ")),
             ));
         }
         for (label, _) in &p.probs {
             if !labels.contains(label) {
                 return Err(source(i).error(
                     &format!("prob:{label}"),
-                    format!(
-                        "label `{label}` is not a label of instance `{}` ({})",
-                        p.instance,
-                        labels.join(", ")
-                    ),
+                    format!("label `{label}` is not a label of instance `{}` ({})", p.instance, labels.join(", ")),
                 ));
             }
         }
@@ -291,17 +233,12 @@ fn check<'a>(
             }
         }
     }
-    let predicted: std::collections::HashSet<(&str, &str)> = predictions
-        .iter()
-        .map(|p| (p.instance.as_str(), p.system.as_str()))
-        .collect();
+    let predicted: std::collections::HashSet<(&str, &str)> =
+        predictions.iter().map(|p| (p.instance.as_str(), p.system.as_str())).collect();
     for instance in &bundle.instances {
         for (system, _) in &instance.arguments {
             if !predicted.contains(&(instance.id.as_str(), system.as_str())) {
-                tally.add(
-                    format!("no prediction for system `{system}` on instances"),
-                    instance.id.clone(),
-                );
+                tally.add(format!("no prediction for system `{system}` on instances"), instance.id.clone());
             }
         }
     }
@@ -320,26 +257,17 @@ pub fn write_predictions_csv(predictions: &[Prediction]) -> String {
             }
         }
     }
-    let mut writer = csv::WriterBuilder::new()
-        .terminator(csv::Terminator::Any(b'\n'))
-        .from_writer(Vec::new());
+    let mut writer = csv::WriterBuilder::new().terminator(csv::Terminator::Any(b'\n')).from_writer(Vec::new());
     let mut header: Vec<String> = COLUMNS.iter().map(|c| c.to_string()).collect();
     header.extend(labels.iter().map(|l| format!("{PROB_PREFIX}{l}")));
     writer.write_record(&header).expect("writing to memory");
     for p in predictions {
-        let mut row = vec![
-            p.instance.clone(),
-            p.system.clone(),
-            p.predicted.clone(),
-            p.p_correct.to_string(),
-        ];
-        row.extend(labels.iter().map(|label| {
-            p.probs
+        let mut row = vec![p.instance.clone(), p.system.clone(), p.predicted.clone(), p.p_correct.to_string()];
+        row.extend(
+            labels
                 .iter()
-                .find(|(l, _)| l == label)
-                .map(|(_, v)| v.to_string())
-                .unwrap_or_default()
-        }));
+                .map(|label| p.probs.iter().find(|(l, _)| l == label).map(|(_, v)| v.to_string()).unwrap_or_default()),
+        );
         writer.write_record(&row).expect("writing to memory");
     }
     String::from_utf8(writer.into_inner().expect("writing to memory")).expect("UTF-8 in, UTF-8 out")
@@ -370,20 +298,9 @@ mod tests {
         assert!(warnings.is_empty());
         assert_eq!(file.predictions.len(), 20 * 8);
         let first = &file.predictions[0];
-        assert_eq!(
-            (first.instance.as_str(), first.system.as_str()),
-            ("mcqa-01", "expert")
-        );
-        assert_eq!(
-            first.probs.len(),
-            5,
-            "empty prob cells of other tasks are not probabilities"
-        );
-        let nli = file
-            .predictions
-            .iter()
-            .find(|p| p.instance == "nli-01")
-            .unwrap();
+        assert_eq!((first.instance.as_str(), first.system.as_str()), ("mcqa-01", "expert"));
+        assert_eq!(first.probs.len(), 5, "empty prob cells of other tasks are not probabilities");
+        let nli = file.predictions.iter().find(|p| p.instance == "nli-01").unwrap();
         let labels: Vec<&str> = nli.probs.iter().map(|(l, _)| l.as_str()).collect();
         assert_eq!(labels, ["entailment", "contradiction"]);
         assert_eq!(check_prediction_file_against(&file, &bundle()).unwrap(), []);
@@ -405,10 +322,7 @@ mod tests {
                 .count()
         };
         let real: Vec<usize> = bundle.systems.iter().map(|s| correct(s)).collect();
-        let controls: Vec<usize> = Control::ALL
-            .iter()
-            .map(|c| correct(c.system_name()))
-            .collect();
+        let controls: Vec<usize> = Control::ALL.iter().map(|c| correct(c.system_name())).collect();
         assert_eq!(real, [20, 19, 11, 14]);
         assert_eq!(controls, [8, 10, 5, 7]);
     }
@@ -419,52 +333,39 @@ mod tests {
         let (file, _) = parse_predictions("p.jsonl", text).unwrap();
         assert_eq!(file.lines, [2]);
         assert_eq!(file.predictions[0].predicted, "2");
-        assert_eq!(
-            file.predictions[0].probs,
-            [("1".to_string(), 0.3), ("2".to_string(), 0.7)]
-        );
-        let (_, warnings) = parse_predictions("p.jsonl", "{\"instance\": \"a\", \"system\": \"s\", \"predicted\": \"1\", \"p_correct\": 1, \"model\": \"m\"}").unwrap();
-        assert_eq!(
-            warnings[0].to_string(),
-            "p.jsonl: ignored unknown field `model` on lines: 1 (1)"
-        );
+        assert_eq!(file.predictions[0].probs, [("1".to_string(), 0.3), ("2".to_string(), 0.7)]);
+        let (_, warnings) = parse_predictions(
+            "p.jsonl",
+            "{\"instance\": \"a\", \"system\": \"s\", \"predicted\": \"1\", \"p_correct\": 1, \"model\": \"m\"}",
+        )
+        .unwrap();
+        assert_eq!(warnings[0].to_string(), "p.jsonl: ignored unknown field `model` on lines: 1 (1)");
         let err = parse_predictions(
             "p.jsonl",
             "{\"instance\": \"a\", \"system\": \"s\", \"predicted\": \"1\", \"p_correct\": 1.5}",
         )
         .unwrap_err();
-        assert_eq!(
-            err.to_string(),
-            "p.jsonl:1: field `p_correct`: probability 1.5 is outside [0, 1]"
-        );
+        assert_eq!(err.to_string(), "p.jsonl:1: field `p_correct`: probability 1.5 is outside [0, 1]");
     }
 
     #[test]
     fn probability_errors_name_the_column() {
         let (line, field, message) = error_at(&format!("{HEADER}\na,s,1,0.4,0.4,0.5\n"));
         assert_eq!((line, field.as_deref()), (2, Some("probs")));
-        assert!(
-            message.ends_with("probabilities sum to 0.9, not 1 (tolerance 0.001)"),
-            "{message}"
-        );
+        assert!(message.ends_with("probabilities sum to 0.9, not 1 (tolerance 0.001)"), "{message}");
         let (line, field, _) = error_at(&format!("{HEADER}\na,s,1,0.4,-0.1,1.1\n"));
         assert_eq!((line, field.as_deref()), (2, Some("prob:1")));
         let (line, field, _) = error_at(&format!("{HEADER}\na,s,1,high,,\n"));
         assert_eq!((line, field.as_deref()), (2, Some("p_correct")));
         // Within the tolerance is fine: 0.3333 + 0.6666 = 0.9999.
-        assert!(
-            parse_predictions("p.csv", &format!("{HEADER}\na,s,2,0.6666,0.3333,0.6666\n")).is_ok()
-        );
+        assert!(parse_predictions("p.csv", &format!("{HEADER}\na,s,2,0.6666,0.3333,0.6666\n")).is_ok());
     }
 
     #[test]
     fn duplicate_instance_system_names_both_lines() {
-        let (line, field, message) = error_at(&format!(
-            "{HEADER}\na,s,1,0.6,0.6,0.4\nb,s,1,0.6,,\na,s,2,0.4,,\n"
-        ));
+        let (line, field, message) = error_at(&format!("{HEADER}\na,s,1,0.6,0.6,0.4\nb,s,1,0.6,,\na,s,2,0.4,,\n"));
         assert_eq!((line, field.as_deref()), (4, Some("system")));
-        assert!(message
-            .ends_with("a second prediction for instance `a` and system `s` (also at line 2)"));
+        assert!(message.ends_with("a second prediction for instance `a` and system `s` (also at line 2)"));
     }
 
     #[test]
@@ -474,22 +375,15 @@ mod tests {
             let (file, _) = parse_predictions("p.csv", text).unwrap();
             check_prediction_file_against(&file, &bundle)
         };
-        let err = check(&format!(
-            "{HEADER}\nmcqa-01,expert,2,0.6,,\nmcqa-99,expert,2,0.6,,\n"
-        ))
-        .unwrap_err();
+        let err = check(&format!("{HEADER}\nmcqa-01,expert,2,0.6,,\nmcqa-99,expert,2,0.6,,\n")).unwrap_err();
         assert_eq!(err.location().unwrap().line, Some(3));
         assert_eq!(err.location().unwrap().field.as_deref(), Some("instance"));
         let err = check(&format!("{HEADER}\nmcqa-01,claude,2,0.6,,\n")).unwrap_err();
         assert_eq!(err.location().unwrap().field.as_deref(), Some("system"));
         let err = check(&format!("{HEADER}\nnli-01,expert,2,0.6,,\n")).unwrap_err();
         assert_eq!(err.location().unwrap().field.as_deref(), Some("predicted"));
-        assert!(err.to_string().ends_with(
-            "label `2` is not a label of instance `nli-01` (entailment, contradiction)"
-        ));
-        let err =
-            check("instance,system,predicted,p_correct,prob:yes\nnli-01,expert,entailment,1,1\n")
-                .unwrap_err();
+        assert!(err.to_string().ends_with("label `2` is not a label of instance `nli-01` (entailment, contradiction)"));
+        let err = check("instance,system,predicted,p_correct,prob:yes\nnli-01,expert,entailment,1,1\n").unwrap_err();
         assert_eq!(err.location().unwrap().field.as_deref(), Some("prob:yes"));
 
         // In memory (an evaluator's output) the error names the position instead of a line.
@@ -506,17 +400,15 @@ mod tests {
     fn check_against_bundle_warns_about_gaps_and_inconsistent_p_correct() {
         let text = format!("{HEADER}\nmcqa-01,expert,2,0.9,0.5,0.5\n");
         let (file, _) = parse_predictions("p.csv", &text).unwrap();
-        let warnings: Vec<String> = check_prediction_file_against(&file, &bundle())
-            .unwrap()
-            .iter()
-            .map(|w| w.to_string())
-            .collect();
-        assert_eq!(warnings[0], "p.csv: predictions whose p_correct differs from the probability of the gold label: 1 (mcqa-01/expert)");
+        let warnings: Vec<String> =
+            check_prediction_file_against(&file, &bundle()).unwrap().iter().map(|w| w.to_string()).collect();
+        assert_eq!(
+            warnings[0],
+            "p.csv: predictions whose p_correct differs from the probability of the gold label: 1 (mcqa-01/expert)"
+        );
         // Groups come in order of first occurrence: the three other systems are missing on
         // mcqa-01 already, expert only from mcqa-02 on.
-        assert!(
-            warnings[1].starts_with("p.csv: no prediction for system `gpt-4o` on instances: 20 (")
-        );
+        assert!(warnings[1].starts_with("p.csv: no prediction for system `gpt-4o` on instances: 20 ("));
         assert_eq!(warnings[4], "p.csv: no prediction for system `expert` on instances: 19 (mcqa-02, mcqa-03, mcqa-04, mcqa-05, mcqa-06, mcqa-07, mcqa-08, mcqa-09, mcqa-10, mcqa-11, and 9 more)");
         assert_eq!(warnings.len(), 5);
     }
@@ -535,9 +427,6 @@ mod tests {
             probs: vec![("1".into(), 0.1 + 0.2), ("2".into(), 0.7)],
         }];
         let (again, _) = parse_predictions("p.csv", &write_predictions_csv(&odd)).unwrap();
-        assert_eq!(
-            again.predictions, odd,
-            "quoting and shortest round-trip floats"
-        );
+        assert_eq!(again.predictions, odd, "quoting and shortest round-trip floats");
     }
 }

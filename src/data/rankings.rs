@@ -1,9 +1,7 @@
 //! Human rankings: CSV in long form, `instance,annotator,system,rank` (1 = best).
 //! The same reader serves the NRP expert rankings (instance = qid, system = item id).
 
-use crate::data::common::{
-    csv_error, csv_reader, non_empty, parse_number, record_line, Header, Tally,
-};
+use crate::data::common::{csv_error, csv_reader, non_empty, parse_number, record_line, Header, Tally};
 use crate::data::{Bundle, HumanRank, HumanRankings, Instance};
 use crate::error::{Error, Result, Warning};
 use std::collections::{BTreeSet, HashMap};
@@ -17,10 +15,7 @@ pub fn parse_rankings(name: &str, text: &str) -> Result<(HumanRankings, Vec<Warn
     let mut reader = csv_reader(text);
     let header = Header::read(name, &mut reader)?;
     let columns = header.require_all(name, &COLUMNS)?;
-    let warnings: Vec<Warning> = header
-        .unknown_columns(name, |c| COLUMNS.contains(&c))
-        .into_iter()
-        .collect();
+    let warnings: Vec<Warning> = header.unknown_columns(name, |c| COLUMNS.contains(&c)).into_iter().collect();
 
     let mut rows: Vec<HumanRank> = Vec::new();
     let mut line_of: HashMap<(String, String, String), usize> = HashMap::new();
@@ -31,12 +26,7 @@ pub fn parse_rankings(name: &str, text: &str) -> Result<(HumanRankings, Vec<Warn
         let (instance, annotator, system) = (field(0)?, field(1)?, field(2)?);
         let rank = parse_number(name, line, "rank", field(3)?)?;
         if rank < 1.0 {
-            return Err(Error::input(
-                name,
-                line,
-                "rank",
-                format!("rank {rank} is below 1 (1 = best)"),
-            ));
+            return Err(Error::input(name, line, "rank", format!("rank {rank} is below 1 (1 = best)")));
         }
         let key = (instance.to_owned(), annotator.to_owned(), system.to_owned());
         if let Some(first) = line_of.insert(key, line) {
@@ -58,10 +48,7 @@ pub fn parse_rankings(name: &str, text: &str) -> Result<(HumanRankings, Vec<Warn
         });
     }
     if rows.is_empty() {
-        return Err(Error::in_file(
-            name,
-            "the rankings file has a header but no rows",
-        ));
+        return Err(Error::in_file(name, "the rankings file has a header but no rows"));
     }
     // A rank beyond the number of systems cannot come from ranking them (with ties
     // averaged, the worst rank of n systems is n): 99 among 4 systems would be taken as a
@@ -80,11 +67,7 @@ pub fn parse_rankings(name: &str, text: &str) -> Result<(HumanRankings, Vec<Warn
     }
     let distinct = |get: fn(&HumanRank) -> &String| {
         let mut seen = std::collections::HashSet::new();
-        rows.iter()
-            .map(get)
-            .filter(|v| seen.insert(v.as_str()))
-            .cloned()
-            .collect::<Vec<_>>()
+        rows.iter().map(get).filter(|v| seen.insert(v.as_str())).cloned().collect::<Vec<_>>()
     };
     let rankings = HumanRankings {
         name: name.to_owned(),
@@ -117,15 +100,9 @@ pub fn check_no_control_rows(rankings: &HumanRankings, controls: &[String]) -> R
 
 /// Warnings for (instance, annotator) blocks that leave out a system the block should
 /// rank; `expected(instance)` lists those systems. One warning per (annotator, system).
-fn incomplete_blocks(
-    rankings: &HumanRankings,
-    expected: impl Fn(&str) -> Vec<String>,
-) -> Vec<Warning> {
-    let ranked: BTreeSet<(&str, &str, &str)> = rankings
-        .rows
-        .iter()
-        .map(|r| (r.instance.as_str(), r.annotator.as_str(), r.system.as_str()))
-        .collect();
+fn incomplete_blocks(rankings: &HumanRankings, expected: impl Fn(&str) -> Vec<String>) -> Vec<Warning> {
+    let ranked: BTreeSet<(&str, &str, &str)> =
+        rankings.rows.iter().map(|r| (r.instance.as_str(), r.annotator.as_str(), r.system.as_str())).collect();
     let blocks: BTreeSet<(&str, &str)> = ranked.iter().map(|(i, a, _)| (*i, *a)).collect();
     let mut tally = Tally::new(&rankings.name);
     // Iterate in file order of instances so listed ids read naturally.
@@ -137,9 +114,7 @@ fn incomplete_blocks(
             for system in expected(instance) {
                 if !ranked.contains(&(instance.as_str(), annotator.as_str(), system.as_str())) {
                     tally.add(
-                        format!(
-                            "annotator `{annotator}` did not rank system `{system}` on instances"
-                        ),
+                        format!("annotator `{annotator}` did not rank system `{system}` on instances"),
                         instance.clone(),
                     );
                 }
@@ -164,51 +139,28 @@ pub fn check_rankings_against_except(
     bundle: &Bundle,
     not_ranked_by_humans: &[String],
 ) -> Result<Vec<Warning>> {
-    let instances: HashMap<&str, &Instance> = bundle
-        .instances
-        .iter()
-        .map(|i| (i.id.as_str(), i))
-        .collect();
+    let instances: HashMap<&str, &Instance> = bundle.instances.iter().map(|i| (i.id.as_str(), i)).collect();
     let row_problem = |row: &HumanRank| -> Option<(&'static str, String)> {
         match instances.get(row.instance.as_str()) {
-            None => Some((
-                "instance",
-                format!(
-                    "instance `{}` is not in bundle `{}`",
-                    row.instance, bundle.name
-                ),
-            )),
-            Some(_) if !bundle.systems.contains(&row.system) => Some((
-                "system",
-                format!("system `{}` is not in bundle `{}`", row.system, bundle.name),
-            )),
-            Some(instance) if instance.argument(&row.system).is_none() => Some((
-                "system",
-                format!(
-                    "instance `{}` has no argument from system `{}`",
-                    row.instance, row.system
-                ),
-            )),
+            None => Some(("instance", format!("instance `{}` is not in bundle `{}`", row.instance, bundle.name))),
+            Some(_) if !bundle.systems.contains(&row.system) => {
+                Some(("system", format!("system `{}` is not in bundle `{}`", row.system, bundle.name)))
+            }
+            Some(instance) if instance.argument(&row.system).is_none() => {
+                Some(("system", format!("instance `{}` has no argument from system `{}`", row.instance, row.system)))
+            }
             Some(_) => None,
         }
     };
-    let problems: Vec<(&HumanRank, &str, String)> = rankings
-        .rows
-        .iter()
-        .filter_map(|row| row_problem(row).map(|(field, message)| (row, field, message)))
-        .collect();
+    let problems: Vec<(&HumanRank, &str, String)> =
+        rankings.rows.iter().filter_map(|row| row_problem(row).map(|(field, message)| (row, field, message))).collect();
     if let Some((row, field, message)) = problems.first() {
         let more = match problems.len() - 1 {
             0 => String::new(),
             1 => " (1 more row does not match the bundle)".to_owned(),
             n => format!(" ({n} more rows do not match the bundle)"),
         };
-        return Err(Error::input(
-            &rankings.name,
-            row.line,
-            field,
-            format!("{message}{more}"),
-        ));
+        return Err(Error::input(&rankings.name, row.line, field, format!("{message}{more}")));
     }
     Ok(incomplete_blocks(rankings, |instance| {
         instances[instance]
@@ -242,14 +194,8 @@ mod tests {
         assert_eq!(rankings.rows.len(), 96);
         assert_eq!(rankings.annotators, ["clin_a", "clin_b", "clin_c"]);
         assert_eq!(rankings.instances.len(), 8);
-        assert_eq!(
-            rankings.systems,
-            ["expert", "gpt-4o", "llama-3-70b", "openbiollm-70b"]
-        );
-        assert!(
-            rankings.rows.iter().any(|r| r.rank == 2.5),
-            "fractional ties are kept"
-        );
+        assert_eq!(rankings.systems, ["expert", "gpt-4o", "llama-3-70b", "openbiollm-70b"]);
+        assert!(rankings.rows.iter().any(|r| r.rank == 2.5), "fractional ties are kept");
         assert_eq!(rankings.rows[0].line, 2, "the header is line 1");
         let (bundle, _) = parse_bundle("bundle.jsonl", BUNDLE).unwrap();
         assert_eq!(check_rankings_against(&rankings, &bundle).unwrap(), []);
@@ -264,7 +210,10 @@ mod tests {
         lines[4] = format!("{},{},{},99", cells[0], cells[1], cells[2]);
         let (line, field, message) = error_at(&lines.join("\n"));
         assert_eq!((line, field.as_deref()), (5, Some("rank")));
-        assert!(message.ends_with("rank 99 is above the number of systems in the file (4); ranks go from 1 (best) to 4"), "{message}");
+        assert!(
+            message.ends_with("rank 99 is above the number of systems in the file (4); ranks go from 1 (best) to 4"),
+            "{message}"
+        );
         // An averaged tie for the last two places of 3 systems (2.5) is fine...
         let ok = "instance,annotator,system,rank\ni,a,s1,1\ni,a,s2,2.5\ni,a,s3,2.5\n";
         assert!(parse_rankings("r.csv", ok).is_ok());
@@ -287,7 +236,8 @@ mod tests {
 
     #[test]
     fn quoted_fields_with_commas_and_newlines_keep_line_numbers() {
-        let text = "rank,system,instance,annotator\n1,\"sys, v2\",a,\"Dr. X\nsecond line\"\n2,s,a,\"Dr. X\nsecond line\"\n";
+        let text =
+            "rank,system,instance,annotator\n1,\"sys, v2\",a,\"Dr. X\nsecond line\"\n2,s,a,\"Dr. X\nsecond line\"\n";
         let (rankings, _) = parse_rankings("r.csv", text).unwrap();
         assert_eq!(rankings.rows[0].system, "sys, v2");
         assert_eq!(rankings.rows[0].annotator, "Dr. X\nsecond line");
@@ -304,8 +254,7 @@ mod tests {
 
     #[test]
     fn bad_rank_values_are_errors_at_their_line() {
-        let (line, field, message) =
-            error_at("instance,annotator,system,rank\na,b,c,1\na,b,d,first\n");
+        let (line, field, message) = error_at("instance,annotator,system,rank\na,b,c,1\na,b,d,first\n");
         assert_eq!((line, field.as_deref()), (3, Some("rank")));
         assert!(message.ends_with("expected a number, found `first`"));
         let (line, field, message) = error_at("instance,annotator,system,rank\na,b,c,0.5\n");
@@ -324,20 +273,16 @@ mod tests {
 
     #[test]
     fn duplicate_ranking_names_both_lines() {
-        let (line, field, message) =
-            error_at("instance,annotator,system,rank\na,b,c,1\na,b,d,2\na,b,c,2\n");
+        let (line, field, message) = error_at("instance,annotator,system,rank\na,b,c,1\na,b,d,2\na,b,c,2\n");
         assert_eq!((line, field.as_deref()), (4, Some("system")));
-        assert!(message
-            .ends_with("annotator `b` ranked system `c` on instance `a` twice (also on line 2)"));
+        assert!(message.ends_with("annotator `b` ranked system `c` on instance `a` twice (also on line 2)"));
     }
 
     #[test]
     fn systems_humans_do_not_rank_are_not_expected() {
         let (mut bundle, _) = parse_bundle("bundle.jsonl", BUNDLE).unwrap();
         for instance in &mut bundle.instances {
-            instance
-                .arguments
-                .push(("no_argument".into(), String::new()));
+            instance.arguments.push(("no_argument".into(), String::new()));
         }
         bundle.systems.push("no_argument".into());
         let (rankings, _) = parse_rankings("rankings.csv", EXAMPLE).unwrap();
@@ -345,10 +290,7 @@ mod tests {
         assert_eq!(warnings.len(), 3, "one per annotator: {warnings:?}");
         assert!(warnings[0].to_string().ends_with("annotator `clin_a` did not rank system `no_argument` on instances: 8 (mcqa-01, mcqa-02, mcqa-03, mcqa-04, mcqa-05, mcqa-06, misinfo-01, nli-03)"));
         let except = ["no_argument".to_string()];
-        assert_eq!(
-            check_rankings_against_except(&rankings, &bundle, &except).unwrap(),
-            []
-        );
+        assert_eq!(check_rankings_against_except(&rankings, &bundle, &except).unwrap(), []);
     }
 
     #[test]
@@ -358,25 +300,18 @@ mod tests {
         let (rankings, _) = parse_rankings("r.csv", text).unwrap();
         let err = check_rankings_against(&rankings, &bundle).unwrap_err();
         let loc = err.location().unwrap();
-        assert_eq!(
-            (loc.line, loc.field.as_deref()),
-            (Some(4), Some("instance"))
-        );
-        assert!(err.to_string().ends_with(
-            "instance `nope` is not in bundle `bundle.jsonl` (1 more row does not match the bundle)"
-        ));
+        assert_eq!((loc.line, loc.field.as_deref()), (Some(4), Some("instance")));
+        assert!(err
+            .to_string()
+            .ends_with("instance `nope` is not in bundle `bundle.jsonl` (1 more row does not match the bundle)"));
         let text = "instance,annotator,system,rank\nmcqa-02,a,claude,1\n";
-        let err =
-            check_rankings_against(&parse_rankings("r.csv", text).unwrap().0, &bundle).unwrap_err();
+        let err = check_rankings_against(&parse_rankings("r.csv", text).unwrap().0, &bundle).unwrap_err();
         assert_eq!(err.location().unwrap().field.as_deref(), Some("system"));
 
         let text = "instance,annotator,system,rank\nmcqa-01,a,expert,1\nmcqa-01,a,gpt-4o,2\nmcqa-02,a,expert,1\n";
         let (rankings, _) = parse_rankings("r.csv", text).unwrap();
-        let warnings: Vec<String> = check_rankings_against(&rankings, &bundle)
-            .unwrap()
-            .iter()
-            .map(|w| w.to_string())
-            .collect();
+        let warnings: Vec<String> =
+            check_rankings_against(&rankings, &bundle).unwrap().iter().map(|w| w.to_string()).collect();
         assert_eq!(
             warnings,
             [

@@ -38,23 +38,14 @@ pub fn parse_hitz(name: &str, text: &str) -> Result<(Vec<HitzItem>, Vec<Warning>
         }
         let correct_option = record.label("correct_option")?;
         if !options.iter().any(|(k, _)| *k == correct_option) {
-            return Err(record.error(
-                "correct_option",
-                format!("correct_option `{correct_option}` is not an option key"),
-            ));
-        }
-        for field in record.unknown_fields(&["question", "options", "correct_option"]) {
-            tally.add(
-                format!("ignored unknown field `{field}` on lines"),
-                line.to_string(),
+            return Err(
+                record.error("correct_option", format!("correct_option `{correct_option}` is not an option key"))
             );
         }
-        items.push(HitzItem {
-            line,
-            question,
-            options,
-            correct_option,
-        });
+        for field in record.unknown_fields(&["question", "options", "correct_option"]) {
+            tally.add(format!("ignored unknown field `{field}` on lines"), line.to_string());
+        }
+        items.push(HitzItem { line, question, options, correct_option });
     }
     if items.is_empty() {
         return Err(Error::in_file(name, "the file has no lines"));
@@ -147,28 +138,17 @@ pub fn import_aligned(no_argument: (&str, &str), sources: &[(&str, &str, &str)])
     let (base_name, base_text) = no_argument;
     let (base, mut warnings) = parse_hitz(base_name, base_text)?;
     if let Some(item) = base.iter().find(|i| i.question.trim().is_empty()) {
-        return Err(Error::input(
-            base_name,
-            item.line,
-            "question",
-            "the no-argument question is empty",
-        ));
+        return Err(Error::input(base_name, item.line, "question", "the no-argument question is empty"));
     }
     if sources.is_empty() {
-        return Err(Error::invalid(
-            "no source files to import (give at least one system's file)",
-        ));
+        return Err(Error::invalid("no source files to import (give at least one system's file)"));
     }
     for (i, (system, file, _)) in sources.iter().enumerate() {
         if system.trim().is_empty() {
-            return Err(Error::invalid(format!(
-                "source file `{file}` has an empty system name"
-            )));
+            return Err(Error::invalid(format!("source file `{file}` has an empty system name")));
         }
         if sources[..i].iter().any(|(s, _, _)| s == system) {
-            return Err(Error::invalid(format!(
-                "system `{system}` is given for two source files"
-            )));
+            return Err(Error::invalid(format!("system `{system}` is given for two source files")));
         }
     }
 
@@ -176,7 +156,8 @@ pub fn import_aligned(no_argument: (&str, &str), sources: &[(&str, &str, &str)])
     let mut arguments: Vec<Vec<(String, String)>> = vec![Vec::new(); base.len()];
     let mut reordered = Vec::new();
     let mut empty_options = Vec::new();
-    let with_empty = |items: &[HitzItem]| items.iter().filter(|i| i.options.iter().any(|(_, t)| is_empty_option(t))).count();
+    let with_empty =
+        |items: &[HitzItem]| items.iter().filter(|i| i.options.iter().any(|(_, t)| is_empty_option(t))).count();
     let base_empty_options = with_empty(&base);
     for (system, file, text) in sources {
         let mut reordered_here = 0;
@@ -185,11 +166,7 @@ pub fn import_aligned(no_argument: (&str, &str), sources: &[(&str, &str, &str)])
         if items.len() != base.len() {
             mismatches.push((
                 Location::file(*file),
-                format!(
-                    "has {} records but the no-argument file `{base_name}` has {}",
-                    items.len(),
-                    base.len()
-                ),
+                format!("has {} records but the no-argument file `{base_name}` has {}", items.len(), base.len()),
             ));
         }
         for (index, (item, base_item)) in items.iter().zip(&base).enumerate() {
@@ -197,9 +174,7 @@ pub fn import_aligned(no_argument: (&str, &str), sources: &[(&str, &str, &str)])
             let base_question = base_item.question.trim();
             let question = item.question.trim();
             match question.strip_prefix(base_question) {
-                Some(argument) => {
-                    arguments[index].push((system.to_string(), argument.trim().to_owned()))
-                }
+                Some(argument) => arguments[index].push((system.to_string(), argument.trim().to_owned())),
                 None => mismatches.push((
                     at("question"),
                     format!(
@@ -212,10 +187,8 @@ pub fn import_aligned(no_argument: (&str, &str), sources: &[(&str, &str, &str)])
             match compare_options(base_item, item) {
                 Options::Same => {}
                 Options::Reordered => reordered_here += 1,
-                Options::OtherSet => mismatches.push((
-                    at("options"),
-                    options_difference(&base_item.options, &item.options, base_item.line),
-                )),
+                Options::OtherSet => mismatches
+                    .push((at("options"), options_difference(&base_item.options, &item.options, base_item.line))),
                 Options::OtherCorrect => mismatches.push((
                     at("correct_option"),
                     format!(
@@ -244,15 +217,9 @@ pub fn import_aligned(no_argument: (&str, &str), sources: &[(&str, &str, &str)])
             message.push_str(&format!("\n  {location}: {text}"));
         }
         if mismatches.len() > MAX_LISTED_MISMATCHES {
-            message.push_str(&format!(
-                "\n  ... and {} more",
-                mismatches.len() - MAX_LISTED_MISMATCHES
-            ));
+            message.push_str(&format!("\n  ... and {} more", mismatches.len() - MAX_LISTED_MISMATCHES));
         }
-        return Err(Error::Input {
-            location: first.clone(),
-            message,
-        });
+        return Err(Error::Input { location: first.clone(), message });
     }
 
     let instances: Vec<Instance> = base
@@ -269,12 +236,8 @@ pub fn import_aligned(no_argument: (&str, &str), sources: &[(&str, &str, &str)])
             line: item.line,
         })
         .collect();
-    let bundle = Bundle {
-        name: base_name.to_owned(),
-        systems: systems_in_order(&instances),
-        instances,
-        controls: Vec::new(),
-    };
+    let bundle =
+        Bundle { name: base_name.to_owned(), systems: systems_in_order(&instances), instances, controls: Vec::new() };
     warnings.extend(bundle_warnings(&bundle));
     Ok(Imported { bundle, warnings, reordered, empty_options, base_empty_options })
 }
@@ -282,42 +245,20 @@ pub fn import_aligned(no_argument: (&str, &str), sources: &[(&str, &str, &str)])
 /// "expected "…rotated text" but found "…other text"", starting a little before the first
 /// character where the two texts differ, so the user sees the difference at once.
 fn where_texts_part(expected: &str, found: &str) -> String {
-    let common = expected
-        .chars()
-        .zip(found.chars())
-        .take_while(|(a, b)| a == b)
-        .count();
+    let common = expected.chars().zip(found.chars()).take_while(|(a, b)| a == b).count();
     let start = common.saturating_sub(15);
     let tail = |s: &str| {
         let rest: String = s.chars().skip(start).collect();
         let prefix = if start > 0 { "…" } else { "" };
         format!("{prefix}{}", excerpt(&rest, 50))
     };
-    format!(
-        "expected \"{}\", found \"{}\" (they differ at character {})",
-        tail(expected),
-        tail(found),
-        common + 1
-    )
+    format!("expected \"{}\", found \"{}\" (they differ at character {})", tail(expected), tail(found), common + 1)
 }
 
-fn options_difference(
-    expected: &[(String, String)],
-    found: &[(String, String)],
-    base_line: usize,
-) -> String {
-    let keys = |o: &[(String, String)]| {
-        o.iter()
-            .map(|(k, _)| k.clone())
-            .collect::<Vec<_>>()
-            .join(", ")
-    };
+fn options_difference(expected: &[(String, String)], found: &[(String, String)], base_line: usize) -> String {
+    let keys = |o: &[(String, String)]| o.iter().map(|(k, _)| k.clone()).collect::<Vec<_>>().join(", ");
     if keys(expected) != keys(found) {
-        return format!(
-            "keys are {} but {} on line {base_line}",
-            keys(found),
-            keys(expected)
-        );
+        return format!("keys are {} but {} on line {base_line}", keys(found), keys(expected));
     }
     let (key, text_expected, text_found) = expected
         .iter()
@@ -352,8 +293,7 @@ mod tests {
     #[test]
     fn example_files_import_into_a_bundle() {
         let (bundle, warnings) =
-            import_ranking_over_scoring(("ros/no_argument.jsonl", NO_ARGUMENT), &sources())
-                .unwrap();
+            import_ranking_over_scoring(("ros/no_argument.jsonl", NO_ARGUMENT), &sources()).unwrap();
         assert!(warnings.is_empty(), "{warnings:?}");
         assert_eq!(bundle.systems, ["gpt-4o", "llama-3-70b", "label_only"]);
         let ids: Vec<&str> = bundle.instances.iter().map(|i| i.id.as_str()).collect();
@@ -362,22 +302,12 @@ mod tests {
         let (first, rotated) = (&bundle.instances[0], &bundle.instances[5]);
         assert_eq!(first.problem.query_text(), rotated.problem.query_text());
         assert_eq!((first.problem.gold(), rotated.problem.gold()), ("2", "4"));
-        assert_eq!(
-            rotated.argument("label_only"),
-            Some("The correct answer is 4.")
-        );
+        assert_eq!(rotated.argument("label_only"), Some("The correct answer is 4."));
         let gpt = first.argument("gpt-4o").unwrap();
-        assert!(
-            gpt.starts_with("The combination of dry eyes") && gpt.ends_with("viral parotitis.")
-        );
-        assert!(first
-            .problem
-            .query_text()
-            .ends_with("What is the most likely diagnosis?"));
+        assert!(gpt.starts_with("The combination of dry eyes") && gpt.ends_with("viral parotitis."));
+        assert!(first.problem.query_text().ends_with("What is the most likely diagnosis?"));
         // The imported bundle survives the bundle writer and reader unchanged.
-        let (again, _) =
-            crate::data::parse_bundle(&bundle.name, &crate::data::write_bundle_jsonl(&bundle))
-                .unwrap();
+        let (again, _) = crate::data::parse_bundle(&bundle.name, &crate::data::write_bundle_jsonl(&bundle)).unwrap();
         assert_eq!(again, bundle);
     }
 
@@ -425,7 +355,10 @@ mod tests {
         let imported = import_aligned(("ros/no_argument.jsonl", NO_ARGUMENT), &shuffled_sources).unwrap();
         let (expected, _) = import_ranking_over_scoring(("ros/no_argument.jsonl", NO_ARGUMENT), &sources()).unwrap();
         assert_eq!(imported.bundle, expected);
-        assert_eq!(imported.reordered, [("gpt-4o".to_string(), 2), ("llama-3-70b".to_string(), 0), ("label_only".to_string(), 0)]);
+        assert_eq!(
+            imported.reordered,
+            [("gpt-4o".to_string(), 2), ("llama-3-70b".to_string(), 0), ("label_only".to_string(), 0)]
+        );
         assert_eq!(imported.warnings.len(), 1);
         assert_eq!(
             imported.warnings[0].message,
@@ -485,7 +418,9 @@ mod tests {
             .map(|(i, l)| if i == 2 { shuffled(l, &[4, 0, 1, 2, 3]) } else { l.to_owned() } + "\n")
             .collect();
         let label = empty5(LABEL_ONLY);
-        let imported = import_aligned(("n.jsonl", &base), &[("gpt-4o", "g.jsonl", &gpt), ("label_only", "l.jsonl", &label)]).unwrap();
+        let imported =
+            import_aligned(("n.jsonl", &base), &[("gpt-4o", "g.jsonl", &gpt), ("label_only", "l.jsonl", &label)])
+                .unwrap();
         assert_eq!(imported.base_empty_options, 2);
         assert_eq!(imported.empty_options, [("gpt-4o".to_string(), 2), ("label_only".to_string(), 2)]);
         assert_eq!(imported.reordered, [("gpt-4o".to_string(), 1), ("label_only".to_string(), 0)]);
@@ -511,24 +446,15 @@ mod tests {
         let broken = broken.join("\n");
         let err = import_ranking_over_scoring(
             ("no_argument.jsonl", NO_ARGUMENT),
-            &[
-                ("gpt-4o", "gpt-4o.jsonl", &broken),
-                ("label_only", "label_only.jsonl", LABEL_ONLY),
-            ],
+            &[("gpt-4o", "gpt-4o.jsonl", &broken), ("label_only", "label_only.jsonl", LABEL_ONLY)],
         )
         .unwrap_err();
         let loc = err.location().unwrap();
-        assert_eq!(
-            (loc.file.as_str(), loc.line, loc.field.as_deref()),
-            ("gpt-4o.jsonl", None, None)
-        );
+        assert_eq!((loc.file.as_str(), loc.line, loc.field.as_deref()), ("gpt-4o.jsonl", None, None));
         let message = err.to_string();
         let lines: Vec<&str> = message.lines().collect();
         assert_eq!(lines[0], "gpt-4o.jsonl: import refused: 4 mismatch(es) between the source files and the no-argument file `no_argument.jsonl`:");
-        assert_eq!(
-            lines[1],
-            "  gpt-4o.jsonl: has 5 records but the no-argument file `no_argument.jsonl` has 6"
-        );
+        assert_eq!(lines[1], "  gpt-4o.jsonl: has 5 records but the no-argument file `no_argument.jsonl` has 6");
         assert_eq!(
             lines[2],
             "  gpt-4o.jsonl:2: field `question`: does not start with the question on line 2 of `no_argument.jsonl`: expected \"A 67-year-old man with stable exertional angina al…\", found \"A 76-year-old man with stable exertional angina al…\" (they differ at character 3)"
@@ -537,71 +463,42 @@ mod tests {
             lines[3],
             "  gpt-4o.jsonl:3: field `options`: option 4 differs from line 3: expected \"Alport syndrome.\", found \"Alport's syndrome.\""
         );
-        assert_eq!(
-            lines[4],
-            "  gpt-4o.jsonl:4: field `correct_option`: is 2 but 1 on line 4 of `no_argument.jsonl`"
-        );
+        assert_eq!(lines[4], "  gpt-4o.jsonl:4: field `correct_option`: is 2 but 1 on line 4 of `no_argument.jsonl`");
         assert_eq!(lines.len(), 5);
     }
 
     #[test]
     fn long_mismatch_lists_are_capped_with_a_count() {
-        let shifted: String = NO_ARGUMENT
-            .lines()
-            .map(|l| l.replacen("\"question\": \"", "\"question\": \"X ", 1) + "\n")
-            .collect();
-        let many: Vec<(String, String)> = (0..5)
-            .map(|i| (format!("s{i}"), format!("s{i}.jsonl")))
-            .collect();
-        let sources: Vec<(&str, &str, &str)> = many
-            .iter()
-            .map(|(s, f)| (s.as_str(), f.as_str(), shifted.as_str()))
-            .collect();
+        let shifted: String =
+            NO_ARGUMENT.lines().map(|l| l.replacen("\"question\": \"", "\"question\": \"X ", 1) + "\n").collect();
+        let many: Vec<(String, String)> = (0..5).map(|i| (format!("s{i}"), format!("s{i}.jsonl"))).collect();
+        let sources: Vec<(&str, &str, &str)> =
+            many.iter().map(|(s, f)| (s.as_str(), f.as_str(), shifted.as_str())).collect();
         let err = import_ranking_over_scoring(("n.jsonl", NO_ARGUMENT), &sources).unwrap_err();
         let message = err.to_string();
         assert!(message.contains("import refused: 30 mismatch(es)"));
         assert!(message.ends_with("\n  ... and 10 more"), "{message}");
         assert_eq!(message.lines().count(), 1 + MAX_LISTED_MISMATCHES + 1);
         let loc = err.location().unwrap();
-        assert_eq!(
-            (loc.file.as_str(), loc.line, loc.field.as_deref()),
-            ("s0.jsonl", Some(1), Some("question"))
-        );
+        assert_eq!((loc.file.as_str(), loc.line, loc.field.as_deref()), ("s0.jsonl", Some(1), Some("question")));
     }
 
     #[test]
     fn hitz_line_errors() {
-        let err = parse_hitz(
-            "h.jsonl",
-            "{\"question\": \"q\", \"options\": {\"1\": \"a\"}, \"correct_option\": 2}",
-        )
-        .unwrap_err();
+        let err = parse_hitz("h.jsonl", "{\"question\": \"q\", \"options\": {\"1\": \"a\"}, \"correct_option\": 2}")
+            .unwrap_err();
         let loc = err.location().unwrap();
-        assert_eq!(
-            (loc.line, loc.field.as_deref()),
-            (Some(1), Some("correct_option"))
-        );
-        let err = parse_hitz(
-            "h.jsonl",
-            "\n{\"question\": \"q\", \"options\": {}, \"correct_option\": 1}",
-        )
-        .unwrap_err();
+        assert_eq!((loc.line, loc.field.as_deref()), (Some(1), Some("correct_option")));
+        let err = parse_hitz("h.jsonl", "\n{\"question\": \"q\", \"options\": {}, \"correct_option\": 1}").unwrap_err();
         let loc = err.location().unwrap();
         assert_eq!((loc.line, loc.field.as_deref()), (Some(2), Some("options")));
         let err = import_ranking_over_scoring(
-            (
-                "n",
-                "{\"question\": \" \", \"options\": {\"1\": \"a\"}, \"correct_option\": 1}",
-            ),
+            ("n", "{\"question\": \" \", \"options\": {\"1\": \"a\"}, \"correct_option\": 1}"),
             &[("s", "s", "")],
         )
         .unwrap_err();
         assert_eq!(err.location().unwrap().field.as_deref(), Some("question"));
-        let err = import_ranking_over_scoring(
-            ("n", NO_ARGUMENT),
-            &[("s", "a", GPT4O), ("s", "b", LLAMA)],
-        )
-        .unwrap_err();
+        let err = import_ranking_over_scoring(("n", NO_ARGUMENT), &[("s", "a", GPT4O), ("s", "b", LLAMA)]).unwrap_err();
         assert_eq!(err.to_string(), "system `s` is given for two source files");
     }
 
@@ -620,24 +517,8 @@ mod tests {
         for key in ["1", "2", "3", "4", "5"] {
             assert_eq!(items.iter().filter(|i| i.correct_option == key).count(), 56);
         }
-        assert!(items.iter().all(|i| i
-            .options
-            .iter()
-            .map(|(k, _)| k.as_str())
-            .eq(["1", "2", "3", "4", "5"])));
-        assert_eq!(
-            items
-                .iter()
-                .filter(|i| i.options.iter().any(|(_, t)| t.trim().is_empty()))
-                .count(),
-            165
-        );
-        assert_eq!(
-            items
-                .iter()
-                .map(|i| i.question.chars().count())
-                .sum::<usize>(),
-            259225
-        );
+        assert!(items.iter().all(|i| i.options.iter().map(|(k, _)| k.as_str()).eq(["1", "2", "3", "4", "5"])));
+        assert_eq!(items.iter().filter(|i| i.options.iter().any(|(_, t)| t.trim().is_empty())).count(), 165);
+        assert_eq!(items.iter().map(|i| i.question.chars().count()).sum::<usize>(), 259225);
     }
 }

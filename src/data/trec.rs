@@ -43,16 +43,10 @@ fn parse_topics_jsonl(name: &str, text: &str) -> Result<(Vec<Topic>, Vec<Warning
             return Err(record.error("query", "`query` is empty"));
         }
         if let Some(first) = first_line.insert(qid.clone(), line) {
-            return Err(record.error(
-                "qid",
-                format!("duplicate qid `{qid}` (also on line {first})"),
-            ));
+            return Err(record.error("qid", format!("duplicate qid `{qid}` (also on line {first})")));
         }
         for field in record.unknown_fields(&["qid", "query"]) {
-            tally.add(
-                format!("ignored unknown field `{field}` on topics"),
-                qid.clone(),
-            );
+            tally.add(format!("ignored unknown field `{field}` on topics"), qid.clone());
         }
         topics.push(Topic { qid, query });
     }
@@ -99,8 +93,7 @@ fn parse_topics_xml(name: &str, text: &str) -> Result<(Vec<Topic>, Vec<Warning>)
         *line
     };
     let is_topic = |node: &roxmltree::Node| {
-        node.has_tag_name("topic")
-            || (node.has_tag_name("query") && node.children().any(|c| c.is_element()))
+        node.has_tag_name("topic") || (node.has_tag_name("query") && node.children().any(|c| c.is_element()))
     };
     let mut topics = Vec::new();
     let mut first_line: HashMap<String, usize> = HashMap::new();
@@ -108,47 +101,22 @@ fn parse_topics_xml(name: &str, text: &str) -> Result<(Vec<Topic>, Vec<Warning>)
     for node in doc.descendants().filter(is_topic) {
         let line = line_of(node);
         let child_text = |names: &[&str]| {
-            names.iter().find_map(|n| {
-                node.children()
-                    .find(|c| c.has_tag_name(*n))
-                    .map(|c| element_text(&c))
-            })
+            names.iter().find_map(|n| node.children().find(|c| c.has_tag_name(*n)).map(|c| element_text(&c)))
         };
         let qid = XML_ID_ATTRIBUTES
             .iter()
             .find_map(|a| node.attribute(*a).map(|v| v.trim().to_owned()))
             .or_else(|| child_text(&XML_ID_ELEMENTS))
-            .map(|id| {
-                id.strip_prefix("Number:")
-                    .map(|s| s.trim().to_owned())
-                    .unwrap_or(id)
-            })
+            .map(|id| id.strip_prefix("Number:").map(|s| s.trim().to_owned()).unwrap_or(id))
             .filter(|id| !id.is_empty())
             .ok_or_else(|| {
-                Error::input(
-                    name,
-                    line,
-                    "id",
-                    "topic without an id (attribute `number` or element `<id>`/`<num>`)",
-                )
+                Error::input(name, line, "id", "topic without an id (attribute `number` or element `<id>`/`<num>`)")
             })?;
-        let query = child_text(&XML_TEXT_ELEMENTS)
-            .filter(|q| !q.is_empty())
-            .ok_or_else(|| {
-                Error::input(
-                    name,
-                    line,
-                    "query",
-                    format!("topic `{qid}` has no `<query>` or `<title>` text"),
-                )
-            })?;
+        let query = child_text(&XML_TEXT_ELEMENTS).filter(|q| !q.is_empty()).ok_or_else(|| {
+            Error::input(name, line, "query", format!("topic `{qid}` has no `<query>` or `<title>` text"))
+        })?;
         if let Some(first) = first_line.insert(qid.clone(), line) {
-            return Err(Error::input(
-                name,
-                line,
-                "id",
-                format!("duplicate topic id `{qid}` (also on line {first})"),
-            ));
+            return Err(Error::input(name, line, "id", format!("duplicate topic id `{qid}` (also on line {first})")));
         }
         for child in node.children().filter(|c| c.is_element()) {
             let tag = child.tag_name().name();
@@ -231,11 +199,7 @@ fn xml_depth_exceeds(text: &str, limit: usize) -> Option<usize> {
 
 /// All text inside an element, whitespace collapsed (topics are often indented).
 fn element_text(node: &roxmltree::Node) -> String {
-    let raw: String = node
-        .descendants()
-        .filter(|n| n.is_text())
-        .filter_map(|n| n.text())
-        .collect();
+    let raw: String = node.descendants().filter(|n| n.is_text()).filter_map(|n| n.text()).collect();
     raw.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
@@ -261,17 +225,11 @@ impl NotJudgeable {
     }
     /// Adds grades for a dimension (full name, e.g. `credibility`).
     pub fn with(mut self, dimension: &str, grades: &[i64]) -> Self {
-        self.by_dimension
-            .entry(dimension.to_owned())
-            .or_default()
-            .extend_from_slice(grades);
+        self.by_dimension.entry(dimension.to_owned()).or_default().extend_from_slice(grades);
         self
     }
     pub fn grades(&self, dimension: &str) -> &[i64] {
-        self.by_dimension
-            .get(dimension)
-            .map(Vec::as_slice)
-            .unwrap_or(&[])
+        self.by_dimension.get(dimension).map(Vec::as_slice).unwrap_or(&[])
     }
 }
 
@@ -305,12 +263,7 @@ pub fn parse_qrels_any(
     if is_combined_qrels(text) {
         parse_qrels_combined(name, text, not_judgeable)
     } else {
-        let (judgments, warnings) = parse_qrels(
-            name,
-            text,
-            trec_dimension,
-            not_judgeable.grades(trec_dimension),
-        )?;
+        let (judgments, warnings) = parse_qrels(name, text, trec_dimension, not_judgeable.grades(trec_dimension))?;
         Ok((vec![judgments], warnings))
     }
 }
@@ -344,11 +297,7 @@ struct JudgmentsBuilder<'a> {
 impl<'a> JudgmentsBuilder<'a> {
     fn new(dimension: &str, not_judgeable: &'a [i64]) -> Self {
         JudgmentsBuilder {
-            judgments: Judgments {
-                dimension: dimension.to_owned(),
-                grades: BTreeMap::new(),
-                missing: Vec::new(),
-            },
+            judgments: Judgments { dimension: dimension.to_owned(), grades: BTreeMap::new(), missing: Vec::new() },
             not_judgeable,
             missing_seen: HashSet::new(),
         }
@@ -356,28 +305,18 @@ impl<'a> JudgmentsBuilder<'a> {
 
     /// Adds a judgement; `Err(())` when (qid, docno) was judged before in this dimension.
     fn add(&mut self, qid: &str, docno: &str, grade: i64) -> Result<(), ()> {
-        let judged_before = self
-            .judgments
-            .grades
-            .get(qid)
-            .is_some_and(|d| d.contains_key(docno))
-            || self
-                .missing_seen
-                .contains(&(qid.to_owned(), docno.to_owned()));
+        let judged_before = self.judgments.grades.get(qid).is_some_and(|d| d.contains_key(docno))
+            || self.missing_seen.contains(&(qid.to_owned(), docno.to_owned()));
         if judged_before {
             return Err(());
         }
         if self.not_judgeable.contains(&grade) {
             self.missing_seen.insert((qid.to_owned(), docno.to_owned()));
-            self.judgments
-                .missing
-                .push((qid.to_owned(), docno.to_owned()));
+            self.judgments.missing.push((qid.to_owned(), docno.to_owned()));
         } else if let Some(docs) = self.judgments.grades.get_mut(qid) {
             docs.insert(docno.to_owned(), grade);
         } else {
-            self.judgments
-                .grades
-                .insert(qid.to_owned(), BTreeMap::from([(docno.to_owned(), grade)]));
+            self.judgments.grades.insert(qid.to_owned(), BTreeMap::from([(docno.to_owned(), grade)]));
         }
         Ok(())
     }
@@ -414,19 +353,14 @@ pub fn parse_qrels(
             return Err(line_error(
                 name,
                 line,
-                format!(
-                    "expected 4 columns `qid iteration docno grade`, found {}",
-                    cells.len()
-                ),
+                format!("expected 4 columns `qid iteration docno grade`, found {}", cells.len()),
             ));
         }
         let (qid, docno) = (cells[0], cells[2]);
         let grade = parse_grade(name, line, "grade", cells[3])?;
         if builder.add(qid, docno, grade).is_err() {
             let first = first_line_where(text, |c| c.len() == 4 && c[0] == qid && c[2] == docno);
-            return Err(duplicate_judgement(
-                name, line, dimension, qid, docno, first,
-            ));
+            return Err(duplicate_judgement(name, line, dimension, qid, docno, first));
         }
     }
     if builder.judgments.grades.is_empty() && builder.judgments.missing.is_empty() {
@@ -460,20 +394,15 @@ fn qrels_with_header(
     single: Option<&str>,
 ) -> Result<(Vec<Judgments>, Vec<Warning>)> {
     let mut lines = content_lines(text);
-    let (header_line, header) = lines
-        .next()
-        .ok_or_else(|| Error::in_file(name, "the file is empty (expected a header)"))?;
+    let (header_line, header) =
+        lines.next().ok_or_else(|| Error::in_file(name, "the file is empty (expected a header)"))?;
     let separator = separator_of(header);
     let columns = split_cells(header, separator);
     let position = |col: &str| {
-        columns.iter().position(|c| *c == col).ok_or_else(|| {
-            Error::input(
-                name,
-                header_line,
-                col,
-                format!("the header has no `{col}` column"),
-            )
-        })
+        columns
+            .iter()
+            .position(|c| *c == col)
+            .ok_or_else(|| Error::input(name, header_line, col, format!("the header has no `{col}` column")))
     };
     let (qid_col, docno_col) = (position("qid")?, position("docno")?);
     let ignored = ["iter", "iteration", "Q0"];
@@ -484,11 +413,7 @@ fn qrels_with_header(
         .map(|(i, c)| (i, dimension_name(c)))
         .collect();
     if dimension_cols.is_empty() {
-        return Err(line_error(
-            name,
-            header_line,
-            "the header names no dimension column besides qid and docno",
-        ));
+        return Err(line_error(name, header_line, "the header names no dimension column besides qid and docno"));
     }
     if let Some(dimension) = single {
         let named: Vec<&str> = dimension_cols.iter().map(|(i, _)| columns[*i]).collect();
@@ -515,21 +440,15 @@ fn qrels_with_header(
         }
         dimension_cols[0].1 = dimension.to_owned();
     }
-    let mut builders: Vec<JudgmentsBuilder> = dimension_cols
-        .iter()
-        .map(|(_, dim)| JudgmentsBuilder::new(dim, not_judgeable.grades(dim)))
-        .collect();
+    let mut builders: Vec<JudgmentsBuilder> =
+        dimension_cols.iter().map(|(_, dim)| JudgmentsBuilder::new(dim, not_judgeable.grades(dim))).collect();
     for (line, row) in lines {
         let cells = split_cells(row, separator);
         if cells.len() != columns.len() {
             return Err(line_error(
                 name,
                 line,
-                format!(
-                    "this row has {} cells but the header has {}",
-                    cells.len(),
-                    columns.len()
-                ),
+                format!("this row has {} cells but the header has {}", cells.len(), columns.len()),
             ));
         }
         let (qid, docno) = (cells[qid_col], cells[docno_col]);
@@ -540,30 +459,21 @@ fn qrels_with_header(
             }
             let grade = parse_grade(name, line, columns[*col], cell)?;
             if builder.add(qid, docno, grade).is_err() {
-                let first = first_line_where(text, |c| {
-                    c.len() == columns.len() && c[qid_col] == qid && c[docno_col] == docno
-                });
+                let first =
+                    first_line_where(text, |c| c.len() == columns.len() && c[qid_col] == qid && c[docno_col] == docno);
                 return Err(duplicate_judgement(name, line, dim, qid, docno, first));
             }
         }
     }
     let mut warnings = Vec::new();
-    let judgments = builders
-        .into_iter()
-        .map(|b| b.finish(name, &mut warnings))
-        .collect();
+    let judgments = builders.into_iter().map(|b| b.finish(name, &mut warnings)).collect();
     Ok((judgments, warnings))
 }
 
 fn parse_grade(name: &str, line: usize, field: &str, value: &str) -> Result<i64> {
-    value.parse::<i64>().map_err(|_| {
-        Error::input(
-            name,
-            line,
-            field,
-            format!("expected a whole-number grade, found `{value}`"),
-        )
-    })
+    value
+        .parse::<i64>()
+        .map_err(|_| Error::input(name, line, field, format!("expected a whole-number grade, found `{value}`")))
 }
 
 fn duplicate_judgement(
@@ -574,9 +484,7 @@ fn duplicate_judgement(
     docno: &str,
     first: Option<usize>,
 ) -> Error {
-    let also = first
-        .map(|l| format!(" (also on line {l})"))
-        .unwrap_or_default();
+    let also = first.map(|l| format!(" (also on line {l})")).unwrap_or_default();
     Error::input(
         name,
         line,
@@ -635,10 +543,7 @@ pub fn parse_run(name: &str, text: &str) -> Result<(Vec<RunEntry>, Vec<Warning>)
             return Err(line_error(
                 name,
                 line,
-                format!(
-                    "expected 6 columns `qid Q0 docno rank score tag`, found {}",
-                    cells.len()
-                ),
+                format!("expected 6 columns `qid Q0 docno rank score tag`, found {}", cells.len()),
             ));
         }
         let rank = parse_unsigned(name, line, "rank", cells[3])?;
@@ -649,21 +554,13 @@ pub fn parse_run(name: &str, text: &str) -> Result<(Vec<RunEntry>, Vec<Warning>)
                 name,
                 line,
                 "docno",
-                format!(
-                    "document `{docno}` is listed twice for query `{qid}` (also on line {first})"
-                ),
+                format!("document `{docno}` is listed twice for query `{qid}` (also on line {first})"),
             ));
         }
         if !tags.iter().any(|t| t == tag) {
             tags.push(tag.to_owned());
         }
-        entries.push(RunEntry {
-            qid: qid.to_owned(),
-            docno: docno.to_owned(),
-            rank,
-            score,
-            tag: tag.to_owned(),
-        });
+        entries.push(RunEntry { qid: qid.to_owned(), docno: docno.to_owned(), rank, score, tag: tag.to_owned() });
     }
     if entries.is_empty() {
         return Err(Error::in_file(name, "the run file has no entries"));
@@ -672,11 +569,7 @@ pub fn parse_run(name: &str, text: &str) -> Result<(Vec<RunEntry>, Vec<Warning>)
     if tags.len() > 1 {
         warnings.push(Warning::at(
             Location::file(name),
-            format!(
-                "the run file has {} tags ({}); scores are used as one ranking",
-                tags.len(),
-                tags.join(", ")
-            ),
+            format!("the run file has {} tags ({}); scores are used as one ranking", tags.len(), tags.join(", ")),
         ));
     }
     Ok((entries, warnings))
@@ -708,10 +601,7 @@ mod tests {
         assert_eq!(xml.len(), 5);
         assert_eq!(
             xml[0],
-            Topic {
-                qid: "101".into(),
-                query: "is it safe to take ibuprofen with high blood pressure".into()
-            }
+            Topic { qid: "101".into(), query: "is it safe to take ibuprofen with high blood pressure".into() }
         );
     }
 
@@ -720,68 +610,32 @@ mod tests {
         let text = "<topics>\n<topic number=\"7\"><title> dry\n  eyes </title><narrative>n</narrative></topic>\n\
                     <topic><num>Number: 8</num><query>β-blocker asthma</query></topic>\n</topics>";
         let (topics, warnings) = parse_topics("t.xml", text).unwrap();
-        assert_eq!(
-            topics[0],
-            Topic {
-                qid: "7".into(),
-                query: "dry eyes".into()
-            }
-        );
-        assert_eq!(
-            topics[1],
-            Topic {
-                qid: "8".into(),
-                query: "β-blocker asthma".into()
-            }
-        );
-        assert_eq!(
-            warnings[0].to_string(),
-            "t.xml: ignored element `<narrative>` on topics: 1 (7)"
-        );
+        assert_eq!(topics[0], Topic { qid: "7".into(), query: "dry eyes".into() });
+        assert_eq!(topics[1], Topic { qid: "8".into(), query: "β-blocker asthma".into() });
+        assert_eq!(warnings[0].to_string(), "t.xml: ignored element `<narrative>` on topics: 1 (7)");
         // CLEF eHealth style: <queries><query><id>..</id><title>..</title></query></queries>.
-        let text =
-            "<queries><query><id>151001</id><title>melatonin children</title></query></queries>";
+        let text = "<queries><query><id>151001</id><title>melatonin children</title></query></queries>";
         let (topics, _) = parse_topics("q.xml", text).unwrap();
-        assert_eq!(
-            topics[0],
-            Topic {
-                qid: "151001".into(),
-                query: "melatonin children".into()
-            }
-        );
+        assert_eq!(topics[0], Topic { qid: "151001".into(), query: "melatonin children".into() });
     }
 
     #[test]
     fn topic_errors_name_line_and_field() {
-        let err = parse_topics(
-            "t.xml",
-            "<topics>\n<topic>\n<query>q</query></topic></topics>",
-        )
-        .unwrap_err();
+        let err = parse_topics("t.xml", "<topics>\n<topic>\n<query>q</query></topic></topics>").unwrap_err();
         assert_eq!(location(&err), (Some(2), Some("id")));
-        let err =
-            parse_topics("t.xml", "<topics>\n<topic><id>1</id></topic></topics>").unwrap_err();
+        let err = parse_topics("t.xml", "<topics>\n<topic><id>1</id></topic></topics>").unwrap_err();
         assert_eq!(location(&err), (Some(2), Some("query")));
+        let err = parse_topics("t.xml", "<topics>\n<topic><id>1</id><query>q</query>\n</topics>").unwrap_err();
+        assert_eq!(location(&err).0, Some(3), "roxmltree reports the unclosed tag where it ends");
         let err = parse_topics(
             "t.xml",
-            "<topics>\n<topic><id>1</id><query>q</query>\n</topics>",
+            "<topics><topic><id>1</id><query>a</query></topic>\n<topic><id>1</id><query>b</query></topic></topics>",
         )
         .unwrap_err();
-        assert_eq!(
-            location(&err).0,
-            Some(3),
-            "roxmltree reports the unclosed tag where it ends"
-        );
-        let err = parse_topics("t.xml", "<topics><topic><id>1</id><query>a</query></topic>\n<topic><id>1</id><query>b</query></topic></topics>").unwrap_err();
         assert_eq!(location(&err), (Some(2), Some("id")));
-        assert!(err
-            .to_string()
-            .ends_with("duplicate topic id `1` (also on line 1)"));
-        let err = parse_topics(
-            "t.jsonl",
-            "{\"qid\": 1, \"query\": \"a\"}\n{\"qid\": \"1\", \"query\": \"b\"}",
-        )
-        .unwrap_err();
+        assert!(err.to_string().ends_with("duplicate topic id `1` (also on line 1)"));
+        let err =
+            parse_topics("t.jsonl", "{\"qid\": 1, \"query\": \"a\"}\n{\"qid\": \"1\", \"query\": \"b\"}").unwrap_err();
         assert_eq!(location(&err), (Some(2), Some("qid")));
         let err = parse_topics("t.jsonl", "{\"qid\": \"1\", \"query\": \"  \"}").unwrap_err();
         assert_eq!(location(&err), (Some(1), Some("query")));
@@ -857,25 +711,18 @@ mod tests {
     #[test]
     fn example_qrels_per_dimension_match_the_combined_file() {
         let nj = NotJudgeable::clef_ehealth_2021();
-        let (relevance, w) =
-            parse_qrels("r", RELEVANCE, "relevance", nj.grades("relevance")).unwrap();
+        let (relevance, w) = parse_qrels("r", RELEVANCE, "relevance", nj.grades("relevance")).unwrap();
         assert!(w.is_empty());
-        let (credibility, w) =
-            parse_qrels("c", CREDIBILITY, "credibility", nj.grades("credibility")).unwrap();
-        assert_eq!(w[0].to_string(), "c: 5 credibility judgements have a \"not able to judge\" grade (3) and count as missing, not as a grade");
+        let (credibility, w) = parse_qrels("c", CREDIBILITY, "credibility", nj.grades("credibility")).unwrap();
+        assert_eq!(
+            w[0].to_string(),
+            "c: 5 credibility judgements have a \"not able to judge\" grade (3) and count as missing, not as a grade"
+        );
         let (readability, _) = parse_qrels("d", READABILITY, "readability", &[]).unwrap();
-        assert_eq!(
-            relevance.grades.values().map(|d| d.len()).sum::<usize>(),
-            40
-        );
-        assert_eq!(
-            credibility.grades.values().map(|d| d.len()).sum::<usize>(),
-            35
-        );
+        assert_eq!(relevance.grades.values().map(|d| d.len()).sum::<usize>(), 40);
+        assert_eq!(credibility.grades.values().map(|d| d.len()).sum::<usize>(), 35);
         assert_eq!(credibility.missing.len(), 5);
-        assert!(credibility
-            .missing
-            .contains(&("101".to_string(), "web-101-04".to_string())));
+        assert!(credibility.missing.contains(&("101".to_string(), "web-101-04".to_string())));
         assert_eq!(relevance.grades["101"]["web-101-01"], 2);
 
         assert!(is_combined_qrels(COMBINED) && !is_combined_qrels(RELEVANCE));
@@ -889,32 +736,22 @@ mod tests {
         assert_eq!(location(&err), (Some(3), Some("grade")));
         let err = parse_qrels("q", "1 0 d1 2\n1 0 d1\n", "relevance", &[]).unwrap_err();
         assert_eq!(location(&err), (Some(2), None));
+        assert!(err.to_string().ends_with("expected 4 columns `qid iteration docno grade`, found 3"));
+        // A duplicate is an error even when the first judgement was "not able to judge".
+        let err = parse_qrels("q", "1 0 d1 3\n1 0 d2 1\n1 0 d1 2\n", "credibility", &[3]).unwrap_err();
+        assert_eq!(location(&err), (Some(3), Some("docno")));
         assert!(err
             .to_string()
-            .ends_with("expected 4 columns `qid iteration docno grade`, found 3"));
-        // A duplicate is an error even when the first judgement was "not able to judge".
-        let err =
-            parse_qrels("q", "1 0 d1 3\n1 0 d2 1\n1 0 d1 2\n", "credibility", &[3]).unwrap_err();
-        assert_eq!(location(&err), (Some(3), Some("docno")));
-        assert!(err.to_string().ends_with(
-            "document `d1` is judged twice for query `1` in credibility (also on line 1)"
-        ));
-        let err = parse_qrels_combined(
-            "c",
-            "qid\tdocno\trel\n1\td1\t2\n1\td1\t-\n1\td1\t1\n",
-            &NotJudgeable::none(),
-        )
-        .unwrap_err();
+            .ends_with("document `d1` is judged twice for query `1` in credibility (also on line 1)"));
+        let err = parse_qrels_combined("c", "qid\tdocno\trel\n1\td1\t2\n1\td1\t-\n1\td1\t1\n", &NotJudgeable::none())
+            .unwrap_err();
         assert_eq!(location(&err), (Some(4), Some("docno")));
         assert!(err.to_string().ends_with("in relevance (also on line 2)"));
-        let err =
-            parse_qrels_combined("c", "qid docno\n1 d1\n", &NotJudgeable::none()).unwrap_err();
+        let err = parse_qrels_combined("c", "qid docno\n1 d1\n", &NotJudgeable::none()).unwrap_err();
         assert_eq!(location(&err), (Some(1), None));
-        let err = parse_qrels_combined("c", "qid,docno,cred\n1,d1,x\n", &NotJudgeable::none())
-            .unwrap_err();
+        let err = parse_qrels_combined("c", "qid,docno,cred\n1,d1,x\n", &NotJudgeable::none()).unwrap_err();
         assert_eq!(location(&err), (Some(2), Some("cred")));
-        let err =
-            parse_qrels_combined("c", "qid,docno,cred\n1,d1\n", &NotJudgeable::none()).unwrap_err();
+        let err = parse_qrels_combined("c", "qid,docno,cred\n1,d1\n", &NotJudgeable::none()).unwrap_err();
         assert_eq!(location(&err), (Some(2), None));
     }
 
@@ -938,7 +775,10 @@ mod tests {
         assert_eq!(location(&err), (Some(1), None));
         assert!(err.to_string().ends_with("given as the qrels of one dimension (relevance), but the header has 3 grade columns (rel, cred, read): give it as combined qrels"), "{err}");
         let err = parse_qrels_dimension("c.txt", "qid docno cred\n1 d1 2\n", "relevance", &nj).unwrap_err();
-        assert_eq!(err.to_string(), "c.txt:1: field `cred`: given as the relevance qrels, but its grade column is `cred` (credibility)");
+        assert_eq!(
+            err.to_string(),
+            "c.txt:1: field `cred`: given as the relevance qrels, but its grade column is `cred` (credibility)"
+        );
     }
 
     #[test]
@@ -960,13 +800,7 @@ mod tests {
         assert_eq!(run.len(), 40);
         assert_eq!(
             run[0],
-            RunEntry {
-                qid: "101".into(),
-                docno: "web-101-03".into(),
-                rank: 1,
-                score: 6.4331,
-                tag: "bm25".into()
-            }
+            RunEntry { qid: "101".into(), docno: "web-101-03".into(), rank: 1, score: 6.4331, tag: "bm25".into() }
         );
     }
 
@@ -997,10 +831,6 @@ mod tests {
         let start = std::time::Instant::now();
         let (j, _) = parse_qrels("big", &text, "relevance", &[]).unwrap();
         assert_eq!(j.grades.len(), 1000);
-        assert!(
-            start.elapsed().as_secs_f64() < 20.0,
-            "took {:?}",
-            start.elapsed()
-        );
+        assert!(start.elapsed().as_secs_f64() < 20.0, "took {:?}", start.elapsed());
     }
 }

@@ -37,9 +37,8 @@ pub struct Tokenizer {
 
 /// Lucene's `EnglishAnalyzer.ENGLISH_STOP_WORDS_SET` (33 words), sorted for binary search.
 pub const ENGLISH_STOPWORDS: [&str; 33] = [
-    "a", "an", "and", "are", "as", "at", "be", "but", "by", "for", "if", "in", "into", "is", "it",
-    "no", "not", "of", "on", "or", "such", "that", "the", "their", "then", "there", "these",
-    "they", "this", "to", "was", "will", "with",
+    "a", "an", "and", "are", "as", "at", "be", "but", "by", "for", "if", "in", "into", "is", "it", "no", "not", "of",
+    "on", "or", "such", "that", "the", "their", "then", "there", "these", "they", "this", "to", "was", "will", "with",
 ];
 
 impl Tokenizer {
@@ -48,9 +47,7 @@ impl Tokenizer {
         text.split(|c: char| !c.is_alphanumeric())
             .filter(|piece| !piece.is_empty())
             .map(|piece| piece.to_lowercase())
-            .filter(|term| {
-                !(self.remove_stopwords && ENGLISH_STOPWORDS.binary_search(&term.as_str()).is_ok())
-            })
+            .filter(|term| !(self.remove_stopwords && ENGLISH_STOPWORDS.binary_search(&term.as_str()).is_ok()))
             .collect()
     }
 }
@@ -75,19 +72,11 @@ impl Default for Bm25Params {
 impl Bm25Params {
     /// k1 = 0.9, b = 0.4 (Anserini / Pyserini defaults).
     pub fn anserini() -> Self {
-        Bm25Params {
-            k1: 0.9,
-            b: 0.4,
-            tokenizer: Tokenizer::default(),
-        }
+        Bm25Params { k1: 0.9, b: 0.4, tokenizer: Tokenizer::default() }
     }
     /// k1 = 1.2, b = 0.75 (Robertson et al.; Lucene's `BM25Similarity` default).
     pub fn robertson() -> Self {
-        Bm25Params {
-            k1: 1.2,
-            b: 0.75,
-            tokenizer: Tokenizer::default(),
-        }
+        Bm25Params { k1: 1.2, b: 0.75, tokenizer: Tokenizer::default() }
     }
     /// One line for a report's conventions.
     pub fn describe(&self) -> String {
@@ -97,11 +86,7 @@ impl Bm25Params {
              stopwords {}",
             self.k1,
             self.b,
-            if self.tokenizer.remove_stopwords {
-                "removed (Lucene English list)"
-            } else {
-                "kept"
-            }
+            if self.tokenizer.remove_stopwords { "removed (Lucene English list)" } else { "kept" }
         )
     }
 }
@@ -142,18 +127,8 @@ impl Bm25Index {
             }
         }
         let total: u64 = lengths.iter().map(|&l| l as u64).sum();
-        let avg_length = if docs.is_empty() {
-            0.0
-        } else {
-            total as f64 / docs.len() as f64
-        };
-        Bm25Index {
-            params,
-            ids,
-            lengths,
-            avg_length,
-            postings,
-        }
+        let avg_length = if docs.is_empty() { 0.0 } else { total as f64 / docs.len() as f64 };
+        Bm25Index { params, ids, lengths, avg_length, postings }
     }
 
     pub fn len(&self) -> usize {
@@ -188,11 +163,7 @@ impl Bm25Index {
     fn tf_part(&self, tf: u32, length: u32) -> f64 {
         // A collection without a single term has no average length to normalise by:
         // length normalisation is then switched off (ratio 1).
-        let ratio = if self.avg_length > 0.0 {
-            length as f64 / self.avg_length
-        } else {
-            1.0
-        };
+        let ratio = if self.avg_length > 0.0 { length as f64 / self.avg_length } else { 1.0 };
         let tf = tf as f64;
         tf / (tf + self.params.k1 * (1.0 - self.params.b + self.params.b * ratio))
     }
@@ -224,17 +195,10 @@ impl Bm25Index {
             };
             let idf = self.idf(&term);
             for &(doc, tf) in list {
-                *scores.entry(doc).or_insert(0.0) +=
-                    idf * self.tf_part(tf, self.lengths[doc as usize]);
+                *scores.entry(doc).or_insert(0.0) += idf * self.tf_part(tf, self.lengths[doc as usize]);
             }
         }
-        let mut hits: Vec<Hit> = scores
-            .into_iter()
-            .map(|(doc, score)| Hit {
-                index: doc as usize,
-                score,
-            })
-            .collect();
+        let mut hits: Vec<Hit> = scores.into_iter().map(|(doc, score)| Hit { index: doc as usize, score }).collect();
         hits.sort_by_key(|h| h.index);
         hits
     }
@@ -290,17 +254,9 @@ mod tests {
     #[test]
     fn tokenizer_is_unicode_aware_and_keeps_stopwords_by_default() {
         let t = Tokenizer::default();
-        assert_eq!(
-            t.tokenize("Sjögren's: β-blocker, NOT 2.5mg!"),
-            ["sjögren", "s", "β", "blocker", "not", "2", "5mg"]
-        );
-        let t = Tokenizer {
-            remove_stopwords: true,
-        };
-        assert_eq!(
-            t.tokenize("The pain is not in the ÉPAULE"),
-            ["pain", "épaule"]
-        );
+        assert_eq!(t.tokenize("Sjögren's: β-blocker, NOT 2.5mg!"), ["sjögren", "s", "β", "blocker", "not", "2", "5mg"]);
+        let t = Tokenizer { remove_stopwords: true };
+        assert_eq!(t.tokenize("The pain is not in the ÉPAULE"), ["pain", "épaule"]);
         assert!(t.tokenize(" -- ").is_empty());
     }
 
@@ -326,22 +282,14 @@ mod tests {
     #[test]
     fn scores_match_the_hand_calculation() {
         let index = hand_example();
-        assert_relative_eq!(
-            index.idf("aspirin"),
-            0.47000362924573563,
-            max_relative = 1e-14
-        );
+        assert_relative_eq!(index.idf("aspirin"), 0.47000362924573563, max_relative = 1e-14);
         let scores = index.score("aspirin fever");
         let expected = [0.4759530422741626, 0.19381592958587038, 0.29375226827858475];
         for (got, want) in scores.iter().zip(expected) {
             assert_relative_eq!(*got, want, max_relative = 1e-12);
         }
         // A query term seen twice counts twice.
-        assert_relative_eq!(
-            index.score("fever fever")[1],
-            2.0 * expected[1],
-            max_relative = 1e-12
-        );
+        assert_relative_eq!(index.score("fever fever")[1], 2.0 * expected[1], max_relative = 1e-12);
         // Unknown terms add nothing.
         assert_eq!(index.score("zebra"), vec![0.0; 3]);
         // The sparse form gives the same numbers for the matching documents only.
@@ -355,20 +303,13 @@ mod tests {
     fn top_k_orders_by_score_and_breaks_ties_by_collection_order() {
         let index = hand_example();
         let hits = index.top_k("aspirin fever", 2);
-        assert_eq!(
-            hits.iter().map(|h| index.id(h.index)).collect::<Vec<_>>(),
-            ["d1", "d3"]
-        );
+        assert_eq!(hits.iter().map(|h| index.id(h.index)).collect::<Vec<_>>(), ["d1", "d3"]);
         // Only matching documents come back.
         assert_eq!(index.top_k("cough", 10).len(), 1);
         // Identical documents tie: collection order decides.
         let docs = [("x", "a b"), ("y", "c"), ("z", "a b"), ("w", "a b")];
         let index = Bm25Index::new(&docs, Bm25Params::default());
-        let order: Vec<&str> = index
-            .top_k("a", 10)
-            .iter()
-            .map(|h| index.id(h.index))
-            .collect();
+        let order: Vec<&str> = index.top_k("a", 10).iter().map(|h| index.id(h.index)).collect();
         assert_eq!(order, ["x", "z", "w"]);
     }
 
@@ -402,60 +343,25 @@ mod tests {
             "Sjögren syndrome causes dry eyes and dry mouth",
             "diabetes diabetes diabetes glucose",
         ];
-        let docs: Vec<(String, &str)> = corpus
-            .iter()
-            .enumerate()
-            .map(|(i, t)| (format!("d{i}"), *t))
-            .collect();
+        let docs: Vec<(String, &str)> = corpus.iter().enumerate().map(|(i, t)| (format!("d{i}"), *t)).collect();
         let docs: Vec<(&str, &str)> = docs.iter().map(|(i, t)| (i.as_str(), *t)).collect();
         let cases: [(Bm25Params, &str, [f64; 8]); 4] = [
             (
                 Bm25Params::anserini(),
                 "insulin diabetes glucose",
-                [
-                    0.3443635106086731,
-                    1.6524170637130737,
-                    0.0,
-                    0.0,
-                    0.9807462096214294,
-                    0.0,
-                    0.0,
-                    1.3084385395050049,
-                ],
+                [0.3443635106086731, 1.6524170637130737, 0.0, 0.0, 0.9807462096214294, 0.0, 0.0, 1.3084385395050049],
             ),
             (
                 Bm25Params::anserini(),
                 "myocardial infarction aspirin",
-                [
-                    0.0,
-                    0.0,
-                    1.3916420936584473,
-                    2.259434700012207,
-                    0.0,
-                    0.0,
-                    0.0,
-                    0.0,
-                ],
+                [0.0, 0.0, 1.3916420936584473, 2.259434700012207, 0.0, 0.0, 0.0, 0.0],
             ),
             (
                 Bm25Params::robertson(),
                 "insulin diabetes glucose",
-                [
-                    0.2792595326900482,
-                    1.3707479238510132,
-                    0.0,
-                    0.0,
-                    0.795330286026001,
-                    0.0,
-                    0.0,
-                    1.2980014085769653,
-                ],
+                [0.2792595326900482, 1.3707479238510132, 0.0, 0.0, 0.795330286026001, 0.0, 0.0, 1.2980014085769653],
             ),
-            (
-                Bm25Params::robertson(),
-                "dry eyes",
-                [0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.9637651443481445, 0.0],
-            ),
+            (Bm25Params::robertson(), "dry eyes", [0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.9637651443481445, 0.0]),
         ];
         for (params, query, expected) in cases {
             let index = Bm25Index::new(&docs, params);

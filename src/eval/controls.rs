@@ -42,12 +42,7 @@ pub enum Control {
 }
 
 impl Control {
-    pub const ALL: [Control; 4] = [
-        Control::NoArgument,
-        Control::LabelOnly,
-        Control::Noise,
-        Control::IrPassages,
-    ];
+    pub const ALL: [Control; 4] = [Control::NoArgument, Control::LabelOnly, Control::Noise, Control::IrPassages];
 
     /// The system name the control gets in the bundle (and in predictions).
     pub fn system_name(self) -> &'static str {
@@ -126,10 +121,7 @@ pub fn chunk_text(text: &str, max_chars: usize) -> Vec<String> {
     let mut rest = text.trim_start();
     while !rest.is_empty() {
         // Byte offset just past the first `max_chars` characters (or the end).
-        let window_end = rest
-            .char_indices()
-            .nth(max_chars)
-            .map_or(rest.len(), |(i, _)| i);
+        let window_end = rest.char_indices().nth(max_chars).map_or(rest.len(), |(i, _)| i);
         let cut = if window_end == rest.len() {
             rest.len()
         } else if rest[window_end..].starts_with(char::is_whitespace) {
@@ -229,17 +221,9 @@ pub fn add_controls(
     for &control in &wanted {
         let per_instance = match control {
             Control::NoArgument => vec![String::new(); bundle.instances.len()],
-            Control::LabelOnly => bundle
-                .instances
-                .iter()
-                .map(|inst| label_only_text(&inst.problem))
-                .collect(),
+            Control::LabelOnly => bundle.instances.iter().map(|inst| label_only_text(&inst.problem)).collect(),
             Control::Noise => {
-                let Noise {
-                    texts,
-                    source,
-                    pairs,
-                } = noise_arguments(bundle, seed)?;
+                let Noise { texts, source, pairs } = noise_arguments(bundle, seed)?;
                 provenance = provenance.convention(
                     "noise",
                     format!(
@@ -252,9 +236,8 @@ pub fn add_controls(
                 texts
             }
             Control::IrPassages => {
-                let corpus = corpus.ok_or_else(|| {
-                    Error::invalid("the ir_passages control needs a corpus of documents")
-                })?;
+                let corpus =
+                    corpus.ok_or_else(|| Error::invalid("the ir_passages control needs a corpus of documents"))?;
                 let params = Bm25Params::default();
                 provenance = provenance.convention(
                     "ir_passages",
@@ -276,9 +259,7 @@ pub fn add_controls(
 
     for (control, per_instance) in texts {
         for (instance, text) in bundle.instances.iter_mut().zip(per_instance) {
-            instance
-                .arguments
-                .push((control.system_name().to_string(), text));
+            instance.arguments.push((control.system_name().to_string(), text));
         }
         bundle.systems.push(control.system_name().to_string());
     }
@@ -290,21 +271,14 @@ pub fn add_controls(
 /// paper's control file imported under that name): both can be used, under distinct names.
 fn name_clash(bundle: &Bundle, control: Control) -> Error {
     let name = control.system_name();
-    let what = if bundle.controls.iter().any(|c| c == name) {
-        "a control case from a file"
-    } else {
-        "a system"
-    };
+    let what = if bundle.controls.iter().any(|c| c == name) { "a control case from a file" } else { "a system" };
     let others: Vec<&str> = Control::ALL
         .iter()
         .map(|c| c.system_name())
         .filter(|n| *n != name && !bundle.systems.iter().any(|s| s == n))
         .collect();
-    let drop = if others.is_empty() {
-        "leave out --controls".to_string()
-    } else {
-        format!("--controls {}", others.join(","))
-    };
+    let drop =
+        if others.is_empty() { "leave out --controls".to_string() } else { format!("--controls {}", others.join(",")) };
     Error::invalid(format!(
         "{}: the bundle already has {what} named `{name}`, and the generated {name} control \
          would take the same name. To keep both, import the file under another name \
@@ -383,11 +357,7 @@ fn noise_arguments(bundle: &Bundle, seed: u64) -> Result<Noise> {
         texts.push(text.to_string());
         pairs.push((instance.id.clone(), donor.id.clone()));
     }
-    Ok(Noise {
-        texts,
-        source,
-        pairs,
-    })
+    Ok(Noise { texts, source, pairs })
 }
 
 /// IR passages per instance, what was retrieved, and warnings for instances nothing matched.
@@ -397,14 +367,9 @@ fn ir_passages(
     params: Bm25Params,
 ) -> Result<(Vec<String>, Vec<Retrieval>, Vec<Warning>)> {
     if corpus.is_empty() {
-        return Err(Error::invalid(
-            "the ir_passages control needs a non-empty corpus",
-        ));
+        return Err(Error::invalid("the ir_passages control needs a non-empty corpus"));
     }
-    let docs: Vec<(&str, &str)> = corpus
-        .iter()
-        .map(|d| (d.docno.as_str(), d.text.as_str()))
-        .collect();
+    let docs: Vec<(&str, &str)> = corpus.iter().map(|d| (d.docno.as_str(), d.text.as_str())).collect();
     let doc_index = Bm25Index::new(&docs, params.clone());
 
     // Chunk every document once; the chunk index's statistics come from all chunks, so a
@@ -414,10 +379,7 @@ fn ir_passages(
     let mut chunks_of_doc: Vec<std::ops::Range<usize>> = Vec::with_capacity(corpus.len());
     for (d, doc) in corpus.iter().enumerate() {
         let start = chunk_texts.len();
-        for (c, chunk) in chunk_text(&doc.text, IR_CHUNK_CHARS)
-            .into_iter()
-            .enumerate()
-        {
+        for (c, chunk) in chunk_text(&doc.text, IR_CHUNK_CHARS).into_iter().enumerate() {
             chunk_texts.push(chunk);
             chunk_origin.push((d, c));
         }
@@ -443,30 +405,17 @@ fn ir_passages(
                 instance.id
             )));
         }
-        let candidates: Vec<usize> = top_docs
-            .iter()
-            .flat_map(|hit| chunks_of_doc[hit.index].clone())
-            .collect();
+        let candidates: Vec<usize> = top_docs.iter().flat_map(|hit| chunks_of_doc[hit.index].clone()).collect();
         // Scoring all chunks costs only the postings of the query's terms.
         let chunk_scores = chunk_index.score(&query);
         // Best first; equal scores keep candidate order (document rank, then position).
-        let mut ranked: Vec<(usize, f64)> =
-            candidates.iter().map(|&c| (c, chunk_scores[c])).collect();
+        let mut ranked: Vec<(usize, f64)> = candidates.iter().map(|&c| (c, chunk_scores[c])).collect();
         ranked.sort_by(|a, b| b.1.total_cmp(&a.1));
         ranked.truncate(IR_PASSAGES);
-        texts.push(
-            ranked
-                .iter()
-                .map(|&(c, _)| chunk_texts[c].as_str())
-                .collect::<Vec<_>>()
-                .join("\n"),
-        );
+        texts.push(ranked.iter().map(|&(c, _)| chunk_texts[c].as_str()).collect::<Vec<_>>().join("\n"));
         retrievals.push(Retrieval {
             instance: instance.id.clone(),
-            documents: top_docs
-                .iter()
-                .map(|h| corpus[h.index].docno.clone())
-                .collect(),
+            documents: top_docs.iter().map(|h| corpus[h.index].docno.clone()).collect(),
             passages: ranked
                 .iter()
                 .map(|&(c, score)| Passage {
@@ -490,15 +439,10 @@ mod tests {
             id: id.into(),
             problem: Problem::Mcqa {
                 question: question.into(),
-                options: (1..=5)
-                    .map(|k| (k.to_string(), format!("option {k}")))
-                    .collect(),
+                options: (1..=5).map(|k| (k.to_string(), format!("option {k}"))).collect(),
                 answer: answer.into(),
             },
-            arguments: vec![
-                ("expert".into(), argument.into()),
-                ("gpt-4o".into(), format!("gpt says {argument}")),
-            ],
+            arguments: vec![("expert".into(), argument.into()), ("gpt-4o".into(), format!("gpt says {argument}"))],
             line: 0,
         }
     }
@@ -524,10 +468,7 @@ mod tests {
                 let mut sorted = p.clone();
                 sorted.sort_unstable();
                 assert_eq!(sorted, (0..n).collect::<Vec<_>>(), "not a permutation");
-                assert!(
-                    p.iter().enumerate().all(|(i, &v)| i != v),
-                    "fixed point, seed {seed}"
-                );
+                assert!(p.iter().enumerate().all(|(i, &v)| i != v), "fixed point, seed {seed}");
                 let again = derangement(n, &mut ChaCha8Rng::seed_from_u64(seed)).unwrap();
                 assert_eq!(p, again);
             }
@@ -550,43 +491,16 @@ mod tests {
 
     #[test]
     fn label_only_sentences_per_task() {
-        let p = Problem::Mcqa {
-            question: "q".into(),
-            options: vec![],
-            answer: "3".into(),
-        };
+        let p = Problem::Mcqa { question: "q".into(), options: vec![], answer: "3".into() };
         assert_eq!(label_only_text(&p), "The correct answer is 3.");
-        let p = Problem::Misinformation {
-            claim: "c".into(),
-            label: "refuted".into(),
-        };
+        let p = Problem::Misinformation { claim: "c".into(), label: "refuted".into() };
         assert_eq!(label_only_text(&p), "The claim is refuted.");
-        let p = Problem::Misinformation {
-            claim: "c".into(),
-            label: "not_enough_evidence".into(),
-        };
-        assert_eq!(
-            label_only_text(&p),
-            "The claim is not supported by enough evidence."
-        );
-        let p = Problem::Nli {
-            statement: "s".into(),
-            evidence: "e".into(),
-            label: "entailment".into(),
-        };
-        assert_eq!(
-            label_only_text(&p),
-            "The statement is an entailment of the evidence."
-        );
-        let p = Problem::Nli {
-            statement: "s".into(),
-            evidence: "e".into(),
-            label: "contradiction".into(),
-        };
-        assert_eq!(
-            label_only_text(&p),
-            "The statement is a contradiction of the evidence."
-        );
+        let p = Problem::Misinformation { claim: "c".into(), label: "not_enough_evidence".into() };
+        assert_eq!(label_only_text(&p), "The claim is not supported by enough evidence.");
+        let p = Problem::Nli { statement: "s".into(), evidence: "e".into(), label: "entailment".into() };
+        assert_eq!(label_only_text(&p), "The statement is an entailment of the evidence.");
+        let p = Problem::Nli { statement: "s".into(), evidence: "e".into(), label: "contradiction".into() };
+        assert_eq!(label_only_text(&p), "The statement is a contradiction of the evidence.");
     }
 
     #[test]
@@ -604,26 +518,14 @@ mod tests {
         let chunks = chunk_text(&text, IR_CHUNK_CHARS);
         assert!(chunks.iter().all(|c| c.chars().count() <= IR_CHUNK_CHARS));
         let joined: String = chunks.join(" ");
-        assert_eq!(
-            joined.split_whitespace().collect::<Vec<_>>(),
-            text.split_whitespace().collect::<Vec<_>>()
-        );
+        assert_eq!(joined.split_whitespace().collect::<Vec<_>>(), text.split_whitespace().collect::<Vec<_>>());
     }
 
     fn corpus() -> Vec<Document> {
-        let doc = |docno: &str, text: &str| Document {
-            docno: docno.into(),
-            text: text.into(),
-        };
+        let doc = |docno: &str, text: &str| Document { docno: docno.into(), text: text.into() };
         vec![
-            doc(
-                "cardio",
-                "Beta blockers reduce mortality after myocardial infarction.",
-            ),
-            doc(
-                "diabetes",
-                "Metformin is the first line drug for type 2 diabetes.",
-            ),
+            doc("cardio", "Beta blockers reduce mortality after myocardial infarction."),
+            doc("diabetes", "Metformin is the first line drug for type 2 diabetes."),
             doc(
                 "long-diabetes",
                 // Two chunks: the first about insulin pumps, the second about metformin.
@@ -640,18 +542,8 @@ mod tests {
     #[test]
     fn ir_passages_keep_the_best_chunks_of_the_top_documents() {
         let mut b = bundle(vec![
-            mcqa(
-                "q1",
-                "Which drug is first line in type 2 diabetes: metformin?",
-                "2",
-                "arg one",
-            ),
-            mcqa(
-                "q2",
-                "A patient with dry eyes and dry mouth has which syndrome?",
-                "4",
-                "arg two",
-            ),
+            mcqa("q1", "Which drug is first line in type 2 diabetes: metformin?", "2", "arg one"),
+            mcqa("q2", "A patient with dry eyes and dry mouth has which syndrome?", "4", "arg two"),
             mcqa("q3", "zzz", "1", "arg three"),
         ]);
         let report = add_controls(&mut b, &[Control::IrPassages], Some(&corpus()), 7).unwrap();
@@ -661,23 +553,14 @@ mod tests {
         assert_eq!(r1.passages[0].docno, "diabetes");
         // The long document's metformin chunk (chunk 1) beats its insulin-pump chunk (0),
         // which shares no word with q1 and still fills the third place (score 0).
-        let long: Vec<&Passage> = r1
-            .passages
-            .iter()
-            .filter(|p| p.docno == "long-diabetes")
-            .collect();
+        let long: Vec<&Passage> = r1.passages.iter().filter(|p| p.docno == "long-diabetes").collect();
         assert_eq!(long[0].chunk, 1);
         assert_eq!(long[1].chunk, 0);
         assert_eq!(long[1].score, 0.0);
         assert_eq!(r1.passages.len(), IR_PASSAGES);
         assert_eq!(report.retrievals[1].documents[0], "eyes");
         assert_eq!(
-            b.instances[1]
-                .argument("ir_passages")
-                .unwrap()
-                .lines()
-                .next()
-                .unwrap(),
+            b.instances[1].argument("ir_passages").unwrap().lines().next().unwrap(),
             "Sjögren syndrome causes dry eyes and a dry mouth."
         );
         // Nothing matches q3: empty argument, and a warning says so.
@@ -689,22 +572,10 @@ mod tests {
 
     #[test]
     fn add_controls_appends_systems_and_records_the_derangement() {
-        let mut b = bundle(
-            (1..=6)
-                .map(|i| mcqa(&format!("q{i}"), "case", "3", &format!("argument {i}")))
-                .collect(),
-        );
-        let report = add_controls(
-            &mut b,
-            &[Control::NoArgument, Control::LabelOnly, Control::Noise],
-            None,
-            11,
-        )
-        .unwrap();
-        assert_eq!(
-            b.systems,
-            ["expert", "gpt-4o", "no_argument", "label_only", "noise"]
-        );
+        let mut b = bundle((1..=6).map(|i| mcqa(&format!("q{i}"), "case", "3", &format!("argument {i}"))).collect());
+        let report =
+            add_controls(&mut b, &[Control::NoArgument, Control::LabelOnly, Control::Noise], None, 11).unwrap();
+        assert_eq!(b.systems, ["expert", "gpt-4o", "no_argument", "label_only", "noise"]);
         assert_eq!(report.noise_source.as_deref(), Some("expert"));
         assert_eq!(report.derangement.len(), 6);
         for (inst, (id, donor)) in b.instances.iter().zip(&report.derangement) {
@@ -713,17 +584,10 @@ mod tests {
             let donor_arg = format!("argument {}", &donor[1..]);
             assert_eq!(inst.argument("noise"), Some(donor_arg.as_str()));
             assert_eq!(inst.argument("no_argument"), Some(""));
-            assert_eq!(
-                inst.argument("label_only"),
-                Some("The correct answer is 3.")
-            );
+            assert_eq!(inst.argument("label_only"), Some("The correct answer is 3."));
         }
         // Same seed, same derangement; the report records the seed.
-        let mut b2 = bundle(
-            (1..=6)
-                .map(|i| mcqa(&format!("q{i}"), "case", "3", &format!("argument {i}")))
-                .collect(),
-        );
+        let mut b2 = bundle((1..=6).map(|i| mcqa(&format!("q{i}"), "case", "3", &format!("argument {i}"))).collect());
         let again = add_controls(&mut b2, &[Control::Noise], None, 11).unwrap();
         assert_eq!(again.derangement, report.derangement);
         assert_eq!(again.provenance.seed, 11);
@@ -740,10 +604,7 @@ mod tests {
             mcqa("q2", "case", "1", "b"),
             Instance {
                 id: "claim-1".into(),
-                problem: Problem::Misinformation {
-                    claim: "c".into(),
-                    label: "refuted".into(),
-                },
+                problem: Problem::Misinformation { claim: "c".into(), label: "refuted".into() },
                 arguments: vec![("expert".into(), "e".into())],
                 line: 0,
             },
@@ -754,10 +615,7 @@ mod tests {
         assert!(err.to_string().contains("claim-1"), "{err}");
         assert_eq!(b, before);
 
-        let mut b = bundle(vec![
-            mcqa("q1", "case", "1", "a"),
-            mcqa("q2", "case", "1", "b"),
-        ]);
+        let mut b = bundle(vec![mcqa("q1", "case", "1", "a"), mcqa("q2", "case", "1", "b")]);
         b.instances[1].arguments.retain(|(s, _)| s != "expert");
         let err = add_controls(&mut b, &[Control::Noise], None, 3).unwrap_err();
         // q1's donor is q2 (the only derangement of two), which lacks `expert`: line 2.

@@ -36,11 +36,7 @@ pub struct RubricOptions {
 
 impl Default for RubricOptions {
     fn default() -> Self {
-        RubricOptions {
-            seed: 42,
-            resamples: 1000,
-            confidence: 0.95,
-        }
+        RubricOptions { seed: 42, resamples: 1000, confidence: 0.95 }
     }
 }
 
@@ -71,11 +67,7 @@ pub fn score_criteria<'a>(criteria: impl IntoIterator<Item = &'a Criterion>) -> 
     } else {
         Stat::undefined("no criterion with positive points")
     };
-    PointsScore {
-        achieved,
-        possible,
-        score,
-    }
+    PointsScore { achieved, possible, score }
 }
 
 /// Scores of one response.
@@ -104,9 +96,7 @@ impl ResponseScore {
         if self.response_tags.iter().any(|t| t == score) {
             return self.overall.score.value().copied();
         }
-        self.criterion_tags
-            .get(score)
-            .and_then(|s| s.score.value().copied())
+        self.criterion_tags.get(score).and_then(|s| s.score.value().copied())
     }
 }
 
@@ -162,25 +152,17 @@ impl SingleInputReport for RubricReport {
 }
 
 /// Grades parsed responses (the provenance lists no input: [`grade`] adds it).
-pub fn grade_responses(
-    responses: &[GradedResponse],
-    options: &RubricOptions,
-) -> Result<RubricReport> {
+pub fn grade_responses(responses: &[GradedResponse], options: &RubricOptions) -> Result<RubricReport> {
     crate::stats::bootstrap::check_settings(options.resamples, options.confidence).map_err(Error::invalid)?;
     let systems = crate::data::common::first_appearance(responses.iter().map(|r| r.system.clone()));
     let scored: Vec<ResponseScore> = responses.iter().map(score_response).collect();
-    let mut tags: Vec<String> = scored
-        .iter()
-        .flat_map(|r| r.criterion_tags.keys().chain(&r.response_tags).cloned())
-        .collect();
+    let mut tags: Vec<String> =
+        scored.iter().flat_map(|r| r.criterion_tags.keys().chain(&r.response_tags).cloned()).collect();
     tags.sort();
     tags.dedup();
 
     let mut warnings = Vec::new();
-    let undefined: Vec<&ResponseScore> = scored
-        .iter()
-        .filter(|r| !r.overall.score.is_defined())
-        .collect();
+    let undefined: Vec<&ResponseScore> = scored.iter().filter(|r| !r.overall.score.is_defined()).collect();
     if let Some(first) = undefined.first() {
         warnings.push(Warning::new(format!(
             "{} response(s) have no criterion with positive points: their score is undefined and \
@@ -227,10 +209,7 @@ fn score_response(r: &GradedResponse) -> ResponseScore {
         prompt_id: r.prompt_id.clone(),
         line: r.line,
         overall: score_criteria(&r.criteria),
-        criterion_tags: by_tag
-            .into_iter()
-            .map(|(t, cs)| (t.to_string(), score_criteria(cs)))
-            .collect(),
+        criterion_tags: by_tag.into_iter().map(|(t, cs)| (t.to_string(), score_criteria(cs))).collect(),
         response_tags: r.tags.clone(),
     }
 }
@@ -246,14 +225,8 @@ fn system_scores(
     tags: &[String],
     options: &RubricOptions,
 ) -> Vec<SystemScore> {
-    let names: Vec<&str> = std::iter::once(OVERALL)
-        .chain(tags.iter().map(String::as_str))
-        .collect();
-    let bootstrap = Bootstrap {
-        resamples: options.resamples,
-        confidence: options.confidence,
-        seed: options.seed,
-    };
+    let names: Vec<&str> = std::iter::once(OVERALL).chain(tags.iter().map(String::as_str)).collect();
+    let bootstrap = Bootstrap { resamples: options.resamples, confidence: options.confidence, seed: options.seed };
     systems
         .iter()
         .map(|system| SystemScore {
@@ -272,10 +245,8 @@ fn system_scores(
                         Stat::undefined("no response with a defined score")
                     } else {
                         let result = bootstrap.run(clusters.len(), |drawn| {
-                            let (sum, n) = drawn
-                                .iter()
-                                .flat_map(|&c| &clusters[c])
-                                .fold((0.0, 0), |(s, n), v| (s + v, n + 1));
+                            let (sum, n) =
+                                drawn.iter().flat_map(|&c| &clusters[c]).fold((0.0, 0), |(s, n), v| (s + v, n + 1));
                             vec![clip01(sum / n as f64)]
                         });
                         result.intervals.into_iter().next().expect("one statistic")
@@ -297,12 +268,7 @@ fn system_scores(
 /// prompts without a value left out): the units the bootstrap resamples. With one
 /// response per prompt this is HealthBench's bootstrap over responses; repeated responses
 /// to a prompt stay together.
-fn prompt_clusters(
-    responses: &[GradedResponse],
-    scored: &[ResponseScore],
-    system: &str,
-    score: &str,
-) -> Vec<Vec<f64>> {
+fn prompt_clusters(responses: &[GradedResponse], scored: &[ResponseScore], system: &str, score: &str) -> Vec<Vec<f64>> {
     let mut index: HashMap<&str, usize> = HashMap::new();
     let mut clusters: Vec<Vec<f64>> = Vec::new();
     for (r, s) in responses.iter().zip(scored) {
@@ -332,24 +298,14 @@ mod tests {
     }
 
     fn c(points: f64, met: bool, tags: &[&str]) -> Criterion {
-        Criterion {
-            criterion: "x".into(),
-            points,
-            tags: tags.iter().map(|t| t.to_string()).collect(),
-            met,
-        }
+        Criterion { criterion: "x".into(), points, tags: tags.iter().map(|t| t.to_string()).collect(), met }
     }
 
     #[test]
     fn healthbench_formula_with_penalties() {
         // HealthBench's own unit test (simple-evals healthbench_eval_test.py): points 7, 5,
         // 10, -6 with met = T, F, T, T -> (7 + 10 - 6) / (7 + 5 + 10) = 11/22 = 0.5.
-        let s = score_criteria(&[
-            c(7.0, true, &[]),
-            c(5.0, false, &[]),
-            c(10.0, true, &[]),
-            c(-6.0, true, &[]),
-        ]);
+        let s = score_criteria(&[c(7.0, true, &[]), c(5.0, false, &[]), c(10.0, true, &[]), c(-6.0, true, &[])]);
         assert_eq!((s.achieved, s.possible), (11.0, 22.0));
         assert!(close(s.score.unwrap(), 0.5));
         // Penalties can take a response below 0 and it is not clipped: (-8) / 15.
@@ -374,14 +330,7 @@ mod tests {
             ("p4-b", -5.0, 13.0),
         ];
         for (resp, (id, achieved, possible)) in r.responses.iter().zip(expected) {
-            assert_eq!(
-                (
-                    resp.id.as_str(),
-                    resp.overall.achieved,
-                    resp.overall.possible
-                ),
-                (id, achieved, possible)
-            );
+            assert_eq!((resp.id.as_str(), resp.overall.achieved, resp.overall.possible), (id, achieved, possible));
         }
         let mean = |system: &str, score: &str| -> ScoreMean {
             let s = r.system_scores.iter().find(|s| s.system == system).unwrap();
@@ -395,10 +344,7 @@ mod tests {
         // model-b overall: (-8/15 + 5/17 + 7/12 - 5/13) / 4 = -0.010124434389140263, clipped
         // to 0.
         let b = mean("model-b", OVERALL);
-        assert!(close(
-            b.unclipped_mean.clone().unwrap(),
-            -0.010124434389140263
-        ));
+        assert!(close(b.unclipped_mean.clone().unwrap(), -0.010124434389140263));
         assert_eq!(b.mean.clone().unwrap(), 0.0);
         // axis:accuracy for model-b: p1 -8/10, p2 (8-6)/8, p3 7/7, p4 -9/9 -> mean -0.1375 -> 0.
         let acc = mean("model-b", "axis:accuracy");
@@ -435,26 +381,12 @@ mod tests {
             s.scores[0].interval.clone().unwrap()
         };
         let a = overall(&r, "model-a");
-        assert!(
-            a.lo <= 0.763763197586727 && 0.763763197586727 <= a.hi && a.lo < a.hi,
-            "{a:?}"
-        );
+        assert!(a.lo <= 0.763763197586727 && 0.763763197586727 <= a.hi && a.lo < a.hi, "{a:?}");
         // The interval is of the clipped mean, so it never leaves [0, 1].
         let b = overall(&r, "model-b");
         assert!(b.lo >= 0.0 && b.hi <= 1.0, "{b:?}");
-        assert_eq!(
-            r,
-            grade("graded.jsonl", EXAMPLE, &RubricOptions::default()).unwrap()
-        );
-        let other = grade(
-            "graded.jsonl",
-            EXAMPLE,
-            &RubricOptions {
-                seed: 1,
-                ..Default::default()
-            },
-        )
-        .unwrap();
+        assert_eq!(r, grade("graded.jsonl", EXAMPLE, &RubricOptions::default()).unwrap());
+        let other = grade("graded.jsonl", EXAMPLE, &RubricOptions { seed: 1, ..Default::default() }).unwrap();
         assert_ne!(overall(&other, "model-a"), a);
     }
 
@@ -466,9 +398,7 @@ mod tests {
         assert!(!r.responses[0].overall.score.is_defined());
         let overall = &r.system_scores[0].scores[0];
         assert_eq!((overall.n, overall.mean.clone().unwrap()), (1, 1.0));
-        assert!(r.warnings[0]
-            .message
-            .starts_with("1 response(s) have no criterion with positive points"));
+        assert!(r.warnings[0].message.starts_with("1 response(s) have no criterion with positive points"));
     }
 
     #[test]
@@ -481,15 +411,11 @@ mod tests {
             "g.jsonl:1: field `criteria[1].met`: missing field `met` (was the criterion graded?)"
         );
         assert_eq!(
-            err(
-                r#"{"id": "r", "system": "s", "criteria": [{"criterion": "a", "points": "3", "met": true}]}"#
-            ),
+            err(r#"{"id": "r", "system": "s", "criteria": [{"criterion": "a", "points": "3", "met": true}]}"#),
             "g.jsonl:1: field `criteria[0].points`: expected a number, found a string"
         );
         assert_eq!(
-            err(
-                r#"{"id": "r", "system": "s", "criteria": [{"criterion": "a", "points": 3, "met": "yes"}]}"#
-            ),
+            err(r#"{"id": "r", "system": "s", "criteria": [{"criterion": "a", "points": 3, "met": "yes"}]}"#),
             "g.jsonl:1: field `criteria[0].met`: expected true or false, found a string"
         );
         assert_eq!(
@@ -534,7 +460,11 @@ mod tests {
         // Within one tag: 1e-300 possible, a met penalty of -1e10 gives -1e310 = -inf.
         let tagged = r#"{"id": "r1", "system": "s", "criteria": [{"criterion": "a", "points": 1e-300, "met": true, "tags": ["t"]}, {"criterion": "b", "points": -1e10, "met": true, "tags": ["t"]}, {"criterion": "c", "points": 5, "met": true}]}"#;
         let err = parse_graded("g.jsonl", tagged).unwrap_err();
-        assert!(err.to_string().starts_with("g.jsonl:1: field `criteria`: the points of tag `t` do not add up to a finite score"), "{err}");
+        assert!(
+            err.to_string()
+                .starts_with("g.jsonl:1: field `criteria`: the points of tag `t` do not add up to a finite score"),
+            "{err}"
+        );
     }
 
     #[test]
@@ -566,14 +496,6 @@ mod tests {
         serde_json::to_string(&r).unwrap();
         let parsed: RubricOptions = serde_json::from_str(r#"{"seed": 9}"#).unwrap();
         assert_eq!((parsed.seed, parsed.resamples), (9, 1000));
-        assert!(grade(
-            "graded.jsonl",
-            EXAMPLE,
-            &RubricOptions {
-                confidence: 0.0,
-                ..Default::default()
-            }
-        )
-        .is_err());
+        assert!(grade("graded.jsonl", EXAMPLE, &RubricOptions { confidence: 0.0, ..Default::default() }).is_err());
     }
 }

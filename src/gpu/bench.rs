@@ -37,9 +37,7 @@ pub fn bench_batch(vocab_size: usize, seq_len: usize, batch: usize, seed: u64) -
     TokenBatch {
         batch,
         seq_len,
-        ids: (0..n)
-            .map(|_| rng.gen_range(0..vocab_size as u32))
-            .collect(),
+        ids: (0..n).map(|_| rng.gen_range(0..vocab_size as u32)).collect(),
         type_ids: vec![0; n],
         mask: vec![1; n],
     }
@@ -98,21 +96,10 @@ pub fn bench_grid_blocking<E: Encoder>(
     let origin = std::time::Instant::now();
     let now = move || origin.elapsed().as_secs_f64();
     let mut rows = Vec::new();
-    for &seq_len in lengths
-        .iter()
-        .filter(|&&l| l <= encoder.config().max_tokens())
-    {
+    for &seq_len in lengths.iter().filter(|&&l| l <= encoder.config().max_tokens()) {
         for &batch in batches {
-            let row = pollster::block_on(bench_encoder(
-                encoder,
-                backend,
-                device,
-                seq_len,
-                batch,
-                min_seconds,
-                100,
-                &now,
-            ))?;
+            let row =
+                pollster::block_on(bench_encoder(encoder, backend, device, seq_len, batch, min_seconds, 100, &now))?;
             progress(&row);
             rows.push(row);
         }

@@ -62,9 +62,7 @@ impl GpuTensor {
     pub fn dims2(&self, what: &str) -> Result<(usize, usize)> {
         match self.shape.as_slice() {
             [r, c] => Ok((*r, *c)),
-            other => Err(Error::invalid(format!(
-                "gpu: {what} must be 2-D, got shape {other:?}"
-            ))),
+            other => Err(Error::invalid(format!("gpu: {what} must be 2-D, got shape {other:?}"))),
         }
     }
 }
@@ -93,8 +91,7 @@ impl GpuContext {
     /// with the adapter's limits and `shader-f16` when present. Errors when there is no
     /// adapter at all, so the caller can fall back to the CPU path.
     pub async fn new() -> Result<Self> {
-        let instance =
-            wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle_from_env());
+        let instance = wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle_from_env());
         let adapter = instance
             .request_adapter(&wgpu::RequestAdapterOptions {
                 power_preference: wgpu::PowerPreference::HighPerformance,
@@ -107,11 +104,7 @@ impl GpuContext {
         let info = adapter.get_info();
         let limits = adapter.limits();
         let shader_f16 = adapter.features().contains(wgpu::Features::SHADER_F16);
-        let required_features = if shader_f16 {
-            wgpu::Features::SHADER_F16
-        } else {
-            wgpu::Features::empty()
-        };
+        let required_features = if shader_f16 { wgpu::Features::SHADER_F16 } else { wgpu::Features::empty() };
         let (device, queue) = adapter
             .request_device(&wgpu::DeviceDescriptor {
                 label: Some("medrank"),
@@ -127,20 +120,13 @@ impl GpuContext {
             name: info.name.clone(),
             backend: format!("{:?}", info.backend),
             device_type: format!("{:?}", info.device_type),
-            driver: format!("{} {}", info.driver, info.driver_info)
-                .trim()
-                .to_string(),
+            driver: format!("{} {}", info.driver, info.driver_info).trim().to_string(),
             // wgpu does not expose WebGPU's `isFallbackAdapter`; a CPU device type is what
             // it means in practice (lavapipe, SwiftShader, WARP).
             is_fallback: info.device_type == wgpu::DeviceType::Cpu,
             shader_f16,
         };
-        Ok(GpuContext {
-            device,
-            queue,
-            limits,
-            adapter,
-        })
+        Ok(GpuContext { device, queue, limits, adapter })
     }
 
     /// The largest buffer one storage binding may cover, in bytes.
@@ -150,23 +136,14 @@ impl GpuContext {
 
     /// A storage tensor holding `data` (f32).
     pub fn upload_f32(&self, label: &str, data: &[f32], shape: &[usize]) -> Result<GpuTensor> {
-        self.upload(
-            label,
-            bytemuck::cast_slice(data),
-            data.len(),
-            shape,
-            DType::F32,
-        )
+        self.upload(label, bytemuck::cast_slice(data), data.len(), shape, DType::F32)
     }
 
     /// A storage tensor holding `data` rounded to f16 (weights on adapters with
     /// `shader-f16`). An odd length is padded with one zero: bindings are 4-byte multiples.
     pub fn upload_f16(&self, label: &str, data: &[f32], shape: &[usize]) -> Result<GpuTensor> {
         if !self.adapter.shader_f16 {
-            return Err(Error::model(format!(
-                "gpu: {} has no shader-f16",
-                self.adapter.name
-            )));
+            return Err(Error::model(format!("gpu: {} has no shader-f16", self.adapter.name)));
         }
         let mut halves: Vec<half::f16> = data.iter().map(|&v| half::f16::from_f32(v)).collect();
         if halves.len() % 2 == 1 {
@@ -179,36 +156,17 @@ impl GpuContext {
                 data.len()
             )));
         }
-        let mut t = self.upload(
-            label,
-            bytemuck::cast_slice(&halves),
-            halves.len(),
-            &[halves.len()],
-            DType::F16,
-        )?;
+        let mut t = self.upload(label, bytemuck::cast_slice(&halves), halves.len(), &[halves.len()], DType::F16)?;
         t.shape = shape.to_vec();
         Ok(t)
     }
 
     /// A storage tensor holding `data` (u32: token ids, ...).
     pub fn upload_u32(&self, label: &str, data: &[u32], shape: &[usize]) -> Result<GpuTensor> {
-        self.upload(
-            label,
-            bytemuck::cast_slice(data),
-            data.len(),
-            shape,
-            DType::U32,
-        )
+        self.upload(label, bytemuck::cast_slice(data), data.len(), shape, DType::U32)
     }
 
-    fn upload(
-        &self,
-        label: &str,
-        bytes: &[u8],
-        len: usize,
-        shape: &[usize],
-        dtype: DType,
-    ) -> Result<GpuTensor> {
+    fn upload(&self, label: &str, bytes: &[u8], len: usize, shape: &[usize], dtype: DType) -> Result<GpuTensor> {
         let expected: usize = shape.iter().product();
         if expected != len {
             return Err(Error::invalid(format!(
@@ -224,20 +182,12 @@ impl GpuContext {
         } else {
             bytes
         };
-        let buffer = self
-            .device
-            .create_buffer_init(&wgpu::util::BufferInitDescriptor {
-                label: Some(label),
-                contents,
-                usage: wgpu::BufferUsages::STORAGE
-                    | wgpu::BufferUsages::COPY_SRC
-                    | wgpu::BufferUsages::COPY_DST,
-            });
-        Ok(GpuTensor {
-            buffer,
-            shape: shape.to_vec(),
-            dtype,
-        })
+        let buffer = self.device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
+            label: Some(label),
+            contents,
+            usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC | wgpu::BufferUsages::COPY_DST,
+        });
+        Ok(GpuTensor { buffer, shape: shape.to_vec(), dtype })
     }
 
     /// An uninitialised (zeroed by wgpu) f32 storage tensor, e.g. for activations.
@@ -248,16 +198,10 @@ impl GpuContext {
         let buffer = self.device.create_buffer(&wgpu::BufferDescriptor {
             label: Some(label),
             size: bytes,
-            usage: wgpu::BufferUsages::STORAGE
-                | wgpu::BufferUsages::COPY_SRC
-                | wgpu::BufferUsages::COPY_DST,
+            usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC | wgpu::BufferUsages::COPY_DST,
             mapped_at_creation: false,
         });
-        Ok(GpuTensor {
-            buffer,
-            shape: shape.to_vec(),
-            dtype: DType::F32,
-        })
+        Ok(GpuTensor { buffer, shape: shape.to_vec(), dtype: DType::F32 })
     }
 
     fn check_fits(&self, label: &str, bytes: u64) -> Result<()> {
@@ -274,13 +218,7 @@ impl GpuContext {
 
     /// Uploads a row-major [rows, cols] table in as few row blocks as the binding limit
     /// allows (one block when it fits).
-    pub fn upload_table(
-        &self,
-        label: &str,
-        data: &[f32],
-        rows: usize,
-        cols: usize,
-    ) -> Result<ChunkedTable> {
+    pub fn upload_table(&self, label: &str, data: &[f32], rows: usize, cols: usize) -> Result<ChunkedTable> {
         self.upload_table_in_blocks(label, data, rows, cols, self.max_binding_bytes())
     }
 
@@ -301,17 +239,10 @@ impl GpuContext {
             )));
         }
         let mut chunks = Vec::new();
-        for range in row_chunks(
-            rows,
-            cols * 4,
-            max_block_bytes.min(self.max_binding_bytes()),
-        )? {
+        for range in row_chunks(rows, cols * 4, max_block_bytes.min(self.max_binding_bytes()))? {
             let block = &data[range.start * cols..range.end * cols];
             let name = format!("{label}[{}..{}]", range.start, range.end);
-            chunks.push((
-                range.start,
-                self.upload_f32(&name, block, &[range.len(), cols])?,
-            ));
+            chunks.push((range.start, self.upload_f32(&name, block, &[range.len(), cols])?));
         }
         Ok(ChunkedTable { chunks, rows, cols })
     }
@@ -385,10 +316,7 @@ pub fn row_chunks(rows: usize, row_bytes: usize, max_bytes: u64) -> Result<Vec<R
         return Ok(vec![none]);
     }
     let per_chunk = ((max_bytes / row_bytes.max(1) as u64) as usize).max(1);
-    Ok((0..rows)
-        .step_by(per_chunk)
-        .map(|s| s..(s + per_chunk).min(rows))
-        .collect())
+    Ok((0..rows).step_by(per_chunk).map(|s| s..(s + per_chunk).min(rows)).collect())
 }
 
 #[cfg(test)]

@@ -108,9 +108,7 @@ struct Plan {
 }
 
 fn host(t: &Tensor) -> Result<Vec<f32>> {
-    Ok(t.flatten_all()?
-        .to_dtype(candle_core::DType::F32)?
-        .to_vec1::<f32>()?)
+    Ok(t.flatten_all()?.to_dtype(candle_core::DType::F32)?.to_vec1::<f32>()?)
 }
 
 fn table(ctx: &GpuContext, label: &str, t: &Tensor) -> Result<ChunkedTable> {
@@ -124,13 +122,7 @@ fn vector(ctx: &GpuContext, label: &str, t: &Tensor) -> Result<GpuTensor> {
     ctx.upload_f32(label, &v, &[n])
 }
 
-fn weight(
-    ctx: &GpuContext,
-    format: WeightFormat,
-    label: &str,
-    w: &[f32],
-    shape: &[usize],
-) -> Result<GpuTensor> {
+fn weight(ctx: &GpuContext, format: WeightFormat, label: &str, w: &[f32], shape: &[usize]) -> Result<GpuTensor> {
     match format {
         WeightFormat::F32 => ctx.upload_f32(label, w, shape),
         WeightFormat::F16 => ctx.upload_f16(label, w, shape),
@@ -146,12 +138,7 @@ fn dense(ctx: &GpuContext, format: WeightFormat, label: &str, d: &Dense) -> Resu
 }
 
 /// Query, key and value stacked into one [3h, h] layer so one matmul computes all three.
-fn stacked_qkv(
-    ctx: &GpuContext,
-    format: WeightFormat,
-    label: &str,
-    parts: [&Dense; 3],
-) -> Result<GpuDense> {
+fn stacked_qkv(ctx: &GpuContext, format: WeightFormat, label: &str, parts: [&Dense; 3]) -> Result<GpuDense> {
     let (mut weight, mut bias, mut rows, mut cols) = (Vec::new(), Vec::new(), 0, 0);
     for d in parts {
         let (r, c) = d.weight.dims2()?;
@@ -167,10 +154,7 @@ fn stacked_qkv(
 }
 
 fn norm(ctx: &GpuContext, label: &str, n: &Norm) -> Result<GpuNorm> {
-    Ok(GpuNorm {
-        gamma: vector(ctx, label, &n.weight)?,
-        beta: vector(ctx, label, &n.bias)?,
-    })
+    Ok(GpuNorm { gamma: vector(ctx, label, &n.weight)?, beta: vector(ctx, label, &n.bias)? })
 }
 
 fn activation(a: ModelActivation) -> Activation {
@@ -194,16 +178,9 @@ impl GpuEncoder {
     }
 
     /// Uploads the model's encoder weights, the linear layers' in `format`.
-    pub fn with_weight_format(
-        ctx: GpuContext,
-        model: &LoadedModel,
-        format: WeightFormat,
-    ) -> Result<Self> {
+    pub fn with_weight_format(ctx: GpuContext, model: &LoadedModel, format: WeightFormat) -> Result<Self> {
         if format == WeightFormat::F16 && !ctx.adapter.shader_f16 {
-            return Err(Error::model(format!(
-                "gpu: f16 weights need shader-f16, which {} lacks",
-                ctx.adapter.name
-            )));
+            return Err(Error::model(format!("gpu: f16 weights need shader-f16, which {} lacks", ctx.adapter.name)));
         }
         let config = model.config.clone();
         let w = &model.weights;
@@ -257,9 +234,7 @@ impl GpuEncoder {
     /// launches one workgroup per token along one grid dimension.
     pub fn rows_per_pass(&self, seq_len: usize) -> Result<usize> {
         let c = &self.config;
-        let widest = (3 * c.hidden_size)
-            .max(c.intermediate_size)
-            .max(c.hidden_size);
+        let widest = (3 * c.hidden_size).max(c.intermediate_size).max(c.hidden_size);
         let by_memory = (self.ctx.max_binding_bytes() / (widest as u64 * 4)) as usize;
         let by_grid = self.ctx.limits.max_compute_workgroups_per_dimension as usize;
         let rows = by_memory.min(by_grid) / seq_len.max(1);
@@ -302,12 +277,7 @@ impl GpuEncoder {
                 }
             }
         }
-        Ok(HiddenStates {
-            batch: batch.batch,
-            seq_len: s,
-            hidden: h,
-            data,
-        })
+        Ok(HiddenStates { batch: batch.batch, seq_len: s, hidden: h, data })
     }
 
     /// One submission for a batch that fits the adapter's limits.
@@ -337,10 +307,7 @@ impl GpuEncoder {
         let validation_error = validation.pop().await;
         let plan = prepared?;
         if let Some(e) = memory_error.or(validation_error) {
-            return Err(Error::model(format!(
-                "gpu: the forward pass failed on {}: {e}",
-                ctx.adapter
-            )));
+            return Err(Error::model(format!("gpu: the forward pass failed on {}: {e}", ctx.adapter)));
         }
         let states = ctx.read_f32(&plan.x).await?;
         if let Ok(mut slot) = self.plan.lock() {
@@ -422,11 +389,7 @@ impl Encoder for GpuEncoder {
         &self.config
     }
 
-    fn encode(
-        &self,
-        batch: &TokenBatch,
-        output_layer: usize,
-    ) -> impl Future<Output = Result<HiddenStates>> {
+    fn encode(&self, batch: &TokenBatch, output_layer: usize) -> impl Future<Output = Result<HiddenStates>> {
         self.forward(batch, output_layer)
     }
 }

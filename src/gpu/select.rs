@@ -1,7 +1,6 @@
 //! Choosing the backend: the GPU when an adapter exists, the CPU otherwise, or whichever the
 //! user forces. The result says which backend ran and why, for reports and the page.
 
-
 use super::context::GpuContext;
 use super::encoder::GpuEncoder;
 use crate::error::{Error, Result};
@@ -64,11 +63,7 @@ pub fn select_encoder(
     gpu: impl FnOnce() -> Result<GpuContext>,
 ) -> Result<(AnyEncoder, BackendReport)> {
     let cpu = |model: LoadedModel, reason: Option<String>| {
-        let report = BackendReport {
-            backend: "cpu".into(),
-            device: "candle".into(),
-            fallback_reason: reason,
-        };
+        let report = BackendReport { backend: "cpu".into(), device: "candle".into(), fallback_reason: reason };
         (AnyEncoder::Cpu(CpuEncoder::new(model)), report)
     };
     if choice == BackendChoice::Cpu {
@@ -94,9 +89,7 @@ pub fn select_encoder(
             };
             Ok((AnyEncoder::Gpu(Box::new(encoder)), report))
         }
-        (Err(e), BackendChoice::Gpu) => Err(Error::model(format!(
-            "the GPU backend was requested but cannot run: {e}"
-        ))),
+        (Err(e), BackendChoice::Gpu) => Err(Error::model(format!("the GPU backend was requested but cannot run: {e}"))),
         (Err(e), _) => Ok(cpu(model, Some(e.to_string()))),
     }
 }

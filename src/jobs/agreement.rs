@@ -59,7 +59,8 @@ pub fn agreement(req: &AgreementRequest) -> Result<Outcome<AgreementReport>> {
     let scopes: Vec<ScopedAgreement> = groups
         .iter()
         .filter_map(|(scope, ids)| {
-            proxy::human_agreement(&rankings, ids, ids, None).map(|agreement| ScopedAgreement { scope: scope.clone(), agreement })
+            proxy::human_agreement(&rankings, ids, ids, None)
+                .map(|agreement| ScopedAgreement { scope: scope.clone(), agreement })
         })
         .collect();
     let mut provenance = Provenance::new(0)

@@ -123,7 +123,9 @@ pub fn evaluate_predictions(req: &EvaluateRequest) -> Result<Outcome<EvaluateRep
         warnings.extend(w);
         let evaluator = p.evaluator.clone().filter(|e| !e.trim().is_empty()).unwrap_or_else(|| file_stem(&p.file.name));
         if files.iter().any(|(e, _, _): &(String, _, _)| *e == evaluator) {
-            return Err(Error::invalid(format!("two predictions files are named evaluator `{evaluator}`; name them apart")));
+            return Err(Error::invalid(format!(
+                "two predictions files are named evaluator `{evaluator}`; name them apart"
+            )));
         }
         files.push((evaluator, &p.file, file));
     }
@@ -134,13 +136,18 @@ pub fn evaluate_predictions(req: &EvaluateRequest) -> Result<Outcome<EvaluateRep
         .filter(|c| req.options.controls.iter().any(|n| n == c.system_name()))
         .filter(|c| scored(c.system_name()) && !bundle.systems.iter().any(|s| s == c.system_name()))
         .collect();
-    let controls_added = add_wanted_controls(&mut bundle, &wanted, req.corpus.as_ref(), req.options.seed, &mut warnings)?;
+    let controls_added =
+        add_wanted_controls(&mut bundle, &wanted, req.corpus.as_ref(), req.options.seed, &mut warnings)?;
     for (_, _, file) in &files {
         warnings.extend(data::check_prediction_file_against(file, &bundle)?);
     }
     let evaluators: Vec<Scored> = files
         .iter()
-        .map(|(evaluator, named, file)| Scored { evaluator: evaluator.clone(), predictions: &file.predictions, inputs: vec![named.fingerprint()] })
+        .map(|(evaluator, named, file)| Scored {
+            evaluator: evaluator.clone(),
+            predictions: &file.predictions,
+            inputs: vec![named.fingerprint()],
+        })
         .collect();
     rank_all(req, &bundle, &bundle, evaluators, controls_added, Vec::new(), warnings)
 }
@@ -210,11 +217,14 @@ fn rank_all(
     provenance.inputs = shared.clone();
     let mut reports = Vec::new();
     for e in evaluators {
-        let mut report = proxy::rank_systems(bundle, e.predictions, &options, rankings.as_ref()).map_err(|err| match err {
-            // Say whose predictions lack the pair (one bundle, several evaluators).
-            Error::Input { location, message } => Error::Input { location, message: format!("{message} (evaluator `{}`)", e.evaluator) },
-            other => other,
-        })?;
+        let mut report =
+            proxy::rank_systems(bundle, e.predictions, &options, rankings.as_ref()).map_err(|err| match err {
+                // Say whose predictions lack the pair (one bundle, several evaluators).
+                Error::Input { location, message } => {
+                    Error::Input { location, message: format!("{message} (evaluator `{}`)", e.evaluator) }
+                }
+                other => other,
+            })?;
         warnings.append(&mut report.warnings);
         report.provenance.inputs.extend(shared.iter().cloned());
         report.provenance.inputs.extend(e.inputs.iter().cloned());
@@ -224,7 +234,8 @@ fn rank_all(
         }
         reports.push(EvaluatorReport { evaluator: e.evaluator, report });
     }
-    let report = EvaluateReport { provenance, controls_added, evaluators: reports, truncated, empty_options: None, warnings };
+    let report =
+        EvaluateReport { provenance, controls_added, evaluators: reports, truncated, empty_options: None, warnings };
     let tables = tables::evaluate(&report);
     Ok(Outcome { report, tables })
 }
@@ -248,7 +259,6 @@ impl Default for ModelOptions {
     }
 }
 
-
 /// A model evaluation's result: the report (as with predictions files) and the model's
 /// predictions (`--save-predictions`).
 pub type ModelOutcome = (Outcome<EvaluateReport>, Vec<data::Prediction>);
@@ -260,7 +270,14 @@ pub fn evaluate_with_model(
     model_inputs: Vec<Fingerprint>,
     model_options: &ModelOptions,
 ) -> Result<ModelOutcome> {
-    crate::model::run_ready(evaluate_with_encoder(req, model, &model.encoder, model_inputs, model_options, &mut |_, _| true))
+    crate::model::run_ready(evaluate_with_encoder(
+        req,
+        model,
+        &model.encoder,
+        model_inputs,
+        model_options,
+        &mut |_, _| true,
+    ))
 }
 
 /// [`evaluate_with_encoder`] on the backend `choice` asks for (`gpu::open_encoder`: Auto
@@ -302,7 +319,10 @@ impl KeptModel {
 
     /// The encoder for `choice`, opened on first use and kept while the choice stays the
     /// same (another choice drops the old one first, freeing its GPU buffers).
-    pub async fn encoder(&mut self, choice: crate::gpu::BackendChoice) -> Result<(&crate::gpu::AnyEncoder, &crate::gpu::BackendReport)> {
+    pub async fn encoder(
+        &mut self,
+        choice: crate::gpu::BackendChoice,
+    ) -> Result<(&crate::gpu::AnyEncoder, &crate::gpu::BackendReport)> {
         if !matches!(&self.opened, Some((kept, _, _)) if *kept == choice) {
             self.opened = None;
             let (encoder, report) = crate::gpu::open_encoder(self.model.encoder.model.clone(), choice).await?;
@@ -339,7 +359,8 @@ async fn evaluate_on(
     model_options: &ModelOptions,
     progress: &mut dyn FnMut(usize, usize) -> bool,
 ) -> Result<ModelOutcome> {
-    let (mut outcome, predictions) = evaluate_with_encoder(req, model, encoder, model_inputs, model_options, progress).await?;
+    let (mut outcome, predictions) =
+        evaluate_with_encoder(req, model, encoder, model_inputs, model_options, progress).await?;
     outcome.report.provenance.conventions.push(("backend".into(), describe_backend(backend)));
     Ok((outcome, predictions))
 }
@@ -379,7 +400,11 @@ impl<E: crate::model::Encoder> crate::model::Encoder for ProgressEncoder<'_, E> 
         self.inner.config()
     }
 
-    async fn encode(&self, batch: &crate::model::TokenBatch, output_layer: usize) -> Result<crate::model::HiddenStates> {
+    async fn encode(
+        &self,
+        batch: &crate::model::TokenBatch,
+        output_layer: usize,
+    ) -> Result<crate::model::HiddenStates> {
         let hidden = self.inner.encode(batch, output_layer).await?;
         let done = (self.done.get() + batch.batch).min(self.total);
         self.done.set(done);
@@ -419,7 +444,8 @@ fn keep_tasks_the_model_handles(
         crate::model::HeadKind::None => "has no head; its zero-training similarity evaluator handles".to_string(),
         _ => format!("has a {:?} head with labels {:?}; it handles", model.config.head, model.config.labels),
     };
-    let other: Vec<&str> = bundle.instances.iter().filter(|i| !tasks.contains(&i.problem.task())).map(|i| i.id.as_str()).collect();
+    let other: Vec<&str> =
+        bundle.instances.iter().filter(|i| !tasks.contains(&i.problem.task())).map(|i| i.id.as_str()).collect();
     if other.len() == bundle.instances.len() {
         return Err(Error::invalid(format!(
             "model {name} {what} [{}] only, and the bundle has no such instance; train an evaluator for the task with `medrank train` or give predictions",
@@ -459,8 +485,13 @@ pub async fn evaluate_with_encoder<E: crate::model::Encoder>(
     let wanted = if model_options.controls.is_empty() { Vec::new() } else { wanted };
     let full_bundle = bundle.clone();
     keep_tasks_the_model_handles(&mut bundle, &model.encoder.model, &model.name, &mut warnings)?;
-    let controls_added = add_wanted_controls(&mut bundle, &wanted, req.corpus.as_ref(), req.options.seed, &mut warnings)?;
-    let kind = if model.encoder.model.head.is_some() { crate::model::EvaluatorKind::Head } else { crate::model::EvaluatorKind::Similarity };
+    let controls_added =
+        add_wanted_controls(&mut bundle, &wanted, req.corpus.as_ref(), req.options.seed, &mut warnings)?;
+    let kind = if model.encoder.model.head.is_some() {
+        crate::model::EvaluatorKind::Head
+    } else {
+        crate::model::EvaluatorKind::Similarity
+    };
     let empty = if model_options.keep_empty_options {
         crate::model::evaluate::EmptyOptions::Keep
     } else {
@@ -470,11 +501,20 @@ pub async fn evaluate_with_encoder<E: crate::model::Encoder>(
     if !progress(0, total) {
         return Err(Error::Cancelled);
     }
-    let counted = ProgressEncoder { inner: encoder, total, done: std::cell::Cell::new(0), progress: std::cell::RefCell::new(progress) };
-    let (output, kind) = crate::model::evaluate::evaluate_bundle_as(model, &counted, &bundle, model_options.batch_size.max(1), empty).await?;
+    let counted = ProgressEncoder {
+        inner: encoder,
+        total,
+        done: std::cell::Cell::new(0),
+        progress: std::cell::RefCell::new(progress),
+    };
+    let (output, kind) =
+        crate::model::evaluate::evaluate_bundle_as(model, &counted, &bundle, model_options.batch_size.max(1), empty)
+            .await?;
     if !output.left_out.is_empty() {
-        let ids: Vec<String> = output.left_out.iter().take(10).map(|o| format!("{} option {}", o.instance, o.option)).collect();
-        let instances = output.left_out.iter().map(|o| o.instance.as_str()).collect::<std::collections::HashSet<_>>().len();
+        let ids: Vec<String> =
+            output.left_out.iter().take(10).map(|o| format!("{} option {}", o.instance, o.option)).collect();
+        let instances =
+            output.left_out.iter().map(|o| o.instance.as_str()).collect::<std::collections::HashSet<_>>().len();
         let more = output.left_out.len().saturating_sub(ids.len());
         warnings.push(Warning::new(format!(
             "{} empty options ({instances} instances) were left out of the evaluator's candidates (probability 0, never predicted; --keep-empty-options keeps them): {}{}",
@@ -504,7 +544,13 @@ pub async fn evaluate_with_encoder<E: crate::model::Encoder>(
             .truncated
             .iter()
             .take(10)
-            .map(|t| if t.option.is_empty() { format!("({}, {})", t.instance, t.system) } else { format!("({}, {}, option {})", t.instance, t.system, t.option) })
+            .map(|t| {
+                if t.option.is_empty() {
+                    format!("({}, {})", t.instance, t.system)
+                } else {
+                    format!("({}, {}, option {})", t.instance, t.system, t.option)
+                }
+            })
             .collect();
         let more = output.truncated.len().saturating_sub(ids.len());
         warnings.push(Warning::new(format!(
@@ -524,18 +570,28 @@ pub async fn evaluate_with_encoder<E: crate::model::Encoder>(
     outcome.report.provenance.conventions.push((
         "empty options".into(),
         match empty {
-            crate::model::evaluate::EmptyOptions::LeaveOut => "an empty MCQA option text is not a candidate: left out of the softmax, probability 0, never predicted".into(),
-            crate::model::evaluate::EmptyOptions::Keep => "empty MCQA option texts kept as ordinary candidates (--keep-empty-options)".into(),
+            crate::model::evaluate::EmptyOptions::LeaveOut => {
+                "an empty MCQA option text is not a candidate: left out of the softmax, probability 0, never predicted"
+                    .into()
+            }
+            crate::model::evaluate::EmptyOptions::Keep => {
+                "empty MCQA option texts kept as ordinary candidates (--keep-empty-options)".into()
+            }
         },
     ));
     if !output.left_out.is_empty() {
-        let mut table = Table::new("empty_options", "Empty options left out of the candidates", &["instance", "option"]);
+        let mut table =
+            Table::new("empty_options", "Empty options left out of the candidates", &["instance", "option"]);
         for o in &output.left_out {
             table.push(vec![o.instance.clone(), o.option.clone()]);
         }
         outcome.tables.push(table);
     }
-    outcome.report.empty_options = Some(EmptyOptionsReport { treatment: empty, left_out: output.left_out.len(), options: output.left_out.clone() });
+    outcome.report.empty_options = Some(EmptyOptionsReport {
+        treatment: empty,
+        left_out: output.left_out.len(),
+        options: output.left_out.clone(),
+    });
     if kind == crate::model::EvaluatorKind::Similarity {
         outcome.report.provenance.conventions.push((
             "evaluator".into(),

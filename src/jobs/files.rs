@@ -58,15 +58,30 @@ use ParamDefault::*;
 /// Every kind, in the order the page lists them.
 pub const FILE_KINDS: &[FileKind] = &[
     kind("bundle", "Argument bundle", "instances with each system’s argument", &[]),
-    kind("predictions", "Evaluator predictions", "one evaluator; the file name names it", &[param("evaluator", "evaluator", Stem)]),
+    kind(
+        "predictions",
+        "Evaluator predictions",
+        "one evaluator; the file name names it",
+        &[param("evaluator", "evaluator", Stem)],
+    ),
     kind("rankings", "Human rankings", "instance, annotator, system, rank", &[]),
     kind("corpus", "Corpus (IR passages)", "passages for the IR-passages control", &[]),
-    kind("ros", "Ranking-Over-Scoring file (HiTZ)", "the no-argument file or one system’s file", &[param("system", "system", Stem)]),
+    kind(
+        "ros",
+        "Ranking-Over-Scoring file (HiTZ)",
+        "the no-argument file or one system’s file",
+        &[param("system", "system", Stem)],
+    ),
     kind("topics", "NRP topics", "queries", &[]),
     kind("qrels", "NRP judgements (qrels)", "", &[param("dimension", "dimension", QrelsDimension)]),
     kind("qrels_combined", "NRP judgements, all dimensions", "header qid docno dim1 dim2 …", &[]),
     kind("documents", "NRP documents", "judged documents", &[]),
-    kind("answers", "Generated answers", "", &[param("system", "system", AnswerSystem), param("prompt", "prompt", AnswerPrompt)]),
+    kind(
+        "answers",
+        "Generated answers",
+        "",
+        &[param("system", "system", AnswerSystem), param("prompt", "prompt", AnswerPrompt)],
+    ),
     kind("answers_jsonl", "Generated answers (JSONL)", "qid, system, prompt, sample, text", &[]),
     kind("run", "Ranker run file (TREC)", "precomputed document scores", &[param("ranker", "ranker", Stem)]),
     kind("answer_scores", "Answer scores", "precomputed ranker scores of answers", &[param("ranker", "ranker", Stem)]),
@@ -92,8 +107,22 @@ pub const JOB_INPUTS: &[JobInputs] = &[
     },
     JobInputs {
         job: "nrp",
-        accepts: &["topics", "qrels", "qrels_combined", "documents", "answers", "answers_jsonl", "run", "answer_scores", "expert_rankings"],
-        required: &[&["qrels", "qrels_combined"], &["documents", "run"], &["answers", "answers_jsonl", "answer_scores"]],
+        accepts: &[
+            "topics",
+            "qrels",
+            "qrels_combined",
+            "documents",
+            "answers",
+            "answers_jsonl",
+            "run",
+            "answer_scores",
+            "expert_rankings",
+        ],
+        required: &[
+            &["qrels", "qrels_combined"],
+            &["documents", "run"],
+            &["answers", "answers_jsonl", "answer_scores"],
+        ],
     },
     JobInputs { job: "metrics", accepts: &["metrics"], required: &[&["metrics"]] },
     JobInputs { job: "rubric", accepts: &["rubric"], required: &[&["rubric"]] },
@@ -326,7 +355,8 @@ pub fn check_file(f: &KindedFile) -> Result<FileSummary> {
             (plural(docs.len(), "document"), warnings)
         }
         "answers" => {
-            let (answers, queries, warnings) = data::parse_answers_csv(name, text, f.param("system")?, f.param("prompt")?)?;
+            let (answers, queries, warnings) =
+                data::parse_answers_csv(name, text, f.param("system")?, f.param("prompt")?)?;
             (format!("{} to {}", plural(answers.len(), "answer"), plural(queries.len(), "query")), warnings)
         }
         "answers_jsonl" => {

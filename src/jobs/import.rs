@@ -72,7 +72,14 @@ pub fn import_ranking_over_scoring(req: &ImportRequest) -> Result<ImportOutcome>
     let mut table = Table::new(
         "import",
         "Imported Ranking-Over-Scoring files",
-        &["system", "file", "control case", "arguments", "options reordered to the no-argument order", "records with an empty option"],
+        &[
+            "system",
+            "file",
+            "control case",
+            "arguments",
+            "options reordered to the no-argument order",
+            "records with an empty option",
+        ],
     );
     table.push(vec![
         "(no-argument file)".into(),
@@ -85,7 +92,14 @@ pub fn import_ranking_over_scoring(req: &ImportRequest) -> Result<ImportOutcome>
     for (((system, file), (_, moved)), (_, empty)) in req.sources.iter().zip(&reordered).zip(&empty_options) {
         let n = bundle.instances.iter().filter(|i| i.argument(system).is_some_and(|a| !a.is_empty())).count();
         let control = if bundle.controls.contains(system) { "yes" } else { "no" };
-        table.push(vec![system.clone(), file.name.clone(), control.into(), n.to_string(), moved.to_string(), empty.to_string()]);
+        table.push(vec![
+            system.clone(),
+            file.name.clone(),
+            control.into(),
+            n.to_string(),
+            moved.to_string(),
+            empty.to_string(),
+        ]);
     }
     let report = ImportReport {
         provenance,

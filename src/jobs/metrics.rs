@@ -36,10 +36,17 @@ pub fn metrics_with_bertscore(
     if let Some((model, fingerprints, b)) = bertscore {
         let (candidates, _) = crate::data::candidates::parse_candidates(&req.file.name, &req.file.text)?;
         let texts: Vec<&str> = candidates.iter().map(|c| c.candidate.as_str()).collect();
-        let references: Vec<Vec<&str>> = candidates.iter().map(|c| c.references.iter().map(String::as_str).collect()).collect();
+        let references: Vec<Vec<&str>> =
+            candidates.iter().map(|c| c.references.iter().map(String::as_str).collect()).collect();
         let layer = b.layer.unwrap_or(model.encoder.model.config.num_layers);
         let options = crate::model::bertscore::BertScoreOptions { layer, idf: b.idf, baseline: b.baseline };
-        let scores = crate::model::run_ready(crate::model::bertscore::bertscore(&model.encoder, &model.tokenizer, &texts, &references, &options))?;
+        let scores = crate::model::run_ready(crate::model::bertscore::bertscore(
+            &model.encoder,
+            &model.tokenizer,
+            &texts,
+            &references,
+            &options,
+        ))?;
         let system_means = report
             .systems
             .iter()
@@ -47,7 +54,8 @@ pub fn metrics_with_bertscore(
                 let mine: Vec<&crate::model::bertscore::PrfScore> =
                     candidates.iter().zip(&scores).filter(|(c, _)| &c.system == sys).map(|(_, s)| s).collect();
                 let n = mine.len().max(1) as f64;
-                let mean = |f: fn(&crate::model::bertscore::PrfScore) -> f64| mine.iter().map(|s| f(s)).sum::<f64>() / n;
+                let mean =
+                    |f: fn(&crate::model::bertscore::PrfScore) -> f64| mine.iter().map(|s| f(s)).sum::<f64>() / n;
                 (sys.clone(), mean(|s| s.precision), mean(|s| s.recall), mean(|s| s.f1))
             })
             .collect();

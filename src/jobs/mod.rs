@@ -74,7 +74,12 @@ pub fn read_bundle(file: &NamedText, warnings: &mut Vec<Warning>) -> Result<Bund
 
 /// Parses human rankings and checks them against the bundle. Humans do not rank control
 /// cases, so systems named in `controls` are not expected in the rankings.
-fn read_rankings(file: &NamedText, bundle: Option<&Bundle>, controls: &[String], warnings: &mut Vec<Warning>) -> Result<HumanRankings> {
+fn read_rankings(
+    file: &NamedText,
+    bundle: Option<&Bundle>,
+    controls: &[String],
+    warnings: &mut Vec<Warning>,
+) -> Result<HumanRankings> {
     let (rankings, w) = data::parse_rankings(&file.name, &file.text)?;
     warnings.extend(w);
     data::check_no_control_rows(&rankings, controls)?;

@@ -3,7 +3,9 @@
 
 use super::*;
 use crate::eval::nrp::fusion::FusionSpec;
-use crate::eval::nrp::{self as method, AnswerKey, Denominator, NrpOptions, NrpReport, RankerScores, TiePolicy, Unscored};
+use crate::eval::nrp::{
+    self as method, AnswerKey, Denominator, NrpOptions, NrpReport, RankerScores, TiePolicy, Unscored,
+};
 
 /// A file of generated answers: JSONL carries system and prompt itself; a CSV
 /// `qid,query,answer1..N` needs them, given here or taken from a `<system>__<prompt>.csv` name.
@@ -27,7 +29,10 @@ pub struct PrecomputedRanker {
 /// Pairs each run file with the answer-scores file of the same ranker name (a lone run and
 /// a lone answer-scores file pair whatever their names): the page's way of giving
 /// precomputed rankers, where the CLI names both files in one `--ranker NAME=RUN,SCORES`.
-pub fn pair_precomputed(runs: &[(String, NamedText)], answer_scores: &[(String, NamedText)]) -> Result<Vec<PrecomputedRanker>> {
+pub fn pair_precomputed(
+    runs: &[(String, NamedText)],
+    answer_scores: &[(String, NamedText)],
+) -> Result<Vec<PrecomputedRanker>> {
     runs.iter()
         .map(|(name, run)| {
             let matching = match (runs.len(), answer_scores) {
@@ -35,7 +40,10 @@ pub fn pair_precomputed(runs: &[(String, NamedText)], answer_scores: &[(String, 
                 _ => answer_scores.iter().find(|(n, _)| n == name),
             };
             let (_, scores) = matching.ok_or_else(|| {
-                Error::in_file(&run.name, format!("no answer-scores file for ranker `{name}`: give one with the same ranker name"))
+                Error::in_file(
+                    &run.name,
+                    format!("no answer-scores file for ranker `{name}`: give one with the same ranker name"),
+                )
             })?;
             Ok(PrecomputedRanker { name: name.clone(), run: run.clone(), answer_scores: scores.clone() })
         })
@@ -153,7 +161,12 @@ pub fn nrp_with_models(
         let (js, w) = match &q.dimension {
             // Given for one dimension: it stays that dimension, header or not.
             Some(d) => {
-                let (j, w) = data::parse_qrels_dimension(&q.file.name, &q.file.text, &data::trec::dimension_name(d), &not_judgeable)?;
+                let (j, w) = data::parse_qrels_dimension(
+                    &q.file.name,
+                    &q.file.text,
+                    &data::trec::dimension_name(d),
+                    &not_judgeable,
+                )?;
                 (vec![j], w)
             }
             None => data::trec::parse_qrels_any(&q.file.name, &q.file.text, "relevance", &not_judgeable)?,
@@ -219,13 +232,26 @@ pub fn nrp_with_models(
     }
     let mut model_inputs = Vec::new();
     for (name, ranker, fingerprints) in models {
-        let docs = documents.as_deref().ok_or_else(|| Error::invalid(format!("ranker `{name}` needs the documents' texts: give a documents file")))?;
+        let docs = documents.as_deref().ok_or_else(|| {
+            Error::invalid(format!("ranker `{name}` needs the documents' texts: give a documents file"))
+        })?;
         let window = window.map(|(words, stride)| crate::model::rankers::Window { words, stride });
-        rankers.push(super::rankers::neural_ranker_scores(name, ranker, &topics, docs, &judgments, &answers, window, &mut warnings)?);
+        rankers.push(super::rankers::neural_ranker_scores(
+            name,
+            ranker,
+            &topics,
+            docs,
+            &judgments,
+            &answers,
+            window,
+            &mut warnings,
+        )?);
         model_inputs.extend(fingerprints.iter().cloned());
     }
     if rankers.is_empty() {
-        return Err(Error::invalid("NRP needs a ranker: BM25 over the documents, a model, or precomputed run + answer scores"));
+        return Err(Error::invalid(
+            "NRP needs a ranker: BM25 over the documents, a model, or precomputed run + answer scores",
+        ));
     }
     for spec in &specs {
         let fused = spec.fuse(&rankers)?;
@@ -270,13 +296,17 @@ pub fn nrp_with_models(
         report.provenance.conventions.push((format!("ranker {name}"), ranker.kind().into()));
     }
     for spec in &specs {
-        report.provenance.conventions.push((format!("ranker {}", spec.name), format!("{} of {}", spec.method.describe(), spec.rankers.join(", "))));
+        report.provenance.conventions.push((
+            format!("ranker {}", spec.name),
+            format!("{} of {}", spec.method.describe(), spec.rankers.join(", ")),
+        ));
     }
     report.provenance.conventions.push(("not_judgeable".into(), not_judgeable_convention(&o.not_judgeable)));
     if o.as_public_code {
         report.provenance.conventions.push((
             "settings".into(),
-            "the NRP paper's public code: 1 - r/(|D_q|+1), unscored judged documents dropped, every grade a gain".into(),
+            "the NRP paper's public code: 1 - r/(|D_q|+1), unscored judged documents dropped, every grade a gain"
+                .into(),
         ));
     }
     warnings.append(&mut report.warnings);
@@ -315,7 +345,9 @@ fn not_judgeable_convention(given: &[(String, Vec<i64>)]) -> String {
     let given: Vec<String> = given
         .iter()
         .filter(|(_, g)| !g.is_empty())
-        .map(|(d, g)| format!("{} {}", data::trec::dimension_name(d), g.iter().map(i64::to_string).collect::<Vec<_>>().join(",")))
+        .map(|(d, g)| {
+            format!("{} {}", data::trec::dimension_name(d), g.iter().map(i64::to_string).collect::<Vec<_>>().join(","))
+        })
         .collect();
     if given.is_empty() {
         "none: every grade is a gain and its document is in D_q (for CLEF eHealth 2021 credibility, grade 3 \"not able to judge\" then counts as gain 3, which is what reproduces the NRP paper's nDCG@10)".into()

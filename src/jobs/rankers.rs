@@ -31,12 +31,32 @@ impl NeuralRanker {
 
     fn score(&self, query: &str, texts: &[&str], window: Option<Window>) -> Result<(Vec<f64>, usize)> {
         let out = match self {
-            NeuralRanker::Dense(m) => run_ready(dense_scores(&m.encoder, &m.tokenizer, &m.pooling, query, texts, window, crate::model::embed::DEFAULT_BATCH))?,
+            NeuralRanker::Dense(m) => run_ready(dense_scores(
+                &m.encoder,
+                &m.tokenizer,
+                &m.pooling,
+                query,
+                texts,
+                window,
+                crate::model::embed::DEFAULT_BATCH,
+            ))?,
             NeuralRanker::CrossEncoder(m) => {
                 let head = m.encoder.model.head.as_ref().ok_or_else(|| {
-                    Error::model(format!("{}: a cross-encoder needs a classification head (one logit); this model has none", m.name))
+                    Error::model(format!(
+                        "{}: a cross-encoder needs a classification head (one logit); this model has none",
+                        m.name
+                    ))
                 })?;
-                run_ready(cross_encoder_scores(&m.encoder, &m.encoder.model.weights, head, &m.tokenizer, query, texts, window, crate::model::embed::DEFAULT_BATCH))?
+                run_ready(cross_encoder_scores(
+                    &m.encoder,
+                    &m.encoder.model.weights,
+                    head,
+                    &m.tokenizer,
+                    query,
+                    texts,
+                    window,
+                    crate::model::embed::DEFAULT_BATCH,
+                ))?
             }
             NeuralRanker::MonoT5(m) => {
                 let mut m = m.borrow_mut();
@@ -94,7 +114,10 @@ pub fn neural_ranker_scores(
     let mut answer_scores: HashMap<AnswerKey, f64> = HashMap::new();
     let mut cut = 0;
     for topic in topics {
-        let docnos: Vec<&str> = judged.get(topic.qid.as_str()).map(|s| s.iter().copied().filter(|d| texts.contains_key(d)).collect()).unwrap_or_default();
+        let docnos: Vec<&str> = judged
+            .get(topic.qid.as_str())
+            .map(|s| s.iter().copied().filter(|d| texts.contains_key(d)).collect())
+            .unwrap_or_default();
         let query_answers = answers_of.get(topic.qid.as_str()).cloned().unwrap_or_default();
         let mut items: Vec<&str> = docnos.iter().map(|d| texts[d]).collect();
         items.extend(query_answers.iter().map(|a| a.text.as_str()));

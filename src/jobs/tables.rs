@@ -3,8 +3,8 @@
 //! keep 4 decimals (p-values 4 significant digits); the JSON report keeps full precision.
 
 use crate::eval::controls::ControlsReport;
-use crate::eval::nrp::{NrpReport, Unscored};
 use crate::eval::metrics::{Metric, MetricsReport};
+use crate::eval::nrp::{NrpReport, Unscored};
 use crate::eval::proxy::{HumanAgreement, ProxyReport};
 use crate::eval::rubric::RubricReport;
 use crate::jobs::EvaluateReport;
@@ -42,7 +42,9 @@ pub fn evaluate(report: &EvaluateReport) -> Vec<Table> {
             tables.push(t);
         }
     }
-    let tasks = crate::data::common::first_appearance(report.evaluators.iter().flat_map(|e| e.report.tasks.iter().map(|t| t.task)));
+    let tasks = crate::data::common::first_appearance(
+        report.evaluators.iter().flat_map(|e| e.report.tasks.iter().map(|t| t.task)),
+    );
     for task in tasks {
         tables.push(heatmap(report, task));
     }
@@ -90,16 +92,22 @@ pub fn proxy(report: &ProxyReport) -> Vec<Table> {
     let mut tables = Vec::new();
     for t in &report.tasks {
         let task = t.task.name();
-        let metric = serde_json::to_value(t.metric).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default();
+        let metric =
+            serde_json::to_value(t.metric).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default();
         let level = (report.confidence * 100.0).round();
         let lo = format!("{level}% lo");
         let hi = format!("{level}% hi");
         let has_binary = t.systems.iter().any(|s| s.binary_f1_entailment.is_some());
-        let mut headers = vec!["rank", "system", "kind", metric.as_str(), lo.as_str(), hi.as_str(), "mean p(correct)", "n"];
+        let mut headers =
+            vec!["rank", "system", "kind", metric.as_str(), lo.as_str(), hi.as_str(), "mean p(correct)", "n"];
         if has_binary {
             headers.push("binary F1 (entailment)");
         }
-        let mut ranking = Table::new(&format!("ranking_{task}"), &format!("Ranking over scoring — {task} ({metric}, ties share the average rank)"), &headers);
+        let mut ranking = Table::new(
+            &format!("ranking_{task}"),
+            &format!("Ranking over scoring — {task} ({metric}, ties share the average rank)"),
+            &headers,
+        );
         for s in &t.systems {
             let [l, h] = interval_cells(&s.interval);
             let mut row = vec![
@@ -143,7 +151,13 @@ pub fn proxy(report: &ProxyReport) -> Vec<Table> {
             robust.push(vec![verdict.clone(), String::new(), String::new(), String::new(), String::new()]);
         }
         for v in &t.robustness.violations {
-            robust.push(vec![verdict.clone(), v.control.clone(), fmt_num(v.control_score, D), v.primary.clone(), fmt_num(v.primary_score, D)]);
+            robust.push(vec![
+                verdict.clone(),
+                v.control.clone(),
+                fmt_num(v.control_score, D),
+                v.primary.clone(),
+                fmt_num(v.primary_score, D),
+            ]);
         }
         tables.push(robust);
 
@@ -165,11 +179,19 @@ pub fn human(scope: &str, h: &HumanAgreement) -> Vec<Table> {
     for s in &h.systems {
         ranks.push(vec![s.system.clone(), fmt_num(s.average_rank, D), s.n.to_string()]);
     }
-    let mut agree = Table::new(&format!("human_agreement_{scope}"), &format!("Agreement with humans — {scope}"), &["statistic", "value", "p-value", "detail"]);
+    let mut agree = Table::new(
+        &format!("human_agreement_{scope}"),
+        &format!("Agreement with humans — {scope}"),
+        &["statistic", "value", "p-value", "detail"],
+    );
     let kendall = "Kendall tau-b (evaluator vs. average human rank)";
     match &h.kendall_tau_b {
-        Stat::Defined(k) => agree.push(vec![kendall.into(), fmt_num(k.tau, D), p_value(k.p_value), format!("n = {} systems", k.n)]),
-        Stat::Undefined(r) => agree.push(vec![kendall.into(), format!("undefined ({r})"), String::new(), String::new()]),
+        Stat::Defined(k) => {
+            agree.push(vec![kendall.into(), fmt_num(k.tau, D), p_value(k.p_value), format!("n = {} systems", k.n)])
+        }
+        Stat::Undefined(r) => {
+            agree.push(vec![kendall.into(), format!("undefined ({r})"), String::new(), String::new()])
+        }
     }
     let friedman = "Friedman chi-square over human ranks";
     match &h.friedman {
@@ -177,11 +199,21 @@ pub fn human(scope: &str, h: &HumanAgreement) -> Vec<Table> {
             friedman.into(),
             fmt_num(f.statistic, D),
             p_value(f.p_value),
-            format!("df = {}, {} complete blocks, {} incomplete excluded", f.df, h.friedman_blocks, h.friedman_incomplete_blocks),
+            format!(
+                "df = {}, {} complete blocks, {} incomplete excluded",
+                f.df, h.friedman_blocks, h.friedman_incomplete_blocks
+            ),
         ]),
-        Stat::Undefined(r) => agree.push(vec![friedman.into(), format!("undefined ({r})"), String::new(), String::new()]),
+        Stat::Undefined(r) => {
+            agree.push(vec![friedman.into(), format!("undefined ({r})"), String::new(), String::new()])
+        }
     }
-    agree.push(vec!["Krippendorff's alpha (ordinal) between annotators".into(), fmt_stat(&h.krippendorff_alpha_ordinal, D), String::new(), String::new()]);
+    agree.push(vec![
+        "Krippendorff's alpha (ordinal) between annotators".into(),
+        fmt_stat(&h.krippendorff_alpha_ordinal, D),
+        String::new(),
+        String::new(),
+    ]);
     vec![ranks, agree]
 }
 
@@ -191,8 +223,13 @@ pub fn controls(report: &ControlsReport) -> Vec<Table> {
         t.push(vec![instance.clone(), "noise".into(), format!("argument of instance {donor}")]);
     }
     for r in &report.retrievals {
-        let passages: Vec<String> = r.passages.iter().map(|p| format!("{}#{} ({})", p.docno, p.chunk, fmt_num(p.score, 3))).collect();
-        t.push(vec![r.instance.clone(), "ir_passages".into(), format!("documents {}; passages {}", r.documents.join(" "), passages.join(" "))]);
+        let passages: Vec<String> =
+            r.passages.iter().map(|p| format!("{}#{} ({})", p.docno, p.chunk, fmt_num(p.score, 3))).collect();
+        t.push(vec![
+            r.instance.clone(),
+            "ir_passages".into(),
+            format!("documents {}; passages {}", r.documents.join(" "), passages.join(" ")),
+        ]);
     }
     let mut summary = Table::new("controls_summary", "Control cases", &["control", "system name"]);
     for c in &report.added {
@@ -206,11 +243,28 @@ pub fn nrp(report: &NrpReport) -> Vec<Table> {
     let mut validation = Table::new(
         "nrp_rankers",
         "Ranker validation: mean nDCG@10 per quality dimension (the chosen ranker is marked)",
-        &["dimension", "ranker", "mean nDCG@10", "queries", "queries undefined", "unscored judged docs", "chosen", "weight"],
+        &[
+            "dimension",
+            "ranker",
+            "mean nDCG@10",
+            "queries",
+            "queries undefined",
+            "unscored judged docs",
+            "chosen",
+            "weight",
+        ],
     );
     for d in &report.dimensions {
         for v in &d.validation {
-            let chosen = if v.ranker == d.ranker { if d.forced { "forced" } else { "best" } } else { "" };
+            let chosen = if v.ranker == d.ranker {
+                if d.forced {
+                    "forced"
+                } else {
+                    "best"
+                }
+            } else {
+                ""
+            };
             validation.push(vec![
                 d.dimension.clone(),
                 v.ranker.clone(),
@@ -225,13 +279,23 @@ pub fn nrp(report: &NrpReport) -> Vec<Table> {
     }
     tables.push(validation);
 
-    let mut headers: Vec<String> = ["system", "prompt", "mean NRP", "lo", "hi", "queries", "answers"].iter().map(|s| s.to_string()).collect();
+    let mut headers: Vec<String> =
+        ["system", "prompt", "mean NRP", "lo", "hi", "queries", "answers"].iter().map(|s| s.to_string()).collect();
     headers.extend(report.dimensions.iter().map(|d| format!("NRP {}", d.dimension)));
     let header_refs: Vec<&str> = headers.iter().map(String::as_str).collect();
-    let mut groups = Table::new("nrp_models", "Mean NRP per model and prompt (weighted over dimensions; best first)", &header_refs);
+    let mut groups =
+        Table::new("nrp_models", "Mean NRP per model and prompt (weighted over dimensions; best first)", &header_refs);
     for g in &report.groups {
         let [l, h] = interval_cells(&g.interval);
-        let mut row = vec![g.system.clone(), g.prompt.clone(), fmt_stat(&g.mean, D), l, h, g.queries.to_string(), g.answers.to_string()];
+        let mut row = vec![
+            g.system.clone(),
+            g.prompt.clone(),
+            fmt_stat(&g.mean, D),
+            l,
+            h,
+            g.queries.to_string(),
+            g.answers.to_string(),
+        ];
         row.extend(g.per_dimension_mean.iter().map(|m| fmt_stat(m, D)));
         groups.push(row);
     }
@@ -242,15 +306,30 @@ pub fn nrp(report: &NrpReport) -> Vec<Table> {
     let header_refs: Vec<&str> = headers.iter().map(String::as_str).collect();
     let mut answers = Table::new("nrp_answers", "NRP per answer", &header_refs);
     for a in &report.answers {
-        let mut row = vec![a.key.qid.clone(), a.key.system.clone(), a.key.prompt.clone(), a.key.sample.to_string(), fmt_stat(&a.combined, D)];
+        let mut row = vec![
+            a.key.qid.clone(),
+            a.key.system.clone(),
+            a.key.prompt.clone(),
+            a.key.sample.to_string(),
+            fmt_stat(&a.combined, D),
+        ];
         row.extend(a.per_dimension.iter().map(|m| fmt_stat(m, D)));
         answers.push(row);
     }
     tables.push(answers);
 
-    let mut ties = Table::new("nrp_ties", "Ties between answers and judged documents", &["dimension", "answers with ties", "tied pairs", "answers undefined"]);
+    let mut ties = Table::new(
+        "nrp_ties",
+        "Ties between answers and judged documents",
+        &["dimension", "answers with ties", "tied pairs", "answers undefined"],
+    );
     for d in &report.dimensions {
-        ties.push(vec![d.dimension.clone(), d.answers_with_ties.to_string(), d.tied_pairs.to_string(), d.undefined_answers.to_string()]);
+        ties.push(vec![
+            d.dimension.clone(),
+            d.answers_with_ties.to_string(),
+            d.tied_pairs.to_string(),
+            d.undefined_answers.to_string(),
+        ]);
     }
     tables.push(ties);
 
@@ -258,22 +337,48 @@ pub fn nrp(report: &NrpReport) -> Vec<Table> {
         Unscored::RankBelow => "ranked below every scored item",
         Unscored::Drop => "dropped from D_q and nDCG@10",
     };
-    let mut unscored = Table::new("nrp_unscored", "Judged documents the chosen ranker did not score, and what was done with them", &["dimension", "ranker", "unscored judged docs", "queries with any", "treatment"]);
+    let mut unscored = Table::new(
+        "nrp_unscored",
+        "Judged documents the chosen ranker did not score, and what was done with them",
+        &["dimension", "ranker", "unscored judged docs", "queries with any", "treatment"],
+    );
     for d in &report.dimensions {
-        unscored.push(vec![d.dimension.clone(), d.ranker.clone(), d.unscored_documents.to_string(), d.unscored_queries.to_string(), treatment.into()]);
+        unscored.push(vec![
+            d.dimension.clone(),
+            d.ranker.clone(),
+            d.unscored_documents.to_string(),
+            d.unscored_queries.to_string(),
+            treatment.into(),
+        ]);
     }
     tables.push(unscored);
 
     if !report.expert_agreement.is_empty() {
-        let mut agree = Table::new("nrp_expert_agreement", "Expert agreement per ranker: mean Kendall tau-b per query between the expert's and the ranker's ranking", &["ranker", "mean tau-b", "lo", "hi", "queries undefined", "unscored items", "chosen for"]);
+        let mut agree = Table::new(
+            "nrp_expert_agreement",
+            "Expert agreement per ranker: mean Kendall tau-b per query between the expert's and the ranker's ranking",
+            &["ranker", "mean tau-b", "lo", "hi", "queries undefined", "unscored items", "chosen for"],
+        );
         for e in &report.expert_agreement {
             let [l, h] = interval_cells(&e.interval);
-            agree.push(vec![e.ranker.clone(), fmt_stat(&e.mean_tau, D), l, h, e.queries_undefined.to_string(), e.unscored_items.to_string(), e.chosen_for.join(" ")]);
+            agree.push(vec![
+                e.ranker.clone(),
+                fmt_stat(&e.mean_tau, D),
+                l,
+                h,
+                e.queries_undefined.to_string(),
+                e.unscored_items.to_string(),
+                e.chosen_for.join(" "),
+            ]);
         }
         tables.push(agree);
     }
     if !report.agreement_comparisons.is_empty() {
-        let mut pairs = Table::new("nrp_agreement_pairs", "Which ranker agrees better with the expert: paired bootstrap over queries", &["ranker", "other", "P(ranker agrees better)"]);
+        let mut pairs = Table::new(
+            "nrp_agreement_pairs",
+            "Which ranker agrees better with the expert: paired bootstrap over queries",
+            &["ranker", "other", "P(ranker agrees better)"],
+        );
         for c in &report.agreement_comparisons {
             pairs.push(vec![c.ranker.clone(), c.other.clone(), fmt_stat(&c.probability_better, D)]);
         }
@@ -288,34 +393,17 @@ pub fn metrics(report: &MetricsReport) -> Vec<Table> {
     let mut candidates = {
         let mut headers = vec!["id", "system", "batch", "line"];
         headers.extend(Metric::ALL.iter().map(|m| m.name()));
-        let human: Vec<String> = report
-            .dimensions
-            .iter()
-            .map(|d| format!("human:{d}"))
-            .collect();
+        let human: Vec<String> = report.dimensions.iter().map(|d| format!("human:{d}")).collect();
         headers.extend(human.iter().map(String::as_str));
-        Table::new(
-            "metrics_candidates",
-            "Scores per candidate (ROUGE: F against the best reference)",
-            &headers,
-        )
+        Table::new("metrics_candidates", "Scores per candidate (ROUGE: F against the best reference)", &headers)
     };
     for c in &report.candidates {
-        let mut row = vec![
-            c.id.clone(),
-            c.system.clone(),
-            c.batch.clone(),
-            c.line.to_string(),
-        ];
+        let mut row = vec![c.id.clone(), c.system.clone(), c.batch.clone(), c.line.to_string()];
         row.extend(Metric::ALL.iter().map(|&m| match m {
             Metric::Repscore => fmt_stat(&c.repscore, 4),
             _ => fmt_num(c.metric(m).expect("defined"), 4),
         }));
-        row.extend(
-            report.dimensions
-                .iter()
-                .map(|d| c.human.get(d).map_or(String::new(), |v| v.to_string())),
-        );
+        row.extend(report.dimensions.iter().map(|d| c.human.get(d).map_or(String::new(), |v| v.to_string())));
         candidates.push(row);
     }
 
@@ -330,9 +418,20 @@ pub fn metrics(report: &MetricsReport) -> Vec<Table> {
         );
         let mut t = Table::new("metrics_bertscore", &title, &["id", "system", "line", "precision", "recall", "F1"]);
         for (c, p) in report.candidates.iter().zip(&b.candidates) {
-            t.push(vec![c.id.clone(), c.system.clone(), c.line.to_string(), fmt_num(p.precision, 4), fmt_num(p.recall, 4), fmt_num(p.f1, 4)]);
+            t.push(vec![
+                c.id.clone(),
+                c.system.clone(),
+                c.line.to_string(),
+                fmt_num(p.precision, 4),
+                fmt_num(p.recall, 4),
+                fmt_num(p.f1, 4),
+            ]);
         }
-        let mut m = Table::new("metrics_bertscore_systems", "BERTScore: mean per system", &["system", "precision", "recall", "F1"]);
+        let mut m = Table::new(
+            "metrics_bertscore_systems",
+            "BERTScore: mean per system",
+            &["system", "precision", "recall", "F1"],
+        );
         for (sys, p, r, f) in &b.system_means {
             m.push(vec![sys.clone(), fmt_num(*p, 4), fmt_num(*r, 4), fmt_num(*f, 4)]);
         }
@@ -350,14 +449,7 @@ pub fn metrics(report: &MetricsReport) -> Vec<Table> {
                 Stat::Defined(i) => (fmt_num(i.lo, 4), fmt_num(i.hi, 4)),
                 Stat::Undefined(r) => (format!("undefined ({r})"), String::new()),
             };
-            systems.push(vec![
-                s.system.clone(),
-                m.score.clone(),
-                m.n.to_string(),
-                fmt_stat(&m.mean, 4),
-                low,
-                high,
-            ]);
+            systems.push(vec![s.system.clone(), m.score.clone(), m.n.to_string(), fmt_stat(&m.mean, 4), low, high]);
         }
     }
 
@@ -391,9 +483,7 @@ pub fn metrics(report: &MetricsReport) -> Vec<Table> {
             a.n.to_string(),
             rho,
             p,
-            a.quadratic_kappa
-                .as_ref()
-                .map_or("not binned".into(), |k| fmt_stat(k, 4)),
+            a.quadratic_kappa.as_ref().map_or("not binned".into(), |k| fmt_stat(k, 4)),
             a.pairwise.compared.to_string(),
             a.pairwise.human_ties.to_string(),
             a.pairwise.metric_ties.to_string(),
@@ -405,24 +495,14 @@ pub fn metrics(report: &MetricsReport) -> Vec<Table> {
     let mut means = Table::new(
         "metrics_agreement_mean",
         "Agreement averaged over batches (batches where defined)",
-        &[
-            "metric",
-            "dimension",
-            "spearman",
-            "quadratic_kappa",
-            "pairwise_accuracy",
-            "pairwise_kappa",
-            "batches",
-        ],
+        &["metric", "dimension", "spearman", "quadratic_kappa", "pairwise_accuracy", "pairwise_kappa", "batches"],
     );
     for m in &report.agreement_means {
         means.push(vec![
             m.metric.name().into(),
             m.dimension.clone(),
             fmt_stat(&m.spearman.mean, 4),
-            m.quadratic_kappa
-                .as_ref()
-                .map_or("not binned".into(), |k| fmt_stat(&k.mean, 4)),
+            m.quadratic_kappa.as_ref().map_or("not binned".into(), |k| fmt_stat(&k.mean, 4)),
             fmt_stat(&m.pairwise_accuracy.mean, 4),
             fmt_stat(&m.pairwise_kappa.mean, 4),
             format!("{} of {}", m.spearman.batches, report.batches.len()),
@@ -438,15 +518,7 @@ pub fn rubric(report: &RubricReport) -> Vec<Table> {
     let mut responses = Table::new(
         "rubric_responses",
         "Score per response (unclipped)",
-        &[
-            "id",
-            "system",
-            "prompt_id",
-            "line",
-            "achieved",
-            "possible",
-            "score",
-        ],
+        &["id", "system", "prompt_id", "line", "achieved", "possible", "score"],
     );
     for r in &report.responses {
         responses.push(vec![
@@ -462,15 +534,7 @@ pub fn rubric(report: &RubricReport) -> Vec<Table> {
     let mut systems = Table::new(
         "rubric_systems",
         "Mean per system, clipped to [0, 1], with bootstrap interval",
-        &[
-            "system",
-            "score",
-            "n",
-            "mean",
-            "unclipped_mean",
-            "low",
-            "high",
-        ],
+        &["system", "score", "n", "mean", "unclipped_mean", "low", "high"],
     );
     for s in &report.system_scores {
         for m in &s.scores {

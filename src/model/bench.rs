@@ -104,7 +104,13 @@ pub fn peak_memory_bytes() -> Option<u64> {
 /// Run a peer script: `python3 SCRIPT MODEL_DIR --bench LEN BATCH REPEATS` printing
 /// `{"seconds": [...]}` (the first pass is dropped as warm-up). Returns the point, or an
 /// error saying why the peer could not run (e.g. the package is not installed).
-pub fn bench_peer(script: &std::path::Path, model_dir: &std::path::Path, seq_len: usize, batch: usize, repeats: usize) -> Result<BenchPoint> {
+pub fn bench_peer(
+    script: &std::path::Path,
+    model_dir: &std::path::Path,
+    seq_len: usize,
+    batch: usize,
+    repeats: usize,
+) -> Result<BenchPoint> {
     let out = std::process::Command::new("python3")
         .arg(script)
         .arg(model_dir)
@@ -122,10 +128,8 @@ pub fn bench_peer(script: &std::path::Path, model_dir: &std::path::Path, seq_len
     }
     let v: serde_json::Value = serde_json::from_slice(&out.stdout)
         .map_err(|e| Error::model(format!("peer {} printed no JSON: {e}", script.display())))?;
-    let mut times: Vec<f64> = v["seconds"]
-        .as_array()
-        .map(|a| a.iter().skip(1).filter_map(|x| x.as_f64()).collect())
-        .unwrap_or_default();
+    let mut times: Vec<f64> =
+        v["seconds"].as_array().map(|a| a.iter().skip(1).filter_map(|x| x.as_f64()).collect()).unwrap_or_default();
     if times.is_empty() {
         return Err(Error::model(format!("peer {} reported no timings", script.display())));
     }

@@ -51,10 +51,7 @@ pub fn greedy_prf(cand: &[Vec<f32>], cand_w: &[f64], refs: &[Vec<f32>], ref_w: &
         if total == 0.0 || ys.is_empty() {
             return 0.0;
         }
-        xs.iter()
-            .zip(ws)
-            .map(|(x, w)| w * ys.iter().map(|y| sim(x, y)).fold(f64::NEG_INFINITY, f64::max))
-            .sum::<f64>()
+        xs.iter().zip(ws).map(|(x, w)| w * ys.iter().map(|y| sim(x, y)).fold(f64::NEG_INFINITY, f64::max)).sum::<f64>()
             / total
     };
     let precision = weighted_best(&c, cand_w, &r);
@@ -81,7 +78,12 @@ pub fn idf_table(references: &[Vec<u32>]) -> HashMap<u32, f64> {
     df.into_iter().map(|(id, n)| (id, ((m + 1.0) / (n as f64 + 1.0)).ln())).collect()
 }
 
-async fn token_vectors<E: Encoder>(encoder: &E, tok: &TextTokenizer, texts: &[&str], layer: usize) -> Result<Vec<TokenVectors>> {
+async fn token_vectors<E: Encoder>(
+    encoder: &E,
+    tok: &TextTokenizer,
+    texts: &[&str],
+    layer: usize,
+) -> Result<Vec<TokenVectors>> {
     let mut out = Vec::with_capacity(texts.len());
     for t in texts {
         let e: Encoded = tok.encode(t)?;
@@ -116,11 +118,16 @@ pub async fn bertscore<E: Encoder>(
         )));
     }
     if opts.layer == 0 || opts.layer > encoder.config().num_layers {
-        return Err(Error::invalid(format!("BERTScore layer {} of a {}-layer encoder", opts.layer, encoder.config().num_layers)));
+        return Err(Error::invalid(format!(
+            "BERTScore layer {} of a {}-layer encoder",
+            opts.layer,
+            encoder.config().num_layers
+        )));
     }
     let all_refs: Vec<&str> = references.iter().flatten().copied().collect();
     let ref_vecs = token_vectors(encoder, tokenizer, &all_refs, opts.layer).await?;
-    let idf = if opts.idf { Some(idf_table(&ref_vecs.iter().map(|r| r.ids.clone()).collect::<Vec<_>>())) } else { None };
+    let idf =
+        if opts.idf { Some(idf_table(&ref_vecs.iter().map(|r| r.ids.clone()).collect::<Vec<_>>())) } else { None };
     let weights = |ids: &[u32]| -> Vec<f64> {
         match &idf {
             // Tokens never seen in a reference get the maximum idf ln(M + 1).

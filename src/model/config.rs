@@ -83,9 +83,7 @@ impl EncoderConfig {
             "roberta" | "xlm-roberta" | "camembert" => Arch::Roberta,
             "distilbert" => Arch::DistilBert,
             "" if first_arch.starts_with("Bert") => Arch::Bert,
-            "" if first_arch.starts_with("Roberta") || first_arch.starts_with("XLMRoberta") => {
-                Arch::Roberta
-            }
+            "" if first_arch.starts_with("Roberta") || first_arch.starts_with("XLMRoberta") => Arch::Roberta,
             "" if first_arch.starts_with("DistilBert") => Arch::DistilBert,
             other => {
                 return Err(Error::in_file(
@@ -98,23 +96,21 @@ impl EncoderConfig {
             }
         };
         let get = |keys: &[&str]| -> Option<&Value> { keys.iter().find_map(|k| v.get(*k)) };
-        let usize_of = |keys: &[&str], default: Option<usize>| -> Result<usize> {
-            match get(keys) {
-                Some(x) => x.as_u64().map(|n| n as usize).ok_or_else(|| {
-                    Error::input(file, 1, keys[0], format!("expected a non-negative integer, got {x}"))
-                }),
-                None => default.ok_or_else(|| {
-                    Error::input(file, 1, keys[0], "missing (required for this architecture)")
-                }),
-            }
-        };
+        let usize_of =
+            |keys: &[&str], default: Option<usize>| -> Result<usize> {
+                match get(keys) {
+                    Some(x) => x.as_u64().map(|n| n as usize).ok_or_else(|| {
+                        Error::input(file, 1, keys[0], format!("expected a non-negative integer, got {x}"))
+                    }),
+                    None => default
+                        .ok_or_else(|| Error::input(file, 1, keys[0], "missing (required for this architecture)")),
+                }
+            };
         let distil = arch == Arch::DistilBert;
         let hidden_size = usize_of(if distil { &["dim"] } else { &["hidden_size"] }, None)?;
         let num_layers = usize_of(if distil { &["n_layers"] } else { &["num_hidden_layers"] }, None)?;
-        let num_heads =
-            usize_of(if distil { &["n_heads"] } else { &["num_attention_heads"] }, None)?;
-        let intermediate_size =
-            usize_of(if distil { &["hidden_dim"] } else { &["intermediate_size"] }, None)?;
+        let num_heads = usize_of(if distil { &["n_heads"] } else { &["num_attention_heads"] }, None)?;
+        let intermediate_size = usize_of(if distil { &["hidden_dim"] } else { &["intermediate_size"] }, None)?;
         if num_heads == 0 || hidden_size % num_heads != 0 {
             return Err(Error::in_file(
                 file,
@@ -130,9 +126,8 @@ impl EncoderConfig {
         } else {
             get(&["layer_norm_eps"]).and_then(Value::as_f64).unwrap_or(1e-12)
         };
-        let act_name = get(if distil { &["activation"] } else { &["hidden_act"] })
-            .and_then(Value::as_str)
-            .unwrap_or("gelu");
+        let act_name =
+            get(if distil { &["activation"] } else { &["hidden_act"] }).and_then(Value::as_str).unwrap_or("gelu");
         let activation = match act_name {
             "gelu" => Activation::Gelu,
             "gelu_new" | "gelu_pytorch_tanh" | "gelu_fast" => Activation::GeluTanh,
@@ -158,9 +153,9 @@ impl EncoderConfig {
             Some(map) => map
                 .iter()
                 .map(|(k, name)| {
-                    let id = k.parse::<usize>().map_err(|_| {
-                        Error::input(file, 1, "id2label", format!("label id `{k}` is not an integer"))
-                    })?;
+                    let id = k
+                        .parse::<usize>()
+                        .map_err(|_| Error::input(file, 1, "id2label", format!("label id `{k}` is not an integer")))?;
                     Ok((id, name.as_str().unwrap_or_default().to_string()))
                 })
                 .collect::<Result<_>>()?,
@@ -215,12 +210,8 @@ impl EncoderConfig {
             Activation::GeluTanh => "gelu_new",
             Activation::Relu => "relu",
         };
-        let id2label: serde_json::Map<String, Value> = self
-            .labels
-            .iter()
-            .enumerate()
-            .map(|(i, l)| (i.to_string(), Value::String(l.clone())))
-            .collect();
+        let id2label: serde_json::Map<String, Value> =
+            self.labels.iter().enumerate().map(|(i, l)| (i.to_string(), Value::String(l.clone()))).collect();
         let mut v = serde_json::json!({
             "architectures": [format!("{arch_prefix}{suffix}")],
             "vocab_size": self.vocab_size,

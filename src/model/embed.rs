@@ -22,8 +22,8 @@ impl TextModel {
     /// Load from in-memory files (the browser's path; the CLI reads them with
     /// [`ModelFiles::read_dir`]).
     pub fn from_files(files: &ModelFiles) -> Result<TextModel> {
-        let config_text = std::str::from_utf8(&files.config_json)
-            .map_err(|_| Error::in_file("config.json", "not UTF-8 text"))?;
+        let config_text =
+            std::str::from_utf8(&files.config_json).map_err(|_| Error::in_file("config.json", "not UTF-8 text"))?;
         let config = EncoderConfig::from_json(&format!("{}/config.json", files.name), config_text)?;
         let tokenizer = TextTokenizer::from_bytes(
             &format!("{}/tokenizer.json", files.name),
@@ -51,8 +51,8 @@ pub fn input_limit(model: &str, positions: usize, sentence_config: Option<&[u8]>
         return Ok(positions);
     };
     let file = format!("{model}/sentence_bert_config.json");
-    let v: serde_json::Value =
-        serde_json::from_slice(bytes).map_err(|e| Error::input(&file, e.line(), "json", format!("not valid JSON: {e}")))?;
+    let v: serde_json::Value = serde_json::from_slice(bytes)
+        .map_err(|e| Error::input(&file, e.line(), "json", format!("not valid JSON: {e}")))?;
     match v.get("max_seq_length") {
         None | Some(serde_json::Value::Null) => Ok(positions),
         Some(n) => match n.as_u64() {
@@ -72,9 +72,9 @@ pub fn run_ready<T>(fut: impl Future<Output = Result<T>>) -> Result<T> {
     let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
     match fut.as_mut().poll(&mut cx) {
         std::task::Poll::Ready(v) => v,
-        std::task::Poll::Pending => Err(Error::model(
-            "this encoder needs an async executor (use the async API for the GPU backend)",
-        )),
+        std::task::Poll::Pending => {
+            Err(Error::model("this encoder needs an async executor (use the async API for the GPU backend)"))
+        }
     }
 }
 
@@ -124,8 +124,7 @@ pub async fn embed_texts<E: Encoder>(
 /// One embedding per line (the core of `medrank embed`), CPU. Lines longer than the model's
 /// limit are cut at the end; use [`embed_texts`] to learn how many tokens were cut.
 pub fn embed_lines(model: &TextModel, lines: &[&str]) -> Result<Vec<Vec<f32>>> {
-    run_ready(embed_texts(&model.encoder, &model.tokenizer, &model.pooling, lines, DEFAULT_BATCH))
-        .map(|(v, _)| v)
+    run_ready(embed_texts(&model.encoder, &model.tokenizer, &model.pooling, lines, DEFAULT_BATCH)).map(|(v, _)| v)
 }
 
 #[cfg(test)]

@@ -134,11 +134,7 @@ pub trait Encoder {
     /// The architecture (hidden size, layers, position limit, pad id).
     fn config(&self) -> &EncoderConfig;
     /// Hidden states after layer `output_layer` (`config().num_layers` for the last layer).
-    fn encode(
-        &self,
-        batch: &TokenBatch,
-        output_layer: usize,
-    ) -> impl Future<Output = Result<HiddenStates>>;
+    fn encode(&self, batch: &TokenBatch, output_layer: usize) -> impl Future<Output = Result<HiddenStates>>;
 }
 
 /// The CPU encoder: candle for the embeddings, [`super::cpu::CpuLayers`] for the layers.
@@ -182,11 +178,7 @@ impl Encoder for CpuEncoder {
         &self.model.config
     }
     #[allow(clippy::manual_async_fn)]
-    fn encode(
-        &self,
-        batch: &TokenBatch,
-        output_layer: usize,
-    ) -> impl Future<Output = Result<HiddenStates>> {
+    fn encode(&self, batch: &TokenBatch, output_layer: usize) -> impl Future<Output = Result<HiddenStates>> {
         std::future::ready(self.hidden_states(batch, output_layer))
     }
 }
@@ -215,7 +207,13 @@ fn norm(x: &Tensor, n: &Norm, eps: f64, differentiable: bool) -> Result<Tensor> 
 
 /// The embedding layer `[b, s, hidden]` (word + position + token type, normalised) of a
 /// batch that passed [`TokenBatch::check`]. Shared by both CPU paths.
-fn embeddings(cfg: &EncoderConfig, w: &EncoderWeights, ids: &Tensor, types: &Tensor, differentiable: bool) -> Result<Tensor> {
+fn embeddings(
+    cfg: &EncoderConfig,
+    w: &EncoderWeights,
+    ids: &Tensor,
+    types: &Tensor,
+    differentiable: bool,
+) -> Result<Tensor> {
     let (b, s) = ids.dims2()?;
     if b * s == 0 {
         return Ok(Tensor::zeros((b, s, cfg.hidden_size), DType::F32, &Device::Cpu)?);
@@ -249,7 +247,13 @@ pub fn forward(cfg: &EncoderConfig, w: &EncoderWeights, batch: &TokenBatch, outp
 /// the frozen lower layers produced once. With `first_token_only` the last layer computes
 /// the output of position 0 alone (its keys and values still come from every token), all
 /// a head reads: `[batch, 1, hidden]`, the same numbers as the full layer's first row.
-pub fn layers_forward(cfg: &EncoderConfig, layers: &[LayerWeights], mut x: Tensor, mask: &[u32], first_token_only: bool) -> Result<Tensor> {
+pub fn layers_forward(
+    cfg: &EncoderConfig,
+    layers: &[LayerWeights],
+    mut x: Tensor,
+    mask: &[u32],
+    first_token_only: bool,
+) -> Result<Tensor> {
     let (b, s, h) = x.dims3()?;
     if mask.len() != b * s {
         return Err(Error::invalid(format!("mask of {} values for {b}x{s} hidden states", mask.len())));
@@ -267,9 +271,8 @@ pub fn layers_forward(cfg: &EncoderConfig, layers: &[LayerWeights], mut x: Tenso
     let scale = 1.0 / (d as f64).sqrt();
     for (l, layer) in layers.iter().enumerate() {
         let rows = if first_token_only && l + 1 == layers.len() { 1 } else { s };
-        let split = |t: Tensor, n: usize| -> Result<Tensor> {
-            Ok(t.reshape((b, n, heads, d))?.transpose(1, 2)?.contiguous()?)
-        };
+        let split =
+            |t: Tensor, n: usize| -> Result<Tensor> { Ok(t.reshape((b, n, heads, d))?.transpose(1, 2)?.contiguous()?) };
         let xq = if rows == s { x.clone() } else { x.narrow(1, 0, rows)? };
         // Scaling q (s x d) is cheaper than scaling the scores (s x s).
         let q = (split(linear(&xq, &layer.query)?, rows)? * scale)?;

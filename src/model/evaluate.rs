@@ -81,11 +81,14 @@ pub struct LeftOutOption {
 
 /// Which options of an MCQA instance are candidates, recording the left-out ones. An
 /// instance whose every option is empty has nothing to choose from: an error.
-fn candidates(inst: &crate::data::Instance, options: &[(String, String)], empty: EmptyOptions, left_out: &mut Vec<LeftOutOption>) -> Result<Vec<bool>> {
-    let keep: Vec<bool> = options
-        .iter()
-        .map(|(_, t)| empty == EmptyOptions::Keep || !crate::data::is_empty_option(t))
-        .collect();
+fn candidates(
+    inst: &crate::data::Instance,
+    options: &[(String, String)],
+    empty: EmptyOptions,
+    left_out: &mut Vec<LeftOutOption>,
+) -> Result<Vec<bool>> {
+    let keep: Vec<bool> =
+        options.iter().map(|(_, t)| empty == EmptyOptions::Keep || !crate::data::is_empty_option(t)).collect();
     if !keep.contains(&true) {
         return Err(Error::invalid(format!(
             "instance {} (line {}): every option text is empty, so no option is a candidate; give option texts or keep empty options (--keep-empty-options)",
@@ -112,9 +115,7 @@ pub fn classification_parts<'a>(problem: &'a Problem, argument: &'a str) -> Resu
     let arg: Vec<Part> = if argument.trim().is_empty() { vec![] } else { vec![Part::cut_end(argument)] };
     match problem {
         Problem::Misinformation { claim, .. } => Ok((vec![Part::cut_end(claim)], arg)),
-        Problem::Nli { statement, evidence, .. } => {
-            Ok((vec![Part::cut_end(statement), Part::cut_end(evidence)], arg))
-        }
+        Problem::Nli { statement, evidence, .. } => Ok((vec![Part::cut_end(statement), Part::cut_end(evidence)], arg)),
         Problem::Mcqa { .. } => Err(Error::invalid("MCQA uses the multiple-choice input, not a classification pair")),
     }
 }
@@ -138,27 +139,18 @@ pub fn label_mapping(head_labels: &[String], task: Task) -> Result<Vec<usize>> {
         Task::Mcqa => return Err(Error::invalid("MCQA has no label head")),
     };
     let norm = |s: &str| s.to_lowercase().replace([' ', '-'], "_");
-    let found: Option<Vec<usize>> = want
-        .iter()
-        .map(|w| head_labels.iter().position(|h| norm(h) == *w))
-        .collect();
+    let found: Option<Vec<usize>> = want.iter().map(|w| head_labels.iter().position(|h| norm(h) == *w)).collect();
     if let Some(m) = found {
         return Ok(m);
     }
     if head_labels.len() == want.len() && head_labels.iter().all(|h| h.starts_with("LABEL_")) {
         return Ok((0..want.len()).collect());
     }
-    Err(Error::invalid(format!(
-        "the model's labels {head_labels:?} do not name the {} labels {want:?}",
-        task.name()
-    )))
+    Err(Error::invalid(format!("the model's labels {head_labels:?} do not name the {} labels {want:?}", task.name())))
 }
 
 fn prediction(instance: &str, system: &str, labels: &[String], probs: Vec<f64>, gold: &str) -> Prediction {
-    let best = probs
-        .iter()
-        .enumerate()
-        .fold(0, |b, (i, p)| if *p > probs[b] { i } else { b });
+    let best = probs.iter().enumerate().fold(0, |b, (i, p)| if *p > probs[b] { i } else { b });
     let p_correct = labels.iter().position(|l| l == gold).map(|i| probs[i]).unwrap_or(0.0);
     Prediction {
         instance: instance.to_string(),
@@ -187,7 +179,8 @@ pub async fn evaluate_with_head<E: Encoder>(
     bundle: &Bundle,
     batch_size: usize,
 ) -> Result<EvalOutput> {
-    evaluate_with_head_as(encoder, weights, head, head_labels, tokenizer, bundle, batch_size, EmptyOptions::LeaveOut).await
+    evaluate_with_head_as(encoder, weights, head, head_labels, tokenizer, bundle, batch_size, EmptyOptions::LeaveOut)
+        .await
 }
 
 /// [`evaluate_with_head`] with empty options treated as `empty` says.
@@ -221,7 +214,8 @@ pub async fn evaluate_with_head_as<E: Encoder>(
     for (p, &(i, s)) in pairs.iter().enumerate() {
         let inst = &bundle.instances[i];
         let (system, argument) = &inst.arguments[s];
-        let context = |e: Error| Error::invalid(format!("instance {} (line {}), system {system}: {e}", inst.id, inst.line));
+        let context =
+            |e: Error| Error::invalid(format!("instance {} (line {}), system {system}: {e}", inst.id, inst.line));
         match &inst.problem {
             Problem::Mcqa { question, options, .. } => {
                 for (slot, (key, text)) in options.iter().enumerate() {
@@ -305,7 +299,8 @@ pub async fn evaluate_by_similarity<E: Encoder>(
     temperature: f64,
     batch_size: usize,
 ) -> Result<EvalOutput> {
-    evaluate_by_similarity_as(encoder, tokenizer, pooling, bundle, temperature, batch_size, EmptyOptions::LeaveOut).await
+    evaluate_by_similarity_as(encoder, tokenizer, pooling, bundle, temperature, batch_size, EmptyOptions::LeaveOut)
+        .await
 }
 
 /// [`evaluate_by_similarity`] with empty options treated as `empty` says.
@@ -414,12 +409,29 @@ pub async fn evaluate_bundle_as<E: Encoder>(
 ) -> Result<(EvalOutput, EvaluatorKind)> {
     let m = &model.encoder.model;
     match &m.head {
-        Some(head) => evaluate_with_head_as(encoder, &m.weights, head, &m.config.labels, &model.tokenizer, bundle, batch_size, empty)
-            .await
-            .map(|o| (o, EvaluatorKind::Head)),
-        None => evaluate_by_similarity_as(encoder, &model.tokenizer, &model.pooling, bundle, SIMILARITY_TEMPERATURE, batch_size, empty)
-            .await
-            .map(|o| (o, EvaluatorKind::Similarity)),
+        Some(head) => evaluate_with_head_as(
+            encoder,
+            &m.weights,
+            head,
+            &m.config.labels,
+            &model.tokenizer,
+            bundle,
+            batch_size,
+            empty,
+        )
+        .await
+        .map(|o| (o, EvaluatorKind::Head)),
+        None => evaluate_by_similarity_as(
+            encoder,
+            &model.tokenizer,
+            &model.pooling,
+            bundle,
+            SIMILARITY_TEMPERATURE,
+            batch_size,
+            empty,
+        )
+        .await
+        .map(|o| (o, EvaluatorKind::Similarity)),
     }
 }
 
@@ -439,9 +451,10 @@ pub fn sequences_to_encode_as(bundle: &Bundle, kind: EvaluatorKind, empty: Empty
         .map(|inst| {
             let systems = inst.arguments.len();
             let options = match &inst.problem {
-                Problem::Mcqa { options, .. } => {
-                    options.iter().filter(|(_, t)| empty == EmptyOptions::Keep || !crate::data::is_empty_option(t)).count()
-                }
+                Problem::Mcqa { options, .. } => options
+                    .iter()
+                    .filter(|(_, t)| empty == EmptyOptions::Keep || !crate::data::is_empty_option(t))
+                    .count(),
                 _ => 0,
             };
             match (&inst.problem, kind) {

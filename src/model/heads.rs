@@ -23,9 +23,7 @@ pub fn head_forward(head: &HeadWeights, pooler: Option<&Dense>, cls: &Tensor) ->
             let pooler = pooler.ok_or_else(|| Error::model("this head needs the encoder's pooler"))?;
             linear(&linear(cls, pooler)?.tanh()?, classifier)
         }
-        HeadWeights::RobertaClassifier { dense, out_proj } => {
-            linear(&linear(cls, dense)?.tanh()?, out_proj)
-        }
+        HeadWeights::RobertaClassifier { dense, out_proj } => linear(&linear(cls, dense)?.tanh()?, out_proj),
         HeadWeights::DistilClassifier { pre_classifier, classifier } => {
             linear(&linear(cls, pre_classifier)?.relu()?, classifier)
         }

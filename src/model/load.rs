@@ -170,8 +170,9 @@ impl ModelFiles {
             let path = dir.join("pytorch_model.bin");
             let name = path.display().to_string();
             let original = std::fs::read(&path).map_err(|e| Error::io(&name, e))?;
-            let tensors = candle_core::pickle::read_all(&path)
-                .map_err(|e| Error::in_file(&name, format!("not a readable PyTorch checkpoint (torch.save zip format): {e}")))?;
+            let tensors = candle_core::pickle::read_all(&path).map_err(|e| {
+                Error::in_file(&name, format!("not a readable PyTorch checkpoint (torch.save zip format): {e}"))
+            })?;
             if tensors.is_empty() {
                 return Err(Error::in_file(&name, "no tensor could be read from this checkpoint"));
             }
@@ -221,11 +222,7 @@ pub fn load_model(config: EncoderConfig, file: &str, safetensors: &[u8]) -> Resu
 }
 
 /// Build a [`LoadedModel`] from named tensors (checkpoint names, prefixed or bare).
-pub fn from_tensors(
-    config: EncoderConfig,
-    file: &str,
-    tensors: HashMap<String, Tensor>,
-) -> Result<LoadedModel> {
+pub fn from_tensors(config: EncoderConfig, file: &str, tensors: HashMap<String, Tensor>) -> Result<LoadedModel> {
     let prefix = match config.arch {
         Arch::Bert => "bert.",
         Arch::Roberta => "roberta.",
@@ -275,7 +272,8 @@ pub fn from_tensors(
     } else {
         None
     };
-    let weights = EncoderWeights { word_embeddings, position_embeddings, token_type_embeddings, embedding_norm, layers, pooler };
+    let weights =
+        EncoderWeights { word_embeddings, position_embeddings, token_type_embeddings, embedding_norm, layers, pooler };
     let n_out = match config.head {
         HeadKind::None => 0,
         HeadKind::MultipleChoice => 1,
@@ -335,10 +333,7 @@ impl Taker<'_> {
         self.named.contains_key(name)
     }
     fn tensor(&mut self, name: &str, shape: &[usize]) -> Result<Tensor> {
-        let t = self
-            .named
-            .remove(name)
-            .ok_or_else(|| Error::in_file(self.file, format!("missing tensor `{name}`")))?;
+        let t = self.named.remove(name).ok_or_else(|| Error::in_file(self.file, format!("missing tensor `{name}`")))?;
         if t.dims() != shape {
             return Err(Error::in_file(
                 self.file,
@@ -399,9 +394,7 @@ pub fn to_named_tensors(model: &LoadedModel) -> Vec<(String, Tensor)> {
     }
     match &model.head {
         None => {}
-        Some(HeadWeights::PooledLinear { classifier }) => {
-            dense(&mut out, "classifier".into(), classifier)
-        }
+        Some(HeadWeights::PooledLinear { classifier }) => dense(&mut out, "classifier".into(), classifier),
         Some(HeadWeights::RobertaClassifier { dense: d, out_proj }) => {
             dense(&mut out, "classifier.dense".into(), d);
             dense(&mut out, "classifier.out_proj".into(), out_proj);
@@ -465,15 +458,15 @@ pub fn random_model(config: EncoderConfig, seed: u64) -> Result<LoadedModel> {
         Ok(Dense { weight: r(&[out, inp])?, bias: r(&[out])? })
     };
     let norm = || -> Result<Norm> {
-        Ok(Norm { weight: Tensor::ones(h, DType::F32, &Device::Cpu)?, bias: Tensor::zeros(h, DType::F32, &Device::Cpu)? })
+        Ok(Norm {
+            weight: Tensor::ones(h, DType::F32, &Device::Cpu)?,
+            bias: Tensor::zeros(h, DType::F32, &Device::Cpu)?,
+        })
     };
     let word_embeddings = rand_t(&[config.vocab_size, h])?;
     let position_embeddings = rand_t(&[config.max_position_embeddings, h])?;
-    let token_type_embeddings = if config.arch == Arch::DistilBert {
-        None
-    } else {
-        Some(rand_t(&[config.type_vocab_size, h])?)
-    };
+    let token_type_embeddings =
+        if config.arch == Arch::DistilBert { None } else { Some(rand_t(&[config.type_vocab_size, h])?) };
     let mut layers = Vec::new();
     for _ in 0..config.num_layers {
         layers.push(LayerWeights {

@@ -42,8 +42,10 @@ pub mod train;
 
 pub use config::{Activation, Arch, EncoderConfig, HeadKind};
 pub use embed::{embed_lines, embed_texts, run_ready, TextModel};
-pub use evaluate::{evaluate_bundle, evaluate_bundle_on, sequences_to_encode, EvalOutput, EvaluatorKind, TruncatedInput};
 pub use encoder::{CpuEncoder, Encoder, HiddenStates, TokenBatch};
+pub use evaluate::{
+    evaluate_bundle, evaluate_bundle_on, sequences_to_encode, EvalOutput, EvaluatorKind, TruncatedInput,
+};
 pub use load::{EncoderWeights, HeadWeights, LoadedModel, ModelFiles};
 pub use pooling::{Pooling, PoolingMode};
 pub use tokenize::{Cut, Encoded, Part, TextTokenizer};

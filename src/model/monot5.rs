@@ -36,8 +36,8 @@ impl MonoT5 {
         let find = |names: &[&str]| names.iter().find_map(|n| tokenizer.token_id(n));
         let true_id = find(&["▁true", "true"])
             .ok_or_else(|| Error::in_file("tokenizer.json", "no token for `true` (is this a monoT5 tokenizer?)"))?;
-        let false_id = find(&["▁false", "false"])
-            .ok_or_else(|| Error::in_file("tokenizer.json", "no token for `false`"))?;
+        let false_id =
+            find(&["▁false", "false"]).ok_or_else(|| Error::in_file("tokenizer.json", "no token for `false`"))?;
         let vb = candle_nn::VarBuilder::from_buffered_safetensors(safetensors, DType::F32, &Device::Cpu)
             .map_err(|e| Error::in_file("model.safetensors", format!("not readable: {e}")))?;
         let model = t5::T5ForConditionalGeneration::load(vb, &cfg)
@@ -53,9 +53,8 @@ impl MonoT5 {
         let mut cut_inputs = 0;
         for d in docs {
             let doc = format!("Document: {d}");
-            let e = self
-                .tokenizer
-                .encode_parts(&[Part::keep(&q), Part::cut_end(&doc), Part::keep("Relevant:")], &[])?;
+            let e =
+                self.tokenizer.encode_parts(&[Part::keep(&q), Part::cut_end(&doc), Part::keep("Relevant:")], &[])?;
             cut_inputs += usize::from(e.tokens_cut() > 0);
             let ids = Tensor::new(e.ids.as_slice(), &Device::Cpu)?.unsqueeze(0)?;
             let start = Tensor::new(&[self.decoder_start], &Device::Cpu)?.unsqueeze(0)?;

@@ -60,14 +60,11 @@ impl Pooling {
             }
         }
         if let Some(bytes) = modules_json {
-            let v: Value = serde_json::from_slice(bytes).map_err(|e| {
-                Error::input("modules.json", e.line(), "modules", format!("not valid JSON: {e}"))
-            })?;
+            let v: Value = serde_json::from_slice(bytes)
+                .map_err(|e| Error::input("modules.json", e.line(), "modules", format!("not valid JSON: {e}")))?;
             p.normalize = v.as_array().is_some_and(|mods| {
-                mods.iter().any(|m| {
-                    m.get("type").and_then(Value::as_str)
-                        == Some("sentence_transformers.models.Normalize")
-                })
+                mods.iter()
+                    .any(|m| m.get("type").and_then(Value::as_str) == Some("sentence_transformers.models.Normalize"))
             });
         }
         Ok(p)
@@ -143,7 +140,8 @@ mod tests {
             hidden: 2,
             data: vec![1., 2., 3., 4., 5., 6., 1., -1., 3., 1., 100., 100.],
         };
-        let batch = TokenBatch { batch: 2, seq_len: 3, ids: vec![0; 6], type_ids: vec![0; 6], mask: vec![1, 1, 1, 1, 1, 0] };
+        let batch =
+            TokenBatch { batch: 2, seq_len: 3, ids: vec![0; 6], type_ids: vec![0; 6], mask: vec![1, 1, 1, 1, 1, 0] };
         let mean = Pooling { mode: PoolingMode::Mean, normalize: false }.pool(&hidden, &batch);
         assert_eq!(mean, vec![vec![3., 4.], vec![2., 0.]]);
         let max = Pooling { mode: PoolingMode::Max, normalize: false }.pool(&hidden, &batch);

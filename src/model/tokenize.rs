@@ -89,9 +89,7 @@ impl TextTokenizer {
         let mut inner = tokenizers::Tokenizer::from_bytes(bytes)
             .map_err(|e| Error::in_file(file, format!("not a readable tokenizer.json: {e}")))?;
         inner.with_padding(None);
-        inner
-            .with_truncation(None)
-            .map_err(|e| Error::in_file(file, format!("cannot switch truncation off: {e}")))?;
+        inner.with_truncation(None).map_err(|e| Error::in_file(file, format!("cannot switch truncation off: {e}")))?;
         Ok(TextTokenizer { inner, max_tokens, pad_id })
     }
 
@@ -130,13 +128,7 @@ impl TextTokenizer {
             parts
                 .iter()
                 .enumerate()
-                .map(|(i, p)| {
-                    if i == 0 {
-                        self.raw(p.text)
-                    } else {
-                        self.raw(&format!(" {}", p.text))
-                    }
-                })
+                .map(|(i, p)| if i == 0 { self.raw(p.text) } else { self.raw(&format!(" {}", p.text)) })
                 .collect()
         };
         let mut encs = encode_segment(first)?;
@@ -173,8 +165,7 @@ impl TextTokenizer {
 
     /// Pad encoded inputs into one batch (attention mask marks real tokens).
     pub fn batch(&self, items: &[&Encoded]) -> TokenBatch {
-        let seqs: Vec<(&[u32], &[u32])> =
-            items.iter().map(|e| (e.ids.as_slice(), e.type_ids.as_slice())).collect();
+        let seqs: Vec<(&[u32], &[u32])> = items.iter().map(|e| (e.ids.as_slice(), e.type_ids.as_slice())).collect();
         TokenBatch::from_sequences(&seqs, self.pad_id)
     }
 }
@@ -201,10 +192,8 @@ pub fn longest_first(lens: &[usize], cuts: &[Cut], budget: usize) -> Vec<usize> 
                     .map(|(_, &k)| k)
                     .max()
                     .unwrap_or(0);
-                let equal_longer = keep
-                    .iter()
-                    .enumerate()
-                    .any(|(j, &k)| j != i && cuts[j] != Cut::Never && k == keep[i]);
+                let equal_longer =
+                    keep.iter().enumerate().any(|(j, &k)| j != i && cuts[j] != Cut::Never && k == keep[i]);
                 let step = if equal_longer { 1 } else { (keep[i] - next).clamp(1, total - budget) };
                 keep[i] -= step;
                 total -= step;

@@ -97,12 +97,18 @@ fn mcqa_inputs(
     tokenizer: &TextTokenizer,
     at: &dyn Fn(&str, String) -> Error,
 ) -> Result<(Vec<Encoded>, usize, usize)> {
-    let gold_key = options.iter().position(|(k, _)| k == answer).ok_or_else(|| at("answer", format!("`{answer}` is not an option key")))?;
+    let gold_key = options
+        .iter()
+        .position(|(k, _)| k == answer)
+        .ok_or_else(|| at("answer", format!("`{answer}` is not an option key")))?;
     let (mut inputs, mut gold, mut left_out) = (Vec::new(), None, 0);
     for (i, (key, text)) in options.iter().enumerate() {
         if !keep_empty && crate::data::is_empty_option(text) {
             if i == gold_key {
-                return Err(at("options", format!("the correct option `{key}` is empty (--keep-empty-options keeps empty options)")));
+                return Err(at(
+                    "options",
+                    format!("the correct option `{key}` is empty (--keep-empty-options keeps empty options)"),
+                ));
             }
             left_out += 1;
             continue;
@@ -119,13 +125,25 @@ fn mcqa_inputs(
 /// Read a HiTZ CasiMedicos MCQA file (`{"question", "options": {"1": ..}, "correct_option"}`
 /// per line; the argument is already appended to the question) into examples. The file is
 /// parsed by the same reader as the Ranking-Over-Scoring importer (`data::parse_hitz`).
-pub fn read_hitz_mcqa(file: &str, text: &str, tokenizer: &TextTokenizer, options: &ExampleOptions) -> Result<TrainData> {
+pub fn read_hitz_mcqa(
+    file: &str,
+    text: &str,
+    tokenizer: &TextTokenizer,
+    options: &ExampleOptions,
+) -> Result<TrainData> {
     let (items, _warnings) = crate::data::parse_hitz(file, text)?;
     let mut out = TrainData::default();
     for item in items {
         let at = |field: &str, msg: String| Error::input(file, item.line, field, msg);
-        let (inputs, gold, left_out) =
-            mcqa_inputs(&item.question, "", &item.options, &item.correct_option, options.keep_empty_options, tokenizer, &at)?;
+        let (inputs, gold, left_out) = mcqa_inputs(
+            &item.question,
+            "",
+            &item.options,
+            &item.correct_option,
+            options.keep_empty_options,
+            tokenizer,
+            &at,
+        )?;
         out.counts.empty_options_left_out += left_out;
         out.examples.push(TrainExample { id: format!("{file}:{}", item.line), inputs, gold });
     }
@@ -163,9 +181,10 @@ pub fn examples_from_bundle(
             })?,
             ArgumentSource::RandomOf(systems) => {
                 let present: Vec<&str> = systems.iter().filter_map(|s| inst.argument(s)).collect();
-                present.choose(&mut rng).copied().ok_or_else(|| {
-                    Error::input(&bundle.name, inst.line, "arguments", format!("none of {systems:?}"))
-                })?
+                present
+                    .choose(&mut rng)
+                    .copied()
+                    .ok_or_else(|| Error::input(&bundle.name, inst.line, "arguments", format!("none of {systems:?}")))?
             }
         };
         let at = |field: &str, msg: String| Error::input(&bundle.name, inst.line, field, msg);
@@ -177,14 +196,18 @@ pub fn examples_from_bundle(
                 out.examples.push(TrainExample { id: inst.id.clone(), inputs, gold });
             }
             problem => {
-                if !options.keep_not_enough_evidence && matches!(problem, Problem::Misinformation { .. }) && problem.gold() == "not_enough_evidence" {
+                if !options.keep_not_enough_evidence
+                    && matches!(problem, Problem::Misinformation { .. })
+                    && problem.gold() == "not_enough_evidence"
+                {
                     out.counts.not_enough_evidence_dropped.push(inst.id.clone());
                     continue;
                 }
                 let (f, s) = classification_parts(problem, argument)?;
-                let gold = labels.iter().position(|l| l == problem.gold()).ok_or_else(|| {
-                    at("label", format!("`{}` not in {labels:?}", problem.gold()))
-                })?;
+                let gold = labels
+                    .iter()
+                    .position(|l| l == problem.gold())
+                    .ok_or_else(|| at("label", format!("`{}` not in {labels:?}", problem.gold())))?;
                 let encoded = tokenizer.encode_parts(&f, &s).map_err(|e| at("text", e.to_string()))?;
                 out.examples.push(TrainExample { id: inst.id.clone(), inputs: vec![encoded], gold });
             }
@@ -602,7 +625,11 @@ pub fn train_with_events(
     let warmup = ((total as f64) * opts.warmup_ratio).round() as usize;
     let params = |lr: f64| ParamsAdamW { lr, weight_decay: opts.weight_decay, ..Default::default() };
     let mut head_opt = AdamW::new(head_vars.clone(), params(opts.learning_rate))?;
-    let mut layer_opt = if layer_vars.is_empty() { None } else { Some(AdamW::new(layer_vars.clone(), params(opts.layer_learning_rate))?) };
+    let mut layer_opt = if layer_vars.is_empty() {
+        None
+    } else {
+        Some(AdamW::new(layer_vars.clone(), params(opts.layer_learning_rate))?)
+    };
     let mut rng = ChaCha8Rng::seed_from_u64(opts.seed);
     let mut order: Vec<usize> = (0..train_set.len()).collect();
     let mut curve = Vec::new();
@@ -747,7 +774,9 @@ fn detach_head(h: &HeadWeights) -> Result<HeadWeights> {
 
 fn detach_weights(w: &super::load::EncoderWeights) -> Result<super::load::EncoderWeights> {
     let t = |x: &Tensor| -> Result<Tensor> { Ok(x.copy()?.detach()) };
-    let n = |x: &super::load::Norm| -> Result<super::load::Norm> { Ok(super::load::Norm { weight: t(&x.weight)?, bias: t(&x.bias)? }) };
+    let n = |x: &super::load::Norm| -> Result<super::load::Norm> {
+        Ok(super::load::Norm { weight: t(&x.weight)?, bias: t(&x.bias)? })
+    };
     Ok(super::load::EncoderWeights {
         word_embeddings: t(&w.word_embeddings)?,
         position_embeddings: t(&w.position_embeddings)?,

@@ -64,10 +64,7 @@ impl Bootstrap {
         F: FnMut(&[usize]) -> Vec<f64>,
     {
         if n_units == 0 || self.resamples == 0 {
-            return BootstrapResult {
-                intervals: Vec::new(),
-                replicates: Vec::new(),
-            };
+            return BootstrapResult { intervals: Vec::new(), replicates: Vec::new() };
         }
         let units = u32::try_from(n_units).expect("at most u32::MAX units can be resampled");
         let mut rng = ChaCha8Rng::seed_from_u64(self.seed);
@@ -90,10 +87,7 @@ impl Bootstrap {
                 self.interval(&column)
             })
             .collect();
-        BootstrapResult {
-            intervals,
-            replicates,
-        }
+        BootstrapResult { intervals, replicates }
     }
 
     /// The percentile interval of one statistic's replicates.
@@ -109,10 +103,7 @@ impl Bootstrap {
             ));
         }
         let tail = (1.0 - self.confidence) / 2.0;
-        match (
-            percentile(replicates, tail),
-            percentile(replicates, 1.0 - tail),
-        ) {
+        match (percentile(replicates, tail), percentile(replicates, 1.0 - tail)) {
             (Stat::Defined(lo), Stat::Defined(hi)) => Stat::Defined(Interval { lo, hi }),
             (Stat::Undefined(reason), _) | (_, Stat::Undefined(reason)) => Stat::Undefined(reason),
         }
@@ -164,11 +155,7 @@ pub fn percentile(values: &[f64], q: f64) -> Stat<f64> {
     let fraction = h - below as f64;
     // numpy's _lerp form, exact at both ends.
     let (a, b) = (sorted[below], sorted[above]);
-    let value = if fraction >= 0.5 {
-        b - (b - a) * (1.0 - fraction)
-    } else {
-        a + (b - a) * fraction
-    };
+    let value = if fraction >= 0.5 { b - (b - a) * (1.0 - fraction) } else { a + (b - a) * fraction };
     Stat::Defined(value)
 }
 
@@ -185,17 +172,8 @@ mod tests {
     fn percentile_matches_numpy_linear_rule() {
         // numpy 2.4.6: np.quantile(v, q) for the v below
         // q = 0.025 -> 0.0825, 0.975 -> 0.945, 0.5 -> 0.55, 0.3 -> 0.31, 0 -> 0.07, 1 -> 0.98
-        let v = [
-            0.31, 0.12, 0.98, 0.55, 0.55, 0.07, 0.73, 0.41, 0.66, 0.29, 0.84,
-        ];
-        for (q, want) in [
-            (0.025, 0.0825),
-            (0.975, 0.945),
-            (0.5, 0.55),
-            (0.3, 0.31),
-            (0.0, 0.07),
-            (1.0, 0.98),
-        ] {
+        let v = [0.31, 0.12, 0.98, 0.55, 0.55, 0.07, 0.73, 0.41, 0.66, 0.29, 0.84];
+        for (q, want) in [(0.025, 0.0825), (0.975, 0.945), (0.5, 0.55), (0.3, 0.31), (0.0, 0.07), (1.0, 0.98)] {
             assert_relative_eq!(percentile(&v, q).unwrap(), want, max_relative = 1e-14);
         }
         assert!(!percentile(&[], 0.5).is_defined());
@@ -206,31 +184,17 @@ mod tests {
     #[test]
     fn same_seed_same_replicates() {
         let data = [3.0, 1.0, 4.0, 1.0, 5.0, 9.0, 2.0, 6.0];
-        let settings = Bootstrap {
-            resamples: 200,
-            confidence: 0.95,
-            seed: 11,
-        };
+        let settings = Bootstrap { resamples: 200, confidence: 0.95, seed: 11 };
         let first = settings.run(data.len(), |ix| vec![mean_of(&data, ix)]);
         let second = settings.run(data.len(), |ix| vec![mean_of(&data, ix)]);
         assert_eq!(first, second);
-        let other = Bootstrap {
-            seed: 12,
-            ..settings
-        }
-        .run(data.len(), |ix| vec![mean_of(&data, ix)]);
+        let other = Bootstrap { seed: 12, ..settings }.run(data.len(), |ix| vec![mean_of(&data, ix)]);
         assert_ne!(first.replicates, other.replicates);
         // The interval is the numpy-rule percentile of the replicate column.
         let column: Vec<f64> = first.replicates.iter().map(|r| r[0]).collect();
         let interval = first.intervals[0].clone().unwrap();
-        assert_eq!(
-            interval.lo,
-            percentile(&column, (1.0 - 0.95) / 2.0).unwrap()
-        );
-        assert_eq!(
-            interval.hi,
-            percentile(&column, 1.0 - (1.0 - 0.95) / 2.0).unwrap()
-        );
+        assert_eq!(interval.lo, percentile(&column, (1.0 - 0.95) / 2.0).unwrap());
+        assert_eq!(interval.hi, percentile(&column, 1.0 - (1.0 - 0.95) / 2.0).unwrap());
     }
 
     #[test]
@@ -238,12 +202,7 @@ mod tests {
         // Pinned output of ChaCha8Rng::seed_from_u64(42) with u32 draws (rand 0.8,
         // rand_chacha 0.3). If this changes, every seeded report changes: bump deliberately.
         let mut drawn = Vec::new();
-        Bootstrap {
-            resamples: 2,
-            confidence: 0.9,
-            seed: 42,
-        }
-        .run(5, |ix| {
+        Bootstrap { resamples: 2, confidence: 0.9, seed: 42 }.run(5, |ix| {
             drawn.push(ix.to_vec());
             vec![0.0]
         });
@@ -254,12 +213,8 @@ mod tests {
     #[test]
     fn constant_data_gives_a_zero_width_interval() {
         let data = [0.7; 10];
-        let result = Bootstrap {
-            resamples: 500,
-            confidence: 0.95,
-            seed: 1,
-        }
-        .run(data.len(), |ix| vec![mean_of(&data, ix)]);
+        let result =
+            Bootstrap { resamples: 500, confidence: 0.95, seed: 1 }.run(data.len(), |ix| vec![mean_of(&data, ix)]);
         let interval = result.intervals[0].clone().unwrap();
         assert_eq!(interval.width(), 0.0);
         assert_relative_eq!(interval.lo, 0.7, max_relative = 1e-15);
@@ -270,12 +225,7 @@ mod tests {
         // Means of 2 draws from {0, 1}: 0 (p 1/4), 0.5 (p 1/2), 1 (p 1/4). With 4000 resamples
         // the 2.5% and 97.5% quantiles fall inside the outer quarters: exactly 0 and 1.
         let data = [0.0, 1.0];
-        let result = Bootstrap {
-            resamples: 4000,
-            confidence: 0.95,
-            seed: 3,
-        }
-        .run(2, |ix| vec![mean_of(&data, ix)]);
+        let result = Bootstrap { resamples: 4000, confidence: 0.95, seed: 3 }.run(2, |ix| vec![mean_of(&data, ix)]);
         let interval = result.intervals[0].clone().unwrap();
         assert_eq!((interval.lo, interval.hi), (0.0, 1.0));
         // And the middle value shows up about half the time (binomial sd ~ 0.008).
@@ -288,50 +238,27 @@ mod tests {
         // System b is system a plus 0.1 on every unit: on every (shared) resample b wins.
         let a = [0.2, 0.9, 0.4, 0.6, 0.1, 0.8];
         let b: Vec<f64> = a.iter().map(|v| v + 0.1).collect();
-        let result = Bootstrap {
-            resamples: 300,
-            confidence: 0.9,
-            seed: 5,
-        }
-        .run(a.len(), |ix| vec![mean_of(&a, ix), mean_of(&b, ix)]);
+        let result = Bootstrap { resamples: 300, confidence: 0.9, seed: 5 }
+            .run(a.len(), |ix| vec![mean_of(&a, ix), mean_of(&b, ix)]);
         assert_eq!(result.win_rate(1, 0).unwrap(), 1.0);
         assert_eq!(result.win_rate(0, 1).unwrap(), 0.0);
         assert_eq!(result.win_rate(0, 0).unwrap(), 0.5);
         assert!(!result.win_rate(0, 2).is_defined());
-        let (ia, ib) = (
-            result.intervals[0].clone().unwrap(),
-            result.intervals[1].clone().unwrap(),
-        );
+        let (ia, ib) = (result.intervals[0].clone().unwrap(), result.intervals[1].clone().unwrap());
         assert_relative_eq!(ib.lo - ia.lo, 0.1, epsilon = 1e-12);
         assert_relative_eq!(ib.hi - ia.hi, 0.1, epsilon = 1e-12);
     }
 
     #[test]
     fn undefined_replicates_make_the_interval_undefined() {
-        let result = Bootstrap {
-            resamples: 50,
-            confidence: 0.95,
-            seed: 9,
-        }
-        .run(4, |ix| {
-            vec![if ix.contains(&0) { f64::NAN } else { 1.0 }, 2.0]
-        });
+        let result = Bootstrap { resamples: 50, confidence: 0.95, seed: 9 }
+            .run(4, |ix| vec![if ix.contains(&0) { f64::NAN } else { 1.0 }, 2.0]);
         assert!(!result.intervals[0].is_defined());
         assert!(result.intervals[1].is_defined());
         assert!(!result.win_rate(0, 1).is_defined());
-        let bad = Bootstrap {
-            resamples: 10,
-            confidence: 1.0,
-            seed: 9,
-        }
-        .run(4, |_| vec![1.0]);
+        let bad = Bootstrap { resamples: 10, confidence: 1.0, seed: 9 }.run(4, |_| vec![1.0]);
         assert!(!bad.intervals[0].is_defined());
-        let empty = Bootstrap {
-            resamples: 10,
-            confidence: 0.95,
-            seed: 9,
-        }
-        .run(0, |_| vec![1.0]);
+        let empty = Bootstrap { resamples: 10, confidence: 0.95, seed: 9 }.run(0, |_| vec![1.0]);
         assert!(empty.intervals.is_empty() && empty.replicates.is_empty());
     }
 }

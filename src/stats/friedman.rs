@@ -49,9 +49,7 @@ pub fn friedman_named(blocks: &[Vec<f64>], names: &[&str]) -> Stat<Friedman> {
     }
     let k = blocks[0].len();
     if k < 3 {
-        return Stat::undefined(format!(
-            "Friedman's test needs at least 3 treatments, got {k}"
-        ));
+        return Stat::undefined(format!("Friedman's test needs at least 3 treatments, got {k}"));
     }
     if !names.is_empty() && names.len() != k {
         return Stat::undefined(format!("{} treatment names for {k} treatments", names.len()));
@@ -60,23 +58,14 @@ pub fn friedman_named(blocks: &[Vec<f64>], names: &[&str]) -> Stat<Friedman> {
     let mut tie_term = 0.0;
     for (i, block) in blocks.iter().enumerate() {
         if block.len() != k {
-            return Stat::undefined(format!(
-                "block {i} has {} values, block 0 has {k}",
-                block.len()
-            ));
+            return Stat::undefined(format!("block {i} has {} values, block 0 has {k}", block.len()));
         }
         if let Some(reason) = check_no_nan(block, &format!("block {i}")) {
             return Stat::Undefined(reason);
         }
         let (ranks, tie_sizes) = average_ranks_and_ties(block, Order::LowerIsBetter);
-        rank_sums
-            .iter_mut()
-            .zip(&ranks)
-            .for_each(|(sum, rank)| *sum += rank);
-        tie_term += tie_sizes
-            .iter()
-            .map(|&t| (t * t * t - t) as f64)
-            .sum::<f64>();
+        rank_sums.iter_mut().zip(&ranks).for_each(|(sum, rank)| *sum += rank);
+        tie_term += tie_sizes.iter().map(|&t| (t * t * t - t) as f64).sum::<f64>();
     }
     let (nf, kf) = (n as f64, k as f64);
     let correction = 1.0 - tie_term / (kf * (kf * kf - 1.0) * nf);
@@ -84,8 +73,7 @@ pub fn friedman_named(blocks: &[Vec<f64>], names: &[&str]) -> Stat<Friedman> {
         return Stat::undefined("every block is all tied: nothing to compare");
     }
     let sum_of_squares: f64 = rank_sums.iter().map(|r| r * r).sum();
-    let statistic =
-        (12.0 / (kf * nf * (kf + 1.0)) * sum_of_squares - 3.0 * nf * (kf + 1.0)) / correction;
+    let statistic = (12.0 / (kf * nf * (kf + 1.0)) * sum_of_squares - 3.0 * nf * (kf + 1.0)) / correction;
     let chi_square = ChiSquared::new(kf - 1.0).expect("k >= 3");
     // Rounding can leave Q a hair below 0 when all mean ranks are equal.
     let p_value = chi_square.sf(statistic.max(0.0));
@@ -112,20 +100,14 @@ mod tests {
     use approx::assert_relative_eq;
 
     fn rows(values: &[&[i32]]) -> Vec<Vec<f64>> {
-        values
-            .iter()
-            .map(|row| row.iter().map(|&v| f64::from(v)).collect())
-            .collect()
+        values.iter().map(|row| row.iter().map(|&v| f64::from(v)).collect()).collect()
     }
 
     fn check(blocks: &[Vec<f64>], statistic: f64, p_value: f64, mean_ranks: &[f64]) {
         let result = friedman(blocks).unwrap();
         assert_relative_eq!(result.statistic, statistic, max_relative = 1e-12);
         assert_relative_eq!(result.p_value, p_value, max_relative = 1e-9);
-        assert_eq!(
-            (result.n, result.k, result.df),
-            (blocks.len(), blocks[0].len(), blocks[0].len() - 1)
-        );
+        assert_eq!((result.n, result.k, result.df), (blocks.len(), blocks[0].len(), blocks[0].len() - 1));
         assert_eq!(result.mean_ranks.len(), mean_ranks.len());
         for (j, (got, want)) in result.mean_ranks.iter().zip(mean_ranks).enumerate() {
             assert_relative_eq!(got.mean_rank, want, max_relative = 1e-12);
@@ -139,38 +121,15 @@ mod tests {
     #[test]
     fn no_ties() {
         // -> (2.3333333333333286, 0.31140322391459846), mean ranks [1.5, 2.1667, 2.3333]
-        let blocks = rows(&[
-            &[1, 2, 3],
-            &[2, 3, 1],
-            &[1, 3, 2],
-            &[1, 2, 3],
-            &[3, 1, 2],
-            &[1, 2, 3],
-        ]);
-        check(
-            &blocks,
-            2.3333333333333286,
-            0.31140322391459846,
-            &[1.5, 2.1666666666666665, 2.3333333333333335],
-        );
+        let blocks = rows(&[&[1, 2, 3], &[2, 3, 1], &[1, 3, 2], &[1, 2, 3], &[3, 1, 2], &[1, 2, 3]]);
+        check(&blocks, 2.3333333333333286, 0.31140322391459846, &[1.5, 2.1666666666666665, 2.3333333333333335]);
     }
 
     #[test]
     fn ties_are_corrected() {
         // -> (0.9285714285714299, 0.8185279603939758), mean ranks [2.4, 2.5, 2.2, 2.9]
-        let blocks = rows(&[
-            &[1, 2, 2, 4],
-            &[3, 3, 1, 2],
-            &[1, 1, 1, 2],
-            &[4, 3, 2, 1],
-            &[2, 2, 3, 3],
-        ]);
-        check(
-            &blocks,
-            0.9285714285714299,
-            0.8185279603939758,
-            &[2.4, 2.5, 2.2, 2.9],
-        );
+        let blocks = rows(&[&[1, 2, 2, 4], &[3, 3, 1, 2], &[1, 1, 1, 2], &[4, 3, 2, 1], &[2, 2, 3, 3]]);
+        check(&blocks, 0.9285714285714299, 0.8185279603939758, &[2.4, 2.5, 2.2, 2.9]);
     }
 
     #[test]
@@ -187,12 +146,7 @@ mod tests {
             &[3, 1, 2, 4, 5],
             &[1, 2, 3, 4, 5],
         ]);
-        check(
-            &blocks,
-            26.100000000000023,
-            3.0208790365833713e-05,
-            &[1.5, 1.75, 2.875, 4.125, 4.75],
-        );
+        check(&blocks, 26.100000000000023, 3.0208790365833713e-05, &[1.5, 1.75, 2.875, 4.125, 4.75]);
     }
 
     #[test]

@@ -22,20 +22,12 @@ pub enum Weights {
 /// such pairs; we refuse), or expected disagreement is 0.
 pub fn cohen(a: &[i64], b: &[i64], labels: &[i64], weights: Weights) -> Stat<f64> {
     if a.len() != b.len() {
-        return Stat::undefined(format!(
-            "the raters rated different numbers of items ({} vs {})",
-            a.len(),
-            b.len()
-        ));
+        return Stat::undefined(format!("the raters rated different numbers of items ({} vs {})", a.len(), b.len()));
     }
     if a.is_empty() {
         return Stat::undefined("no rated items");
     }
-    if let Some(duplicate) = labels
-        .iter()
-        .enumerate()
-        .find(|(i, l)| labels[..*i].contains(l))
-    {
+    if let Some(duplicate) = labels.iter().enumerate().find(|(i, l)| labels[..*i].contains(l)) {
         return Stat::undefined(format!("label {} appears twice in the scale", duplicate.1));
     }
     let position = |label: i64| labels.iter().position(|&l| l == label);
@@ -46,16 +38,12 @@ pub fn cohen(a: &[i64], b: &[i64], labels: &[i64], weights: Weights) -> Stat<f64
             (Some(i), Some(j)) => confusion[i][j] += 1.0,
             _ => {
                 let outside = if position(x).is_none() { x } else { y };
-                return Stat::undefined(format!(
-                    "item {item}: rating {outside} is not in the label scale {labels:?}"
-                ));
+                return Stat::undefined(format!("item {item}: rating {outside} is not in the label scale {labels:?}"));
             }
         }
     }
     let row_totals: Vec<f64> = confusion.iter().map(|row| row.iter().sum()).collect();
-    let column_totals: Vec<f64> = (0..size)
-        .map(|j| confusion.iter().map(|row| row[j]).sum())
-        .collect();
+    let column_totals: Vec<f64> = (0..size).map(|j| confusion.iter().map(|row| row[j]).sum()).collect();
     let total = a.len() as f64;
 
     let weight = |i: usize, j: usize| -> f64 {
@@ -87,15 +75,8 @@ mod tests {
     const SCALE: [i64; 5] = [1, 2, 3, 4, 5];
 
     fn check(a: &[i64], b: &[i64], labels: &[i64], expected: [f64; 3]) {
-        for (weights, want) in [Weights::None, Weights::Linear, Weights::Quadratic]
-            .into_iter()
-            .zip(expected)
-        {
-            assert_relative_eq!(
-                cohen(a, b, labels, weights).unwrap(),
-                want,
-                max_relative = 1e-12
-            );
+        for (weights, want) in [Weights::None, Weights::Linear, Weights::Quadratic].into_iter().zip(expected) {
+            assert_relative_eq!(cohen(a, b, labels, weights).unwrap(), want, max_relative = 1e-12);
         }
     }
 
@@ -105,12 +86,7 @@ mod tests {
         // w = None, "linear", "quadratic" -> 0.4642857142857142, 0.7, 0.8648648648648649
         let a = [1, 2, 3, 4, 5, 3, 2, 4, 5, 1, 3, 3];
         let b = [1, 3, 3, 4, 4, 3, 2, 5, 5, 2, 2, 3];
-        check(
-            &a,
-            &b,
-            &SCALE,
-            [0.4642857142857142, 0.7, 0.8648648648648649],
-        );
+        check(&a, &b, &SCALE, [0.4642857142857142, 0.7, 0.8648648648648649]);
     }
 
     #[test]
@@ -121,29 +97,14 @@ mod tests {
         // give 0.40740740740740744 and 0.5897435897435898 instead.
         let a = [1, 2, 5, 5, 1, 2, 2, 5];
         let b = [1, 5, 5, 2, 2, 2, 1, 5];
-        check(
-            &a,
-            &b,
-            &SCALE,
-            [0.23809523809523814, 0.4385964912280702, 0.5628415300546448],
-        );
-        check(
-            &a,
-            &b,
-            &[1, 2, 5],
-            [0.23809523809523814, 0.40740740740740744, 0.5897435897435898],
-        );
+        check(&a, &b, &SCALE, [0.23809523809523814, 0.4385964912280702, 0.5628415300546448]);
+        check(&a, &b, &[1, 2, 5], [0.23809523809523814, 0.40740740740740744, 0.5897435897435898]);
     }
 
     #[test]
     fn binary_labels() {
         // scikit-learn 1.9.1: cohen_kappa_score([0,1,1,0,1,0,0,1], [0,1,0,0,1,1,0,1]) -> 0.5
-        let kappa = cohen(
-            &[0, 1, 1, 0, 1, 0, 0, 1],
-            &[0, 1, 0, 0, 1, 1, 0, 1],
-            &[0, 1],
-            Weights::None,
-        );
+        let kappa = cohen(&[0, 1, 1, 0, 1, 0, 0, 1], &[0, 1, 0, 0, 1, 1, 0, 1], &[0, 1], Weights::None);
         assert_relative_eq!(kappa.unwrap(), 0.5, max_relative = 1e-12);
     }
 
@@ -154,10 +115,7 @@ mod tests {
             Stat::Defined(v) => panic!("expected undefined, got {v}"),
         };
         let reason = undefined(cohen(&[1, 2, 7], &[1, 2, 3], &SCALE, Weights::Linear));
-        assert!(
-            reason.contains("item 2") && reason.contains('7'),
-            "{reason}"
-        );
+        assert!(reason.contains("item 2") && reason.contains('7'), "{reason}");
         undefined(cohen(&[3, 3], &[3, 3], &SCALE, Weights::Quadratic));
         undefined(cohen(&[1, 2], &[1], &SCALE, Weights::None));
         undefined(cohen(&[], &[], &SCALE, Weights::None));

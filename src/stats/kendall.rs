@@ -43,41 +43,25 @@ pub fn tau_b(x: &[f64], y: &[f64]) -> Stat<Kendall> {
     let counts = PairCounts::of(x, y);
     let total = counts.total_pairs;
     if counts.x_ties.pairs == total || counts.y_ties.pairs == total {
-        let side = if counts.x_ties.pairs == total {
-            "x"
-        } else {
-            "y"
-        };
+        let side = if counts.x_ties.pairs == total { "x" } else { "y" };
         return Stat::undefined(format!("all values of {side} are tied"));
     }
     // concordant - discordant, from total = con + dis + x_ties + y_ties - joint_ties.
     let con_minus_dis = total as f64 - counts.x_ties.pairs as f64 - counts.y_ties.pairs as f64
         + counts.joint_tie_pairs as f64
         - 2.0 * counts.discordant as f64;
-    let tau = con_minus_dis
-        / ((total - counts.x_ties.pairs) as f64).sqrt()
-        / ((total - counts.y_ties.pairs) as f64).sqrt();
+    let tau =
+        con_minus_dis / ((total - counts.x_ties.pairs) as f64).sqrt() / ((total - counts.y_ties.pairs) as f64).sqrt();
     let tau = tau.clamp(-1.0, 1.0);
 
     let no_ties = counts.x_ties.pairs == 0 && counts.y_ties.pairs == 0;
     let near_perfect = counts.discordant.min(total - counts.discordant) <= 1;
     let (p_value, method) = if no_ties && (n <= 33 || near_perfect) {
-        (
-            exact_p_value(n as u64, total - counts.discordant),
-            PValueMethod::Exact,
-        )
+        (exact_p_value(n as u64, total - counts.discordant), PValueMethod::Exact)
     } else {
-        (
-            asymptotic_p_value(n, con_minus_dis, &counts),
-            PValueMethod::Asymptotic,
-        )
+        (asymptotic_p_value(n, con_minus_dis, &counts), PValueMethod::Asymptotic)
     };
-    Stat::Defined(Kendall {
-        tau,
-        p_value,
-        n,
-        method,
-    })
+    Stat::Defined(Kendall { tau, p_value, n, method })
 }
 
 /// Pair counts of a paired sample.
@@ -135,13 +119,7 @@ impl PairCounts {
         let discordant = sort_counting_inversions(&mut ys);
         let y_ties = TieSums::of_sorted(&ys);
 
-        PairCounts {
-            total_pairs: (n as u64) * (n as u64 - 1) / 2,
-            discordant,
-            joint_tie_pairs,
-            x_ties,
-            y_ties,
-        }
+        PairCounts { total_pairs: (n as u64) * (n as u64 - 1) / 2, discordant, joint_tie_pairs, x_ties, y_ties }
     }
 }
 
@@ -270,12 +248,7 @@ mod tests {
     fn check(x: &[f64], y: &[f64], tau: f64, p_value: f64, method: PValueMethod) {
         let result = tau_b(x, y).unwrap();
         assert_relative_eq!(result.tau, tau, max_relative = 1e-12, epsilon = 1e-15);
-        assert_relative_eq!(
-            result.p_value,
-            p_value,
-            max_relative = 1e-9,
-            epsilon = 1e-300
-        );
+        assert_relative_eq!(result.p_value, p_value, max_relative = 1e-9, epsilon = 1e-300);
         assert_eq!(result.method, method);
         assert_eq!(result.n, x.len());
     }
@@ -296,13 +269,7 @@ mod tests {
             PValueMethod::Asymptotic,
         );
         // scipy 1.17.1: kendalltau([1,1,2,2,3,3], [1,2,1,2,1,2]) -> (0.0, 1.0)
-        check(
-            &[1., 1., 2., 2., 3., 3.],
-            &[1., 2., 1., 2., 1., 2.],
-            0.0,
-            1.0,
-            PValueMethod::Asymptotic,
-        );
+        check(&[1., 1., 2., 2., 3., 3.], &[1., 2., 1., 2., 1., 2.], 0.0, 1.0, PValueMethod::Asymptotic);
     }
 
     #[test]
@@ -317,26 +284,14 @@ mod tests {
             PValueMethod::Exact,
         );
         // scipy 1.17.1: kendalltau([1,2,3,4], [2,4,1,3]) -> (0.0, 1.0)  (4c = n(n-1) branch)
-        check(
-            &[1., 2., 3., 4.],
-            &[2., 4., 1., 3.],
-            0.0,
-            1.0,
-            PValueMethod::Exact,
-        );
+        check(&[1., 2., 3., 4.], &[2., 4., 1., 3.], 0.0, 1.0, PValueMethod::Exact);
         // scipy 1.17.1: x = range(25); y = 24 - x with y[3]<->y[4] and y[7]<->y[9] swapped:
         // kendalltau(x, y) -> (-0.973333333333333, 2.594768550459063e-21)
         let x: Vec<f64> = (0..25).map(f64::from).collect();
         let mut y: Vec<f64> = (0..25).map(|i| f64::from(24 - i)).collect();
         y.swap(3, 4);
         y.swap(7, 9);
-        check(
-            &x,
-            &y,
-            -0.973333333333333,
-            2.594768550459063e-21,
-            PValueMethod::Exact,
-        );
+        check(&x, &y, -0.973333333333333, 2.594768550459063e-21, PValueMethod::Exact);
     }
 
     #[test]
@@ -345,29 +300,15 @@ mod tests {
         // y = [(i*i*7 + 3*i) % 101 + i/1000 for i in range(40)] (no ties, n > 33)
         // kendalltau(x, y) -> (0.1512820512820513, 0.1691866115840288)
         let x: Vec<f64> = (0..40).map(|i| f64::from((i * 17) % 41)).collect();
-        let y: Vec<f64> = (0..40)
-            .map(|i| f64::from((i * i * 7 + 3 * i) % 101) + f64::from(i) / 1000.0)
-            .collect();
-        check(
-            &x,
-            &y,
-            0.1512820512820513,
-            0.1691866115840288,
-            PValueMethod::Asymptotic,
-        );
+        let y: Vec<f64> = (0..40).map(|i| f64::from((i * i * 7 + 3 * i) % 101) + f64::from(i) / 1000.0).collect();
+        check(&x, &y, 0.1512820512820513, 0.1691866115840288, PValueMethod::Asymptotic);
 
         // scipy 1.17.1: x = range(50), y = x with y[10]<->y[11]: one discordant pair, so the
         // exact p even though n > 33 -> (0.9983673469387755, 3.287949416633158e-63)
         let x: Vec<f64> = (0..50).map(f64::from).collect();
         let mut y = x.clone();
         y.swap(10, 11);
-        check(
-            &x,
-            &y,
-            0.9983673469387755,
-            3.287949416633158e-63,
-            PValueMethod::Exact,
-        );
+        check(&x, &y, 0.9983673469387755, 3.287949416633158e-63, PValueMethod::Exact);
 
         // scipy 1.17.1: x = y = range(200) -> (1.0, 0.0); with y[0]<->y[1]
         // -> (0.9998994974874371, 0.0)  (n!/2 overflows, scipy returns 0)
@@ -385,16 +326,8 @@ mod tests {
         // y = [((i*104729) % 2003) % 70 + ((i*7919) % 1009 % 50)//10 for i in range(n)]
         // kendalltau(x, y) -> (0.04523140824113113, 0.00025905532540029135)
         let xi: Vec<i64> = (0..3000).map(|i| (i * 7919) % 1009 % 50).collect();
-        let yi: Vec<i64> = (0..3000)
-            .map(|i| ((i * 104729) % 2003) % 70 + ((i * 7919) % 1009 % 50) / 10)
-            .collect();
-        check(
-            &as_f64(&xi),
-            &as_f64(&yi),
-            0.04523140824113113,
-            0.00025905532540029135,
-            PValueMethod::Asymptotic,
-        );
+        let yi: Vec<i64> = (0..3000).map(|i| ((i * 104729) % 2003) % 70 + ((i * 7919) % 1009 % 50) / 10).collect();
+        check(&as_f64(&xi), &as_f64(&yi), 0.04523140824113113, 0.00025905532540029135, PValueMethod::Asymptotic);
     }
 
     #[test]
@@ -404,16 +337,9 @@ mod tests {
         // y = [(i*104729) % 100019 % 1500 + ((i*7919) % 100003 % 1000)//100 for i in range(n)]
         // kendalltau(x, y) -> (0.004365513200426061, 0.038545610081974394)
         let x: Vec<i64> = (0..100_000).map(|i| (i * 7919) % 100_003 % 1000).collect();
-        let y: Vec<i64> = (0..100_000)
-            .map(|i| (i * 104_729) % 100_019 % 1500 + ((i * 7919) % 100_003 % 1000) / 100)
-            .collect();
-        check(
-            &as_f64(&x),
-            &as_f64(&y),
-            0.004365513200426061,
-            0.038545610081974394,
-            PValueMethod::Asymptotic,
-        );
+        let y: Vec<i64> =
+            (0..100_000).map(|i| (i * 104_729) % 100_019 % 1500 + ((i * 7919) % 100_003 % 1000) / 100).collect();
+        check(&as_f64(&x), &as_f64(&y), 0.004365513200426061, 0.038545610081974394, PValueMethod::Asymptotic);
     }
 
     /// tau-b straight from its definition, O(n²).
@@ -438,9 +364,7 @@ mod tests {
             let n = rng.gen_range(2..300u32) as usize;
             let levels = 1 + round % 12; // few levels = many ties
             let x: Vec<f64> = (0..n).map(|_| rng.gen_range(0..levels) as f64).collect();
-            let y: Vec<f64> = (0..n)
-                .map(|_| rng.gen_range(0..levels + 3) as f64)
-                .collect();
+            let y: Vec<f64> = (0..n).map(|_| rng.gen_range(0..levels + 3) as f64).collect();
             match tau_b(&x, &y) {
                 Stat::Defined(k) => {
                     assert_relative_eq!(k.tau, naive_tau_b(&x, &y), epsilon = 1e-12)

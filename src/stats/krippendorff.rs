@@ -79,24 +79,14 @@ fn pairable_units(reliability: &[Vec<Option<f64>>]) -> Result<Vec<Vec<f64>>, Str
     let unit_count = first.len();
     for (coder, row) in reliability.iter().enumerate() {
         if row.len() != unit_count {
-            return Err(format!(
-                "coder {coder} has {} units, coder 0 has {unit_count}",
-                row.len()
-            ));
+            return Err(format!("coder {coder} has {} units, coder 0 has {unit_count}", row.len()));
         }
         if let Some(unit) = row.iter().position(|v| v.is_some_and(f64::is_nan)) {
-            return Err(format!(
-                "coder {coder}, unit {unit} is NaN (use None for missing)"
-            ));
+            return Err(format!("coder {coder}, unit {unit} is NaN (use None for missing)"));
         }
     }
     Ok((0..unit_count)
-        .map(|unit| {
-            reliability
-                .iter()
-                .filter_map(|row| row[unit])
-                .collect::<Vec<f64>>()
-        })
+        .map(|unit| reliability.iter().filter_map(|row| row[unit]).collect::<Vec<f64>>())
         .filter(|values| values.len() >= 2)
         .collect())
 }
@@ -116,12 +106,7 @@ impl<'a> Distance<'a> {
         for (i, n) in marginals.iter().enumerate() {
             cumulative[i + 1] = cumulative[i] + n;
         }
-        Distance {
-            level,
-            domain,
-            marginals,
-            cumulative,
-        }
+        Distance { level, domain, marginals, cumulative }
     }
 
     fn squared(&self, i: usize, j: usize) -> f64 {
@@ -157,22 +142,11 @@ mod tests {
     const M: f64 = f64::NAN; // missing, in the tables below
 
     fn data(rows: &[&[f64]]) -> Vec<Vec<Option<f64>>> {
-        rows.iter()
-            .map(|row| {
-                row.iter()
-                    .map(|&v| if v.is_nan() { None } else { Some(v) })
-                    .collect()
-            })
-            .collect()
+        rows.iter().map(|row| row.iter().map(|&v| if v.is_nan() { None } else { Some(v) }).collect()).collect()
     }
 
     fn check(reliability: &[Vec<Option<f64>>], expected: [f64; 4]) {
-        let levels = [
-            Level::Nominal,
-            Level::Ordinal,
-            Level::Interval,
-            Level::Ratio,
-        ];
+        let levels = [Level::Nominal, Level::Ordinal, Level::Interval, Level::Ratio];
         for (level, want) in levels.into_iter().zip(expected) {
             let got = alpha(reliability, level).unwrap();
             assert_relative_eq!(got, want, max_relative = 1e-12);
@@ -191,15 +165,7 @@ mod tests {
             &[1., M, 2., 1., 3., 3., 4., 3., M, M, M, M, M, M, M],
             &[M, M, 2., 1., 3., 4., 4., M, 2., 1., 1., 3., 3., M, 4.],
         ]);
-        check(
-            &d,
-            [
-                0.691358024691358,
-                0.8067214199413153,
-                0.8108448928121059,
-                0.8089436707842471,
-            ],
-        );
+        check(&d, [0.691358024691358, 0.8067214199413153, 0.8108448928121059, 0.8089436707842471]);
     }
 
     #[test]
@@ -214,15 +180,7 @@ mod tests {
             &[M, 3., 3., 3., 2., 3., 4., 2., 2., 5., 1., M],
             &[1., 2., 3., 3., 2., 4., 4., 1., 2., 5., 1., M],
         ]);
-        check(
-            &d,
-            [
-                0.743421052631579,
-                0.8153875037548814,
-                0.8491071428571428,
-                0.7974027747116121,
-            ],
-        );
+        check(&d, [0.743421052631579, 0.8153875037548814, 0.8491071428571428, 0.7974027747116121]);
     }
 
     #[test]
@@ -234,15 +192,7 @@ mod tests {
             &[1.5, 2.5, 7.0, 4.0, 3.5, M, 8.0],
             &[2.0, 2.0, 6.0, 4.0, M, 0.5, 9.5],
         ]);
-        check(
-            &d,
-            [
-                0.30612244897959195,
-                0.9661295911295912,
-                0.9755291785638436,
-                0.9763686773877672,
-            ],
-        );
+        check(&d, [0.30612244897959195, 0.9661295911295912, 0.9755291785638436, 0.9763686773877672]);
     }
 
     #[test]
@@ -258,11 +208,7 @@ mod tests {
         // No unit with two values (the 5 in unit 3 is not pairable).
         assert!(!alpha(&data(&[&[1., M, 5.], &[M, 2., M]]), Level::Nominal).is_defined());
         assert!(!alpha(&[], Level::Interval).is_defined());
-        assert!(!alpha(
-            &[vec![Some(1.0)], vec![Some(1.0), Some(2.0)]],
-            Level::Nominal
-        )
-        .is_defined());
+        assert!(!alpha(&[vec![Some(1.0)], vec![Some(1.0), Some(2.0)]], Level::Nominal).is_defined());
         assert!(!alpha(&[vec![Some(f64::NAN)], vec![Some(1.0)]], Level::Nominal).is_defined());
     }
 }

@@ -96,19 +96,12 @@ impl Interval {
 /// Returns the reason the statistic is undefined, if any.
 fn check_paired(x: &[f64], y: &[f64]) -> Option<String> {
     if x.len() != y.len() {
-        return Some(format!(
-            "x and y differ in length ({} vs {})",
-            x.len(),
-            y.len()
-        ));
+        return Some(format!("x and y differ in length ({} vs {})", x.len(), y.len()));
     }
     check_no_nan(x, "x").or_else(|| check_no_nan(y, "y"))
 }
 
 /// `Some(reason)` when `values` holds a NaN (statistics never guess what a NaN meant).
 fn check_no_nan(values: &[f64], name: &str) -> Option<String> {
-    values
-        .iter()
-        .position(|v| v.is_nan())
-        .map(|i| format!("{name} holds NaN at position {i}"))
+    values.iter().position(|v| v.is_nan()).map(|i| format!("{name} holds NaN at position {i}"))
 }

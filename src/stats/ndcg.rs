@@ -26,24 +26,13 @@ impl Gain {
 /// documents and negative grades gain 0; the ideal DCG uses all judged grades of the query;
 /// the document at 1-based rank r is discounted by log2(r + 1). Undefined when k = 0, the
 /// ideal DCG is 0 (no relevant judged document) or a document appears twice in `ranked`.
-pub fn ndcg_at_k<S: AsRef<str>>(
-    ranked: &[S],
-    grades: &BTreeMap<String, i64>,
-    k: usize,
-    gain: Gain,
-) -> Stat<f64> {
+pub fn ndcg_at_k<S: AsRef<str>>(ranked: &[S], grades: &BTreeMap<String, i64>, k: usize, gain: Gain) -> Stat<f64> {
     if k == 0 {
         return Stat::undefined("nDCG@0 is not defined");
     }
     let mut seen = BTreeSet::new();
-    if let Some(repeated) = ranked
-        .iter()
-        .map(AsRef::as_ref)
-        .find(|&id| !seen.insert(id))
-    {
-        return Stat::undefined(format!(
-            "document `{repeated}` appears twice in the ranking"
-        ));
+    if let Some(repeated) = ranked.iter().map(AsRef::as_ref).find(|&id| !seen.insert(id)) {
+        return Stat::undefined(format!("document `{repeated}` appears twice in the ranking"));
     }
     let mut ideal_gains: Vec<f64> = grades.values().map(|&g| gain.of(g)).collect();
     ideal_gains.sort_by(|a, b| b.total_cmp(a));
@@ -51,19 +40,13 @@ pub fn ndcg_at_k<S: AsRef<str>>(
     if ideal == 0.0 {
         return Stat::undefined("no judged document of this query is relevant (ideal DCG is 0)");
     }
-    let gains = ranked
-        .iter()
-        .take(k)
-        .map(|id| grades.get(id.as_ref()).map_or(0.0, |&g| gain.of(g)));
+    let gains = ranked.iter().take(k).map(|id| grades.get(id.as_ref()).map_or(0.0, |&g| gain.of(g)));
     Stat::Defined(dcg(gains) / ideal)
 }
 
 /// Σ gain_r / log2(r + 1) over 1-based ranks r.
 fn dcg(gains: impl Iterator<Item = f64>) -> f64 {
-    gains
-        .enumerate()
-        .map(|(i, g)| g / (i as f64 + 2.0).log2())
-        .sum()
+    gains.enumerate().map(|(i, g)| g / (i as f64 + 2.0).log2()).sum()
 }
 
 #[cfg(test)]
@@ -74,20 +57,9 @@ mod tests {
     /// One query: d6 has a negative grade; d7 and d8 are unjudged; d9 is judged but not
     /// retrieved (it still counts in the ideal DCG).
     fn example() -> (Vec<&'static str>, BTreeMap<String, i64>) {
-        let grades = [
-            ("d1", 2),
-            ("d2", 0),
-            ("d3", 1),
-            ("d4", 2),
-            ("d5", 1),
-            ("d6", -1),
-            ("d9", 1),
-        ];
+        let grades = [("d1", 2), ("d2", 0), ("d3", 1), ("d4", 2), ("d5", 1), ("d6", -1), ("d9", 1)];
         let ranked = vec!["d3", "d7", "d1", "d6", "d2", "d4", "d8", "d5"];
-        (
-            ranked,
-            grades.iter().map(|(d, g)| (d.to_string(), *g)).collect(),
-        )
+        (ranked, grades.iter().map(|(d, g)| (d.to_string(), *g)).collect())
     }
 
     #[test]
@@ -96,16 +68,8 @@ mod tests {
         // in the ranked order: ndcg_cut_3 0.5316519652587917, ndcg_cut_5 0.43673949858938643,
         // ndcg_cut_10 0.6611972329358607.
         let (ranked, grades) = example();
-        for (k, want) in [
-            (3, 0.5316519652587917),
-            (5, 0.43673949858938643),
-            (10, 0.6611972329358607),
-        ] {
-            assert_relative_eq!(
-                ndcg_at_k(&ranked, &grades, k, Gain::Linear).unwrap(),
-                want,
-                max_relative = 1e-12
-            );
+        for (k, want) in [(3, 0.5316519652587917), (5, 0.43673949858938643), (10, 0.6611972329358607)] {
+            assert_relative_eq!(ndcg_at_k(&ranked, &grades, k, Gain::Linear).unwrap(), want, max_relative = 1e-12);
         }
     }
 
@@ -133,10 +97,7 @@ mod tests {
         let ranked = ["d1", "d4", "d3", "d5", "d9"];
         assert_relative_eq!(ndcg_at_k(&ranked, &grades, 10, Gain::Linear).unwrap(), 1.0);
         let owned: Vec<String> = ranked.iter().map(|s| s.to_string()).collect();
-        assert_relative_eq!(
-            ndcg_at_k(&owned, &grades, 5, Gain::Exponential).unwrap(),
-            1.0
-        );
+        assert_relative_eq!(ndcg_at_k(&owned, &grades, 5, Gain::Exponential).unwrap(), 1.0);
     }
 
     #[test]
@@ -144,13 +105,9 @@ mod tests {
         let (ranked, grades) = example();
         assert!(!ndcg_at_k(&ranked, &grades, 0, Gain::Linear).is_defined());
         assert!(!ndcg_at_k(&["d1", "d3", "d1"], &grades, 10, Gain::Linear).is_defined());
-        let irrelevant: BTreeMap<String, i64> =
-            [("d1".to_string(), 0), ("d2".to_string(), -1)].into();
+        let irrelevant: BTreeMap<String, i64> = [("d1".to_string(), 0), ("d2".to_string(), -1)].into();
         assert!(!ndcg_at_k(&ranked, &irrelevant, 10, Gain::Linear).is_defined());
         // Nothing retrieved but relevant documents exist: a defined 0.
-        assert_eq!(
-            ndcg_at_k::<&str>(&[], &grades, 10, Gain::Linear).unwrap(),
-            0.0
-        );
+        assert_eq!(ndcg_at_k::<&str>(&[], &grades, 10, Gain::Linear).unwrap(), 0.0);
     }
 }

@@ -61,9 +61,7 @@ fn tie_groups(values: &[f64], order: Order) -> Vec<TieGroup> {
     let mut indices: Vec<usize> = (0..values.len()).filter(|&i| !values[i].is_nan()).collect();
     let compare = |a: &usize, b: &usize| -> Ordering {
         // -0.0 == 0.0 must tie, so compare with partial_cmp (no NaN is left here).
-        let by_value = values[*a]
-            .partial_cmp(&values[*b])
-            .unwrap_or(Ordering::Equal);
+        let by_value = values[*a].partial_cmp(&values[*b]).unwrap_or(Ordering::Equal);
         match order {
             Order::LowerIsBetter => by_value,
             Order::HigherIsBetter => by_value.reverse(),
@@ -77,10 +75,7 @@ fn tie_groups(values: &[f64], order: Order) -> Vec<TieGroup> {
         while end < indices.len() && values[indices[end]] == values[indices[position]] {
             end += 1;
         }
-        groups.push(TieGroup {
-            first_rank: position + 1,
-            members: indices[position..end].to_vec(),
-        });
+        groups.push(TieGroup { first_rank: position + 1, members: indices[position..end].to_vec() });
         position = end;
     }
     groups
@@ -112,10 +107,7 @@ mod tests {
         // scipy 1.17.1: scipy.stats.rankdata([-0.9, -0.7, -0.7, -0.2], method="min")
         // -> [1, 2, 2, 4]
         let scores = [0.9, 0.7, 0.7, 0.2];
-        assert_eq!(
-            competition_ranks(&scores, Order::HigherIsBetter),
-            vec![Some(1), Some(2), Some(2), Some(4)]
-        );
+        assert_eq!(competition_ranks(&scores, Order::HigherIsBetter), vec![Some(1), Some(2), Some(2), Some(4)]);
     }
 
     #[test]
@@ -124,16 +116,12 @@ mod tests {
         let ranks = average_ranks(&values, Order::LowerIsBetter);
         assert!(ranks[1].is_nan());
         assert_eq!([ranks[0], ranks[2], ranks[3]], [2.5, 1.0, 2.5]);
-        assert_eq!(
-            competition_ranks(&values, Order::LowerIsBetter),
-            vec![Some(2), None, Some(1), Some(2)]
-        );
+        assert_eq!(competition_ranks(&values, Order::LowerIsBetter), vec![Some(2), None, Some(1), Some(2)]);
     }
 
     #[test]
     fn ties_are_reported_and_zero_signs_tie() {
-        let (ranks, ties) =
-            average_ranks_and_ties(&[0.0, -0.0, 5.0, 5.0, 5.0, 1.0], Order::LowerIsBetter);
+        let (ranks, ties) = average_ranks_and_ties(&[0.0, -0.0, 5.0, 5.0, 5.0, 1.0], Order::LowerIsBetter);
         assert_eq!(ranks, vec![1.5, 1.5, 5.0, 5.0, 5.0, 3.0]);
         assert_eq!(ties, vec![2, 3]);
         assert!(average_ranks(&[], Order::LowerIsBetter).is_empty());

@@ -32,11 +32,7 @@ pub fn spearman(x: &[f64], y: &[f64]) -> Stat<Correlation> {
         let student = StudentsT::new(0.0, 1.0, df).expect("df >= 1");
         2.0 * student.sf(t.abs())
     };
-    Stat::Defined(Correlation {
-        r,
-        p_value,
-        n: x.len(),
-    })
+    Stat::Defined(Correlation { r, p_value, n: x.len() })
 }
 
 /// Pearson's r; p from the exact null distribution (beta on [-1, 1] with a = b = n/2-1),
@@ -50,11 +46,7 @@ pub fn pearson(x: &[f64], y: &[f64]) -> Stat<Correlation> {
     let a = x.len() as f64 / 2.0 - 1.0;
     // 2 * P(R >= |r|) with (R + 1)/2 ~ Beta(a, a), i.e. 2 * I_{(1-|r|)/2}(a, a).
     let p_value = (2.0 * beta_reg(a, a, (1.0 - r.abs()) / 2.0)).min(1.0);
-    Stat::Defined(Correlation {
-        r,
-        p_value,
-        n: x.len(),
-    })
+    Stat::Defined(Correlation { r, p_value, n: x.len() })
 }
 
 /// The reason a correlation of `x` and `y` is undefined, if it is.
@@ -63,10 +55,7 @@ fn check_inputs(x: &[f64], y: &[f64]) -> Option<String> {
         return Some(reason);
     }
     if x.len() < 3 {
-        return Some(format!(
-            "a correlation needs at least 3 pairs, got {}",
-            x.len()
-        ));
+        return Some(format!("a correlation needs at least 3 pairs, got {}", x.len()));
     }
     for (values, name) in [(x, "x"), (y, "y")] {
         if values.iter().all(|&v| v == values[0]) {
@@ -84,20 +73,11 @@ fn pearson_r(x: &[f64], y: &[f64]) -> f64 {
         let mean = values.iter().sum::<f64>() / values.len() as f64;
         let deviations: Vec<f64> = values.iter().map(|v| v - mean).collect();
         let largest = deviations.iter().fold(0.0f64, |m, d| m.max(d.abs()));
-        let norm = largest
-            * deviations
-                .iter()
-                .map(|d| (d / largest).powi(2))
-                .sum::<f64>()
-                .sqrt();
+        let norm = largest * deviations.iter().map(|d| (d / largest).powi(2)).sum::<f64>().sqrt();
         deviations.iter().map(|d| d / norm).collect()
     };
     let (ux, uy) = (unit_deviations(x), unit_deviations(y));
-    ux.iter()
-        .zip(&uy)
-        .map(|(a, b)| a * b)
-        .sum::<f64>()
-        .clamp(-1.0, 1.0)
+    ux.iter().zip(&uy).map(|(a, b)| a * b).sum::<f64>().clamp(-1.0, 1.0)
 }
 
 #[cfg(test)]
@@ -137,16 +117,8 @@ mod tests {
         check(spearman(&x, &y), -0.8, 0.10408803866182788);
         check(pearson(&x, &y), -0.8, 0.10408803866182782);
         // scipy 1.17.1: spearmanr([1,2,3],[1,3,2]) and pearsonr -> (0.5, 0.6666666666666666)
-        check(
-            spearman(&[1., 2., 3.], &[1., 3., 2.]),
-            0.5,
-            0.6666666666666666,
-        );
-        check(
-            pearson(&[1., 2., 3.], &[1., 3., 2.]),
-            0.5,
-            0.6666666666666666,
-        );
+        check(spearman(&[1., 2., 3.], &[1., 3., 2.]), 0.5, 0.6666666666666666);
+        check(pearson(&[1., 2., 3.], &[1., 3., 2.]), 0.5, 0.6666666666666666);
     }
 
     #[test]
@@ -156,9 +128,8 @@ mod tests {
         // spearmanr -> (-0.03355587822351289, 0.4540590787249613)
         // pearsonr  -> (-0.02869862969982391, 0.5220122912510634)
         let x: Vec<f64> = (0..500).map(|i| f64::from((i * 7919) % 1009)).collect();
-        let y: Vec<f64> = (0..500)
-            .map(|i| f64::from((i * 7919) % 1009) * 0.01 + f64::from((i * 104729) % 2003))
-            .collect();
+        let y: Vec<f64> =
+            (0..500).map(|i| f64::from((i * 7919) % 1009) * 0.01 + f64::from((i * 104729) % 2003)).collect();
         check(spearman(&x, &y), -0.03355587822351289, 0.4540590787249613);
         check(pearson(&x, &y), -0.02869862969982391, 0.5220122912510634);
     }
@@ -167,9 +138,7 @@ mod tests {
     fn hundred_thousand_pairs() {
         // scipy 1.17.1, n = 100000 (same data as kendall's test of this size):
         // spearmanr(x, y) -> (0.00657456872121995, 0.037612051264856006)
-        let x: Vec<f64> = (0..100_000i64)
-            .map(|i| ((i * 7919) % 100_003 % 1000) as f64)
-            .collect();
+        let x: Vec<f64> = (0..100_000i64).map(|i| ((i * 7919) % 100_003 % 1000) as f64).collect();
         let y: Vec<f64> = (0..100_000i64)
             .map(|i| ((i * 104_729) % 100_019 % 1500 + ((i * 7919) % 100_003 % 1000) / 100) as f64)
             .collect();

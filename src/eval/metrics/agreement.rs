@@ -23,10 +23,7 @@ impl KappaBins {
     /// Checks the scale and the cut points; the message says what to fix.
     pub fn validate(&self) -> Result<(), String> {
         if self.max <= self.min {
-            return Err(format!(
-                "label scale {}..{} needs max > min",
-                self.min, self.max
-            ));
+            return Err(format!("label scale {}..{} needs max > min", self.min, self.max));
         }
         let labels = (self.max - self.min + 1) as usize;
         if self.cut_points.len() != labels - 1 {
@@ -39,13 +36,8 @@ impl KappaBins {
                 self.cut_points.len()
             ));
         }
-        if self.cut_points.iter().any(|c| !c.is_finite())
-            || self.cut_points.windows(2).any(|w| w[0] >= w[1])
-        {
-            return Err(format!(
-                "cut points must be finite and strictly ascending, got {:?}",
-                self.cut_points
-            ));
+        if self.cut_points.iter().any(|c| !c.is_finite()) || self.cut_points.windows(2).any(|w| w[0] >= w[1]) {
+            return Err(format!("cut points must be finite and strictly ascending, got {:?}", self.cut_points));
         }
         Ok(())
     }
@@ -68,20 +60,12 @@ pub fn quadratic_kappa(metric: &[f64], human: &[f64], bins: &KappaBins) -> Stat<
     let mut human_labels = Vec::with_capacity(human.len());
     for &h in human {
         if h.fract() != 0.0 || h < bins.min as f64 || h > bins.max as f64 {
-            return Stat::undefined(format!(
-                "human score {h} is not a whole number in {}..{}",
-                bins.min, bins.max
-            ));
+            return Stat::undefined(format!("human score {h} is not a whole number in {}..{}", bins.min, bins.max));
         }
         human_labels.push(h as i64);
     }
     let metric_labels: Vec<i64> = metric.iter().map(|&v| bins.label(v)).collect();
-    cohen(
-        &metric_labels,
-        &human_labels,
-        &bins.labels(),
-        Weights::Quadratic,
-    )
+    cohen(&metric_labels, &human_labels, &bins.labels(), Weights::Quadratic)
 }
 
 /// One candidate as pairwise agreement sees it.
@@ -145,11 +129,7 @@ pub fn pairwise(candidates: &[Scored]) -> PairwiseAgreement {
         }
     }
     let compared = human_labels.len();
-    let agreements = human_labels
-        .iter()
-        .zip(&metric_labels)
-        .filter(|(h, m)| h == m)
-        .count();
+    let agreements = human_labels.iter().zip(&metric_labels).filter(|(h, m)| h == m).count();
     let accuracy = if compared == 0 {
         Stat::undefined("no pair of candidates with a human preference")
     } else {
@@ -160,15 +140,7 @@ pub fn pairwise(candidates: &[Scored]) -> PairwiseAgreement {
     } else {
         cohen(&metric_labels, &human_labels, &[-1, 0, 1], Weights::None)
     };
-    PairwiseAgreement {
-        pairs,
-        human_ties,
-        compared,
-        metric_ties,
-        agreements,
-        accuracy,
-        kappa,
-    }
+    PairwiseAgreement { pairs, human_ties, compared, metric_ties, agreements, accuracy, kappa }
 }
 
 /// -1 when the first is better (higher), +1 when the second is, 0 on a tie.
@@ -187,12 +159,7 @@ mod tests {
     use super::*;
 
     fn s(item: &'static str, system: usize, metric: f64, human: f64) -> Scored<'static> {
-        Scored {
-            item,
-            system,
-            metric,
-            human,
-        }
+        Scored { item, system, metric, human }
     }
 
     #[test]
@@ -210,41 +177,18 @@ mod tests {
             s("q2", 1, 0.2, 4.0),
         ];
         let p = pairwise(&c);
-        assert_eq!(
-            (
-                p.pairs,
-                p.human_ties,
-                p.compared,
-                p.metric_ties,
-                p.agreements
-            ),
-            (4, 1, 3, 1, 2)
-        );
+        assert_eq!((p.pairs, p.human_ties, p.compared, p.metric_ties, p.agreements), (4, 1, 3, 1, 2));
         assert!((p.accuracy.clone().unwrap() - 2.0 / 3.0).abs() < 1e-15);
         // Labels (metric, human): (-1,-1), (0,-1), (1,1).
         // scikit-learn 1.9.1: cohen_kappa_score([-1, 0, 1], [-1, -1, 1]) -> 0.5
-        assert!(
-            (p.kappa.clone().unwrap() - 0.5).abs() < 1e-12,
-            "{:?}",
-            p.kappa
-        );
+        assert!((p.kappa.clone().unwrap() - 0.5).abs() < 1e-12, "{:?}", p.kappa);
     }
 
     #[test]
     fn pairwise_orients_by_system_not_by_input_order() {
         // The same pair listed in either order gives the same labels.
-        let forward = pairwise(&[
-            s("q", 0, 0.2, 1.0),
-            s("q", 1, 0.8, 5.0),
-            s("r", 0, 0.7, 4.0),
-            s("r", 1, 0.3, 2.0),
-        ]);
-        let backward = pairwise(&[
-            s("q", 1, 0.8, 5.0),
-            s("q", 0, 0.2, 1.0),
-            s("r", 1, 0.3, 2.0),
-            s("r", 0, 0.7, 4.0),
-        ]);
+        let forward = pairwise(&[s("q", 0, 0.2, 1.0), s("q", 1, 0.8, 5.0), s("r", 0, 0.7, 4.0), s("r", 1, 0.3, 2.0)]);
+        let backward = pairwise(&[s("q", 1, 0.8, 5.0), s("q", 0, 0.2, 1.0), s("r", 1, 0.3, 2.0), s("r", 0, 0.7, 4.0)]);
         assert_eq!(forward, backward);
         // Labels: q second better (both), r first better (both): perfect agreement.
         assert_eq!(forward.accuracy.unwrap(), 1.0);
@@ -253,51 +197,24 @@ mod tests {
 
     #[test]
     fn nothing_to_compare_is_undefined() {
-        let p = pairwise(&[
-            s("q", 0, 0.2, 3.0),
-            s("q", 1, 0.8, 3.0),
-            s("r", 0, 0.5, 1.0),
-        ]);
+        let p = pairwise(&[s("q", 0, 0.2, 3.0), s("q", 1, 0.8, 3.0), s("r", 0, 0.5, 1.0)]);
         assert_eq!((p.pairs, p.human_ties, p.compared), (1, 1, 0));
         assert!(!p.accuracy.is_defined() && !p.kappa.is_defined());
     }
 
     #[test]
     fn binning_and_quadratic_kappa() {
-        let bins = KappaBins {
-            min: 1,
-            max: 5,
-            cut_points: vec![0.2, 0.4, 0.6, 0.8],
-        };
+        let bins = KappaBins { min: 1, max: 5, cut_points: vec![0.2, 0.4, 0.6, 0.8] };
         bins.validate().unwrap();
-        assert_eq!(
-            [0.0, 0.2, 0.39, 0.4, 0.99].map(|v| bins.label(v)),
-            [1, 2, 2, 3, 5]
-        );
+        assert_eq!([0.0, 0.2, 0.39, 0.4, 0.99].map(|v| bins.label(v)), [1, 2, 2, 3, 5]);
         // Metric labels [1, 2, 3, 5, 4]; human [1, 3, 3, 4, 4].
         // scikit-learn 1.9.1: cohen_kappa_score([1,2,3,5,4], [1,3,3,4,4], labels=[1,2,3,4,5],
         // weights="quadratic") -> 0.875
-        let k = quadratic_kappa(
-            &[0.1, 0.3, 0.5, 0.9, 0.7],
-            &[1.0, 3.0, 3.0, 4.0, 4.0],
-            &bins,
-        );
+        let k = quadratic_kappa(&[0.1, 0.3, 0.5, 0.9, 0.7], &[1.0, 3.0, 3.0, 4.0, 4.0], &bins);
         assert!((k.clone().unwrap() - 0.875).abs() < 1e-12, "{k:?}");
         assert!(!quadratic_kappa(&[0.1], &[3.5], &bins).is_defined());
         assert!(!quadratic_kappa(&[0.1], &[6.0], &bins).is_defined());
-        assert!(KappaBins {
-            min: 1,
-            max: 5,
-            cut_points: vec![0.2, 0.4]
-        }
-        .validate()
-        .is_err());
-        assert!(KappaBins {
-            min: 1,
-            max: 3,
-            cut_points: vec![0.4, 0.2]
-        }
-        .validate()
-        .is_err());
+        assert!(KappaBins { min: 1, max: 5, cut_points: vec![0.2, 0.4] }.validate().is_err());
+        assert!(KappaBins { min: 1, max: 3, cut_points: vec![0.4, 0.2] }.validate().is_err());
     }
 }

@@ -20,8 +20,8 @@ pub mod repscore;
 pub mod rouge;
 pub mod smog;
 
-pub use agreement::{KappaBins, PairwiseAgreement};
 pub use crate::data::candidates::{parse_candidates, Candidate};
+pub use agreement::{KappaBins, PairwiseAgreement};
 pub use rouge::{RougeOptions, RougeScore, RougeType, Tokenizer};
 
 use crate::data::common::first_appearance;
@@ -48,14 +48,8 @@ pub enum Metric {
 }
 
 impl Metric {
-    pub const ALL: [Metric; 6] = [
-        Metric::Rouge1,
-        Metric::Rouge2,
-        Metric::RougeL,
-        Metric::RougeLsum,
-        Metric::Smog,
-        Metric::Repscore,
-    ];
+    pub const ALL: [Metric; 6] =
+        [Metric::Rouge1, Metric::Rouge2, Metric::RougeL, Metric::RougeLsum, Metric::Smog, Metric::Repscore];
 
     pub fn name(self) -> &'static str {
         match self {
@@ -233,19 +227,13 @@ impl SingleInputReport for MetricsReport {
 }
 
 /// Scores parsed candidates (the provenance lists no input: [`evaluate`] adds it).
-pub fn evaluate_candidates(
-    candidates: &[Candidate],
-    options: &MetricsOptions,
-) -> Result<MetricsReport> {
+pub fn evaluate_candidates(candidates: &[Candidate], options: &MetricsOptions) -> Result<MetricsReport> {
     check_options(options)?;
     let systems = first_appearance(candidates.iter().map(|c| c.system.clone()));
     let batches = first_appearance(candidates.iter().map(|c| c.batch.clone()));
     let dimensions = first_appearance(candidates.iter().flat_map(|c| c.human.iter().map(|(d, _)| d.clone())));
 
-    let scores: Vec<CandidateScores> = candidates
-        .iter()
-        .map(|c| score_candidate(c, options.rouge))
-        .collect();
+    let scores: Vec<CandidateScores> = candidates.iter().map(|c| score_candidate(c, options.rouge)).collect();
     let mut warnings = text_warnings(candidates, &scores, options.rouge);
     warnings.extend(missing_dimension_warnings(candidates, &dimensions));
 
@@ -286,29 +274,20 @@ pub struct BertScoreSection {
 fn check_options(options: &MetricsOptions) -> Result<()> {
     crate::stats::bootstrap::check_settings(options.resamples, options.confidence).map_err(Error::invalid)?;
     for (metric, bins) in &options.kappa_bins {
-        bins.validate()
-            .map_err(|m| Error::invalid(format!("kappa bins for {}: {m}", metric.name())))?;
+        bins.validate().map_err(|m| Error::invalid(format!("kappa bins for {}: {m}", metric.name())))?;
     }
     Ok(())
 }
 
 fn score_candidate(c: &Candidate, rouge_options: RougeOptions) -> CandidateScores {
     // Tokenise (and stem) each text once for all four ROUGE types.
-    let references: Vec<rouge::Tokenized> = c
-        .references
-        .iter()
-        .map(|r| rouge::Tokenized::new(r, rouge_options))
-        .collect();
+    let references: Vec<rouge::Tokenized> =
+        c.references.iter().map(|r| rouge::Tokenized::new(r, rouge_options)).collect();
     let candidate = rouge::Tokenized::new(&c.candidate, rouge_options);
     let best = |kind: RougeType| {
-        let (s, reference) = rouge::best_reference(kind, &references, &candidate)
-            .expect("the reader guarantees at least one reference");
-        BestRouge {
-            precision: s.precision,
-            recall: s.recall,
-            f: s.f,
-            reference,
-        }
+        let (s, reference) =
+            rouge::best_reference(kind, &references, &candidate).expect("the reader guarantees at least one reference");
+        BestRouge { precision: s.precision, recall: s.recall, f: s.f, reference }
     };
     CandidateScores {
         id: c.id.clone(),
@@ -327,34 +306,25 @@ fn score_candidate(c: &Candidate, rouge_options: RougeOptions) -> CandidateScore
 
 /// Warnings about texts the metrics cannot see: letters that the rouge_score tokenizer
 /// deletes (non-ASCII scripts), and candidates without words.
-fn text_warnings(
-    candidates: &[Candidate],
-    scores: &[CandidateScores],
-    rouge_options: RougeOptions,
-) -> Vec<Warning> {
+fn text_warnings(candidates: &[Candidate], scores: &[CandidateScores], rouge_options: RougeOptions) -> Vec<Warning> {
     let mut warnings = Vec::new();
     if rouge_options.tokenizer == Tokenizer::RougeScore {
         let lossy: Vec<&Candidate> = candidates
             .iter()
-            .filter(|c| {
-                std::iter::once(&c.candidate)
-                    .chain(&c.references)
-                    .any(|t| has_non_ascii_letter(t))
-            })
+            .filter(|c| std::iter::once(&c.candidate).chain(&c.references).any(|t| has_non_ascii_letter(t)))
             .collect();
         if let Some(first) = lossy.first() {
             warnings.push(Warning::new(format!(
-                    "{} candidate(s) or their references contain non-ASCII letters, which the rouge_score \
+                "{} candidate(s) or their references contain non-ASCII letters, which the rouge_score \
                      tokenizer deletes (\"náusea\" -> \"n usea\"; Cyrillic, Greek or Chinese text has no \
                      tokens at all); use the unicode tokenizer for non-English text (first: id `{}`, line {})",
-                    lossy.len(),
-                    first.id,
+                lossy.len(),
+                first.id,
                 first.line
             )));
         }
     }
-    let wordless: Vec<&CandidateScores> =
-        scores.iter().filter(|s| !s.repscore.is_defined()).collect();
+    let wordless: Vec<&CandidateScores> = scores.iter().filter(|s| !s.repscore.is_defined()).collect();
     if let Some(first) = wordless.first() {
         warnings.push(Warning::new(format!(
             "{} candidate(s) have no words: ROUGE and SMOG are 0 and Repscore is undefined for them \
@@ -399,19 +369,11 @@ fn missing_dimension_warnings(candidates: &[Candidate], dimensions: &[String]) -
 
 /// The score names of the per-system table: every metric, then `human:<dimension>`.
 fn score_names(dimensions: &[String]) -> Vec<String> {
-    Metric::ALL
-        .iter()
-        .map(|m| m.name().to_string())
-        .chain(dimensions.iter().map(|d| format!("human:{d}")))
-        .collect()
+    Metric::ALL.iter().map(|m| m.name().to_string()).chain(dimensions.iter().map(|d| format!("human:{d}"))).collect()
 }
 
 fn score_values(c: &CandidateScores, dimensions: &[String]) -> Vec<Option<f64>> {
-    Metric::ALL
-        .iter()
-        .map(|&m| c.metric(m))
-        .chain(dimensions.iter().map(|d| c.human.get(d).copied()))
-        .collect()
+    Metric::ALL.iter().map(|&m| c.metric(m)).chain(dimensions.iter().map(|d| c.human.get(d).copied())).collect()
 }
 
 /// Per-system means with a percentile bootstrap that resamples *items* (batch, id), the
@@ -424,27 +386,16 @@ fn system_means(
 ) -> Vec<SystemMeans> {
     let names = score_names(dimensions);
     let items = first_appearance_pairs(scores);
-    let item_index: HashMap<(&str, &str), usize> = items
-        .iter()
-        .enumerate()
-        .map(|(i, (b, id))| ((b.as_str(), id.as_str()), i))
-        .collect();
-    let system_index: HashMap<&str, usize> = systems
-        .iter()
-        .enumerate()
-        .map(|(i, s)| (s.as_str(), i))
-        .collect();
+    let item_index: HashMap<(&str, &str), usize> =
+        items.iter().enumerate().map(|(i, (b, id))| ((b.as_str(), id.as_str()), i)).collect();
+    let system_index: HashMap<&str, usize> = systems.iter().enumerate().map(|(i, s)| (s.as_str(), i)).collect();
     // values[item][system][score]: at most one candidate per (item, system).
     let mut values = vec![vec![vec![None; names.len()]; systems.len()]; items.len()];
     for c in scores {
         let item = item_index[&(c.batch.as_str(), c.id.as_str())];
         values[item][system_index[c.system.as_str()]] = score_values(c, dimensions);
     }
-    let bootstrap = Bootstrap {
-        resamples: options.resamples,
-        confidence: options.confidence,
-        seed: options.seed,
-    };
+    let bootstrap = Bootstrap { resamples: options.resamples, confidence: options.confidence, seed: options.seed };
     // One replicate: the mean of every (system, score), system-major, over the drawn items
     // (NaN where a system has no value among them).
     let width = systems.len() * names.len();
@@ -458,10 +409,7 @@ fn system_means(
                 }
             }
         }
-        sum.iter()
-            .zip(&count)
-            .map(|(s, &n)| if n == 0 { f64::NAN } else { s / n as f64 })
-            .collect()
+        sum.iter().zip(&count).map(|(s, &n)| if n == 0 { f64::NAN } else { s / n as f64 }).collect()
     });
     let all: Vec<usize> = (0..items.len()).collect();
     systems
@@ -483,12 +431,7 @@ fn system_means(
                         Some(i) => i.clone(),
                         None => Stat::undefined("no items to resample"),
                     };
-                    MeanScore {
-                        score: name.clone(),
-                        n: vals.len(),
-                        mean: describe::mean(&vals),
-                        interval,
-                    }
+                    MeanScore { score: name.clone(), n: vals.len(), mean: describe::mean(&vals), interval }
                 })
                 .collect(),
         })
@@ -511,11 +454,7 @@ fn agreement_per_batch(
     dimensions: &[String],
     options: &MetricsOptions,
 ) -> Vec<Agreement> {
-    let system_index: HashMap<&str, usize> = systems
-        .iter()
-        .enumerate()
-        .map(|(i, s)| (s.as_str(), i))
-        .collect();
+    let system_index: HashMap<&str, usize> = systems.iter().enumerate().map(|(i, s)| (s.as_str(), i)).collect();
     let mut out = Vec::new();
     for batch in batches {
         for &metric in &Metric::ALL {
@@ -542,9 +481,10 @@ fn agreement_per_batch(
                     dimension: dimension.clone(),
                     n: paired.len(),
                     spearman: spearman(&metric_values, &human_values),
-                    quadratic_kappa: options.kappa_bins.get(&metric).map(|bins| {
-                        agreement::quadratic_kappa(&metric_values, &human_values, bins)
-                    }),
+                    quadratic_kappa: options
+                        .kappa_bins
+                        .get(&metric)
+                        .map(|bins| agreement::quadratic_kappa(&metric_values, &human_values, bins)),
                     pairwise: agreement::pairwise(&scored),
                 });
             }
@@ -557,30 +497,17 @@ fn batch_mean<'a>(values: impl Iterator<Item = &'a Stat<f64>>) -> BatchMean {
     let defined: Vec<f64> = values.filter_map(|s| s.value().copied()).collect();
     BatchMean {
         batches: defined.len(),
-        mean: if defined.is_empty() {
-            Stat::undefined("undefined in every batch")
-        } else {
-            describe::mean(&defined)
-        },
+        mean: if defined.is_empty() { Stat::undefined("undefined in every batch") } else { describe::mean(&defined) },
     }
 }
 
-fn agreement_means(
-    agreement: &[Agreement],
-    dimensions: &[String],
-    options: &MetricsOptions,
-) -> Vec<AgreementMean> {
+fn agreement_means(agreement: &[Agreement], dimensions: &[String], options: &MetricsOptions) -> Vec<AgreementMean> {
     let mut out = Vec::new();
     for &metric in &Metric::ALL {
         for dimension in dimensions {
-            let rows: Vec<&Agreement> = agreement
-                .iter()
-                .filter(|a| a.metric == metric && &a.dimension == dimension)
-                .collect();
-            let rhos: Vec<Stat<f64>> = rows
-                .iter()
-                .map(|a| a.spearman.clone().map(|c| c.r))
-                .collect();
+            let rows: Vec<&Agreement> =
+                agreement.iter().filter(|a| a.metric == metric && &a.dimension == dimension).collect();
+            let rhos: Vec<Stat<f64>> = rows.iter().map(|a| a.spearman.clone().map(|c| c.r)).collect();
             out.push(AgreementMean {
                 metric,
                 dimension: dimension.clone(),
@@ -634,10 +561,7 @@ fn provenance(options: &MetricsOptions) -> Provenance {
     for (metric, bins) in &options.kappa_bins {
         p = p.convention(
             &format!("kappa bins {}", metric.name()),
-            format!(
-                "labels {}..{}, cut points {:?}",
-                bins.min, bins.max, bins.cut_points
-            ),
+            format!("labels {}..{}, cut points {:?}", bins.min, bins.max, bins.cut_points),
         );
     }
     p
@@ -661,16 +585,8 @@ mod tests {
         (a - b).abs() < 1e-12
     }
 
-    fn agreement<'a>(
-        r: &'a MetricsReport,
-        batch: &str,
-        metric: Metric,
-        dimension: &str,
-    ) -> &'a Agreement {
-        r.agreement
-            .iter()
-            .find(|a| a.batch == batch && a.metric == metric && a.dimension == dimension)
-            .unwrap()
+    fn agreement<'a>(r: &'a MetricsReport, batch: &str, metric: Metric, dimension: &str) -> &'a Agreement {
+        r.agreement.iter().find(|a| a.batch == batch && a.metric == metric && a.dimension == dimension).unwrap()
     }
 
     #[test]
@@ -678,79 +594,23 @@ mod tests {
         // rouge_score 0.1.2: RougeScorer([...], use_stemmer=True).score_multi(references,
         // candidate)[type].fmeasure for each line of examples/metrics/summaries.jsonl.
         let expected: [[f64; 4]; 12] = [
-            [
-                0.6285714285714286,
-                0.4242424242424242,
-                0.6285714285714286,
-                0.6285714285714286,
-            ],
-            [
-                0.6470588235294118,
-                0.5,
-                0.5294117647058824,
-                0.5294117647058824,
-            ],
-            [
-                0.17647058823529413,
-                0.0,
-                0.11764705882352941,
-                0.11764705882352941,
-            ],
+            [0.6285714285714286, 0.4242424242424242, 0.6285714285714286, 0.6285714285714286],
+            [0.6470588235294118, 0.5, 0.5294117647058824, 0.5294117647058824],
+            [0.17647058823529413, 0.0, 0.11764705882352941, 0.11764705882352941],
             [0.6, 0.33333333333333326, 0.6, 0.6],
-            [
-                0.22222222222222224,
-                0.0,
-                0.22222222222222224,
-                0.22222222222222224,
-            ],
-            [
-                0.4210526315789474,
-                0.11764705882352941,
-                0.3157894736842105,
-                0.4210526315789474,
-            ],
-            [
-                0.5714285714285714,
-                0.3076923076923077,
-                0.5714285714285714,
-                0.5714285714285714,
-            ],
-            [
-                0.5384615384615384,
-                0.33333333333333337,
-                0.4615384615384615,
-                0.4615384615384615,
-            ],
+            [0.22222222222222224, 0.0, 0.22222222222222224, 0.22222222222222224],
+            [0.4210526315789474, 0.11764705882352941, 0.3157894736842105, 0.4210526315789474],
+            [0.5714285714285714, 0.3076923076923077, 0.5714285714285714, 0.5714285714285714],
+            [0.5384615384615384, 0.33333333333333337, 0.4615384615384615, 0.4615384615384615],
             [0.1, 0.0, 0.1, 0.1],
-            [
-                0.6666666666666666,
-                0.5161290322580646,
-                0.6666666666666666,
-                0.6666666666666666,
-            ],
-            [
-                0.8387096774193549,
-                0.6206896551724138,
-                0.7741935483870969,
-                0.7741935483870969,
-            ],
-            [
-                0.3478260869565218,
-                0.09523809523809523,
-                0.26086956521739135,
-                0.26086956521739135,
-            ],
+            [0.6666666666666666, 0.5161290322580646, 0.6666666666666666, 0.6666666666666666],
+            [0.8387096774193549, 0.6206896551724138, 0.7741935483870969, 0.7741935483870969],
+            [0.3478260869565218, 0.09523809523809523, 0.26086956521739135, 0.26086956521739135],
         ];
         let r = evaluate("summaries.jsonl", EXAMPLE, &MetricsOptions::default()).unwrap();
         assert_eq!(r.candidates.len(), 12);
         for (c, e) in r.candidates.iter().zip(expected) {
-            let got = [
-                Metric::Rouge1,
-                Metric::Rouge2,
-                Metric::RougeL,
-                Metric::RougeLsum,
-            ]
-            .map(|m| c.metric(m).unwrap());
+            let got = [Metric::Rouge1, Metric::Rouge2, Metric::RougeL, Metric::RougeLsum].map(|m| c.metric(m).unwrap());
             for (g, x) in got.iter().zip(e) {
                 assert!(close(*g, x), "{} {}: {got:?} vs {e:?}", c.id, c.system);
             }
@@ -759,91 +619,54 @@ mod tests {
         assert_eq!(r.candidates[4].rouge1.reference, 0);
         assert_eq!(r.systems, ["gold-like", "llm-a", "llm-b"]);
         assert_eq!(r.batches, ["b1", "b2"]);
-        assert_eq!(
-            r.dimensions,
-            ["precision", "recall", "readability", "repetition"]
-        );
+        assert_eq!(r.dimensions, ["precision", "recall", "readability", "repetition"]);
     }
 
     #[test]
     fn example_agreement_matches_scipy_and_sklearn() {
         let mut options = MetricsOptions::default();
-        options.kappa_bins.insert(
-            Metric::Rouge1,
-            KappaBins {
-                min: 1,
-                max: 5,
-                cut_points: vec![0.2, 0.4, 0.6, 0.8],
-            },
-        );
+        options.kappa_bins.insert(Metric::Rouge1, KappaBins { min: 1, max: 5, cut_points: vec![0.2, 0.4, 0.6, 0.8] });
         let r = evaluate("summaries.jsonl", EXAMPLE, &options).unwrap();
 
         // scipy 1.17.1: spearmanr(rouge1 F, human precision) over batch b1 ->
         // (0.8804062740424288, 0.02059873477492037).
         let a = agreement(&r, "b1", Metric::Rouge1, "precision");
         let rho = a.spearman.value().unwrap();
-        assert!(
-            close(rho.r, 0.8804062740424288) && (rho.p_value - 0.02059873477492037).abs() < 1e-9,
-            "{rho:?}"
-        );
+        assert!(close(rho.r, 0.8804062740424288) && (rho.p_value - 0.02059873477492037).abs() < 1e-9, "{rho:?}");
         // Pairwise (same convention in Python): 6 pairs, 1 human tie, 5 compared, 4 agree;
         // sklearn cohen_kappa_score(metric_prefs, human_prefs, labels=[-1,0,1]) -> 0.0
         // (gold-like is always preferred by the humans, so their labels are constant).
         let p = &a.pairwise;
-        assert_eq!(
-            (p.pairs, p.human_ties, p.compared, p.agreements),
-            (6, 1, 5, 4)
-        );
+        assert_eq!((p.pairs, p.human_ties, p.compared, p.agreements), (6, 1, 5, 4));
         assert!(close(p.accuracy.clone().unwrap(), 0.8));
         assert!(close(p.kappa.clone().unwrap(), 0.0));
         // Binned rouge1 [4,4,1,4,2,3] vs precision [5,5,1,5,4,2]: sklearn
         // cohen_kappa_score(.., labels=[1..5], weights="quadratic") -> 0.6923076923076923
-        assert!(close(
-            a.quadratic_kappa.clone().unwrap().unwrap(),
-            0.6923076923076923
-        ));
+        assert!(close(a.quadratic_kappa.clone().unwrap().unwrap(), 0.6923076923076923));
 
         // Batch b2, rouge2 vs recall: rho 0.7171371656006363; pairs 6 compared, accuracy
         // 0.8333333333333334, kappa 0.5714285714285714.
         let a = agreement(&r, "b2", Metric::Rouge2, "recall");
         assert!(close(a.spearman.value().unwrap().r, 0.7171371656006363));
         assert_eq!(a.pairwise.compared, 6);
-        assert!(close(
-            a.pairwise.accuracy.clone().unwrap(),
-            0.8333333333333334
-        ));
+        assert!(close(a.pairwise.accuracy.clone().unwrap(), 0.8333333333333334));
         assert!(close(a.pairwise.kappa.clone().unwrap(), 0.5714285714285714));
-        assert!(agreement(&r, "b2", Metric::Rouge2, "recall")
-            .quadratic_kappa
-            .is_none());
+        assert!(agreement(&r, "b2", Metric::Rouge2, "recall").quadratic_kappa.is_none());
 
         // Means over batches: (0.8804062740424288 + 0.8196885999705371) / 2 for rho, and
         // (0.6923076923076923 + 0.7857142857142857) / 2 for the binned kappa.
-        let m = r
-            .agreement_means
-            .iter()
-            .find(|m| m.metric == Metric::Rouge1 && m.dimension == "precision")
-            .unwrap();
-        assert!(close(
-            m.spearman.mean.clone().unwrap(),
-            (0.8804062740424288 + 0.8196885999705371) / 2.0
-        ));
+        let m = r.agreement_means.iter().find(|m| m.metric == Metric::Rouge1 && m.dimension == "precision").unwrap();
+        assert!(close(m.spearman.mean.clone().unwrap(), (0.8804062740424288 + 0.8196885999705371) / 2.0));
         assert_eq!(m.spearman.batches, 2);
         let k = m.quadratic_kappa.as_ref().unwrap();
-        assert!(close(
-            k.mean.clone().unwrap(),
-            (0.6923076923076923 + 0.7857142857142857) / 2.0
-        ));
+        assert!(close(k.mean.clone().unwrap(), (0.6923076923076923 + 0.7857142857142857) / 2.0));
     }
 
     #[test]
     fn system_means_and_seeded_intervals() {
         let r = evaluate("summaries.jsonl", EXAMPLE, &MetricsOptions::default()).unwrap();
         // numpy: mean of the rouge1 F values above per system; human recall by hand.
-        let expect = [
-            ("gold-like", 0.6166666666666667, 4.0),
-            ("llm-b", 0.26133732669269083, 1.25),
-        ];
+        let expect = [("gold-like", 0.6166666666666667, 4.0), ("llm-b", 0.26133732669269083, 1.25)];
         for (system, rouge1, recall) in expect {
             let s = r.system_means.iter().find(|s| s.system == system).unwrap();
             assert_eq!(s.candidates, 4);
@@ -851,23 +674,13 @@ mod tests {
             assert!(close(get("rouge1").mean.clone().unwrap(), rouge1));
             assert!(close(get("human:recall").mean.clone().unwrap(), recall));
             let interval = get("rouge1").interval.clone().unwrap();
-            assert!(
-                interval.lo <= rouge1 && rouge1 <= interval.hi && interval.lo < interval.hi,
-                "{interval:?}"
-            );
+            assert!(interval.lo <= rouge1 && rouge1 <= interval.hi && interval.lo < interval.hi, "{interval:?}");
         }
         // Same seed: identical report; another seed: other resamples.
         let again = evaluate("summaries.jsonl", EXAMPLE, &MetricsOptions::default()).unwrap();
         assert_eq!(r, again);
-        let other = evaluate(
-            "summaries.jsonl",
-            EXAMPLE,
-            &MetricsOptions {
-                seed: 7,
-                ..MetricsOptions::default()
-            },
-        )
-        .unwrap();
+        let other =
+            evaluate("summaries.jsonl", EXAMPLE, &MetricsOptions { seed: 7, ..MetricsOptions::default() }).unwrap();
         assert_ne!(r.system_means, other.system_means);
         assert_eq!(r.provenance.inputs[0].name, "summaries.jsonl");
         assert_eq!(r.provenance.inputs[0].bytes, EXAMPLE.len() as u64);
@@ -876,18 +689,9 @@ mod tests {
     #[test]
     fn warns_about_non_ascii_text_and_wordless_candidates() {
         let r = evaluate("summaries.jsonl", EXAMPLE, &MetricsOptions::default()).unwrap();
-        assert!(
-            r.warnings
-                .iter()
-                .any(|w| w.message.contains("non-ASCII letters")),
-            "{:?}",
-            r.warnings
-        );
+        assert!(r.warnings.iter().any(|w| w.message.contains("non-ASCII letters")), "{:?}", r.warnings);
         let unicode = MetricsOptions {
-            rouge: RougeOptions {
-                tokenizer: Tokenizer::Unicode,
-                stem: true,
-            },
+            rouge: RougeOptions { tokenizer: Tokenizer::Unicode, stem: true },
             ..MetricsOptions::default()
         };
         let r = evaluate("summaries.jsonl", EXAMPLE, &unicode).unwrap();
@@ -899,18 +703,8 @@ mod tests {
         assert!(!r.candidates[0].repscore.is_defined());
         assert_eq!(r.candidates[0].smog, 0.0);
         let messages: Vec<&str> = r.warnings.iter().map(|w| w.message.as_str()).collect();
-        assert!(
-            messages
-                .iter()
-                .any(|m| m.starts_with("1 candidate(s) have no words")),
-            "{messages:?}"
-        );
-        assert!(
-            messages
-                .iter()
-                .any(|m| m.starts_with("human score `overall` is missing for 1 of 2")),
-            "{messages:?}"
-        );
+        assert!(messages.iter().any(|m| m.starts_with("1 candidate(s) have no words")), "{messages:?}");
+        assert!(messages.iter().any(|m| m.starts_with("human score `overall` is missing for 1 of 2")), "{messages:?}");
         // Spearman on one candidate is undefined, with the reason, not 0.
         assert!(!r.agreement[0].spearman.is_defined());
     }
@@ -918,25 +712,10 @@ mod tests {
     #[test]
     fn bad_options_are_rejected() {
         let mut options = MetricsOptions::default();
-        options.kappa_bins.insert(
-            Metric::Smog,
-            KappaBins {
-                min: 1,
-                max: 5,
-                cut_points: vec![8.0],
-            },
-        );
-        let err = evaluate("summaries.jsonl", EXAMPLE, &options)
-            .unwrap_err()
-            .to_string();
-        assert_eq!(
-            err,
-            "kappa bins for smog: 5 labels (1..5) need 4 cut points, got 1"
-        );
-        let options = MetricsOptions {
-            confidence: 1.5,
-            ..MetricsOptions::default()
-        };
+        options.kappa_bins.insert(Metric::Smog, KappaBins { min: 1, max: 5, cut_points: vec![8.0] });
+        let err = evaluate("summaries.jsonl", EXAMPLE, &options).unwrap_err().to_string();
+        assert_eq!(err, "kappa bins for smog: 5 labels (1..5) need 4 cut points, got 1");
+        let options = MetricsOptions { confidence: 1.5, ..MetricsOptions::default() };
         assert!(evaluate("summaries.jsonl", EXAMPLE, &options).is_err());
         // Options arrive from the page as JSON.
         let json = r#"{"rouge": {"tokenizer": "unicode", "stem": false}, "seed": 3, "kappa_bins": {"rougeL": {"min": 1, "max": 3, "cut_points": [0.3, 0.6]}}}"#;

@@ -136,16 +136,8 @@ struct Rule<'a> {
     condition: Condition<'a>,
 }
 
-fn rule<'a>(
-    suffix: &'a str,
-    replacement: &'a str,
-    condition: impl Fn(&[char]) -> bool + 'a,
-) -> Rule<'a> {
-    Rule {
-        suffix,
-        replacement,
-        condition: Box::new(condition),
-    }
+fn rule<'a>(suffix: &'a str, replacement: &'a str, condition: impl Fn(&[char]) -> bool + 'a) -> Rule<'a> {
+    Rule { suffix, replacement, condition: Box::new(condition) }
 }
 
 fn positive_measure(stem: &[char]) -> bool {
@@ -173,11 +165,7 @@ fn apply_rules(w: Word, rules: &[Rule]) -> Word {
             (false, Vec::new())
         };
         if matched {
-            return if (r.condition)(&stem) {
-                with_suffix(stem, r.replacement)
-            } else {
-                w
-            };
+            return if (r.condition)(&stem) { with_suffix(stem, r.replacement) } else { w };
         }
     }
     w
@@ -190,12 +178,7 @@ fn step1a(w: Word) -> Word {
     let always = |_: &[char]| true;
     apply_rules(
         w,
-        &[
-            rule("sses", "ss", always),
-            rule("ies", "i", always),
-            rule("ss", "ss", always),
-            rule("s", "", always),
-        ],
+        &[rule("sses", "ss", always), rule("ies", "i", always), rule("ss", "ss", always), rule("s", "", always)],
     )
 }
 
@@ -206,11 +189,7 @@ fn step1b(w: Word) -> Word {
     }
     if ends_with(&w, "eed") {
         let stem = without_suffix(&w, "eed");
-        return if measure(&stem) > 0 {
-            with_suffix(stem, "ee")
-        } else {
-            w
-        };
+        return if measure(&stem) > 0 { with_suffix(stem, "ee") } else { w };
     }
     let mut intermediate = None;
     for suffix in ["ed", "ing"] {
@@ -238,12 +217,7 @@ fn step1b(w: Word) -> Word {
 
 fn step1c(w: Word) -> Word {
     // NLTK: y -> i only when preceded by a consonant that is not the first letter.
-    apply_rules(
-        w,
-        &[rule("y", "i", |s| {
-            s.len() > 1 && is_consonant(s, s.len() - 1)
-        })],
-    )
+    apply_rules(w, &[rule("y", "i", |s| s.len() > 1 && is_consonant(s, s.len() - 1))])
 }
 
 fn step2(w: Word) -> Word {
@@ -309,9 +283,7 @@ fn step4(w: Word) -> Word {
             rule("ement", "", measure_gt_1),
             rule("ment", "", measure_gt_1),
             rule("ent", "", measure_gt_1),
-            rule("ion", "", |s| {
-                measure(s) > 1 && matches!(s.last(), Some('s' | 't'))
-            }),
+            rule("ion", "", |s| measure(s) > 1 && matches!(s.last(), Some('s' | 't'))),
             rule("ou", "", measure_gt_1),
             rule("ism", "", measure_gt_1),
             rule("ate", "", measure_gt_1),
@@ -374,10 +346,7 @@ mod tests {
         let table = include_str!("testdata/porter_nltk.tsv");
         let mut checked = 0;
         let mut mismatches = Vec::new();
-        for line in table
-            .lines()
-            .filter(|l| !l.starts_with('#') && !l.is_empty())
-        {
+        for line in table.lines().filter(|l| !l.starts_with('#') && !l.is_empty()) {
             let (word, expected) = line.split_once('\t').expect("word<TAB>stem");
             let got = stem(word);
             if got != expected {
@@ -386,12 +355,7 @@ mod tests {
             checked += 1;
         }
         assert!(checked > 7000, "table has {checked} words");
-        assert!(
-            mismatches.is_empty(),
-            "{} mismatches:\n{}",
-            mismatches.len(),
-            mismatches.join("\n")
-        );
+        assert!(mismatches.is_empty(), "{} mismatches:\n{}", mismatches.len(), mismatches.join("\n"));
     }
 
     #[test]

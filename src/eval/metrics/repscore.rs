@@ -11,13 +11,7 @@ use crate::stats::Stat;
 
 /// Unique words / words of `text`; undefined for a text without words.
 pub fn repscore(text: &str) -> Stat<f64> {
-    let words = tokenize(
-        text,
-        RougeOptions {
-            tokenizer: Tokenizer::Unicode,
-            stem: false,
-        },
-    );
+    let words = tokenize(text, RougeOptions { tokenizer: Tokenizer::Unicode, stem: false });
     if words.is_empty() {
         return Stat::undefined("the text has no words");
     }
@@ -32,10 +26,7 @@ mod tests {
     #[test]
     fn unique_over_total_words() {
         // Hand count: "the fever and the cough and the fever" -> 8 words, 4 unique.
-        assert_eq!(
-            repscore("The fever, and the cough; and THE fever!").unwrap(),
-            0.5
-        );
+        assert_eq!(repscore("The fever, and the cough; and THE fever!").unwrap(), 0.5);
         assert_eq!(repscore("Fiebre alta, náuseas y vómitos.").unwrap(), 1.0);
         // Numbers are words: "take 2 tablets 2 times" -> 5 words, 4 unique.
         assert_eq!(repscore("take 2 tablets 2 times").unwrap(), 0.8);

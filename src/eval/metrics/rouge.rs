@@ -62,12 +62,7 @@ pub enum RougeType {
 }
 
 impl RougeType {
-    pub const ALL: [RougeType; 4] = [
-        RougeType::Rouge1,
-        RougeType::Rouge2,
-        RougeType::RougeL,
-        RougeType::RougeLsum,
-    ];
+    pub const ALL: [RougeType; 4] = [RougeType::Rouge1, RougeType::Rouge2, RougeType::RougeL, RougeType::RougeLsum];
 
     /// rouge_score's name for the type.
     pub fn name(self) -> &'static str {
@@ -91,10 +86,7 @@ pub struct RougeOptions {
 impl Default for RougeOptions {
     /// rouge_score with `use_stemmer=True`, the setting most papers report.
     fn default() -> Self {
-        RougeOptions {
-            tokenizer: Tokenizer::RougeScore,
-            stem: true,
-        }
+        RougeOptions { tokenizer: Tokenizer::RougeScore, stem: true }
     }
 }
 
@@ -107,22 +99,14 @@ pub struct RougeScore {
 }
 
 impl RougeScore {
-    const ZERO: RougeScore = RougeScore {
-        precision: 0.0,
-        recall: 0.0,
-        f: 0.0,
-    };
+    const ZERO: RougeScore = RougeScore { precision: 0.0, recall: 0.0, f: 0.0 };
 
     /// From counts: matches / candidate units and matches / reference units (a zero
     /// denominator gives 0, as rouge_score's `max(count, 1)`).
     fn from_counts(matches: usize, candidate_units: usize, reference_units: usize) -> Self {
         let precision = matches as f64 / candidate_units.max(1) as f64;
         let recall = matches as f64 / reference_units.max(1) as f64;
-        RougeScore {
-            precision,
-            recall,
-            f: f_measure(precision, recall),
-        }
+        RougeScore { precision, recall, f: f_measure(precision, recall) }
     }
 }
 
@@ -176,9 +160,7 @@ fn unicode_words(text: &str) -> Vec<String> {
                 words.push(std::mem::take(&mut current));
             }
             words.push(c.to_string());
-        } else if c.is_alphanumeric()
-            || (!current.is_empty() && ('\u{300}'..='\u{36f}').contains(&c))
-        {
+        } else if c.is_alphanumeric() || (!current.is_empty() && ('\u{300}'..='\u{36f}').contains(&c)) {
             current.push(c);
         } else if !current.is_empty() {
             words.push(std::mem::take(&mut current));
@@ -201,38 +183,19 @@ pub struct Tokenized {
 
 impl Tokenized {
     pub fn new(text: &str, options: RougeOptions) -> Self {
-        let sentences: Vec<Vec<String>> = text
-            .split('\n')
-            .filter(|s| !s.is_empty())
-            .map(|s| tokenize(s, options))
-            .collect();
-        Tokenized {
-            tokens: sentences.concat(),
-            sentences,
-        }
+        let sentences: Vec<Vec<String>> =
+            text.split('\n').filter(|s| !s.is_empty()).map(|s| tokenize(s, options)).collect();
+        Tokenized { tokens: sentences.concat(), sentences }
     }
 }
 
 /// One ROUGE type of `candidate` against one `reference`.
-pub fn score(
-    kind: RougeType,
-    reference: &str,
-    candidate: &str,
-    options: RougeOptions,
-) -> RougeScore {
-    score_tokenized(
-        kind,
-        &Tokenized::new(reference, options),
-        &Tokenized::new(candidate, options),
-    )
+pub fn score(kind: RougeType, reference: &str, candidate: &str, options: RougeOptions) -> RougeScore {
+    score_tokenized(kind, &Tokenized::new(reference, options), &Tokenized::new(candidate, options))
 }
 
 /// One ROUGE type from texts tokenised beforehand.
-pub fn score_tokenized(
-    kind: RougeType,
-    reference: &Tokenized,
-    candidate: &Tokenized,
-) -> RougeScore {
+pub fn score_tokenized(kind: RougeType, reference: &Tokenized, candidate: &Tokenized) -> RougeScore {
     match kind {
         RougeType::Rouge1 => rouge_n(1, &reference.tokens, &candidate.tokens),
         RougeType::Rouge2 => rouge_n(2, &reference.tokens, &candidate.tokens),
@@ -249,19 +212,12 @@ pub fn score_multi(
     candidate: &str,
     options: RougeOptions,
 ) -> Option<(RougeScore, usize)> {
-    let references: Vec<Tokenized> = references
-        .iter()
-        .map(|r| Tokenized::new(r, options))
-        .collect();
+    let references: Vec<Tokenized> = references.iter().map(|r| Tokenized::new(r, options)).collect();
     best_reference(kind, &references, &Tokenized::new(candidate, options))
 }
 
 /// [`score_multi`] on tokenised texts (tokenise once, score every type).
-pub fn best_reference(
-    kind: RougeType,
-    references: &[Tokenized],
-    candidate: &Tokenized,
-) -> Option<(RougeScore, usize)> {
+pub fn best_reference(kind: RougeType, references: &[Tokenized], candidate: &Tokenized) -> Option<(RougeScore, usize)> {
     let mut best: Option<(RougeScore, usize)> = None;
     for (i, reference) in references.iter().enumerate() {
         let s = score_tokenized(kind, reference, candidate);
@@ -277,15 +233,9 @@ pub fn best_reference(
 pub fn rouge_n(n: usize, reference: &[String], candidate: &[String]) -> RougeScore {
     let reference_ngrams = ngram_counts(reference, n);
     let candidate_ngrams = ngram_counts(candidate, n);
-    let matches: usize = reference_ngrams
-        .iter()
-        .map(|(gram, &count)| count.min(candidate_ngrams.get(gram).copied().unwrap_or(0)))
-        .sum();
-    RougeScore::from_counts(
-        matches,
-        candidate_ngrams.values().sum(),
-        reference_ngrams.values().sum(),
-    )
+    let matches: usize =
+        reference_ngrams.iter().map(|(gram, &count)| count.min(candidate_ngrams.get(gram).copied().unwrap_or(0))).sum();
+    RougeScore::from_counts(matches, candidate_ngrams.values().sum(), reference_ngrams.values().sum())
 }
 
 fn ngram_counts(tokens: &[String], n: usize) -> HashMap<&[String], usize> {
@@ -407,10 +357,7 @@ pub fn rouge_lsum(reference: &[Vec<String>], candidate: &[Vec<String>]) -> Rouge
     let mut hits = 0;
     for sentence in reference {
         let sentence_ids = ids.of(sentence);
-        let mut union: Vec<usize> = candidate_ids
-            .iter()
-            .flat_map(|c| lcs_positions(&sentence_ids, c))
-            .collect();
+        let mut union: Vec<usize> = candidate_ids.iter().flat_map(|c| lcs_positions(&sentence_ids, c)).collect();
         union.sort_unstable();
         union.dedup();
         for position in union {
@@ -496,10 +443,7 @@ mod tests {
     fn assert_close(got: RougeScore, expected: [f64; 3], what: &str) {
         let got_arr = [got.precision, got.recall, got.f];
         for (g, e) in got_arr.iter().zip(expected) {
-            assert!(
-                (g - e).abs() < 1e-12,
-                "{what}: got {got_arr:?}, rouge_score {expected:?}"
-            );
+            assert!((g - e).abs() < 1e-12, "{what}: got {got_arr:?}, rouge_score {expected:?}");
         }
     }
 
@@ -533,17 +477,10 @@ mod tests {
     #[test]
     fn matches_rouge_score_on_varied_pairs() {
         for (reference, candidate, stem, expected) in ROUGE_SCORE_CASES {
-            let options = RougeOptions {
-                tokenizer: Tokenizer::RougeScore,
-                stem: *stem,
-            };
+            let options = RougeOptions { tokenizer: Tokenizer::RougeScore, stem: *stem };
             for (kind, e) in RougeType::ALL.iter().zip(expected) {
                 let got = score(*kind, reference, candidate, options);
-                assert_close(
-                    got,
-                    *e,
-                    &format!("{} stem={stem} {reference:?} / {candidate:?}", kind.name()),
-                );
+                assert_close(got, *e, &format!("{} stem={stem} {reference:?} / {candidate:?}", kind.name()));
             }
         }
     }
@@ -552,30 +489,14 @@ mod tests {
     fn score_multi_picks_the_best_reference_per_type() {
         // rouge_score 0.1.2, use_stemmer=True: score_multi(refs, cand). rouge2 takes the
         // first reference (F 0.4 vs 0.3636), the others the second (F 0.7692, 0.6154).
-        let refs = [
-            "stroke risk rises with blood pressure",
-            "blood pressure raises the risk of stroke",
-            "risk",
-        ];
+        let refs = ["stroke risk rises with blood pressure", "blood pressure raises the risk of stroke", "risk"];
         let cand = "high blood pressure raises stroke risk";
         let options = RougeOptions::default();
         let expected = [
-            (
-                RougeType::Rouge1,
-                [0.8333333333333334, 0.7142857142857143, 0.7692307692307692],
-                1,
-            ),
+            (RougeType::Rouge1, [0.8333333333333334, 0.7142857142857143, 0.7692307692307692], 1),
             (RougeType::Rouge2, [0.4, 0.4, 0.4000000000000001], 0),
-            (
-                RougeType::RougeL,
-                [0.6666666666666666, 0.5714285714285714, 0.6153846153846153],
-                1,
-            ),
-            (
-                RougeType::RougeLsum,
-                [0.6666666666666666, 0.5714285714285714, 0.6153846153846153],
-                1,
-            ),
+            (RougeType::RougeL, [0.6666666666666666, 0.5714285714285714, 0.6153846153846153], 1),
+            (RougeType::RougeLsum, [0.6666666666666666, 0.5714285714285714, 0.6153846153846153], 1),
         ];
         for (kind, e, best) in expected {
             let (got, index) = score_multi(kind, &refs, cand, options).unwrap();
@@ -598,43 +519,24 @@ mod tests {
 
     #[test]
     fn unicode_tokenizer_keeps_every_script() {
-        let options = RougeOptions {
-            tokenizer: Tokenizer::Unicode,
-            stem: true,
-        };
+        let options = RougeOptions { tokenizer: Tokenizer::Unicode, stem: true };
         // Non-ASCII words are kept whole and not stemmed; ASCII words are stemmed.
         assert_eq!(
-            tokenize(
-                "La paciente presenta NÁUSEAS y fiebre; Schädel-Hirn-Trauma",
-                options
-            ),
+            tokenize("La paciente presenta NÁUSEAS y fiebre; Schädel-Hirn-Trauma", options),
             ["la", "pacient", "presenta", "náuseas", "y", "fiebr", "schädel", "hirn", "trauma"]
         );
         assert_eq!(tokenize("Боль в груди", options), ["боль", "в", "груди"]);
         // Each CJK ideograph is a token; digits stay in words.
         assert_eq!(tokenize("胸痛2天", options), ["胸", "痛", "2", "天"]);
         // A decomposed accent (e + U+0301) stays inside its word.
-        assert_eq!(
-            tokenize("cafe\u{301} noir", options),
-            ["cafe\u{301}", "noir"]
-        );
+        assert_eq!(tokenize("cafe\u{301} noir", options), ["cafe\u{301}", "noir"]);
 
         // Hand-worked: reference "Пациент жалуется на боль в груди" (6 tokens), candidate
         // "Пациент жалуется на боль" (4 tokens): 4 unigram matches -> P = 1, R = 4/6,
         // F = 2·(2/3)/(5/3) = 0.8; bigrams 3 of 3 and 3 of 5 -> F = 2·0.6/1.6 = 0.75.
-        let r1 = score(
-            RougeType::Rouge1,
-            "Пациент жалуется на боль в груди.",
-            "Пациент жалуется на боль.",
-            options,
-        );
+        let r1 = score(RougeType::Rouge1, "Пациент жалуется на боль в груди.", "Пациент жалуется на боль.", options);
         assert_close(r1, [1.0, 4.0 / 6.0, 0.8], "unicode rouge1");
-        let r2 = score(
-            RougeType::Rouge2,
-            "Пациент жалуется на боль в груди.",
-            "Пациент жалуется на боль.",
-            options,
-        );
+        let r2 = score(RougeType::Rouge2, "Пациент жалуется на боль в груди.", "Пациент жалуется на боль.", options);
         assert_close(r2, [1.0, 0.6, 0.75], "unicode rouge2");
     }
 }

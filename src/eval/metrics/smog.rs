@@ -75,9 +75,7 @@ pub fn words(text: &str) -> Vec<&str> {
         // An apostrophe continues a word only between two letters ("patient's").
         let inner_apostrophe = matches!(c, '\'' | '’')
             && start.is_some()
-            && chars
-                .get(k + 1)
-                .is_some_and(|&(_, next)| next.is_alphabetic());
+            && chars.get(k + 1).is_some_and(|&(_, next)| next.is_alphabetic());
         if c.is_alphabetic() || inner_apostrophe {
             start.get_or_insert(i);
         } else if let Some(s) = start.take() {
@@ -118,11 +116,7 @@ pub fn count_sentences(text: &str) -> usize {
 /// Estimated syllables of one English word (see the module docs); at least 1 for a word
 /// with a letter, 0 otherwise.
 pub fn count_syllables(word: &str) -> usize {
-    let w: Vec<char> = word
-        .to_lowercase()
-        .chars()
-        .filter(|c| c.is_alphabetic())
-        .collect();
+    let w: Vec<char> = word.to_lowercase().chars().filter(|c| c.is_alphabetic()).collect();
     if w.is_empty() {
         return 0;
     }
@@ -168,10 +162,7 @@ fn silent_endings(w: &[char]) -> usize {
     let n = w.len();
     // "-que"/"-gue" after a vowel (technique, fatigue, league; not "argue"): silent "ue".
     let stem = if ends_with(w, "s") { &w[..n - 1] } else { w };
-    if stem.len() >= 5
-        && (ends_with(stem, "que") || ends_with(stem, "gue"))
-        && is_vowel(stem[stem.len() - 4])
-    {
+    if stem.len() >= 5 && (ends_with(stem, "que") || ends_with(stem, "gue")) && is_vowel(stem[stem.len() - 4]) {
         return 1;
     }
     if silent_final_e(w) {
@@ -205,9 +196,7 @@ fn two_syllable_pairs(w: &[char], start: usize, end: usize) -> usize {
     for k in start..end.saturating_sub(1) {
         let before = if k > 0 { Some(w[k - 1]) } else { None };
         let split = match (w[k], w[k + 1]) {
-            ('i', 'o') | ('i', 'a') | ('i', 'u') => {
-                !matches!(before, Some('t' | 's' | 'c' | 'g' | 'x'))
-            }
+            ('i', 'o') | ('i', 'a') | ('i', 'u') => !matches!(before, Some('t' | 's' | 'c' | 'g' | 'x')),
             ('e', 'o') | ('y', 'i') => true,
             ('u', 'a') | ('u', 'o') => !matches!(before, Some('q' | 'g')),
             ('e', 'a') => k + 2 == w.len() || (k + 3 == w.len() && w[k + 2] == 's'),
@@ -224,10 +213,7 @@ pub fn smog(text: &str) -> f64 {
     if sentences == 0 {
         return 0.0;
     }
-    let polysyllables = words(text)
-        .iter()
-        .filter(|w| count_syllables(w) >= 3)
-        .count();
+    let polysyllables = words(text).iter().filter(|w| count_syllables(w) >= 3).count();
     1.043 * (30.0 * polysyllables as f64 / sentences as f64).sqrt() + 3.1291
 }
 
@@ -247,10 +233,7 @@ mod tests {
         // hiatus the heuristic cannot see ("reaction", "nuclear") and acronyms ("DNA").
         let table = include_str!("testdata/cmudict_syllables.tsv");
         let (mut total, mut agree, mut exact) = (0, 0, 0);
-        for line in table
-            .lines()
-            .filter(|l| !l.starts_with('#') && !l.is_empty())
-        {
+        for line in table.lines().filter(|l| !l.starts_with('#') && !l.is_empty()) {
             let (word, cmu) = line.split_once('\t').unwrap();
             let cmu: usize = cmu.parse().unwrap();
             let ours = count_syllables(word);
@@ -259,14 +242,8 @@ mod tests {
             exact += usize::from(ours == cmu);
         }
         assert_eq!(total, 1500);
-        assert!(
-            agree as f64 / total as f64 >= 0.975,
-            "polysyllable agreement {agree}/{total}"
-        );
-        assert!(
-            exact as f64 / total as f64 >= 0.93,
-            "exact agreement {exact}/{total}"
-        );
+        assert!(agree as f64 / total as f64 >= 0.975, "polysyllable agreement {agree}/{total}");
+        assert!(exact as f64 / total as f64 >= 0.93, "exact agreement {exact}/{total}");
     }
 
     #[test]
@@ -299,10 +276,7 @@ mod tests {
 
     #[test]
     fn sentences_and_words() {
-        assert_eq!(
-            count_sentences("Give 2.5 mg now. Repeat in 1 h! Better?"),
-            3
-        );
+        assert_eq!(count_sentences("Give 2.5 mg now. Repeat in 1 h! Better?"), 3);
         assert_eq!(count_sentences("No terminator here"), 1);
         assert_eq!(count_sentences("... !!! 12."), 0);
         assert_eq!(count_sentences("胸痛。发热"), 2);
@@ -327,11 +301,7 @@ mod tests {
         // CMUdict and pyphen's en_US patterns split it "metfor-min" (2); we count
         // met-for-min (3), so 9 polysyllables: 1.043*sqrt(90) + 3.1291.
         let t3 = "Metformin is the first-line pharmacological treatment for type 2 diabetes mellitus. It reduces hepatic glucose production. Gastrointestinal intolerance is common.";
-        assert!(
-            close(smog(t3), 1.043 * 90f64.sqrt() + 3.1291),
-            "{}",
-            smog(t3)
-        );
+        assert!(close(smog(t3), 1.043 * 90f64.sqrt() + 3.1291), "{}", smog(t3));
         // No polysyllables: 3.1291 (textstat too, although it counts 1 sentence here: it
         // ignores sentences of <= 2 words; we count 3).
         assert!(close(smog("Take one tablet. Drink water. Rest."), 3.1291));

@@ -54,12 +54,7 @@ pub(super) fn expert_agreement_of(
             .get(qid)
             .and_then(|docs| docs.get(&row.system))
             .copied()
-            .or_else(|| {
-                answer_items
-                    .get(&(qid, row.system.clone()))
-                    .and_then(|k| ranker.answers.get(*k))
-                    .copied()
-            });
+            .or_else(|| answer_items.get(&(qid, row.system.clone())).and_then(|k| ranker.answers.get(*k)).copied());
         let Some(score) = score else {
             unscored += 1;
             continue;
@@ -83,10 +78,7 @@ pub(super) fn expert_agreement_of(
             }
         })
         .collect();
-    let taus: Vec<f64> = per_query
-        .iter()
-        .filter_map(|q| q.kendall_tau_b.value().map(|k| k.tau))
-        .collect();
+    let taus: Vec<f64> = per_query.iter().filter_map(|q| q.kendall_tau_b.value().map(|k| k.tau)).collect();
     ExpertAgreement {
         ranker: ranker.name.clone(),
         chosen_for: Vec::new(),
@@ -112,10 +104,7 @@ pub struct AgreementComparison {
 /// resample draws queries with replacement, and every ranker's mean tau-b is recomputed over
 /// the (query, annotator) pairs of the drawn queries (a query drawn twice counts twice), so
 /// all rankers are measured on the same resampled queries. Seeded by `options.seed`.
-pub(super) fn compare(
-    agreements: &[ExpertAgreement],
-    options: &NrpOptions,
-) -> Vec<AgreementComparison> {
+pub(super) fn compare(agreements: &[ExpertAgreement], options: &NrpOptions) -> Vec<AgreementComparison> {
     if agreements.len() < 2 {
         return Vec::new();
     }
@@ -144,31 +133,29 @@ pub(super) fn compare(
         })
         .collect();
     let mut drawn = vec![0.0; queries.len()];
-    let boot = Bootstrap {
-        resamples: options.resamples,
-        confidence: options.confidence,
-        seed: options.seed,
-    }
-    .run(queries.len(), |idx| {
-        drawn.iter_mut().for_each(|t| *t = 0.0);
-        for &q in idx {
-            drawn[q] += 1.0;
-        }
-        sums.iter()
-            .map(|per_query| {
-                let (mut sum, mut n) = (0.0, 0.0);
-                for (&t, &(s, c)) in drawn.iter().zip(per_query) {
-                    sum += t * s;
-                    n += t * c;
-                }
-                if n == 0.0 {
-                    f64::NAN
-                } else {
-                    sum / n
-                }
-            })
-            .collect()
-    });
+    let boot = Bootstrap { resamples: options.resamples, confidence: options.confidence, seed: options.seed }.run(
+        queries.len(),
+        |idx| {
+            drawn.iter_mut().for_each(|t| *t = 0.0);
+            for &q in idx {
+                drawn[q] += 1.0;
+            }
+            sums.iter()
+                .map(|per_query| {
+                    let (mut sum, mut n) = (0.0, 0.0);
+                    for (&t, &(s, c)) in drawn.iter().zip(per_query) {
+                        sum += t * s;
+                        n += t * c;
+                    }
+                    if n == 0.0 {
+                        f64::NAN
+                    } else {
+                        sum / n
+                    }
+                })
+                .collect()
+        },
+    );
     let mut out = Vec::new();
     for i in 0..agreements.len() {
         for j in i + 1..agreements.len() {

@@ -70,24 +70,14 @@ impl FusionSpec {
         }
         for (i, r) in rankers.iter().enumerate() {
             if rankers[..i].contains(r) {
-                return Err(Error::invalid(format!(
-                    "fusion `{spec}`: ranker `{r}` is named twice"
-                )));
+                return Err(Error::invalid(format!("fusion `{spec}`: ranker `{r}` is named twice")));
             }
         }
         let name = match name {
             Some(n) => n.to_string(),
-            None => format!(
-                "{}({})",
-                if method == Method::Rrf { "rrf" } else { "zsum" },
-                rankers.join("+")
-            ),
+            None => format!("{}({})", if method == Method::Rrf { "rrf" } else { "zsum" }, rankers.join("+")),
         };
-        Ok(FusionSpec {
-            name,
-            method,
-            rankers,
-        })
+        Ok(FusionSpec { name, method, rankers })
     }
 
     /// The fused ranker over `available` rankers (looked up by name).
@@ -100,11 +90,7 @@ impl FusionSpec {
                     Error::invalid(format!(
                         "fusion `{}`: no ranker named `{n}` (rankers: {})",
                         self.name,
-                        available
-                            .iter()
-                            .map(|r| r.name.as_str())
-                            .collect::<Vec<_>>()
-                            .join(", ")
+                        available.iter().map(|r| r.name.as_str()).collect::<Vec<_>>().join(", ")
                     ))
                 })
             })
@@ -126,16 +112,8 @@ impl QueryScores {
         descending.sort_by(|a, b| b.total_cmp(a));
         let n = descending.len() as f64;
         let mean = descending.iter().sum::<f64>() / n;
-        let var = descending
-            .iter()
-            .map(|s| (s - mean) * (s - mean))
-            .sum::<f64>()
-            / n;
-        QueryScores {
-            descending,
-            mean,
-            sd: var.sqrt(),
-        }
+        let var = descending.iter().map(|s| (s - mean) * (s - mean)).sum::<f64>() / n;
+        QueryScores { descending, mean, sd: var.sqrt() }
     }
 
     fn contribution(&self, method: Method, score: f64) -> f64 {
@@ -154,11 +132,7 @@ pub fn fuse(name: &str, method: Method, components: &[&RankerScores]) -> RankerS
     let views: Vec<HashMap<&str, QueryScores>> = components
         .iter()
         .map(|c| {
-            c.documents
-                .iter()
-                .filter(|(_, d)| !d.is_empty())
-                .map(|(q, d)| (q.as_str(), QueryScores::new(d)))
-                .collect()
+            c.documents.iter().filter(|(_, d)| !d.is_empty()).map(|(q, d)| (q.as_str(), QueryScores::new(d))).collect()
         })
         .collect();
     let mut documents: HashMap<String, HashMap<String, f64>> = HashMap::new();
@@ -178,15 +152,9 @@ pub fn fuse(name: &str, method: Method, components: &[&RankerScores]) -> RankerS
         for (key, &score) in &c.answers {
             // Without scored documents for its query, the component adds nothing (the answer
             // keeps a score: its NRP is then undefined or above only unscored documents).
-            let add = view
-                .get(key.qid.as_str())
-                .map_or(0.0, |q| q.contribution(method, score));
+            let add = view.get(key.qid.as_str()).map_or(0.0, |q| q.contribution(method, score));
             *answers.entry(key.clone()).or_insert(0.0) += add;
         }
     }
-    RankerScores {
-        name: name.into(),
-        documents,
-        answers,
-    }
+    RankerScores { name: name.into(), documents, answers }
 }

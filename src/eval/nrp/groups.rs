@@ -5,20 +5,10 @@ use crate::stats::bootstrap::Bootstrap;
 use crate::stats::Stat;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
-pub(super) fn group_means(
-    answers: &[AnswerNrp],
-    n_dimensions: usize,
-    options: &NrpOptions,
-) -> Vec<GroupNrp> {
+pub(super) fn group_means(answers: &[AnswerNrp], n_dimensions: usize, options: &NrpOptions) -> Vec<GroupNrp> {
     // Queries are the bootstrap units; both queries and groups in sorted order.
-    let queries: Vec<&str> = answers
-        .iter()
-        .map(|a| a.key.qid.as_str())
-        .collect::<BTreeSet<_>>()
-        .into_iter()
-        .collect();
-    let query_index: HashMap<&str, usize> =
-        queries.iter().enumerate().map(|(i, q)| (*q, i)).collect();
+    let queries: Vec<&str> = answers.iter().map(|a| a.key.qid.as_str()).collect::<BTreeSet<_>>().into_iter().collect();
+    let query_index: HashMap<&str, usize> = queries.iter().enumerate().map(|(i, q)| (*q, i)).collect();
 
     // (group, query) -> sums and counts of the combined NRP and of each dimension's NRP.
     // Sparse: a group holds only the queries it answered.
@@ -35,11 +25,7 @@ pub(super) fn group_means(
             .entry((a.key.system.as_str(), a.key.prompt.as_str()))
             .or_default()
             .entry(q)
-            .or_insert_with(|| Cell {
-                answers: 0,
-                combined: (0.0, 0),
-                per_dim: vec![(0.0, 0); n_dimensions],
-            });
+            .or_insert_with(|| Cell { answers: 0, combined: (0.0, 0), per_dim: vec![(0.0, 0); n_dimensions] });
         cell.answers += 1;
         if let Some(v) = a.combined.value() {
             cell.combined.0 += v;
@@ -56,12 +42,7 @@ pub(super) fn group_means(
     // Per group: (query, per-query mean combined NRP) where defined.
     let per_query: Vec<Vec<(usize, f64)>> = cells
         .values()
-        .map(|by_query| {
-            by_query
-                .iter()
-                .filter_map(|(&q, c)| query_mean(c.combined).map(|m| (q, m)))
-                .collect()
-        })
+        .map(|by_query| by_query.iter().filter_map(|(&q, c)| query_mean(c.combined).map(|m| (q, m))).collect())
         .collect();
 
     // Each resample: how often every query was drawn, then a weighted mean per group.
@@ -80,21 +61,16 @@ pub(super) fn group_means(
         }
     };
     let mut drawn = vec![0u32; queries.len()];
-    let boot = Bootstrap {
-        resamples: options.resamples,
-        confidence: options.confidence,
-        seed: options.seed,
-    }
-    .run(queries.len(), |idx| {
-        drawn.iter_mut().for_each(|t| *t = 0);
-        for &q in idx {
-            drawn[q] += 1;
-        }
-        per_query
-            .iter()
-            .map(|values| weighted_mean(values, &|q| drawn[q] as f64))
-            .collect()
-    });
+    let boot = Bootstrap { resamples: options.resamples, confidence: options.confidence, seed: options.seed }.run(
+        queries.len(),
+        |idx| {
+            drawn.iter_mut().for_each(|t| *t = 0);
+            for &q in idx {
+                drawn[q] += 1;
+            }
+            per_query.iter().map(|values| weighted_mean(values, &|q| drawn[q] as f64)).collect()
+        },
+    );
 
     let once = |_: usize| 1.0;
     let mut groups: Vec<GroupNrp> = cells
@@ -103,10 +79,8 @@ pub(super) fn group_means(
         .map(|(g, ((system, prompt), by_query))| {
             let per_dimension_mean = (0..n_dimensions)
                 .map(|d| {
-                    let values: Vec<(usize, f64)> = by_query
-                        .iter()
-                        .filter_map(|(&q, c)| query_mean(c.per_dim[d]).map(|m| (q, m)))
-                        .collect();
+                    let values: Vec<(usize, f64)> =
+                        by_query.iter().filter_map(|(&q, c)| query_mean(c.per_dim[d]).map(|m| (q, m))).collect();
                     to_stat(weighted_mean(&values, &once))
                 })
                 .collect();

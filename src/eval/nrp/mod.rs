@@ -84,12 +84,7 @@ pub struct AnswerKey {
 
 impl AnswerKey {
     pub fn new(qid: &str, system: &str, prompt: &str, sample: u32) -> Self {
-        AnswerKey {
-            qid: qid.into(),
-            system: system.into(),
-            prompt: prompt.into(),
-            sample,
-        }
+        AnswerKey { qid: qid.into(), system: system.into(), prompt: prompt.into(), sample }
     }
     pub fn of(answer: &crate::data::Answer) -> Self {
         AnswerKey::new(&answer.qid, &answer.system, &answer.prompt, answer.sample)
@@ -257,8 +252,7 @@ pub fn nrp(
     let mut warnings = Vec::new();
 
     // 1. Ranker validation, then the ranker of each dimension.
-    let ranked_lists: Vec<HashMap<&str, Vec<&str>>> =
-        rankers.iter().map(validation::ranked_documents).collect();
+    let ranked_lists: Vec<HashMap<&str, Vec<&str>>> = rankers.iter().map(validation::ranked_documents).collect();
     let mut dimensions = Vec::with_capacity(judgments.len());
     let mut chosen: Vec<usize> = Vec::with_capacity(judgments.len());
     for (d, j) in judgments.iter().enumerate() {
@@ -267,15 +261,9 @@ pub fn nrp(
             .zip(&ranked_lists)
             .map(|(r, lists)| validation::validate(r, lists, j, options.unscored))
             .collect();
-        let forced = options
-            .forced_rankers
-            .iter()
-            .find(|(dim, _)| *dim == j.dimension);
+        let forced = options.forced_rankers.iter().find(|(dim, _)| *dim == j.dimension);
         let pick = match forced {
-            Some((_, name)) => rankers
-                .iter()
-                .position(|r| &r.name == name)
-                .expect("checked"),
+            Some((_, name)) => rankers.iter().position(|r| &r.name == name).expect("checked"),
             None => validation::best_ranker(&validation).ok_or_else(|| {
                 Error::invalid(format!(
                     "dimension {}: no ranker has a defined nDCG@{NDCG_CUTOFF} (no query has a \
@@ -313,8 +301,7 @@ pub fn nrp(
     }
 
     // 2. NRP per answer and dimension.
-    let mut per_answer: Vec<Vec<Stat<f64>>> =
-        vec![Vec::with_capacity(judgments.len()); answers.len()];
+    let mut per_answer: Vec<Vec<Stat<f64>>> = vec![Vec::with_capacity(judgments.len()); answers.len()];
     for (d, j) in judgments.iter().enumerate() {
         let ranker = &rankers[chosen[d]];
         let sorted = placement::sorted_judged_scores(ranker, j, options.unscored);
@@ -335,10 +322,9 @@ pub fn nrp(
                 dimensions[d].undefined_answers += 1;
             }
             per_answer[a].push(match value {
-                Stat::Undefined(_) => Stat::undefined(format!(
-                    "query {} has no judged document in dimension {}",
-                    key.qid, j.dimension
-                )),
+                Stat::Undefined(_) => {
+                    Stat::undefined(format!("query {} has no judged document in dimension {}", key.qid, j.dimension))
+                }
                 defined => defined,
             });
         }
@@ -348,17 +334,8 @@ pub fn nrp(
                 ranker.name,
                 j.dimension,
                 missing_scores.len(),
-                missing_scores
-                    .iter()
-                    .take(NAMED)
-                    .cloned()
-                    .collect::<Vec<_>>()
-                    .join(", "),
-                if missing_scores.len() > NAMED {
-                    ", ..."
-                } else {
-                    ""
-                }
+                missing_scores.iter().take(NAMED).cloned().collect::<Vec<_>>().join(", "),
+                if missing_scores.len() > NAMED { ", ..." } else { "" }
             )));
         }
     }
@@ -369,17 +346,10 @@ pub fn nrp(
         .zip(per_answer)
         .map(|(key, per_dimension)| {
             let combined = combine(&per_dimension, &weights, judgments);
-            AnswerNrp {
-                key: key.clone(),
-                per_dimension,
-                combined,
-            }
+            AnswerNrp { key: key.clone(), per_dimension, combined }
         })
         .collect();
-    let undefined_answers = answer_reports
-        .iter()
-        .filter(|a| !a.combined.is_defined())
-        .count();
+    let undefined_answers = answer_reports.iter().filter(|a| !a.combined.is_defined()).count();
     if undefined_answers > 0 {
         warnings.push(Warning::new(format!(
             "{undefined_answers} answers have an undefined NRP (their query has no judged \
@@ -395,14 +365,9 @@ pub fn nrp(
     let mut agreement_comparisons = Vec::new();
     if let Some(rankings) = expert {
         for (r, ranker) in rankers.iter().enumerate() {
-            let mut agreement =
-                agreement::expert_agreement_of(ranker, answers, rankings, options.confidence);
-            agreement.chosen_for = dimensions
-                .iter()
-                .zip(&chosen)
-                .filter(|(_, &c)| c == r)
-                .map(|(d, _)| d.dimension.clone())
-                .collect();
+            let mut agreement = agreement::expert_agreement_of(ranker, answers, rankings, options.confidence);
+            agreement.chosen_for =
+                dimensions.iter().zip(&chosen).filter(|(_, &c)| c == r).map(|(d, _)| d.dimension.clone()).collect();
             if agreement.unscored_items > 0 {
                 warnings.push(Warning::new(format!(
                     "expert agreement: ranker `{}` has no score for {} ranked items; they \
@@ -488,9 +453,7 @@ fn check_inputs(
     options: &NrpOptions,
 ) -> Result<()> {
     if judgments.is_empty() {
-        return Err(Error::invalid(
-            "NRP needs judgements for at least one dimension",
-        ));
+        return Err(Error::invalid("NRP needs judgements for at least one dimension"));
     }
     if rankers.is_empty() {
         return Err(Error::invalid("NRP needs at least one ranker"));
@@ -498,41 +461,27 @@ fn check_inputs(
     let mut names = BTreeSet::new();
     for j in judgments {
         if !names.insert(j.dimension.as_str()) {
-            return Err(Error::invalid(format!(
-                "dimension {} is given twice",
-                j.dimension
-            )));
+            return Err(Error::invalid(format!("dimension {} is given twice", j.dimension)));
         }
     }
     let mut ranker_names = BTreeSet::new();
     for r in rankers {
         if !ranker_names.insert(r.name.as_str()) {
-            return Err(Error::invalid(format!(
-                "two rankers are named `{}`",
-                r.name
-            )));
+            return Err(Error::invalid(format!("two rankers are named `{}`", r.name)));
         }
     }
     for (dimension, ranker) in &options.forced_rankers {
         if !names.contains(dimension.as_str()) {
-            return Err(Error::invalid(format!(
-                "forced ranker for unknown dimension {dimension}"
-            )));
+            return Err(Error::invalid(format!("forced ranker for unknown dimension {dimension}")));
         }
         if !ranker_names.contains(ranker.as_str()) {
-            return Err(Error::invalid(format!(
-                "forced ranker `{ranker}` is not among the rankers"
-            )));
+            return Err(Error::invalid(format!("forced ranker `{ranker}` is not among the rankers")));
         }
     }
     let mut seen = BTreeSet::new();
     for key in answers {
         if !seen.insert(key) {
-            return Err(Error::invalid(format!(
-                "answer {} of query {} is given twice",
-                key.item_id(),
-                key.qid
-            )));
+            return Err(Error::invalid(format!("answer {} of query {} is given twice", key.item_id(), key.qid)));
         }
     }
     crate::stats::bootstrap::check_confidence(options.confidence).map_err(Error::invalid)?;
@@ -546,26 +495,14 @@ fn normalised_weights(judgments: &[Judgments], given: &[(String, f64)]) -> Resul
     }
     for (dimension, w) in given {
         if !judgments.iter().any(|j| &j.dimension == dimension) {
-            return Err(Error::invalid(format!(
-                "weight for unknown dimension {dimension}"
-            )));
+            return Err(Error::invalid(format!("weight for unknown dimension {dimension}")));
         }
         if !(w.is_finite() && *w >= 0.0) {
-            return Err(Error::invalid(format!(
-                "weight of {dimension} must be >= 0, got {w}"
-            )));
+            return Err(Error::invalid(format!("weight of {dimension} must be >= 0, got {w}")));
         }
     }
-    let raw: Vec<f64> = judgments
-        .iter()
-        .map(|j| {
-            given
-                .iter()
-                .filter(|(d, _)| *d == j.dimension)
-                .map(|(_, w)| w)
-                .sum()
-        })
-        .collect();
+    let raw: Vec<f64> =
+        judgments.iter().map(|j| given.iter().filter(|(d, _)| *d == j.dimension).map(|(_, w)| w).sum()).collect();
     let total: f64 = raw.iter().sum();
     if total <= 0.0 {
         return Err(Error::invalid("the dimension weights sum to 0"));
@@ -581,9 +518,7 @@ fn combine(per_dimension: &[Stat<f64>], weights: &[f64], judgments: &[Judgments]
         }
         match value {
             Stat::Defined(v) => total += w * v,
-            Stat::Undefined(_) => {
-                return Stat::undefined(format!("NRP is undefined in dimension {}", j.dimension))
-            }
+            Stat::Undefined(_) => return Stat::undefined(format!("NRP is undefined in dimension {}", j.dimension)),
         }
     }
     Stat::Defined(total)

@@ -80,10 +80,7 @@ pub(super) fn unscored(ranker: &RankerScores, j: &Judgments) -> (usize, usize) {
     let (mut documents, mut queries) = (0, 0);
     for (qid, grades) in &j.grades {
         let scored = ranker.documents.get(qid);
-        let n = grades
-            .keys()
-            .filter(|d| scored.is_none_or(|s| !s.contains_key(*d)))
-            .count();
+        let n = grades.keys().filter(|d| scored.is_none_or(|s| !s.contains_key(*d))).count();
         documents += n;
         queries += usize::from(n > 0);
     }

@@ -21,11 +21,7 @@ fn nrp_on_a_million_qrels_and_100000_answers() {
             s2.insert(docno, ((d * 13 + q) % 7) as f64);
         }
     }
-    let judgments = vec![Judgments {
-        dimension: "relevance".into(),
-        grades,
-        missing: vec![],
-    }];
+    let judgments = vec![Judgments { dimension: "relevance".into(), grades, missing: vec![] }];
     let mut keys = Vec::new();
     let mut answers = HashMap::new();
     for q in 0..1000 {
@@ -38,22 +34,11 @@ fn nrp_on_a_million_qrels_and_100000_answers() {
         }
     }
     let rankers = vec![
-        RankerScores {
-            name: "one".into(),
-            documents: docs,
-            answers: answers.clone(),
-        },
-        RankerScores {
-            name: "two".into(),
-            documents: docs2,
-            answers,
-        },
+        RankerScores { name: "one".into(), documents: docs, answers: answers.clone() },
+        RankerScores { name: "two".into(), documents: docs2, answers },
     ];
     let start = std::time::Instant::now();
     let report = nrp(&judgments, &rankers, &keys, &NrpOptions::default(), None).unwrap();
-    eprintln!(
-        "nrp on 1,000,000 qrels and 100,000 answers: {:?}",
-        start.elapsed()
-    );
+    eprintln!("nrp on 1,000,000 qrels and 100,000 answers: {:?}", start.elapsed());
     assert_eq!(report.answers.len(), 100_000);
 }

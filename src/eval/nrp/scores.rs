@@ -20,15 +20,8 @@ impl RankerScores {
     pub fn from_run(name: &str, run: &[RunEntry], answers: &[AnswerScore]) -> Result<Self> {
         let mut documents: HashMap<String, HashMap<String, f64>> = HashMap::new();
         for e in run {
-            check_finite(name, e.score, || {
-                format!("document {} of query {}", e.docno, e.qid)
-            })?;
-            if documents
-                .entry(e.qid.clone())
-                .or_default()
-                .insert(e.docno.clone(), e.score)
-                .is_some()
-            {
+            check_finite(name, e.score, || format!("document {} of query {}", e.docno, e.qid))?;
+            if documents.entry(e.qid.clone()).or_default().insert(e.docno.clone(), e.score).is_some() {
                 return Err(Error::invalid(format!(
                     "ranker `{name}`: document {} appears twice for query {}",
                     e.docno, e.qid
@@ -38,9 +31,7 @@ impl RankerScores {
         let mut by_key = HashMap::with_capacity(answers.len());
         for a in answers {
             let key = AnswerKey::new(&a.qid, &a.system, &a.prompt, a.sample);
-            check_finite(name, a.score, || {
-                format!("answer {} of query {}", key.item_id(), a.qid)
-            })?;
+            check_finite(name, a.score, || format!("answer {} of query {}", key.item_id(), a.qid))?;
             if by_key.insert(key.clone(), a.score).is_some() {
                 return Err(Error::invalid(format!(
                     "ranker `{name}`: answer {} of query {} is scored twice",
@@ -49,11 +40,7 @@ impl RankerScores {
                 )));
             }
         }
-        Ok(RankerScores {
-            name: name.into(),
-            documents,
-            answers: by_key,
-        })
+        Ok(RankerScores { name: name.into(), documents, answers: by_key })
     }
 }
 
@@ -61,10 +48,7 @@ fn check_finite(ranker: &str, score: f64, what: impl Fn() -> String) -> Result<(
     if score.is_finite() {
         Ok(())
     } else {
-        Err(Error::invalid(format!(
-            "ranker `{ranker}`: the score of {} is {score}",
-            what()
-        )))
+        Err(Error::invalid(format!("ranker `{ranker}`: the score of {} is {score}", what())))
     }
 }
 
@@ -84,10 +68,7 @@ pub fn bm25_ranker(
     let mut position: HashMap<&str, usize> = HashMap::with_capacity(documents.len());
     for (i, d) in documents.iter().enumerate() {
         if position.insert(d.docno.as_str(), i).is_some() {
-            return Err(Error::invalid(format!(
-                "document {} appears twice in the collection",
-                d.docno
-            )));
+            return Err(Error::invalid(format!("document {} appears twice in the collection", d.docno)));
         }
     }
     let mut queries: HashMap<&str, &str> = HashMap::with_capacity(topics.len());
@@ -96,20 +77,14 @@ pub fn bm25_ranker(
             return Err(Error::invalid(format!("topic {} appears twice", t.qid)));
         }
     }
-    let docs: Vec<(&str, &str)> = documents
-        .iter()
-        .map(|d| (d.docno.as_str(), d.text.as_str()))
-        .collect();
+    let docs: Vec<(&str, &str)> = documents.iter().map(|d| (d.docno.as_str(), d.text.as_str())).collect();
     let index = Bm25Index::new(&docs, params);
 
     // Judged documents per query, over every dimension.
     let mut judged: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
     for j in judgments {
         for (qid, grades) in &j.grades {
-            judged
-                .entry(qid)
-                .or_default()
-                .extend(grades.keys().map(String::as_str));
+            judged.entry(qid).or_default().extend(grades.keys().map(String::as_str));
         }
         for (qid, docno) in &j.missing {
             judged.entry(qid).or_default().insert(docno);
@@ -120,11 +95,7 @@ pub fn bm25_ranker(
         let Some(query) = queries.get(qid) else {
             continue;
         };
-        let matching: HashMap<usize, f64> = index
-            .matching(query)
-            .into_iter()
-            .map(|h| (h.index, h.score))
-            .collect();
+        let matching: HashMap<usize, f64> = index.matching(query).into_iter().map(|h| (h.index, h.score)).collect();
         let per_doc = scores.entry(qid.to_string()).or_default();
         for docno in docnos {
             if let Some(&i) = position.get(docno) {
@@ -142,9 +113,5 @@ pub fn bm25_ranker(
         })?;
         answer_scores.insert(AnswerKey::of(a), index.score_external(query, &a.text));
     }
-    Ok(RankerScores {
-        name: name.into(),
-        documents: scores,
-        answers: answer_scores,
-    })
+    Ok(RankerScores { name: name.into(), documents: scores, answers: answer_scores })
 }

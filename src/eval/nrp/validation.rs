@@ -37,18 +37,11 @@ pub(super) fn validate(
     let mut unscored = 0;
     for (qid, grades) in &j.grades {
         let scored = ranker.documents.get(qid);
-        unscored += grades
-            .keys()
-            .filter(|d| scored.is_none_or(|s| !s.contains_key(*d)))
-            .count();
+        unscored += grades.keys().filter(|d| scored.is_none_or(|s| !s.contains_key(*d))).count();
         let empty = Vec::new();
         let list = lists.get(qid.as_str()).unwrap_or(&empty);
         let skip = missing_by_query.get(qid.as_str());
-        let ranked: Vec<&str> = list
-            .iter()
-            .copied()
-            .filter(|d| skip.is_none_or(|m| !m.contains(d)))
-            .collect();
+        let ranked: Vec<&str> = list.iter().copied().filter(|d| skip.is_none_or(|m| !m.contains(d))).collect();
         let kept: BTreeMap<String, i64>;
         let grades = match policy {
             Unscored::RankBelow => grades,

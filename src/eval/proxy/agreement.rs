@@ -44,31 +44,16 @@ pub fn human_agreement(
     evaluated: &HashSet<&str>,
     evaluator: Option<(&[String], &[f64])>,
 ) -> Option<HumanAgreement> {
-    let rows: Vec<_> = rankings
-        .rows
-        .iter()
-        .filter(|r| all_ids.contains(r.instance.as_str()))
-        .collect();
+    let rows: Vec<_> = rankings.rows.iter().filter(|r| all_ids.contains(r.instance.as_str())).collect();
     if rows.is_empty() {
         return None;
     }
-    let (rows, excluded): (Vec<_>, Vec<_>) = rows
-        .into_iter()
-        .partition(|r| evaluated.contains(r.instance.as_str()));
+    let (rows, excluded): (Vec<_>, Vec<_>) = rows.into_iter().partition(|r| evaluated.contains(r.instance.as_str()));
 
     // Systems the humans ranked here, in the rankings file's order.
     let ranked: HashSet<&str> = rows.iter().map(|r| r.system.as_str()).collect();
-    let human_systems: Vec<&str> = rankings
-        .systems
-        .iter()
-        .map(String::as_str)
-        .filter(|s| ranked.contains(s))
-        .collect();
-    let position: HashMap<&str, usize> = human_systems
-        .iter()
-        .enumerate()
-        .map(|(i, s)| (*s, i))
-        .collect();
+    let human_systems: Vec<&str> = rankings.systems.iter().map(String::as_str).filter(|s| ranked.contains(s)).collect();
+    let position: HashMap<&str, usize> = human_systems.iter().enumerate().map(|(i, s)| (*s, i)).collect();
 
     let mut sums = vec![0.0; human_systems.len()];
     let mut counts = vec![0usize; human_systems.len()];
@@ -79,19 +64,13 @@ pub fn human_agreement(
         let s = position[r.system.as_str()];
         sums[s] += r.rank;
         counts[s] += 1;
-        let b = *block_of
-            .entry((r.instance.as_str(), r.annotator.as_str()))
-            .or_insert_with(|| {
-                blocks.push(vec![None; human_systems.len()]);
-                blocks.len() - 1
-            });
+        let b = *block_of.entry((r.instance.as_str(), r.annotator.as_str())).or_insert_with(|| {
+            blocks.push(vec![None; human_systems.len()]);
+            blocks.len() - 1
+        });
         blocks[b][s] = Some(r.rank);
     }
-    let averages: Vec<f64> = sums
-        .iter()
-        .zip(&counts)
-        .map(|(s, &c)| s / c as f64)
-        .collect();
+    let averages: Vec<f64> = sums.iter().zip(&counts).map(|(s, &c)| s / c as f64).collect();
 
     // Kendall over systems that both the evaluator and the humans ranked.
     let kendall_tau_b = match evaluator {
@@ -120,24 +99,13 @@ pub fn human_agreement(
     // Krippendorff: coders = annotators, units = (instance, system).
     let annotators: Vec<&str> = {
         let present: HashSet<&str> = rows.iter().map(|r| r.annotator.as_str()).collect();
-        rankings
-            .annotators
-            .iter()
-            .map(String::as_str)
-            .filter(|a| present.contains(a))
-            .collect()
+        rankings.annotators.iter().map(String::as_str).filter(|a| present.contains(a)).collect()
     };
-    let coder: HashMap<&str, usize> = annotators
-        .iter()
-        .enumerate()
-        .map(|(i, a)| (*a, i))
-        .collect();
+    let coder: HashMap<&str, usize> = annotators.iter().enumerate().map(|(i, a)| (*a, i)).collect();
     let mut unit_of: HashMap<(&str, &str), usize> = HashMap::new();
     for r in &rows {
         let next = unit_of.len();
-        unit_of
-            .entry((r.instance.as_str(), r.system.as_str()))
-            .or_insert(next);
+        unit_of.entry((r.instance.as_str(), r.system.as_str())).or_insert(next);
     }
     let mut reliability = vec![vec![None; unit_of.len()]; annotators.len()];
     for r in &rows {
@@ -149,11 +117,7 @@ pub fn human_agreement(
     let mut systems: Vec<HumanSystemRank> = human_systems
         .iter()
         .enumerate()
-        .map(|(s, name)| HumanSystemRank {
-            system: name.to_string(),
-            average_rank: averages[s],
-            n: counts[s],
-        })
+        .map(|(s, name)| HumanSystemRank { system: name.to_string(), average_rank: averages[s], n: counts[s] })
         .collect();
     systems.sort_by(|a, b| a.average_rank.total_cmp(&b.average_rank));
     Some(HumanAgreement {

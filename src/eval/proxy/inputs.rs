@@ -8,24 +8,16 @@ pub(super) fn index_predictions<'a>(
     bundle: &Bundle,
     predictions: &'a [Prediction],
 ) -> Result<HashMap<(&'a str, &'a str), &'a Prediction>> {
-    let instances: HashMap<&str, &Instance> = bundle
-        .instances
-        .iter()
-        .map(|i| (i.id.as_str(), i))
-        .collect();
+    let instances: HashMap<&str, &Instance> = bundle.instances.iter().map(|i| (i.id.as_str(), i)).collect();
     let mut by_key = HashMap::with_capacity(predictions.len());
     let mut problems = Vec::new();
     for p in predictions {
         let key = (p.instance.as_str(), p.system.as_str());
         match instances.get(key.0) {
-            None => problems.push(format!(
-                "unknown instance `{}` (system `{}`)",
-                p.instance, p.system
-            )),
-            Some(inst) if inst.argument(&p.system).is_none() => problems.push(format!(
-                "instance `{}` has no argument from system `{}`",
-                p.instance, p.system
-            )),
+            None => problems.push(format!("unknown instance `{}` (system `{}`)", p.instance, p.system)),
+            Some(inst) if inst.argument(&p.system).is_none() => {
+                problems.push(format!("instance `{}` has no argument from system `{}`", p.instance, p.system))
+            }
             Some(inst) => {
                 if !inst.problem.label_set().contains(&p.predicted) {
                     problems.push(format!(
@@ -53,28 +45,15 @@ pub(super) fn index_predictions<'a>(
             "{} predictions do not fit {}: {}{}",
             problems.len(),
             bundle.name,
-            problems
-                .iter()
-                .take(NAMED_IN_ERRORS)
-                .cloned()
-                .collect::<Vec<_>>()
-                .join("; "),
-            if problems.len() > NAMED_IN_ERRORS {
-                "; ..."
-            } else {
-                ""
-            }
+            problems.iter().take(NAMED_IN_ERRORS).cloned().collect::<Vec<_>>().join("; "),
+            if problems.len() > NAMED_IN_ERRORS { "; ..." } else { "" }
         )))
     }
 }
 
 /// Human rankings must refer to instances and systems of the bundle.
 pub(super) fn check_rankings(bundle: &Bundle, rankings: &HumanRankings) -> Result<()> {
-    let instances: HashMap<&str, &Instance> = bundle
-        .instances
-        .iter()
-        .map(|i| (i.id.as_str(), i))
-        .collect();
+    let instances: HashMap<&str, &Instance> = bundle.instances.iter().map(|i| (i.id.as_str(), i)).collect();
     for row in &rankings.rows {
         let Some(inst) = instances.get(row.instance.as_str()) else {
             return Err(Error::input(
@@ -89,10 +68,7 @@ pub(super) fn check_rankings(bundle: &Bundle, rankings: &HumanRankings) -> Resul
                 &rankings.name,
                 row.line,
                 "system",
-                format!(
-                    "instance `{}` has no argument from system `{}`",
-                    row.instance, row.system
-                ),
+                format!("instance `{}` has no argument from system `{}`", row.instance, row.system),
             ));
         }
     }
@@ -129,19 +105,10 @@ pub(super) fn select_task<'a>(
         }
     }
     // The task's systems, in bundle order: every system with an argument somewhere here.
-    let present: HashSet<&str> = kept
-        .iter()
-        .flat_map(|i| i.arguments.iter().map(|(s, _)| s.as_str()))
-        .collect();
-    let systems: Vec<String> = bundle
-        .systems
-        .iter()
-        .filter(|s| present.contains(s.as_str()))
-        .cloned()
-        .collect();
-    let (complete, incomplete): (Vec<&Instance>, Vec<&Instance>) = kept
-        .into_iter()
-        .partition(|inst| systems.iter().all(|s| inst.argument(s).is_some()));
+    let present: HashSet<&str> = kept.iter().flat_map(|i| i.arguments.iter().map(|(s, _)| s.as_str())).collect();
+    let systems: Vec<String> = bundle.systems.iter().filter(|s| present.contains(s.as_str())).cloned().collect();
+    let (complete, incomplete): (Vec<&Instance>, Vec<&Instance>) =
+        kept.into_iter().partition(|inst| systems.iter().all(|s| inst.argument(s).is_some()));
     let incomplete: Vec<String> = incomplete.iter().map(|i| i.id.clone()).collect();
     if !incomplete.is_empty() {
         warnings.push(Warning::new(format!(
@@ -149,20 +116,8 @@ pub(super) fn select_task<'a>(
              ranking (systems are compared on the same instances): {}",
             task.name(),
             incomplete.len(),
-            incomplete
-                .iter()
-                .take(NAMED_IN_ERRORS)
-                .cloned()
-                .collect::<Vec<_>>()
-                .join(", ")
+            incomplete.iter().take(NAMED_IN_ERRORS).cloned().collect::<Vec<_>>().join(", ")
         )));
     }
-    TaskInput {
-        task,
-        instances: complete,
-        systems,
-        dropped_not_enough_evidence: dropped,
-        incomplete,
-        all_ids,
-    }
+    TaskInput { task, instances: complete, systems, dropped_not_enough_evidence: dropped, incomplete, all_ids }
 }

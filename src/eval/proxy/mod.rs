@@ -62,10 +62,7 @@ impl Default for ProxyOptions {
             seed: 0,
             resamples: 1000,
             confidence: 0.95,
-            controls: Control::ALL
-                .iter()
-                .map(|c| c.system_name().to_string())
-                .collect(),
+            controls: Control::ALL.iter().map(|c| c.system_name().to_string()).collect(),
             drop_not_enough_evidence: true,
         }
     }
@@ -197,11 +194,8 @@ pub fn rank_systems(
     }
     // A ranked pair without a prediction stops the run, located at the instance's line.
     if let Some((inst, system)) = missing.first() {
-        let others: Vec<String> = missing[1..]
-            .iter()
-            .take(NAMED_IN_ERRORS)
-            .map(|(i, s)| format!("({}, {s})", i.id))
-            .collect();
+        let others: Vec<String> =
+            missing[1..].iter().take(NAMED_IN_ERRORS).map(|(i, s)| format!("({}, {s})", i.id)).collect();
         let more = match missing.len() - 1 {
             0 => String::new(),
             n => format!(
@@ -214,20 +208,14 @@ pub fn rank_systems(
             &bundle.name,
             inst.line,
             &format!("arguments.{system}"),
-            format!(
-                "instance `{}` has no prediction for system `{system}`{more}",
-                inst.id
-            ),
+            format!("instance `{}` has no prediction for system `{system}`{more}", inst.id),
         ));
     }
     if let Some(rankings) = human {
         check_rankings(bundle, rankings)?;
     }
 
-    let reports = task_inputs
-        .iter()
-        .map(|input| task_report(input, &by_key, options, human))
-        .collect();
+    let reports = task_inputs.iter().map(|input| task_report(input, &by_key, options, human)).collect();
 
     let provenance = Provenance::new(options.seed)
         .convention("mcqa_score", "accuracy")
@@ -235,17 +223,10 @@ pub fn rank_systems(
             "misinformation_score",
             "macro-F1 over the labels present in gold or predictions (scikit-learn default)",
         )
-        .convention(
-            "nli_score",
-            "micro-F1 (= accuracy); extra column: binary F1 with entailment positive (NLI4CT)",
-        )
+        .convention("nli_score", "micro-F1 (= accuracy); extra column: binary F1 with entailment positive (NLI4CT)")
         .convention(
             "not_enough_evidence",
-            if options.drop_not_enough_evidence {
-                "dropped before scoring"
-            } else {
-                "kept"
-            },
+            if options.drop_not_enough_evidence { "dropped before scoring" } else { "kept" },
         )
         .convention("ties", "equal scores share the average rank; 1 = best")
         .convention(
@@ -256,10 +237,7 @@ pub fn rank_systems(
                 options.resamples, options.confidence, options.seed
             ),
         )
-        .convention(
-            "kendall_sign",
-            "tau-b(evaluator score, -average human rank): positive = agreement",
-        )
+        .convention("kendall_sign", "tau-b(evaluator score, -average human rank): positive = agreement")
         .convention("controls", options.controls.join(", "));
     Ok(ProxyReport {
         provenance,

@@ -4,24 +4,16 @@
 use super::*;
 
 pub(super) fn robustness(systems: &[String], scores: &[f64], is_control: &dyn Fn(&str) -> bool) -> Robustness {
-    let (controls, primaries): (Vec<usize>, Vec<usize>) =
-        (0..systems.len()).partition(|&s| is_control(&systems[s]));
+    let (controls, primaries): (Vec<usize>, Vec<usize>) = (0..systems.len()).partition(|&s| is_control(&systems[s]));
     if controls.is_empty() || primaries.is_empty() {
-        let what = if controls.is_empty() {
-            "control case"
-        } else {
-            "primary system"
-        };
+        let what = if controls.is_empty() { "control case" } else { "primary system" };
         return Robustness {
             robust: Stat::undefined(format!("this task has no {what} to compare")),
             violations: Vec::new(),
         };
     }
     if scores.iter().any(|s| s.is_nan()) {
-        return Robustness {
-            robust: Stat::undefined("scores are undefined (no instance)"),
-            violations: Vec::new(),
-        };
+        return Robustness { robust: Stat::undefined("scores are undefined (no instance)"), violations: Vec::new() };
     }
     let mut violations = Vec::new();
     for &c in &controls {
@@ -36,8 +28,5 @@ pub(super) fn robustness(systems: &[String], scores: &[f64], is_control: &dyn Fn
             }
         }
     }
-    Robustness {
-        robust: Stat::Defined(violations.is_empty()),
-        violations,
-    }
+    Robustness { robust: Stat::Defined(violations.is_empty()), violations }
 }

@@ -17,10 +17,7 @@ fn ranks_100000_arguments() {
                 options: (1..=5).map(|k| (k.to_string(), String::new())).collect(),
                 answer: "1".into(),
             },
-            arguments: systems
-                .iter()
-                .map(|s| (s.to_string(), String::new()))
-                .collect(),
+            arguments: systems.iter().map(|s| (s.to_string(), String::new())).collect(),
             line: i + 1,
         });
         for (s, system) in systems.iter().enumerate() {

@@ -1,9 +1,9 @@
 //! The second step: per task, the metric of each system with its bootstrap interval, the
 //! ranks, adjacent comparisons, the robustness verdict and human agreement.
 
-use super::*;
 use super::inputs::TaskInput;
 use super::robustness::robustness;
+use super::*;
 
 /// One prediction reduced to label positions in the instance's label set.
 #[derive(Clone, Copy)]
@@ -22,10 +22,7 @@ fn metric_value(metric: Metric, cells: &[Cell], indices: &[usize]) -> f64 {
         // Single-label micro-F1 counts each wrong prediction once as FP and once as FN:
         // 2TP / (2TP + FP + FN) = TP / n, the accuracy.
         Metric::Accuracy | Metric::MicroF1 => {
-            let correct = indices
-                .iter()
-                .filter(|&&i| cells[i].gold == cells[i].predicted)
-                .count();
+            let correct = indices.iter().filter(|&&i| cells[i].gold == cells[i].predicted).count();
             correct as f64 / indices.len() as f64
         }
         Metric::MacroF1 => {
@@ -73,11 +70,7 @@ fn binary_f1_entailment(cells: &[Cell]) -> Stat<f64> {
 
 fn label_position(problem: &Problem, label: &str) -> u16 {
     // Labels were checked against the label set in `index_predictions`.
-    problem
-        .label_set()
-        .iter()
-        .position(|l| l == label)
-        .expect("label checked") as u16
+    problem.label_set().iter().position(|l| l == label).expect("label checked") as u16
 }
 
 pub(super) fn task_report(
@@ -107,18 +100,9 @@ pub(super) fn task_report(
     }
 
     let all: Vec<usize> = (0..n).collect();
-    let scores: Vec<f64> = cells
-        .iter()
-        .map(|c| metric_value(metric, c, &all))
-        .collect();
-    let boot = Bootstrap {
-        resamples: options.resamples,
-        confidence: options.confidence,
-        seed: options.seed,
-    }
-    .run(n, |idx| {
-        cells.iter().map(|c| metric_value(metric, c, idx)).collect()
-    });
+    let scores: Vec<f64> = cells.iter().map(|c| metric_value(metric, c, &all)).collect();
+    let boot = Bootstrap { resamples: options.resamples, confidence: options.confidence, seed: options.seed }
+        .run(n, |idx| cells.iter().map(|c| metric_value(metric, c, idx)).collect());
     let ranks = average_ranks(&scores, Order::HigherIsBetter);
 
     // Best first; undefined scores (no instance) last; ties keep bundle order.
@@ -138,8 +122,7 @@ pub(super) fn task_report(
             interval: boot.intervals[s].clone(),
             rank: ranks[s],
             mean_p_correct: describe::mean(&p_correct[s]),
-            binary_f1_entailment: (input.task == Task::Nli)
-                .then(|| binary_f1_entailment(&cells[s])),
+            binary_f1_entailment: (input.task == Task::Nli).then(|| binary_f1_entailment(&cells[s])),
         })
         .collect();
     let adjacent = order
@@ -153,14 +136,8 @@ pub(super) fn task_report(
 
     let robustness = robustness(&input.systems, &scores, &is_control);
     let evaluated: HashSet<&str> = input.instances.iter().map(|i| i.id.as_str()).collect();
-    let human = human.and_then(|rankings| {
-        human_agreement(
-            rankings,
-            &input.all_ids,
-            &evaluated,
-            Some((&input.systems, &scores)),
-        )
-    });
+    let human = human
+        .and_then(|rankings| human_agreement(rankings, &input.all_ids, &evaluated, Some((&input.systems, &scores))));
     TaskReport {
         task: input.task,
         metric,

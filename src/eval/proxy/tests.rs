@@ -6,10 +6,7 @@ fn instance(id: &str, problem: Problem, systems: &[&str]) -> Instance {
     Instance {
         id: id.into(),
         problem,
-        arguments: systems
-            .iter()
-            .map(|s| (s.to_string(), format!("{s} on {id}")))
-            .collect(),
+        arguments: systems.iter().map(|s| (s.to_string(), format!("{s} on {id}"))).collect(),
         line: 0,
     }
 }
@@ -17,9 +14,7 @@ fn instance(id: &str, problem: Problem, systems: &[&str]) -> Instance {
 fn mcqa(answer: &str) -> Problem {
     Problem::Mcqa {
         question: "case".into(),
-        options: (1..=5)
-            .map(|k| (k.to_string(), format!("option {k}")))
-            .collect(),
+        options: (1..=5).map(|k| (k.to_string(), format!("option {k}"))).collect(),
         answer: answer.into(),
     }
 }
@@ -33,12 +28,7 @@ fn bundle(instances: Vec<Instance>) -> Bundle {
             }
         }
     }
-    Bundle {
-        name: "bundle.jsonl".into(),
-        instances,
-        systems,
-        controls: Vec::new(),
-    }
+    Bundle { name: "bundle.jsonl".into(), instances, systems, controls: Vec::new() }
 }
 
 fn prediction(instance: &str, system: &str, predicted: &str, p_correct: f64) -> Prediction {
@@ -56,11 +46,7 @@ const SYSTEMS: [&str; 5] = ["expert", "gpt-4o", "llama", "openbio", "no_argument
 /// Five MCQA instances (gold "1"); system s is right on the first `correct[s]`.
 /// Accuracies: expert 0.8, gpt-4o 1.0, llama 0.4, openbio 0.6, no_argument 0.2.
 fn mcqa_case() -> (Bundle, Vec<Prediction>) {
-    let b = bundle(
-        (1..=5)
-            .map(|i| instance(&format!("q{i}"), mcqa("1"), &SYSTEMS))
-            .collect(),
-    );
+    let b = bundle((1..=5).map(|i| instance(&format!("q{i}"), mcqa("1"), &SYSTEMS)).collect());
     let correct = [4, 5, 2, 3, 1];
     let mut preds = Vec::new();
     for (s, system) in SYSTEMS.iter().enumerate() {
@@ -78,11 +64,7 @@ fn mcqa_case() -> (Bundle, Vec<Prediction>) {
 }
 
 fn options() -> ProxyOptions {
-    ProxyOptions {
-        seed: 5,
-        resamples: 200,
-        ..ProxyOptions::default()
-    }
+    ProxyOptions { seed: 5, resamples: 200, ..ProxyOptions::default() }
 }
 
 #[test]
@@ -91,45 +73,21 @@ fn mcqa_systems_are_ranked_by_accuracy_with_intervals() {
     let report = rank_systems(&b, &preds, &options(), None).unwrap();
     assert_eq!(report.tasks.len(), 1);
     let t = &report.tasks[0];
-    assert_eq!(
-        (t.task, t.metric, t.n_instances),
-        (Task::Mcqa, Metric::Accuracy, 5)
-    );
+    assert_eq!((t.task, t.metric, t.n_instances), (Task::Mcqa, Metric::Accuracy, 5));
     let order: Vec<&str> = t.systems.iter().map(|s| s.system.as_str()).collect();
-    assert_eq!(
-        order,
-        ["gpt-4o", "expert", "openbio", "llama", "no_argument"]
-    );
-    let scores: Vec<f64> = t
-        .systems
-        .iter()
-        .map(|s| *s.score.value().unwrap())
-        .collect();
+    assert_eq!(order, ["gpt-4o", "expert", "openbio", "llama", "no_argument"]);
+    let scores: Vec<f64> = t.systems.iter().map(|s| *s.score.value().unwrap()).collect();
     assert_eq!(scores, [1.0, 0.8, 0.6, 0.4, 0.2]);
-    assert_eq!(
-        t.systems.iter().map(|s| s.rank).collect::<Vec<_>>(),
-        [1.0, 2.0, 3.0, 4.0, 5.0]
-    );
+    assert_eq!(t.systems.iter().map(|s| s.rank).collect::<Vec<_>>(), [1.0, 2.0, 3.0, 4.0, 5.0]);
     // Mean p_correct of expert: (4·0.9 + 0.1)/5 = 0.74.
-    assert_relative_eq!(
-        *t.systems[1].mean_p_correct.value().unwrap(),
-        0.74,
-        epsilon = 1e-12
-    );
+    assert_relative_eq!(*t.systems[1].mean_p_correct.value().unwrap(), 0.74, epsilon = 1e-12);
     for s in &t.systems {
         let ci = s.interval.value().unwrap();
-        assert!(
-            ci.contains(*s.score.value().unwrap()),
-            "{}: {ci:?}",
-            s.system
-        );
+        assert!(ci.contains(*s.score.value().unwrap()), "{}: {ci:?}", s.system);
         assert!(s.binary_f1_entailment.is_none());
     }
     // gpt-4o is right everywhere: its interval is the point 1.
-    assert_eq!(
-        *t.systems[0].interval.value().unwrap(),
-        Interval { lo: 1.0, hi: 1.0 }
-    );
+    assert_eq!(*t.systems[0].interval.value().unwrap(), Interval { lo: 1.0, hi: 1.0 });
     // gpt-4o (right on all) vs expert (right on a subset): never below, so P >= 1/2.
     let p = *t.adjacent[0].p_upper_beats_lower.value().unwrap();
     assert!((0.5..=1.0).contains(&p));
@@ -154,12 +112,8 @@ fn ties_share_the_average_rank_and_a_tied_control_is_a_violation() {
     assert_eq!((rank_of("openbio"), rank_of("no_argument")), (3.5, 3.5));
     assert_eq!(rank_of("llama"), 5.0);
     assert_eq!(t.robustness.robust, Stat::Defined(false));
-    let v: Vec<(&str, &str)> = t
-        .robustness
-        .violations
-        .iter()
-        .map(|v| (v.control.as_str(), v.primary.as_str()))
-        .collect();
+    let v: Vec<(&str, &str)> =
+        t.robustness.violations.iter().map(|v| (v.control.as_str(), v.primary.as_str())).collect();
     assert_eq!(v, [("no_argument", "llama"), ("no_argument", "openbio")]);
     // Same predictions for openbio and no_argument on every instance? No: so the adjacent
     // win rate is still a probability, and identical systems would give exactly 1/2.
@@ -169,11 +123,7 @@ fn ties_share_the_average_rank_and_a_tied_control_is_a_violation() {
         p.predicted = if i <= 3 { "1" } else { "2" }.into();
     }
     let report = rank_systems(&b, &same, &options(), None).unwrap();
-    let adj = report.tasks[0]
-        .adjacent
-        .iter()
-        .find(|a| a.upper == "openbio")
-        .unwrap();
+    let adj = report.tasks[0].adjacent.iter().find(|a| a.upper == "openbio").unwrap();
     assert_eq!(adj.lower, "no_argument");
     assert_eq!(adj.p_upper_beats_lower, Stat::Defined(0.5));
 }
@@ -183,56 +133,26 @@ fn misinformation_uses_macro_f1_and_drops_not_enough_evidence() {
     // scikit-learn 1.x: f1_score(["supported","refuted","supported","refuted","supported",
     // "refuted"], ["supported","supported","not_enough_evidence","refuted","supported",
     // "refuted"], average="macro") -> 0.48888888888888893 (labels: the union, 3).
-    let gold = [
-        "supported",
-        "refuted",
-        "supported",
-        "refuted",
-        "supported",
-        "refuted",
-    ];
-    let pred = [
-        "supported",
-        "supported",
-        "not_enough_evidence",
-        "refuted",
-        "supported",
-        "refuted",
-    ];
+    let gold = ["supported", "refuted", "supported", "refuted", "supported", "refuted"];
+    let pred = ["supported", "supported", "not_enough_evidence", "refuted", "supported", "refuted"];
     let mut instances: Vec<Instance> = gold
         .iter()
         .enumerate()
         .map(|(i, g)| {
-            let p = Problem::Misinformation {
-                claim: "c".into(),
-                label: g.to_string(),
-            };
+            let p = Problem::Misinformation { claim: "c".into(), label: g.to_string() };
             instance(&format!("c{i}"), p, &["expert"])
         })
         .collect();
-    let nee = Problem::Misinformation {
-        claim: "c".into(),
-        label: "not_enough_evidence".into(),
-    };
+    let nee = Problem::Misinformation { claim: "c".into(), label: "not_enough_evidence".into() };
     instances.push(instance("c-nee", nee, &["expert"]));
     let b = bundle(instances);
-    let mut preds: Vec<Prediction> = pred
-        .iter()
-        .enumerate()
-        .map(|(i, p)| prediction(&format!("c{i}"), "expert", p, 0.5))
-        .collect();
+    let mut preds: Vec<Prediction> =
+        pred.iter().enumerate().map(|(i, p)| prediction(&format!("c{i}"), "expert", p, 0.5)).collect();
     preds.push(prediction("c-nee", "expert", "refuted", 0.2));
     let report = rank_systems(&b, &preds, &options(), None).unwrap();
     let t = &report.tasks[0];
-    assert_eq!(
-        (t.metric, t.n_instances, t.dropped_not_enough_evidence),
-        (Metric::MacroF1, 6, 1)
-    );
-    assert_relative_eq!(
-        *t.systems[0].score.value().unwrap(),
-        0.48888888888888893,
-        epsilon = 1e-12
-    );
+    assert_eq!((t.metric, t.n_instances, t.dropped_not_enough_evidence), (Metric::MacroF1, 6, 1));
+    assert_relative_eq!(*t.systems[0].score.value().unwrap(), 0.48888888888888893, epsilon = 1e-12);
     // Human rankings without a row for this task: no agreement section at all.
     let none = HumanRankings {
         name: "rankings.csv".into(),
@@ -244,10 +164,7 @@ fn misinformation_uses_macro_f1_and_drops_not_enough_evidence() {
     let with_rankings = rank_systems(&b, &preds, &options(), Some(&none)).unwrap();
     assert!(with_rankings.tasks[0].human.is_none());
     // Kept when asked: the NEE instance then needs and uses its prediction.
-    let keep = ProxyOptions {
-        drop_not_enough_evidence: false,
-        ..options()
-    };
+    let keep = ProxyOptions { drop_not_enough_evidence: false, ..options() };
     let t = &rank_systems(&b, &preds, &keep, None).unwrap().tasks[0];
     assert_eq!((t.n_instances, t.dropped_not_enough_evidence), (7, 0));
 }
@@ -256,38 +173,19 @@ fn misinformation_uses_macro_f1_and_drops_not_enough_evidence() {
 fn nli_reports_micro_f1_and_binary_f1_with_entailment_positive() {
     // scikit-learn 1.x: y_true = [E, C, E, C, E], y_pred = [E, E, C, C, E]:
     // f1_score(average="micro") -> 0.6; f1_score(pos_label="entailment") -> 0.6666666666666666
-    let gold = [
-        "entailment",
-        "contradiction",
-        "entailment",
-        "contradiction",
-        "entailment",
-    ];
-    let pred = [
-        "entailment",
-        "entailment",
-        "contradiction",
-        "contradiction",
-        "entailment",
-    ];
+    let gold = ["entailment", "contradiction", "entailment", "contradiction", "entailment"];
+    let pred = ["entailment", "entailment", "contradiction", "contradiction", "entailment"];
     let b = bundle(
         gold.iter()
             .enumerate()
             .map(|(i, g)| {
-                let p = Problem::Nli {
-                    statement: "s".into(),
-                    evidence: "e".into(),
-                    label: g.to_string(),
-                };
+                let p = Problem::Nli { statement: "s".into(), evidence: "e".into(), label: g.to_string() };
                 instance(&format!("n{i}"), p, &["gpt-4o"])
             })
             .collect(),
     );
-    let preds: Vec<Prediction> = pred
-        .iter()
-        .enumerate()
-        .map(|(i, p)| prediction(&format!("n{i}"), "gpt-4o", p, 0.5))
-        .collect();
+    let preds: Vec<Prediction> =
+        pred.iter().enumerate().map(|(i, p)| prediction(&format!("n{i}"), "gpt-4o", p, 0.5)).collect();
     let t = &rank_systems(&b, &preds, &options(), None).unwrap().tasks[0];
     assert_eq!(t.metric, Metric::MicroF1);
     assert_relative_eq!(*t.systems[0].score.value().unwrap(), 0.6, epsilon = 1e-12);
@@ -300,37 +198,22 @@ fn nli_reports_micro_f1_and_binary_f1_with_entailment_positive() {
 #[test]
 fn bad_predictions_are_errors_that_name_them() {
     let (b, preds) = mcqa_case();
-    let missing: Vec<Prediction> = preds
-        .iter()
-        .filter(|p| !(p.instance == "q3" && p.system == "llama"))
-        .cloned()
-        .collect();
-    let err = rank_systems(&b, &missing, &options(), None)
-        .unwrap_err()
-        .to_string();
+    let missing: Vec<Prediction> =
+        preds.iter().filter(|p| !(p.instance == "q3" && p.system == "llama")).cloned().collect();
+    let err = rank_systems(&b, &missing, &options(), None).unwrap_err().to_string();
     // Located at the instance's bundle line (0: this bundle is built in memory).
-    assert_eq!(
-        err,
-        "bundle.jsonl:0: field `arguments.llama`: instance `q3` has no prediction for system `llama`"
-    );
+    assert_eq!(err, "bundle.jsonl:0: field `arguments.llama`: instance `q3` has no prediction for system `llama`");
 
     let mut twice = preds.clone();
     twice.push(preds[0].clone());
-    let err = rank_systems(&b, &twice, &options(), None)
-        .unwrap_err()
-        .to_string();
+    let err = rank_systems(&b, &twice, &options(), None).unwrap_err().to_string();
     assert!(err.contains("(q1, expert) is predicted twice"), "{err}");
 
     let mut unknown = preds.clone();
     unknown.push(prediction("q9", "expert", "1", 0.5));
     unknown.push(prediction("q1", "expert", "7", 0.5));
-    let err = rank_systems(&b, &unknown, &options(), None)
-        .unwrap_err()
-        .to_string();
-    assert!(
-        err.contains("unknown instance `q9`") && err.contains("label `7`"),
-        "{err}"
-    );
+    let err = rank_systems(&b, &unknown, &options(), None).unwrap_err().to_string();
+    assert!(err.contains("unknown instance `q9`") && err.contains("label `7`"), "{err}");
 }
 
 #[test]
@@ -396,11 +279,7 @@ fn human_agreement_matches_scipy_and_krippendorff() {
     };
     let report = rank_systems(&b, &preds, &options(), Some(&rankings)).unwrap();
     let h = report.tasks[0].human.as_ref().unwrap();
-    let avg: Vec<(&str, f64, usize)> = h
-        .systems
-        .iter()
-        .map(|s| (s.system.as_str(), s.average_rank, s.n))
-        .collect();
+    let avg: Vec<(&str, f64, usize)> = h.systems.iter().map(|s| (s.system.as_str(), s.average_rank, s.n)).collect();
     assert_eq!(avg[0], ("gpt-4o", 1.25, 10));
     assert_relative_eq!(avg[1].1, 1.85, epsilon = 1e-12);
     assert_relative_eq!(avg[3].1, 3.6666666666666665, epsilon = 1e-12);
@@ -421,10 +300,7 @@ fn human_agreement_matches_scipy_and_krippendorff() {
     let alone = human_agreement(&rankings, &ids, &ids, None).unwrap();
     assert!(!alone.kendall_tau_b.is_defined());
     assert_eq!(alone.friedman, h.friedman);
-    assert_eq!(
-        alone.krippendorff_alpha_ordinal,
-        h.krippendorff_alpha_ordinal
-    );
+    assert_eq!(alone.krippendorff_alpha_ordinal, h.krippendorff_alpha_ordinal);
     // Rows of instances outside the evaluated set are counted, not used.
     let only_q1: HashSet<&str> = ["q1"].into_iter().collect();
     let part = human_agreement(&rankings, &ids, &only_q1, None).unwrap();

@@ -1,4 +1,4 @@
-use super::{Dispatch, check, check_f32, params, to_u32, Kernel, Source, REDUCE_WGSL};
+use super::{check, check_f32, params, to_u32, Dispatch, Kernel, Source, REDUCE_WGSL};
 use crate::error::Result;
 use crate::gpu::context::{GpuContext, GpuTensor};
 
@@ -68,19 +68,12 @@ impl Attention {
             format!("hidden {hidden} is not a multiple of {heads} heads")
         })?;
         check(seq_len <= Self::MAX_SEQ_LEN, "attention", || {
-            format!(
-                "sequences of {seq_len} tokens exceed the kernel's {}",
-                Self::MAX_SEQ_LEN
-            )
+            format!("sequences of {seq_len} tokens exceed the kernel's {}", Self::MAX_SEQ_LEN)
         })?;
         let max_groups = ctx.limits.max_compute_workgroups_per_dimension as usize;
-        check(
-            tokens <= max_groups && heads <= max_groups,
-            "attention",
-            || {
-                format!("{tokens} tokens exceed {max_groups} workgroups a dimension; use smaller batches")
-            },
-        )?;
+        check(tokens <= max_groups && heads <= max_groups, "attention", || {
+            format!("{tokens} tokens exceed {max_groups} workgroups a dimension; use smaller batches")
+        })?;
         let head_dim = hidden / heads;
         let params = Params {
             seq_len: to_u32(seq_len, "attention", "seq_len")?,

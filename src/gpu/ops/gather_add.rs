@@ -1,4 +1,4 @@
-use super::{Dispatch, check, check_f32, grid, params, to_u32, Kernel, Source};
+use super::{check, check_f32, grid, params, to_u32, Dispatch, Kernel, Source};
 use crate::error::Result;
 use crate::gpu::context::{ChunkedTable, DType, GpuContext, GpuTensor};
 
@@ -44,9 +44,7 @@ impl GatherAdd {
         table: &ChunkedTable,
         out: &GpuTensor,
     ) -> Result<Vec<Dispatch>> {
-        check(ids.dtype == DType::U32, "gather_add", || {
-            "`ids` must be u32".into()
-        })?;
+        check(ids.dtype == DType::U32, "gather_add", || "`ids` must be u32".into())?;
         check_f32(out, "gather_add", "out")?;
         let tokens = ids.len();
         check(out.shape == [tokens, table.cols], "gather_add", || {
@@ -56,9 +54,7 @@ impl GatherAdd {
         let mut dispatches = Vec::with_capacity(table.chunks.len());
         for (row_start, chunk) in &table.chunks {
             let (rows, cols) = chunk.dims2("gather_add table chunk")?;
-            check(cols == table.cols, "gather_add", || {
-                "table chunks disagree on columns".into()
-            })?;
+            check(cols == table.cols, "gather_add", || "table chunks disagree on columns".into())?;
             let params = Params {
                 tokens: to_u32(tokens, "gather_add", "tokens")?,
                 cols: to_u32(cols, "gather_add", "cols")?,

@@ -1,4 +1,4 @@
-use super::{Dispatch, check, check_f32, grid, params, to_u32, Kernel, Source, REDUCE_WGSL};
+use super::{check, check_f32, grid, params, to_u32, Dispatch, Kernel, Source, REDUCE_WGSL};
 use crate::error::Result;
 use crate::gpu::context::{GpuContext, GpuTensor};
 
@@ -50,23 +50,12 @@ impl LayerNorm {
         let (rows, cols) = x.dims2("layer_norm x")?;
         if let Some(r) = residual {
             check_f32(r, "layer_norm", "residual")?;
-            check(r.shape == x.shape, "layer_norm", || {
-                format!("residual {:?} != x {:?}", r.shape, x.shape)
-            })?;
+            check(r.shape == x.shape, "layer_norm", || format!("residual {:?} != x {:?}", r.shape, x.shape))?;
         }
-        check(
-            gamma.shape == [cols] && beta.shape == [cols],
-            "layer_norm",
-            || {
-                format!(
-                    "gamma {:?} / beta {:?} != [{cols}]",
-                    gamma.shape, beta.shape
-                )
-            },
-        )?;
-        check(out.shape == x.shape, "layer_norm", || {
-            format!("out {:?} != x {:?}", out.shape, x.shape)
+        check(gamma.shape == [cols] && beta.shape == [cols], "layer_norm", || {
+            format!("gamma {:?} / beta {:?} != [{cols}]", gamma.shape, beta.shape)
         })?;
+        check(out.shape == x.shape, "layer_norm", || format!("out {:?} != x {:?}", out.shape, x.shape))?;
         let params = Params {
             rows: to_u32(rows, "layer_norm", "rows")?,
             cols: to_u32(cols, "layer_norm", "cols")?,
@@ -75,13 +64,7 @@ impl LayerNorm {
         };
         // Without a residual the binding still needs a buffer; `x` is never read through it.
         let residual = residual.unwrap_or(x);
-        let buffers = [
-            &x.buffer,
-            &residual.buffer,
-            &gamma.buffer,
-            &beta.buffer,
-            &out.buffer,
-        ];
+        let buffers = [&x.buffer, &residual.buffer, &gamma.buffer, &beta.buffer, &out.buffer];
         Ok(vec![self.kernel.bind(ctx, &params, &buffers, grid(ctx, rows)?)])
     }
 }

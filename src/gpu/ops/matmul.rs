@@ -1,4 +1,4 @@
-use super::{Dispatch, activation_constants, check, check_f32, params, to_u32, Kernel, Source, ACTIVATIONS_WGSL};
+use super::{activation_constants, check, check_f32, params, to_u32, Dispatch, Kernel, Source, ACTIVATIONS_WGSL};
 use crate::error::{Error, Result};
 use crate::gpu::context::{DType, GpuContext, GpuTensor};
 
@@ -63,7 +63,10 @@ impl MatMul {
         };
         MatMul {
             kernel: kernel("matmul", "", F32_WEIGHTS),
-            kernel_f16_weights: ctx.adapter.shader_f16.then(|| kernel("matmul_f16_weights", "enable f16;\n", F16_WEIGHTS)),
+            kernel_f16_weights: ctx
+                .adapter
+                .shader_f16
+                .then(|| kernel("matmul_f16_weights", "enable f16;\n", F16_WEIGHTS)),
         }
     }
 
@@ -83,33 +86,22 @@ impl MatMul {
             (DType::F32, _) => &self.kernel,
             (DType::F16, Some(kernel)) => kernel,
             (DType::F16, None) => {
-                return Err(Error::invalid(
-                    "gpu matmul: f16 weights need an adapter with shader-f16",
-                ))
+                return Err(Error::invalid("gpu matmul: f16 weights need an adapter with shader-f16"))
             }
             (DType::U32, _) => return Err(Error::invalid("gpu matmul: `w` must be f32 or f16")),
         };
         let (m, k) = x.dims2("matmul x")?;
         let (n, wk) = w.dims2("matmul w")?;
-        check(wk == k, "matmul", || {
-            format!("x is [{m}, {k}] but w is [{n}, {wk}]")
-        })?;
-        check(bias.shape == [n], "matmul", || {
-            format!("bias {:?} != [{n}]", bias.shape)
-        })?;
-        check(y.shape == [m, n], "matmul", || {
-            format!("y {:?} != [{m}, {n}]", y.shape)
-        })?;
+        check(wk == k, "matmul", || format!("x is [{m}, {k}] but w is [{n}, {wk}]"))?;
+        check(bias.shape == [n], "matmul", || format!("bias {:?} != [{n}]", bias.shape))?;
+        check(y.shape == [m, n], "matmul", || format!("y {:?} != [{m}, {n}]", y.shape))?;
         let params = Params {
             m: to_u32(m, "matmul", "m")?,
             n: to_u32(n, "matmul", "n")?,
             k: to_u32(k, "matmul", "k")?,
             activation: activation as u32,
         };
-        let groups = (
-            to_u32(n.div_ceil(Self::TILE), "matmul", "n")?,
-            to_u32(m.div_ceil(Self::TILE), "matmul", "m")?,
-        );
+        let groups = (to_u32(n.div_ceil(Self::TILE), "matmul", "n")?, to_u32(m.div_ceil(Self::TILE), "matmul", "m")?);
         Ok(vec![kernel.bind(ctx, &params, &[&x.buffer, &w.buffer, &bias.buffer, &y.buffer], groups)])
     }
 }

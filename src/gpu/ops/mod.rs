@@ -126,22 +126,18 @@ struct Kernel {
 
 impl Kernel {
     fn new(ctx: &GpuContext, name: &'static str, source: Source) -> Self {
-        let module = ctx
-            .device
-            .create_shader_module(wgpu::ShaderModuleDescriptor {
-                label: Some(name),
-                source: wgpu::ShaderSource::Wgsl(source.assemble().into()),
-            });
-        let pipeline = ctx
-            .device
-            .create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
-                label: Some(name),
-                layout: None,
-                module: &module,
-                entry_point: Some("main"),
-                compilation_options: Default::default(),
-                cache: None,
-            });
+        let module = ctx.device.create_shader_module(wgpu::ShaderModuleDescriptor {
+            label: Some(name),
+            source: wgpu::ShaderSource::Wgsl(source.assemble().into()),
+        });
+        let pipeline = ctx.device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+            label: Some(name),
+            layout: None,
+            module: &module,
+            entry_point: Some("main"),
+            compilation_options: Default::default(),
+            cache: None,
+        });
         Kernel { name, pipeline }
     }
 
@@ -155,22 +151,14 @@ impl Kernel {
         buffers: &[&wgpu::Buffer],
         groups: (u32, u32),
     ) -> Dispatch {
-        let uniform = ctx
-            .device
-            .create_buffer_init(&wgpu::util::BufferInitDescriptor {
-                label: Some(self.name),
-                contents: bytemuck::bytes_of(params),
-                usage: wgpu::BufferUsages::UNIFORM,
-            });
-        let mut entries = vec![wgpu::BindGroupEntry {
-            binding: 0,
-            resource: uniform.as_entire_binding(),
-        }];
+        let uniform = ctx.device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
+            label: Some(self.name),
+            contents: bytemuck::bytes_of(params),
+            usage: wgpu::BufferUsages::UNIFORM,
+        });
+        let mut entries = vec![wgpu::BindGroupEntry { binding: 0, resource: uniform.as_entire_binding() }];
         for (i, buffer) in buffers.iter().enumerate() {
-            entries.push(wgpu::BindGroupEntry {
-                binding: i as u32 + 1,
-                resource: buffer.as_entire_binding(),
-            });
+            entries.push(wgpu::BindGroupEntry { binding: i as u32 + 1, resource: buffer.as_entire_binding() });
         }
         // The bind group holds the uniform buffer (and every bound buffer) alive.
         let bind_group = ctx.device.create_bind_group(&wgpu::BindGroupDescriptor {
@@ -195,7 +183,8 @@ pub struct Dispatch {
 /// Records `dispatches` in order into one compute pass (wgpu orders each dispatch's reads
 /// after the previous ones' writes).
 pub fn record(encoder: &mut wgpu::CommandEncoder, dispatches: &[Dispatch]) {
-    let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some("medrank"), timestamp_writes: None });
+    let mut pass =
+        encoder.begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some("medrank"), timestamp_writes: None });
     for d in dispatches {
         pass.set_pipeline(&d.pipeline);
         pass.set_bind_group(0, &d.bind_group, &[]);
@@ -211,9 +200,7 @@ fn grid(ctx: &GpuContext, groups: usize) -> Result<(u32, u32)> {
     let x = groups.clamp(1, max);
     let y = groups.div_ceil(x).max(1);
     if y > max {
-        return Err(Error::model(format!(
-            "gpu: {groups} workgroups exceed the adapter's grid"
-        )));
+        return Err(Error::model(format!("gpu: {groups} workgroups exceed the adapter's grid")));
     }
     Ok((x as u32, y as u32))
 }
@@ -227,9 +214,7 @@ fn check(ok: bool, op: &str, message: impl FnOnce() -> String) -> Result<()> {
 }
 
 fn check_f32(t: &GpuTensor, op: &str, what: &str) -> Result<()> {
-    check(t.dtype == DType::F32, op, || {
-        format!("`{what}` must be f32")
-    })
+    check(t.dtype == DType::F32, op, || format!("`{what}` must be f32"))
 }
 
 fn to_u32(n: usize, op: &str, what: &str) -> Result<u32> {

@@ -64,10 +64,31 @@ pub fn self_attention(qkv: &[f32], mask: &[u32], shape: AttentionShape, first_to
         let Keys { count: nk, keep } = keys_of(&mask[seq * s..(seq + 1) * s]);
         let base = seq * s * stride;
         for head in 0..heads {
-            let q = View { data: qkv, offset: base + pos * stride + head * d, rows, cols: d, row_stride: stride, col_stride: 1 };
+            let q = View {
+                data: qkv,
+                offset: base + pos * stride + head * d,
+                rows,
+                cols: d,
+                row_stride: stride,
+                col_stride: 1,
+            };
             // k^T: row j of k^T is column j of k, so the strides swap.
-            let kt = View { data: qkv, offset: base + hidden + head * d, rows: d, cols: nk, row_stride: 1, col_stride: stride };
-            let v = View { data: qkv, offset: base + 2 * hidden + head * d, rows: nk, cols: d, row_stride: stride, col_stride: 1 };
+            let kt = View {
+                data: qkv,
+                offset: base + hidden + head * d,
+                rows: d,
+                cols: nk,
+                row_stride: 1,
+                col_stride: stride,
+            };
+            let v = View {
+                data: qkv,
+                offset: base + 2 * hidden + head * d,
+                rows: nk,
+                cols: d,
+                row_stride: stride,
+                col_stride: 1,
+            };
             scores.resize(rows * nk, 0.0);
             let dst = ViewMut { data: &mut scores, offset: 0, rows, cols: nk, row_stride: nk };
             matmul(dst, false, q, kt, scale);
@@ -75,7 +96,13 @@ pub fn self_attention(qkv: &[f32], mask: &[u32], shape: AttentionShape, first_to
                 softmax_row(row, keep.as_deref());
             }
             let p = View::row_major(&scores, rows, nk);
-            let dst = ViewMut { data: ctx, offset: (token - first_token) * hidden + head * d, rows, cols: d, row_stride: hidden };
+            let dst = ViewMut {
+                data: ctx,
+                offset: (token - first_token) * hidden + head * d,
+                rows,
+                cols: d,
+                row_stride: hidden,
+            };
             matmul(dst, false, p, v, 1.0);
         }
         token += rows;
@@ -95,18 +122,25 @@ mod tests {
         for b in 0..batch {
             for h in 0..heads {
                 for i in 0..s {
-                    let at = |t: usize, part: usize, c: usize| qkv[(b * s + t) * 3 * hidden + part * hidden + h * d + c] as f64;
+                    let at = |t: usize, part: usize, c: usize| {
+                        qkv[(b * s + t) * 3 * hidden + part * hidden + h * d + c] as f64
+                    };
                     let scores: Vec<f64> = (0..s)
                         .map(|j| {
                             let dot: f64 = (0..d).map(|c| at(i, 0, c) * at(j, 1, c)).sum();
-                            if mask[b * s + j] == 0 { -1e9 } else { dot / (d as f64).sqrt() }
+                            if mask[b * s + j] == 0 {
+                                -1e9
+                            } else {
+                                dot / (d as f64).sqrt()
+                            }
                         })
                         .collect();
                     let max = scores.iter().cloned().fold(f64::MIN, f64::max);
                     let e: Vec<f64> = scores.iter().map(|x| (x - max).exp()).collect();
                     let z: f64 = e.iter().sum();
                     for c in 0..d {
-                        ctx[(b * s + i) * hidden + h * d + c] = ((0..s).map(|j| e[j] / z * at(j, 2, c)).sum::<f64>()) as f32;
+                        ctx[(b * s + i) * hidden + h * d + c] =
+                            ((0..s).map(|j| e[j] / z * at(j, 2, c)).sum::<f64>()) as f32;
                     }
                 }
             }

@@ -83,7 +83,19 @@ pub unsafe fn matmul_raw(dst: *mut f32, dst_row_stride: usize, accumulate: bool,
             let mut buf = buf.borrow_mut();
             pack_b(b, &mut buf);
             let a_ptr = a.data.as_ptr().add(a.offset);
-            gemm_packed::<Simd>(a.rows, b.cols, a.cols, a_ptr, a.row_stride, a.col_stride, buf.as_ptr(), dst, dst_row_stride, accumulate, scale);
+            gemm_packed::<Simd>(
+                a.rows,
+                b.cols,
+                a.cols,
+                a_ptr,
+                a.row_stride,
+                a.col_stride,
+                buf.as_ptr(),
+                dst,
+                dst_row_stride,
+                accumulate,
+                scale,
+            );
         });
     }
     #[cfg(not(target_arch = "wasm32"))]
@@ -170,13 +182,39 @@ impl Linear {
             unsafe {
                 let b = self.packed.as_ptr().add(c0 / NR * self.inputs * NR);
                 let a = x.as_ptr().add(r0 * self.inputs);
-                gemm_packed::<Simd>(r1 - r0, c1 - c0, self.inputs, a, self.inputs, 1, b, dst.at(r0 * self.outputs + c0), self.outputs, true, 1.0)
+                gemm_packed::<Simd>(
+                    r1 - r0,
+                    c1 - c0,
+                    self.inputs,
+                    a,
+                    self.inputs,
+                    1,
+                    b,
+                    dst.at(r0 * self.outputs + c0),
+                    self.outputs,
+                    true,
+                    1.0,
+                )
             };
         };
         #[cfg(not(target_arch = "wasm32"))]
         let tile = |&(r0, r1, c0, c1): &(usize, usize, usize, usize)| {
-            let a = View { data: x, offset: r0 * self.inputs, rows: r1 - r0, cols: self.inputs, row_stride: self.inputs, col_stride: 1 };
-            let b = View { data: &self.weight, offset: c0, rows: self.inputs, cols: c1 - c0, row_stride: self.outputs, col_stride: 1 };
+            let a = View {
+                data: x,
+                offset: r0 * self.inputs,
+                rows: r1 - r0,
+                cols: self.inputs,
+                row_stride: self.inputs,
+                col_stride: 1,
+            };
+            let b = View {
+                data: &self.weight,
+                offset: c0,
+                rows: self.inputs,
+                cols: c1 - c0,
+                row_stride: self.outputs,
+                col_stride: 1,
+            };
             // SAFETY: tiles are disjoint blocks of `out` (rows r0..r1, columns c0..c1, inside
             // its asserted shape), each written by one task only; `out` does not overlap `x`.
             unsafe { matmul_raw(dst.at(r0 * self.outputs + c0), self.outputs, true, a, b, 1.0) };
@@ -249,7 +287,9 @@ mod tests {
 
     #[test]
     fn tiles_cover_the_product_once() {
-        for (rows, cols, threads) in [(128, 384, 2), (1, 1536, 2), (4096, 384, 16), (5, 3, 8), (0, 384, 2), (128, 384, 1)] {
+        for (rows, cols, threads) in
+            [(128, 384, 2), (1, 1536, 2), (4096, 384, 16), (5, 3, 8), (0, 384, 2), (128, 384, 1)]
+        {
             let t = tiles(rows, cols, threads);
             let mut seen = vec![0u8; rows * cols];
             for &(r0, r1, c0, c1) in &t {

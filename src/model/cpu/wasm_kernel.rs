@@ -161,7 +161,19 @@ pub unsafe fn gemm_packed<V: Lanes>(
             let mut i0 = 0;
             while i0 < m {
                 let rows = MR.min(m - i0);
-                micro::<V>(kc, a.add(i0 * a_rs + k0 * a_cs), a_rs, a_cs, b, rows, cols, dst.add(i0 * dst_rs + j0), dst_rs, acc, scale);
+                micro::<V>(
+                    kc,
+                    a.add(i0 * a_rs + k0 * a_cs),
+                    a_rs,
+                    a_cs,
+                    b,
+                    rows,
+                    cols,
+                    dst.add(i0 * dst_rs + j0),
+                    dst_rs,
+                    acc,
+                    scale,
+                );
                 i0 += MR;
             }
         }
@@ -244,7 +256,13 @@ mod tests {
     }
 
     /// The product in f64 by its definition.
-    fn naive(m: usize, n: usize, k: usize, a: impl Fn(usize, usize) -> f32, b: impl Fn(usize, usize) -> f32) -> Vec<f64> {
+    fn naive(
+        m: usize,
+        n: usize,
+        k: usize,
+        a: impl Fn(usize, usize) -> f32,
+        b: impl Fn(usize, usize) -> f32,
+    ) -> Vec<f64> {
         (0..m * n).map(|ij| (0..k).map(|p| a(ij / n, p) as f64 * b(p, ij % n) as f64).sum()).collect()
     }
 
@@ -252,9 +270,13 @@ mod tests {
     fn blocked_product_equals_the_definition_on_ragged_shapes() {
         // Edges in every direction (rows not a multiple of MR, columns not of NR, depth
         // over KC), strided A, accumulate and scale, and a column offset into the panels.
-        for &(m, n, k, a_transposed, accumulate, scale) in
-            &[(1, 1, 1, false, false, 1.0), (7, 13, 5, true, true, 0.5), (9, 24, 300, false, true, 1.0), (64, 40, 600, false, false, 0.125), (4, 8, 0, false, false, 1.0)]
-        {
+        for &(m, n, k, a_transposed, accumulate, scale) in &[
+            (1, 1, 1, false, false, 1.0),
+            (7, 13, 5, true, true, 0.5),
+            (9, 24, 300, false, true, 1.0),
+            (64, 40, 600, false, false, 0.125),
+            (4, 8, 0, false, false, 1.0),
+        ] {
             let av: Vec<f32> = (0..m * k).map(|i| ((i * 37 % 101) as f32 - 50.0) / 25.0).collect();
             let bv: Vec<f32> = (0..k * (n + 16)).map(|i| ((i * 53 % 97) as f32 - 48.0) / 24.0).collect();
             let (a_rs, a_cs) = if a_transposed { (1, m) } else { (k, 1) };
@@ -268,15 +290,31 @@ mod tests {
             let before = dst.clone();
             // SAFETY: shapes as stated; `packed` holds the panels from column 16 on.
             unsafe {
-                gemm_packed::<Portable>(m, n, k, av.as_ptr(), a_rs, a_cs, packed.as_ptr().add(2 * k * NR), dst.as_mut_ptr(), dst_rs, accumulate, scale)
+                gemm_packed::<Portable>(
+                    m,
+                    n,
+                    k,
+                    av.as_ptr(),
+                    a_rs,
+                    a_cs,
+                    packed.as_ptr().add(2 * k * NR),
+                    dst.as_mut_ptr(),
+                    dst_rs,
+                    accumulate,
+                    scale,
+                )
             };
             let want = naive(m, n, k, a, b);
             for i in 0..m {
                 for j in 0..dst_rs {
                     let got = dst[i * dst_rs + j] as f64;
                     let old = before[i * dst_rs + j] as f64;
-                    let expect = if j < n { want[i * n + j] * scale as f64 + if accumulate { old } else { 0.0 } } else { old };
-                    assert!((got - expect).abs() < 1e-4 * (1.0 + expect.abs()), "{m}x{n}x{k} at ({i}, {j}): {got} vs {expect}");
+                    let expect =
+                        if j < n { want[i * n + j] * scale as f64 + if accumulate { old } else { 0.0 } } else { old };
+                    assert!(
+                        (got - expect).abs() < 1e-4 * (1.0 + expect.abs()),
+                        "{m}x{n}x{k} at ({i}, {j}): {got} vs {expect}"
+                    );
                 }
             }
         }
