@@ -8,7 +8,7 @@ use crate::eval::nrp::{AnswerKey, RankerScores};
 use crate::model::rankers::{cross_encoder_scores, dense_scores, Window};
 use crate::model::{run_ready, TextModel};
 use crate::{Error, Result, Warning};
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::HashMap;
 
 /// A model that ranks.
 pub enum NeuralRanker {
@@ -97,15 +97,7 @@ pub fn neural_ranker_scores(
     warnings: &mut Vec<Warning>,
 ) -> Result<RankerScores> {
     let texts: HashMap<&str, &str> = documents.iter().map(|d| (d.docno.as_str(), d.text.as_str())).collect();
-    let mut judged: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
-    for j in judgments {
-        for (qid, grades) in &j.grades {
-            judged.entry(qid).or_default().extend(grades.keys().map(String::as_str));
-        }
-        for (qid, docno) in &j.missing {
-            judged.entry(qid).or_default().insert(docno);
-        }
-    }
+    let judged = crate::eval::nrp::judged_documents(judgments);
     let mut answers_of: HashMap<&str, Vec<&Answer>> = HashMap::new();
     for a in answers {
         answers_of.entry(a.qid.as_str()).or_default().push(a);

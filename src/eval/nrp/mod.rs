@@ -53,7 +53,7 @@ mod validation;
 
 pub use agreement::{AgreementComparison, ExpertAgreement, QueryAgreement};
 pub use placement::Placement;
-pub use scores::{bm25_ranker, RankerScores};
+pub use scores::{bm25_ranker, judged_documents, RankerScores};
 
 #[cfg(test)]
 use crate::data::{AnswerScore, Document, RunEntry, Topic};

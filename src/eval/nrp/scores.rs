@@ -80,16 +80,7 @@ pub fn bm25_ranker(
     let docs: Vec<(&str, &str)> = documents.iter().map(|d| (d.docno.as_str(), d.text.as_str())).collect();
     let index = Bm25Index::new(&docs, params);
 
-    // Judged documents per query, over every dimension.
-    let mut judged: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
-    for j in judgments {
-        for (qid, grades) in &j.grades {
-            judged.entry(qid).or_default().extend(grades.keys().map(String::as_str));
-        }
-        for (qid, docno) in &j.missing {
-            judged.entry(qid).or_default().insert(docno);
-        }
-    }
+    let judged = judged_documents(judgments);
     let mut scores: HashMap<String, HashMap<String, f64>> = HashMap::new();
     for (qid, docnos) in judged {
         let Some(query) = queries.get(qid) else {
@@ -114,4 +105,19 @@ pub fn bm25_ranker(
         answer_scores.insert(AnswerKey::of(a), index.score_external(query, &a.text));
     }
     Ok(RankerScores { name: name.into(), documents: scores, answers: answer_scores })
+}
+
+/// The documents judged for each query, over every dimension (graded or "not able to
+/// judge"): what a ranker must score.
+pub fn judged_documents(judgments: &[Judgments]) -> BTreeMap<&str, BTreeSet<&str>> {
+    let mut judged: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
+    for j in judgments {
+        for (qid, grades) in &j.grades {
+            judged.entry(qid).or_default().extend(grades.keys().map(String::as_str));
+        }
+        for (qid, docno) in &j.missing {
+            judged.entry(qid).or_default().insert(docno);
+        }
+    }
+    judged
 }
