@@ -1,6 +1,6 @@
 //! Matrix products of the CPU inference path: natively through the `gemm` crate (the same
 //! kernels candle calls, AVX-512 included where the CPU has it; see Cargo.toml), in the
-//! browser through [`super::wasm_kernel`] (fused multiply-add, weights packed at load).
+//! browser through [`super::wasm_kernel`] (weights packed once at load).
 //!
 //! Each call is single-threaded; the callers split the work into tasks (tiles of a
 //! linear layer, heads of the attention), which measured faster here than gemm's own

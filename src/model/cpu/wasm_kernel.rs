@@ -1,9 +1,10 @@
 //! The f32 matrix product of the browser build: B packed in panels of [`NR`] columns, a
 //! [`MR`] x [`NR`] register-blocked microkernel over 128-bit vectors, and fused
-//! multiply-add where the build has relaxed SIMD (`f32x4_relaxed_madd`).
+//! multiply-add in a build with relaxed SIMD (`f32x4_relaxed_madd`; the site ships none:
+//! it measured no gain, BENCHMARKS.md).
 //!
-//! Why not `gemm` in the browser: its simd128 kernel multiplies, then adds (wasm has no
-//! plain FMA), and packs the weights again at every call. Here a linear layer's weights are
+//! Why not `gemm` in the browser: its simd128 kernel packs the weights again at every
+//! call. Here a linear layer's weights are
 //! packed once at load ([`super::matmul::Linear`]), and only the attention's small operands
 //! are packed per call. Natively `gemm` stays (AVX-512).
 //!
