@@ -15,6 +15,7 @@ use wasm_bindgen::prelude::*;
 use crate::error::{Error, Location};
 use crate::jobs::{self, NamedText, Outcome};
 use crate::report::Table;
+use crate::stats::bootstrap::Bootstrap;
 
 /// Called once when the worker loads the module: readable panics in the console.
 #[wasm_bindgen(start)]
@@ -79,9 +80,9 @@ impl InputFile {
 #[derive(Debug, Clone, Deserialize)]
 #[serde(default)]
 pub struct JobOptions {
-    pub seed: u64,
-    pub resamples: usize,
-    pub confidence: f64,
+    /// Seed, resamples and confidence, sent as three flat fields like the CLI's flags.
+    #[serde(flatten)]
+    pub bootstrap: Bootstrap,
     /// NRP tie policy: pessimistic | optimistic | average.
     pub ties: String,
     /// NRP denominator: docs (|D_q|) | docs+1 (|D_q|+1), as the CLI's --denominator.
@@ -109,9 +110,7 @@ pub struct JobOptions {
 impl Default for JobOptions {
     fn default() -> Self {
         JobOptions {
-            seed: 0,
-            resamples: 1000,
-            confidence: 0.95,
+            bootstrap: Bootstrap::default(),
             ties: "pessimistic".into(),
             denominator: "docs".into(),
             unscored: "below".into(),
@@ -128,14 +127,8 @@ impl Default for JobOptions {
 
 impl JobOptions {
     /// The ranking options of `medrank evaluate` these page options stand for.
-    fn ranking(&self) -> jobs::RankingOptions {
-        jobs::RankingOptions {
-            seed: self.seed,
-            resamples: self.resamples,
-            confidence: self.confidence,
-            controls: self.controls.clone(),
-            ..Default::default()
-        }
+    fn ranking(&self) -> jobs::ProxyOptions {
+        jobs::ProxyOptions { bootstrap: self.bootstrap, controls: self.controls.clone(), ..Default::default() }
     }
 }
 
@@ -735,9 +728,7 @@ pub fn nrp(request: JsValue, progress: &js_sys::Function) -> Result<String, JsVa
                 weights: o.weights.clone().unwrap_or_default(),
                 not_judgeable: o.not_judgeable.clone(),
                 bm25: documents.is_some(),
-                seed: o.seed,
-                resamples: o.resamples,
-                confidence: o.confidence,
+                bootstrap: o.bootstrap,
                 ..Default::default()
             },
         };
@@ -756,12 +747,7 @@ pub fn metrics(request: JsValue, progress: &js_sys::Function) -> Result<String, 
         let o = &request.options;
         jobs::metrics(&jobs::MetricsRequest {
             file: required(&request, "metrics", "a candidates file (JSONL with candidate and references)")?.named(),
-            options: crate::eval::metrics::MetricsOptions {
-                seed: o.seed,
-                resamples: o.resamples,
-                confidence: o.confidence,
-                ..Default::default()
-            },
+            options: crate::eval::metrics::MetricsOptions { bootstrap: o.bootstrap, ..Default::default() },
         })
     })?;
     reply(&outcome, ())
@@ -775,11 +761,7 @@ pub fn rubric(request: JsValue, progress: &js_sys::Function) -> Result<String, J
         let o = &request.options;
         jobs::rubric(&jobs::RubricRequest {
             file: required(&request, "rubric", "a file of graded responses")?.named(),
-            options: crate::eval::rubric::RubricOptions {
-                seed: o.seed,
-                resamples: o.resamples,
-                confidence: o.confidence,
-            },
+            options: crate::eval::rubric::RubricOptions { bootstrap: o.bootstrap },
         })
     })?;
     reply(&outcome, ())

@@ -231,7 +231,8 @@ fn fuzz_metrics_input() {
 #[test]
 fn fuzz_rubric() {
     // Reading and scoring: overflowing points must be refused, not reported as null.
-    let options = rubric::RubricOptions { resamples: 20, ..Default::default() };
+    let mut options = rubric::RubricOptions::default();
+    options.bootstrap.resamples = 20;
     fuzz("rubric::grade", 14, &[example!("rubric/graded.jsonl")], |n, t| {
         let report = rubric::grade(n, t, &options)?;
         let finite = |s: &medrank::stats::Stat<f64>| s.value().is_none_or(|v| v.is_finite());

@@ -67,7 +67,7 @@ pub fn core(timings: &mut Vec<Timing>) -> Result<()> {
         }],
         rankings: Some(NamedText::new("bench_rankings.csv", rankings)),
         corpus: None,
-        options: jobs::RankingOptions::default(),
+        options: jobs::ProxyOptions::default(),
     };
     time(
         timings,

@@ -96,6 +96,12 @@ pub struct BootstrapArgs {
     pub confidence: f64,
 }
 
+impl BootstrapArgs {
+    pub fn settings(&self) -> crate::stats::bootstrap::Bootstrap {
+        crate::stats::bootstrap::Bootstrap { seed: self.seed, resamples: self.resamples, confidence: self.confidence }
+    }
+}
+
 /// Parses a comma-separated list of numbers; `expected` says what the flag wants.
 pub(super) fn numbers<T: std::str::FromStr>(flag: &str, value: &str, expected: &str) -> Result<Vec<T>> {
     value

@@ -21,11 +21,9 @@ pub struct RankingArgs {
 }
 
 impl RankingArgs {
-    fn options(&self) -> jobs::RankingOptions {
-        jobs::RankingOptions {
-            seed: self.bootstrap.seed,
-            resamples: self.bootstrap.resamples,
-            confidence: self.bootstrap.confidence,
+    fn options(&self) -> jobs::ProxyOptions {
+        jobs::ProxyOptions {
+            bootstrap: self.bootstrap.settings(),
             controls: self.control_systems.clone(),
             drop_not_enough_evidence: !self.keep_not_enough_evidence,
         }

@@ -46,12 +46,7 @@ pub(super) fn metrics(a: MetricsArgs) -> Result<()> {
     use crate::eval::metrics::{rouge::Tokenizer, KappaBins, Metric, MetricsOptions};
     let inputs: Vec<&std::path::Path> = std::iter::once(a.input.as_path()).chain(a.bertscore.as_deref()).collect();
     let outputs = Outputs::plan(&inputs, &a.output, &[], &[])?;
-    let mut options = MetricsOptions {
-        seed: a.bootstrap.seed,
-        resamples: a.bootstrap.resamples,
-        confidence: a.bootstrap.confidence,
-        ..Default::default()
-    };
+    let mut options = MetricsOptions { bootstrap: a.bootstrap.settings(), ..Default::default() };
     options.rouge.tokenizer = if a.tokenizer == "unicode" { Tokenizer::Unicode } else { Tokenizer::RougeScore };
     options.rouge.stem = !a.no_stem;
     for (metric, spec) in &a.kappa_bins {
@@ -111,11 +106,7 @@ pub struct RubricArgs {
 
 pub(super) fn rubric(a: RubricArgs) -> Result<()> {
     let outputs = Outputs::plan(&[&a.input], &a.output, &[], &[])?;
-    let options = crate::eval::rubric::RubricOptions {
-        seed: a.bootstrap.seed,
-        resamples: a.bootstrap.resamples,
-        confidence: a.bootstrap.confidence,
-    };
+    let options = crate::eval::rubric::RubricOptions { bootstrap: a.bootstrap.settings() };
     let outcome = jobs::rubric(&jobs::RubricRequest { file: named(&a.input)?, options })?;
     warn_all(&outcome.report.warnings, a.output.quiet);
     emit(&outcome.report, &outcome.tables, &a.output, outputs)

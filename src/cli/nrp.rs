@@ -148,9 +148,7 @@ pub(super) fn nrp(a: NrpArgs) -> Result<()> {
             forced_rankers: a.force_rankers.iter().map(|(d, r)| (crate::data::dimension_name(d), r.clone())).collect(),
             not_judgeable,
             bm25: !a.no_bm25,
-            seed: a.bootstrap.seed,
-            resamples: a.bootstrap.resamples,
-            confidence: a.bootstrap.confidence,
+            bootstrap: a.bootstrap.settings(),
         },
     };
     let mut models = Vec::new();

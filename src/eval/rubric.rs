@@ -27,16 +27,16 @@ use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
+#[serde(default)]
 pub struct RubricOptions {
-    pub seed: u64,
-    pub resamples: usize,
-    pub confidence: f64,
+    /// The bootstrap of the per-system intervals.
+    #[serde(flatten)]
+    pub bootstrap: Bootstrap,
 }
 
 impl Default for RubricOptions {
     fn default() -> Self {
-        RubricOptions { seed: 42, resamples: 1000, confidence: 0.95 }
+        RubricOptions { bootstrap: Bootstrap { seed: 42, ..Bootstrap::default() } }
     }
 }
 
@@ -153,7 +153,8 @@ impl SingleInputReport for RubricReport {
 
 /// Grades parsed responses (the provenance lists no input: [`grade`] adds it).
 pub fn grade_responses(responses: &[GradedResponse], options: &RubricOptions) -> Result<RubricReport> {
-    crate::stats::bootstrap::check_settings(options.resamples, options.confidence).map_err(Error::invalid)?;
+    crate::stats::bootstrap::check_settings(options.bootstrap.resamples, options.bootstrap.confidence)
+        .map_err(Error::invalid)?;
     let systems = crate::data::common::first_appearance(responses.iter().map(|r| r.system.clone()));
     let scored: Vec<ResponseScore> = responses.iter().map(score_response).collect();
     let mut tags: Vec<String> =
@@ -176,7 +177,7 @@ pub fn grade_responses(responses: &[GradedResponse], options: &RubricOptions) ->
 
     let system_scores = system_scores(responses, &scored, &systems, &tags, options);
     Ok(RubricReport {
-        provenance: Provenance::new(options.seed)
+        provenance: Provenance::new(options.bootstrap.seed)
             .convention("response score", "Σ points met (penalties included) / Σ positive points; not clipped; undefined without positive points")
             .convention("tag score", "the same over the criteria carrying the tag; response-level tags take the response score")
             .convention("system score", "mean over responses with a defined score, clipped to [0, 1]")
@@ -184,8 +185,8 @@ pub fn grade_responses(responses: &[GradedResponse], options: &RubricOptions) ->
                 "interval",
                 format!(
                     "percentile bootstrap of the clipped mean per system and score, over the prompts (prompt_id, else id) with a defined value, {} resamples, {}% confidence",
-                    options.resamples,
-                    options.confidence * 100.0
+                    options.bootstrap.resamples,
+                    options.bootstrap.confidence * 100.0
                 ),
             ),
         systems,
@@ -226,7 +227,7 @@ fn system_scores(
     options: &RubricOptions,
 ) -> Vec<SystemScore> {
     let names: Vec<&str> = std::iter::once(OVERALL).chain(tags.iter().map(String::as_str)).collect();
-    let bootstrap = Bootstrap { resamples: options.resamples, confidence: options.confidence, seed: options.seed };
+    let bootstrap = options.bootstrap;
     systems
         .iter()
         .map(|system| SystemScore {
@@ -386,7 +387,9 @@ mod tests {
         let b = overall(&r, "model-b");
         assert!(b.lo >= 0.0 && b.hi <= 1.0, "{b:?}");
         assert_eq!(r, grade("graded.jsonl", EXAMPLE, &RubricOptions::default()).unwrap());
-        let other = grade("graded.jsonl", EXAMPLE, &RubricOptions { seed: 1, ..Default::default() }).unwrap();
+        let other =
+            grade("graded.jsonl", EXAMPLE, &RubricOptions { bootstrap: Bootstrap { seed: 1, ..Bootstrap::default() } })
+                .unwrap();
         assert_ne!(overall(&other, "model-a"), a);
     }
 
@@ -495,7 +498,12 @@ mod tests {
         assert_eq!(t[1].rows.len(), 14);
         serde_json::to_string(&r).unwrap();
         let parsed: RubricOptions = serde_json::from_str(r#"{"seed": 9}"#).unwrap();
-        assert_eq!((parsed.seed, parsed.resamples), (9, 1000));
-        assert!(grade("graded.jsonl", EXAMPLE, &RubricOptions { confidence: 0.0, ..Default::default() }).is_err());
+        assert_eq!((parsed.bootstrap.seed, parsed.bootstrap.resamples), (9, 1000));
+        assert!(grade(
+            "graded.jsonl",
+            EXAMPLE,
+            &RubricOptions { bootstrap: Bootstrap { confidence: 0.0, ..Bootstrap::default() } }
+        )
+        .is_err());
     }
 }

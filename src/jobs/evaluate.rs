@@ -3,45 +3,9 @@
 
 use super::*;
 use crate::eval::controls::{self, Control, ControlsReport};
-use crate::eval::proxy::{self, ProxyOptions, ProxyReport};
-
-/// Options of ranking over scoring, as a front end sends them (all optional).
-#[derive(Debug, Clone, Deserialize, Serialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct RankingOptions {
-    pub seed: u64,
-    pub resamples: usize,
-    pub confidence: f64,
-    /// System names treated as control cases.
-    pub controls: Vec<String>,
-    /// Drop misinformation instances labelled not_enough_evidence (the paper does).
-    pub drop_not_enough_evidence: bool,
-}
-
-impl Default for RankingOptions {
-    fn default() -> Self {
-        let d = ProxyOptions::default();
-        RankingOptions {
-            seed: d.seed,
-            resamples: d.resamples,
-            confidence: d.confidence,
-            controls: d.controls,
-            drop_not_enough_evidence: d.drop_not_enough_evidence,
-        }
-    }
-}
-
-impl From<&RankingOptions> for ProxyOptions {
-    fn from(o: &RankingOptions) -> Self {
-        ProxyOptions {
-            seed: o.seed,
-            resamples: o.resamples,
-            confidence: o.confidence,
-            controls: o.controls.clone(),
-            drop_not_enough_evidence: o.drop_not_enough_evidence,
-        }
-    }
-}
+/// Options of ranking over scoring: the method's own, as both front ends send them.
+pub use crate::eval::proxy::ProxyOptions;
+use crate::eval::proxy::{self, ProxyReport};
 
 /// One evaluator's predictions file. The evaluator's name defaults to the file's stem.
 #[derive(Debug, Clone, Deserialize, Serialize)]
@@ -63,7 +27,7 @@ pub struct EvaluateRequest {
     #[serde(default)]
     pub corpus: Option<NamedText>,
     #[serde(default)]
-    pub options: RankingOptions,
+    pub options: ProxyOptions,
 }
 
 /// One evaluator's ranking over scoring.
@@ -137,7 +101,7 @@ pub fn evaluate_predictions(req: &EvaluateRequest) -> Result<Outcome<EvaluateRep
         .filter(|c| scored(c.system_name()) && !bundle.systems.iter().any(|s| s == c.system_name()))
         .collect();
     let controls_added =
-        add_wanted_controls(&mut bundle, &wanted, req.corpus.as_ref(), req.options.seed, &mut warnings)?;
+        add_wanted_controls(&mut bundle, &wanted, req.corpus.as_ref(), req.options.bootstrap.seed, &mut warnings)?;
     for (_, _, file) in &files {
         warnings.extend(data::check_prediction_file_against(file, &bundle)?);
     }
@@ -207,13 +171,13 @@ fn rank_all(
         }
         None => None,
     };
-    let mut options: ProxyOptions = (&req.options).into();
+    let mut options = req.options.clone();
     // Control files marked in the bundle count as control cases like the generated ones.
     options.controls = bundle.controls_with(&options.controls);
     let mut shared: Vec<Fingerprint> = vec![req.bundle.fingerprint()];
     shared.extend(req.rankings.as_ref().map(NamedText::fingerprint));
     shared.extend(req.corpus.as_ref().filter(|_| controls_added.is_some()).map(NamedText::fingerprint));
-    let mut provenance = Provenance::new(req.options.seed);
+    let mut provenance = Provenance::new(req.options.bootstrap.seed);
     provenance.inputs = shared.clone();
     let mut reports = Vec::new();
     for e in evaluators {
@@ -486,7 +450,7 @@ pub async fn evaluate_with_encoder<E: crate::model::Encoder>(
     let full_bundle = bundle.clone();
     keep_tasks_the_model_handles(&mut bundle, &model.encoder.model, &model.name, &mut warnings)?;
     let controls_added =
-        add_wanted_controls(&mut bundle, &wanted, req.corpus.as_ref(), req.options.seed, &mut warnings)?;
+        add_wanted_controls(&mut bundle, &wanted, req.corpus.as_ref(), req.options.bootstrap.seed, &mut warnings)?;
     let kind = if model.encoder.model.head.is_some() {
         crate::model::EvaluatorKind::Head
     } else {

@@ -6,6 +6,7 @@ use crate::eval::nrp::fusion::FusionSpec;
 use crate::eval::nrp::{
     self as method, AnswerKey, Denominator, NrpOptions, NrpReport, RankerScores, TiePolicy, Unscored,
 };
+use crate::stats::bootstrap::Bootstrap;
 
 /// A file of generated answers: JSONL carries system and prompt itself; a CSV
 /// `qid,query,answer1..N` needs them, given here or taken from a `<system>__<prompt>.csv` name.
@@ -60,7 +61,7 @@ pub struct QrelsFile {
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize)]
-#[serde(default, deny_unknown_fields)]
+#[serde(default)]
 pub struct NrpRequestOptions {
     /// `pessimistic` (default), `optimistic` or `average`.
     pub ties: String,
@@ -81,9 +82,8 @@ pub struct NrpRequestOptions {
     pub not_judgeable: Vec<(String, Vec<i64>)>,
     /// Add the model-free BM25 ranker (needs the documents).
     pub bm25: bool,
-    pub seed: u64,
-    pub resamples: usize,
-    pub confidence: f64,
+    #[serde(flatten)]
+    pub bootstrap: Bootstrap,
 }
 
 impl Default for NrpRequestOptions {
@@ -99,9 +99,7 @@ impl Default for NrpRequestOptions {
             forced_rankers: d.forced_rankers,
             not_judgeable: Vec::new(),
             bm25: true,
-            seed: d.seed,
-            resamples: d.resamples,
-            confidence: d.confidence,
+            bootstrap: d.bootstrap,
         }
     }
 }
@@ -285,9 +283,7 @@ pub fn nrp_with_models(
         unscored,
         weights: o.weights.clone(),
         forced_rankers: o.forced_rankers.clone(),
-        seed: o.seed,
-        resamples: o.resamples,
-        confidence: o.confidence,
+        bootstrap: o.bootstrap,
     };
     let mut report = method::nrp(&judgments, &rankers, &keys, &options, expert.as_ref())?;
     fingerprint_all(&mut report.provenance, &inputs);

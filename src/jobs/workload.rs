@@ -69,7 +69,7 @@ pub async fn run_workload(
         predictions: Vec::new(),
         rankings: None,
         corpus: None,
-        options: RankingOptions { controls: vec!["no_argument".into()], ..Default::default() },
+        options: ProxyOptions { controls: vec!["no_argument".into()], ..Default::default() },
     };
     let options = ModelOptions { controls: vec!["no_argument".into()], ..Default::default() };
     let mut sequences = 0;

@@ -8,7 +8,7 @@
 use super::{check_no_nan, Interval, Stat};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::cmp::Ordering;
 
 /// The confidence level of an interval must lie strictly between 0 and 1: the one check
@@ -31,14 +31,23 @@ pub fn check_settings(resamples: usize, confidence: f64) -> Result<(), String> {
     Ok(())
 }
 
-/// Settings of a bootstrap run.
-#[derive(Debug, Clone, Copy, PartialEq)]
+/// Settings of a bootstrap run: the one set of seed, resamples and confidence that every
+/// method's options carry (flattened, so front ends send `seed`, `resamples`, `confidence`).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Bootstrap {
     /// Number of resamples B.
     pub resamples: usize,
     /// Confidence level of the percentile interval, e.g. 0.95.
     pub confidence: f64,
     pub seed: u64,
+}
+
+impl Default for Bootstrap {
+    /// The command line's defaults: 1000 resamples, 95 % intervals, seed 0.
+    fn default() -> Self {
+        Bootstrap { resamples: 1000, confidence: 0.95, seed: 0 }
+    }
 }
 
 /// The replicates and the percentile interval of each statistic.

@@ -69,15 +69,12 @@ impl Metric {
 
 /// What to compute and how. Deserialisable so the page can send it as JSON.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
+#[serde(default)]
 pub struct MetricsOptions {
     pub rouge: RougeOptions,
-    /// Seed of the bootstrap.
-    pub seed: u64,
-    /// Bootstrap resamples for the per-system intervals.
-    pub resamples: usize,
-    /// Confidence level of those intervals.
-    pub confidence: f64,
+    /// The bootstrap of the per-system intervals.
+    #[serde(flatten)]
+    pub bootstrap: Bootstrap,
     /// Quadratic weighted kappa, per metric, only for the metrics binned here (metric
     /// scores are real numbers; how to put them on the human scale is the user's call).
     pub kappa_bins: BTreeMap<Metric, KappaBins>,
@@ -87,9 +84,7 @@ impl Default for MetricsOptions {
     fn default() -> Self {
         MetricsOptions {
             rouge: RougeOptions::default(),
-            seed: 42,
-            resamples: 1000,
-            confidence: 0.95,
+            bootstrap: Bootstrap { seed: 42, ..Bootstrap::default() },
             kappa_bins: BTreeMap::new(),
         }
     }
@@ -272,7 +267,8 @@ pub struct BertScoreSection {
 }
 
 fn check_options(options: &MetricsOptions) -> Result<()> {
-    crate::stats::bootstrap::check_settings(options.resamples, options.confidence).map_err(Error::invalid)?;
+    crate::stats::bootstrap::check_settings(options.bootstrap.resamples, options.bootstrap.confidence)
+        .map_err(Error::invalid)?;
     for (metric, bins) in &options.kappa_bins {
         bins.validate().map_err(|m| Error::invalid(format!("kappa bins for {}: {m}", metric.name())))?;
     }
@@ -395,7 +391,7 @@ fn system_means(
         let item = item_index[&(c.batch.as_str(), c.id.as_str())];
         values[item][system_index[c.system.as_str()]] = score_values(c, dimensions);
     }
-    let bootstrap = Bootstrap { resamples: options.resamples, confidence: options.confidence, seed: options.seed };
+    let bootstrap = options.bootstrap;
     // One replicate: the mean of every (system, score), system-major, over the drawn items
     // (NaN where a system has no value among them).
     let width = systems.len() * names.len();
@@ -526,7 +522,7 @@ fn agreement_means(agreement: &[Agreement], dimensions: &[String], options: &Met
 
 fn provenance(options: &MetricsOptions) -> Provenance {
     let rouge_options = options.rouge;
-    let mut p = Provenance::new(options.seed)
+    let mut p = Provenance::new(options.bootstrap.seed)
         .convention(
             "rouge tokenizer",
             match rouge_options.tokenizer {
@@ -554,8 +550,8 @@ fn provenance(options: &MetricsOptions) -> Provenance {
             "system intervals",
             format!(
                 "percentile bootstrap over items (batch, id), {} resamples, {}% confidence, paired across systems",
-                options.resamples,
-                options.confidence * 100.0
+                options.bootstrap.resamples,
+                options.bootstrap.confidence * 100.0
             ),
         );
     for (metric, bins) in &options.kappa_bins {
@@ -679,8 +675,12 @@ mod tests {
         // Same seed: identical report; another seed: other resamples.
         let again = evaluate("summaries.jsonl", EXAMPLE, &MetricsOptions::default()).unwrap();
         assert_eq!(r, again);
-        let other =
-            evaluate("summaries.jsonl", EXAMPLE, &MetricsOptions { seed: 7, ..MetricsOptions::default() }).unwrap();
+        let other = evaluate(
+            "summaries.jsonl",
+            EXAMPLE,
+            &MetricsOptions { bootstrap: Bootstrap { seed: 7, ..Bootstrap::default() }, ..MetricsOptions::default() },
+        )
+        .unwrap();
         assert_ne!(r.system_means, other.system_means);
         assert_eq!(r.provenance.inputs[0].name, "summaries.jsonl");
         assert_eq!(r.provenance.inputs[0].bytes, EXAMPLE.len() as u64);
@@ -715,13 +715,16 @@ mod tests {
         options.kappa_bins.insert(Metric::Smog, KappaBins { min: 1, max: 5, cut_points: vec![8.0] });
         let err = evaluate("summaries.jsonl", EXAMPLE, &options).unwrap_err().to_string();
         assert_eq!(err, "kappa bins for smog: 5 labels (1..5) need 4 cut points, got 1");
-        let options = MetricsOptions { confidence: 1.5, ..MetricsOptions::default() };
+        let options = MetricsOptions {
+            bootstrap: Bootstrap { confidence: 1.5, ..Bootstrap::default() },
+            ..MetricsOptions::default()
+        };
         assert!(evaluate("summaries.jsonl", EXAMPLE, &options).is_err());
         // Options arrive from the page as JSON.
         let json = r#"{"rouge": {"tokenizer": "unicode", "stem": false}, "seed": 3, "kappa_bins": {"rougeL": {"min": 1, "max": 3, "cut_points": [0.3, 0.6]}}}"#;
         let parsed: MetricsOptions = serde_json::from_str(json).unwrap();
         assert_eq!(parsed.rouge.tokenizer, Tokenizer::Unicode);
-        assert_eq!(parsed.resamples, 1000);
+        assert_eq!(parsed.bootstrap.resamples, 1000);
         assert!(parsed.kappa_bins.contains_key(&Metric::RougeL));
     }
 

@@ -2,7 +2,6 @@
 
 use super::{AnswerKey, NrpOptions, RankerScores};
 use crate::data::HumanRankings;
-use crate::stats::bootstrap::Bootstrap;
 use crate::stats::kendall::{tau_b, Kendall};
 use crate::stats::{describe, Interval, Stat};
 use serde::Serialize;
@@ -103,7 +102,7 @@ pub struct AgreementComparison {
 /// Every pair (i < j) of `agreements`, compared by a paired bootstrap over the queries: each
 /// resample draws queries with replacement, and every ranker's mean tau-b is recomputed over
 /// the (query, annotator) pairs of the drawn queries (a query drawn twice counts twice), so
-/// all rankers are measured on the same resampled queries. Seeded by `options.seed`.
+/// all rankers are measured on the same resampled queries. Seeded by `options.bootstrap.seed`.
 pub(super) fn compare(agreements: &[ExpertAgreement], options: &NrpOptions) -> Vec<AgreementComparison> {
     if agreements.len() < 2 {
         return Vec::new();
@@ -133,29 +132,26 @@ pub(super) fn compare(agreements: &[ExpertAgreement], options: &NrpOptions) -> V
         })
         .collect();
     let mut drawn = vec![0.0; queries.len()];
-    let boot = Bootstrap { resamples: options.resamples, confidence: options.confidence, seed: options.seed }.run(
-        queries.len(),
-        |idx| {
-            drawn.iter_mut().for_each(|t| *t = 0.0);
-            for &q in idx {
-                drawn[q] += 1.0;
-            }
-            sums.iter()
-                .map(|per_query| {
-                    let (mut sum, mut n) = (0.0, 0.0);
-                    for (&t, &(s, c)) in drawn.iter().zip(per_query) {
-                        sum += t * s;
-                        n += t * c;
-                    }
-                    if n == 0.0 {
-                        f64::NAN
-                    } else {
-                        sum / n
-                    }
-                })
-                .collect()
-        },
-    );
+    let boot = options.bootstrap.run(queries.len(), |idx| {
+        drawn.iter_mut().for_each(|t| *t = 0.0);
+        for &q in idx {
+            drawn[q] += 1.0;
+        }
+        sums.iter()
+            .map(|per_query| {
+                let (mut sum, mut n) = (0.0, 0.0);
+                for (&t, &(s, c)) in drawn.iter().zip(per_query) {
+                    sum += t * s;
+                    n += t * c;
+                }
+                if n == 0.0 {
+                    f64::NAN
+                } else {
+                    sum / n
+                }
+            })
+            .collect()
+    });
     let mut out = Vec::new();
     for i in 0..agreements.len() {
         for j in i + 1..agreements.len() {

@@ -1,7 +1,6 @@
 //! Step 4: mean NRP per (system, prompt) with a bootstrap over queries.
 
 use super::{AnswerNrp, GroupNrp, NrpOptions};
-use crate::stats::bootstrap::Bootstrap;
 use crate::stats::Stat;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
@@ -61,16 +60,13 @@ pub(super) fn group_means(answers: &[AnswerNrp], n_dimensions: usize, options: &
         }
     };
     let mut drawn = vec![0u32; queries.len()];
-    let boot = Bootstrap { resamples: options.resamples, confidence: options.confidence, seed: options.seed }.run(
-        queries.len(),
-        |idx| {
-            drawn.iter_mut().for_each(|t| *t = 0);
-            for &q in idx {
-                drawn[q] += 1;
-            }
-            per_query.iter().map(|values| weighted_mean(values, &|q| drawn[q] as f64)).collect()
-        },
-    );
+    let boot = options.bootstrap.run(queries.len(), |idx| {
+        drawn.iter_mut().for_each(|t| *t = 0);
+        for &q in idx {
+            drawn[q] += 1;
+        }
+        per_query.iter().map(|values| weighted_mean(values, &|q| drawn[q] as f64)).collect()
+    });
 
     let once = |_: usize| 1.0;
     let mut groups: Vec<GroupNrp> = cells

@@ -61,6 +61,7 @@ use crate::data::{HumanRankings, Judgments};
 #[cfg(test)]
 use crate::eval::bm25::{Bm25Index, Bm25Params};
 use crate::report::Provenance;
+use crate::stats::bootstrap::Bootstrap;
 use crate::stats::{Interval, Stat};
 use crate::{Error, Result, Warning};
 use serde::Serialize;
@@ -137,10 +138,9 @@ pub struct NrpOptions {
     pub weights: Vec<(String, f64)>,
     /// (dimension, ranker name) to use instead of the best ranker by nDCG@10.
     pub forced_rankers: Vec<(String, String)>,
-    pub seed: u64,
-    pub resamples: usize,
-    /// For the bootstrap intervals and the expert-agreement t-interval.
-    pub confidence: f64,
+    /// The bootstrap of the intervals; its confidence also sets the expert-agreement
+    /// t-interval's.
+    pub bootstrap: Bootstrap,
 }
 
 impl Default for NrpOptions {
@@ -151,9 +151,7 @@ impl Default for NrpOptions {
             unscored: Unscored::RankBelow,
             weights: Vec::new(),
             forced_rankers: Vec::new(),
-            seed: 0,
-            resamples: 1000,
-            confidence: 0.95,
+            bootstrap: Bootstrap::default(),
         }
     }
 }
@@ -365,7 +363,7 @@ pub fn nrp(
     let mut agreement_comparisons = Vec::new();
     if let Some(rankings) = expert {
         for (r, ranker) in rankers.iter().enumerate() {
-            let mut agreement = agreement::expert_agreement_of(ranker, answers, rankings, options.confidence);
+            let mut agreement = agreement::expert_agreement_of(ranker, answers, rankings, options.bootstrap.confidence);
             agreement.chosen_for =
                 dimensions.iter().zip(&chosen).filter(|(_, &c)| c == r).map(|(d, _)| d.dimension.clone()).collect();
             if agreement.unscored_items > 0 {
@@ -380,7 +378,7 @@ pub fn nrp(
         agreement_comparisons = agreement::compare(&expert_agreement, options);
     }
 
-    let provenance = Provenance::new(options.seed)
+    let provenance = Provenance::new(options.bootstrap.seed)
         .convention(
             "nrp",
             match options.denominator {
@@ -418,7 +416,7 @@ pub fn nrp(
             format!(
                 "mean over queries of per-query mean NRP; percentile bootstrap over queries, {} \
                  resamples, confidence {}, paired across (system, prompt)",
-                options.resamples, options.confidence
+                options.bootstrap.resamples, options.bootstrap.confidence
             ),
         )
         .convention(
@@ -428,7 +426,7 @@ pub fn nrp(
                  Student-t interval; every ranker; P(one agrees better than another) = share of \
                  {} paired bootstrap resamples of queries in which its mean tau-b is higher \
                  (equal counts one half)",
-                options.resamples
+                options.bootstrap.resamples
             ),
         );
     Ok(NrpReport {
@@ -484,7 +482,7 @@ fn check_inputs(
             return Err(Error::invalid(format!("answer {} of query {} is given twice", key.item_id(), key.qid)));
         }
     }
-    crate::stats::bootstrap::check_confidence(options.confidence).map_err(Error::invalid)?;
+    crate::stats::bootstrap::check_confidence(options.bootstrap.confidence).map_err(Error::invalid)?;
     Ok(())
 }
 

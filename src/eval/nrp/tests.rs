@@ -117,7 +117,7 @@ fn setup() -> (Vec<Judgments>, Vec<RankerScores>, Vec<AnswerKey>) {
 }
 
 fn options() -> NrpOptions {
-    NrpOptions { resamples: 200, seed: 3, ..NrpOptions::default() }
+    NrpOptions { bootstrap: Bootstrap { resamples: 200, seed: 3, ..Bootstrap::default() }, ..NrpOptions::default() }
 }
 
 #[test]

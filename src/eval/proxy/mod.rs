@@ -30,7 +30,7 @@ use crate::stats::krippendorff::{alpha, Level};
 use crate::stats::ranks::{average_ranks, Order};
 use crate::stats::{describe, Interval, Stat};
 use crate::{Error, Result, Warning};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::collections::{BTreeSet, HashMap, HashSet};
 
 mod agreement;
@@ -42,14 +42,13 @@ pub use agreement::{human_agreement, HumanAgreement, HumanSystemRank};
 use inputs::{check_rankings, index_predictions, select_task};
 use score::task_report;
 
-/// Options of [`rank_systems`].
-#[derive(Debug, Clone, PartialEq)]
+/// Options of [`rank_systems`], as both front ends send them (all optional).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct ProxyOptions {
-    pub seed: u64,
-    /// Bootstrap resamples.
-    pub resamples: usize,
-    /// Confidence level of the bootstrap intervals.
-    pub confidence: f64,
+    /// Seed, resamples and confidence of the paired bootstrap.
+    #[serde(flatten)]
+    pub bootstrap: Bootstrap,
     /// System names treated as control cases in the robustness verdict.
     pub controls: Vec<String>,
     /// Drop misinformation instances whose gold label is `not_enough_evidence`.
@@ -59,9 +58,7 @@ pub struct ProxyOptions {
 impl Default for ProxyOptions {
     fn default() -> Self {
         ProxyOptions {
-            seed: 0,
-            resamples: 1000,
-            confidence: 0.95,
+            bootstrap: Bootstrap::default(),
             controls: Control::ALL.iter().map(|c| c.system_name().to_string()).collect(),
             drop_not_enough_evidence: true,
         }
@@ -174,7 +171,7 @@ pub fn rank_systems(
     options: &ProxyOptions,
     human: Option<&HumanRankings>,
 ) -> Result<ProxyReport> {
-    crate::stats::bootstrap::check_confidence(options.confidence).map_err(Error::invalid)?;
+    crate::stats::bootstrap::check_confidence(options.bootstrap.confidence).map_err(Error::invalid)?;
     let by_key = index_predictions(bundle, predictions)?;
     let tasks: BTreeSet<Task> = bundle.instances.iter().map(|i| i.problem.task()).collect();
 
@@ -217,7 +214,7 @@ pub fn rank_systems(
 
     let reports = task_inputs.iter().map(|input| task_report(input, &by_key, options, human)).collect();
 
-    let provenance = Provenance::new(options.seed)
+    let provenance = Provenance::new(options.bootstrap.seed)
         .convention("mcqa_score", "accuracy")
         .convention(
             "misinformation_score",
@@ -234,15 +231,15 @@ pub fn rank_systems(
             format!(
                 "percentile, {} resamples of instances, paired across systems, confidence {}, \
                  seed {}",
-                options.resamples, options.confidence, options.seed
+                options.bootstrap.resamples, options.bootstrap.confidence, options.bootstrap.seed
             ),
         )
         .convention("kendall_sign", "tau-b(evaluator score, -average human rank): positive = agreement")
         .convention("controls", options.controls.join(", "));
     Ok(ProxyReport {
         provenance,
-        resamples: options.resamples,
-        confidence: options.confidence,
+        resamples: options.bootstrap.resamples,
+        confidence: options.bootstrap.confidence,
         tasks: reports,
         warnings,
     })

@@ -101,8 +101,7 @@ pub(super) fn task_report(
 
     let all: Vec<usize> = (0..n).collect();
     let scores: Vec<f64> = cells.iter().map(|c| metric_value(metric, c, &all)).collect();
-    let boot = Bootstrap { resamples: options.resamples, confidence: options.confidence, seed: options.seed }
-        .run(n, |idx| cells.iter().map(|c| metric_value(metric, c, idx)).collect());
+    let boot = options.bootstrap.run(n, |idx| cells.iter().map(|c| metric_value(metric, c, idx)).collect());
     let ranks = average_ranks(&scores, Order::HigherIsBetter);
 
     // Best first; undefined scores (no instance) last; ties keep bundle order.

@@ -64,7 +64,7 @@ fn mcqa_case() -> (Bundle, Vec<Prediction>) {
 }
 
 fn options() -> ProxyOptions {
-    ProxyOptions { seed: 5, resamples: 200, ..ProxyOptions::default() }
+    ProxyOptions { bootstrap: Bootstrap { seed: 5, resamples: 200, ..Bootstrap::default() }, ..ProxyOptions::default() }
 }
 
 #[test]
