@@ -9,6 +9,33 @@ mod common;
 use common::cli::*;
 
 /// controls -> evaluate with predictions and rankings: the numbers a user reads.
+/// The NRP example's judged documents: the combined qrels (credibility grade 3 means "not
+/// able to judge") and the documents' texts.
+const NRP_JUDGED: [&str; 6] = [
+    "--qrels-combined",
+    "examples/nrp/qrels.combined.txt",
+    "--not-judgeable",
+    "credibility=3",
+    "--docs",
+    "examples/nrp/docs.tsv",
+];
+
+/// The example's published ranker (its run and answer scores) and the expert rankings.
+const PUBLISHED_RANKER: [&str; 4] = [
+    "--ranker",
+    "published=examples/nrp/run.bm25.txt,examples/nrp/answer_scores.csv",
+    "--expert-rankings",
+    "examples/nrp/expert_rankings.csv",
+];
+
+/// `medrank nrp` on the example's XML topics, judged documents and JSONL answers, then `extra`.
+fn nrp_example<'a>(extra: &[&'a str]) -> Vec<&'a str> {
+    let mut args = vec!["nrp", "--topics", "examples/nrp/topics.xml", "--answers", "examples/nrp/answers.jsonl"];
+    args.extend(NRP_JUDGED);
+    args.extend_from_slice(extra);
+    args
+}
+
 #[test]
 fn controls_then_evaluate_reproduces_hand_counted_scores() {
     let with_controls = tmp("bundle_controls.jsonl");
@@ -187,26 +214,7 @@ fn import_ranking_over_scoring_then_nrp_and_usage_errors() {
 #[test]
 fn nrp_on_the_examples_with_bm25_and_a_precomputed_ranker() {
     let report = tmp("nrp.json");
-    ok(&[
-        "nrp",
-        "--topics",
-        "examples/nrp/topics.xml",
-        "--qrels-combined",
-        "examples/nrp/qrels.combined.txt",
-        "--not-judgeable",
-        "credibility=3",
-        "--docs",
-        "examples/nrp/docs.tsv",
-        "--answers",
-        "examples/nrp/answers.jsonl",
-        "--ranker",
-        "published=examples/nrp/run.bm25.txt,examples/nrp/answer_scores.csv",
-        "--expert-rankings",
-        "examples/nrp/expert_rankings.csv",
-        "--json",
-        s(&report),
-        "--quiet",
-    ]);
+    ok(&nrp_example(&[&PUBLISHED_RANKER[..], &["--json", s(&report), "--quiet"]].concat()));
     let r = json(&report);
     assert_eq!(r["dimensions"].as_array().unwrap().len(), 3);
     assert_eq!(r["ties"], "pessimistic");
@@ -218,24 +226,9 @@ fn nrp_on_the_examples_with_bm25_and_a_precomputed_ranker() {
     }
     // The CSV answer files give the same answers as the JSONL file: same report numbers.
     let report_csv = tmp("nrp_csv.json");
-    let mut args = vec![
-        "nrp",
-        "--topics",
-        "examples/nrp/topics.jsonl",
-        "--qrels-combined",
-        "examples/nrp/qrels.combined.txt",
-        "--not-judgeable",
-        "credibility=3",
-        "--docs",
-        "examples/nrp/docs.tsv",
-        "--ranker",
-        "published=examples/nrp/run.bm25.txt,examples/nrp/answer_scores.csv",
-        "--expert-rankings",
-        "examples/nrp/expert_rankings.csv",
-        "--json",
-        s(&report_csv),
-        "--quiet",
-    ];
+    let mut args = vec!["nrp", "--topics", "examples/nrp/topics.jsonl"];
+    args.extend(NRP_JUDGED.iter().chain(&PUBLISHED_RANKER));
+    args.extend(["--json", s(&report_csv), "--quiet"]);
     let answer_files: Vec<String> = std::fs::read_dir(root().join("examples/nrp/answers"))
         .unwrap()
         .map(|e| format!("examples/nrp/answers/{}", e.unwrap().file_name().to_string_lossy()))
@@ -454,26 +447,7 @@ fn nrp_with_a_dense_ranker() {
     let model = root().join("models/all-MiniLM-L6-v2");
     let report = tmp("nrp_dense.json");
     let dense = format!("minilm={}", s(&model));
-    ok(&[
-        "nrp",
-        "--topics",
-        "examples/nrp/topics.xml",
-        "--qrels-combined",
-        "examples/nrp/qrels.combined.txt",
-        "--not-judgeable",
-        "credibility=3",
-        "--docs",
-        "examples/nrp/docs.tsv",
-        "--answers",
-        "examples/nrp/answers.jsonl",
-        "--dense-ranker",
-        &dense,
-        "--window",
-        "40,20",
-        "--json",
-        s(&report),
-        "--quiet",
-    ]);
+    ok(&nrp_example(&["--dense-ranker", &dense, "--window", "40,20", "--json", s(&report), "--quiet"]));
     let r = json(&report);
     for d in r["dimensions"].as_array().unwrap() {
         let names: Vec<&str> =
