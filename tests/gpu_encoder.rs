@@ -278,6 +278,23 @@ fn bench_measures_cpu_and_gpu_with_the_same_function() {
         // tokens/s is sequences/s times the length of every (unpadded) sequence.
         assert!((r.tokens_per_s - r.sequences_per_s * r.seq_len as f64).abs() < 1e-6 * r.tokens_per_s);
     }
+    // The CPU path reports the time of every step it ran (the page's profile table).
+    let steps: Vec<(&str, f64)> = cpu_rows[0].steps.iter().map(|s| (s.step, s.seconds)).collect();
+    let names: Vec<&str> = steps.iter().map(|s| s.0).collect();
+    assert_eq!(
+        names,
+        [
+            "embeddings",
+            "qkv projection",
+            "attention",
+            "attention output",
+            "add + layer norm",
+            "feed-forward in",
+            "activation",
+            "feed-forward out"
+        ]
+    );
+    assert!(steps.iter().all(|&(_, seconds)| seconds > 0.0), "{steps:?}");
 }
 
 /// The grid on MiniLM, GPU and CPU side by side (slow on a software adapter, so

@@ -160,6 +160,44 @@ function nativeWorkload() {
   }
 }
 
+/** Step seconds per "length x batch" from `medrank bench --parts profile --json`. */
+function nativeSteps() {
+  try {
+    const rows = JSON.parse($('#native-json').value)?.profile || [];
+    return new Map(rows.map((r) => [`${r.seq_len}x${r.batch}`, r.steps]));
+  } catch {
+    return new Map();
+  }
+}
+
+/** The page's time per step of the CPU path, and the native / page ratio per step when known. */
+function renderProfile(cpu) {
+  const rows = (cpu?.rows || []).filter((r) => r.steps?.length);
+  const head = $('#profile-table thead');
+  const body = $('#profile-table tbody');
+  body.replaceChildren();
+  head.replaceChildren();
+  if (!rows.length) return;
+  const native = nativeSteps();
+  const cell = (tag, text, cls) =>
+    Object.assign(document.createElement(tag), { textContent: text, className: cls || '' });
+  const htr = document.createElement('tr');
+  for (const h of ['length', 'batch', ...rows[0].steps.map((s) => `${s.step} ms`)]) htr.append(cell('th', h, 'num'));
+  head.append(htr);
+  for (const r of rows) {
+    const key = `${r.seq_len}x${r.batch}`;
+    const tr = document.createElement('tr');
+    tr.dataset.cell = key;
+    tr.append(cell('td', String(r.seq_len), 'num'), cell('td', String(r.batch), 'num'));
+    for (const s of r.steps) {
+      const n = native.get(key)?.find((x) => x.step === s.step);
+      const ratio = n && n.seconds > 0 ? ` (${(s.seconds / n.seconds).toFixed(1)}×)` : '';
+      tr.append(cell('td', `${(s.seconds * 1e3).toFixed(2)}${ratio}`, 'num'));
+    }
+    body.append(tr);
+  }
+}
+
 /** tokens/s per "length x batch" from `medrank bench --json` (its encoder.ours rows). */
 function nativeFigures() {
   try {
@@ -177,6 +215,7 @@ function render() {
   const cpu = by['wasm-cpu'];
   const gpu = by.webgpu;
   const native = nativeFigures();
+  renderProfile(cpu);
   const describe = (b, name) => (b ? (b.error ? `${name}: not available (${b.error})` : `${name}: ${b.device}`) : null);
   const peer = by['ort-web'];
   $('#bench-devices').textContent = [

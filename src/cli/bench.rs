@@ -158,6 +158,9 @@ pub struct BenchReport {
     /// The end-to-end job (`evaluate` on the CasiMedicos dev bundle), per backend.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub workload: Vec<jobs::WorkloadResult>,
+    /// The CPU path's seconds per step, per cell, timed by the bench page's own function.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub profile: Vec<crate::gpu::bench::BenchRow>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -180,6 +183,27 @@ pub fn encoder(
     let peers = [("onnxruntime", peers_dir.join("minilm_onnx.py")), ("numpy", peers_dir.join("minilm_numpy.py"))];
     crate::model::bench::bench_with_peers(&model.encoder, model_dir, &peers, lengths, batches, repeats, &mut |line| {
         eprintln!("  {line}")
+    })
+}
+
+/// Where the CPU path's time goes, per cell: the same `gpu::bench::bench_encoder` as the bench
+/// page, so its steps compare one to one with the page's.
+pub fn profile(model_dir: &Path, lengths: &[usize], batches: &[usize]) -> Result<Vec<crate::gpu::bench::BenchRow>> {
+    let model = crate::model::TextModel::read_dir(model_dir)?;
+    let threads = crate::model::cpu::worker_threads();
+    let device = format!("CPU, {threads} threads");
+    crate::gpu::bench::bench_grid_blocking(&model.encoder, "cpu", &device, lengths, batches, 1.0, |r| {
+        let total: f64 = r.steps.iter().map(|s| s.seconds).sum();
+        let worst = r.steps.iter().max_by(|a, b| a.seconds.total_cmp(&b.seconds));
+        eprintln!(
+            "  len {} batch {}: {:.0} tokens/s; {:.1} ms of thread time per pass, most in {} ({:.0} %)",
+            r.seq_len,
+            r.batch,
+            r.tokens_per_s,
+            total * 1e3,
+            worst.map_or("-", |w| w.step),
+            worst.map_or(0.0, |w| 100.0 * w.seconds / total.max(f64::MIN_POSITIVE))
+        )
     })
 }
 
@@ -324,6 +348,24 @@ impl BenchReport {
             }
             tables.push(t);
         }
+        if let Some(first) = self.profile.first() {
+            let mut headers = vec!["length".to_string(), "batch".into()];
+            headers.extend(first.steps.iter().map(|s| format!("{} ms", s.step)));
+            headers.push("all steps ms".into());
+            let refs: Vec<&str> = headers.iter().map(String::as_str).collect();
+            let title = format!(
+                "Where the CPU path's time goes ({}): milliseconds per pass in each step, summed over threads",
+                first.device
+            );
+            let mut t = Table::new("bench_profile", &title, &refs);
+            for r in &self.profile {
+                let mut row = vec![r.seq_len.to_string(), r.batch.to_string()];
+                row.extend(r.steps.iter().map(|s| format!("{:.2}", s.seconds * 1e3)));
+                row.push(format!("{:.2}", r.steps.iter().map(|s| s.seconds).sum::<f64>() * 1e3));
+                t.push(row);
+            }
+            tables.push(t);
+        }
         if !self.workload.is_empty() {
             let mut t = Table::new(
                 "bench_workload",
@@ -354,7 +396,8 @@ impl BenchReport {
 #[derive(Args, Debug)]
 pub struct BenchArgs {
     /// Parts to run, comma separated: core, encoder (CPU, with the peers), gpu (wgpu),
-    /// workload (`evaluate --model` end to end on the CasiMedicos dev bundle).
+    /// workload (`evaluate --model` end to end on the CasiMedicos dev bundle), profile (the
+    /// CPU path's time per step, as the bench page reports it).
     #[arg(long, value_delimiter = ',', default_value = "core,encoder,gpu")]
     pub parts: Vec<String>,
     /// The CasiMedicos dev file the workload's bundle is made from.
@@ -413,8 +456,14 @@ pub(super) fn bench(a: BenchArgs) -> Result<()> {
                 eprintln!("workload: evaluate --model on the CasiMedicos dev bundle:");
                 report.workload = workload(&a.model, &a.workload_data, &a.workload_backends)?;
             }
+            "profile" => {
+                eprintln!("the CPU path's time per step:");
+                report.profile = profile(&a.model, &a.lengths, &a.batches)?;
+            }
             other => {
-                return Err(Error::invalid(format!("unknown bench part `{other}` (core, encoder, gpu, workload)")))
+                return Err(Error::invalid(format!(
+                    "unknown bench part `{other}` (core, encoder, gpu, workload, profile)"
+                )))
             }
         }
     }

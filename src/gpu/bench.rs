@@ -7,9 +7,10 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 use crate::error::Result;
+use crate::model::cpu::profile;
 use crate::model::{Encoder, TokenBatch};
 
-/// The grid of issue 5: lengths 128, 256, 512 x batch 1, 8, 32.
+/// The grid: lengths 128, 256, 512 x batch 1, 8, 32.
 pub const LENGTHS: [usize; 3] = [128, 256, 512];
 pub const BATCHES: [usize; 3] = [1, 8, 32];
 
@@ -28,6 +29,17 @@ pub struct BenchRow {
     pub seconds_per_pass: f64,
     pub sequences_per_s: f64,
     pub tokens_per_s: f64,
+    /// The CPU path's seconds per pass in each step, summed over threads
+    /// (`model::cpu::profile`); empty on the GPU paths.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub steps: Vec<StepSeconds>,
+}
+
+/// Seconds per forward pass spent in one step of the CPU path.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct StepSeconds {
+    pub step: &'static str,
+    pub seconds: f64,
 }
 
 /// A batch of `batch` sequences of exactly `seq_len` random tokens (no padding), seeded.
@@ -63,11 +75,18 @@ pub async fn bench_encoder<E: Encoder>(
     encoder.encode(&tokens, layers).await?;
     let start = now();
     let mut repeats = 0;
+    profile::start(true);
     while repeats == 0 || (now() - start < min_seconds && repeats < max_repeats.max(1)) {
         encoder.encode(&tokens, layers).await?;
         repeats += 1;
     }
     let seconds_per_pass = (now() - start) / repeats as f64;
+    // Only the CPU path adds to the steps: all zero means another encoder ran.
+    let steps: Vec<StepSeconds> = profile::stop()
+        .into_iter()
+        .map(|(step, seconds)| StepSeconds { step: step.name(), seconds: seconds / repeats as f64 })
+        .collect();
+    let steps = if steps.iter().all(|s| s.seconds == 0.0) { Vec::new() } else { steps };
     Ok(BenchRow {
         backend: backend.to_string(),
         device: device.to_string(),
@@ -77,6 +96,7 @@ pub async fn bench_encoder<E: Encoder>(
         seconds_per_pass,
         sequences_per_s: batch as f64 / seconds_per_pass,
         tokens_per_s: (batch * seq_len) as f64 / seconds_per_pass,
+        steps,
     })
 }
 

@@ -166,8 +166,11 @@ impl CpuEncoder {
         let cfg = &self.model.config;
         batch.check(cfg, output_layer)?;
         let (ids, types, _) = batch_tensors(batch);
-        let x = embeddings(cfg, &self.model.weights, &ids, &types, false)?;
-        let mut data: Vec<f32> = x.flatten_all()?.to_vec1()?;
+        let mut data: Vec<f32> = super::cpu::profile::time(super::cpu::profile::Step::Embeddings, || {
+            Ok::<_, crate::error::Error>(
+                embeddings(cfg, &self.model.weights, &ids, &types, false)?.flatten_all()?.to_vec1()?,
+            )
+        })?;
         self.layers()?.run(&mut data, batch.batch, batch.seq_len, &batch.mask, output_layer);
         Ok(HiddenStates { batch: batch.batch, seq_len: batch.seq_len, hidden: cfg.hidden_size, data })
     }

@@ -24,9 +24,14 @@ async function measure(threads, { webgpu }) {
   const app = await openApp({ webgpu });
   try {
     const { page } = app;
-    await page.evaluate((n) => (n ? localStorage.setItem('medrank-threads', String(n)) : localStorage.removeItem('medrank-threads')), threads);
+    await page.evaluate(
+      (n) => (n ? localStorage.setItem('medrank-threads', String(n)) : localStorage.removeItem('medrank-threads')),
+      threads,
+    );
     await page.goto(new URL('bench.html', app.server.url).href);
-    await page.waitForFunction(() => document.querySelector('#bench-engine').textContent.length > 0, null, { timeout: 60000 });
+    await page.waitForFunction(() => document.querySelector('#bench-engine').textContent.length > 0, null, {
+      timeout: 60000,
+    });
     const engine = await page.textContent('#bench-engine');
     console.error(`[bench-page] ${engine}`);
     const result = {};
@@ -37,13 +42,18 @@ async function measure(threads, { webgpu }) {
     if (peer) await page.setChecked('#bench-peer', true);
     result.grid = await runAndRead(page, '#bench-run', '#bench-progress', '#bench-error', async () => {
       // With the peer, the grid is done once onnxruntime-web's rows are in too.
-      if (peer) await page.waitForFunction(() => (window.__benchLast || []).some((b) => b.backend === 'ort-web'), null, { timeout: 3600000 });
+      if (peer)
+        await page.waitForFunction(() => (window.__benchLast || []).some((b) => b.backend === 'ort-web'), null, {
+          timeout: 3600000,
+        });
       return page.evaluate(() => window.__benchLast);
     });
     if (!webgpu) {
       await page.setChecked('#workload-cpu', true);
       await page.setChecked('#workload-gpu', false);
-      result.workload = await runAndRead(page, '#workload-run', '#workload-progress', '#workload-error', () => page.evaluate(() => window.__workloadLast));
+      result.workload = await runAndRead(page, '#workload-run', '#workload-progress', '#workload-error', () =>
+        page.evaluate(() => window.__workloadLast),
+      );
     }
     return { engine, ...result };
   } finally {
@@ -53,7 +63,11 @@ async function measure(threads, { webgpu }) {
 
 async function runAndRead(page, button, progress, error, read) {
   await page.click(button);
-  await page.waitForFunction(([p, e]) => /Done/.test(document.querySelector(p).textContent) || !document.querySelector(e).hidden, [progress, error], { timeout: 3600000 });
+  await page.waitForFunction(
+    ([p, e]) => /Done/.test(document.querySelector(p).textContent) || !document.querySelector(e).hidden,
+    [progress, error],
+    { timeout: 3600000 },
+  );
   const message = await page.$eval(error, (e) => (e.hidden ? null : e.textContent));
   if (message) throw new Error(`the page reported: ${message}`);
   return read();
@@ -65,9 +79,29 @@ function ratios(page) {
   const cpu = page.grid.find((b) => b.backend === 'wasm-cpu');
   const cells = (cpu?.rows || []).map((r) => {
     const n = native.encoder?.ours?.find((o) => o.seq_len === r.seq_len && o.batch === r.batch);
-    return { seq_len: r.seq_len, batch: r.batch, page_tokens_per_s: r.tokens_per_s, native_tokens_per_s: n?.tokens_per_s ?? null, ratio: n ? r.tokens_per_s / n.tokens_per_s : null };
+    return {
+      seq_len: r.seq_len,
+      batch: r.batch,
+      page_tokens_per_s: r.tokens_per_s,
+      native_tokens_per_s: n?.tokens_per_s ?? null,
+      ratio: n ? r.tokens_per_s / n.tokens_per_s : null,
+    };
   });
   const ort = page.grid.find((b) => b.backend === 'ort-web');
+  // Per step of the CPU path (`medrank bench --parts profile`): page / native time.
+  for (const c of cells) {
+    const pageSteps = cpu.rows.find((r) => r.seq_len === c.seq_len && r.batch === c.batch)?.steps || [];
+    const nativeSteps = native.profile?.find((r) => r.seq_len === c.seq_len && r.batch === c.batch)?.steps || [];
+    c.steps = pageSteps.map((s) => {
+      const n = nativeSteps.find((x) => x.step === s.step);
+      return {
+        step: s.step,
+        page_ms: s.seconds * 1e3,
+        native_ms: n ? n.seconds * 1e3 : null,
+        page_over_native: n?.seconds ? s.seconds / n.seconds : null,
+      };
+    });
+  }
   for (const c of cells) {
     const o = ort?.rows?.find((r) => r.seq_len === c.seq_len && r.batch === c.batch);
     c.ort_web_tokens_per_s = o?.tokens_per_s ?? null;
@@ -80,7 +114,15 @@ function ratios(page) {
     page_threads: cpu?.threads ?? null,
     ort_web: ort ? { device: ort.device, threads: ort.threads, error: ort.error ?? null } : null,
     cells,
-    workload: w && nw ? { page_sequences_per_s: w.sequences_per_s, native_sequences_per_s: nw.sequences_per_s, native_threads: nw.threads, ratio: w.sequences_per_s / nw.sequences_per_s } : null,
+    workload:
+      w && nw
+        ? {
+            page_sequences_per_s: w.sequences_per_s,
+            native_sequences_per_s: nw.sequences_per_s,
+            native_threads: nw.threads,
+            ratio: w.sequences_per_s / nw.sequences_per_s,
+          }
+        : null,
   };
 }
 
@@ -106,7 +148,9 @@ async function measureGpu() {
     await page.selectOption('#bench-grid', 'small');
     await page.setChecked('#bench-cpu', false);
     await page.setChecked('#bench-gpu', true);
-    return await runAndRead(page, '#bench-run', '#bench-progress', '#bench-error', () => page.evaluate(() => window.__benchLast));
+    return await runAndRead(page, '#bench-run', '#bench-progress', '#bench-error', () =>
+      page.evaluate(() => window.__benchLast),
+    );
   } finally {
     await app.close();
   }

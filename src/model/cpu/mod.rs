@@ -16,6 +16,7 @@
 mod attention;
 pub mod math;
 pub mod matmul;
+pub mod profile;
 #[cfg_attr(not(target_arch = "wasm32"), allow(dead_code))]
 pub mod wasm_kernel;
 
@@ -24,6 +25,7 @@ use super::load::{Dense, EncoderWeights, Norm};
 use crate::error::Result;
 use attention::{self_attention, AttentionShape};
 use matmul::Linear;
+use profile::{time, time_on, Step};
 use rayon::prelude::*;
 
 /// One encoder layer with its weights laid out for the CPU path.
@@ -123,17 +125,17 @@ impl CpuLayers {
         let mut branch = vec![0.0; tokens * h];
         let mut inner = vec![0.0; tokens * inter];
         for layer in self.layers.iter().take(n_layers) {
-            layer.qkv.forward(hidden, tokens, &mut qkv, threads);
+            time_on(Step::Qkv, threads, || layer.qkv.forward(hidden, tokens, &mut qkv, threads));
             let qkv = &qkv;
             let rest = |(task, (((states, ctx), branch), inner)): TaskRows| {
                 let rows = states.len() / h;
-                self_attention(qkv, mask, shape, task * rows_per_task, ctx);
-                layer.attn_out.forward(ctx, rows, branch, 1);
-                self.add_norm(states, branch, &layer.attn_norm);
-                layer.ffn_in.forward(states, rows, inner, 1);
-                self.activate(inner);
-                layer.ffn_out.forward(inner, rows, branch, 1);
-                self.add_norm(states, branch, &layer.ffn_norm);
+                time(Step::Attention, || self_attention(qkv, mask, shape, task * rows_per_task, ctx));
+                time(Step::AttentionOutput, || layer.attn_out.forward(ctx, rows, branch, 1));
+                time(Step::AddNorm, || self.add_norm(states, branch, &layer.attn_norm));
+                time(Step::FeedForwardIn, || layer.ffn_in.forward(states, rows, inner, 1));
+                time(Step::Activation, || self.activate(inner));
+                time(Step::FeedForwardOut, || layer.ffn_out.forward(inner, rows, branch, 1));
+                time(Step::AddNorm, || self.add_norm(states, branch, &layer.ffn_norm));
             };
             if threads == 1 {
                 rest((0, (((&mut *hidden, &mut ctx[..]), &mut branch[..]), &mut inner[..])));
