@@ -1,0 +1,15 @@
+import { writeFileSync } from 'node:fs';
+import { openApp } from './harness.mjs';
+const app = await openApp({ webgpu: false });
+const { page } = app;
+await page.goto(new URL('bench.html', app.server.url).href);
+await page.waitForFunction(() => document.querySelector('#bench-engine').textContent.length > 0, null, { timeout: 60000 });
+console.error(await page.textContent('#bench-engine'));
+await page.selectOption('#bench-grid', 'full');
+await page.setChecked('#bench-cpu', true);
+await page.setChecked('#bench-gpu', false);
+await page.click('#bench-run');
+await page.waitForFunction(() => /Done/.test(document.querySelector('#bench-progress').textContent) || !document.querySelector('#bench-error').hidden, null, { timeout: 3600000 });
+const last = await page.evaluate(() => window.__benchLast);
+writeFileSync(process.argv[2], JSON.stringify(last, null, 1));
+await app.close();
