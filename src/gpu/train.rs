@@ -840,6 +840,7 @@ pub async fn train_top_layers(
         let mut loss_sum = 0.0;
         let mut lr = opts.learning_rate;
         let started = now();
+        let mut last_report = started;
         let mut done = 0;
         for chunk in order.chunks(per_step) {
             for micro in chunk.chunks(opts.batch_size.max(1)) {
@@ -852,8 +853,11 @@ pub async fn train_top_layers(
             trainer.step(lr, scheduled_lr(opts.layer_learning_rate, step, warmup, total));
             step += 1;
             done += chunk.len();
-            let rate = done as f64 / (now() - started).max(1e-9);
-            progress(TrainEvent::Step { epoch, examples: done, of: train_set.len(), examples_per_second: rate });
+            if now() - last_report >= 10.0 {
+                last_report = now();
+                let rate = done as f64 / (now() - started).max(1e-9);
+                progress(TrainEvent::Step { epoch, examples: done, of: train_set.len(), examples_per_second: rate });
+            }
         }
         let train_seconds = now() - started;
         let correct = dev_correct(&trainer, &dev_c, opts.batch_size, multiple_choice).await?;
@@ -891,7 +895,55 @@ pub async fn train_top_layers(
         best_dev_accuracy,
         truncated: (cut(train_set), cut(dev_set)),
         cache_seconds: 0.0,
-        threads: 1,
+        threads: 0,
         data: None,
     })
+}
+
+/// `model::train::train_with_events` with `Freeze::TopLayers(n)` on the GPU, for the
+/// command line (blocks on the device): a fresh head as the CPU trainer makes it, the
+/// lower layers' states computed once on the CPU ([`lower_states`]), then
+/// [`train_top_layers`] on the adapter wgpu finds (an error when there is none).
+#[cfg(not(target_arch = "wasm32"))]
+pub fn train_top_layers_blocking(
+    base: &TextModel,
+    kind: crate::model::HeadKind,
+    labels: &[String],
+    train_set: &[TrainExample],
+    dev_set: &[TrainExample],
+    opts: &TrainOptions,
+    progress: &mut dyn FnMut(TrainEvent),
+) -> Result<(TrainResult, super::AdapterSummary)> {
+    let clock = std::time::Instant::now();
+    let now = || clock.elapsed().as_secs_f64();
+    let ctx = GpuContext::new_blocking()?;
+    let adapter = ctx.adapter.clone();
+    let model = crate::model::train::with_new_head(&base.encoder.model, kind, labels, opts.seed)?;
+    let n_layers = model.config.num_layers;
+    let lower = match opts.freeze {
+        Freeze::TopLayers(n) if n > 0 => n_layers - n.min(n_layers),
+        other => return Err(Error::invalid(format!("the GPU trainer trains the top layers (top:N), not {other:?}"))),
+    };
+    let started = now();
+    let (train_states, dev_states) = (lower_states(base, train_set, lower)?, lower_states(base, dev_set, lower)?);
+    let cache_seconds = now() - started;
+    if lower > 0 {
+        let inputs = train_set.iter().chain(dev_set).map(|e| e.inputs.len()).sum();
+        progress(TrainEvent::Cached { inputs, seconds: cache_seconds });
+    }
+    let multiple_choice = kind == crate::model::HeadKind::MultipleChoice;
+    let mut result = pollster::block_on(train_top_layers(
+        ctx,
+        &model,
+        multiple_choice,
+        train_set,
+        &train_states,
+        dev_set,
+        &dev_states,
+        opts,
+        &now,
+        progress,
+    ))?;
+    result.cache_seconds = cache_seconds;
+    Ok((result, adapter))
 }
