@@ -8,13 +8,13 @@
 use candle_core::{Device, IndexOp, Tensor, Var, D};
 use half::f16;
 use medrank::gpu::ops::AdamWConfig;
-use medrank::gpu::train::{lower_states, train_top_layers, GpuTrainer};
+use medrank::gpu::train::{train_top_layers, GpuTrainer};
 use medrank::model::config::{Activation, Arch, EncoderConfig, HeadKind};
 use medrank::model::embed::TextModel;
 use medrank::model::encoder::layers_forward;
 use medrank::model::heads::head_forward;
 use medrank::model::load::{random_model, Dense, HeadWeights, LoadedModel, Norm};
-use medrank::model::train::{train, with_new_head, Freeze, TrainExample, TrainOptions};
+use medrank::model::train::{lower_states, train, with_new_head, Freeze, TrainExample, TrainOptions};
 use medrank::model::{CpuEncoder, Part, Pooling, TextTokenizer};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;

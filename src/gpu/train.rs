@@ -28,9 +28,7 @@ use super::ops::{
 };
 use crate::error::{Error, Result};
 use crate::model::config::{Activation as ModelActivation, EncoderConfig};
-use crate::model::embed::{length_batches, TextModel};
 use crate::model::load::{Dense, HeadWeights, LoadedModel, Norm};
-use crate::model::tokenize::Encoded;
 use crate::model::train::{scheduled_lr, EpochLog, Freeze, TrainEvent, TrainExample, TrainOptions, TrainResult};
 use candle_core::{Device, Tensor};
 
@@ -712,29 +710,6 @@ fn split_qkv(name: &str, values: Vec<f32>, hidden: usize) -> Vec<(String, Vec<f3
     }
 }
 
-/// Inputs per batch of the frozen pass (the inference path's batching, as the CPU
-/// trainer's cache).
-const CACHE_BATCH: usize = 32;
-
-/// Each input's states after the frozen `lower` layers, real tokens only, in f16: the
-/// cache the CPU trainer builds for `Freeze::TopLayers` (model/train.rs), computed the
-/// same way (the CPU inference path, batches of similar length).
-pub fn lower_states(base: &TextModel, set: &[TrainExample], lower: usize) -> Result<Vec<Vec<f16>>> {
-    let inputs: Vec<&Encoded> = set.iter().flat_map(|e| e.inputs.iter()).collect();
-    let h = base.encoder.model.config.hidden_size;
-    let lens: Vec<usize> = inputs.iter().map(|e| e.len()).collect();
-    let mut states = vec![Vec::new(); inputs.len()];
-    for group in length_batches(&lens, CACHE_BATCH) {
-        let items: Vec<&Encoded> = group.iter().map(|&i| inputs[i]).collect();
-        let hidden = base.encoder.hidden_states(&base.tokenizer.batch(&items), lower)?;
-        for (k, &i) in group.iter().enumerate() {
-            let row = &hidden.data[k * hidden.seq_len * h..(k * hidden.seq_len + lens[i]) * h];
-            states[i] = row.iter().map(|&x| f16::from_f32(x)).collect();
-        }
-    }
-    Ok(states)
-}
-
 /// Examples by index with their inputs' cached states.
 struct Cached<'a> {
     set: &'a [TrainExample],
@@ -799,7 +774,7 @@ async fn dev_correct(
 /// warm-up then linear decay, two learning rates, dev accuracy after each epoch, early
 /// stopping, the best epoch's weights) around [`GpuTrainer`]. `model` has its head
 /// (`model::train::with_new_head`); `train_states` / `dev_states` are each input's states
-/// after the frozen layers ([`lower_states`]), inputs in example order. `now()` is the
+/// after the frozen layers (`model::train::lower_states`), inputs in example order. `now()` is the
 /// front end's clock in seconds (`Instant` natively, `performance.now()` in the page).
 #[allow(clippy::too_many_arguments)]
 pub async fn train_top_layers(
@@ -902,11 +877,12 @@ pub async fn train_top_layers(
 
 /// `model::train::train_with_events` with `Freeze::TopLayers(n)` on the GPU, for the
 /// command line (blocks on the device): a fresh head as the CPU trainer makes it, the
-/// lower layers' states computed once on the CPU ([`lower_states`]), then
+/// lower layers' states computed once on the CPU (`model::train::lower_states`, the CPU
+/// trainer's cache), then
 /// [`train_top_layers`] on the adapter wgpu finds (an error when there is none).
 #[cfg(not(target_arch = "wasm32"))]
 pub fn train_top_layers_blocking(
-    base: &TextModel,
+    base: &crate::model::embed::TextModel,
     kind: crate::model::HeadKind,
     labels: &[String],
     train_set: &[TrainExample],
@@ -925,6 +901,7 @@ pub fn train_top_layers_blocking(
         other => return Err(Error::invalid(format!("the GPU trainer trains the top layers (top:N), not {other:?}"))),
     };
     let started = now();
+    use crate::model::train::lower_states;
     let (train_states, dev_states) = (lower_states(base, train_set, lower)?, lower_states(base, dev_set, lower)?);
     let cache_seconds = now() - started;
     if lower > 0 {
