@@ -255,10 +255,10 @@ fn candle_attention(qkv: &Tensor, mask: &[f32], b: usize, l: usize, heads: usize
 fn attention_backward_matches_candle_with_padding() {
     let Some(ctx) = context() else { return };
     let op = AttentionBackward::new(&ctx);
-    // (batch, padded length, heads, hidden, real lengths): MiniLM's 12 x 32 heads, and a
-    // length over the 64-thread stride.
-    let cases: [(usize, usize, usize, usize, Vec<usize>); 2] =
-        [(3, 20, 12, 384, vec![20, 7, 1]), (2, 90, 4, 64, vec![90, 71])];
+    // (batch, padded length, heads, hidden, real lengths): MiniLM's 12 x 32 heads, a
+    // length over the 64-thread stride, and the kernels' maximum length.
+    let cases: [(usize, usize, usize, usize, Vec<usize>); 3] =
+        [(3, 20, 12, 384, vec![20, 7, 1]), (2, 90, 4, 64, vec![90, 71]), (1, 512, 2, 16, vec![300])];
     for (b, l, heads, hidden, lengths) in cases {
         let qkv: Vec<f32> = random(b * l * 3 * hidden, 31).iter().map(|v| v * 2.0).collect();
         let mask: Vec<f32> = (0..b * l).map(|t| if t % l < lengths[t / l] { 1.0 } else { 0.0 }).collect();
@@ -271,10 +271,9 @@ fn attention_backward_matches_candle_with_padding() {
             upload(&ctx, &mask, &[b, l]),
             upload(&ctx, &r, &[b * l, hidden]),
         );
-        let scratch = AttentionBackward::scratch_len(b * l, heads, l);
-        let (probs, dscores) = (zeros(&ctx, &[scratch]), zeros(&ctx, &[scratch]));
+        let stats = zeros(&ctx, &[AttentionBackward::stats_len(b * l, heads)]);
         let dqkv = zeros(&ctx, &[b * l, 3 * hidden]);
-        run(&ctx, op.prepare(&ctx, &qt, &mt, heads, &rt, &probs, &dscores, &dqkv).unwrap());
+        run(&ctx, op.prepare(&ctx, &qt, &mt, heads, &rt, &stats, &dqkv).unwrap());
         let got = ctx.read_f32_blocking(&dqkv).unwrap();
         // q, k and v separately: each part's own relative difference.
         for (part, name) in ["q", "k", "v"].iter().enumerate() {

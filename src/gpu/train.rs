@@ -500,8 +500,7 @@ impl GpuTrainer {
         // The gradient of each lower layer's output, in turn.
         let dxs = [ctx.zeros_f32("dx", &[tokens, h])?, ctx.zeros_f32("dx", &[tokens, h])?];
         let heads = self.config.num_heads;
-        let probs = ctx.zeros_f32("probs", &[AttentionBackward::scratch_len(tokens, heads, seq_len)])?;
-        let dscores = ctx.zeros_f32("dscores", &[AttentionBackward::scratch_len(tokens, heads, seq_len)])?;
+        let stats = ctx.zeros_f32("attention stats", &[AttentionBackward::stats_len(tokens, heads)])?;
         for (i, (layer, s)) in self.layers.iter().zip(&f.saved).enumerate().rev() {
             let x_in = if i == 0 { &f.input } else { &f.saved[i - 1].out };
             d.extend(t.layer_norm.prepare(
@@ -564,7 +563,7 @@ impl GpuTrainer {
                 false,
                 Mat::of(&dctx)?,
             )?);
-            d.extend(t.attention.prepare(ctx, &s.qkv, &f.mask, heads, &dctx, &probs, &dscores, &dqkv)?);
+            d.extend(t.attention.prepare(ctx, &s.qkv, &f.mask, heads, &dctx, &stats, &dqkv)?);
             weight_grads(d, Mat::of(&dqkv)?, Mat::of(x_in)?, &layer.qkv_w, &layer.qkv_b, &dqkv)?;
             if i > 0 {
                 // The layer's input feeds attention and the residual; it is the output of

@@ -2,9 +2,10 @@
 // (query token t, head h). With P the softmax row of t (recomputed here as the forward
 // pass computes it, padded keys masked with -1e9) and dO the gradient of t's output:
 //   dP_j = dO . v_j,   dS_j = P_j (dP_j - sum_i P_i dP_i),   dq_t = scale * sum_j dS_j k_j
-// P and dS are stored per (t, h, j) for the second pass (attention_backward_kv.wgsl),
-// which sums over the queries for each key: dk_j = scale * sum_t dS_tj q_t and
-// dv_j = sum_t P_tj dO_t.
+// Per (t, h) it stores two numbers for the second pass (attention_backward_kv.wgsl): the
+// log of the softmax's denominator (max + log sum) and sum_i P_i dP_i, from which that
+// pass recomputes any P_tj and dS_tj without keeping the [tokens, heads, seq_len] matrices
+// (too large for one binding at long lengths).
 
 // `Params` (the forward op's), THREADS and MAX_KEYS come from the Rust side
 // (ops/attention_backward.rs), the reduction from reduce.wgsl.
@@ -13,9 +14,9 @@
 @group(0) @binding(1) var<storage, read> qkv: array<f32>;
 @group(0) @binding(2) var<storage, read> mask: array<f32>;
 @group(0) @binding(3) var<storage, read> dout: array<f32>;
-@group(0) @binding(4) var<storage, read_write> probs: array<f32>;
-@group(0) @binding(5) var<storage, read_write> dscores: array<f32>;
-@group(0) @binding(6) var<storage, read_write> dqkv: array<f32>;
+// (log-sum-exp, sum_i P_i dP_i) per (t, h)
+@group(0) @binding(4) var<storage, read_write> stats: array<f32>;
+@group(0) @binding(5) var<storage, read_write> dqkv: array<f32>;
 
 const MASKED: f32 = -1e9;
 
@@ -70,12 +71,12 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>,
         local_dot += pj * dp[j];
     }
     let dot = workgroup_reduce(lid, local_dot, false);
-    let row = (t * p.heads + h) * p.seq_len;
     for (var j = lid; j < p.seq_len; j += THREADS) {
-        let ds = scores[j] * (dp[j] - dot);
-        dp[j] = ds;
-        probs[row + j] = scores[j];
-        dscores[row + j] = ds;
+        dp[j] = scores[j] * (dp[j] - dot);
+    }
+    if (lid == 0u) {
+        stats[2u * (t * p.heads + h)] = m + log(total);
+        stats[2u * (t * p.heads + h) + 1u] = dot;
     }
     workgroupBarrier();
 

@@ -22,8 +22,9 @@ params! {
 /// The gradient of [`Attention`] with respect to its `qkv` input
 /// (kernels/attention_backward.wgsl: softmax backward and dq per query;
 /// kernels/attention_backward_kv.wgsl: dk and dv per key). The softmax is recomputed from
-/// `qkv` and the mask; the probabilities and their gradients pass from the first kernel to
-/// the second through `probs` and `dscores`, `[tokens * heads * seq_len]` each.
+/// `qkv` and the mask in both; two numbers per (token, head) pass from the first kernel to
+/// the second through `stats` (`[tokens * heads * 2]`), so no `seq_len x seq_len` matrix
+/// is stored. Workgroup memory: 4.3 KiB (first), 4 KiB (second).
 pub struct AttentionBackward {
     queries: Kernel,
     keys: Kernel,
@@ -50,10 +51,9 @@ impl AttentionBackward {
         }
     }
 
-    /// The tensors `probs` and `dscores` must hold for a batch of `tokens` tokens, each
-    /// padded sequence `seq_len` long.
-    pub fn scratch_len(tokens: usize, heads: usize, seq_len: usize) -> usize {
-        tokens * heads * seq_len
+    /// The values `stats` holds for a batch of `tokens` tokens.
+    pub fn stats_len(tokens: usize, heads: usize) -> usize {
+        tokens * heads * 2
     }
 
     /// `qkv`, `mask` and `heads` as given to the forward op; `dout`: `[tokens, hidden]`,
@@ -66,14 +66,11 @@ impl AttentionBackward {
         mask: &GpuTensor,
         heads: usize,
         dout: &GpuTensor,
-        probs: &GpuTensor,
-        dscores: &GpuTensor,
+        stats: &GpuTensor,
         dqkv: &GpuTensor,
     ) -> Result<Vec<Dispatch>> {
         let op = "attention_backward";
-        for (t, name) in
-            [(qkv, "qkv"), (mask, "mask"), (dout, "dout"), (probs, "probs"), (dscores, "dscores"), (dqkv, "dqkv")]
-        {
+        for (t, name) in [(qkv, "qkv"), (mask, "mask"), (dout, "dout"), (stats, "stats"), (dqkv, "dqkv")] {
             check_f32(t, op, name)?;
         }
         let (batch, seq_len) = mask.dims2("attention_backward mask")?;
@@ -88,10 +85,8 @@ impl AttentionBackward {
         check(seq_len <= Attention::MAX_SEQ_LEN, op, || {
             format!("sequences of {seq_len} tokens exceed the kernel's {}", Attention::MAX_SEQ_LEN)
         })?;
-        let scratch = Self::scratch_len(tokens, heads, seq_len);
-        for (t, name) in [(probs, "probs"), (dscores, "dscores")] {
-            check(t.len() == scratch, op, || format!("{name} holds {} values, needs {scratch}", t.len()))?;
-        }
+        let want = Self::stats_len(tokens, heads);
+        check(stats.len() == want, op, || format!("stats holds {} values, needs {want}", stats.len()))?;
         let max_groups = ctx.limits.max_compute_workgroups_per_dimension as usize;
         check(tokens <= max_groups && heads <= max_groups, op, || {
             format!("{tokens} tokens exceed {max_groups} workgroups a dimension; use smaller batches")
@@ -111,8 +106,7 @@ impl AttentionBackward {
             return Ok(Vec::new());
         }
         let groups = (tokens as u32, heads as u32);
-        let first = [&qkv.buffer, &mask.buffer, &dout.buffer, &probs.buffer, &dscores.buffer, &dqkv.buffer];
-        let second = [&qkv.buffer, &dout.buffer, &probs.buffer, &dscores.buffer, &dqkv.buffer];
-        Ok(vec![self.queries.bind(ctx, &params, &first, groups), self.keys.bind(ctx, &params, &second, groups)])
+        let buffers = [&qkv.buffer, &mask.buffer, &dout.buffer, &stats.buffer, &dqkv.buffer];
+        Ok(vec![self.queries.bind(ctx, &params, &buffers, groups), self.keys.bind(ctx, &params, &buffers, groups)])
     }
 }
