@@ -191,29 +191,37 @@ fn gradients_of_the_top_layers_and_the_head_match_candle() {
         let (loss, losses) = candle_loss(&reference, first, &states, &examples, step_examples);
         let grads = loss.backward().unwrap();
 
-        let ctx = context().unwrap();
-        let trainer = GpuTrainer::new(ctx, &m, first, AdamWConfig::default(), AdamWConfig::default()).unwrap();
-        let inputs: Vec<&[f16]> = states.iter().map(|s| s.as_slice()).collect();
-        let got_losses = pollster::block_on(trainer.accumulate(&inputs, &examples, step_examples)).unwrap();
-        let (r, _) = rel(&got_losses, &losses);
-        assert!(r <= REL_TOL, "case {c}: losses {got_losses:?} vs {losses:?}");
-        let got = pollster::block_on(trainer.gradients()).unwrap();
-        assert_eq!(got.len(), vars.len(), "case {c}: one gradient per trained tensor");
-        for (name, v) in &vars {
-            let want: Vec<f32> = grads.get(v.as_tensor()).unwrap().flatten_all().unwrap().to_vec1().unwrap();
-            let g = &got.iter().find(|(n, _)| n == name).unwrap_or_else(|| panic!("no gradient {name}")).1;
-            let (r, norm) = rel(g, &want);
-            // Softmax ignores a shift of all its scores, so the key bias (the same shift of
-            // a query's every score) and a multiple-choice classifier's bias (of every
-            // candidate's) have no gradient: both sides must give rounding-level zeros.
-            if name.ends_with("key.bias") || (kind == HeadKind::MultipleChoice && name == "classifier.bias") {
-                let largest = g.iter().chain(&want).fold(0f32, |a, v| a.max(v.abs()));
-                assert!(largest < 1e-6, "case {c} {name}: {largest:e}, expected 0");
-                continue;
+        // Whole, and split into one part per example (as a micro-batch too large for the
+        // adapter's bindings runs): the same sums.
+        for split in [false, true] {
+            let ctx = context().unwrap();
+            let mut trainer = GpuTrainer::new(ctx, &m, first, AdamWConfig::default(), AdamWConfig::default()).unwrap();
+            if split {
+                trainer.set_max_pass_bytes(1);
             }
-            assert!(norm > 1e-7, "case {c} {name}: zero reference gradient, nothing tested");
-            assert!(r <= REL_TOL, "case {c} {name}: relative difference {r:e} (norm {norm:e})");
-            eprintln!("case {c} {name}: relative difference {r:.2e}");
+            let c = format!("{c} split {split}");
+            let inputs: Vec<&[f16]> = states.iter().map(|s| s.as_slice()).collect();
+            let got_losses = pollster::block_on(trainer.accumulate(&inputs, &examples, step_examples)).unwrap();
+            let (r, _) = rel(&got_losses, &losses);
+            assert!(r <= REL_TOL, "case {c}: losses {got_losses:?} vs {losses:?}");
+            let got = pollster::block_on(trainer.gradients()).unwrap();
+            assert_eq!(got.len(), vars.len(), "case {c}: one gradient per trained tensor");
+            for (name, v) in &vars {
+                let want: Vec<f32> = grads.get(v.as_tensor()).unwrap().flatten_all().unwrap().to_vec1().unwrap();
+                let g = &got.iter().find(|(n, _)| n == name).unwrap_or_else(|| panic!("no gradient {name}")).1;
+                let (r, norm) = rel(g, &want);
+                // Softmax ignores a shift of all its scores, so the key bias (the same shift of
+                // a query's every score) and a multiple-choice classifier's bias (of every
+                // candidate's) have no gradient: both sides must give rounding-level zeros.
+                if name.ends_with("key.bias") || (kind == HeadKind::MultipleChoice && name == "classifier.bias") {
+                    let largest = g.iter().chain(&want).fold(0f32, |a, v| a.max(v.abs()));
+                    assert!(largest < 1e-6, "case {c} {name}: {largest:e}, expected 0");
+                    continue;
+                }
+                assert!(norm > 1e-7, "case {c} {name}: zero reference gradient, nothing tested");
+                assert!(r <= REL_TOL, "case {c} {name}: relative difference {r:e} (norm {norm:e})");
+                eprintln!("case {c} {name}: relative difference {r:.2e}");
+            }
         }
     }
 }

@@ -157,6 +157,9 @@ pub struct GpuTrainer {
     /// uniform rewritten each step).
     optimiser: Vec<Dispatch>,
     steps: u32,
+    /// The most bytes one activation tensor of a pass may take (the adapter's binding
+    /// limit; smaller in tests): larger micro-batches run in parts.
+    max_pass_bytes: u64,
 }
 
 impl GpuTrainer {
@@ -272,6 +275,7 @@ impl GpuTrainer {
             layer_opt: (layer_opt, layer_step),
             optimiser,
             steps: 0,
+            max_pass_bytes: ctx.max_binding_bytes(),
             ctx,
         })
     }
@@ -390,12 +394,48 @@ impl GpuTrainer {
         Ok(Forward { batch, seq_len, mask, input, saved, pooled, logits, dispatches })
     }
 
+    /// Passes larger than the adapter allows run in parts of at most `bytes` per activation
+    /// tensor (tests use a small value to exercise the split).
+    pub fn set_max_pass_bytes(&mut self, bytes: u64) {
+        self.max_pass_bytes = bytes.min(self.ctx.max_binding_bytes());
+    }
+
+    /// Consecutive parts of `sizes` (the inputs of each item: its states) such that one
+    /// part's widest activation tensor (`inputs x longest x max(3 hidden, intermediate)`)
+    /// fits [`Self::max_pass_bytes`]: item ranges. An item too large alone is a part of its
+    /// own (its upload then says what does not fit).
+    fn parts(&self, items: &[&[&[f16]]]) -> Vec<std::ops::Range<usize>> {
+        let h = self.config.hidden_size;
+        let widest = (3 * h).max(self.config.intermediate_size) as u64 * 4;
+        let mut parts = Vec::new();
+        let (mut start, mut inputs, mut longest) = (0, 0u64, 0u64);
+        for (i, item) in items.iter().enumerate() {
+            let len = item.iter().map(|s| s.len() / h).max().unwrap_or(0) as u64;
+            let (n, l) = (inputs + item.len() as u64, longest.max(len));
+            if i > start && n * l * widest > self.max_pass_bytes {
+                parts.push(start..i);
+                (start, inputs, longest) = (i, item.len() as u64, len);
+            } else {
+                (inputs, longest) = (n, l);
+            }
+        }
+        if start < items.len() {
+            parts.push(start..items.len());
+        }
+        parts
+    }
+
     /// The head's outputs for `inputs` (no gradient): `[inputs][outputs]`.
     pub async fn logits(&self, inputs: &[&[f16]]) -> Result<Vec<Vec<f32>>> {
-        let f = self.forward(inputs)?;
-        self.submit(&f.dispatches, &[]);
-        let values = self.ctx.read_f32(&f.logits).await?;
-        Ok(values.chunks(self.head.n_out).map(|r| r.to_vec()).collect())
+        let items: Vec<&[&[f16]]> = inputs.chunks(1).collect();
+        let mut out = Vec::with_capacity(inputs.len());
+        for part in self.parts(&items) {
+            let f = self.forward(&inputs[part])?;
+            self.submit(&f.dispatches, &[]);
+            let values = self.ctx.read_f32(&f.logits).await?;
+            out.extend(values.chunks(self.head.n_out).map(|r| r.to_vec()));
+        }
+        Ok(out)
     }
 
     /// One micro-batch: forward, loss and backward over `inputs`, whose examples are
@@ -403,7 +443,8 @@ impl GpuTrainer {
     /// index of the right one among its inputs, a classification example has one input
     /// and its gold is a label index. The gradients of the mean loss over `step_examples`
     /// examples (the whole optimiser step's) are added to those summed so far. Returns
-    /// each example's loss (not scaled).
+    /// each example's loss (not scaled). A micro-batch too large for the adapter's
+    /// bindings runs in parts (the summed gradients are the same).
     pub async fn accumulate(
         &self,
         inputs: &[&[f16]],
@@ -418,6 +459,29 @@ impl GpuTrainer {
         if n_out > 1 && examples.iter().any(|e| e.0 != 1) {
             return Err(Error::invalid("gpu train: a classification example has exactly one input"));
         }
+        let mut items: Vec<&[&[f16]]> = Vec::with_capacity(examples.len());
+        let mut at = 0;
+        for &(count, _) in examples {
+            items.push(&inputs[at..at + count]);
+            at += count;
+        }
+        let mut losses = Vec::with_capacity(examples.len());
+        for part in self.parts(&items) {
+            let first = items[..part.start].iter().map(|i| i.len()).sum::<usize>();
+            let count = items[part.clone()].iter().map(|i| i.len()).sum::<usize>();
+            let part_inputs = &inputs[first..first + count];
+            losses.extend(self.accumulate_part(part_inputs, &examples[part], step_examples).await?);
+        }
+        Ok(losses)
+    }
+
+    async fn accumulate_part(
+        &self,
+        inputs: &[&[f16]],
+        examples: &[(usize, usize)],
+        step_examples: usize,
+    ) -> Result<Vec<f32>> {
+        let n_out = self.head.n_out;
         let segments: Vec<(usize, usize)> = examples.iter().map(|&(count, gold)| (count * n_out, gold)).collect();
         let segments = CrossEntropy::segments(&segments)?;
         let mut f = self.forward(inputs)?;
