@@ -168,7 +168,8 @@ fn rel(got: &[f32], want: &[f32]) -> (f64, f64) {
 fn gradients_of_the_top_layers_and_the_head_match_candle() {
     let Some(_) = context() else { return };
     // (architecture, head, labels, examples as (inputs, gold), lengths of the inputs)
-    let cases: Vec<(Arch, HeadKind, Vec<&str>, Vec<(usize, usize)>)> = vec![
+    type Case = (Arch, HeadKind, Vec<&'static str>, Vec<(usize, usize)>);
+    let cases: Vec<Case> = vec![
         // Multiple choice: examples of 3, 2 and 4 candidates (BERT: pooler + classifier).
         (Arch::Bert, HeadKind::MultipleChoice, vec![], vec![(3, 1), (2, 0), (4, 3)]),
         // Classification over 3 labels, one input each.
