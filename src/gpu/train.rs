@@ -400,19 +400,21 @@ impl GpuTrainer {
         self.max_pass_bytes = bytes.min(self.ctx.max_binding_bytes());
     }
 
-    /// Consecutive parts of `sizes` (the inputs of each item: its states) such that one
-    /// part's widest activation tensor (`inputs x longest x max(3 hidden, intermediate)`)
-    /// fits [`Self::max_pass_bytes`]: item ranges. An item too large alone is a part of its
-    /// own (its upload then says what does not fit).
+    /// Consecutive parts of `items` (each item: its inputs' states) such that one part's
+    /// widest activation tensor (`inputs x longest x max(3 hidden, intermediate)`) fits
+    /// `max_pass_bytes` and its tokens the grid: item ranges. An item too large alone is a
+    /// part of its own (its upload then says what does not fit).
     fn parts(&self, items: &[&[&[f16]]]) -> Vec<std::ops::Range<usize>> {
         let h = self.config.hidden_size;
         let widest = (3 * h).max(self.config.intermediate_size) as u64 * 4;
+        // Attention runs one workgroup per token along one grid dimension.
+        let max_tokens = self.ctx.limits.max_compute_workgroups_per_dimension as u64;
         let mut parts = Vec::new();
         let (mut start, mut inputs, mut longest) = (0, 0u64, 0u64);
         for (i, item) in items.iter().enumerate() {
             let len = item.iter().map(|s| s.len() / h).max().unwrap_or(0) as u64;
             let (n, l) = (inputs + item.len() as u64, longest.max(len));
-            if i > start && n * l * widest > self.max_pass_bytes {
+            if i > start && (n * l * widest > self.max_pass_bytes || n * l > max_tokens) {
                 parts.push(start..i);
                 (start, inputs, longest) = (i, item.len() as u64, len);
             } else {
