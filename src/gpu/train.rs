@@ -4,7 +4,8 @@
 //!
 //! The lower layers are frozen and their outputs computed once (the states the CPU trainer
 //! caches: real tokens only, f16). A micro-batch uploads those states, and one submission
-//! runs the top layers forward (keeping what backward needs), the head, the loss, the
+//! runs the top layers forward (keeping what backward needs; the last layer computes the
+//! first tokens only after its attention, as the CPU trainer does), the head, the loss, the
 //! backward pass of the head and of every trained layer, and adds the gradients to the
 //! ones already summed for the step; only the per-example losses are read back. An
 //! optimiser step is one more submission: AdamW on every tensor, then the gradients are
@@ -116,10 +117,16 @@ struct Head {
     n_out: usize,
 }
 
-/// What a micro-batch's forward pass keeps for its backward pass, per layer.
+/// What a micro-batch's forward pass keeps for its backward pass, per layer. The last
+/// layer computes the first token of each sequence only after attention (all the head
+/// reads; its keys and values still come from every token), as the CPU trainer does: its
+/// tensors from `attn` on have one row per sequence.
 struct Saved {
     qkv: GpuTensor,
+    /// Every token's attention output.
     ctx: GpuTensor,
+    /// The last layer's input at the first tokens (its residual), else `None`.
+    x_first: Option<GpuTensor>,
     attn: GpuTensor,
     y: GpuTensor,
     pre: GpuTensor,
@@ -157,6 +164,8 @@ pub struct GpuTrainer {
     /// uniform rewritten each step).
     optimiser: Vec<Dispatch>,
     steps: u32,
+    /// The `hidden x hidden` identity, to move rows between views ([`Self::copy_rows`]).
+    identity: GpuTensor,
     /// The most bytes one activation tensor of a pass may take (the adapter's binding
     /// limit; smaller in tests): larger micro-batches run in parts.
     max_pass_bytes: u64,
@@ -252,6 +261,7 @@ impl GpuTrainer {
             out_b: p(names[1], "bias", &out.bias)?,
             n_out,
         };
+        let config_hidden = config.hidden_size;
         let train = TrainOps::new(&ctx);
         let head_step = train.adamw.new_step(&ctx, &head_opt);
         let layer_step = train.adamw.new_step(&ctx, &layer_opt);
@@ -276,6 +286,14 @@ impl GpuTrainer {
             optimiser,
             steps: 0,
             max_pass_bytes: ctx.max_binding_bytes(),
+            identity: {
+                let h = config_hidden;
+                let mut eye = vec![0f32; h * h];
+                for i in 0..h {
+                    eye[i * h + i] = 1.0;
+                }
+                ctx.upload_f32("identity", &eye, &[h, h])?
+            },
             ctx,
         })
     }
@@ -328,17 +346,20 @@ impl GpuTrainer {
         let inter = self.config.intermediate_size;
         let mut dispatches = Vec::new();
         let mut saved: Vec<Saved> = Vec::new();
-        for layer in &self.layers {
+        for (l, layer) in self.layers.iter().enumerate() {
             let x_in = saved.last().map(|s| &s.out).unwrap_or(&input);
+            let last = l + 1 == self.layers.len();
+            let rows = if last { batch } else { tokens };
             let s = Saved {
                 qkv: ctx.zeros_f32("qkv", &[tokens, 3 * h])?,
                 ctx: ctx.zeros_f32("ctx", &[tokens, h])?,
-                attn: ctx.zeros_f32("attn", &[tokens, h])?,
-                y: ctx.zeros_f32("y", &[tokens, h])?,
-                pre: ctx.zeros_f32("pre", &[tokens, inter])?,
-                act: ctx.zeros_f32("act", &[tokens, inter])?,
-                ffn: ctx.zeros_f32("ffn", &[tokens, h])?,
-                out: ctx.zeros_f32("out", &[tokens, h])?,
+                x_first: if last { Some(ctx.zeros_f32("x first", &[batch, h])?) } else { None },
+                attn: ctx.zeros_f32("attn", &[rows, h])?,
+                y: ctx.zeros_f32("y", &[rows, h])?,
+                pre: ctx.zeros_f32("pre", &[rows, inter])?,
+                act: ctx.zeros_f32("act", &[rows, inter])?,
+                ffn: ctx.zeros_f32("ffn", &[rows, h])?,
+                out: ctx.zeros_f32("out", &[rows, h])?,
             };
             let ops = &self.ops;
             let mm = |x: &GpuTensor, w: &Param, b: &Param, y: &GpuTensor| {
@@ -346,11 +367,22 @@ impl GpuTrainer {
             };
             dispatches.extend(mm(x_in, &layer.qkv_w, &layer.qkv_b, &s.qkv)?);
             dispatches.extend(ops.attention.prepare(ctx, &s.qkv, &mask, self.config.num_heads, &s.ctx)?);
-            dispatches.extend(mm(&s.ctx, &layer.out_w, &layer.out_b, &s.attn)?);
+            dispatches.extend(ops.matmul.prepare_product(
+                ctx,
+                self.rows_of(&s.ctx, last, seq_len, batch)?,
+                Mat::of(&layer.out_w.value)?,
+                Addend::Row(&layer.out_b.value),
+                Activation::None,
+                false,
+                Mat::of(&s.attn)?,
+            )?);
+            if let Some(x_first) = &s.x_first {
+                dispatches.extend(self.copy_rows(Mat::every_nth_row(x_in, seq_len, batch)?, Mat::of(x_first)?)?);
+            }
             dispatches.extend(ops.layer_norm.prepare(
                 ctx,
                 &s.attn,
-                Some(x_in),
+                Some(s.x_first.as_ref().unwrap_or(x_in)),
                 &layer.norm1_g.value,
                 &layer.norm1_b.value,
                 eps,
@@ -370,13 +402,14 @@ impl GpuTrainer {
             )?);
             saved.push(s);
         }
+        // The last layer's output: one row per sequence.
         let last = &saved.last().expect("at least one trained layer").out;
         let head = &self.head;
         let pooled = ctx.zeros_f32("pooled", &[batch, h])?;
         let logits = ctx.zeros_f32("logits", &[batch, head.n_out])?;
         dispatches.extend(self.ops.matmul.prepare_product(
             ctx,
-            Mat::every_nth_row(last, seq_len, batch)?,
+            Mat::of(last)?,
             Mat::of(&head.dense_w.value)?,
             Addend::Row(&head.dense_b.value),
             head.activation,
@@ -392,6 +425,22 @@ impl GpuTrainer {
             &logits,
         )?);
         Ok(Forward { batch, seq_len, mask, input, saved, pooled, logits, dispatches })
+    }
+
+    /// All rows of `t`, or (the last layer) the first token's of each sequence.
+    fn rows_of<'a>(&self, t: &'a GpuTensor, first_only: bool, seq_len: usize, batch: usize) -> Result<Mat<'a>> {
+        if first_only {
+            Mat::every_nth_row(t, seq_len, batch)
+        } else {
+            Mat::of(t)
+        }
+    }
+
+    /// `y = x` for views of the same shape (`hidden` columns), a product with the identity:
+    /// exact, since every other term is a zero.
+    fn copy_rows(&self, x: Mat, y: Mat) -> Result<Vec<Dispatch>> {
+        let identity = Mat::of(&self.identity)?;
+        self.ops.matmul.prepare_product(&self.ctx, x, identity, Addend::None, Activation::None, false, y)
     }
 
     /// Passes larger than the adapter allows run in parts of at most `bytes` per activation
@@ -523,9 +572,8 @@ impl GpuTrainer {
                 Ok(())
             };
 
-        // The head: out(act(dense(first tokens))).
+        // The head: out(act(dense(first tokens))), on the last layer's one row per sequence.
         let last = &f.saved.last().expect("a trained layer").out;
-        let first_rows = Mat::every_nth_row(last, seq_len, batch)?;
         weight_grads(d, Mat::of(dlogits)?, Mat::of(&f.pooled)?, &head.out_w, &head.out_b, dlogits)?;
         let dpooled = ctx.zeros_f32("dpooled", &[batch, h])?;
         d.extend(mm.prepare_product(
@@ -539,10 +587,8 @@ impl GpuTrainer {
         )?);
         let dpre = ctx.zeros_f32("dpooled pre", &[batch, h])?;
         d.extend(t.activation.prepare(ctx, head.activation, &f.pooled, &dpooled, &dpre)?);
-        weight_grads(d, Mat::of(&dpre)?, first_rows, &head.dense_w, &head.dense_b, &dpre)?;
-        // The last layer's output gets a gradient at its first tokens only (zero elsewhere).
-        let dlast = ctx.zeros_f32("dout", &[tokens, h])?;
-        let mut dout = &dlast;
+        weight_grads(d, Mat::of(&dpre)?, Mat::of(last)?, &head.dense_w, &head.dense_b, &dpre)?;
+        let dlast = ctx.zeros_f32("dout", &[batch, h])?;
         d.extend(mm.prepare_product(
             ctx,
             Mat::of(&dpre)?,
@@ -550,25 +596,27 @@ impl GpuTrainer {
             Addend::None,
             Activation::None,
             false,
-            Mat::every_nth_row(&dlast, seq_len, batch)?,
+            Mat::of(&dlast)?,
         )?);
 
-        // The layers, top down. Scratch shared by the layers (one runs at a time).
+        // The layers, top down; the last has one row per sequence from its attention output on.
         let eps = self.config.layer_norm_eps as f32;
-        let ds2 = ctx.zeros_f32("ds2", &[tokens, h])?;
-        let scratch = ctx.zeros_f32("norm scratch", &[tokens, h])?;
-        let dact = ctx.zeros_f32("dact", &[tokens, inter])?;
-        let dpre_ffn = ctx.zeros_f32("dpre", &[tokens, inter])?;
-        let dy = ctx.zeros_f32("dy", &[tokens, h])?;
-        let ds1 = ctx.zeros_f32("ds1", &[tokens, h])?;
-        let dctx = ctx.zeros_f32("dctx", &[tokens, h])?;
-        let dqkv = ctx.zeros_f32("dqkv", &[tokens, 3 * h])?;
-        // The gradient of each lower layer's output, in turn.
-        let dxs = [ctx.zeros_f32("dx", &[tokens, h])?, ctx.zeros_f32("dx", &[tokens, h])?];
         let heads = self.config.num_heads;
         let stats = ctx.zeros_f32("attention stats", &[AttentionBackward::stats_len(tokens, heads)])?;
+        let dqkv = ctx.zeros_f32("dqkv", &[tokens, 3 * h])?;
+        let mut dout = dlast;
         for (i, (layer, s)) in self.layers.iter().zip(&f.saved).enumerate().rev() {
+            let last = i + 1 == self.layers.len();
+            let rows = if last { batch } else { tokens };
             let x_in = if i == 0 { &f.input } else { &f.saved[i - 1].out };
+            let ds2 = ctx.zeros_f32("ds2", &[rows, h])?;
+            let scratch = ctx.zeros_f32("norm scratch", &[rows, h])?;
+            let dact = ctx.zeros_f32("dact", &[rows, inter])?;
+            let dpre_ffn = ctx.zeros_f32("dpre", &[rows, inter])?;
+            let dy = ctx.zeros_f32("dy", &[rows, h])?;
+            let ds1 = ctx.zeros_f32("ds1", &[rows, h])?;
+            // Zero at the rows the last layer does not compute.
+            let dctx = ctx.zeros_f32("dctx", &[tokens, h])?;
             d.extend(t.layer_norm.prepare(
                 ctx,
                 &LayerNormGrads {
@@ -576,7 +624,7 @@ impl GpuTrainer {
                     residual: Some(&s.y),
                     gamma: &layer.norm2_g.value,
                     eps,
-                    dy: dout,
+                    dy: &dout,
                     dx: &ds2,
                     scratch: &scratch,
                     dgamma: &layer.norm2_g.grad,
@@ -609,7 +657,7 @@ impl GpuTrainer {
                 ctx,
                 &LayerNormGrads {
                     x: &s.attn,
-                    residual: Some(x_in),
+                    residual: Some(s.x_first.as_ref().unwrap_or(x_in)),
                     gamma: &layer.norm1_g.value,
                     eps,
                     dy: &dy,
@@ -619,7 +667,8 @@ impl GpuTrainer {
                     dbeta: &layer.norm1_b.grad,
                 },
             )?);
-            weight_grads(d, Mat::of(&ds1)?, Mat::of(&s.ctx)?, &layer.out_w, &layer.out_b, &ds1)?;
+            let ctx_rows = self.rows_of(&s.ctx, last, seq_len, batch)?;
+            weight_grads(d, Mat::of(&ds1)?, ctx_rows, &layer.out_w, &layer.out_b, &ds1)?;
             d.extend(mm.prepare_product(
                 ctx,
                 Mat::of(&ds1)?,
@@ -627,22 +676,30 @@ impl GpuTrainer {
                 Addend::None,
                 Activation::None,
                 false,
-                Mat::of(&dctx)?,
+                self.rows_of(&dctx, last, seq_len, batch)?,
             )?);
             d.extend(t.attention.prepare(ctx, &s.qkv, &f.mask, heads, &dctx, &stats, &dqkv)?);
             weight_grads(d, Mat::of(&dqkv)?, Mat::of(x_in)?, &layer.qkv_w, &layer.qkv_b, &dqkv)?;
             if i > 0 {
-                // The layer's input feeds attention and the residual; it is the output of
-                // the layer below, whose backward pass comes next.
-                let dx = &dxs[i % 2];
+                // The layer's input feeds attention and the residual (at every row, or the
+                // first tokens' in the last layer); it is the output of the layer below,
+                // whose backward pass comes next.
+                let residual = if last {
+                    let full = ctx.zeros_f32("ds1 rows", &[tokens, h])?;
+                    d.extend(self.copy_rows(Mat::of(&ds1)?, Mat::every_nth_row(&full, seq_len, batch)?)?);
+                    full
+                } else {
+                    ds1
+                };
+                let dx = ctx.zeros_f32("dx", &[tokens, h])?;
                 d.extend(mm.prepare_product(
                     ctx,
                     Mat::of(&dqkv)?,
                     Mat::of(&layer.qkv_w.value)?.t(),
-                    Addend::Matrix(&ds1),
+                    Addend::Matrix(&residual),
                     Activation::None,
                     false,
-                    Mat::of(dx)?,
+                    Mat::of(&dx)?,
                 )?);
                 dout = dx;
             }
