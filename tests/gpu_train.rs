@@ -174,6 +174,8 @@ fn gradients_of_the_top_layers_and_the_head_match_candle() {
         (Arch::Bert, HeadKind::MultipleChoice, vec![], vec![(3, 1), (2, 0), (4, 3)]),
         // Classification over 3 labels, one input each.
         (Arch::Bert, HeadKind::SequenceClassification, vec!["a", "b", "c"], vec![(1, 2), (1, 0), (1, 1), (1, 2)]),
+        // RoBERTa's classification head: classifier.dense + tanh + classifier.out_proj.
+        (Arch::Roberta, HeadKind::SequenceClassification, vec!["p", "q"], vec![(1, 0), (1, 1), (1, 1)]),
         // DistilBERT's head: pre_classifier + ReLU + classifier.
         (Arch::DistilBert, HeadKind::SequenceClassification, vec!["x", "y"], vec![(1, 1), (1, 0), (1, 1)]),
     ];
