@@ -66,6 +66,11 @@ pub struct TrainArgs {
     /// evaluation, they are dropped; the head keeps the label, never as a target).
     #[arg(long)]
     pub keep_not_enough_evidence: bool,
+    /// Where the trained layers run with --freeze top:N: cpu (candle's autograd, the
+    /// reference) or gpu (the WGSL forward and backward kernels and AdamW through wgpu; an
+    /// error when there is no adapter). The lower layers run once on the CPU either way.
+    #[arg(long, default_value = "cpu", value_parser = ["cpu", "gpu"])]
+    pub backend: String,
 }
 
 pub(super) fn train(a: TrainArgs) -> Result<()> {
@@ -163,19 +168,36 @@ pub(super) fn train(a: TrainArgs) -> Result<()> {
         dev_set.len(),
         options.freeze
     );
-    let mut result =
-        t::train_with_events(&model, kind, &labels, train_set, dev_set, &options, &mut |event| match event {
-            t::TrainEvent::Cached { inputs, seconds } => {
-                eprintln!("  frozen layers computed once for {inputs} inputs in {seconds:.0} s")
-            }
-            t::TrainEvent::Step { epoch, examples, of, examples_per_second } => {
-                eprintln!("  epoch {epoch:>2}  {examples}/{of} examples  {examples_per_second:.1} examples/s")
-            }
-            t::TrainEvent::Epoch(log) => eprintln!(
-                "  epoch {:>2}  steps {:>5}  train loss {:.4}  dev accuracy {:.4}  lr {:.2e}  {:.1} examples/s",
-                log.epoch, log.steps, log.train_loss, log.dev_accuracy, log.learning_rate, log.examples_per_second
-            ),
-        })?;
+    let mut report = |event: t::TrainEvent| match event {
+        t::TrainEvent::Cached { inputs, seconds } => {
+            eprintln!("  frozen layers computed once for {inputs} inputs in {seconds:.0} s")
+        }
+        t::TrainEvent::Step { epoch, examples, of, examples_per_second } => {
+            eprintln!("  epoch {epoch:>2}  {examples}/{of} examples  {examples_per_second:.1} examples/s")
+        }
+        t::TrainEvent::Epoch(log) => eprintln!(
+            "  epoch {:>2}  steps {:>5}  train loss {:.4}  dev accuracy {:.4}  lr {:.2e}  {:.1} examples/s",
+            log.epoch, log.steps, log.train_loss, log.dev_accuracy, log.learning_rate, log.examples_per_second
+        ),
+    };
+    let mut result = if a.backend == "gpu" {
+        if !matches!(freeze, Freeze::TopLayers(n) if n > 0) {
+            return Err(Error::invalid("--backend gpu trains the top layers: use it with --freeze top:N"));
+        }
+        let (result, adapter) = crate::gpu::train::train_top_layers_blocking(
+            &model,
+            kind,
+            &labels,
+            train_set,
+            dev_set,
+            &options,
+            &mut report,
+        )?;
+        eprintln!("  the trained layers ran on {adapter}");
+        result
+    } else {
+        t::train_with_events(&model, kind, &labels, train_set, dev_set, &options, &mut report)?
+    };
     result.data = Some((train_data.counts.clone(), dev_data.counts.clone()));
     let (cut_train, cut_dev) = result.truncated;
     if cut_train + cut_dev > 0 {

@@ -469,18 +469,28 @@ fn prepare<'a>(base: &TextModel, set: &'a [TrainExample], lower: usize) -> Resul
         }
         Frozen::FirstTokens(Tensor::from_vec(rows, (inputs.len(), h), &Device::Cpu)?)
     } else {
-        let mut states = vec![Vec::new(); inputs.len()];
-        for group in length_batches(&lens, CACHE_BATCH) {
-            let items: Vec<&Encoded> = group.iter().map(|&i| inputs[i]).collect();
-            let hidden = base.encoder.hidden_states(&base.tokenizer.batch(&items), lower)?;
-            for (k, &i) in group.iter().enumerate() {
-                let row = &hidden.data[k * hidden.seq_len * h..(k * hidden.seq_len + lens[i]) * h];
-                states[i] = row.iter().map(|&x| half::f16::from_f32(x)).collect();
-            }
-        }
-        Frozen::Lower(states)
+        Frozen::Lower(lower_states(base, set, lower)?)
     };
     Ok(Prepared { set, starts, frozen })
+}
+
+/// Each input of `set` (example by example) after the frozen `lower` layers, real tokens
+/// only, `len x hidden` in f16: what `top:N` training starts from, on the CPU here and on
+/// the GPU (`crate::gpu::train`).
+pub fn lower_states(base: &TextModel, set: &[TrainExample], lower: usize) -> Result<Vec<Vec<half::f16>>> {
+    let inputs: Vec<&Encoded> = set.iter().flat_map(|e| e.inputs.iter()).collect();
+    let h = base.encoder.model.config.hidden_size;
+    let lens: Vec<usize> = inputs.iter().map(|e| e.len()).collect();
+    let mut states = vec![Vec::new(); inputs.len()];
+    for group in length_batches(&lens, CACHE_BATCH) {
+        let items: Vec<&Encoded> = group.iter().map(|&i| inputs[i]).collect();
+        let hidden = base.encoder.hidden_states(&base.tokenizer.batch(&items), lower)?;
+        for (k, &i) in group.iter().enumerate() {
+            let row = &hidden.data[k * hidden.seq_len * h..(k * hidden.seq_len + lens[i]) * h];
+            states[i] = row.iter().map(|&x| half::f16::from_f32(x)).collect();
+        }
+    }
+    Ok(states)
 }
 
 /// Logits `[n_inputs, n_out]` of the inputs of examples `idx` (in that order), through the

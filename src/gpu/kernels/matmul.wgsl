@@ -1,7 +1,11 @@
-// y[m, n] = activate(x[m, k] . w[n, k]^T + bias[n])
+// y[m, n] = activate(x[m, k] . w[n, k]^T + bias[n])      (y += ... with FLAG_ACCUMULATE)
 //
 // `w` keeps PyTorch's Linear layout (out_features x in_features), so checkpoints upload
-// as they are. Each workgroup computes a 64 x 64 tile of y; each of its 16 x 16 threads a
+// as they are. The backward passes reuse this kernel on other views of their operands:
+// x and w may each be read transposed (FLAG_TRANS_X, FLAG_TRANS_W), every operand has its
+// own row stride (ldx, ldw, ldy: a view of every L-th row, as the first tokens are), the
+// bias may be a whole [m, n] matrix added instead of a row vector (a residual's gradient),
+// or absent, and the result may be added to y (gradients summed over micro-batches). Each workgroup computes a 64 x 64 tile of y; each of its 16 x 16 threads a
 // 4 x 4 block. The k dimension is walked in slices of 16: the matching 64 x 16 slices of
 // x and w are staged in workgroup memory (2 x 4 KiB) and every staged value is used 64
 // times before the next slice is loaded.
@@ -10,12 +14,13 @@
 // file, with an accessor `weight(i) -> f32`: f32 storage, or f16 storage (half the memory
 // and bandwidth) on adapters with `shader-f16`. Accumulation is f32 either way.
 
-// `Params`, TILE, SLICE and PER_THREAD come from the Rust side (ops/matmul.rs), and
+// `Params`, TILE, SLICE, PER_THREAD, the FLAG_* bits and BIAS_* modes come from the Rust
+// side (ops/matmul.rs), and
 // `activate` with the activation codes from activations.wgsl.
 
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> x: array<f32>;
-@group(0) @binding(3) var<storage, read> bias: array<f32>;
+@group(0) @binding(3) var<storage, read> bias: array<f32>; // see p.bias_mode
 @group(0) @binding(4) var<storage, read_write> y: array<f32>;
 
 const THREADS_X: u32 = TILE / PER_THREAD; // 16 x 16 threads
@@ -44,12 +49,12 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>,
             let kk = k0 + e % SLICE;
             var xv = 0.0;
             if (row0 + r < p.m && kk < p.k) {
-                xv = x[(row0 + r) * p.k + kk];
+                xv = x[x_index(row0 + r, kk)];
             }
             x_tile[e] = xv;
             var wv = 0.0;
             if (col0 + r < p.n && kk < p.k) {
-                wv = weight((col0 + r) * p.k + kk);
+                wv = weight(w_index(col0 + r, kk));
             }
             w_tile[e] = wv;
         }
@@ -76,6 +81,21 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>,
     store_row(r + 3u, c0, acc3);
 }
 
+// Where X(r, kk) and W(c, kk) are stored, for either layout.
+fn x_index(r: u32, kk: u32) -> u32 {
+    if ((p.flags & FLAG_TRANS_X) != 0u) {
+        return kk * p.ldx + r;
+    }
+    return r * p.ldx + kk;
+}
+
+fn w_index(c: u32, kk: u32) -> u32 {
+    if ((p.flags & FLAG_TRANS_W) != 0u) {
+        return kk * p.ldw + c;
+    }
+    return c * p.ldw + kk;
+}
+
 // Adds the bias, applies the activation and stores the 4 columns c0..c0+3 of row r that
 // a thread owns (skipping those outside y).
 fn store_row(r: u32, c0: u32, acc: vec4<f32>) {
@@ -85,7 +105,18 @@ fn store_row(r: u32, c0: u32, acc: vec4<f32>) {
     for (var j = 0u; j < PER_THREAD; j++) {
         let c = c0 + j;
         if (c < p.n) {
-            y[r * p.n + c] = activate(acc[j] + bias[c], p.activation);
+            var v = acc[j];
+            if (p.bias_mode == BIAS_ROW) {
+                v += bias[c];
+            } else if (p.bias_mode == BIAS_MATRIX) {
+                v += bias[r * p.n + c];
+            }
+            v = activate(v, p.activation);
+            let at = r * p.ldy + c;
+            if ((p.flags & FLAG_ACCUMULATE) != 0u) {
+                v += y[at];
+            }
+            y[at] = v;
         }
     }
 }

@@ -11,17 +11,34 @@
 //!
 //! Workgroup memory and size stay within what WebGPU guarantees on every adapter (16 KiB
 //! of workgroup storage, 256 invocations): matmul 8 KiB / 256, attention 2.3 KiB / 64,
-//! layer norm 1 KiB / 256. Only the grid is adapter-specific (`grid`).
+//! layer norm 1 KiB / 256, attention backward 4.3 KiB / 64. Only the grid is
+//! adapter-specific (`grid`).
+//!
+//! Training adds [`TrainOps`]: the backward passes (the matmul's are the matmul kernel on
+//! transposed and strided views, [`Mat`], plus [`ColumnSum`] for biases), the loss and
+//! AdamW; tests/gpu_backward.rs checks each against candle's autograd.
 
+mod activation_backward;
+mod adamw;
 mod attention;
+mod attention_backward;
+mod column_sum;
+mod cross_entropy;
 mod gather_add;
 mod layer_norm;
+mod layer_norm_backward;
 mod matmul;
 
+pub use activation_backward::ActivationBackward;
+pub use adamw::{AdamW, AdamWConfig, AdamWStep};
 pub use attention::Attention;
+pub use attention_backward::AttentionBackward;
+pub use column_sum::ColumnSum;
+pub use cross_entropy::CrossEntropy;
 pub use gather_add::GatherAdd;
 pub use layer_norm::LayerNorm;
-pub use matmul::{Activation, MatMul};
+pub use layer_norm_backward::{LayerNormBackward, LayerNormGrads};
+pub use matmul::{Activation, Addend, Mat, MatMul};
 
 use wgpu::util::DeviceExt;
 
@@ -43,6 +60,30 @@ impl Ops {
             matmul: MatMul::new(ctx),
             layer_norm: LayerNorm::new(ctx),
             attention: Attention::new(ctx),
+        }
+    }
+}
+
+/// The ops training adds (backward passes, loss, optimiser), compiled once per device
+/// only when something trains.
+pub struct TrainOps {
+    pub column_sum: ColumnSum,
+    pub activation: ActivationBackward,
+    pub layer_norm: LayerNormBackward,
+    pub attention: AttentionBackward,
+    pub cross_entropy: CrossEntropy,
+    pub adamw: AdamW,
+}
+
+impl TrainOps {
+    pub fn new(ctx: &GpuContext) -> Self {
+        TrainOps {
+            column_sum: ColumnSum::new(ctx),
+            activation: ActivationBackward::new(ctx),
+            layer_norm: LayerNormBackward::new(ctx),
+            attention: AttentionBackward::new(ctx),
+            cross_entropy: CrossEntropy::new(ctx),
+            adamw: AdamW::new(ctx),
         }
     }
 }
@@ -156,6 +197,18 @@ impl Kernel {
             contents: bytemuck::bytes_of(params),
             usage: wgpu::BufferUsages::UNIFORM,
         });
+        self.bind_uniform(ctx, &uniform, buffers, groups)
+    }
+
+    /// [`Self::bind`] with a parameter block the caller keeps and rewrites between
+    /// submissions (the optimiser's step and learning rate).
+    fn bind_uniform(
+        &self,
+        ctx: &GpuContext,
+        uniform: &wgpu::Buffer,
+        buffers: &[&wgpu::Buffer],
+        groups: (u32, u32),
+    ) -> Dispatch {
         let mut entries = vec![wgpu::BindGroupEntry { binding: 0, resource: uniform.as_entire_binding() }];
         for (i, buffer) in buffers.iter().enumerate() {
             entries.push(wgpu::BindGroupEntry { binding: i as u32 + 1, resource: buffer.as_entire_binding() });

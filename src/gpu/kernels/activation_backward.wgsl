@@ -1,0 +1,43 @@
+// The activations elementwise, forward and backward, for training (inference fuses the
+// activation into the matmul instead):
+//   FORWARD:          out[i] = activate(x[i])                      (x: the pre-activation)
+//   GELU (erf form):  out[i] = grad[i] * gelu'(x[i])               (x: the pre-activation)
+//   TANH:             out[i] = grad[i] * (1 - x[i]^2)              (x: tanh's output)
+//   RELU:             out[i] = grad[i] * (x[i] > 0)                (x: relu's output)
+// gelu'(x) = 0.5 (1 + erf(x / sqrt 2)) + x exp(-x^2 / 2) / sqrt(2 pi), the formula candle's
+// autograd uses (backprop.rs, GeluErf).
+
+// `Params`, THREADS and the MODE_* codes come from the Rust side (ops/activation_backward.rs),
+// `activate` and `erf_approx` from activations.wgsl. In FORWARD mode `grad` is a
+// placeholder and is not read.
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> x: array<f32>;
+@group(0) @binding(2) var<storage, read> grad: array<f32>;
+@group(0) @binding(3) var<storage, read_write> out: array<f32>;
+
+@compute @workgroup_size(THREADS)
+fn main(@builtin(workgroup_id) wid: vec3<u32>,
+        @builtin(num_workgroups) groups: vec3<u32>,
+        @builtin(local_invocation_index) lid: u32) {
+    let i = (wid.y * groups.x + wid.x) * THREADS + lid;
+    if (i >= p.len) {
+        return;
+    }
+    let v = x[i];
+    switch p.mode {
+        case MODE_FORWARD: {
+            out[i] = activate(v, p.activation);
+        }
+        case MODE_GELU: {
+            let d = 0.5 * (1.0 + erf_approx(v * 0.7071067811865476)) + v * exp(-0.5 * v * v) * 0.3989422804014327;
+            out[i] = grad[i] * d;
+        }
+        case MODE_TANH: {
+            out[i] = grad[i] * (1.0 - v * v);
+        }
+        default: { // MODE_RELU
+            out[i] = select(0.0, grad[i], v > 0.0);
+        }
+    }
+}

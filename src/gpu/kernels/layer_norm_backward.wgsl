@@ -1,0 +1,68 @@
+// The gradient of out = LayerNorm(v) * gamma + beta, v = x (+ residual), per row:
+//   xhat = (v - mean(v)) * inv_std,  g = dy * gamma
+//   dv   = inv_std * (g - mean(g) - xhat * mean(g * xhat))
+// and per element dy * xhat, whose column sums (ops/column_sum.rs) are gamma's gradient
+// (beta's is the column sum of dy). dv is the gradient of both x and the residual. The
+// statistics are recomputed from x and the residual, as the forward kernel
+// (layer_norm.wgsl) computes them: two passes over the row.
+
+// `Params` and THREADS come from the Rust side (ops/layer_norm_backward.rs), the reduction
+// from reduce.wgsl. `p.has_residual` = 0: `residual` is a placeholder and is not read.
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> x: array<f32>;
+@group(0) @binding(2) var<storage, read> residual: array<f32>;
+@group(0) @binding(3) var<storage, read> gamma: array<f32>;
+@group(0) @binding(4) var<storage, read> dy: array<f32>;
+@group(0) @binding(5) var<storage, read_write> dx: array<f32>;
+@group(0) @binding(6) var<storage, read_write> dy_xhat: array<f32>;
+
+fn value(i: u32) -> f32 {
+    if (p.has_residual != 0u) {
+        return x[i] + residual[i];
+    }
+    return x[i];
+}
+
+@compute @workgroup_size(THREADS)
+fn main(@builtin(workgroup_id) wid: vec3<u32>,
+        @builtin(num_workgroups) groups: vec3<u32>,
+        @builtin(local_invocation_index) lid: u32) {
+    let row = wid.y * groups.x + wid.x;
+    // Uniform per workgroup, so returning before the barriers is allowed.
+    if (row >= p.rows) {
+        return;
+    }
+    let base = row * p.cols;
+    let n = f32(p.cols);
+
+    var s = 0.0;
+    for (var c = lid; c < p.cols; c += THREADS) {
+        s += value(base + c);
+    }
+    let mean = workgroup_reduce(lid, s, false) / n;
+    var sq = 0.0;
+    for (var c = lid; c < p.cols; c += THREADS) {
+        let d = value(base + c) - mean;
+        sq += d * d;
+    }
+    let inv_std = inverseSqrt(workgroup_reduce(lid, sq, false) / n + p.eps);
+
+    var sg = 0.0;
+    var sgx = 0.0;
+    for (var c = lid; c < p.cols; c += THREADS) {
+        let xhat = (value(base + c) - mean) * inv_std;
+        let g = dy[base + c] * gamma[c];
+        sg += g;
+        sgx += g * xhat;
+    }
+    let mean_g = workgroup_reduce(lid, sg, false) / n;
+    let mean_gx = workgroup_reduce(lid, sgx, false) / n;
+
+    for (var c = lid; c < p.cols; c += THREADS) {
+        let xhat = (value(base + c) - mean) * inv_std;
+        let g = dy[base + c] * gamma[c];
+        dx[base + c] = inv_std * (g - mean_g - xhat * mean_gx);
+        dy_xhat[base + c] = dy[base + c] * xhat;
+    }
+}

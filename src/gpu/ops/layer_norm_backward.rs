@@ -1,0 +1,90 @@
+use super::{check, check_f32, grid, params, to_u32, ColumnSum, Dispatch, Kernel, Source, REDUCE_WGSL};
+use crate::error::Result;
+use crate::gpu::context::{GpuContext, GpuTensor};
+
+params! {
+    struct Params {
+        rows: u32,
+        cols: u32,
+        eps: f32,
+        /// 0: the `residual` binding is a placeholder and is not read.
+        has_residual: u32,
+    }
+}
+
+/// The gradients of [`super::LayerNorm`] (kernels/layer_norm_backward.wgsl, then two
+/// column sums): `dx` (the gradient of `x` and of the residual alike), and gamma's and
+/// beta's, added to `dgamma` and `dbeta` (gradients summed over micro-batches: clear them
+/// first). `scratch` (`[rows, cols]`) holds `dy * xhat` between the two kernels.
+pub struct LayerNormBackward {
+    kernel: Kernel,
+    column_sum: ColumnSum,
+}
+
+/// The tensors of one [`LayerNormBackward::prepare`]: the forward's inputs, the output's
+/// gradient, and where the gradients go.
+pub struct LayerNormGrads<'a> {
+    pub x: &'a GpuTensor,
+    pub residual: Option<&'a GpuTensor>,
+    pub gamma: &'a GpuTensor,
+    pub eps: f32,
+    pub dy: &'a GpuTensor,
+    pub dx: &'a GpuTensor,
+    pub scratch: &'a GpuTensor,
+    pub dgamma: &'a GpuTensor,
+    pub dbeta: &'a GpuTensor,
+}
+
+impl LayerNormBackward {
+    /// Threads per row (one workgroup a row).
+    const THREADS: usize = 256;
+
+    pub fn new(ctx: &GpuContext) -> Self {
+        let source = Source {
+            directives: "",
+            params: Params::WGSL,
+            constants: &[("THREADS", Self::THREADS)],
+            shared: &[REDUCE_WGSL],
+            body: include_str!("../kernels/layer_norm_backward.wgsl"),
+        };
+        LayerNormBackward { kernel: Kernel::new(ctx, "layer_norm_backward", source), column_sum: ColumnSum::new(ctx) }
+    }
+
+    pub fn prepare(&self, ctx: &GpuContext, t: &LayerNormGrads) -> Result<Vec<Dispatch>> {
+        let op = "layer_norm_backward";
+        for (x, name) in [
+            (t.x, "x"),
+            (t.gamma, "gamma"),
+            (t.dy, "dy"),
+            (t.dx, "dx"),
+            (t.scratch, "scratch"),
+            (t.dgamma, "dgamma"),
+            (t.dbeta, "dbeta"),
+        ] {
+            check_f32(x, op, name)?;
+        }
+        let (rows, cols) = t.x.dims2("layer_norm_backward x")?;
+        if let Some(r) = t.residual {
+            check_f32(r, op, "residual")?;
+            check(r.shape == t.x.shape, op, || format!("residual {:?} != x {:?}", r.shape, t.x.shape))?;
+        }
+        for (y, name) in [(t.dy, "dy"), (t.dx, "dx"), (t.scratch, "scratch")] {
+            check(y.shape == t.x.shape, op, || format!("{name} {:?} != x {:?}", y.shape, t.x.shape))?;
+        }
+        for (v, name) in [(t.gamma, "gamma"), (t.dgamma, "dgamma"), (t.dbeta, "dbeta")] {
+            check(v.shape == [cols], op, || format!("{name} {:?} != [{cols}]", v.shape))?;
+        }
+        let params = Params {
+            rows: to_u32(rows, op, "rows")?,
+            cols: to_u32(cols, op, "cols")?,
+            eps: t.eps,
+            has_residual: t.residual.is_some() as u32,
+        };
+        let residual = t.residual.unwrap_or(t.x);
+        let buffers = [&t.x.buffer, &residual.buffer, &t.gamma.buffer, &t.dy.buffer, &t.dx.buffer, &t.scratch.buffer];
+        let mut out = vec![self.kernel.bind(ctx, &params, &buffers, grid(ctx, rows)?)];
+        out.extend(self.column_sum.prepare(ctx, t.scratch, true, t.dgamma)?);
+        out.extend(self.column_sum.prepare(ctx, t.dy, true, t.dbeta)?);
+        Ok(out)
+    }
+}

@@ -1,0 +1,124 @@
+//! `medrank train --freeze top:N --backend gpu` end to end on a tiny random BERT saved as a
+//! model folder: the GPU run's training log has the CPU run's curve (losses within 1e-3,
+//! the same dev accuracies and best epoch) on the NLI fixture, and its evaluator folder
+//! loads and ranks. Runs on lavapipe here; without an adapter the test says so loudly and
+//! returns, unless MEDRANK_REQUIRE_GPU=1, where it fails.
+
+mod common;
+use common::cli::{json, medrank, ok, s, tmp};
+use common::context;
+use medrank::model::config::{Activation, Arch, EncoderConfig, HeadKind};
+use medrank::model::load::{random_model, to_safetensors};
+use std::path::PathBuf;
+
+/// A 3-layer BERT with hidden size 32 and the MiniLM tokenizer, written as a model folder.
+fn tiny_model_dir() -> PathBuf {
+    let config = EncoderConfig {
+        arch: Arch::Bert,
+        vocab_size: 30522,
+        hidden_size: 32,
+        num_layers: 3,
+        num_heads: 4,
+        intermediate_size: 64,
+        max_position_embeddings: 128,
+        type_vocab_size: 2,
+        layer_norm_eps: 1e-12,
+        activation: Activation::Gelu,
+        pad_token_id: 0,
+        position_offset: 0,
+        head: HeadKind::None,
+        labels: vec![],
+    };
+    let model = random_model(config, 5).unwrap();
+    let dir = tmp("tiny-bert");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("config.json"), model.config.to_json()).unwrap();
+    std::fs::write(dir.join("model.safetensors"), to_safetensors(&model).unwrap()).unwrap();
+    std::fs::copy("models/all-MiniLM-L6-v2/tokenizer.json", dir.join("tokenizer.json")).unwrap();
+    dir
+}
+
+#[test]
+fn gpu_training_of_the_top_layers_logs_the_cpu_curve_and_saves_an_evaluator() {
+    let Some(_) = context() else { return };
+    let model = tiny_model_dir();
+    let fx = "tests/fixtures/train_nli";
+    let run = |backend: &str| {
+        let out = tmp(&format!("evaluator-{backend}"));
+        let (train, dev) = (format!("{fx}/train.jsonl"), format!("{fx}/dev.jsonl"));
+        ok(&[
+            "train",
+            "--model",
+            s(&model),
+            "--train",
+            &train,
+            "--dev",
+            &dev,
+            "--task",
+            "nli",
+            "--arguments",
+            "system:informative",
+            "--freeze",
+            "top:2",
+            "--epochs",
+            "3",
+            "--batch-size",
+            "8",
+            "--grad-accum",
+            "2",
+            "--lr",
+            "1e-2",
+            "--layer-lr",
+            "1e-3",
+            "--backend",
+            backend,
+            "--out",
+            s(&out),
+        ]);
+        out
+    };
+    let (cpu, gpu) = (run("cpu"), run("gpu"));
+    let (cpu_log, gpu_log) = (json(&cpu.join("train_log.json")), json(&gpu.join("train_log.json")));
+    let (c, g) = (cpu_log["curve"].as_array().unwrap(), gpu_log["curve"].as_array().unwrap());
+    assert_eq!(c.len(), 3, "{cpu_log}");
+    assert_eq!(g.len(), c.len(), "{gpu_log}");
+    for (g, c) in g.iter().zip(c) {
+        let (gl, cl) = (g["train_loss"].as_f64().unwrap(), c["train_loss"].as_f64().unwrap());
+        assert!((gl - cl).abs() <= 1e-3 * cl.abs(), "loss gpu {gl} cpu {cl}");
+        assert_eq!(g["dev_accuracy"], c["dev_accuracy"]);
+        assert_eq!(g["steps"], c["steps"]);
+    }
+    assert_eq!(gpu_log["best_epoch"], cpu_log["best_epoch"]);
+    assert_eq!(gpu_log["data"], cpu_log["data"]);
+    // The GPU run's folder is an evaluator `medrank evaluate --model` ranks with.
+    let report = tmp("report.json");
+    ok(&["evaluate", "--bundle", &format!("{fx}/dev.jsonl"), "--model", s(&gpu), "--json", s(&report)]);
+    let report = json(&report);
+    let systems = report["evaluators"][0]["report"]["tasks"][0]["systems"].as_array().unwrap();
+    assert_eq!(systems.len(), 2, "the informative and the vague system are ranked: {report}");
+}
+
+#[test]
+fn the_gpu_backend_trains_top_layers_only() {
+    let out = medrank(&[
+        "train",
+        "--model",
+        "models/all-MiniLM-L6-v2",
+        "--train",
+        "tests/fixtures/train_nli/train.jsonl",
+        "--dev",
+        "tests/fixtures/train_nli/dev.jsonl",
+        "--task",
+        "nli",
+        "--freeze",
+        "head",
+        "--backend",
+        "gpu",
+        "--out",
+        s(&tmp("never")),
+    ]);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("--backend gpu trains the top layers: use it with --freeze top:N"), "{err}");
+    assert!(!tmp("never").exists(), "a failed run leaves no output behind");
+}
