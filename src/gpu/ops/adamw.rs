@@ -1,6 +1,6 @@
 use wgpu::util::DeviceExt;
 
-use super::{check, check_f32, grid, params, Dispatch, Kernel, Source};
+use super::{check, check_f32, grid, params, Dispatch, Kernel};
 use crate::error::Result;
 use crate::gpu::context::{GpuContext, GpuTensor};
 
@@ -58,14 +58,8 @@ impl AdamW {
     const THREADS: usize = 256;
 
     pub fn new(ctx: &GpuContext) -> Self {
-        let source = Source {
-            directives: "",
-            params: Params::WGSL,
-            constants: &[("THREADS", Self::THREADS)],
-            shared: &[],
-            body: include_str!("../kernels/adamw.wgsl"),
-        };
-        AdamW { kernel: Kernel::new(ctx, "adamw", source) }
+        let body = include_str!("../kernels/adamw.wgsl");
+        AdamW { kernel: Kernel::with_threads(ctx, "adamw", Params::WGSL, Self::THREADS, &[], body) }
     }
 
     fn params(config: &AdamWConfig, step: u32) -> Params {

@@ -1,4 +1,4 @@
-use super::{check, check_f32, grid, params, to_u32, Dispatch, Kernel, Source};
+use super::{check, check_f32, grid, params, to_u32, Dispatch, Kernel};
 use crate::error::Result;
 use crate::gpu::context::{GpuContext, GpuTensor};
 
@@ -23,14 +23,8 @@ impl ColumnSum {
     const THREADS: usize = 64;
 
     pub fn new(ctx: &GpuContext) -> Self {
-        let source = Source {
-            directives: "",
-            params: Params::WGSL,
-            constants: &[("THREADS", Self::THREADS)],
-            shared: &[],
-            body: include_str!("../kernels/column_sum.wgsl"),
-        };
-        ColumnSum { kernel: Kernel::new(ctx, "column_sum", source) }
+        let body = include_str!("../kernels/column_sum.wgsl");
+        ColumnSum { kernel: Kernel::with_threads(ctx, "column_sum", Params::WGSL, Self::THREADS, &[], body) }
     }
 
     /// `x`: `[rows, cols]`; `out`: `[cols]`.

@@ -1,4 +1,4 @@
-use super::{check, check_f32, grid, params, to_u32, Dispatch, Kernel, Source};
+use super::{check, check_f32, grid, params, to_u32, Dispatch, Kernel};
 use crate::error::Result;
 use crate::gpu::context::{DType, GpuContext, GpuTensor};
 
@@ -24,14 +24,8 @@ impl CrossEntropy {
     const THREADS: usize = 64;
 
     pub fn new(ctx: &GpuContext) -> Self {
-        let source = Source {
-            directives: "",
-            params: Params::WGSL,
-            constants: &[("THREADS", Self::THREADS)],
-            shared: &[],
-            body: include_str!("../kernels/cross_entropy.wgsl"),
-        };
-        CrossEntropy { kernel: Kernel::new(ctx, "cross_entropy", source) }
+        let body = include_str!("../kernels/cross_entropy.wgsl");
+        CrossEntropy { kernel: Kernel::with_threads(ctx, "cross_entropy", Params::WGSL, Self::THREADS, &[], body) }
     }
 
     /// The (start, count, gold) triples of examples laid out one after the other, each

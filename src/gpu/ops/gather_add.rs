@@ -1,4 +1,4 @@
-use super::{check, check_f32, grid, params, to_u32, Dispatch, Kernel, Source};
+use super::{check, check_f32, grid, params, to_u32, Dispatch, Kernel};
 use crate::error::Result;
 use crate::gpu::context::{ChunkedTable, DType, GpuContext, GpuTensor};
 
@@ -25,14 +25,8 @@ impl GatherAdd {
     const THREADS: usize = 256;
 
     pub fn new(ctx: &GpuContext) -> Self {
-        let source = Source {
-            directives: "",
-            params: Params::WGSL,
-            constants: &[("THREADS", Self::THREADS)],
-            shared: &[],
-            body: include_str!("../kernels/gather_add.wgsl"),
-        };
-        GatherAdd { kernel: Kernel::new(ctx, "gather_add", source) }
+        let body = include_str!("../kernels/gather_add.wgsl");
+        GatherAdd { kernel: Kernel::with_threads(ctx, "gather_add", Params::WGSL, Self::THREADS, &[], body) }
     }
 
     /// The caller guarantees every id is < `table.rows` (the encoder checks ids on the

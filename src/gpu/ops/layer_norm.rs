@@ -1,4 +1,4 @@
-use super::{check, check_f32, grid, params, to_u32, Dispatch, Kernel, Source, REDUCE_WGSL};
+use super::{check, check_f32, grid, params, to_u32, Dispatch, Kernel, REDUCE_WGSL};
 use crate::error::Result;
 use crate::gpu::context::{GpuContext, GpuTensor};
 
@@ -23,14 +23,8 @@ impl LayerNorm {
     const THREADS: usize = 256;
 
     pub fn new(ctx: &GpuContext) -> Self {
-        let source = Source {
-            directives: "",
-            params: Params::WGSL,
-            constants: &[("THREADS", Self::THREADS)],
-            shared: &[REDUCE_WGSL],
-            body: include_str!("../kernels/layer_norm.wgsl"),
-        };
-        LayerNorm { kernel: Kernel::new(ctx, "layer_norm", source) }
+        let body = include_str!("../kernels/layer_norm.wgsl");
+        LayerNorm { kernel: Kernel::with_threads(ctx, "layer_norm", Params::WGSL, Self::THREADS, &[REDUCE_WGSL], body) }
     }
 
     #[allow(clippy::too_many_arguments)]

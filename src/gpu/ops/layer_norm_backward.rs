@@ -1,4 +1,4 @@
-use super::{check, check_f32, grid, params, to_u32, ColumnSum, Dispatch, Kernel, Source, REDUCE_WGSL};
+use super::{check, check_f32, grid, params, to_u32, ColumnSum, Dispatch, Kernel, REDUCE_WGSL};
 use crate::error::Result;
 use crate::gpu::context::{GpuContext, GpuTensor};
 
@@ -40,14 +40,11 @@ impl LayerNormBackward {
     const THREADS: usize = 256;
 
     pub fn new(ctx: &GpuContext) -> Self {
-        let source = Source {
-            directives: "",
-            params: Params::WGSL,
-            constants: &[("THREADS", Self::THREADS)],
-            shared: &[REDUCE_WGSL],
-            body: include_str!("../kernels/layer_norm_backward.wgsl"),
-        };
-        LayerNormBackward { kernel: Kernel::new(ctx, "layer_norm_backward", source), column_sum: ColumnSum::new(ctx) }
+        let body = include_str!("../kernels/layer_norm_backward.wgsl");
+        LayerNormBackward {
+            kernel: Kernel::with_threads(ctx, "layer_norm_backward", Params::WGSL, Self::THREADS, &[REDUCE_WGSL], body),
+            column_sum: ColumnSum::new(ctx),
+        }
     }
 
     pub fn prepare(&self, ctx: &GpuContext, t: &LayerNormGrads) -> Result<Vec<Dispatch>> {

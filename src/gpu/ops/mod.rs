@@ -166,6 +166,20 @@ struct Kernel {
 }
 
 impl Kernel {
+    /// The common kernel: its parameter block, a workgroup size `THREADS`, shared WGSL
+    /// pieces and its body, without directives or other constants.
+    fn with_threads(
+        ctx: &GpuContext,
+        name: &'static str,
+        params: &'static str,
+        threads: usize,
+        shared: &[&str],
+        body: &str,
+    ) -> Self {
+        let constants = [("THREADS", threads)];
+        Kernel::new(ctx, name, Source { directives: "", params, constants: &constants, shared, body })
+    }
+
     fn new(ctx: &GpuContext, name: &'static str, source: Source) -> Self {
         let module = ctx.device.create_shader_module(wgpu::ShaderModuleDescriptor {
             label: Some(name),
