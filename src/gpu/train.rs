@@ -572,32 +572,22 @@ impl GpuTrainer {
                 Ok(())
             };
 
+        // dx = dy · Wᵀ (+ a residual's gradient): the gradient that flows to a linear layer's input.
+        let input_grads = |d: &mut Vec<Dispatch>, dy: Mat, w: &Param, residual: Addend, dx: Mat| -> Result<()> {
+            d.extend(mm.prepare_product(ctx, dy, Mat::of(&w.value)?.t(), residual, Activation::None, false, dx)?);
+            Ok(())
+        };
+
         // The head: out(act(dense(first tokens))), on the last layer's one row per sequence.
         let last = &f.saved.last().expect("a trained layer").out;
         weight_grads(d, Mat::of(dlogits)?, Mat::of(&f.pooled)?, &head.out_w, &head.out_b, dlogits)?;
         let dpooled = ctx.zeros_f32("dpooled", &[batch, h])?;
-        d.extend(mm.prepare_product(
-            ctx,
-            Mat::of(dlogits)?,
-            Mat::of(&head.out_w.value)?.t(),
-            Addend::None,
-            Activation::None,
-            false,
-            Mat::of(&dpooled)?,
-        )?);
+        input_grads(d, Mat::of(dlogits)?, &head.out_w, Addend::None, Mat::of(&dpooled)?)?;
         let dpre = ctx.zeros_f32("dpooled pre", &[batch, h])?;
         d.extend(t.activation.prepare(ctx, head.activation, &f.pooled, &dpooled, &dpre)?);
         weight_grads(d, Mat::of(&dpre)?, Mat::of(last)?, &head.dense_w, &head.dense_b, &dpre)?;
         let dlast = ctx.zeros_f32("dout", &[batch, h])?;
-        d.extend(mm.prepare_product(
-            ctx,
-            Mat::of(&dpre)?,
-            Mat::of(&head.dense_w.value)?.t(),
-            Addend::None,
-            Activation::None,
-            false,
-            Mat::of(&dlast)?,
-        )?);
+        input_grads(d, Mat::of(&dpre)?, &head.dense_w, Addend::None, Mat::of(&dlast)?)?;
 
         // The layers, top down; the last has one row per sequence from its attention output on.
         let eps = self.config.layer_norm_eps as f32;
@@ -632,27 +622,11 @@ impl GpuTrainer {
                 },
             )?);
             weight_grads(d, Mat::of(&ds2)?, Mat::of(&s.act)?, &layer.ffn_w, &layer.ffn_b, &ds2)?;
-            d.extend(mm.prepare_product(
-                ctx,
-                Mat::of(&ds2)?,
-                Mat::of(&layer.ffn_w.value)?.t(),
-                Addend::None,
-                Activation::None,
-                false,
-                Mat::of(&dact)?,
-            )?);
+            input_grads(d, Mat::of(&ds2)?, &layer.ffn_w, Addend::None, Mat::of(&dact)?)?;
             d.extend(t.activation.prepare(ctx, Activation::Gelu, &s.pre, &dact, &dpre_ffn)?);
             weight_grads(d, Mat::of(&dpre_ffn)?, Mat::of(&s.y)?, &layer.in_w, &layer.in_b, &dpre_ffn)?;
             // y feeds the feed-forward block and its residual.
-            d.extend(mm.prepare_product(
-                ctx,
-                Mat::of(&dpre_ffn)?,
-                Mat::of(&layer.in_w.value)?.t(),
-                Addend::Matrix(&ds2),
-                Activation::None,
-                false,
-                Mat::of(&dy)?,
-            )?);
+            input_grads(d, Mat::of(&dpre_ffn)?, &layer.in_w, Addend::Matrix(&ds2), Mat::of(&dy)?)?;
             d.extend(t.layer_norm.prepare(
                 ctx,
                 &LayerNormGrads {
@@ -669,15 +643,7 @@ impl GpuTrainer {
             )?);
             let ctx_rows = self.rows_of(&s.ctx, last, seq_len, batch)?;
             weight_grads(d, Mat::of(&ds1)?, ctx_rows, &layer.out_w, &layer.out_b, &ds1)?;
-            d.extend(mm.prepare_product(
-                ctx,
-                Mat::of(&ds1)?,
-                Mat::of(&layer.out_w.value)?.t(),
-                Addend::None,
-                Activation::None,
-                false,
-                self.rows_of(&dctx, last, seq_len, batch)?,
-            )?);
+            input_grads(d, Mat::of(&ds1)?, &layer.out_w, Addend::None, self.rows_of(&dctx, last, seq_len, batch)?)?;
             d.extend(t.attention.prepare(ctx, &s.qkv, &f.mask, heads, &dctx, &stats, &dqkv)?);
             weight_grads(d, Mat::of(&dqkv)?, Mat::of(x_in)?, &layer.qkv_w, &layer.qkv_b, &dqkv)?;
             if i > 0 {
@@ -692,15 +658,7 @@ impl GpuTrainer {
                     ds1
                 };
                 let dx = ctx.zeros_f32("dx", &[tokens, h])?;
-                d.extend(mm.prepare_product(
-                    ctx,
-                    Mat::of(&dqkv)?,
-                    Mat::of(&layer.qkv_w.value)?.t(),
-                    Addend::Matrix(&residual),
-                    Activation::None,
-                    false,
-                    Mat::of(&dx)?,
-                )?);
+                input_grads(d, Mat::of(&dqkv)?, &layer.qkv_w, Addend::Matrix(&residual), Mat::of(&dx)?)?;
                 dout = dx;
             }
         }
