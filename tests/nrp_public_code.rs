@@ -1,9 +1,11 @@
 //! NRP with judged documents the ranker did not score: ranked below (the default) or
 //! dropped (the NRP paper's public code, `--as-public-code`), on full qrels and a run that
 //! scores only some of the judged documents. Every number is worked out by hand below.
+mod common;
+use common::cli::{nrp_in, nrp_report, scratch_with};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 
 /// Relevance qrels: q1 judges d1..d5, but the run scores only d1, d2, d3 (d4, d5 have no
 /// text, say); q2 judges d6, d7, both scored. The one answer per query scores 1.5 and 0.5.
@@ -16,44 +18,24 @@ const ANSWERS: &str = "{\"qid\": \"q1\", \"system\": \"gpt\", \"prompt\": \"p\",
 const SCORES: &str = "qid,system,prompt,sample,score\nq1,gpt,p,0,1.5\nq2,gpt,p,0,0.5\n";
 
 fn fixture() -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("medrank-nrp-public-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    for (name, text) in [
+    scratch_with(&[
         ("topics.jsonl", TOPICS),
         ("qrels.txt", QRELS),
         ("run.txt", RUN),
         ("answers.jsonl", ANSWERS),
         ("scores.csv", SCORES),
-    ] {
-        std::fs::write(dir.join(name), text).unwrap();
-    }
-    dir
+    ])
 }
 
+/// The one ranker of the fixture.
+const RANKER: [&str; 2] = ["--ranker", "run=run.txt,scores.csv"];
+
 fn medrank(dir: &Path, extra: &[&str], report: &str) -> Output {
-    let mut args = vec![
-        "nrp",
-        "--topics",
-        "topics.jsonl",
-        "--qrels",
-        "relevance=qrels.txt",
-        "--answers",
-        "answers.jsonl",
-        "--no-bm25",
-        "--ranker",
-        "run=run.txt,scores.csv",
-        "--json",
-        report,
-        "--quiet",
-    ];
-    args.extend_from_slice(extra);
-    Command::new(env!("CARGO_BIN_EXE_medrank")).current_dir(dir).args(&args).output().expect("run medrank")
+    nrp_in(dir, &[&RANKER[..], extra].concat(), report)
 }
 
 fn run(dir: &Path, extra: &[&str], report: &str) -> Value {
-    let out = medrank(dir, extra, report);
-    assert!(out.status.success(), "medrank nrp {extra:?}: {}", String::from_utf8_lossy(&out.stderr));
-    serde_json::from_str(&std::fs::read_to_string(dir.join(report)).unwrap()).unwrap()
+    nrp_report(dir, &[&RANKER[..], extra].concat(), report)
 }
 
 fn nrps(r: &Value) -> Vec<f64> {

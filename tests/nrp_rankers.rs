@@ -5,9 +5,10 @@
 use medrank::data::{AnswerScore, RunEntry};
 use medrank::eval::nrp::fusion::{fuse, FusionSpec, Method};
 use medrank::eval::nrp::{AnswerKey, RankerScores};
+mod common;
+use common::cli::{nrp_report, scratch_with};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 /// Two queries with the same shape: q1 judges d1 (2), d2 (1), d3 (0); q2 e1, e2, e3 alike.
 /// Ranker A orders them as the judgements (3, 2, 1), B as (1, 9, 5), A2 is a copy of A.
@@ -36,34 +37,23 @@ fn scores_text(answer: f64) -> String {
 }
 
 fn fixture() -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("medrank-nrp-rankers-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let files = [
-        ("topics.jsonl", TOPICS.to_string()),
-        ("qrels.txt", QRELS.into()),
-        ("answers.jsonl", ANSWERS.into()),
-        ("expert.csv", EXPERT.into()),
-        ("a.run", run_text([3.0, 2.0, 1.0])),
-        ("a.csv", scores_text(2.5)),
-        ("b.run", run_text([1.0, 9.0, 5.0])),
-        ("b.csv", scores_text(9.5)),
-    ];
-    for (name, text) in files {
-        std::fs::write(dir.join(name), text).unwrap();
-    }
-    dir
+    let (a_run, b_run, a_csv, b_csv) =
+        (run_text([3.0, 2.0, 1.0]), run_text([1.0, 9.0, 5.0]), scores_text(2.5), scores_text(9.5));
+    scratch_with(&[
+        ("topics.jsonl", TOPICS),
+        ("qrels.txt", QRELS),
+        ("answers.jsonl", ANSWERS),
+        ("expert.csv", EXPERT),
+        ("a.run", &a_run),
+        ("a.csv", &a_csv),
+        ("b.run", &b_run),
+        ("b.csv", &b_csv),
+    ])
 }
 
+/// Rankers A, A2 (a copy of A) and B, with the expert's rankings, then `extra`.
 fn nrp(dir: &Path, extra: &[&str], report: &str) -> Value {
-    let mut args = vec![
-        "nrp",
-        "--topics",
-        "topics.jsonl",
-        "--qrels",
-        "relevance=qrels.txt",
-        "--answers",
-        "answers.jsonl",
-        "--no-bm25",
+    let rankers = [
         "--ranker",
         "A=a.run,a.csv",
         "--ranker",
@@ -72,14 +62,8 @@ fn nrp(dir: &Path, extra: &[&str], report: &str) -> Value {
         "B=b.run,b.csv",
         "--expert-rankings",
         "expert.csv",
-        "--json",
-        report,
-        "--quiet",
     ];
-    args.extend_from_slice(extra);
-    let out = Command::new(env!("CARGO_BIN_EXE_medrank")).current_dir(dir).args(&args).output().unwrap();
-    assert!(out.status.success(), "medrank nrp {extra:?}: {}", String::from_utf8_lossy(&out.stderr));
-    serde_json::from_str(&std::fs::read_to_string(dir.join(report)).unwrap()).unwrap()
+    nrp_report(dir, &[&rankers[..], extra].concat(), report)
 }
 
 fn ranker(name: &str, docs: [f64; 3], answer: f64) -> RankerScores {

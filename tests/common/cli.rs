@@ -38,3 +38,40 @@ pub fn json(path: &Path) -> Value {
 pub fn s(p: &Path) -> &str {
     p.to_str().unwrap()
 }
+
+/// A scratch folder of this test binary holding `files` (name, text): fixtures a test writes.
+pub fn scratch_with(files: &[(&str, &str)]) -> PathBuf {
+    let dir = tmp("fixture");
+    std::fs::create_dir_all(&dir).unwrap();
+    for (name, text) in files {
+        std::fs::write(dir.join(name), text).unwrap();
+    }
+    dir
+}
+
+/// `medrank nrp` inside `dir` on its `topics.jsonl`, relevance `qrels.txt` and
+/// `answers.jsonl`, without BM25, writing the JSON `report` there; then `extra`.
+pub fn nrp_in(dir: &Path, extra: &[&str], report: &str) -> Output {
+    let mut args = vec![
+        "nrp",
+        "--topics",
+        "topics.jsonl",
+        "--qrels",
+        "relevance=qrels.txt",
+        "--answers",
+        "answers.jsonl",
+        "--no-bm25",
+        "--json",
+        report,
+        "--quiet",
+    ];
+    args.extend_from_slice(extra);
+    Command::new(env!("CARGO_BIN_EXE_medrank")).current_dir(dir).args(&args).output().expect("run medrank")
+}
+
+/// [`nrp_in`] that must succeed: its JSON report.
+pub fn nrp_report(dir: &Path, extra: &[&str], report: &str) -> Value {
+    let out = nrp_in(dir, extra, report);
+    assert!(out.status.success(), "medrank nrp {extra:?}: {}", String::from_utf8_lossy(&out.stderr));
+    json(&dir.join(report))
+}
