@@ -128,24 +128,33 @@ fn cli_dev_split_is_seeded() {
     let _ = std::fs::remove_dir_all(&dir);
     let run = |out: &str, seed: &str| {
         let out = dir.join(out);
-        let o = medrank(&[
-            "train", "--model", "models/all-MiniLM-L6-v2", "--train", "tests/fixtures/train_nli/train.jsonl",
-            "--dev-split", "0.25", "--task", "nli", "--arguments", "system:informative", "--epochs", "2",
-            "--batch-size", "8", "--seed", seed, "--out", out.to_str().unwrap(),
-        ]);
+        let args = format!(
+            "train --model models/all-MiniLM-L6-v2 --train tests/fixtures/train_nli/train.jsonl --dev-split 0.25 \
+             --task nli --arguments system:informative --epochs 2 --batch-size 8 --seed {seed} --out {}",
+            out.display()
+        );
+        let o = medrank(&args.split_whitespace().collect::<Vec<_>>());
         assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
         assert!(String::from_utf8_lossy(&o.stderr).contains("picking on 16 dev examples (a 0.25 split"));
-        let log: serde_json::Value = serde_json::from_slice(&std::fs::read(out.join("train_log.json")).unwrap()).unwrap();
+        let log: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(out.join("train_log.json")).unwrap()).unwrap();
         assert_eq!(log["dev_split"], 0.25);
         // 64 instances: round(64 * 0.25) = 16 for dev, 48 train.
-        assert_eq!((log["data"]["train"]["examples"].clone(), log["data"]["dev"]["examples"].clone()), (48.into(), 16.into()));
+        assert_eq!(
+            (log["data"]["train"]["examples"].clone(), log["data"]["dev"]["examples"].clone()),
+            (48.into(), 16.into())
+        );
         log["curve"].as_array().unwrap().iter().map(|e| e["train_loss"].as_f64().unwrap()).collect::<Vec<f64>>()
     };
     let (a, b, c) = (run("a", "5"), run("b", "5"), run("c", "6"));
     assert_eq!(a, b);
     assert_ne!(a, c);
-    let o = medrank(&["train", "--model", "models/all-MiniLM-L6-v2", "--train", "tests/fixtures/train_nli/train.jsonl",
-        "--dev-split", "1.5", "--task", "nli", "--out", dir.join("d").to_str().unwrap()]);
+    let args = format!(
+        "train --model models/all-MiniLM-L6-v2 --train tests/fixtures/train_nli/train.jsonl --dev-split 1.5 \
+         --task nli --out {}",
+        dir.join("d").display()
+    );
+    let o = medrank(&args.split_whitespace().collect::<Vec<_>>());
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(!o.status.success() && err.contains("--dev-split 1.5: expected a fraction between 0 and 1"), "{err}");
     assert!(!dir.join("d").exists(), "a failed run leaves no output");

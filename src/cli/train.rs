@@ -75,7 +75,8 @@ pub struct TrainArgs {
 pub(super) fn train(a: TrainArgs) -> Result<()> {
     use crate::jobs::{self, DevData};
     use crate::model::train::{ExampleOptions, TrainEvent, TrainOptions};
-    let inputs: Vec<&Path> = [Some(a.model.as_path()), Some(a.train.as_path()), a.dev.as_deref()].into_iter().flatten().collect();
+    let inputs: Vec<&Path> =
+        [Some(a.model.as_path()), Some(a.train.as_path()), a.dev.as_deref()].into_iter().flatten().collect();
     let mut outputs = Outputs::plan(&inputs, &OutputArgs::default(), &[], &[&a.out])?;
     let model = crate::model::TextModel::read_dir(&a.model)?;
     let tokenizer_json =

@@ -178,7 +178,11 @@ fn split(data: TrainData, fraction: f64, seed: u64, file: &str) -> Result<(Train
     }
     let (mut train, mut dev) = (TrainData::default(), TrainData::default());
     for (e, d) in data.examples.into_iter().zip(is_dev) {
-        if d { dev.examples.push(e) } else { train.examples.push(e) }
+        if d {
+            dev.examples.push(e)
+        } else {
+            train.examples.push(e)
+        }
     }
     // What the reader left out belongs to the file: the training part's counts keep it.
     train.counts = DataCounts { examples: n - k, ..data.counts };
@@ -350,7 +354,12 @@ pub fn training_choices(file: &NamedText) -> Result<TrainingChoices> {
     if is_bundle(&file.text) {
         let (bundle, _) = crate::data::parse_bundle(&file.name, &file.text)?;
         let tasks = crate::data::common::first_appearance(bundle.instances.iter().map(|i| i.problem.task().name()));
-        Ok(TrainingChoices { format: "bundle", tasks, systems: bundle.systems.clone(), instances: bundle.instances.len() })
+        Ok(TrainingChoices {
+            format: "bundle",
+            tasks,
+            systems: bundle.systems.clone(),
+            instances: bundle.instances.len(),
+        })
     } else {
         let (items, _) = crate::data::parse_hitz(&file.name, &file.text)?;
         Ok(TrainingChoices { format: "hitz", tasks: vec!["mcqa"], systems: Vec::new(), instances: items.len() })

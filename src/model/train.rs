@@ -733,7 +733,11 @@ impl Trainer {
 
     /// Runs up to `max_batches` batches of the frozen pass on `encoder` (the base model's:
     /// the CPU path, or the GPU); true once every input is done.
-    pub async fn encode_batches<E: super::encoder::Encoder>(&mut self, encoder: &E, max_batches: usize) -> Result<bool> {
+    pub async fn encode_batches<E: super::encoder::Encoder>(
+        &mut self,
+        encoder: &E,
+        max_batches: usize,
+    ) -> Result<bool> {
         if self.prepared.is_some() {
             return Ok(true);
         }
