@@ -269,7 +269,8 @@ export function trainingCurve(curve, { epochs = curve.length, best = null } = {}
     'aria-label': 'Training curve: train loss and dev accuracy per epoch',
   });
   root.append(svg('line', { x1: left, y1: top + plotH, x2: left + plotW, y2: top + plotH, stroke: '#888' }));
-  for (let e = 1; e <= n; e++) root.append(text(x(e), top + plotH + 16, e, { 'text-anchor': 'middle', 'font-size': 11 }));
+  for (let e = 1; e <= n; e++)
+    root.append(text(x(e), top + plotH + 16, e, { 'text-anchor': 'middle', 'font-size': 11 }));
   root.append(text(left + plotW / 2, height - 8, 'epoch', { 'text-anchor': 'middle', 'font-size': 12 }));
   root.append(text(left - 6, top + 4, fmt(maxLoss, 2), { 'text-anchor': 'end', 'font-size': 11, fill: PALETTE[1] }));
   root.append(text(left - 6, top + plotH, '0', { 'text-anchor': 'end', 'font-size': 11, fill: PALETTE[1] }));

@@ -38,7 +38,8 @@ export function wireTraining(ctx) {
     document.querySelector('input[name=train-dev][value=file]').checked = true;
     updateButton();
   });
-  for (const radio of document.querySelectorAll('input[name=train-dev]')) radio.addEventListener('change', updateButton);
+  for (const radio of document.querySelectorAll('input[name=train-dev]'))
+    radio.addEventListener('change', updateButton);
   $('#train-run').addEventListener('click', train);
   $('#train-cancel').addEventListener('click', () => {
     $('#train-stage').textContent = 'Cancelling…';
@@ -132,7 +133,13 @@ export function wireTraining(ctx) {
         onProgress,
       );
       const { report, stored } = reply.result;
-      ctx.state.lastTraining = { request: req, report, stored, featuresMs: reply.featuresMs, elapsedMs: reply.elapsedMs };
+      ctx.state.lastTraining = {
+        request: req,
+        report,
+        stored,
+        featuresMs: reply.featuresMs,
+        elapsedMs: reply.elapsedMs,
+      };
       $('#train-chart').replaceChildren(trainingCurve(report.curve, { epochs: req.epochs, best: report.best_epoch }));
       $('#train-result').textContent =
         `Best epoch ${report.best_epoch}: dev accuracy ${report.best_dev_accuracy.toFixed(4)}. ` +

@@ -425,5 +425,10 @@ async function deleteTrained(id) {
 async function loadTrained(id) {
   const { meta, files } = await trainedFiles(id);
   const text = (name) => new TextDecoder().decode(files[name]);
-  return { name: meta.name, config: text('config.json'), tokenizer: text('tokenizer.json'), weights: files['model.safetensors'] };
+  return {
+    name: meta.name,
+    config: text('config.json'),
+    tokenizer: text('tokenizer.json'),
+    weights: files['model.safetensors'],
+  };
 }
