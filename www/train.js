@@ -132,17 +132,19 @@ export function wireTraining(ctx) {
         { type: 'train', model: baseModel(), request: req, name: $('#train-name').value },
         onProgress,
       );
-      const { report, stored } = reply.result;
+      const { report, stored, backend } = reply.result;
       ctx.state.lastTraining = {
         request: req,
         report,
         stored,
+        backend,
         featuresMs: reply.featuresMs,
         elapsedMs: reply.elapsedMs,
       };
       $('#train-chart').replaceChildren(trainingCurve(report.curve, { epochs: req.epochs, best: report.best_epoch }));
       $('#train-result').textContent =
         `Best epoch ${report.best_epoch}: dev accuracy ${report.best_dev_accuracy.toFixed(4)}. ` +
+        `Features computed on ${describeBackend(backend)}. ` +
         `Kept in this browser as “${stored.name}” and chosen as the model above.` +
         (report.truncation_warning ? ` Note: ${report.truncation_warning}.` : '');
       await refreshTrained();
@@ -159,6 +161,12 @@ export function wireTraining(ctx) {
       ctx.updateRunButtons();
       updateButton();
     }
+  }
+
+  function describeBackend(b) {
+    const where =
+      b.backend === 'gpu' ? `the GPU (WebGPU: ${b.device.trim() || 'unnamed adapter'})` : 'the CPU (WebAssembly)';
+    return b.fallback_reason ? `${where}, not the GPU: ${b.fallback_reason}` : where;
   }
 
   function showSummary(s) {

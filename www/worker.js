@@ -337,11 +337,13 @@ async function runTraining(msg) {
     model.train_abort();
     postMessage({ type: 'error', id: msg.id, error: { message: 'cancelled', cancelled: true } });
   };
+  let backend = null; // where the frozen encoder ran: {backend, device, fallback_reason}
   for (;;) {
     if (await cancelled()) return stop();
     // A few batches per step: progress stays fresh, the loop overhead stays small.
     const p = await model.train_encode(2);
-    post({ stage: 'Computing features with the frozen encoder', done: p.done, total: p.total, backend: p.backend });
+    backend = p.backend;
+    post({ stage: 'Computing features with the frozen encoder', done: p.done, total: p.total, backend });
     if (p.finished) break;
   }
   const encodedMs = performance.now() - started;
@@ -357,7 +359,7 @@ async function runTraining(msg) {
     type: 'result',
     id: msg.id,
     job: 'train',
-    result: { report, summary, stored },
+    result: { report, summary, stored, backend },
     featuresMs: encodedMs,
     elapsedMs: performance.now() - started,
   });

@@ -53,16 +53,17 @@ function cliTrain(c, out) {
   return JSON.parse(readFileSync(join(out, 'train_log.json'), 'utf8'));
 }
 
-/** Fills the training form and trains; resolves to the page's {report, stored} (or throws
- *  with the page's error). `cancelWhen(progress)` cancels once it returns true. */
-async function pageTrain(page, c, name) {
+/** Fills the training form and trains on `backend` (the Model section's choice); resolves
+ *  to the page's {report, stored, backend} (or throws with the page's error). */
+async function pageTrain(page, c, name, backend = 'cpu') {
   const s = c.settings;
-  await page.selectOption('#opt-backend', 'cpu');
+  await page.selectOption('#opt-backend', backend);
   await page.setInputFiles('#train-file', c.file);
   await page.waitForFunction(() => /instances/.test(document.querySelector('#train-file-info').textContent), null, { timeout: 30000 });
   await page.selectOption('#train-task', c.task);
   await page.selectOption('#train-arguments', c.arguments);
-  await page.check('input[name=train-dev][value=split]');
+  if (c.dev) await page.setInputFiles('#train-dev-file', c.dev); // picks "a file"
+  else await page.check('input[name=train-dev][value=split]');
   for (const [id, v] of [['#train-dev-split', s.split], ['#train-epochs', s.epochs], ['#train-lr', s.lr], ['#train-batch', s.batch],
     ['#train-patience', s.patience], ['#train-seed', s.seed], ['#train-name', name]])
     await page.fill(id, String(v));
@@ -107,6 +108,7 @@ for (const [key, c] of Object.entries(CASES)) {
     const cliLog = cliTrain(c, join(work, `cli-${key}`));
     const trained = await pageTrain(page, c, `page-${key}`);
     const { report, stored } = trained;
+    assert.equal(trained.backend.backend, 'cpu');
     // The curve, epoch by epoch (early stopping and the best epoch included).
     assert.equal(report.curve.length, cliLog.curve.length, JSON.stringify(report.curve));
     report.curve.forEach((e, i) => {
@@ -188,4 +190,31 @@ test('trained evaluators are kept across a reload; a cancelled training keeps no
   assert.equal(await cached(), files);
   // The page works on: the run buttons are back.
   assert.equal(await page.evaluate(() => window.medrank.state.running), null);
+
+  // Bad input: a HiTZ MCQA dev file for a misinformation head is refused, naming the file;
+  // nothing is kept.
+  const refused = await pageTrain(page, { ...CASES.misinformation, dev: mcqaFile }, 'refused').then(() => null, (e) => e);
+  assert.match(String(refused), /casimedicos-40\.jsonl.*HiTZ file is MCQA/);
+  assert.deepEqual(await kept(), before);
+});
+
+test('on WebGPU (SwiftShader) the frozen features come from the GPU; the curve stays within 1e-3 of the CLI’s', { skip: !haveModel && 'no default model' }, async () => {
+  const c = CASES.misinformation;
+  const logPath = join(work, 'cli-misinformation/train_log.json');
+  const cliLog = existsSync(logPath) ? JSON.parse(readFileSync(logPath, 'utf8')) : cliTrain(c, join(work, 'cli-misinformation'));
+  const gpuApp = await openApp({ webgpu: true });
+  try {
+    const trained = await pageTrain(gpuApp.page, c, 'page-misinformation-webgpu', 'gpu');
+    assert.equal(trained.backend.backend, 'gpu', JSON.stringify(trained.backend));
+    const { report } = trained;
+    assert.equal(report.curve.length, cliLog.curve.length);
+    // The GPU's sums run in another order (features within ~1e-5): the losses follow.
+    report.curve.forEach((e, i) => {
+      const want = cliLog.curve[i];
+      assert.ok(Math.abs(e.train_loss - want.train_loss) <= 1e-3, `epoch ${i + 1} loss ${e.train_loss} vs ${want.train_loss}`);
+    });
+    assert.match(await gpuApp.page.textContent('#train-result'), /Features computed on the GPU \(WebGPU/);
+  } finally {
+    await gpuApp.close();
+  }
 });
