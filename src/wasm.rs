@@ -438,6 +438,10 @@ struct ModelViews<'a> {
 #[wasm_bindgen]
 pub struct Model {
     kept: jobs::KeptModel,
+    /// The base model's tokenizer.json: a trained evaluator's folder holds a copy.
+    tokenizer_json: Vec<u8>,
+    /// A training on this model under way (`train_*` methods).
+    training: Option<Training>,
 }
 
 #[wasm_bindgen]
@@ -448,7 +452,8 @@ impl Model {
     pub fn new(files: JsValue) -> Result<Model, JsValue> {
         let js = |e: Error| error_to_js(&e);
         let files = model_files(&files).map_err(js)?;
-        Ok(Model { kept: jobs::KeptModel::from_files(&files).map_err(js)? })
+        let kept = jobs::KeptModel::from_files(&files).map_err(js)?;
+        Ok(Model { kept, tokenizer_json: files.tokenizer_json, training: None })
     }
 
     /// The name reports give the evaluator (the folder's name or path).
@@ -788,4 +793,173 @@ struct BenchBackend {
     rows: Vec<crate::gpu::bench::BenchRow>,
     #[serde(skip_serializing_if = "Option::is_none")]
     error: Option<String>,
+}
+
+// ------------------------------------------------------------------ training ----------------
+//
+// `medrank train` in steps (`jobs::TrainingJob`), so the worker returns to its message loop
+// between them (progress, cancel): `train_start`, `train_encode` until it says finished,
+// `train_epoch` until it returns `undefined`, then `train_finish` (or `train_abort`).
+
+/// The page's training form; names match the CLI's flags (`medrank train`).
+#[derive(Debug, Deserialize)]
+#[serde(default)]
+pub struct TrainPageRequest {
+    /// The training file: an argument bundle or a HiTZ MCQA file.
+    pub train: Option<NamedText>,
+    /// The dev file, or none with `dev_split`.
+    pub dev: Option<NamedText>,
+    pub dev_split: Option<f64>,
+    pub task: String,
+    pub arguments: String,
+    pub freeze: String,
+    pub epochs: usize,
+    pub batch_size: usize,
+    pub lr: f64,
+    pub patience: usize,
+    pub seed: u64,
+    pub keep_empty_options: bool,
+    pub keep_not_enough_evidence: bool,
+    /// Where the frozen encoder runs: auto | cpu | gpu (`--backend`).
+    pub backend: String,
+}
+
+impl Default for TrainPageRequest {
+    fn default() -> Self {
+        let o = crate::model::train::TrainOptions::default();
+        TrainPageRequest {
+            train: None,
+            dev: None,
+            dev_split: None,
+            task: "mcqa".into(),
+            arguments: "none".into(),
+            freeze: "head".into(),
+            epochs: o.epochs,
+            batch_size: o.batch_size,
+            lr: o.learning_rate,
+            patience: o.patience,
+            seed: o.seed,
+            keep_empty_options: false,
+            keep_not_enough_evidence: false,
+            backend: "auto".into(),
+        }
+    }
+}
+
+struct Training {
+    job: jobs::TrainingJob,
+    backend: crate::gpu::BackendChoice,
+}
+
+fn seconds_now() -> f64 {
+    performance_now() / 1000.0
+}
+
+/// How far the frozen pass is.
+#[derive(Serialize)]
+struct EncodeProgress<'a> {
+    done: usize,
+    total: usize,
+    finished: bool,
+    backend: &'a crate::gpu::BackendReport,
+}
+
+#[wasm_bindgen]
+impl Model {
+    /// Reads the training data (`request`: [`TrainPageRequest`]) and sets up a new head on
+    /// this model; returns the summary (examples, notes, warnings). Replaces a training
+    /// under way.
+    pub fn train_start(&mut self, request: JsValue) -> Result<JsValue, JsValue> {
+        let js = |e: Error| error_to_js(&e);
+        self.training = None;
+        let r: TrainPageRequest = serde_wasm_bindgen::from_value(request)
+            .map_err(|e| js(Error::invalid(format!("bad request from the page: {e}"))))?;
+        let train = r.train.clone().ok_or_else(|| js(Error::invalid("add a training file")))?;
+        let dev = match (r.dev.clone(), r.dev_split) {
+            (Some(dev), None) => jobs::DevData::File(dev),
+            (None, Some(fraction)) => jobs::DevData::Split(fraction),
+            (Some(_), Some(_)) => return Err(js(Error::invalid("give a dev file or a dev split, not both"))),
+            (None, None) => return Err(js(Error::invalid("add a dev file or choose a dev split"))),
+        };
+        let task = crate::data::Task::parse(&r.task)
+            .ok_or_else(|| js(Error::invalid(format!("unknown task `{}` (mcqa, misinformation, nli)", r.task))))?;
+        let options = crate::model::train::TrainOptions {
+            freeze: jobs::parse_freeze(&r.freeze).map_err(js)?,
+            epochs: r.epochs,
+            batch_size: r.batch_size.max(1),
+            learning_rate: r.lr,
+            patience: r.patience,
+            seed: r.seed,
+            ..Default::default()
+        };
+        let req = jobs::TrainRequest {
+            train,
+            dev,
+            task,
+            arguments: r.arguments.clone(),
+            options,
+            conventions: crate::model::train::ExampleOptions {
+                keep_empty_options: r.keep_empty_options,
+                keep_not_enough_evidence: r.keep_not_enough_evidence,
+            },
+        };
+        let backend = jobs::parse_backend(&r.backend).map_err(js)?;
+        let job = jobs::TrainingJob::start(&req, &self.kept.model, seconds_now).map_err(js)?;
+        let summary = to_js(job.summary())?;
+        self.training = Some(Training { job, backend });
+        Ok(summary)
+    }
+
+    /// Computes the frozen encoder's part for up to `max_batches` more batches of inputs, on
+    /// this model's kept encoder (WebGPU or the wasm CPU, as the request's backend asks):
+    /// `{done, total, finished, backend}`.
+    pub async fn train_encode(&mut self, max_batches: usize) -> Result<JsValue, JsValue> {
+        let js = |e: Error| error_to_js(&e);
+        let training = self.training.as_mut().ok_or_else(|| js(Error::invalid("no training was started")))?;
+        let (encoder, report) = self.kept.encoder(training.backend).await.map_err(js)?;
+        let finished = training.job.encode(encoder, max_batches.max(1)).await.map_err(js)?;
+        let (done, total) = training.job.inputs();
+        to_js(&EncodeProgress { done, total, finished, backend: report })
+    }
+
+    /// One epoch: its log (`{epoch, steps, train_loss, dev_accuracy, learning_rate, ...}`), or
+    /// `undefined` once training is over (all epochs, or early stopping).
+    pub fn train_epoch(&mut self) -> Result<JsValue, JsValue> {
+        let js = |e: Error| error_to_js(&e);
+        let training = self.training.as_mut().ok_or_else(|| js(Error::invalid("no training was started")))?;
+        match training.job.epoch(&mut |_| {}).map_err(js)? {
+            Some(log) => to_js(&log),
+            None => Ok(JsValue::UNDEFINED),
+        }
+    }
+
+    /// The trained evaluator: `{report, files}`, `report` what `train_log.json` summarises
+    /// (best epoch, best dev accuracy, curve), `files` the folder's files by name
+    /// (Uint8Array each: config.json, model.safetensors, train_log.json, tokenizer.json).
+    pub fn train_finish(&mut self) -> Result<JsValue, JsValue> {
+        let js = |e: Error| error_to_js(&e);
+        let training = self.training.take().ok_or_else(|| js(Error::invalid("no training was started")))?;
+        let trained = training.job.finish(&self.tokenizer_json).map_err(js)?;
+        let out = js_sys::Object::new();
+        let files = js_sys::Object::new();
+        for (name, bytes) in &trained.files {
+            js_sys::Reflect::set(&files, &JsValue::from_str(name), &js_sys::Uint8Array::from(bytes.as_slice()))?;
+        }
+        js_sys::Reflect::set(&out, &JsValue::from_str("report"), &to_js(&trained)?)?;
+        js_sys::Reflect::set(&out, &JsValue::from_str("files"), &files)?;
+        Ok(out.into())
+    }
+
+    /// Drops a training under way (the user cancelled): nothing of it is kept.
+    pub fn train_abort(&mut self) {
+        self.training = None;
+    }
+}
+
+/// What the training form offers for a file (`jobs::training_choices`): `{format, tasks,
+/// systems, instances}`.
+#[wasm_bindgen]
+pub fn training_choices(name: &str, text: &str) -> Result<JsValue, JsValue> {
+    let choices = jobs::training_choices(&NamedText::new(name, text)).map_err(|e| error_to_js(&e))?;
+    to_js(&choices)
 }

@@ -2,6 +2,7 @@
 // step runs in worker.js (the wasm build of the same library as the CLI).
 import { renderResults, buildReportHtml } from './results.js';
 import { el, download, formatError } from './dom.js';
+import { wireTraining } from './train.js';
 import {
   registerServiceWorker,
   describeThreads,
@@ -269,6 +270,7 @@ function exampleFiles(index) {
 
 // ---------------------------------------------------------------- run --------------------
 function updateRunButtons() {
+  trainingUi?.updateButton();
   for (const button of document.querySelectorAll('[data-job]')) {
     const job = button.dataset.job;
     const needs = JOB_INPUTS[job];
@@ -296,6 +298,11 @@ function selectedModel() {
     // Files picked one by one, or every file of a picked folder (matched by name).
     const files = [...$('#model-files').files, ...$('#model-folder').files];
     return { source, files, label: files.map((f) => f.name).join('+') || 'local' };
+  }
+  if (source.startsWith('trained:')) {
+    // An evaluator trained in this browser (train.js), kept in its storage.
+    const radio = document.querySelector('input[name=model]:checked');
+    return { source: 'trained', id: source.slice('trained:'.length), label: radio.dataset.label };
   }
   return { source };
 }
@@ -543,8 +550,10 @@ function wireThreads() {
   });
 }
 
+let trainingUi = null;
 wire();
 startWorker();
+trainingUi = wireTraining({ ask, state, selectedModel, updateRunButtons, announce });
 state.workerReady.then(() => {
   updateRunButtons();
   refreshModelStatus();
@@ -561,4 +570,4 @@ registerServiceWorker({
   },
 });
 // For the browser tests and for debugging from the console.
-window.medrank = { state, runJob };
+window.medrank = { state, runJob, refreshTrained: () => trainingUi.refreshTrained() };

@@ -239,3 +239,70 @@ export function nrpBars(rows) {
   });
   return root;
 }
+
+/**
+ * A training curve: epochs on x, each series on its own 0-based y scale (train loss from 0
+ * to its maximum, dev accuracy from 0 to 1), drawn as lines with points, the best epoch
+ * marked. Redrawn after every epoch.
+ * @param {{epoch: number, train_loss: number, dev_accuracy: number}[]} curve
+ * @param {{epochs?: number, best?: number}} options
+ */
+export function trainingCurve(curve, { epochs = curve.length, best = null } = {}) {
+  const left = 54,
+    right = 54,
+    top = 20,
+    plotW = 420,
+    plotH = 180;
+  const width = left + plotW + right,
+    height = top + plotH + 50;
+  const n = Math.max(epochs, curve.length, 2);
+  const x = (e) => left + ((e - 1) / (n - 1)) * plotW;
+  const maxLoss = Math.max(...curve.map((c) => c.train_loss), 1e-9);
+  const yLoss = (v) => top + plotH - (v / maxLoss) * plotH;
+  const yAcc = (v) => top + plotH - v * plotH;
+  const root = svg('svg', {
+    class: 'chart curve',
+    viewBox: `0 0 ${width} ${height}`,
+    width,
+    height,
+    role: 'img',
+    'aria-label': 'Training curve: train loss and dev accuracy per epoch',
+  });
+  root.append(svg('line', { x1: left, y1: top + plotH, x2: left + plotW, y2: top + plotH, stroke: '#888' }));
+  for (let e = 1; e <= n; e++)
+    root.append(text(x(e), top + plotH + 16, e, { 'text-anchor': 'middle', 'font-size': 11 }));
+  root.append(text(left + plotW / 2, height - 8, 'epoch', { 'text-anchor': 'middle', 'font-size': 12 }));
+  root.append(text(left - 6, top + 4, fmt(maxLoss, 2), { 'text-anchor': 'end', 'font-size': 11, fill: PALETTE[1] }));
+  root.append(text(left - 6, top + plotH, '0', { 'text-anchor': 'end', 'font-size': 11, fill: PALETTE[1] }));
+  root.append(text(left + plotW + 6, top + 4, '1', { 'font-size': 11, fill: PALETTE[0] }));
+  root.append(text(left + plotW + 6, top + plotH, '0', { 'font-size': 11, fill: PALETTE[0] }));
+  const series = [
+    ['train loss', (c) => yLoss(c.train_loss), PALETTE[1]],
+    ['dev accuracy', (c) => yAcc(c.dev_accuracy), PALETTE[0]],
+  ];
+  series.forEach(([name, y, colour], k) => {
+    if (curve.length > 1)
+      root.append(
+        svg('polyline', {
+          points: curve.map((c) => `${x(c.epoch)},${y(c)}`).join(' '),
+          fill: 'none',
+          stroke: colour,
+          'stroke-width': 2,
+        }),
+      );
+    for (const c of curve) root.append(svg('circle', { cx: x(c.epoch), cy: y(c), r: 3, fill: colour }));
+    root.append(text(left + 10 + k * 130, top - 6, name, { 'font-size': 12, fill: colour }));
+  });
+  if (best != null)
+    root.append(
+      svg('line', {
+        x1: x(best),
+        x2: x(best),
+        y1: top,
+        y2: top + plotH,
+        stroke: '#444',
+        'stroke-dasharray': '4 3',
+      }),
+    );
+  return root;
+}

@@ -1,8 +1,9 @@
 // The worker: loads the wasm build of the medrank library and runs every heavy job, so the
 // page never freezes. Messages in: {type: 'describe' | 'check' | 'run' | 'bench' | 'workload' |
-// 'model-status' | 'clear-models', id, ...}; out: 'ready' (with the file kinds and the jobs'
-// inputs, from the library), 'progress', 'described', 'checked', 'result',
-// 'error', 'fatal' (ARCHITECTURE.md). The wasm functions are the same library code as the CLI.
+// 'model-status' | 'clear-models' | 'train' | 'train-cancel' | 'training-choices' |
+// 'trained-list' | 'trained-files' | 'trained-delete', id, ...}; out: 'ready' (with the file
+// kinds and the jobs' inputs, from the library), 'progress', 'described', 'checked', 'result',
+// 'error', 'fatal' and the training replies (ARCHITECTURE.md). The wasm functions are the same library code as the CLI.
 //
 // Two builds: pkg-threads/ (atomics + shared memory; rayon's pool on Web Workers) when the
 // page is cross-origin isolated, else pkg/ (one thread). The thread count comes from the URL
@@ -83,6 +84,19 @@ self.onmessage = async (event) => {
     } else if (msg.type === 'clear-models') {
       const removed = await caches.delete(MODEL_CACHE);
       postMessage({ type: 'models-cleared', id: msg.id, removed });
+    } else if (msg.type === 'train') {
+      await runTraining(msg);
+    } else if (msg.type === 'train-cancel') {
+      trainCancel = true;
+    } else if (msg.type === 'training-choices') {
+      postMessage({ type: 'training-choices', id: msg.id, result: medrank.training_choices(msg.name, msg.text) });
+    } else if (msg.type === 'trained-list') {
+      postMessage({ type: 'trained-list', id: msg.id, result: await listTrained() });
+    } else if (msg.type === 'trained-files') {
+      postMessage({ type: 'trained-files', id: msg.id, result: await trainedFiles(msg.trainedId) });
+    } else if (msg.type === 'trained-delete') {
+      await deleteTrained(msg.trainedId);
+      postMessage({ type: 'trained-deleted', id: msg.id });
     } else if (msg.type === 'model-status') {
       postMessage({ type: 'model-status', id: msg.id, cached: await cachedModelFiles() });
     }
@@ -172,6 +186,7 @@ let kept = null; // {key, model}
 /** Identifies a model choice: the bundled one, or picked files by name, size and date. */
 function modelKey(choice) {
   if (choice.source === 'bundled') return 'bundled';
+  if (choice.source === 'trained') return `trained:${choice.id}`;
   const files = (choice.files || []).map((f) => `${f.webkitRelativePath || f.name}:${f.size}:${f.lastModified}`).sort();
   return `local:${choice.label}:${files.join('|')}`;
 }
@@ -193,6 +208,7 @@ async function keptModel(choice, progress) {
 
 /** The model's files as {config, tokenizer, weights}, from the Cache API when stored there. */
 async function loadModel(choice, progress) {
+  if (choice.source === 'trained') return loadTrained(choice.id);
   const cache = await caches.open(MODEL_CACHE);
   const files = {};
   for (const [i, name] of MODEL_FILES.entries()) {
@@ -282,4 +298,139 @@ function toError(e) {
   if (e && typeof e === 'object' && 'message' in e && !(e instanceof Error)) return e;
   if (e instanceof Error) return { message: e.message };
   return { message: String(e) };
+}
+
+// ---------------------------------------------------------------- training ---------------
+// `medrank train` in steps (the library's TrainingJob): between two steps this worker goes
+// back to its message loop, so progress goes out and a 'train-cancel' message is seen.
+// Trained evaluators are kept in the Cache API (their folder's files and a meta.json), listed
+// after a reload, loaded like any model folder (source 'trained').
+
+const TRAINED_CACHE = 'medrank-trained-v1';
+const TRAINED_FILES = ['config.json', 'tokenizer.json', 'model.safetensors', 'train_log.json'];
+let trainCancel = false;
+
+/** Resolves after the message loop had a turn (a 'train-cancel' may arrive); true if the
+ *  user cancelled. */
+async function cancelled() {
+  await new Promise((resolve) => setTimeout(resolve, 0));
+  return trainCancel;
+}
+
+/** msg: {model: the base model's choice, request: the form (TrainPageRequest), name}. Posts
+ *  'progress' (stage, done, total; with `summary` once the data is read, `epoch` with each
+ *  epoch's log), then 'result' {report, stored} or 'error' ({cancelled: true} on cancel; then
+ *  nothing is kept). */
+async function runTraining(msg) {
+  trainCancel = false;
+  const started = performance.now();
+  const post = (extra) =>
+    postMessage({ type: 'progress', id: msg.id, elapsedMs: performance.now() - started, ...extra });
+  const progress = (stage, done, total) => {
+    post({ stage, done, total });
+    return true;
+  };
+  const { model } = await keptModel(msg.model, progress);
+  const summary = model.train_start(msg.request);
+  post({ stage: 'Computing features with the frozen encoder', done: 0, total: summary.inputs, summary });
+  const stop = () => {
+    model.train_abort();
+    postMessage({ type: 'error', id: msg.id, error: { message: 'cancelled', cancelled: true } });
+  };
+  let backend = null; // where the frozen encoder ran: {backend, device, fallback_reason}
+  for (;;) {
+    if (await cancelled()) return stop();
+    // A few batches per step: progress stays fresh, the loop overhead stays small.
+    const p = await model.train_encode(2);
+    backend = p.backend;
+    post({ stage: 'Computing features with the frozen encoder', done: p.done, total: p.total, backend });
+    if (p.finished) break;
+  }
+  const encodedMs = performance.now() - started;
+  for (;;) {
+    if (await cancelled()) return stop();
+    const log = model.train_epoch();
+    if (log === undefined) break;
+    post({ stage: 'Training the head', done: log.epoch, total: msg.request.epochs, epoch: log });
+  }
+  const { report, files } = model.train_finish();
+  const stored = await storeTrained(msg, report, files);
+  postMessage({
+    type: 'result',
+    id: msg.id,
+    job: 'train',
+    result: { report, summary, stored, backend },
+    featuresMs: encodedMs,
+    elapsedMs: performance.now() - started,
+  });
+}
+
+function trainedKey(id, name) {
+  return new URL(`trained-models/${encodeURIComponent(id)}/${name}`, self.location.href).href;
+}
+
+/** Keeps a trained evaluator's files and its meta.json; returns the meta. */
+async function storeTrained(msg, report, files) {
+  const cache = await caches.open(TRAINED_CACHE);
+  const id = `${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 8)}`;
+  const meta = {
+    id,
+    name: (msg.name || '').trim() || `evaluator-${msg.request.task}-${new Date().toISOString().slice(0, 16)}`,
+    created: new Date().toISOString(),
+    task: msg.request.task,
+    arguments: msg.request.arguments,
+    base: msg.model.source === 'bundled' ? BUNDLED_MODEL.replace(/\/$/, '') : msg.model.label || msg.model.source,
+    best_epoch: report.best_epoch,
+    best_dev_accuracy: report.best_dev_accuracy,
+  };
+  for (const name of TRAINED_FILES) await cache.put(trainedKey(id, name), new Response(files[name]));
+  // meta.json last: a listed evaluator has all its files.
+  await cache.put(trainedKey(id, 'meta.json'), new Response(JSON.stringify(meta)));
+  return meta;
+}
+
+async function listTrained() {
+  if (!(await caches.has(TRAINED_CACHE))) return [];
+  const cache = await caches.open(TRAINED_CACHE);
+  const metas = [];
+  for (const request of await cache.keys()) {
+    if (!request.url.endsWith('/meta.json')) continue;
+    metas.push(await (await cache.match(request)).json());
+  }
+  return metas.sort((a, b) => a.created.localeCompare(b.created));
+}
+
+/** {meta, files: {name: Uint8Array}} of a kept evaluator. */
+async function trainedFiles(id) {
+  const cache = await caches.open(TRAINED_CACHE);
+  const metaResponse = await cache.match(trainedKey(id, 'meta.json'));
+  if (!metaResponse) throw new Error('This trained evaluator is no longer kept in this browser.');
+  const files = {};
+  for (const name of TRAINED_FILES) {
+    const response = await cache.match(trainedKey(id, name));
+    if (!response) throw new Error(`The trained evaluator's ${name} is missing from this browser's storage.`);
+    files[name] = new Uint8Array(await response.arrayBuffer());
+  }
+  return { meta: await metaResponse.json(), files };
+}
+
+async function deleteTrained(id) {
+  const cache = await caches.open(TRAINED_CACHE);
+  for (const name of [...TRAINED_FILES, 'meta.json']) await cache.delete(trainedKey(id, name));
+  if (kept && kept.key === `trained:${id}`) {
+    kept.model.free();
+    kept = null;
+  }
+}
+
+/** A kept evaluator's files as the Model constructor takes them. */
+async function loadTrained(id) {
+  const { meta, files } = await trainedFiles(id);
+  const text = (name) => new TextDecoder().decode(files[name]);
+  return {
+    name: meta.name,
+    config: text('config.json'),
+    tokenizer: text('tokenizer.json'),
+    weights: files['model.safetensors'],
+  };
 }

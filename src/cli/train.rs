@@ -16,8 +16,12 @@ pub struct TrainArgs {
     #[arg(long, value_name = "FILE")]
     pub train: PathBuf,
     /// Development data in the same format; the epoch with the best dev accuracy is kept.
-    #[arg(long, value_name = "FILE")]
-    pub dev: PathBuf,
+    #[arg(long, value_name = "FILE", required_unless_present = "dev_split", conflicts_with = "dev_split")]
+    pub dev: Option<PathBuf>,
+    /// Instead of --dev: this fraction of the training file's examples (e.g. 0.2), drawn
+    /// with --seed, picks the best epoch; the rest train (the page offers the same split).
+    #[arg(long, value_name = "FRACTION")]
+    pub dev_split: Option<f64>,
     /// Output folder: config.json, model.safetensors, tokenizer.json, train_log.json.
     #[arg(long, value_name = "DIR")]
     pub out: PathBuf,
@@ -74,154 +78,82 @@ pub struct TrainArgs {
 }
 
 pub(super) fn train(a: TrainArgs) -> Result<()> {
-    use crate::model::train::{self as t, ArgumentSource, Freeze, TrainOptions};
-    use crate::model::HeadKind;
-    let mut outputs = Outputs::plan(&[&a.model, &a.train, &a.dev], &OutputArgs::default(), &[], &[&a.out])?;
+    use crate::jobs::{self, DevData};
+    use crate::model::train::{ExampleOptions, TrainEvent, TrainOptions};
+    let inputs: Vec<&Path> =
+        [Some(a.model.as_path()), Some(a.train.as_path()), a.dev.as_deref()].into_iter().flatten().collect();
+    let mut outputs = Outputs::plan(&inputs, &OutputArgs::default(), &[], &[&a.out])?;
     let model = crate::model::TextModel::read_dir(&a.model)?;
-    let freeze = match a.freeze.as_str() {
-        "head" => Freeze::HeadOnly,
-        "all" => Freeze::All,
-        other => match other.strip_prefix("top:").and_then(|n| n.parse().ok()) {
-            Some(n) => Freeze::TopLayers(n),
-            None => return Err(Error::invalid(format!("--freeze {other}: expected head, top:N or all"))),
+    let tokenizer_json =
+        std::fs::read(a.model.join("tokenizer.json")).map_err(|e| Error::io(a.model.display().to_string(), e))?;
+    let req = jobs::TrainRequest {
+        train: named(&a.train)?,
+        dev: match (&a.dev, a.dev_split) {
+            (Some(dev), _) => DevData::File(named(dev)?),
+            (None, Some(fraction)) => DevData::Split(fraction),
+            (None, None) => unreachable!("clap requires --dev or --dev-split"),
+        },
+        task: crate::data::Task::parse(&a.task).expect("clap checked the value"),
+        arguments: a.arguments.clone(),
+        options: TrainOptions {
+            freeze: jobs::parse_freeze(&a.freeze)?,
+            epochs: a.epochs,
+            batch_size: a.batch_size.max(1),
+            grad_accum: a.grad_accum.max(1),
+            learning_rate: a.lr,
+            layer_learning_rate: a.layer_lr,
+            weight_decay: a.weight_decay,
+            warmup_ratio: a.warmup,
+            patience: a.patience,
+            seed: a.seed,
+        },
+        conventions: ExampleOptions {
+            keep_empty_options: a.keep_empty_options,
+            keep_not_enough_evidence: a.keep_not_enough_evidence,
         },
     };
-    let options = TrainOptions {
-        freeze,
-        epochs: a.epochs,
-        batch_size: a.batch_size.max(1),
-        grad_accum: a.grad_accum.max(1),
-        learning_rate: a.lr,
-        layer_learning_rate: a.layer_lr,
-        weight_decay: a.weight_decay,
-        warmup_ratio: a.warmup,
-        patience: a.patience,
-        seed: a.seed,
-    };
-    let task = crate::data::Task::parse(&a.task).expect("clap checked the value");
-    let source = match a.arguments.as_str() {
-        "none" => ArgumentSource::None,
-        s => match (s.strip_prefix("system:"), s.strip_prefix("random:")) {
-            (Some(name), _) => ArgumentSource::System(name.to_string()),
-            (_, Some(list)) => ArgumentSource::RandomOf(list.split(',').map(|x| x.trim().to_string()).collect()),
-            _ => return Err(Error::invalid(format!("--arguments {s}: expected none, system:NAME or random:A,B,..."))),
-        },
-    };
-    let labels = t::task_labels(task);
-    let conventions = t::ExampleOptions {
-        keep_empty_options: a.keep_empty_options,
-        keep_not_enough_evidence: a.keep_not_enough_evidence,
-    };
-    let read = |path: &Path| -> Result<t::TrainData> {
-        let file = named(path)?;
-        let is_bundle = file.text.lines().find(|l| !l.trim().is_empty()).is_some_and(|l| l.contains("\"task\""));
-        if is_bundle {
-            let (mut bundle, warnings) = crate::data::parse_bundle(&file.name, &file.text)?;
-            warn_all(&warnings, false);
-            let before = bundle.instances.len();
-            bundle.instances.retain(|i| i.problem.task() == task);
-            if bundle.instances.is_empty() {
-                return Err(Error::in_file(&file.name, format!("no {} instance to train on", task.name())));
-            }
-            if bundle.instances.len() < before {
-                eprintln!(
-                    "note: {}: {} instances of other tasks are not used for --task {}",
-                    file.name,
-                    before - bundle.instances.len(),
-                    task.name()
-                );
-            }
-            t::examples_from_bundle(&bundle, &source, &labels, &model.tokenizer, a.seed, &conventions)
-        } else {
-            if task != crate::data::Task::Mcqa || source != ArgumentSource::None {
-                return Err(Error::in_file(&file.name, "a HiTZ file is MCQA with its arguments already in the question: --task and --arguments apply to bundles only"));
-            }
-            t::read_hitz_mcqa(&file.name, &file.text, &model.tokenizer, &conventions)
+    let mut dev_examples = 0;
+    let started = &mut |s: &jobs::TrainingSummary| {
+        dev_examples = s.dev_examples;
+        for w in &s.warnings {
+            eprintln!("warning: {w}");
         }
+        for n in &s.notes {
+            eprintln!("note: {n}");
+        }
+        let dev = match s.dev_split {
+            Some(f) => format!(" (a {f} split of the training file)"),
+            None => String::new(),
+        };
+        eprintln!(
+            "training on {} examples, picking on {} dev examples{dev} ({:?})",
+            s.train_examples, s.dev_examples, s.freeze
+        );
     };
-    let (train_data, dev_data) = (read(&a.train)?, read(&a.dev)?);
-    for (what, d) in [("training", &train_data), ("dev", &dev_data)] {
-        let c = &d.counts;
-        if c.empty_options_left_out > 0 {
-            eprintln!(
-                "note: {what} data: {} empty options are no candidate (--keep-empty-options keeps them)",
-                c.empty_options_left_out
-            );
-        }
-        if !c.not_enough_evidence_dropped.is_empty() {
-            eprintln!(
-                "note: {what} data: {} not_enough_evidence instances dropped, as evaluation drops them (--keep-not-enough-evidence keeps them): {}",
-                c.not_enough_evidence_dropped.len(),
-                c.not_enough_evidence_dropped.join(", ")
-            );
-        }
-        if d.examples.is_empty() {
-            return Err(Error::invalid(format!("no {what} example is left to train on")));
-        }
-    }
-    let (train_set, dev_set) = (&train_data.examples, &dev_data.examples);
-    let kind =
-        if task == crate::data::Task::Mcqa { HeadKind::MultipleChoice } else { HeadKind::SequenceClassification };
-    eprintln!(
-        "training on {} examples, picking on {} dev examples ({:?})",
-        train_set.len(),
-        dev_set.len(),
-        options.freeze
-    );
-    let mut report = |event: t::TrainEvent| match event {
-        t::TrainEvent::Cached { inputs, seconds } => {
+    let result = jobs::train(&req, &model, &tokenizer_json, started, &mut |event| match event {
+        TrainEvent::Cached { inputs, seconds } => {
             eprintln!("  frozen layers computed once for {inputs} inputs in {seconds:.0} s")
         }
-        t::TrainEvent::Step { epoch, examples, of, examples_per_second } => {
+        TrainEvent::Step { epoch, examples, of, examples_per_second } => {
             eprintln!("  epoch {epoch:>2}  {examples}/{of} examples  {examples_per_second:.1} examples/s")
         }
-        t::TrainEvent::Epoch(log) => eprintln!(
+        TrainEvent::Epoch(log) => eprintln!(
             "  epoch {:>2}  steps {:>5}  train loss {:.4}  dev accuracy {:.4}  lr {:.2e}  {:.1} examples/s",
             log.epoch, log.steps, log.train_loss, log.dev_accuracy, log.learning_rate, log.examples_per_second
         ),
-    };
-    let mut result = if a.backend == "gpu" {
-        if !matches!(freeze, Freeze::TopLayers(n) if n > 0) {
-            return Err(Error::invalid("--backend gpu trains the top layers: use it with --freeze top:N"));
-        }
-        let (result, adapter) = crate::gpu::train::train_top_layers_blocking(
-            &model,
-            kind,
-            &labels,
-            train_set,
-            dev_set,
-            &options,
-            &mut report,
-        )?;
-        eprintln!("  the trained layers ran on {adapter}");
-        result
-    } else {
-        t::train_with_events(&model, kind, &labels, train_set, dev_set, &options, &mut report)?
-    };
-    result.data = Some((train_data.counts.clone(), dev_data.counts.clone()));
-    let (cut_train, cut_dev) = result.truncated;
-    if cut_train + cut_dev > 0 {
-        let what = match task {
-            crate::data::Task::Mcqa => "the case or argument, never the option",
-            crate::data::Task::Nli => "the longest of statement, evidence and argument first",
-            crate::data::Task::Misinformation => "the longer of claim and argument first",
-        };
-        eprintln!("warning: {cut_train} training and {cut_dev} dev examples had inputs cut to the model's token limit ({what}); train_log.json records the counts");
+    })?;
+    if let Some(w) = &result.truncation_warning {
+        eprintln!("warning: {w}");
     }
-    let mut files = t::trained_files(&result, &options)?;
-    files.push((
-        "tokenizer.json".into(),
-        std::fs::read(a.model.join("tokenizer.json")).map_err(|e| Error::io(a.model.display().to_string(), e))?,
-    ));
-    for (name, bytes) in files {
-        outputs.file(&a.out.join(name), &bytes)?;
+    for (name, bytes) in &result.files {
+        outputs.file(&a.out.join(name), bytes)?;
     }
     outputs.commit()?;
     println!(
         "best epoch {} with dev accuracy {:.4} ({} dev examples); the evaluator is in {} (use: medrank evaluate --model {})",
         result.best_epoch,
         result.best_dev_accuracy,
-        dev_set.len(),
+        dev_examples,
         a.out.display(),
         a.out.display()
     );

@@ -8,6 +8,7 @@
 //! One file per method: `evaluate` (ranking over scoring, from predictions or a model),
 //! `agreement`, `controls`, `nrp` (with `rankers` for neural rankers), `import`, `metrics`
 //! (and rubric); `tables` turns every report into the tables all front ends show;
+//! `train` trains an evaluator (step-wise, so the page can show progress and stop);
 //! `workload` is the end-to-end benchmark both front ends time; `files` is the vocabulary of
 //! input kinds (names, parameters, which job reads which, the first guess and the check of
 //! one file) that the page learns from.
@@ -21,6 +22,7 @@ mod metrics;
 mod nrp;
 pub mod rankers;
 pub mod tables;
+mod train;
 mod workload;
 
 pub use agreement::*;
@@ -29,6 +31,7 @@ pub use evaluate::*;
 pub use import::*;
 pub use metrics::*;
 pub use nrp::*;
+pub use train::*;
 pub use workload::*;
 
 use crate::data::{self, Bundle, HumanRankings};

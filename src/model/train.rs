@@ -434,9 +434,8 @@ enum Frozen {
     Nothing,
 }
 
-/// A set's inputs in one flat list (example by example) and their frozen part.
-struct Prepared<'a> {
-    set: &'a [TrainExample],
+/// A set's frozen part, indexed by its inputs in one flat list (example by example).
+struct Prepared {
     /// First input of each example in the flat list.
     starts: Vec<usize>,
     frozen: Frozen,
@@ -445,33 +444,32 @@ struct Prepared<'a> {
 /// Inputs per batch of the frozen pass (the inference path's batching).
 const CACHE_BATCH: usize = 32;
 
-fn prepare<'a>(base: &TextModel, set: &'a [TrainExample], lower: usize) -> Result<Prepared<'a>> {
-    let inputs: Vec<&Encoded> = set.iter().flat_map(|e| e.inputs.iter()).collect();
-    let mut starts = Vec::with_capacity(set.len());
-    let mut at = 0;
-    for e in set {
-        starts.push(at);
-        at += e.inputs.len();
-    }
-    let cfg = &base.encoder.model.config;
-    let h = cfg.hidden_size;
-    let lens: Vec<usize> = inputs.iter().map(|e| e.len()).collect();
-    let frozen = if lower == 0 {
-        Frozen::Nothing
-    } else if lower >= cfg.num_layers {
-        let mut rows = vec![0f32; inputs.len() * h];
-        for group in length_batches(&lens, CACHE_BATCH) {
-            let items: Vec<&Encoded> = group.iter().map(|&i| inputs[i]).collect();
-            let states = base.encoder.hidden_states(&base.tokenizer.batch(&items), cfg.num_layers)?;
-            for (k, &i) in group.iter().enumerate() {
-                rows[i * h..(i + 1) * h].copy_from_slice(states.token(k, 0));
-            }
+/// The frozen pass over one set while it is being computed, a few batches at a time.
+struct SetCache {
+    starts: Vec<usize>,
+    lens: Vec<usize>,
+    /// Head only: first-token rows, `n_inputs x hidden`.
+    rows: Vec<f32>,
+    /// Top N: each input's real-token states after the lower layers.
+    states: Vec<Vec<half::f16>>,
+}
+
+impl SetCache {
+    fn new(set: &[TrainExample]) -> SetCache {
+        let mut starts = Vec::with_capacity(set.len());
+        let mut at = 0;
+        for e in set {
+            starts.push(at);
+            at += e.inputs.len();
         }
-        Frozen::FirstTokens(Tensor::from_vec(rows, (inputs.len(), h), &Device::Cpu)?)
-    } else {
-        Frozen::Lower(lower_states(base, set, lower)?)
-    };
-    Ok(Prepared { set, starts, frozen })
+        let lens = set.iter().flat_map(|e| e.inputs.iter().map(Encoded::len)).collect();
+        SetCache { starts, lens, rows: Vec::new(), states: Vec::new() }
+    }
+}
+
+/// Inputs of examples `idx` (in that order) as rows of the set's flat input list.
+fn flat_rows(set: &[TrainExample], p: &Prepared, idx: &[usize]) -> Vec<usize> {
+    idx.iter().flat_map(|&i| p.starts[i]..p.starts[i] + set[i].inputs.len()).collect()
 }
 
 /// Each input of `set` (example by example) after the frozen `lower` layers, real tokens
@@ -495,8 +493,15 @@ pub fn lower_states(base: &TextModel, set: &[TrainExample], lower: usize) -> Res
 
 /// Logits `[n_inputs, n_out]` of the inputs of examples `idx` (in that order), through the
 /// trainable part of `model`: the head alone, or the top layers then the head.
-fn logits_of(model: &LoadedModel, tok: &TextTokenizer, p: &Prepared, idx: &[usize], lower: usize) -> Result<Tensor> {
-    let flat: Vec<usize> = idx.iter().flat_map(|&i| p.starts[i]..p.starts[i] + p.set[i].inputs.len()).collect();
+fn logits_of(
+    model: &LoadedModel,
+    tok: &TextTokenizer,
+    set: &[TrainExample],
+    p: &Prepared,
+    idx: &[usize],
+    lower: usize,
+) -> Result<Tensor> {
+    let flat = flat_rows(set, p, idx);
     let cfg = &model.config;
     let cls = match &p.frozen {
         Frozen::FirstTokens(f) => {
@@ -520,7 +525,7 @@ fn logits_of(model: &LoadedModel, tok: &TextTokenizer, p: &Prepared, idx: &[usiz
             top.i((.., 0, ..))?.contiguous()?
         }
         Frozen::Nothing => {
-            let items: Vec<&Encoded> = idx.iter().flat_map(|&i| p.set[i].inputs.iter()).collect();
+            let items: Vec<&Encoded> = idx.iter().flat_map(|&i| set[i].inputs.iter()).collect();
             let h = forward(cfg, &model.weights, &tok.batch(&items), cfg.num_layers)?;
             h.i((.., 0, ..))?.contiguous()?
         }
@@ -559,9 +564,9 @@ fn loss_and_correct(examples: &[&TrainExample], logits: &Tensor, multiple_choice
 
 /// Contiguous shards of `idx` (sorted by input length first, so a shard pads little), at
 /// most `n` of them, sizes differing by at most one.
-fn shards(p: &Prepared, idx: &[usize], n: usize) -> Vec<Vec<usize>> {
+fn shards(set: &[TrainExample], idx: &[usize], n: usize) -> Vec<Vec<usize>> {
     let mut sorted = idx.to_vec();
-    sorted.sort_by_key(|&i| p.set[i].inputs.iter().map(Encoded::len).max().unwrap_or(0));
+    sorted.sort_by_key(|&i| set[i].inputs.iter().map(Encoded::len).max().unwrap_or(0));
     let n = n.clamp(1, sorted.len().max(1));
     let (q, r) = (sorted.len() / n, sorted.len() % n);
     let mut out = Vec::with_capacity(n);
@@ -575,9 +580,18 @@ fn shards(p: &Prepared, idx: &[usize], n: usize) -> Vec<Vec<usize>> {
     out
 }
 
+/// Seconds on a monotonic clock, natively (the page passes the browser's clock instead:
+/// `std::time::Instant` does not exist in wasm).
+#[cfg(not(target_arch = "wasm32"))]
+pub fn native_clock() -> f64 {
+    static START: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
+    START.get_or_init(std::time::Instant::now).elapsed().as_secs_f64()
+}
+
 /// Train a head (and optionally layers) on `train`, pick the epoch with the best accuracy
 /// on `dev`. `kind`: `MultipleChoice` for MCQA, `SequenceClassification` with `labels`
 /// otherwise. `progress` sees each epoch's log line.
+#[cfg(not(target_arch = "wasm32"))]
 pub fn train(
     base: &TextModel,
     kind: HeadKind,
@@ -594,7 +608,9 @@ pub fn train(
     })
 }
 
-/// [`train`], reporting the cache, progress inside epochs (with examples/s) and epochs.
+/// [`train`], reporting the cache, progress inside epochs (with examples/s) and epochs:
+/// the [`Trainer`]'s steps run to the end on the CPU encoder.
+#[cfg(not(target_arch = "wasm32"))]
 pub fn train_with_events(
     base: &TextModel,
     kind: HeadKind,
@@ -604,65 +620,253 @@ pub fn train_with_events(
     opts: &TrainOptions,
     progress: &mut dyn FnMut(TrainEvent),
 ) -> Result<TrainResult> {
-    use rayon::prelude::*;
-    use std::time::Instant;
-    if train_set.is_empty() || dev_set.is_empty() {
-        return Err(Error::invalid("training needs non-empty train and dev sets"));
+    let mut trainer =
+        Trainer::new(base, kind, labels, train_set.to_vec(), dev_set.to_vec(), opts.clone(), native_clock)?;
+    super::embed::run_ready(trainer.encode_batches(&base.encoder, usize::MAX))?;
+    if trainer.lower > 0 {
+        progress(TrainEvent::Cached { inputs: trainer.inputs().1, seconds: trainer.cache_seconds });
     }
-    if let Some(e) = train_set.iter().chain(dev_set).find(|e| e.inputs.is_empty()) {
-        return Err(Error::invalid(format!("example {} has no input", e.id)));
-    }
-    let multiple_choice = kind == HeadKind::MultipleChoice;
-    let mut model = with_new_head(&base.encoder.model, kind, labels, opts.seed)?;
-    let n_layers = model.config.num_layers;
-    let lower = n_layers - trained_layers(opts.freeze, n_layers);
-    let (head_vars, layer_vars) = make_trainable(&mut model, opts.freeze)?;
-    let vars: Vec<Var> = head_vars.iter().chain(&layer_vars).cloned().collect();
-    let tok = &base.tokenizer;
+    while trainer.run_epoch(progress)?.is_some() {}
+    trainer.finish()
+}
 
-    let t0 = Instant::now();
-    let (train_p, dev_p) = (prepare(base, train_set, lower)?, prepare(base, dev_set, lower)?);
-    let cache_seconds = t0.elapsed().as_secs_f64();
-    if lower > 0 {
-        let inputs = train_set.iter().chain(dev_set).map(|e| e.inputs.len()).sum();
-        progress(TrainEvent::Cached { inputs, seconds: cache_seconds });
+/// Training in steps, so a front end can report progress and stop between them (the page's
+/// worker must return to its message loop): [`Trainer::encode_batches`] until the frozen
+/// part is computed for every input, then [`Trainer::run_epoch`] until it returns `None`
+/// (the epochs are done, or the dev accuracy stopped improving), then [`Trainer::finish`].
+/// [`train`] runs the same steps in one call.
+pub struct Trainer {
+    multiple_choice: bool,
+    opts: TrainOptions,
+    model: LoadedModel,
+    head_vars: Vec<Var>,
+    layer_vars: Vec<Var>,
+    tokenizer: TextTokenizer,
+    train_set: Vec<TrainExample>,
+    dev_set: Vec<TrainExample>,
+    /// Layers that stay frozen (computed once).
+    lower: usize,
+    /// The frozen pass under way: (train, dev), batches still to run as (set, inputs).
+    caches: [SetCache; 2],
+    pending: std::collections::VecDeque<(usize, Vec<usize>)>,
+    inputs_done: usize,
+    inputs_total: usize,
+    cache_started: Option<f64>,
+    cache_seconds: f64,
+    prepared: Option<[Prepared; 2]>,
+    threads: usize,
+    clock: fn() -> f64,
+    rng: ChaCha8Rng,
+    order: Vec<usize>,
+    curve: Vec<EpochLog>,
+    best: Option<(f64, usize, Vec<Tensor>)>,
+    /// AdamW of the head, and of the layers when they train.
+    optimisers: Option<(AdamW, Option<AdamW>)>,
+    step: usize,
+    since_best: usize,
+    stopped: bool,
+}
+
+impl Trainer {
+    /// A new head of `kind` on `base` (with `labels` for classification) and the trainable
+    /// variables `opts.freeze` asks for; nothing is computed yet. `clock` gives seconds (for
+    /// the examples/s figures only).
+    pub fn new(
+        base: &TextModel,
+        kind: HeadKind,
+        labels: &[String],
+        train_set: Vec<TrainExample>,
+        dev_set: Vec<TrainExample>,
+        opts: TrainOptions,
+        clock: fn() -> f64,
+    ) -> Result<Trainer> {
+        if train_set.is_empty() || dev_set.is_empty() {
+            return Err(Error::invalid("training needs non-empty train and dev sets"));
+        }
+        if let Some(e) = train_set.iter().chain(&dev_set).find(|e| e.inputs.is_empty()) {
+            return Err(Error::invalid(format!("example {} has no input", e.id)));
+        }
+        let mut model = with_new_head(&base.encoder.model, kind, labels, opts.seed)?;
+        let n_layers = model.config.num_layers;
+        let lower = n_layers - trained_layers(opts.freeze, n_layers);
+        let (head_vars, layer_vars) = make_trainable(&mut model, opts.freeze)?;
+        let caches = [SetCache::new(&train_set), SetCache::new(&dev_set)];
+        // The frozen pass in the order the one-call trainer ran it: the train set's length
+        // batches, then the dev set's.
+        let mut pending = std::collections::VecDeque::new();
+        if lower > 0 {
+            for (s, c) in caches.iter().enumerate() {
+                pending.extend(length_batches(&c.lens, CACHE_BATCH).into_iter().map(|b| (s, b)));
+            }
+        }
+        let inputs_total = caches.iter().map(|c| c.lens.len()).sum();
+        let order = (0..train_set.len()).collect();
+        Ok(Trainer {
+            multiple_choice: kind == HeadKind::MultipleChoice,
+            rng: ChaCha8Rng::seed_from_u64(opts.seed),
+            opts,
+            model,
+            head_vars,
+            layer_vars,
+            tokenizer: base.tokenizer.clone(),
+            train_set,
+            dev_set,
+            lower,
+            caches,
+            pending,
+            inputs_done: 0,
+            inputs_total,
+            cache_started: None,
+            cache_seconds: 0.0,
+            prepared: None,
+            threads: super::cpu::worker_threads().max(1),
+            clock,
+            order,
+            curve: Vec::new(),
+            best: None,
+            optimisers: None,
+            step: 0,
+            since_best: 0,
+            stopped: false,
+        })
     }
 
-    let threads = rayon::current_num_threads().max(1);
-    let per_step = opts.batch_size.max(1) * opts.grad_accum.max(1);
-    let steps_per_epoch = train_set.len().div_ceil(per_step);
-    let total = steps_per_epoch * opts.epochs.max(1);
-    let warmup = ((total as f64) * opts.warmup_ratio).round() as usize;
-    let params = |lr: f64| ParamsAdamW { lr, weight_decay: opts.weight_decay, ..Default::default() };
-    let mut head_opt = AdamW::new(head_vars.clone(), params(opts.learning_rate))?;
-    let mut layer_opt = if layer_vars.is_empty() {
-        None
-    } else {
-        Some(AdamW::new(layer_vars.clone(), params(opts.layer_learning_rate))?)
-    };
-    let mut rng = ChaCha8Rng::seed_from_u64(opts.seed);
-    let mut order: Vec<usize> = (0..train_set.len()).collect();
-    let mut curve = Vec::new();
-    let mut best: Option<(f64, usize, Vec<Tensor>)> = None;
-    let mut step = 0;
-    let mut since_best = 0;
-    for epoch in 1..=opts.epochs.max(1) {
-        order.shuffle(&mut rng);
+    /// Inputs whose frozen part is computed, of all (train and dev).
+    pub fn inputs(&self) -> (usize, usize) {
+        if self.lower == 0 {
+            (self.inputs_total, self.inputs_total)
+        } else {
+            (self.inputs_done, self.inputs_total)
+        }
+    }
+
+    /// Seconds the frozen pass took.
+    pub fn cache_seconds(&self) -> f64 {
+        self.cache_seconds
+    }
+
+    /// Whether the frozen layers run at all (not with `Freeze::All`).
+    pub fn has_frozen_pass(&self) -> bool {
+        self.lower > 0
+    }
+
+    /// Runs up to `max_batches` batches of the frozen pass on `encoder` (the base model's:
+    /// the CPU path, or the GPU); true once every input is done.
+    pub async fn encode_batches<E: super::encoder::Encoder>(
+        &mut self,
+        encoder: &E,
+        max_batches: usize,
+    ) -> Result<bool> {
+        if self.prepared.is_some() {
+            return Ok(true);
+        }
+        let started = *self.cache_started.get_or_insert_with(self.clock);
+        let h = self.model.config.hidden_size;
+        let num_layers = self.model.config.num_layers;
+        for _ in 0..max_batches {
+            let Some((s, group)) = self.pending.pop_front() else { break };
+            let set = if s == 0 { &self.train_set } else { &self.dev_set };
+            let cache = &mut self.caches[s];
+            let inputs: Vec<&Encoded> = set.iter().flat_map(|e| e.inputs.iter()).collect();
+            let items: Vec<&Encoded> = group.iter().map(|&i| inputs[i]).collect();
+            let batch = self.tokenizer.batch(&items);
+            if self.lower >= num_layers {
+                let states = encoder.encode(&batch, num_layers).await?;
+                cache.rows.resize(cache.lens.len() * h, 0.0);
+                for (k, &i) in group.iter().enumerate() {
+                    cache.rows[i * h..(i + 1) * h].copy_from_slice(states.token(k, 0));
+                }
+            } else {
+                let hidden = encoder.encode(&batch, self.lower).await?;
+                cache.states.resize(cache.lens.len(), Vec::new());
+                for (k, &i) in group.iter().enumerate() {
+                    let row = &hidden.data[k * hidden.seq_len * h..(k * hidden.seq_len + cache.lens[i]) * h];
+                    cache.states[i] = row.iter().map(|&x| half::f16::from_f32(x)).collect();
+                }
+            }
+            self.inputs_done += group.len();
+        }
+        if !self.pending.is_empty() {
+            return Ok(false);
+        }
+        let prepared = |c: &mut SetCache| -> Result<Prepared> {
+            let frozen = if self.lower == 0 {
+                Frozen::Nothing
+            } else if self.lower >= num_layers {
+                let n = c.lens.len();
+                Frozen::FirstTokens(Tensor::from_vec(std::mem::take(&mut c.rows), (n, h), &Device::Cpu)?)
+            } else {
+                Frozen::Lower(std::mem::take(&mut c.states))
+            };
+            Ok(Prepared { starts: std::mem::take(&mut c.starts), frozen })
+        };
+        let [t, d] = &mut self.caches;
+        self.prepared = Some([prepared(t)?, prepared(d)?]);
+        self.cache_seconds = (self.clock)() - started;
+        Ok(true)
+    }
+
+    /// The epochs logged so far.
+    pub fn curve(&self) -> &[EpochLog] {
+        &self.curve
+    }
+
+    /// Training examples and dev examples.
+    pub fn sizes(&self) -> (usize, usize) {
+        (self.train_set.len(), self.dev_set.len())
+    }
+
+    /// One epoch: the optimiser steps over the shuffled training set, then the dev
+    /// accuracy. `None` once training is over (all epochs run, or `patience` epochs without
+    /// a better dev accuracy); an error before the frozen pass is complete.
+    pub fn run_epoch(&mut self, progress: &mut dyn FnMut(TrainEvent)) -> Result<Option<EpochLog>> {
+        use rayon::prelude::*;
+        let epochs = self.opts.epochs.max(1);
+        if self.stopped || self.curve.len() >= epochs {
+            return Ok(None);
+        }
+        let Some([train_p, dev_p]) = self.prepared.as_ref() else {
+            return Err(Error::invalid("the frozen layers are not computed yet for every input"));
+        };
+        let opts = &self.opts;
+        let (model, tok, lower, threads) = (&self.model, &self.tokenizer, self.lower, self.threads);
+        let (train_set, dev_set) = (&self.train_set, &self.dev_set);
+        let multiple_choice = self.multiple_choice;
+        let vars: Vec<Var> = self.head_vars.iter().chain(&self.layer_vars).cloned().collect();
+        let per_step = opts.batch_size.max(1) * opts.grad_accum.max(1);
+        let steps_per_epoch = train_set.len().div_ceil(per_step);
+        let total = steps_per_epoch * epochs;
+        let warmup = ((total as f64) * opts.warmup_ratio).round() as usize;
+        // The optimisers keep their moments across epochs: made on the first one.
+        let params = |lr: f64| ParamsAdamW { lr, weight_decay: opts.weight_decay, ..Default::default() };
+        if self.optimisers.is_none() {
+            let head = AdamW::new(self.head_vars.clone(), params(opts.learning_rate))?;
+            let layers = if self.layer_vars.is_empty() {
+                None
+            } else {
+                Some(AdamW::new(self.layer_vars.clone(), params(opts.layer_learning_rate))?)
+            };
+            self.optimisers = Some((head, layers));
+        }
+        let (head_opt, layer_opt) = self.optimisers.as_mut().expect("made above");
+        let epoch = self.curve.len() + 1;
+        self.order.shuffle(&mut self.rng);
         let mut loss_sum = 0.0;
         let mut lr = opts.learning_rate;
-        let started = Instant::now();
-        let mut last_report = Instant::now();
+        let clock = self.clock;
+        let started = clock();
+        let mut last_report = started;
         let mut done = 0;
-        for chunk in order.chunks(per_step) {
+        for chunk in self.order.chunks(per_step) {
             let mut acc: Option<candle_core::backprop::GradStore> = None;
             for micro in chunk.chunks(opts.batch_size.max(1)) {
                 // One shard per thread, each with its own forward and backward pass; the
                 // loss is scaled so the summed gradient is the mean over the whole step.
-                let parts = shards(&train_p, micro, threads);
+                let parts = shards(train_set, micro, threads);
                 let results = parts
                     .par_iter()
                     .map(|part| -> Result<(candle_core::backprop::GradStore, f64)> {
-                        let logits = logits_of(&model, tok, &train_p, part, lower)?;
+                        let logits = logits_of(model, tok, train_set, train_p, part, lower)?;
                         let exs: Vec<&TrainExample> = part.iter().map(|&i| &train_set[i]).collect();
                         let (loss, _) = loss_and_correct(&exs, &logits, multiple_choice)?;
                         let value = loss.to_scalar::<f32>()? as f64;
@@ -690,29 +894,29 @@ pub fn train_with_events(
                 }
             }
             let grads = acc.expect("non-empty chunk");
-            lr = scheduled_lr(opts.learning_rate, step, warmup, total);
+            lr = scheduled_lr(opts.learning_rate, self.step, warmup, total);
             head_opt.set_learning_rate(lr);
             head_opt.step(&grads)?;
             if let Some(o) = layer_opt.as_mut() {
-                o.set_learning_rate(scheduled_lr(opts.layer_learning_rate, step, warmup, total));
+                o.set_learning_rate(scheduled_lr(opts.layer_learning_rate, self.step, warmup, total));
                 o.step(&grads)?;
             }
-            step += 1;
+            self.step += 1;
             done += chunk.len();
-            if last_report.elapsed().as_secs_f64() >= 10.0 {
-                last_report = Instant::now();
-                let rate = done as f64 / started.elapsed().as_secs_f64();
+            if clock() - last_report >= 10.0 {
+                last_report = clock();
+                let rate = done as f64 / (last_report - started).max(1e-9);
                 progress(TrainEvent::Step { epoch, examples: done, of: train_set.len(), examples_per_second: rate });
             }
         }
-        let train_seconds = started.elapsed().as_secs_f64();
+        let train_seconds = clock() - started;
         // Dev accuracy with the current weights (no gradients kept), shards in parallel.
         let dev_idx: Vec<usize> = (0..dev_set.len()).collect();
-        let dev_parts: Vec<Vec<usize>> = shards(&dev_p, &dev_idx, dev_set.len().div_ceil(opts.batch_size.max(1)));
+        let dev_parts = shards(dev_set, &dev_idx, dev_set.len().div_ceil(opts.batch_size.max(1)));
         let correct = dev_parts
             .par_iter()
             .map(|part| -> Result<usize> {
-                let logits = logits_of(&model, tok, &dev_p, part, lower)?.detach();
+                let logits = logits_of(model, tok, dev_set, dev_p, part, lower)?.detach();
                 let exs: Vec<&TrainExample> = part.iter().map(|&i| &dev_set[i]).collect();
                 Ok(loss_and_correct(&exs, &logits, multiple_choice)?.1)
             })
@@ -722,7 +926,7 @@ pub fn train_with_events(
         let dev_accuracy = correct as f64 / dev_set.len() as f64;
         let log = EpochLog {
             epoch,
-            steps: step,
+            steps: self.step,
             train_loss: loss_sum / train_set.len() as f64,
             dev_accuracy,
             learning_rate: lr,
@@ -730,39 +934,45 @@ pub fn train_with_events(
             examples_per_second: train_set.len() as f64 / train_seconds.max(1e-9),
         };
         progress(TrainEvent::Epoch(&log));
-        curve.push(log);
-        if best.as_ref().is_none_or(|(acc, _, _)| dev_accuracy > *acc) {
+        self.curve.push(log.clone());
+        if self.best.as_ref().is_none_or(|(acc, _, _)| dev_accuracy > *acc) {
             let snapshot = vars.iter().map(|v| v.as_tensor().copy()).collect::<candle_core::Result<Vec<_>>>()?;
-            best = Some((dev_accuracy, epoch, snapshot));
-            since_best = 0;
+            self.best = Some((dev_accuracy, epoch, snapshot));
+            self.since_best = 0;
         } else {
-            since_best += 1;
-            if since_best >= opts.patience.max(1) {
-                break;
+            self.since_best += 1;
+            if self.since_best >= self.opts.patience.max(1) {
+                self.stopped = true;
             }
         }
+        Ok(Some(log))
     }
-    let (best_dev_accuracy, best_epoch, snapshot) = best.expect("at least one epoch");
-    for (v, t) in vars.iter().zip(snapshot) {
-        v.set(&t)?;
+
+    /// The model with the weights of the best dev epoch (at least one epoch must have run).
+    pub fn finish(self) -> Result<TrainResult> {
+        let (best_dev_accuracy, best_epoch, snapshot) =
+            self.best.ok_or_else(|| Error::invalid("no epoch was trained"))?;
+        for (v, t) in self.head_vars.iter().chain(&self.layer_vars).zip(snapshot) {
+            v.set(&t)?;
+        }
+        // Detach: the saved model holds plain tensors, not variables.
+        let mut model = self.model;
+        model.weights = detach_weights(&model.weights)?;
+        if let Some(h) = model.head.as_mut() {
+            *h = detach_head(h)?;
+        }
+        let cut = |set: &[TrainExample]| set.iter().filter(|e| e.inputs.iter().any(|i| i.tokens_cut() > 0)).count();
+        Ok(TrainResult {
+            model,
+            curve: self.curve,
+            best_epoch,
+            best_dev_accuracy,
+            truncated: (cut(&self.train_set), cut(&self.dev_set)),
+            cache_seconds: self.cache_seconds,
+            threads: self.threads,
+            data: None,
+        })
     }
-    // Detach: the saved model holds plain tensors, not variables.
-    let mut model = model;
-    model.weights = detach_weights(&model.weights)?;
-    if let Some(h) = model.head.as_mut() {
-        *h = detach_head(h)?;
-    }
-    let cut = |set: &[TrainExample]| set.iter().filter(|e| e.inputs.iter().any(|i| i.tokens_cut() > 0)).count();
-    Ok(TrainResult {
-        model,
-        curve,
-        best_epoch,
-        best_dev_accuracy,
-        truncated: (cut(train_set), cut(dev_set)),
-        cache_seconds,
-        threads,
-        data: None,
-    })
 }
 
 fn detach_dense(d: &Dense) -> Result<Dense> {
@@ -815,8 +1025,21 @@ fn detach_weights(w: &super::load::EncoderWeights) -> Result<super::load::Encode
 /// The files a trained evaluator folder holds (the CLI writes them next to a copy of the
 /// base model's `tokenizer.json`): `config.json`, `model.safetensors`, `train_log.json`.
 pub fn trained_files(result: &TrainResult, options: &TrainOptions) -> Result<Vec<(String, Vec<u8>)>> {
-    let log = serde_json::json!({
-        "options": options,
+    trained_files_with(result, options, serde_json::json!({}))
+}
+
+/// [`trained_files`] with more entries in the log after the options (`jobs::train` adds
+/// the task, the argument source, the dev split and the inputs' fingerprints).
+pub fn trained_files_with(
+    result: &TrainResult,
+    options: &TrainOptions,
+    extra: serde_json::Value,
+) -> Result<Vec<(String, Vec<u8>)>> {
+    let mut log = serde_json::json!({ "options": options });
+    if let (Some(log), serde_json::Value::Object(extra)) = (log.as_object_mut(), extra) {
+        log.extend(extra);
+    }
+    let rest = serde_json::json!({
         "best_epoch": result.best_epoch,
         "best_dev_accuracy": result.best_dev_accuracy,
         "truncated_examples": {"train": result.truncated.0, "dev": result.truncated.1},
@@ -825,6 +1048,9 @@ pub fn trained_files(result: &TrainResult, options: &TrainOptions) -> Result<Vec
         "cache_seconds": result.cache_seconds,
         "curve": result.curve,
     });
+    if let (Some(log), serde_json::Value::Object(rest)) = (log.as_object_mut(), rest) {
+        log.extend(rest);
+    }
     Ok(vec![
         ("config.json".into(), result.model.config.to_json().into_bytes()),
         ("model.safetensors".into(), super::load::to_safetensors(&result.model)?),

@@ -1,0 +1,367 @@
+//! Training an evaluator (`medrank train`, the page's "Train an evaluator"): the data read
+//! the same way for both front ends (a HiTZ MCQA file or an argument bundle, a dev file or a
+//! seeded dev split of the training file), then the step-wise [`Trainer`]: the CLI runs its
+//! steps in one loop ([`train`]), the page's worker one call at a time so it can show
+//! progress and stop. The trained evaluator is the model folder's files (config.json,
+//! tokenizer.json, model.safetensors, train_log.json).
+
+use super::NamedText;
+use crate::data::Task;
+use crate::model::train::{
+    self as t, ArgumentSource, DataCounts, EpochLog, ExampleOptions, Freeze, TrainData, TrainEvent, TrainOptions,
+    Trainer,
+};
+use crate::model::{HeadKind, TextModel};
+use crate::report::Fingerprint;
+use crate::{Error, Result};
+use rand::seq::SliceRandom;
+use rand::SeedableRng;
+use serde::Serialize;
+
+/// Where the dev examples (which pick the best epoch) come from.
+#[derive(Debug, Clone, PartialEq)]
+pub enum DevData {
+    /// A file in the training file's format.
+    File(NamedText),
+    /// This fraction of the training file's examples, drawn with the training seed; the
+    /// rest train.
+    Split(f64),
+}
+
+#[derive(Debug, Clone)]
+pub struct TrainRequest {
+    /// A HiTZ MCQA file (the argument already in the question) or an argument bundle.
+    pub train: NamedText,
+    pub dev: DevData,
+    /// With a bundle: the proxy task whose instances train.
+    pub task: Task,
+    /// With a bundle: `none`, `system:NAME` or `random:A,B,C` (as `--arguments`).
+    pub arguments: String,
+    pub options: TrainOptions,
+    pub conventions: ExampleOptions,
+}
+
+/// `head`, `top:N` or `all` (`--freeze`).
+pub fn parse_freeze(s: &str) -> Result<Freeze> {
+    match s.trim() {
+        "head" => Ok(Freeze::HeadOnly),
+        "all" => Ok(Freeze::All),
+        other => match other.strip_prefix("top:").and_then(|n| n.parse().ok()) {
+            Some(n) => Ok(Freeze::TopLayers(n)),
+            None => Err(Error::invalid(format!("--freeze {other}: expected head, top:N or all"))),
+        },
+    }
+}
+
+/// `none`, `system:NAME` or `random:A,B,C` (`--arguments`).
+pub fn parse_arguments(s: &str) -> Result<ArgumentSource> {
+    match s.trim() {
+        "none" => Ok(ArgumentSource::None),
+        s => match (s.strip_prefix("system:"), s.strip_prefix("random:")) {
+            (Some(name), _) if !name.trim().is_empty() => Ok(ArgumentSource::System(name.trim().to_string())),
+            (_, Some(list)) if list.split(',').all(|x| !x.trim().is_empty()) => {
+                Ok(ArgumentSource::RandomOf(list.split(',').map(|x| x.trim().to_string()).collect()))
+            }
+            _ => Err(Error::invalid(format!("--arguments {s}: expected none, system:NAME or random:A,B,..."))),
+        },
+    }
+}
+
+/// The head a task trains: multiple choice for MCQA, else classification over its labels.
+pub fn head_of(task: Task) -> HeadKind {
+    if task == Task::Mcqa {
+        HeadKind::MultipleChoice
+    } else {
+        HeadKind::SequenceClassification
+    }
+}
+
+/// What reading the data found, shown by both front ends before training starts.
+#[derive(Debug, Clone, Serialize)]
+pub struct TrainingSummary {
+    pub task: &'static str,
+    pub arguments: String,
+    pub freeze: Freeze,
+    pub train_examples: usize,
+    pub dev_examples: usize,
+    /// The dev split's fraction, when the dev examples came from the training file.
+    pub dev_split: Option<f64>,
+    /// Inputs the frozen encoder computes once (train and dev).
+    pub inputs: usize,
+    /// What was left out or not used, one sentence each (the CLI prints them as notes).
+    pub notes: Vec<String>,
+    /// The readers' warnings, with their locations.
+    pub warnings: Vec<String>,
+}
+
+/// A trained evaluator: its folder's files and what the log says.
+#[derive(Debug, Clone, Serialize)]
+pub struct TrainedEvaluator {
+    pub best_epoch: usize,
+    pub best_dev_accuracy: f64,
+    pub curve: Vec<EpochLog>,
+    /// Examples with at least one input cut to the model's token limit (train, dev).
+    pub truncated: (usize, usize),
+    /// A warning about those cut inputs, when there are any.
+    pub truncation_warning: Option<String>,
+    /// config.json, model.safetensors, train_log.json, tokenizer.json.
+    #[serde(skip)]
+    pub files: Vec<(String, Vec<u8>)>,
+}
+
+/// A training under way: the data read, the trainer between two steps.
+pub struct TrainingJob {
+    trainer: Trainer,
+    summary: TrainingSummary,
+    options: TrainOptions,
+    counts: (DataCounts, DataCounts),
+    inputs: Vec<Fingerprint>,
+}
+
+/// Whether a file is an argument bundle (its first record has a `task`) rather than a HiTZ
+/// MCQA file.
+fn is_bundle(text: &str) -> bool {
+    text.lines().find(|l| !l.trim().is_empty()).is_some_and(|l| l.contains("\"task\""))
+}
+
+/// Examples of one file, with notes on what was not used.
+fn read_examples(
+    file: &NamedText,
+    req: &TrainRequest,
+    source: &ArgumentSource,
+    labels: &[String],
+    base: &TextModel,
+    summary: &mut TrainingSummary,
+) -> Result<TrainData> {
+    let task = req.task;
+    if is_bundle(&file.text) {
+        let (mut bundle, warnings) = crate::data::parse_bundle(&file.name, &file.text)?;
+        summary.warnings.extend(warnings.iter().map(|w| w.to_string()));
+        let before = bundle.instances.len();
+        bundle.instances.retain(|i| i.problem.task() == task);
+        if bundle.instances.is_empty() {
+            return Err(Error::in_file(&file.name, format!("no {} instance to train on", task.name())));
+        }
+        if bundle.instances.len() < before {
+            summary.notes.push(format!(
+                "{}: {} instances of other tasks are not used for task {}",
+                file.name,
+                before - bundle.instances.len(),
+                task.name()
+            ));
+        }
+        t::examples_from_bundle(&bundle, source, labels, &base.tokenizer, req.options.seed, &req.conventions)
+    } else {
+        if task != Task::Mcqa || *source != ArgumentSource::None {
+            return Err(Error::in_file(&file.name, "a HiTZ file is MCQA with its arguments already in the question: the task and the argument source apply to bundles only"));
+        }
+        t::read_hitz_mcqa(&file.name, &file.text, &base.tokenizer, &req.conventions)
+    }
+}
+
+/// Splits `data` into (train, dev): `fraction` of the examples (at least one, at most all
+/// but one), drawn with `seed`; both keep the file's order.
+fn split(data: TrainData, fraction: f64, seed: u64, file: &str) -> Result<(TrainData, TrainData)> {
+    if !(fraction > 0.0 && fraction < 1.0) {
+        return Err(Error::invalid(format!("--dev-split {fraction}: expected a fraction between 0 and 1")));
+    }
+    let n = data.examples.len();
+    if n < 2 {
+        return Err(Error::in_file(file, format!("{n} example: too few to split off a dev set")));
+    }
+    let k = ((n as f64 * fraction).round() as usize).clamp(1, n - 1);
+    let mut order: Vec<usize> = (0..n).collect();
+    order.shuffle(&mut rand_chacha::ChaCha8Rng::seed_from_u64(seed));
+    let mut is_dev = vec![false; n];
+    for &i in &order[..k] {
+        is_dev[i] = true;
+    }
+    let (mut train, mut dev) = (TrainData::default(), TrainData::default());
+    for (e, d) in data.examples.into_iter().zip(is_dev) {
+        if d {
+            dev.examples.push(e)
+        } else {
+            train.examples.push(e)
+        }
+    }
+    // What the reader left out belongs to the file: the training part's counts keep it.
+    train.counts = DataCounts { examples: n - k, ..data.counts };
+    dev.counts = DataCounts { examples: k, ..Default::default() };
+    Ok((train, dev))
+}
+
+impl TrainingJob {
+    /// Reads and checks the data, tokenises it with `base`'s tokenizer and sets up the
+    /// trainer (a new seeded head). `clock` gives seconds (for examples/s only).
+    pub fn start(req: &TrainRequest, base: &TextModel, clock: fn() -> f64) -> Result<TrainingJob> {
+        let source = parse_arguments(&req.arguments)?;
+        let labels = t::task_labels(req.task);
+        let mut summary = TrainingSummary {
+            task: req.task.name(),
+            arguments: req.arguments.trim().to_string(),
+            freeze: req.options.freeze,
+            train_examples: 0,
+            dev_examples: 0,
+            dev_split: None,
+            inputs: 0,
+            notes: Vec::new(),
+            warnings: Vec::new(),
+        };
+        let mut inputs = vec![req.train.fingerprint()];
+        let read = read_examples(&req.train, req, &source, &labels, base, &mut summary)?;
+        let (train_data, dev_data) = match &req.dev {
+            DevData::File(dev) => {
+                inputs.push(dev.fingerprint());
+                (read, read_examples(dev, req, &source, &labels, base, &mut summary)?)
+            }
+            DevData::Split(fraction) => {
+                summary.dev_split = Some(*fraction);
+                split(read, *fraction, req.options.seed, &req.train.name)?
+            }
+        };
+        for (what, d) in [("training", &train_data), ("dev", &dev_data)] {
+            let c = &d.counts;
+            if c.empty_options_left_out > 0 {
+                summary.notes.push(format!(
+                    "{what} data: {} empty options are no candidate (--keep-empty-options keeps them)",
+                    c.empty_options_left_out
+                ));
+            }
+            if !c.not_enough_evidence_dropped.is_empty() {
+                summary.notes.push(format!(
+                    "{what} data: {} not_enough_evidence instances dropped, as evaluation drops them (--keep-not-enough-evidence keeps them): {}",
+                    c.not_enough_evidence_dropped.len(),
+                    c.not_enough_evidence_dropped.join(", ")
+                ));
+            }
+            if d.examples.is_empty() {
+                return Err(Error::invalid(format!("no {what} example is left to train on")));
+            }
+        }
+        summary.train_examples = train_data.examples.len();
+        summary.dev_examples = dev_data.examples.len();
+        let counts = (train_data.counts, dev_data.counts);
+        let trainer = Trainer::new(
+            base,
+            head_of(req.task),
+            &labels,
+            train_data.examples,
+            dev_data.examples,
+            req.options.clone(),
+            clock,
+        )?;
+        summary.inputs = trainer.inputs().1;
+        Ok(TrainingJob { trainer, summary, options: req.options.clone(), counts, inputs })
+    }
+
+    pub fn summary(&self) -> &TrainingSummary {
+        &self.summary
+    }
+
+    /// Inputs whose frozen part is computed, of all.
+    pub fn inputs(&self) -> (usize, usize) {
+        self.trainer.inputs()
+    }
+
+    /// Seconds the frozen pass took (once it is complete).
+    pub fn cache_seconds(&self) -> f64 {
+        self.trainer.cache_seconds()
+    }
+
+    /// Up to `max_batches` batches of the frozen pass on `encoder` (the base model's, on
+    /// the CPU or the GPU); true once every input is done.
+    pub async fn encode<E: crate::model::Encoder>(&mut self, encoder: &E, max_batches: usize) -> Result<bool> {
+        self.trainer.encode_batches(encoder, max_batches).await
+    }
+
+    /// One epoch; `None` once training is over (see [`Trainer::run_epoch`]).
+    pub fn epoch(&mut self, progress: &mut dyn FnMut(TrainEvent)) -> Result<Option<EpochLog>> {
+        self.trainer.run_epoch(progress)
+    }
+
+    /// The epochs logged so far.
+    pub fn curve(&self) -> &[EpochLog] {
+        self.trainer.curve()
+    }
+
+    /// The trained evaluator's folder: the best epoch's weights, the base model's
+    /// `tokenizer_json`, and the log (options, data, inputs' fingerprints, curve).
+    pub fn finish(self, tokenizer_json: &[u8]) -> Result<TrainedEvaluator> {
+        let mut result = self.trainer.finish()?;
+        result.data = Some(self.counts);
+        let s = &self.summary;
+        let extra = serde_json::json!({
+            "task": s.task,
+            "arguments": s.arguments,
+            "dev_split": s.dev_split,
+            "inputs": self.inputs,
+        });
+        let mut files = t::trained_files_with(&result, &self.options, extra)?;
+        files.push(("tokenizer.json".into(), tokenizer_json.to_vec()));
+        let (cut_train, cut_dev) = result.truncated;
+        let truncation_warning = (cut_train + cut_dev > 0).then(|| {
+            let what = match self.summary.task {
+                "mcqa" => "the case or argument, never the option",
+                "nli" => "the longest of statement, evidence and argument first",
+                _ => "the longer of claim and argument first",
+            };
+            format!("{cut_train} training and {cut_dev} dev examples had inputs cut to the model's token limit ({what}); train_log.json records the counts")
+        });
+        Ok(TrainedEvaluator {
+            best_epoch: result.best_epoch,
+            best_dev_accuracy: result.best_dev_accuracy,
+            curve: result.curve,
+            truncated: result.truncated,
+            truncation_warning,
+            files,
+        })
+    }
+}
+
+/// Training from start to end on the CPU (`medrank train`): the same steps the page runs
+/// one at a time. `events` sees the summary's start, the frozen pass and every epoch.
+#[cfg(not(target_arch = "wasm32"))]
+pub fn train(
+    req: &TrainRequest,
+    base: &TextModel,
+    tokenizer_json: &[u8],
+    started: &mut dyn FnMut(&TrainingSummary),
+    events: &mut dyn FnMut(TrainEvent),
+) -> Result<TrainedEvaluator> {
+    let mut job = TrainingJob::start(req, base, t::native_clock)?;
+    started(job.summary());
+    crate::model::run_ready(job.encode(&base.encoder, usize::MAX))?;
+    if job.trainer.has_frozen_pass() {
+        events(TrainEvent::Cached { inputs: job.inputs().1, seconds: job.cache_seconds() });
+    }
+    while job.epoch(events)?.is_some() {}
+    job.finish(tokenizer_json)
+}
+
+/// What the page's training form offers for one file: whether it is an argument bundle or a
+/// HiTZ MCQA file, the tasks of its instances and the systems whose arguments it holds.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct TrainingChoices {
+    /// "bundle" or "hitz".
+    pub format: &'static str,
+    pub tasks: Vec<&'static str>,
+    pub systems: Vec<String>,
+    pub instances: usize,
+}
+
+/// The choices one training file allows (it is read with the trainer's own readers).
+pub fn training_choices(file: &NamedText) -> Result<TrainingChoices> {
+    if is_bundle(&file.text) {
+        let (bundle, _) = crate::data::parse_bundle(&file.name, &file.text)?;
+        let tasks = crate::data::common::first_appearance(bundle.instances.iter().map(|i| i.problem.task().name()));
+        Ok(TrainingChoices {
+            format: "bundle",
+            tasks,
+            systems: bundle.systems.clone(),
+            instances: bundle.instances.len(),
+        })
+    } else {
+        let (items, _) = crate::data::parse_hitz(&file.name, &file.text)?;
+        Ok(TrainingChoices { format: "hitz", tasks: vec!["mcqa"], systems: Vec::new(), instances: items.len() })
+    }
+}

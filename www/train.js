@@ -1,0 +1,274 @@
+// The "Train an evaluator" section: the form (its names match `medrank train`'s flags), the
+// training's progress and curve, and the evaluators kept in this browser (use, download as a
+// model folder in a .zip, delete). The worker runs the library's training steps
+// (worker.js, runTraining); nothing here computes a number.
+import { el, download, formatError } from './dom.js';
+import { trainingCurve } from './charts.js';
+import { zipStored } from './zip.js';
+
+const $ = (sel) => document.querySelector(sel);
+
+/** ctx: {ask, state, selectedModel, updateRunButtons, announce}. */
+export function wireTraining(ctx) {
+  const form = { train: null, dev: null, choices: null };
+
+  const readFile = async (input) => {
+    const file = input.files[0];
+    return file ? { name: file.name, text: await file.text() } : null;
+  };
+
+  $('#train-file').addEventListener('change', async () => {
+    hideError();
+    form.train = await readFile($('#train-file'));
+    form.choices = null;
+    $('#train-file-info').textContent = '';
+    if (form.train) {
+      try {
+        const reply = await ctx.ask({ type: 'training-choices', name: form.train.name, text: form.train.text });
+        form.choices = reply.result;
+        showChoices(form.choices);
+      } catch (error) {
+        showError(error);
+      }
+    }
+    updateButton();
+  });
+  $('#train-dev-file').addEventListener('change', async () => {
+    form.dev = await readFile($('#train-dev-file'));
+    document.querySelector('input[name=train-dev][value=file]').checked = true;
+    updateButton();
+  });
+  for (const radio of document.querySelectorAll('input[name=train-dev]'))
+    radio.addEventListener('change', updateButton);
+  $('#train-run').addEventListener('click', train);
+  $('#train-cancel').addEventListener('click', () => {
+    $('#train-stage').textContent = 'Cancelling…';
+    // Seen between two training steps (the worker yields to its message loop after each).
+    ctx.state.worker.postMessage({ type: 'train-cancel' });
+  });
+
+  function showChoices(choices) {
+    const tasks = $('#train-task');
+    for (const option of tasks.options) option.disabled = !choices.tasks.includes(option.value);
+    if (!choices.tasks.includes(tasks.value)) tasks.value = choices.tasks[0];
+    const args = $('#train-arguments');
+    args.replaceChildren(el('option', { value: 'none' }, 'none (the baseline evaluator)'));
+    for (const s of choices.systems) args.append(el('option', { value: `system:${s}` }, `${s}'s argument`));
+    if (choices.systems.length > 1)
+      args.append(
+        el(
+          'option',
+          { value: `random:${choices.systems.join(',')}` },
+          `a random system's per instance (${choices.systems.join(', ')})`,
+        ),
+      );
+    const what = choices.format === 'bundle' ? 'argument bundle' : 'HiTZ MCQA file (the argument is in the question)';
+    $('#train-file-info').textContent =
+      `${choices.instances} instances, ${what}` +
+      (choices.systems.length ? `; systems: ${choices.systems.join(', ')}` : '') +
+      `; tasks: ${choices.tasks.join(', ')}`;
+  }
+
+  function devChoice() {
+    return document.querySelector('input[name=train-dev]:checked').value;
+  }
+
+  function updateButton() {
+    const devOk = devChoice() === 'split' || !!form.dev;
+    $('#train-run').disabled = !!ctx.state.running || !form.train || !form.choices || !devOk;
+  }
+
+  /** The base encoder: the model chosen above when it is a model folder, else the bundled one. */
+  function baseModel() {
+    const chosen = ctx.selectedModel();
+    return chosen.source === 'bundled' || chosen.source === 'local' ? chosen : { source: 'bundled' };
+  }
+
+  function request() {
+    const num = (id) => Number($(id).value);
+    const split = devChoice() === 'split';
+    return {
+      train: form.train,
+      dev: split ? undefined : form.dev,
+      dev_split: split ? num('#train-dev-split') : undefined,
+      task: $('#train-task').value,
+      arguments: $('#train-arguments').value,
+      freeze: 'head',
+      epochs: num('#train-epochs'),
+      lr: num('#train-lr'),
+      batch_size: num('#train-batch'),
+      patience: num('#train-patience'),
+      seed: num('#train-seed'),
+      backend: $('#opt-backend').value,
+    };
+  }
+
+  async function train() {
+    if (ctx.state.running) return;
+    hideError();
+    const req = request();
+    const curve = [];
+    const started = performance.now();
+    ctx.state.running = { job: 'train', started };
+    ctx.updateRunButtons();
+    updateButton();
+    $('#train-cancel').hidden = false;
+    $('#train-progress').hidden = false;
+    $('#train-notes').replaceChildren();
+    $('#train-chart').replaceChildren();
+    $('#train-result').textContent = '';
+    let stageStarted = { stage: null, at: started };
+    const onProgress = (p) => {
+      if (p.summary) showSummary(p.summary);
+      if (p.epoch) {
+        curve.push(p.epoch);
+        $('#train-chart').replaceChildren(trainingCurve(curve, { epochs: req.epochs }));
+      }
+      if (p.stage !== stageStarted.stage) stageStarted = { stage: p.stage, at: performance.now() };
+      showProgress(p, stageStarted.at);
+    };
+    try {
+      const reply = await ctx.ask(
+        { type: 'train', model: baseModel(), request: req, name: $('#train-name').value },
+        onProgress,
+      );
+      const { report, stored, backend } = reply.result;
+      ctx.state.lastTraining = {
+        request: req,
+        report,
+        stored,
+        backend,
+        featuresMs: reply.featuresMs,
+        elapsedMs: reply.elapsedMs,
+      };
+      $('#train-chart').replaceChildren(trainingCurve(report.curve, { epochs: req.epochs, best: report.best_epoch }));
+      $('#train-result').textContent =
+        `Best epoch ${report.best_epoch}: dev accuracy ${report.best_dev_accuracy.toFixed(4)}. ` +
+        `Features computed on ${describeBackend(backend)}. ` +
+        `Kept in this browser as “${stored.name}” and chosen as the model above.` +
+        (report.truncation_warning ? ` Note: ${report.truncation_warning}.` : '');
+      await refreshTrained();
+      const radio = document.querySelector(`input[name=model][value="trained:${stored.id}"]`);
+      if (radio) radio.checked = true;
+      ctx.announce(`Training finished in ${((performance.now() - started) / 1000).toFixed(1)} s`);
+    } catch (error) {
+      if (error?.cancelled) showError({ message: 'Training cancelled: nothing was kept.' });
+      else showError(error);
+    } finally {
+      ctx.state.running = null;
+      $('#train-cancel').hidden = true;
+      $('#train-progress').hidden = true;
+      ctx.updateRunButtons();
+      updateButton();
+    }
+  }
+
+  function describeBackend(b) {
+    const where =
+      b.backend === 'gpu' ? `the GPU (WebGPU: ${b.device.trim() || 'unnamed adapter'})` : 'the CPU (WebAssembly)';
+    return b.fallback_reason ? `${where}, not the GPU: ${b.fallback_reason}` : where;
+  }
+
+  function showSummary(s) {
+    const lines = [
+      `${s.train_examples} training and ${s.dev_examples} dev examples` +
+        (s.dev_split != null ? ` (a ${s.dev_split} split of the training file)` : '') +
+        `; ${s.inputs} inputs through the frozen encoder.`,
+      ...s.warnings.map((w) => `Warning: ${w}`),
+      ...s.notes.map((n) => `Note: ${n}`),
+    ];
+    $('#train-notes').replaceChildren(...lines.map((l) => el('div', {}, l)));
+  }
+
+  function showProgress(p, stageStart) {
+    $('#train-stage').textContent = p.stage || 'Working…';
+    const bar = $('#train-bar');
+    if (p.total > 0) {
+      bar.max = p.total;
+      bar.value = p.done;
+      $('#train-count').textContent = `${p.done} / ${p.total}`;
+      const elapsed = (performance.now() - stageStart) / 1000;
+      const fraction = p.done / p.total;
+      $('#train-eta').textContent =
+        fraction > 0.02 && fraction < 1 ? `about ${Math.max(1, Math.round(elapsed / fraction - elapsed))} s left` : '';
+    } else {
+      bar.removeAttribute('value');
+      $('#train-count').textContent = '';
+      $('#train-eta').textContent = '';
+    }
+  }
+
+  function showError(error) {
+    const box = $('#train-error');
+    box.replaceChildren(formatError(error));
+    box.hidden = false;
+  }
+  function hideError() {
+    $('#train-error').hidden = true;
+  }
+
+  /** Lists the kept evaluators, here and as model choices. */
+  async function refreshTrained() {
+    let list = [];
+    try {
+      list = (await ctx.ask({ type: 'trained-list' })).result;
+    } catch {
+      return;
+    }
+    const checked = document.querySelector('input[name=model]:checked')?.value;
+    $('#trained-models').replaceChildren(
+      ...list.map((m) =>
+        el(
+          'label',
+          {},
+          el('input', { type: 'radio', name: 'model', value: `trained:${m.id}`, 'data-label': m.name }),
+          ` Trained in this browser: `,
+          el('code', {}, m.name),
+          ` (${m.task}, dev accuracy ${m.best_dev_accuracy.toFixed(3)})`,
+        ),
+      ),
+    );
+    for (const radio of document.querySelectorAll('#trained-models input')) {
+      if (radio.value === checked) radio.checked = true;
+      radio.addEventListener('change', ctx.updateRunButtons);
+    }
+    if (!document.querySelector('input[name=model]:checked'))
+      document.querySelector('input[name=model][value=predictions]').checked = true;
+    $('#trained-list').replaceChildren(
+      ...list.map((m) => {
+        const get = el('button', { type: 'button', class: 'secondary', 'data-download': m.id }, 'Download (.zip)');
+        get.addEventListener('click', () => downloadTrained(m.id));
+        const del = el('button', { type: 'button', class: 'secondary', 'data-delete': m.id }, 'Delete');
+        del.addEventListener('click', async () => {
+          await ctx.ask({ type: 'trained-delete', trainedId: m.id });
+          await refreshTrained();
+          ctx.updateRunButtons();
+        });
+        return el(
+          'li',
+          { 'data-id': m.id },
+          el('code', {}, m.name),
+          ` — ${m.task}, arguments ${m.arguments}, best epoch ${m.best_epoch}, dev accuracy ${m.best_dev_accuracy.toFixed(4)}, on ${m.base}, ${m.created.slice(0, 16).replace('T', ' ')} `,
+          get,
+          ' ',
+          del,
+        );
+      }),
+    );
+    if (!list.length) $('#trained-list').append(el('li', { class: 'muted' }, 'none yet'));
+  }
+
+  /** The evaluator's model folder in a .zip: `medrank evaluate --model <unzipped folder>`. */
+  async function downloadTrained(id) {
+    const { meta, files } = (await ctx.ask({ type: 'trained-files', trainedId: id })).result;
+    const folder = meta.name.replace(/[^A-Za-z0-9._-]+/g, '-');
+    const entries = ['config.json', 'tokenizer.json', 'model.safetensors', 'train_log.json'].map((name) => [
+      `${folder}/${name}`,
+      files[name],
+    ]);
+    download(`${folder}.zip`, zipStored(entries), 'application/zip');
+  }
+
+  ctx.state.workerReady.then(refreshTrained);
+  return { refreshTrained, updateButton };
+}
