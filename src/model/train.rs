@@ -14,6 +14,10 @@
 //! a large one, pretrained layers a small one).
 //! Dropout is not used (deterministic, and the frozen-feature path could not apply it).
 //!
+//! Training runs in steps ([`Trainer`]: a few batches of the frozen pass, one epoch, finish)
+//! so the page's worker can report progress and stop between them; [`train`] runs the same
+//! steps in one call, so both front ends give the same curve.
+//!
 //! Conventions shared with evaluation: an empty MCQA option (`data::is_empty_option`) is no
 //! candidate (the example has no input for it, and its softmax runs over the others);
 //! misinformation instances labelled `not_enough_evidence` are dropped, as evaluation drops
