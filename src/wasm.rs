@@ -902,6 +902,7 @@ impl Model {
                 keep_empty_options: r.keep_empty_options,
                 keep_not_enough_evidence: r.keep_not_enough_evidence,
             },
+            on_gpu: false,
         };
         let backend = jobs::parse_backend(&r.backend).map_err(js)?;
         let job = jobs::TrainingJob::start(&req, &self.kept.model, seconds_now).map_err(js)?;
@@ -924,10 +925,10 @@ impl Model {
 
     /// One epoch: its log (`{epoch, steps, train_loss, dev_accuracy, learning_rate, ...}`), or
     /// `undefined` once training is over (all epochs, or early stopping).
-    pub fn train_epoch(&mut self) -> Result<JsValue, JsValue> {
+    pub async fn train_epoch(&mut self) -> Result<JsValue, JsValue> {
         let js = |e: Error| error_to_js(&e);
         let training = self.training.as_mut().ok_or_else(|| js(Error::invalid("no training was started")))?;
-        match training.job.epoch(&mut |_| {}).map_err(js)? {
+        match training.job.epoch(&mut |_| {}).await.map_err(js)? {
             Some(log) => to_js(&log),
             None => Ok(JsValue::UNDEFINED),
         }
@@ -936,10 +937,10 @@ impl Model {
     /// The trained evaluator: `{report, files}`, `report` what `train_log.json` summarises
     /// (best epoch, best dev accuracy, curve), `files` the folder's files by name
     /// (Uint8Array each: config.json, model.safetensors, train_log.json, tokenizer.json).
-    pub fn train_finish(&mut self) -> Result<JsValue, JsValue> {
+    pub async fn train_finish(&mut self) -> Result<JsValue, JsValue> {
         let js = |e: Error| error_to_js(&e);
         let training = self.training.take().ok_or_else(|| js(Error::invalid("no training was started")))?;
-        let trained = training.job.finish(&self.tokenizer_json).map_err(js)?;
+        let trained = training.job.finish(&self.tokenizer_json).await.map_err(js)?;
         let out = js_sys::Object::new();
         let files = js_sys::Object::new();
         for (name, bytes) in &trained.files {

@@ -8,13 +8,13 @@
 use candle_core::{Device, IndexOp, Tensor, Var, D};
 use half::f16;
 use medrank::gpu::ops::AdamWConfig;
-use medrank::gpu::train::{train_top_layers, GpuTrainer};
+use medrank::gpu::train::GpuTrainer;
 use medrank::model::config::{Activation, Arch, EncoderConfig, HeadKind};
 use medrank::model::embed::TextModel;
 use medrank::model::encoder::layers_forward;
 use medrank::model::heads::head_forward;
 use medrank::model::load::{random_model, Dense, HeadWeights, LoadedModel, Norm};
-use medrank::model::train::{lower_states, train, with_new_head, Freeze, TrainExample, TrainOptions};
+use medrank::model::train::{train, train_with_events, Freeze, TrainExample, TrainOptions};
 use medrank::model::{CpuEncoder, Part, Pooling, TextTokenizer};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -281,24 +281,10 @@ fn a_few_epochs_on_the_gpu_give_the_cpu_trainers_losses() {
     };
     let cpu = train(&base, HeadKind::MultipleChoice, &[], &train_set, &dev_set, &opts, &mut |_| {}).unwrap();
 
-    let model = with_new_head(&base.encoder.model, HeadKind::MultipleChoice, &[], opts.seed).unwrap();
-    let (train_states, dev_states) =
-        (lower_states(&base, &train_set, 1).unwrap(), lower_states(&base, &dev_set, 1).unwrap());
-    let clock = std::time::Instant::now();
-    let now = || clock.elapsed().as_secs_f64();
-    let gpu = pollster::block_on(train_top_layers(
-        ctx,
-        &model,
-        true,
-        &train_set,
-        &train_states,
-        &dev_set,
-        &dev_states,
-        &opts,
-        &now,
-        &mut |_| {},
-    ))
-    .unwrap();
+    // The same trainer, its trained part on the GPU.
+    let gpu =
+        train_with_events(&base, HeadKind::MultipleChoice, &[], &train_set, &dev_set, &opts, Some(ctx), &mut |_| {})
+            .unwrap();
     assert_eq!(gpu.curve.len(), cpu.curve.len());
     for (g, c) in gpu.curve.iter().zip(&cpu.curve) {
         eprintln!(

@@ -65,6 +65,7 @@ fn step_wise_training_gives_the_curve_of_the_one_call_trainer() {
         arguments: "none".into(),
         options: opts.clone(),
         conventions: conv,
+        on_gpu: false,
     };
     let mut job = jobs::TrainingJob::start(&req, &m, medrank::model::train::native_clock).unwrap();
     assert_eq!((job.summary().train_examples, job.summary().dev_examples), (48, 32));
@@ -83,12 +84,12 @@ fn step_wise_training_gives_the_curve_of_the_one_call_trainer() {
     // Training before the frozen pass is complete was refused above by construction; now
     // epochs one call at a time.
     let mut epochs = 0;
-    while job.epoch(&mut |_| {}).unwrap().is_some() {
+    while pollster::block_on(job.epoch(&mut |_| {})).unwrap().is_some() {
         epochs += 1;
     }
     assert_eq!(epochs, 5);
     assert_eq!(job.curve(), one_call.curve.as_slice());
-    let out = job.finish(b"{}").unwrap();
+    let out = pollster::block_on(job.finish(b"{}")).unwrap();
     assert_eq!(out.best_epoch, 3);
     let names: Vec<&str> = out.files.iter().map(|(n, _)| n.as_str()).collect();
     assert_eq!(names, ["config.json", "model.safetensors", "train_log.json", "tokenizer.json"]);
@@ -108,10 +109,11 @@ fn an_epoch_before_the_frozen_pass_is_an_error() {
         arguments: "none".into(),
         options: TrainOptions::default(),
         conventions: ExampleOptions::default(),
+        on_gpu: false,
     };
     let mut job = jobs::TrainingJob::start(&req, &m, medrank::model::train::native_clock).unwrap();
     assert_eq!((job.summary().train_examples, job.summary().dev_examples), (2, 2));
-    let err = job.epoch(&mut |_| {}).unwrap_err().to_string();
+    let err = pollster::block_on(job.epoch(&mut |_| {})).unwrap_err().to_string();
     assert!(err.contains("not computed yet"), "{err}");
 }
 

@@ -349,11 +349,11 @@ async function runTraining(msg) {
   const encodedMs = performance.now() - started;
   for (;;) {
     if (await cancelled()) return stop();
-    const log = model.train_epoch();
+    const log = await model.train_epoch();
     if (log === undefined) break;
     post({ stage: 'Training the head', done: log.epoch, total: msg.request.epochs, epoch: log });
   }
-  const { report, files } = model.train_finish();
+  const { report, files } = await model.train_finish();
   const stored = await storeTrained(msg, report, files);
   postMessage({
     type: 'result',

@@ -111,6 +111,7 @@ pub(super) fn train(a: TrainArgs) -> Result<()> {
             keep_empty_options: a.keep_empty_options,
             keep_not_enough_evidence: a.keep_not_enough_evidence,
         },
+        on_gpu: a.backend == "gpu",
     };
     let mut dev_examples = 0;
     let started = &mut |s: &jobs::TrainingSummary| {

@@ -12,15 +12,13 @@
 //! cleared. No weight or activation leaves the device between layers or steps.
 //!
 //! [`GpuTrainer`] is the engine (micro-batches, steps, logits, gradients, the trained
-//! model); [`train_top_layers`] runs the trainer's loop around it (shuffle, schedule,
-//! dev accuracy, early stopping), the loop of `model::train::train_with_events`.
+//! model); `model::train::Trainer` runs the one training loop (shuffle, schedule, dev
+//! accuracy, early stopping) around it or around candle's autograd
+//! (`Trainer::train_on_gpu`).
 //! Everything here is async and never blocks (read-backs are awaited), so it runs in the
 //! browser on WebGPU as natively on Vulkan, Metal or DX12.
 
 use half::f16;
-use rand::seq::SliceRandom;
-use rand::SeedableRng;
-use rand_chacha::ChaCha8Rng;
 
 use super::context::{GpuContext, GpuTensor};
 use super::ops::{
@@ -30,7 +28,7 @@ use super::ops::{
 use crate::error::{Error, Result};
 use crate::model::config::{Activation as ModelActivation, EncoderConfig};
 use crate::model::load::{Dense, HeadWeights, LoadedModel, Norm};
-use crate::model::train::{scheduled_lr, EpochLog, Freeze, TrainEvent, TrainExample, TrainOptions, TrainResult};
+use crate::model::train::TrainExample;
 use candle_core::{Device, Tensor};
 
 /// A trained tensor on the device with its gradient (summed over a step's micro-batches)
@@ -791,7 +789,7 @@ fn split_qkv(name: &str, values: Vec<f32>, hidden: usize) -> Vec<(String, Vec<f3
 }
 
 /// Examples by index with their inputs' cached states.
-struct Cached<'a> {
+pub struct Cached<'a> {
     set: &'a [TrainExample],
     states: &'a [Vec<f16>],
     /// First input of each example in `states`.
@@ -799,7 +797,7 @@ struct Cached<'a> {
 }
 
 impl<'a> Cached<'a> {
-    fn new(set: &'a [TrainExample], states: &'a [Vec<f16>]) -> Result<Self> {
+    pub fn new(set: &'a [TrainExample], states: &'a [Vec<f16>]) -> Result<Self> {
         let mut starts = Vec::with_capacity(set.len());
         let mut at = 0;
         for e in set {
@@ -812,7 +810,7 @@ impl<'a> Cached<'a> {
         Ok(Cached { set, states, starts })
     }
 
-    fn inputs(&self, idx: &[usize]) -> Vec<&'a [f16]> {
+    pub fn inputs(&self, idx: &[usize]) -> Vec<&'a [f16]> {
         idx.iter()
             .flat_map(|&i| self.states[self.starts[i]..self.starts[i] + self.set[i].inputs.len()].iter())
             .map(|s| s.as_slice())
@@ -821,7 +819,7 @@ impl<'a> Cached<'a> {
 }
 
 /// Dev examples right: the first highest score is the prediction, as in the CPU trainer.
-async fn dev_correct(
+pub async fn dev_correct(
     trainer: &GpuTrainer,
     dev: &Cached<'_>,
     batch_size: usize,
@@ -847,160 +845,4 @@ async fn dev_correct(
         }
     }
     Ok(correct)
-}
-
-/// Training with `Freeze::TopLayers(n)` on the GPU: the loop of the CPU trainer
-/// (`model::train::train_with_events`: seeded shuffle, micro-batches summed into a step,
-/// warm-up then linear decay, two learning rates, dev accuracy after each epoch, early
-/// stopping, the best epoch's weights) around [`GpuTrainer`]. `model` has its head
-/// (`model::train::with_new_head`); `train_states` / `dev_states` are each input's states
-/// after the frozen layers (`model::train::lower_states`), inputs in example order. `now()` is the
-/// front end's clock in seconds (`Instant` natively, `performance.now()` in the page).
-#[allow(clippy::too_many_arguments)]
-pub async fn train_top_layers(
-    ctx: GpuContext,
-    model: &LoadedModel,
-    multiple_choice: bool,
-    train_set: &[TrainExample],
-    train_states: &[Vec<f16>],
-    dev_set: &[TrainExample],
-    dev_states: &[Vec<f16>],
-    opts: &TrainOptions,
-    now: &dyn Fn() -> f64,
-    progress: &mut dyn FnMut(TrainEvent),
-) -> Result<TrainResult> {
-    let n_layers = model.config.num_layers;
-    let top = match opts.freeze {
-        Freeze::TopLayers(n) if n > 0 => n.min(n_layers),
-        other => return Err(Error::invalid(format!("the GPU trainer trains the top layers (top:N), not {other:?}"))),
-    };
-    if train_set.is_empty() || dev_set.is_empty() {
-        return Err(Error::invalid("training needs non-empty train and dev sets"));
-    }
-    let (train_c, dev_c) = (Cached::new(train_set, train_states)?, Cached::new(dev_set, dev_states)?);
-    let adamw = |lr: f64| AdamWConfig { lr, weight_decay: opts.weight_decay, ..Default::default() };
-    let mut trainer =
-        GpuTrainer::new(ctx, model, n_layers - top, adamw(opts.learning_rate), adamw(opts.layer_learning_rate))?;
-    let per_step = opts.batch_size.max(1) * opts.grad_accum.max(1);
-    let steps_per_epoch = train_set.len().div_ceil(per_step);
-    let total = steps_per_epoch * opts.epochs.max(1);
-    let warmup = ((total as f64) * opts.warmup_ratio).round() as usize;
-    let mut rng = ChaCha8Rng::seed_from_u64(opts.seed);
-    let mut order: Vec<usize> = (0..train_set.len()).collect();
-    let mut curve = Vec::new();
-    let mut best: Option<(f64, usize)> = None;
-    let (mut step, mut since_best) = (0, 0);
-    for epoch in 1..=opts.epochs.max(1) {
-        order.shuffle(&mut rng);
-        let mut loss_sum = 0.0;
-        let mut lr = opts.learning_rate;
-        let started = now();
-        let mut last_report = started;
-        let mut done = 0;
-        for chunk in order.chunks(per_step) {
-            for micro in chunk.chunks(opts.batch_size.max(1)) {
-                let examples: Vec<(usize, usize)> =
-                    micro.iter().map(|&i| (train_set[i].inputs.len(), train_set[i].gold)).collect();
-                let losses = trainer.accumulate(&train_c.inputs(micro), &examples, chunk.len()).await?;
-                loss_sum += losses.iter().map(|&l| l as f64).sum::<f64>();
-            }
-            lr = scheduled_lr(opts.learning_rate, step, warmup, total);
-            trainer.step(lr, scheduled_lr(opts.layer_learning_rate, step, warmup, total));
-            step += 1;
-            done += chunk.len();
-            if now() - last_report >= 10.0 {
-                last_report = now();
-                let rate = done as f64 / (now() - started).max(1e-9);
-                progress(TrainEvent::Step { epoch, examples: done, of: train_set.len(), examples_per_second: rate });
-            }
-        }
-        let train_seconds = now() - started;
-        let correct = dev_correct(&trainer, &dev_c, opts.batch_size, multiple_choice).await?;
-        let dev_accuracy = correct as f64 / dev_set.len() as f64;
-        let log = EpochLog {
-            epoch,
-            steps: step,
-            train_loss: loss_sum / train_set.len() as f64,
-            dev_accuracy,
-            learning_rate: lr,
-            train_seconds,
-            examples_per_second: train_set.len() as f64 / train_seconds.max(1e-9),
-        };
-        progress(TrainEvent::Epoch(&log));
-        curve.push(log);
-        if best.is_none_or(|(acc, _)| dev_accuracy > acc) {
-            trainer.keep_best();
-            best = Some((dev_accuracy, epoch));
-            since_best = 0;
-        } else {
-            since_best += 1;
-            if since_best >= opts.patience.max(1) {
-                break;
-            }
-        }
-    }
-    let (best_dev_accuracy, best_epoch) = best.expect("at least one epoch");
-    trainer.restore_best();
-    let trained = trainer.to_model(model).await?;
-    let cut = |set: &[TrainExample]| set.iter().filter(|e| e.inputs.iter().any(|i| i.tokens_cut() > 0)).count();
-    Ok(TrainResult {
-        model: trained,
-        curve,
-        best_epoch,
-        best_dev_accuracy,
-        truncated: (cut(train_set), cut(dev_set)),
-        cache_seconds: 0.0,
-        threads: 0,
-        data: None,
-    })
-}
-
-/// `model::train::train_with_events` with `Freeze::TopLayers(n)` on the GPU, for the
-/// command line (blocks on the device): a fresh head as the CPU trainer makes it, the
-/// lower layers' states computed once on the CPU (`model::train::lower_states`, the CPU
-/// trainer's cache), then
-/// [`train_top_layers`] on the adapter wgpu finds (an error when there is none).
-#[cfg(not(target_arch = "wasm32"))]
-pub fn train_top_layers_blocking(
-    base: &crate::model::embed::TextModel,
-    kind: crate::model::HeadKind,
-    labels: &[String],
-    train_set: &[TrainExample],
-    dev_set: &[TrainExample],
-    opts: &TrainOptions,
-    progress: &mut dyn FnMut(TrainEvent),
-) -> Result<(TrainResult, super::AdapterSummary)> {
-    let clock = std::time::Instant::now();
-    let now = || clock.elapsed().as_secs_f64();
-    let ctx = GpuContext::new_blocking()?;
-    let adapter = ctx.adapter.clone();
-    let model = crate::model::train::with_new_head(&base.encoder.model, kind, labels, opts.seed)?;
-    let n_layers = model.config.num_layers;
-    let lower = match opts.freeze {
-        Freeze::TopLayers(n) if n > 0 => n_layers - n.min(n_layers),
-        other => return Err(Error::invalid(format!("the GPU trainer trains the top layers (top:N), not {other:?}"))),
-    };
-    let started = now();
-    use crate::model::train::lower_states;
-    let (train_states, dev_states) = (lower_states(base, train_set, lower)?, lower_states(base, dev_set, lower)?);
-    let cache_seconds = now() - started;
-    if lower > 0 {
-        let inputs = train_set.iter().chain(dev_set).map(|e| e.inputs.len()).sum();
-        progress(TrainEvent::Cached { inputs, seconds: cache_seconds });
-    }
-    let multiple_choice = kind == crate::model::HeadKind::MultipleChoice;
-    let mut result = pollster::block_on(train_top_layers(
-        ctx,
-        &model,
-        multiple_choice,
-        train_set,
-        &train_states,
-        dev_set,
-        &dev_states,
-        opts,
-        &now,
-        progress,
-    ))?;
-    result.cache_seconds = cache_seconds;
-    Ok((result, adapter))
 }

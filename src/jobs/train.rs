@@ -39,6 +39,9 @@ pub struct TrainRequest {
     pub arguments: String,
     pub options: TrainOptions,
     pub conventions: ExampleOptions,
+    /// With `top:N`: the trained layers run on the GPU (`--backend gpu`) instead of
+    /// candle's autograd on the CPU.
+    pub on_gpu: bool,
 }
 
 /// `head`, `top:N` or `all` (`--freeze`).
@@ -274,9 +277,14 @@ impl TrainingJob {
         self.trainer.encode_batches(encoder, max_batches).await
     }
 
+    /// The trained layers run on the GPU of `ctx` (see [`Trainer::train_on_gpu`]).
+    pub fn train_on_gpu(&mut self, ctx: crate::gpu::context::GpuContext) -> Result<()> {
+        self.trainer.train_on_gpu(ctx)
+    }
+
     /// One epoch; `None` once training is over (see [`Trainer::run_epoch`]).
-    pub fn epoch(&mut self, progress: &mut dyn FnMut(TrainEvent)) -> Result<Option<EpochLog>> {
-        self.trainer.run_epoch(progress)
+    pub async fn epoch(&mut self, progress: &mut dyn FnMut(TrainEvent<'_>)) -> Result<Option<EpochLog>> {
+        self.trainer.run_epoch(progress).await
     }
 
     /// The epochs logged so far.
@@ -286,8 +294,8 @@ impl TrainingJob {
 
     /// The trained evaluator's folder: the best epoch's weights, the base model's
     /// `tokenizer_json`, and the log (options, data, inputs' fingerprints, curve).
-    pub fn finish(self, tokenizer_json: &[u8]) -> Result<TrainedEvaluator> {
-        let mut result = self.trainer.finish()?;
+    pub async fn finish(self, tokenizer_json: &[u8]) -> Result<TrainedEvaluator> {
+        let mut result = self.trainer.finish().await?;
         result.data = Some(self.counts);
         let s = &self.summary;
         let extra = serde_json::json!({
@@ -318,8 +326,9 @@ impl TrainingJob {
     }
 }
 
-/// Training from start to end on the CPU (`medrank train`): the same steps the page runs
-/// one at a time. `events` sees the summary's start, the frozen pass and every epoch.
+/// Training from start to end (`medrank train`): the same steps the page runs one at a
+/// time, the frozen pass on the CPU, the trained part on the CPU or (`on_gpu`) on this
+/// machine's GPU. `events` sees the summary's start, the frozen pass and every epoch.
 #[cfg(not(target_arch = "wasm32"))]
 pub fn train(
     req: &TrainRequest,
@@ -329,13 +338,19 @@ pub fn train(
     events: &mut dyn FnMut(TrainEvent),
 ) -> Result<TrainedEvaluator> {
     let mut job = TrainingJob::start(req, base, t::native_clock)?;
+    if req.on_gpu {
+        let ctx = crate::gpu::context::GpuContext::new_blocking()?;
+        eprintln!("note: the trained layers run on {}", ctx.adapter);
+        job.train_on_gpu(ctx)?;
+    }
     started(job.summary());
     crate::model::run_ready(job.encode(&base.encoder, usize::MAX))?;
     if job.trainer.has_frozen_pass() {
         events(TrainEvent::Cached { inputs: job.inputs().1, seconds: job.cache_seconds() });
     }
-    while job.epoch(events)?.is_some() {}
-    job.finish(tokenizer_json)
+    // The GPU engine waits on read-backs: block on them here (the page awaits them).
+    while pollster::block_on(job.epoch(events))?.is_some() {}
+    pollster::block_on(job.finish(tokenizer_json))
 }
 
 /// What the page's training form offers for one file: whether it is an argument bundle or a

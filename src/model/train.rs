@@ -476,25 +476,6 @@ fn flat_rows(set: &[TrainExample], p: &Prepared, idx: &[usize]) -> Vec<usize> {
     idx.iter().flat_map(|&i| p.starts[i]..p.starts[i] + set[i].inputs.len()).collect()
 }
 
-/// Each input of `set` (example by example) after the frozen `lower` layers, real tokens
-/// only, `len x hidden` in f16: what `top:N` training starts from, on the CPU here and on
-/// the GPU (`crate::gpu::train`).
-pub fn lower_states(base: &TextModel, set: &[TrainExample], lower: usize) -> Result<Vec<Vec<half::f16>>> {
-    let inputs: Vec<&Encoded> = set.iter().flat_map(|e| e.inputs.iter()).collect();
-    let h = base.encoder.model.config.hidden_size;
-    let lens: Vec<usize> = inputs.iter().map(|e| e.len()).collect();
-    let mut states = vec![Vec::new(); inputs.len()];
-    for group in length_batches(&lens, CACHE_BATCH) {
-        let items: Vec<&Encoded> = group.iter().map(|&i| inputs[i]).collect();
-        let hidden = base.encoder.hidden_states(&base.tokenizer.batch(&items), lower)?;
-        for (k, &i) in group.iter().enumerate() {
-            let row = &hidden.data[k * hidden.seq_len * h..(k * hidden.seq_len + lens[i]) * h];
-            states[i] = row.iter().map(|&x| half::f16::from_f32(x)).collect();
-        }
-    }
-    Ok(states)
-}
-
 /// Logits `[n_inputs, n_out]` of the inputs of examples `idx` (in that order), through the
 /// trainable part of `model`: the head alone, or the top layers then the head.
 fn logits_of(
@@ -605,7 +586,7 @@ pub fn train(
     opts: &TrainOptions,
     progress: &mut dyn FnMut(&EpochLog),
 ) -> Result<TrainResult> {
-    train_with_events(base, kind, labels, train_set, dev_set, opts, &mut |e| {
+    train_with_events(base, kind, labels, train_set, dev_set, opts, None, &mut |e| {
         if let TrainEvent::Epoch(log) = e {
             progress(log)
         }
@@ -613,8 +594,10 @@ pub fn train(
 }
 
 /// [`train`], reporting the cache, progress inside epochs (with examples/s) and epochs:
-/// the [`Trainer`]'s steps run to the end on the CPU encoder.
+/// the [`Trainer`]'s steps run to the end, the frozen pass on the CPU encoder, the trained
+/// part with candle's autograd or, given `gpu`, on that GPU ([`Trainer::train_on_gpu`]).
 #[cfg(not(target_arch = "wasm32"))]
+#[allow(clippy::too_many_arguments)]
 pub fn train_with_events(
     base: &TextModel,
     kind: HeadKind,
@@ -622,6 +605,7 @@ pub fn train_with_events(
     train_set: &[TrainExample],
     dev_set: &[TrainExample],
     opts: &TrainOptions,
+    gpu: Option<crate::gpu::context::GpuContext>,
     progress: &mut dyn FnMut(TrainEvent),
 ) -> Result<TrainResult> {
     let mut trainer =
@@ -630,8 +614,11 @@ pub fn train_with_events(
     if trainer.lower > 0 {
         progress(TrainEvent::Cached { inputs: trainer.inputs().1, seconds: trainer.cache_seconds });
     }
-    while trainer.run_epoch(progress)?.is_some() {}
-    trainer.finish()
+    if let Some(ctx) = gpu {
+        trainer.train_on_gpu(ctx)?;
+    }
+    while pollster::block_on(trainer.run_epoch(progress))?.is_some() {}
+    pollster::block_on(trainer.finish())
 }
 
 /// Training in steps, so a front end can report progress and stop between them (the page's
@@ -669,6 +656,8 @@ pub struct Trainer {
     step: usize,
     since_best: usize,
     stopped: bool,
+    /// The GPU engine, when asked for ([`Trainer::train_on_gpu`]).
+    gpu: Option<GpuEngine>,
 }
 
 impl Trainer {
@@ -732,6 +721,7 @@ impl Trainer {
             step: 0,
             since_best: 0,
             stopped: false,
+            gpu: None,
         })
     }
 
@@ -820,127 +810,110 @@ impl Trainer {
         (self.train_set.len(), self.dev_set.len())
     }
 
+    /// Runs the trained layers and the head on the GPU (`crate::gpu::train::GpuTrainer`:
+    /// WGSL forward and backward kernels, AdamW on the device) instead of candle's autograd.
+    /// Only `top:N`, whose lower layers come from this trainer's frozen pass.
+    pub fn train_on_gpu(&mut self, ctx: crate::gpu::context::GpuContext) -> Result<()> {
+        let n_layers = self.model.config.num_layers;
+        if !matches!(self.opts.freeze, Freeze::TopLayers(n) if n > 0) || self.lower == 0 || self.lower >= n_layers {
+            return Err(Error::invalid(format!(
+                "--backend gpu trains the top layers: use it with --freeze top:N (N from 1 to {}), not {:?}",
+                n_layers - 1,
+                self.opts.freeze
+            )));
+        }
+        self.gpu = Some(GpuEngine::Ready(Box::new(ctx)));
+        Ok(())
+    }
+
     /// One epoch: the optimiser steps over the shuffled training set, then the dev
     /// accuracy. `None` once training is over (all epochs run, or `patience` epochs without
-    /// a better dev accuracy); an error before the frozen pass is complete.
-    pub fn run_epoch(&mut self, progress: &mut dyn FnMut(TrainEvent)) -> Result<Option<EpochLog>> {
-        use rayon::prelude::*;
+    /// a better dev accuracy); an error before the frozen pass is complete. Async only for
+    /// the GPU engine's read-backs; on the CPU it never waits.
+    pub async fn run_epoch(&mut self, progress: &mut dyn FnMut(TrainEvent<'_>)) -> Result<Option<EpochLog>> {
         let epochs = self.opts.epochs.max(1);
         if self.stopped || self.curve.len() >= epochs {
             return Ok(None);
         }
-        let Some([train_p, dev_p]) = self.prepared.as_ref() else {
+        if self.prepared.is_none() {
             return Err(Error::invalid("the frozen layers are not computed yet for every input"));
-        };
-        let opts = &self.opts;
-        let (model, tok, lower, threads) = (&self.model, &self.tokenizer, self.lower, self.threads);
-        let (train_set, dev_set) = (&self.train_set, &self.dev_set);
-        let multiple_choice = self.multiple_choice;
-        let vars: Vec<Var> = self.head_vars.iter().chain(&self.layer_vars).cloned().collect();
+        }
+        let opts = self.opts.clone();
         let per_step = opts.batch_size.max(1) * opts.grad_accum.max(1);
-        let steps_per_epoch = train_set.len().div_ceil(per_step);
+        let steps_per_epoch = self.train_set.len().div_ceil(per_step);
         let total = steps_per_epoch * epochs;
         let warmup = ((total as f64) * opts.warmup_ratio).round() as usize;
-        // The optimisers keep their moments across epochs: made on the first one.
-        let params = |lr: f64| ParamsAdamW { lr, weight_decay: opts.weight_decay, ..Default::default() };
-        if self.optimisers.is_none() {
-            let head = AdamW::new(self.head_vars.clone(), params(opts.learning_rate))?;
-            let layers = if self.layer_vars.is_empty() {
-                None
-            } else {
-                Some(AdamW::new(self.layer_vars.clone(), params(opts.layer_learning_rate))?)
-            };
-            self.optimisers = Some((head, layers));
-        }
-        let (head_opt, layer_opt) = self.optimisers.as_mut().expect("made above");
+        self.start_engine()?;
         let epoch = self.curve.len() + 1;
         self.order.shuffle(&mut self.rng);
+        let order = self.order.clone();
         let mut loss_sum = 0.0;
         let mut lr = opts.learning_rate;
         let clock = self.clock;
         let started = clock();
         let mut last_report = started;
         let mut done = 0;
-        for chunk in self.order.chunks(per_step) {
-            let mut acc: Option<candle_core::backprop::GradStore> = None;
-            for micro in chunk.chunks(opts.batch_size.max(1)) {
-                // One shard per thread, each with its own forward and backward pass; the
-                // loss is scaled so the summed gradient is the mean over the whole step.
-                let parts = shards(train_set, micro, threads);
-                let results = parts
-                    .par_iter()
-                    .map(|part| -> Result<(candle_core::backprop::GradStore, f64)> {
-                        let logits = logits_of(model, tok, train_set, train_p, part, lower)?;
-                        let exs: Vec<&TrainExample> = part.iter().map(|&i| &train_set[i]).collect();
-                        let (loss, _) = loss_and_correct(&exs, &logits, multiple_choice)?;
-                        let value = loss.to_scalar::<f32>()? as f64;
-                        Ok(((loss / chunk.len() as f64)?.backward()?, value))
-                    })
-                    .collect::<Vec<_>>();
-                for r in results {
-                    let (grads, value) = r?;
-                    loss_sum += value;
-                    acc = Some(match acc {
-                        None => grads,
-                        Some(mut a) => {
-                            for v in &vars {
-                                if let Some(g) = grads.get(v.as_tensor()) {
-                                    let sum = match a.get(v.as_tensor()) {
-                                        Some(prev) => (prev + g)?,
-                                        None => g.clone(),
-                                    };
-                                    a.insert(v.as_tensor(), sum);
-                                }
-                            }
-                            a
-                        }
-                    });
-                }
-            }
-            let grads = acc.expect("non-empty chunk");
+        for chunk in order.chunks(per_step) {
             lr = scheduled_lr(opts.learning_rate, self.step, warmup, total);
-            head_opt.set_learning_rate(lr);
-            head_opt.step(&grads)?;
-            if let Some(o) = layer_opt.as_mut() {
-                o.set_learning_rate(scheduled_lr(opts.layer_learning_rate, self.step, warmup, total));
-                o.step(&grads)?;
-            }
+            let layer_lr = scheduled_lr(opts.layer_learning_rate, self.step, warmup, total);
+            loss_sum += match &mut self.gpu {
+                Some(GpuEngine::Training(gpu)) => {
+                    let [train_p, _] = self.prepared.as_ref().expect("checked above");
+                    let cached = crate::gpu::train::Cached::new(&self.train_set, lower_states_of(train_p))?;
+                    let mut sum = 0.0;
+                    for micro in chunk.chunks(opts.batch_size.max(1)) {
+                        let examples: Vec<(usize, usize)> =
+                            micro.iter().map(|&i| (self.train_set[i].inputs.len(), self.train_set[i].gold)).collect();
+                        let losses = gpu.accumulate(&cached.inputs(micro), &examples, chunk.len()).await?;
+                        sum += losses.iter().map(|&l| l as f64).sum::<f64>();
+                    }
+                    gpu.step(lr, layer_lr);
+                    sum
+                }
+                _ => self.cpu_step(chunk, lr, layer_lr)?,
+            };
             self.step += 1;
             done += chunk.len();
             if clock() - last_report >= 10.0 {
                 last_report = clock();
                 let rate = done as f64 / (last_report - started).max(1e-9);
-                progress(TrainEvent::Step { epoch, examples: done, of: train_set.len(), examples_per_second: rate });
+                progress(TrainEvent::Step {
+                    epoch,
+                    examples: done,
+                    of: self.train_set.len(),
+                    examples_per_second: rate,
+                });
             }
         }
         let train_seconds = clock() - started;
-        // Dev accuracy with the current weights (no gradients kept), shards in parallel.
-        let dev_idx: Vec<usize> = (0..dev_set.len()).collect();
-        let dev_parts = shards(dev_set, &dev_idx, dev_set.len().div_ceil(opts.batch_size.max(1)));
-        let correct = dev_parts
-            .par_iter()
-            .map(|part| -> Result<usize> {
-                let logits = logits_of(model, tok, dev_set, dev_p, part, lower)?.detach();
-                let exs: Vec<&TrainExample> = part.iter().map(|&i| &dev_set[i]).collect();
-                Ok(loss_and_correct(&exs, &logits, multiple_choice)?.1)
-            })
-            .collect::<Result<Vec<usize>>>()?
-            .into_iter()
-            .sum::<usize>();
-        let dev_accuracy = correct as f64 / dev_set.len() as f64;
+        let correct = match &self.gpu {
+            Some(GpuEngine::Training(gpu)) => {
+                let [_, dev_p] = self.prepared.as_ref().expect("checked above");
+                let cached = crate::gpu::train::Cached::new(&self.dev_set, lower_states_of(dev_p))?;
+                crate::gpu::train::dev_correct(gpu, &cached, opts.batch_size, self.multiple_choice).await?
+            }
+            _ => self.cpu_dev_correct()?,
+        };
+        let dev_accuracy = correct as f64 / self.dev_set.len() as f64;
         let log = EpochLog {
             epoch,
             steps: self.step,
-            train_loss: loss_sum / train_set.len() as f64,
+            train_loss: loss_sum / self.train_set.len() as f64,
             dev_accuracy,
             learning_rate: lr,
             train_seconds,
-            examples_per_second: train_set.len() as f64 / train_seconds.max(1e-9),
+            examples_per_second: self.train_set.len() as f64 / train_seconds.max(1e-9),
         };
         progress(TrainEvent::Epoch(&log));
         self.curve.push(log.clone());
         if self.best.as_ref().is_none_or(|(acc, _, _)| dev_accuracy > *acc) {
-            let snapshot = vars.iter().map(|v| v.as_tensor().copy()).collect::<candle_core::Result<Vec<_>>>()?;
+            let snapshot = match &self.gpu {
+                Some(GpuEngine::Training(gpu)) => {
+                    gpu.keep_best();
+                    Vec::new()
+                }
+                _ => self.vars().iter().map(|v| v.as_tensor().copy()).collect::<candle_core::Result<Vec<_>>>()?,
+            };
             self.best = Some((dev_accuracy, epoch, snapshot));
             self.since_best = 0;
         } else {
@@ -952,19 +925,137 @@ impl Trainer {
         Ok(Some(log))
     }
 
-    /// The model with the weights of the best dev epoch (at least one epoch must have run).
-    pub fn finish(self) -> Result<TrainResult> {
+    /// The head's and the trained layers' variables, in that order.
+    fn vars(&self) -> Vec<Var> {
+        self.head_vars.iter().chain(&self.layer_vars).cloned().collect()
+    }
+
+    /// Before the first epoch: candle's AdamW (they keep their moments across epochs), or
+    /// the GPU trainer with the model's weights uploaded.
+    fn start_engine(&mut self) -> Result<()> {
+        let opts = &self.opts;
+        if let Some(GpuEngine::Ready(_)) = &self.gpu {
+            let Some(GpuEngine::Ready(ctx)) = self.gpu.take() else { unreachable!("matched above") };
+            let adamw =
+                |lr: f64| crate::gpu::ops::AdamWConfig { lr, weight_decay: opts.weight_decay, ..Default::default() };
+            let trainer = crate::gpu::train::GpuTrainer::new(
+                *ctx,
+                &self.model,
+                self.lower,
+                adamw(opts.learning_rate),
+                adamw(opts.layer_learning_rate),
+            )?;
+            self.gpu = Some(GpuEngine::Training(Box::new(trainer)));
+        }
+        if self.gpu.is_none() && self.optimisers.is_none() {
+            let params = |lr: f64| ParamsAdamW { lr, weight_decay: opts.weight_decay, ..Default::default() };
+            let head = AdamW::new(self.head_vars.clone(), params(opts.learning_rate))?;
+            let layers = if self.layer_vars.is_empty() {
+                None
+            } else {
+                Some(AdamW::new(self.layer_vars.clone(), params(opts.layer_learning_rate)))
+            }
+            .transpose()?;
+            self.optimisers = Some((head, layers));
+        }
+        Ok(())
+    }
+
+    /// One optimiser step with candle's autograd over the examples `chunk`, one shard per
+    /// thread, each with its own forward and backward pass; the loss is scaled so the summed
+    /// gradient is the mean over the whole step. Returns the summed loss.
+    fn cpu_step(&mut self, chunk: &[usize], lr: f64, layer_lr: f64) -> Result<f64> {
+        use rayon::prelude::*;
+        let [train_p, _] = self.prepared.as_ref().expect("the frozen pass is done");
+        let (model, tok, lower, threads) = (&self.model, &self.tokenizer, self.lower, self.threads);
+        let (train_set, multiple_choice) = (&self.train_set, self.multiple_choice);
+        let vars = self.vars();
+        let mut loss_sum = 0.0;
+        let mut acc: Option<candle_core::backprop::GradStore> = None;
+        for micro in chunk.chunks(self.opts.batch_size.max(1)) {
+            let parts = shards(train_set, micro, threads);
+            let results = parts
+                .par_iter()
+                .map(|part| -> Result<(candle_core::backprop::GradStore, f64)> {
+                    let logits = logits_of(model, tok, train_set, train_p, part, lower)?;
+                    let exs: Vec<&TrainExample> = part.iter().map(|&i| &train_set[i]).collect();
+                    let (loss, _) = loss_and_correct(&exs, &logits, multiple_choice)?;
+                    let value = loss.to_scalar::<f32>()? as f64;
+                    Ok(((loss / chunk.len() as f64)?.backward()?, value))
+                })
+                .collect::<Vec<_>>();
+            for r in results {
+                let (grads, value) = r?;
+                loss_sum += value;
+                acc = Some(match acc {
+                    None => grads,
+                    Some(mut a) => {
+                        for v in &vars {
+                            if let Some(g) = grads.get(v.as_tensor()) {
+                                let sum = match a.get(v.as_tensor()) {
+                                    Some(prev) => (prev + g)?,
+                                    None => g.clone(),
+                                };
+                                a.insert(v.as_tensor(), sum);
+                            }
+                        }
+                        a
+                    }
+                });
+            }
+        }
+        let grads = acc.expect("non-empty chunk");
+        let (head_opt, layer_opt) = self.optimisers.as_mut().expect("made by start_engine");
+        head_opt.set_learning_rate(lr);
+        head_opt.step(&grads)?;
+        if let Some(o) = layer_opt.as_mut() {
+            o.set_learning_rate(layer_lr);
+            o.step(&grads)?;
+        }
+        Ok(loss_sum)
+    }
+
+    /// Dev examples right with the current weights (no gradients kept), shards in parallel.
+    fn cpu_dev_correct(&self) -> Result<usize> {
+        use rayon::prelude::*;
+        let [_, dev_p] = self.prepared.as_ref().expect("the frozen pass is done");
+        let dev_set = &self.dev_set;
+        let dev_idx: Vec<usize> = (0..dev_set.len()).collect();
+        let dev_parts = shards(dev_set, &dev_idx, dev_set.len().div_ceil(self.opts.batch_size.max(1)));
+        Ok(dev_parts
+            .par_iter()
+            .map(|part| -> Result<usize> {
+                let logits = logits_of(&self.model, &self.tokenizer, dev_set, dev_p, part, self.lower)?.detach();
+                let exs: Vec<&TrainExample> = part.iter().map(|&i| &dev_set[i]).collect();
+                Ok(loss_and_correct(&exs, &logits, self.multiple_choice)?.1)
+            })
+            .collect::<Result<Vec<usize>>>()?
+            .into_iter()
+            .sum::<usize>())
+    }
+
+    /// The best epoch's weights as a plain model (no variables), with the curve.
+    pub async fn finish(self) -> Result<TrainResult> {
         let (best_dev_accuracy, best_epoch, snapshot) =
             self.best.ok_or_else(|| Error::invalid("no epoch was trained"))?;
-        for (v, t) in self.head_vars.iter().chain(&self.layer_vars).zip(snapshot) {
-            v.set(&t)?;
-        }
-        // Detach: the saved model holds plain tensors, not variables.
-        let mut model = self.model;
-        model.weights = detach_weights(&model.weights)?;
-        if let Some(h) = model.head.as_mut() {
-            *h = detach_head(h)?;
-        }
+        let (model, threads) = match &self.gpu {
+            Some(GpuEngine::Training(gpu)) => {
+                gpu.restore_best();
+                (gpu.to_model(&self.model).await?, 0)
+            }
+            _ => {
+                for (v, t) in self.head_vars.iter().chain(&self.layer_vars).zip(snapshot) {
+                    v.set(&t)?;
+                }
+                // Detach: the saved model holds plain tensors, not variables.
+                let mut model = self.model.clone();
+                model.weights = detach_weights(&model.weights)?;
+                if let Some(h) = model.head.as_mut() {
+                    *h = detach_head(h)?;
+                }
+                (model, self.threads)
+            }
+        };
         let cut = |set: &[TrainExample]| set.iter().filter(|e| e.inputs.iter().any(|i| i.tokens_cut() > 0)).count();
         Ok(TrainResult {
             model,
@@ -973,9 +1064,24 @@ impl Trainer {
             best_dev_accuracy,
             truncated: (cut(&self.train_set), cut(&self.dev_set)),
             cache_seconds: self.cache_seconds,
-            threads: self.threads,
+            threads,
             data: None,
         })
+    }
+}
+
+/// Where the trained part runs when it is not candle's autograd.
+enum GpuEngine {
+    /// Asked for; the trainer is made at the first epoch (the frozen pass comes first).
+    Ready(Box<crate::gpu::context::GpuContext>),
+    Training(Box<crate::gpu::train::GpuTrainer>),
+}
+
+/// The lower layers' states of a prepared set (`top:N`).
+fn lower_states_of(p: &Prepared) -> &[Vec<half::f16>] {
+    match &p.frozen {
+        Frozen::Lower(states) => states,
+        _ => &[],
     }
 }
 
