@@ -77,7 +77,9 @@ pub struct ChunkedTable {
     pub cols: usize,
 }
 
-/// The device, its queue and what the adapter allows.
+/// The device, its queue and what the adapter allows. A clone shares the device (wgpu's
+/// handles are reference counted): the page's trainer uses the kept encoder's.
+#[derive(Clone)]
 pub struct GpuContext {
     pub device: wgpu::Device,
     pub queue: wgpu::Queue,

@@ -1,11 +1,10 @@
 // out[r, :] = (v - mean(v)) / sqrt(var(v) + eps) * gamma + beta,  v = x[r, :] (+ residual[r, :])
 //
 // One workgroup per row. The residual add that precedes every LayerNorm inside a BERT
-// layer is fused here, so the sum never makes a round trip through memory. Mean and
-// variance are two passes over the row (more accurate than E[v^2] - E[v]^2).
+// layer is fused here, so the sum never makes a round trip through memory.
 
 // `Params` and THREADS come from the Rust side (ops/layer_norm.rs), the reduction from
-// reduce.wgsl. `p.has_residual` = 0: `residual` is a placeholder and is not read.
+// reduce.wgsl, `row_stats` from layer_norm_stats.wgsl. `p.has_residual` = 0: `residual` is a placeholder and is not read.
 
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> x: array<f32>;
@@ -31,19 +30,9 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>,
         return;
     }
     let base = row * p.cols;
-
-    var s = 0.0;
-    for (var c = lid; c < p.cols; c += THREADS) {
-        s += value(base + c);
-    }
-    let mean = workgroup_reduce(lid, s, false) / f32(p.cols);
-
-    var sq = 0.0;
-    for (var c = lid; c < p.cols; c += THREADS) {
-        let d = value(base + c) - mean;
-        sq += d * d;
-    }
-    let inv_std = inverseSqrt(workgroup_reduce(lid, sq, false) / f32(p.cols) + p.eps);
+    let stats = row_stats(lid, base);
+    let mean = stats.x;
+    let inv_std = stats.y;
 
     for (var c = lid; c < p.cols; c += THREADS) {
         out[base + c] = (value(base + c) - mean) * inv_std * gamma[c] + beta[c];

@@ -7,7 +7,7 @@
 // (layer_norm.wgsl) computes them: two passes over the row.
 
 // `Params` and THREADS come from the Rust side (ops/layer_norm_backward.rs), the reduction
-// from reduce.wgsl. `p.has_residual` = 0: `residual` is a placeholder and is not read.
+// from reduce.wgsl, `row_stats` (the forward kernel's statistics) from layer_norm_stats.wgsl. `p.has_residual` = 0: `residual` is a placeholder and is not read.
 
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> x: array<f32>;
@@ -35,18 +35,9 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>,
     }
     let base = row * p.cols;
     let n = f32(p.cols);
-
-    var s = 0.0;
-    for (var c = lid; c < p.cols; c += THREADS) {
-        s += value(base + c);
-    }
-    let mean = workgroup_reduce(lid, s, false) / n;
-    var sq = 0.0;
-    for (var c = lid; c < p.cols; c += THREADS) {
-        let d = value(base + c) - mean;
-        sq += d * d;
-    }
-    let inv_std = inverseSqrt(workgroup_reduce(lid, sq, false) / n + p.eps);
+    let stats = row_stats(lid, base);
+    let mean = stats.x;
+    let inv_std = stats.y;
 
     var sg = 0.0;
     var sgx = 0.0;

@@ -1,4 +1,4 @@
-use super::{check, check_f32, grid, params, to_u32, Dispatch, Kernel, REDUCE_WGSL};
+use super::{check, check_f32, grid, params, to_u32, Dispatch, Kernel, LAYER_NORM_STATS_WGSL, REDUCE_WGSL};
 use crate::error::Result;
 use crate::gpu::context::{GpuContext, GpuTensor};
 
@@ -24,7 +24,16 @@ impl LayerNorm {
 
     pub fn new(ctx: &GpuContext) -> Self {
         let body = include_str!("../kernels/layer_norm.wgsl");
-        LayerNorm { kernel: Kernel::with_threads(ctx, "layer_norm", Params::WGSL, Self::THREADS, &[REDUCE_WGSL], body) }
+        LayerNorm {
+            kernel: Kernel::with_threads(
+                ctx,
+                "layer_norm",
+                Params::WGSL,
+                Self::THREADS,
+                &[REDUCE_WGSL, LAYER_NORM_STATS_WGSL],
+                body,
+            ),
+        }
     }
 
     #[allow(clippy::too_many_arguments)]

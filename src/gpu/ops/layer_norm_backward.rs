@@ -1,4 +1,4 @@
-use super::{check, check_f32, grid, params, to_u32, ColumnSum, Dispatch, Kernel, REDUCE_WGSL};
+use super::{check, check_f32, grid, params, to_u32, ColumnSum, Dispatch, Kernel, LAYER_NORM_STATS_WGSL, REDUCE_WGSL};
 use crate::error::Result;
 use crate::gpu::context::{GpuContext, GpuTensor};
 
@@ -42,7 +42,14 @@ impl LayerNormBackward {
     pub fn new(ctx: &GpuContext) -> Self {
         let body = include_str!("../kernels/layer_norm_backward.wgsl");
         LayerNormBackward {
-            kernel: Kernel::with_threads(ctx, "layer_norm_backward", Params::WGSL, Self::THREADS, &[REDUCE_WGSL], body),
+            kernel: Kernel::with_threads(
+                ctx,
+                "layer_norm_backward",
+                Params::WGSL,
+                Self::THREADS,
+                &[REDUCE_WGSL, LAYER_NORM_STATS_WGSL],
+                body,
+            ),
             column_sum: ColumnSum::new(ctx),
         }
     }

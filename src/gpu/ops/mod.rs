@@ -116,6 +116,8 @@ trait KernelParams: bytemuck::Pod {}
 /// WGSL files prepended to the kernels that use them.
 const ACTIVATIONS_WGSL: &str = include_str!("../kernels/activations.wgsl");
 const REDUCE_WGSL: &str = include_str!("../kernels/reduce.wgsl");
+/// A row's mean and 1/sqrt(var + eps), for the LayerNorm kernels (needs `REDUCE_WGSL`).
+const LAYER_NORM_STATS_WGSL: &str = include_str!("../kernels/layer_norm_stats.wgsl");
 
 /// The activation codes as WGSL constants, from the Rust enum (see activations.wgsl).
 fn activation_constants() -> String {
