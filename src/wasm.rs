@@ -849,6 +849,10 @@ impl Default for TrainPageRequest {
 struct Training {
     job: jobs::TrainingJob,
     backend: crate::gpu::BackendChoice,
+    /// Whether the trained part's engine was chosen (after the frozen pass).
+    placed: bool,
+    /// Where the trained part runs: "cpu" (candle's autograd) or "gpu" (WebGPU).
+    trained_on: &'static str,
 }
 
 fn seconds_now() -> f64 {
@@ -862,6 +866,8 @@ struct EncodeProgress<'a> {
     total: usize,
     finished: bool,
     backend: &'a crate::gpu::BackendReport,
+    /// Where the trained part runs: cpu | gpu.
+    trained_on: &'static str,
 }
 
 #[wasm_bindgen]
@@ -907,7 +913,7 @@ impl Model {
         let backend = jobs::parse_backend(&r.backend).map_err(js)?;
         let job = jobs::TrainingJob::start(&req, &self.kept.model, seconds_now).map_err(js)?;
         let summary = to_js(job.summary())?;
-        self.training = Some(Training { job, backend });
+        self.training = Some(Training { job, backend, placed: false, trained_on: "cpu" });
         Ok(summary)
     }
 
@@ -919,8 +925,18 @@ impl Model {
         let training = self.training.as_mut().ok_or_else(|| js(Error::invalid("no training was started")))?;
         let (encoder, report) = self.kept.encoder(training.backend).await.map_err(js)?;
         let finished = training.job.encode(encoder, max_batches.max(1)).await.map_err(js)?;
+        // Trained layers (top:N) go to the GPU whose encoder computed the frozen part.
+        if finished && !training.placed {
+            training.placed = true;
+            if let (crate::gpu::AnyEncoder::Gpu(gpu), crate::model::train::Freeze::TopLayers(_)) =
+                (encoder, training.job.summary().freeze)
+            {
+                training.job.train_on_gpu(gpu.context().clone()).map_err(js)?;
+                training.trained_on = "gpu";
+            }
+        }
         let (done, total) = training.job.inputs();
-        to_js(&EncodeProgress { done, total, finished, backend: report })
+        to_js(&EncodeProgress { done, total, finished, backend: report, trained_on: training.trained_on })
     }
 
     /// One epoch: its log (`{epoch, steps, train_loss, dev_accuracy, learning_rate, ...}`), or

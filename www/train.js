@@ -93,7 +93,7 @@ export function wireTraining(ctx) {
       dev_split: split ? num('#train-dev-split') : undefined,
       task: $('#train-task').value,
       arguments: $('#train-arguments').value,
-      freeze: 'head',
+      freeze: $('#train-freeze').value,
       epochs: num('#train-epochs'),
       lr: num('#train-lr'),
       batch_size: num('#train-batch'),
@@ -132,19 +132,23 @@ export function wireTraining(ctx) {
         { type: 'train', model: baseModel(), request: req, name: $('#train-name').value },
         onProgress,
       );
-      const { report, stored, backend } = reply.result;
+      const { report, stored, backend, trainedOn } = reply.result;
       ctx.state.lastTraining = {
         request: req,
         report,
         stored,
         backend,
+        trainedOn,
         featuresMs: reply.featuresMs,
         elapsedMs: reply.elapsedMs,
       };
       $('#train-chart').replaceChildren(trainingCurve(report.curve, { epochs: req.epochs, best: report.best_epoch }));
       $('#train-result').textContent =
         `Best epoch ${report.best_epoch}: dev accuracy ${report.best_dev_accuracy.toFixed(4)}. ` +
-        `Features computed on ${describeBackend(backend)}. ` +
+        `Features computed on ${describeBackend(backend)}` +
+        (req.freeze === 'head'
+          ? '. '
+          : `; the trained layers ran on ${trainedOn === 'gpu' ? 'the GPU (WebGPU)' : 'the CPU (WebAssembly)'}. `) +
         `Kept in this browser as “${stored.name}” and chosen as the model above.` +
         (report.truncation_warning ? ` Note: ${report.truncation_warning}.` : '');
       await refreshTrained();

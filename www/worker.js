@@ -338,11 +338,13 @@ async function runTraining(msg) {
     postMessage({ type: 'error', id: msg.id, error: { message: 'cancelled', cancelled: true } });
   };
   let backend = null; // where the frozen encoder ran: {backend, device, fallback_reason}
+  let trainedOn = 'cpu'; // where the trained part runs: cpu | gpu
   for (;;) {
     if (await cancelled()) return stop();
     // A few batches per step: progress stays fresh, the loop overhead stays small.
     const p = await model.train_encode(2);
     backend = p.backend;
+    trainedOn = p.trained_on;
     post({ stage: 'Computing features with the frozen encoder', done: p.done, total: p.total, backend });
     if (p.finished) break;
   }
@@ -351,7 +353,12 @@ async function runTraining(msg) {
     if (await cancelled()) return stop();
     const log = await model.train_epoch();
     if (log === undefined) break;
-    post({ stage: 'Training the head', done: log.epoch, total: msg.request.epochs, epoch: log });
+    post({
+      stage: msg.request.freeze === 'head' ? 'Training the head' : 'Training the head and the top layers',
+      done: log.epoch,
+      total: msg.request.epochs,
+      epoch: log,
+    });
   }
   const { report, files } = await model.train_finish();
   const stored = await storeTrained(msg, report, files);
@@ -359,7 +366,7 @@ async function runTraining(msg) {
     type: 'result',
     id: msg.id,
     job: 'train',
-    result: { report, summary, stored, backend },
+    result: { report, summary, stored, backend, trainedOn },
     featuresMs: encodedMs,
     elapsedMs: performance.now() - started,
   });

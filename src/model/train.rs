@@ -1019,15 +1019,17 @@ impl Trainer {
     fn cpu_dev_correct(&self) -> Result<usize> {
         use rayon::prelude::*;
         let [_, dev_p] = self.prepared.as_ref().expect("the frozen pass is done");
-        let dev_set = &self.dev_set;
+        // The fields the threads need, not `self`: the GPU engine's handles are not `Sync` in wasm.
+        let (model, tok, dev_set, lower, multiple_choice) =
+            (&self.model, &self.tokenizer, &self.dev_set, self.lower, self.multiple_choice);
         let dev_idx: Vec<usize> = (0..dev_set.len()).collect();
         let dev_parts = shards(dev_set, &dev_idx, dev_set.len().div_ceil(self.opts.batch_size.max(1)));
         Ok(dev_parts
             .par_iter()
             .map(|part| -> Result<usize> {
-                let logits = logits_of(&self.model, &self.tokenizer, dev_set, dev_p, part, self.lower)?.detach();
+                let logits = logits_of(model, tok, dev_set, dev_p, part, lower)?.detach();
                 let exs: Vec<&TrainExample> = part.iter().map(|&i| &dev_set[i]).collect();
-                Ok(loss_and_correct(&exs, &logits, self.multiple_choice)?.1)
+                Ok(loss_and_correct(&exs, &logits, multiple_choice)?.1)
             })
             .collect::<Result<Vec<usize>>>()?
             .into_iter()

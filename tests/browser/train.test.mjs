@@ -47,8 +47,9 @@ after(async () => {
 
 function cliTrain(c, out) {
   const s = c.settings;
-  cli(['train', '--model', MODEL, '--train', c.file, '--dev-split', String(s.split), '--task', c.task,
-    '--arguments', c.arguments, '--freeze', 'head', '--epochs', String(s.epochs), '--lr', String(s.lr),
+  const dev = c.dev ? ['--dev', c.dev] : ['--dev-split', String(s.split)];
+  cli(['train', '--model', MODEL, '--train', c.file, ...dev, '--task', c.task,
+    '--arguments', c.arguments, '--freeze', c.freeze || 'head', '--epochs', String(s.epochs), '--lr', String(s.lr),
     '--batch-size', String(s.batch), '--patience', String(s.patience), '--seed', String(s.seed), '--out', out]);
   return JSON.parse(readFileSync(join(out, 'train_log.json'), 'utf8'));
 }
@@ -62,6 +63,7 @@ async function pageTrain(page, c, name, backend = 'cpu') {
   await page.waitForFunction(() => /instances/.test(document.querySelector('#train-file-info').textContent), null, { timeout: 30000 });
   await page.selectOption('#train-task', c.task);
   await page.selectOption('#train-arguments', c.arguments);
+  await page.selectOption('#train-freeze', c.freeze || 'head');
   if (c.dev) await page.setInputFiles('#train-dev-file', c.dev); // picks "a file"
   else await page.check('input[name=train-dev][value=split]');
   for (const [id, v] of [['#train-dev-split', s.split], ['#train-epochs', s.epochs], ['#train-lr', s.lr], ['#train-batch', s.batch],
@@ -214,6 +216,41 @@ test('on WebGPU (SwiftShader) the frozen features come from the GPU; the curve s
       assert.ok(Math.abs(e.train_loss - want.train_loss) <= 1e-3, `epoch ${i + 1} loss ${e.train_loss} vs ${want.train_loss}`);
     });
     assert.match(await gpuApp.page.textContent('#train-result'), /Features computed on the GPU \(WebGPU/);
+  } finally {
+    await gpuApp.close();
+  }
+});
+
+// Fine-tuning in the page: the top layer and the head train on WebGPU (SwiftShader here)
+// through the WGSL backward kernels and AdamW, from the frozen layers' states computed on
+// the GPU; the CLI trains the same top layer with candle's autograd on the CPU. NLI, whose
+// label is in the argument only: the fixture of tests/train_top_layers.rs.
+test('top:1 fine-tuning on WebGPU (SwiftShader) gives the CPU trainer’s curve within 1e-3', { skip: !haveModel && 'no default model' }, async () => {
+  const fx = join(ROOT, 'tests/fixtures/train_nli');
+  const c = {
+    file: join(fx, 'train.jsonl'),
+    dev: join(fx, 'dev.jsonl'),
+    task: 'nli',
+    arguments: 'system:informative',
+    freeze: 'top:1',
+    settings: { epochs: 2, lr: 0.01, batch: 8, patience: 2, seed: 5, split: 0.2 },
+  };
+  const cliLog = cliTrain(c, join(work, 'cli-nli-top1'));
+  const gpuApp = await openApp({ webgpu: true });
+  try {
+    const trained = await pageTrain(gpuApp.page, c, 'page-nli-top1-webgpu', 'gpu');
+    assert.equal(trained.trainedOn, 'gpu', 'the trained layer ran on the GPU');
+    const { report } = trained;
+    assert.equal(report.curve.length, cliLog.curve.length);
+    report.curve.forEach((e, i) => {
+      const want = cliLog.curve[i];
+      assert.ok(Math.abs(e.train_loss - want.train_loss) <= 1e-3, `epoch ${i + 1} loss ${e.train_loss} vs ${want.train_loss}`);
+      assert.equal(e.dev_accuracy, want.dev_accuracy, `epoch ${i + 1} dev accuracy`);
+      assert.equal(e.steps, want.steps);
+    });
+    // The loss moved: the comparison is not of two constants.
+    assert.notEqual(report.curve[0].train_loss, report.curve[1].train_loss);
+    assert.match(await gpuApp.page.textContent('#train-result'), /the trained layers ran on the GPU \(WebGPU\)/);
   } finally {
     await gpuApp.close();
   }
