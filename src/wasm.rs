@@ -772,6 +772,25 @@ pub fn rubric(request: JsValue, progress: &js_sys::Function) -> Result<String, J
     reply(&outcome, ())
 }
 
+// ------------------------------------------------------------------ GPU trainer check -------
+
+/// The bench page's check of the GPU trainer on this browser's WebGPU adapter
+/// (`gpu::gradient_check`, which the native tests run on lavapipe): every trained tensor's
+/// gradient against candle's autograd on tiny random models. `{adapter, checks}`.
+#[wasm_bindgen]
+pub async fn gpu_gradient_check() -> Result<String, JsValue> {
+    #[derive(Serialize)]
+    struct Reply<'a> {
+        adapter: &'a crate::gpu::context::AdapterSummary,
+        tolerance: f64,
+        checks: Vec<crate::gpu::gradient_check::TensorCheck>,
+    }
+    let js = |e: Error| error_to_js(&e);
+    let ctx = crate::gpu::context::GpuContext::new().await.map_err(js)?;
+    let checks = crate::gpu::gradient_check::gradient_check(&ctx).await.map_err(js)?;
+    to_json(&Reply { adapter: &ctx.adapter, tolerance: crate::gpu::gradient_check::TOLERANCE, checks })
+}
+
 // ------------------------------------------------------------------ encoder benchmark -------
 
 #[wasm_bindgen]

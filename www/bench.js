@@ -102,6 +102,52 @@ fetch('peer/ort/ort.wasm.min.mjs', { method: 'HEAD' })
   })
   .catch(() => {});
 
+/** The GPU trainer's gradients against the reference autograd on this browser's adapter. */
+function runGradientCheck() {
+  ask(
+    { type: 'gradient-check' },
+    (result) => {
+      window.__gradientCheck = result; // for the browser tests
+      const failed = result.checks.filter((c) => !c.ok);
+      const worst = Math.max(...result.checks.filter((c) => !c.zero_by_construction).map((c) => c.difference));
+      $('#gradcheck-summary').textContent =
+        `${result.adapter.name}: ${result.checks.length - failed.length} of ${result.checks.length} checks within ` +
+        `the limit; the largest relative difference is ${worst.toExponential(1)}.`;
+      const body = $('#gradcheck-table tbody');
+      body.replaceChildren();
+      // The failures first, then the ten largest differences.
+      const shown = [
+        ...failed,
+        ...result.checks
+          .filter((c) => c.ok)
+          .sort((a, b) => b.difference - a.difference)
+          .slice(0, 10),
+      ];
+      for (const c of shown) {
+        const tr = document.createElement('tr');
+        for (const [text, cls] of [
+          [c.case, ''],
+          [c.tensor, ''],
+          [
+            c.zero_by_construction
+              ? `${c.difference.toExponential(1)} (no gradient by construction)`
+              : c.difference.toExponential(2),
+            'num',
+          ],
+          [c.ok ? 'yes' : 'NO', ''],
+        ]) {
+          const td = document.createElement('td');
+          td.textContent = text;
+          td.className = cls;
+          tr.append(td);
+        }
+        body.append(tr);
+      }
+    },
+    { button: $('#gradcheck-run'), progress: $('#gradcheck-progress'), error: $('#gradcheck-error') },
+  );
+}
+
 /** The workload: `evaluate` on the CasiMedicos dev bundle, end to end, per backend. */
 function runWorkload() {
   const backends = [...($('#workload-cpu').checked ? ['cpu'] : []), ...($('#workload-gpu').checked ? ['gpu'] : [])];
@@ -263,6 +309,7 @@ function render() {
 
 $('#bench-run').addEventListener('click', run);
 $('#workload-run').addEventListener('click', runWorkload);
+$('#gradcheck-run').addEventListener('click', runGradientCheck);
 $('#native-json').addEventListener('input', () => {
   render();
   renderWorkload();

@@ -81,6 +81,9 @@ self.onmessage = async (event) => {
       await runBench(msg);
     } else if (msg.type === 'workload') {
       await runWorkload(msg);
+    } else if (msg.type === 'gradient-check') {
+      // The GPU trainer's gradients against candle's autograd on this adapter.
+      postMessage({ type: 'result', id: msg.id, result: JSON.parse(await medrank.gpu_gradient_check()) });
     } else if (msg.type === 'clear-models') {
       const removed = await caches.delete(MODEL_CACHE);
       postMessage({ type: 'models-cleared', id: msg.id, removed });

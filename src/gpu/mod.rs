@@ -21,6 +21,7 @@
 pub mod bench;
 pub mod context;
 pub mod encoder;
+pub mod gradient_check;
 pub mod ops;
 pub mod select;
 pub mod train;

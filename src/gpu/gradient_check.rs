@@ -1,0 +1,313 @@
+//! The GPU trainer checked against candle's autograd on the adapter at hand: for tiny
+//! random models of every head the trainer supports, the gradient of each trained tensor
+//! after one micro-batch, from [`GpuTrainer`] and from candle, and their relative
+//! difference (‖g_gpu − g_candle‖ / ‖g_candle‖). The native tests run it on lavapipe, the
+//! bench page (`gpu_gradient_check` in the wasm API) on the browser's WebGPU adapter, so a
+//! GPU that computes wrong gradients is found before it trains an evaluator.
+//!
+//! The reference is the CPU trainer's computation (`model::train`): padded f32 states, the
+//! top layers in candle ops (the last for the first token only), the head, each example's
+//! cross-entropy over its own segment, summed and divided by the step's example count.
+
+use candle_core::{Device, IndexOp, Tensor, Var, D};
+use half::f16;
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use serde::Serialize;
+
+use super::context::GpuContext;
+use super::ops::AdamWConfig;
+use super::train::GpuTrainer;
+use crate::error::Result;
+use crate::model::config::{Activation, Arch, EncoderConfig, HeadKind};
+use crate::model::encoder::layers_forward;
+use crate::model::heads::head_forward;
+use crate::model::load::{random_model, Dense, HeadWeights, LoadedModel, Norm};
+
+/// The largest relative difference a checked tensor may show.
+pub const TOLERANCE: f64 = 1e-3;
+
+/// One model the check trains: (architecture, head, labels, examples as (inputs, gold)).
+struct Case {
+    name: &'static str,
+    arch: Arch,
+    head: HeadKind,
+    labels: &'static [&'static str],
+    examples: &'static [(usize, usize)],
+}
+
+const CASES: [Case; 4] = [
+    // Examples of 3, 2 and 4 candidates (BERT: pooler + classifier).
+    Case {
+        name: "BERT, multiple choice",
+        arch: Arch::Bert,
+        head: HeadKind::MultipleChoice,
+        labels: &[],
+        examples: &[(3, 1), (2, 0), (4, 3)],
+    },
+    // Three labels, one input each.
+    Case {
+        name: "BERT, classification",
+        arch: Arch::Bert,
+        head: HeadKind::SequenceClassification,
+        labels: &["a", "b", "c"],
+        examples: &[(1, 2), (1, 0), (1, 1), (1, 2)],
+    },
+    // classifier.dense + tanh + classifier.out_proj.
+    Case {
+        name: "RoBERTa, classification",
+        arch: Arch::Roberta,
+        head: HeadKind::SequenceClassification,
+        labels: &["p", "q"],
+        examples: &[(1, 0), (1, 1), (1, 1)],
+    },
+    // pre_classifier + ReLU + classifier.
+    Case {
+        name: "DistilBERT, classification",
+        arch: Arch::DistilBert,
+        head: HeadKind::SequenceClassification,
+        labels: &["x", "y"],
+        examples: &[(1, 1), (1, 0), (1, 1)],
+    },
+];
+
+/// One trained tensor's comparison.
+#[derive(Debug, Clone, Serialize)]
+pub struct TensorCheck {
+    /// The model (architecture and head) and whether the micro-batch ran in parts.
+    pub case: String,
+    pub tensor: String,
+    /// ‖g_gpu − g_candle‖ / ‖g_candle‖; for a tensor without gradient by construction, the
+    /// largest absolute value on either side instead.
+    pub difference: f64,
+    pub reference_norm: f64,
+    /// Softmax ignores a shift of all its scores, so the key bias and a multiple-choice
+    /// classifier's bias get no gradient: both sides must be rounding-level zeros (< 1e-6).
+    pub zero_by_construction: bool,
+    pub ok: bool,
+}
+
+/// Every case, each micro-batch whole and split into one part per example (as one too large
+/// for the adapter's bindings runs). The losses are checked too, as the tensor `losses`.
+pub async fn gradient_check(ctx: &GpuContext) -> Result<Vec<TensorCheck>> {
+    let mut out = Vec::new();
+    for (c, case) in CASES.iter().enumerate() {
+        let m = jittered_model(tiny_config(case.arch, 3, case.head, case.labels), 20 + c as u64)?;
+        let first = 1; // the top 2 of 3 layers: the gradient also flows from layer to layer
+        let h = m.config.hidden_size;
+        let n_inputs: usize = case.examples.iter().map(|e| e.0).sum();
+        // Lengths with padding in every batch, and a 1-token input.
+        let lens: Vec<usize> = (0..n_inputs).map(|i| [7, 12, 1, 9, 5][i % 5]).collect();
+        let states = random_states(&lens, h, 30 + c as u64);
+        let step_examples = case.examples.len() + 2; // a micro-batch of a larger step
+
+        let mut reference = m.clone();
+        let vars = make_vars(&mut reference, first)?;
+        let (loss, losses) = candle_loss(&reference, first, &states, case.examples, step_examples)?;
+        let grads = loss.backward()?;
+        for split in [false, true] {
+            let mut trainer = GpuTrainer::new(ctx.clone(), &m, first, AdamWConfig::default(), AdamWConfig::default())?;
+            if split {
+                trainer.set_max_pass_bytes(1);
+            }
+            let name = format!("{}{}", case.name, if split { ", in parts" } else { "" });
+            let inputs: Vec<&[f16]> = states.iter().map(|s| s.as_slice()).collect();
+            let got_losses = trainer.accumulate(&inputs, case.examples, step_examples).await?;
+            let (r, norm) = relative(&got_losses, &losses);
+            out.push(TensorCheck {
+                case: name.clone(),
+                tensor: "losses".into(),
+                difference: r,
+                reference_norm: norm,
+                zero_by_construction: false,
+                ok: r <= TOLERANCE,
+            });
+            let got = trainer.gradients().await?;
+            for (tensor, v) in &vars {
+                let want: Vec<f32> = match grads.get(v.as_tensor()) {
+                    Some(g) => g.flatten_all()?.to_vec1()?,
+                    None => vec![0.0; v.as_tensor().elem_count()],
+                };
+                let g = got.iter().find(|(n, _)| n == tensor).map(|(_, g)| g.as_slice()).unwrap_or(&[]);
+                let zero = tensor.ends_with("key.bias")
+                    || (case.head == HeadKind::MultipleChoice && tensor == "classifier.bias");
+                let check = if g.len() != want.len() {
+                    // A tensor the GPU trainer did not report (or of another size): a failure.
+                    TensorCheck {
+                        case: name.clone(),
+                        tensor: tensor.clone(),
+                        difference: f64::INFINITY,
+                        reference_norm: 0.0,
+                        zero_by_construction: zero,
+                        ok: false,
+                    }
+                } else if zero {
+                    let largest = g.iter().chain(&want).fold(0f32, |a, v| a.max(v.abs())) as f64;
+                    TensorCheck {
+                        case: name.clone(),
+                        tensor: tensor.clone(),
+                        difference: largest,
+                        reference_norm: 0.0,
+                        zero_by_construction: true,
+                        ok: largest < 1e-6,
+                    }
+                } else {
+                    let (r, norm) = relative(g, &want);
+                    // A zero reference would make the ratio meaningless: nothing is tested.
+                    TensorCheck {
+                        case: name.clone(),
+                        tensor: tensor.clone(),
+                        difference: r,
+                        reference_norm: norm,
+                        zero_by_construction: false,
+                        ok: norm > 1e-7 && r <= TOLERANCE,
+                    }
+                };
+                out.push(check);
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// A tiny encoder (hidden 32, 4 heads, GELU) of `arch` with `head`: fast on any adapter.
+pub fn tiny_config(arch: Arch, layers: usize, head: HeadKind, labels: &[&str]) -> EncoderConfig {
+    EncoderConfig {
+        arch,
+        vocab_size: 64,
+        hidden_size: 32,
+        num_layers: layers,
+        num_heads: 4,
+        intermediate_size: 64,
+        max_position_embeddings: 64,
+        type_vocab_size: if arch == Arch::DistilBert { 0 } else { 2 },
+        layer_norm_eps: 1e-12,
+        activation: Activation::Gelu,
+        pad_token_id: 0,
+        position_offset: 0,
+        head,
+        labels: labels.iter().map(|s| s.to_string()).collect(),
+    }
+}
+
+/// A random model whose layer weights are scaled up from random_model's 0.02 (attention is
+/// then far from uniform) and whose norms are not the identity: gradients worth comparing.
+pub fn jittered_model(config: EncoderConfig, seed: u64) -> Result<LoadedModel> {
+    let mut m = random_model(config, seed)?;
+    let mut rng = ChaCha8Rng::seed_from_u64(seed + 1);
+    let mut jitter = |t: &Tensor, base: f32, spread: f32| -> Result<Tensor> {
+        let v: Vec<f32> = (0..t.elem_count()).map(|_| base + rng.gen_range(-spread..spread)).collect();
+        Ok(Tensor::from_vec(v, t.dims(), &Device::Cpu)?)
+    };
+    for l in &mut m.weights.layers {
+        for d in [&mut l.query, &mut l.key, &mut l.value, &mut l.attn_out, &mut l.ffn_in, &mut l.ffn_out] {
+            d.weight = (&d.weight * 10.0)?;
+        }
+        for n in [&mut l.attn_norm, &mut l.ffn_norm] {
+            n.weight = jitter(&n.weight, 1.0, 0.3)?;
+            n.bias = jitter(&n.bias, 0.0, 0.3)?;
+        }
+    }
+    Ok(m)
+}
+
+fn random_states(lens: &[usize], h: usize, seed: u64) -> Vec<Vec<f16>> {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    lens.iter().map(|&n| (0..n * h).map(|_| f16::from_f32(rng.gen_range(-2.0f32..2.0))).collect()).collect()
+}
+
+/// Replaces the trained tensors of `m` (the layers from `first`, the head) by variables,
+/// named as [`GpuTrainer::gradients`] names them.
+fn make_vars(m: &mut LoadedModel, first: usize) -> Result<Vec<(String, Var)>> {
+    let mut vars = Vec::new();
+    let mut var = |name: String, t: &mut Tensor| -> Result<()> {
+        let v = Var::from_tensor(t)?;
+        *t = v.as_tensor().clone();
+        vars.push((name, v));
+        Ok(())
+    };
+    for (i, l) in m.weights.layers.iter_mut().enumerate().skip(first) {
+        let dense: [(&str, &mut Dense); 6] = [
+            ("query", &mut l.query),
+            ("key", &mut l.key),
+            ("value", &mut l.value),
+            ("attn_out", &mut l.attn_out),
+            ("ffn_in", &mut l.ffn_in),
+            ("ffn_out", &mut l.ffn_out),
+        ];
+        for (n, d) in dense {
+            var(format!("layer{i}.{n}.weight"), &mut d.weight)?;
+            var(format!("layer{i}.{n}.bias"), &mut d.bias)?;
+        }
+        let norms: [(&str, &mut Norm); 2] = [("attn_norm", &mut l.attn_norm), ("ffn_norm", &mut l.ffn_norm)];
+        for (n, d) in norms {
+            var(format!("layer{i}.{n}.weight"), &mut d.weight)?;
+            var(format!("layer{i}.{n}.bias"), &mut d.bias)?;
+        }
+    }
+    let mut dense = |name: &str, d: &mut Dense| -> Result<()> {
+        var(format!("{name}.weight"), &mut d.weight)?;
+        var(format!("{name}.bias"), &mut d.bias)
+    };
+    match m.head.as_mut() {
+        Some(HeadWeights::PooledLinear { classifier }) => {
+            let pooler = m.weights.pooler.as_mut().ok_or_else(|| crate::Error::model("a BERT head needs a pooler"))?;
+            dense("pooler", pooler)?;
+            dense("classifier", classifier)?;
+        }
+        Some(HeadWeights::RobertaClassifier { dense: d, out_proj }) => {
+            dense("classifier.dense", d)?;
+            dense("classifier.out_proj", out_proj)?;
+        }
+        Some(HeadWeights::DistilClassifier { pre_classifier, classifier }) => {
+            dense("pre_classifier", pre_classifier)?;
+            dense("classifier", classifier)?;
+        }
+        None => return Err(crate::Error::model("the checked model has no head")),
+    }
+    Ok(vars)
+}
+
+/// The CPU trainer's loss for one micro-batch, and each example's loss.
+fn candle_loss(
+    m: &LoadedModel,
+    first: usize,
+    states: &[Vec<f16>],
+    examples: &[(usize, usize)],
+    step_examples: usize,
+) -> Result<(Tensor, Vec<f32>)> {
+    let h = m.config.hidden_size;
+    let s = states.iter().map(|v| v.len() / h).max().unwrap_or(0);
+    let mut x = vec![0f32; states.len() * s * h];
+    let mut mask = vec![0u32; states.len() * s];
+    for (k, st) in states.iter().enumerate() {
+        for (dst, src) in x[k * s * h..].iter_mut().zip(st) {
+            *dst = src.to_f32();
+        }
+        mask[k * s..k * s + st.len() / h].fill(1);
+    }
+    let x = Tensor::from_vec(x, (states.len(), s, h), &Device::Cpu)?;
+    let top = layers_forward(&m.config, &m.weights.layers[first..], x, &mask, true)?;
+    let cls = top.i((.., 0, ..))?.contiguous()?;
+    let head = m.head.as_ref().ok_or_else(|| crate::Error::model("the checked model has no head"))?;
+    let logits = head_forward(head, m.weights.pooler.as_ref(), &cls)?;
+    let flat = logits.flatten_all()?;
+    let n_out = logits.dims2()?.1;
+    let (mut at, mut losses) = (0, Vec::new());
+    for &(count, gold) in examples {
+        let seg = flat.narrow(0, at, count * n_out)?;
+        let logp = candle_nn::ops::log_softmax(&seg, D::Minus1)?;
+        losses.push(logp.get(gold)?.neg()?);
+        at += count * n_out;
+    }
+    let losses = Tensor::stack(&losses, 0)?;
+    let values = losses.to_vec1::<f32>()?;
+    Ok(((losses.sum_all()? / step_examples as f64)?, values))
+}
+
+/// (‖got − want‖ / ‖want‖, ‖want‖).
+fn relative(got: &[f32], want: &[f32]) -> (f64, f64) {
+    let diff: f64 = got.iter().zip(want).map(|(g, w)| (*g as f64 - *w as f64).powi(2)).sum::<f64>().sqrt();
+    let norm: f64 = want.iter().map(|w| (*w as f64).powi(2)).sum::<f64>().sqrt();
+    (diff / norm, norm)
+}

@@ -1,0 +1,36 @@
+// The GPU trainer's backward kernels and loss on WebGPU in Chromium (SwiftShader here),
+// through the bench page's check: every trained tensor of tiny random BERT (multiple
+// choice and classification), RoBERTa and DistilBERT models, its gradient after one
+// micro-batch against candle's autograd computed in the same wasm module on the CPU,
+// relative difference <= 1e-3 per tensor (`gpu::gradient_check`, which
+// tests/gpu_train.rs runs natively on lavapipe).
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { openApp } from './harness.mjs';
+
+test('the GPU trainer’s gradients on WebGPU match candle’s autograd within 1e-3 per tensor', async () => {
+  const app = await openApp({ webgpu: true });
+  try {
+    const { page } = app;
+    await page.goto(new URL('bench.html', app.server.url).href);
+    await page.click('#gradcheck-run');
+    await page.waitForFunction(
+      () => window.__gradientCheck || !document.querySelector('#gradcheck-error').hidden,
+      null,
+      { timeout: 600000 },
+    );
+    const error = await page.$eval('#gradcheck-error', (e) => (e.hidden ? null : e.textContent));
+    assert.equal(error, null);
+    const { adapter, checks } = await page.evaluate(() => window.__gradientCheck);
+    // 4 models x (whole, in parts) x (the losses + 2 layers of 16 tensors + 4 head tensors).
+    assert.equal(checks.length, 4 * 2 * (1 + 2 * 16 + 4), adapter.name);
+    for (const c of checks) {
+      assert.ok(c.ok, JSON.stringify(c));
+      if (!c.zero_by_construction) assert.ok(c.difference <= 1e-3 && c.reference_norm > 1e-7, JSON.stringify(c));
+      else assert.ok(c.difference < 1e-6, JSON.stringify(c));
+    }
+    assert.match(await page.textContent('#gradcheck-summary'), /296 of 296 checks within the limit/);
+  } finally {
+    await app.close();
+  }
+});
