@@ -1,5 +1,5 @@
 // The worker: loads the wasm build of the medrank library and runs every heavy job, so the
-// page never freezes. Messages in: {type: 'describe' | 'check' | 'run' | 'bench' | 'workload' |
+// page never freezes. Messages in: {type: 'describe' | 'check' | 'run' | 'bench' | 'workload' | 'gradient-check' |
 // 'model-status' | 'clear-models' | 'train' | 'train-cancel' | 'training-choices' |
 // 'trained-list' | 'trained-files' | 'trained-delete', id, ...}; out: 'ready' (with the file
 // kinds and the jobs' inputs, from the library), 'progress', 'described', 'checked', 'result',
