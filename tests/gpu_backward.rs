@@ -8,28 +8,15 @@
 use candle_core::{Device, Tensor, Var, D};
 use candle_nn::{AdamW as CandleAdamW, Optimizer, ParamsAdamW};
 use medrank::gpu::ops::{
-    record, ActivationBackward, AdamW, AdamWConfig, Addend, AttentionBackward, ColumnSum, CrossEntropy, Dispatch,
-    LayerNormBackward, LayerNormGrads, Mat, MatMul,
+    ActivationBackward, AdamW, AdamWConfig, Addend, AttentionBackward, ColumnSum, CrossEntropy, LayerNormBackward,
+    LayerNormGrads, Mat, MatMul,
 };
 use medrank::gpu::{Activation, GpuContext, GpuTensor};
-use rand::{Rng, SeedableRng};
-use rand_chacha::ChaCha8Rng;
 
 mod common;
-use common::context;
+use common::{context, random, run};
 
 const REL_TOL: f64 = 1e-3;
-
-fn random(n: usize, seed: u64) -> Vec<f32> {
-    let mut rng = ChaCha8Rng::seed_from_u64(seed);
-    (0..n).map(|_| rng.gen_range(-1.0f32..1.0)).collect()
-}
-
-fn run(ctx: &GpuContext, dispatches: Vec<Dispatch>) {
-    let mut encoder = ctx.device.create_command_encoder(&Default::default());
-    record(&mut encoder, &dispatches);
-    ctx.queue.submit([encoder.finish()]);
-}
 
 fn upload(ctx: &GpuContext, data: &[f32], shape: &[usize]) -> GpuTensor {
     ctx.upload_f32("test", data, shape).unwrap()

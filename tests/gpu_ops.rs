@@ -3,7 +3,7 @@
 //! that is lavapipe (software Vulkan). Without any adapter the tests say so loudly and
 //! return, unless MEDRANK_REQUIRE_GPU=1 (CI), where they fail.
 
-use medrank::gpu::ops::{record, Attention, Dispatch, GatherAdd, LayerNorm, MatMul};
+use medrank::gpu::ops::{Attention, GatherAdd, LayerNorm, MatMul};
 use medrank::gpu::{Activation, GpuContext, GpuTensor};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -11,19 +11,7 @@ use rand_chacha::ChaCha8Rng;
 const TOL: f64 = 1e-4;
 
 mod common;
-use common::context;
-
-fn random(n: usize, seed: u64) -> Vec<f32> {
-    let mut rng = ChaCha8Rng::seed_from_u64(seed);
-    (0..n).map(|_| rng.gen_range(-1.0f32..1.0)).collect()
-}
-
-/// Records prepared dispatches into one command encoder and submits it.
-fn run(ctx: &GpuContext, dispatches: Vec<Dispatch>) {
-    let mut encoder = ctx.device.create_command_encoder(&Default::default());
-    record(&mut encoder, &dispatches);
-    ctx.queue.submit([encoder.finish()]);
-}
+use common::{context, random, run};
 
 fn assert_close(got: &[f32], want: &[f64], what: &str) {
     assert_eq!(got.len(), want.len(), "{what}: length");

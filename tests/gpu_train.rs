@@ -5,7 +5,7 @@
 //! order and hyper-parameters. Runs on lavapipe here; without an adapter the tests say so
 //! loudly and return, unless MEDRANK_REQUIRE_GPU=1, where they fail.
 
-use medrank::gpu::gradient_check::{jittered_model, tiny_config};
+use medrank::gpu::gradient_check::{jittered_model, relative, tiny_config};
 use medrank::model::config::{Arch, EncoderConfig, HeadKind};
 use medrank::model::embed::TextModel;
 use medrank::model::load::{HeadWeights, LoadedModel};
@@ -23,12 +23,6 @@ const REL_TOL: f64 = 1e-3;
 fn model(arch: Arch, layers: usize, head: HeadKind, labels: &[&str], seed: u64) -> LoadedModel {
     let config = EncoderConfig { vocab_size: 30522, ..tiny_config(arch, layers, head, labels) };
     jittered_model(config, seed).unwrap()
-}
-
-fn rel(got: &[f32], want: &[f32]) -> (f64, f64) {
-    let diff: f64 = got.iter().zip(want).map(|(g, w)| (*g as f64 - *w as f64).powi(2)).sum::<f64>().sqrt();
-    let norm: f64 = want.iter().map(|w| (*w as f64).powi(2)).sum::<f64>().sqrt();
-    (diff / norm, norm)
 }
 
 /// The library's self-check (`gpu::gradient_check`, which the bench page runs on WebGPU):
@@ -131,7 +125,7 @@ fn a_few_epochs_on_the_gpu_give_the_cpu_trainers_losses() {
         vec![l.query.weight.flatten_all().unwrap().to_vec1().unwrap(), l.ffn_norm.weight.to_vec1().unwrap(), head]
     };
     for (g, c) in pick(&gpu.model).iter().zip(pick(&cpu.model)) {
-        let (r, _) = rel(g, &c);
+        let (r, _) = relative(g, &c);
         assert!(r <= REL_TOL, "trained weights differ by {r:e}");
     }
     assert_eq!(

@@ -305,8 +305,8 @@ fn candle_loss(
     Ok(((losses.sum_all()? / step_examples as f64)?, values))
 }
 
-/// (‖got − want‖ / ‖want‖, ‖want‖).
-fn relative(got: &[f32], want: &[f32]) -> (f64, f64) {
+/// (‖got − want‖ / ‖want‖, ‖want‖): the relative difference of two tensors' values.
+pub fn relative(got: &[f32], want: &[f32]) -> (f64, f64) {
     let diff: f64 = got.iter().zip(want).map(|(g, w)| (*g as f64 - *w as f64).powi(2)).sum::<f64>().sqrt();
     let norm: f64 = want.iter().map(|w| (*w as f64).powi(2)).sum::<f64>().sqrt();
     (diff / norm, norm)

@@ -6,6 +6,8 @@
 pub mod cli;
 
 use medrank::gpu::context::GpuContext;
+use medrank::gpu::ops::{record, Dispatch};
+use rand::{Rng, SeedableRng};
 
 /// True when the run must not skip GPU work (MEDRANK_REQUIRE_GPU=1).
 pub fn gpu_required() -> bool {
@@ -33,4 +35,17 @@ pub fn context() -> Option<GpuContext> {
             None
         }
     }
+}
+
+/// `n` seeded values in [-1, 1): the GPU tests' random inputs.
+pub fn random(n: usize, seed: u64) -> Vec<f32> {
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+    (0..n).map(|_| rng.gen_range(-1.0f32..1.0)).collect()
+}
+
+/// Records prepared dispatches into one command encoder and submits it.
+pub fn run(ctx: &GpuContext, dispatches: Vec<Dispatch>) {
+    let mut encoder = ctx.device.create_command_encoder(&Default::default());
+    record(&mut encoder, &dispatches);
+    ctx.queue.submit([encoder.finish()]);
 }
