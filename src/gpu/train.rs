@@ -605,40 +605,34 @@ impl GpuTrainer {
             let ds1 = ctx.zeros_f32("ds1", &[rows, h])?;
             // Zero at the rows the last layer does not compute.
             let dctx = ctx.zeros_f32("dctx", &[tokens, h])?;
-            d.extend(t.layer_norm.prepare(
-                ctx,
-                &LayerNormGrads {
-                    x: &s.ffn,
-                    residual: Some(&s.y),
-                    gamma: &layer.norm2_g.value,
+            // The gradients of a post-norm `LayerNorm(x + residual)` with its (gamma, beta).
+            let norm_grads = |x: &GpuTensor,
+                              residual: &GpuTensor,
+                              (gamma, beta): (&Param, &Param),
+                              dy: &GpuTensor,
+                              dx: &GpuTensor| {
+                let grads = LayerNormGrads {
+                    x,
+                    residual: Some(residual),
+                    gamma: &gamma.value,
                     eps,
-                    dy: &dout,
-                    dx: &ds2,
+                    dy,
+                    dx,
                     scratch: &scratch,
-                    dgamma: &layer.norm2_g.grad,
-                    dbeta: &layer.norm2_b.grad,
-                },
-            )?);
+                    dgamma: &gamma.grad,
+                    dbeta: &beta.grad,
+                };
+                t.layer_norm.prepare(ctx, &grads)
+            };
+            d.extend(norm_grads(&s.ffn, &s.y, (&layer.norm2_g, &layer.norm2_b), &dout, &ds2)?);
             weight_grads(d, Mat::of(&ds2)?, Mat::of(&s.act)?, &layer.ffn_w, &layer.ffn_b, &ds2)?;
             input_grads(d, Mat::of(&ds2)?, &layer.ffn_w, Addend::None, Mat::of(&dact)?)?;
             d.extend(t.activation.prepare(ctx, Activation::Gelu, &s.pre, &dact, &dpre_ffn)?);
             weight_grads(d, Mat::of(&dpre_ffn)?, Mat::of(&s.y)?, &layer.in_w, &layer.in_b, &dpre_ffn)?;
             // y feeds the feed-forward block and its residual.
             input_grads(d, Mat::of(&dpre_ffn)?, &layer.in_w, Addend::Matrix(&ds2), Mat::of(&dy)?)?;
-            d.extend(t.layer_norm.prepare(
-                ctx,
-                &LayerNormGrads {
-                    x: &s.attn,
-                    residual: Some(s.x_first.as_ref().unwrap_or(x_in)),
-                    gamma: &layer.norm1_g.value,
-                    eps,
-                    dy: &dy,
-                    dx: &ds1,
-                    scratch: &scratch,
-                    dgamma: &layer.norm1_g.grad,
-                    dbeta: &layer.norm1_b.grad,
-                },
-            )?);
+            let residual = s.x_first.as_ref().unwrap_or(x_in);
+            d.extend(norm_grads(&s.attn, residual, (&layer.norm1_g, &layer.norm1_b), &dy, &ds1)?);
             let ctx_rows = self.rows_of(&s.ctx, last, seq_len, batch)?;
             weight_grads(d, Mat::of(&ds1)?, ctx_rows, &layer.out_w, &layer.out_b, &ds1)?;
             input_grads(d, Mat::of(&ds1)?, &layer.out_w, Addend::None, self.rows_of(&dctx, last, seq_len, batch)?)?;

@@ -7,11 +7,10 @@
 // gelu'(x) = 0.5 (1 + erf(x / sqrt 2)) + x exp(-x^2 / 2) / sqrt(2 pi), the formula candle's
 // autograd uses (backprop.rs, GeluErf).
 
-// `Params`, THREADS and the MODE_* codes come from the Rust side (ops/activation_backward.rs),
-// `activate` and `erf_approx` from activations.wgsl. In FORWARD mode `grad` is a
+// `p` (binding 0, a `Params` block), THREADS and the MODE_* codes come from the Rust side
+// (ops/activation_backward.rs), `activate` and `erf_approx` from activations.wgsl. In FORWARD mode `grad` is a
 // placeholder and is not read.
 
-@group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> x: array<f32>;
 @group(0) @binding(2) var<storage, read> grad: array<f32>;
 @group(0) @binding(3) var<storage, read_write> out: array<f32>;

@@ -5,9 +5,8 @@
 // the decay (1 - lr wd) worked out on the Rust side for step t (in f64, as candle does).
 // One parameter block serves every tensor of an optimiser (its length is the binding's).
 
-// `Params` and THREADS come from the Rust side (ops/adamw.rs).
+// `p` (binding 0, a `Params` block) and THREADS come from the Rust side (ops/adamw.rs).
 
-@group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read_write> theta: array<f32>;
 @group(0) @binding(2) var<storage, read> grad: array<f32>;
 @group(0) @binding(3) var<storage, read_write> m: array<f32>;

@@ -3,21 +3,16 @@
 //
 // `qkv` holds the three projections side by side per token, [tokens, 3 * hidden]
 // (q | k | v), as produced by one matmul with the concatenated weights. Sequences are
-// padded to `seq_len`; `mask` is 1 for real tokens and 0 for padding. Like the CPU path
-// (model/encoder.rs), a padded key gets -1e9 added rather than being skipped, so the two
-// agree even on a row that is all padding (no NaN there).
+// padded to `seq_len`; `mask` is 1 for real tokens and 0 for padding (a padded key is
+// penalised, not skipped: attention_scores.wgsl).
 
-// `Params`, THREADS and MAX_KEYS come from the Rust side (ops/attention.rs), and the
-// reduction from reduce.wgsl.
+// `p` (binding 0, a `Params` block), THREADS and MAX_KEYS come from the Rust side
+// (ops/attention.rs), the reduction from reduce.wgsl, `scores`, `masked_score` and
+// `exponentiate_scores` from attention_scores.wgsl.
 
-@group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> qkv: array<f32>;
 @group(0) @binding(2) var<storage, read> mask: array<f32>;
 @group(0) @binding(3) var<storage, read_write> out: array<f32>;
-
-const MASKED: f32 = -1e9;
-
-var<workgroup> scores: array<f32, MAX_KEYS>;
 
 @compute @workgroup_size(THREADS)
 fn main(@builtin(workgroup_id) wid: vec3<u32>,
@@ -36,23 +31,14 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>,
         for (var d = 0u; d < p.head_dim; d++) {
             s += qkv[q + d] * qkv[k + d];
         }
-        s *= p.scale;
-        if (mask[first + j] == 0.0) {
-            s += MASKED;
-        }
+        s = masked_score(s, first + j);
         scores[j] = s;
         local_max = max(local_max, s);
     }
     let m = workgroup_reduce(lid, local_max, true);
 
     // 2. softmax numerators and their sum
-    var local_sum = 0.0;
-    for (var j = lid; j < p.seq_len; j += THREADS) {
-        let e = exp(scores[j] - m);
-        scores[j] = e;
-        local_sum += e;
-    }
-    let total = workgroup_reduce(lid, local_sum, false);
+    let total = exponentiate_scores(lid, m);
 
     // 3. weighted sum of the values, one output dimension per thread
     for (var d = lid; d < p.head_dim; d += THREADS) {

@@ -7,10 +7,10 @@
 // pass recomputes any P_tj and dS_tj without keeping the [tokens, heads, seq_len] matrices
 // (too large for one binding at long lengths).
 
-// `Params` (the forward op's), THREADS and MAX_KEYS come from the Rust side
-// (ops/attention_backward.rs), the reduction from reduce.wgsl.
+// `p` (binding 0, the forward op's `Params` block), THREADS and MAX_KEYS come from the Rust
+// side (ops/attention.rs), the reduction from reduce.wgsl, `scores`, `masked_score`
+// and `exponentiate_scores` from attention_scores.wgsl.
 
-@group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> qkv: array<f32>;
 @group(0) @binding(2) var<storage, read> mask: array<f32>;
 @group(0) @binding(3) var<storage, read> dout: array<f32>;
@@ -18,9 +18,6 @@
 @group(0) @binding(4) var<storage, read_write> stats: array<f32>;
 @group(0) @binding(5) var<storage, read_write> dqkv: array<f32>;
 
-const MASKED: f32 = -1e9;
-
-var<workgroup> scores: array<f32, MAX_KEYS>;
 var<workgroup> dp: array<f32, MAX_KEYS>;
 
 @compute @workgroup_size(THREADS)
@@ -44,10 +41,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>,
             s += qkv[q + d] * qkv[k + d];
             g += dout[o + d] * qkv[v + d];
         }
-        s *= p.scale;
-        if (mask[first + j] == 0.0) {
-            s += MASKED;
-        }
+        s = masked_score(s, first + j);
         scores[j] = s;
         dp[j] = g;
         local_max = max(local_max, s);
@@ -55,13 +49,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>,
     let m = workgroup_reduce(lid, local_max, true);
 
     // 2. softmax
-    var local_sum = 0.0;
-    for (var j = lid; j < p.seq_len; j += THREADS) {
-        let e = exp(scores[j] - m);
-        scores[j] = e;
-        local_sum += e;
-    }
-    let total = workgroup_reduce(lid, local_sum, false);
+    let total = exponentiate_scores(lid, m);
 
     // 3. P, sum_j P_j dP_j, dS
     var local_dot = 0.0;

@@ -7,19 +7,16 @@
 //   dk_u = scale * sum_t dS_tu q_t,   dv_u = sum_t P_tu dO_t
 // A padded key has P = 0 for every query, so its gradients are 0.
 
-// `Params` (the forward op's), THREADS and MAX_KEYS come from the Rust side
-// (ops/attention_backward.rs).
+// `p` (binding 0, the forward op's `Params` block), THREADS and MAX_KEYS come from the Rust
+// side (ops/attention.rs), `scores` (here the probabilities P_tu) and `masked_score`
+// from attention_scores.wgsl.
 
-@group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> qkv: array<f32>;
 @group(0) @binding(2) var<storage, read> mask: array<f32>;
 @group(0) @binding(3) var<storage, read> dout: array<f32>;
 @group(0) @binding(4) var<storage, read> stats: array<f32>;
 @group(0) @binding(5) var<storage, read_write> dqkv: array<f32>;
 
-const MASKED: f32 = -1e9;
-
-var<workgroup> probs: array<f32, MAX_KEYS>;
 var<workgroup> dscores: array<f32, MAX_KEYS>;
 
 @compute @workgroup_size(THREADS)
@@ -31,10 +28,6 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>,
     let stride = 3u * p.hidden;
     let k = u * stride + p.hidden + h * p.head_dim;
     let v = k + p.hidden;
-    var masked = 0.0;
-    if (mask[u] == 0.0) {
-        masked = MASKED;
-    }
 
     // 1. P_tu and dS_tu for every query t, one a thread
     for (var i = lid; i < p.seq_len; i += THREADS) {
@@ -48,8 +41,8 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>,
             g += dout[o + d] * qkv[v + d];
         }
         let at = 2u * (t * p.heads + h);
-        let pt = exp(s * p.scale + masked - stats[at]);
-        probs[i] = pt;
+        let pt = exp(masked_score(s, u) - stats[at]);
+        scores[i] = pt;
         dscores[i] = pt * (g - stats[at + 1u]);
     }
     workgroupBarrier();
@@ -61,7 +54,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>,
         for (var i = 0u; i < p.seq_len; i++) {
             let t = first + i;
             dk += dscores[i] * qkv[t * stride + h * p.head_dim + d];
-            dv += probs[i] * dout[t * p.hidden + h * p.head_dim + d];
+            dv += scores[i] * dout[t * p.hidden + h * p.head_dim + d];
         }
         dqkv[k + d] = dk * p.scale;
         dqkv[v + d] = dv;

@@ -2,9 +2,8 @@
 // beta) is the column sum of the gradient it was added to. One thread per column, rows
 // walked in order (neighbouring threads read neighbouring values).
 
-// `Params` and THREADS come from the Rust side (ops/column_sum.rs).
+// `p` (binding 0, a `Params` block) and THREADS come from the Rust side (ops/column_sum.rs).
 
-@group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> x: array<f32>;
 @group(0) @binding(2) var<storage, read_write> out: array<f32>;
 

@@ -4,9 +4,8 @@
 // A classification example's segment is its row of logits; a multiple-choice example's
 // is the single logit of each of its inputs, however many it has. One thread a segment.
 
-// `Params` and THREADS come from the Rust side (ops/cross_entropy.rs).
+// `p` (binding 0, a `Params` block) and THREADS come from the Rust side (ops/cross_entropy.rs).
 
-@group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> logits: array<f32>;
 // (start, count, gold) per example
 @group(0) @binding(2) var<storage, read> segments: array<u32>;

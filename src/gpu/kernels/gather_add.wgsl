@@ -4,9 +4,8 @@
 // table; a word table larger than one storage binding is uploaded in row blocks and
 // gathered with one pass per block, each pass adding only the ids that fall inside it.
 
-// `Params` and THREADS come from the Rust side (ops/gather_add.rs).
+// `p` (binding 0, a `Params` block) and THREADS come from the Rust side (ops/gather_add.rs).
 
-@group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> ids: array<u32>;
 @group(0) @binding(2) var<storage, read> table: array<f32>;
 @group(0) @binding(3) var<storage, read_write> out: array<f32>;

@@ -3,22 +3,12 @@
 // One workgroup per row. The residual add that precedes every LayerNorm inside a BERT
 // layer is fused here, so the sum never makes a round trip through memory.
 
-// `Params` and THREADS come from the Rust side (ops/layer_norm.rs), the reduction from
-// reduce.wgsl, `row_stats` from layer_norm_stats.wgsl. `p.has_residual` = 0: `residual` is a placeholder and is not read.
+// `p` (binding 0, a `Params` block) and THREADS come from the Rust side (ops/layer_norm.rs),
+// the reduction from reduce.wgsl; bindings 1-3 (x, residual, gamma), `value` and
+// `row_stats` from layer_norm_stats.wgsl.
 
-@group(0) @binding(0) var<uniform> p: Params;
-@group(0) @binding(1) var<storage, read> x: array<f32>;
-@group(0) @binding(2) var<storage, read> residual: array<f32>;
-@group(0) @binding(3) var<storage, read> gamma: array<f32>;
 @group(0) @binding(4) var<storage, read> beta: array<f32>;
 @group(0) @binding(5) var<storage, read_write> out: array<f32>;
-
-fn value(i: u32) -> f32 {
-    if (p.has_residual != 0u) {
-        return x[i] + residual[i];
-    }
-    return x[i];
-}
 
 @compute @workgroup_size(THREADS)
 fn main(@builtin(workgroup_id) wid: vec3<u32>,

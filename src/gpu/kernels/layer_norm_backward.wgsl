@@ -6,23 +6,13 @@
 // statistics are recomputed from x and the residual, as the forward kernel
 // (layer_norm.wgsl) computes them: two passes over the row.
 
-// `Params` and THREADS come from the Rust side (ops/layer_norm_backward.rs), the reduction
-// from reduce.wgsl, `row_stats` (the forward kernel's statistics) from layer_norm_stats.wgsl. `p.has_residual` = 0: `residual` is a placeholder and is not read.
+// `p` (binding 0, the forward op's `Params` block) and THREADS come from the Rust side
+// (ops/layer_norm.rs), the reduction from reduce.wgsl; bindings 1-3 (x, residual, gamma),
+// `value` and `row_stats` (the forward kernel's statistics) from layer_norm_stats.wgsl.
 
-@group(0) @binding(0) var<uniform> p: Params;
-@group(0) @binding(1) var<storage, read> x: array<f32>;
-@group(0) @binding(2) var<storage, read> residual: array<f32>;
-@group(0) @binding(3) var<storage, read> gamma: array<f32>;
 @group(0) @binding(4) var<storage, read> dy: array<f32>;
 @group(0) @binding(5) var<storage, read_write> dx: array<f32>;
 @group(0) @binding(6) var<storage, read_write> dy_xhat: array<f32>;
-
-fn value(i: u32) -> f32 {
-    if (p.has_residual != 0u) {
-        return x[i] + residual[i];
-    }
-    return x[i];
-}
 
 @compute @workgroup_size(THREADS)
 fn main(@builtin(workgroup_id) wid: vec3<u32>,

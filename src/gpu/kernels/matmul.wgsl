@@ -14,11 +14,10 @@
 // file, with an accessor `weight(i) -> f32`: f32 storage, or f16 storage (half the memory
 // and bandwidth) on adapters with `shader-f16`. Accumulation is f32 either way.
 
-// `Params`, TILE, SLICE, PER_THREAD, the FLAG_* bits and BIAS_* modes come from the Rust
-// side (ops/matmul.rs), and
-// `activate` with the activation codes from activations.wgsl.
+// `p` (binding 0, a `Params` block), TILE, SLICE, PER_THREAD, the FLAG_* bits and BIAS_*
+// modes come from the Rust side (ops/matmul.rs), and `activate` with the activation codes
+// from activations.wgsl.
 
-@group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> x: array<f32>;
 @group(0) @binding(3) var<storage, read> bias: array<f32>; // see p.bias_mode
 @group(0) @binding(4) var<storage, read_write> y: array<f32>;

@@ -1,7 +1,4 @@
-use super::{
-    activation_constants, check, check_f32, grid, params, to_u32, Activation, Dispatch, Kernel, Source,
-    ACTIVATIONS_WGSL,
-};
+use super::{activations_wgsl, check, check_f32, grid, params, to_u32, Activation, Dispatch, Kernel, Source};
 use crate::error::{Error, Result};
 use crate::gpu::context::{GpuContext, GpuTensor};
 
@@ -33,7 +30,7 @@ impl ActivationBackward {
     const THREADS: usize = 256;
 
     pub fn new(ctx: &GpuContext) -> Self {
-        let activations = activation_constants();
+        let activations = activations_wgsl();
         let source = Source {
             directives: "",
             params: Params::WGSL,
@@ -44,7 +41,7 @@ impl ActivationBackward {
                 ("MODE_TANH", MODE_TANH),
                 ("MODE_RELU", MODE_RELU),
             ],
-            shared: &[&activations, ACTIVATIONS_WGSL],
+            shared: &[&activations],
             body: include_str!("../kernels/activation_backward.wgsl"),
         };
         ActivationBackward { kernel: Kernel::new(ctx, "activation_backward", source) }

@@ -1,9 +1,10 @@
-use super::{check, check_f32, params, to_u32, Dispatch, Kernel, Source, REDUCE_WGSL};
+use super::{check, check_f32, params, to_u32, Dispatch, Kernel, Source, ATTENTION_SCORES_WGSL, REDUCE_WGSL};
 use crate::error::Result;
 use crate::gpu::context::{GpuContext, GpuTensor};
 
 params! {
-    struct Params {
+    /// The forward kernel's and both backward kernels' parameters.
+    pub(super) struct Params {
         /// Padded length L of every sequence in the batch.
         seq_len: u32,
         heads: u32,
@@ -31,16 +32,55 @@ impl Attention {
     /// Threads per (query, head): the usual head size, so the weighted sum of the values
     /// keeps every thread busy.
     const THREADS: usize = 64;
+    const CONSTANTS: [(&'static str, usize); 2] = [("THREADS", Self::THREADS), ("MAX_KEYS", Self::MAX_SEQ_LEN)];
 
     pub fn new(ctx: &GpuContext) -> Self {
+        Attention { kernel: Self::kernel(ctx, "attention", include_str!("../kernels/attention.wgsl")) }
+    }
+
+    /// An attention kernel (this op's or a backward pass's): one workgroup per (token,
+    /// head), the shared scores and softmax of attention_scores.wgsl.
+    pub(super) fn kernel(ctx: &GpuContext, name: &'static str, body: &str) -> Kernel {
         let source = Source {
             directives: "",
             params: Params::WGSL,
-            constants: &[("THREADS", Self::THREADS), ("MAX_KEYS", Self::MAX_SEQ_LEN)],
-            shared: &[REDUCE_WGSL],
-            body: include_str!("../kernels/attention.wgsl"),
+            constants: &Self::CONSTANTS,
+            shared: &[REDUCE_WGSL, ATTENTION_SCORES_WGSL],
+            body,
         };
-        Attention { kernel: Kernel::new(ctx, "attention", source) }
+        Kernel::new(ctx, name, source)
+    }
+
+    /// Checks the padding mask (`[batch, seq_len]`) against `tokens` x `hidden`
+    /// activations split in `heads` heads, and returns the kernels' parameters.
+    pub(super) fn params(
+        ctx: &GpuContext,
+        op: &str,
+        mask: &GpuTensor,
+        (tokens, hidden): (usize, usize),
+        heads: usize,
+    ) -> Result<Params> {
+        let (batch, seq_len) = mask.dims2(&format!("{op} mask"))?;
+        check(tokens == batch * seq_len, op, || format!("{tokens} token rows, but the mask says {batch} x {seq_len}"))?;
+        check(heads > 0 && hidden % heads == 0, op, || format!("hidden {hidden} is not a multiple of {heads} heads"))?;
+        check(seq_len <= Self::MAX_SEQ_LEN, op, || {
+            format!("sequences of {seq_len} tokens exceed the kernel's {}", Self::MAX_SEQ_LEN)
+        })?;
+        let max_groups = ctx.limits.max_compute_workgroups_per_dimension as usize;
+        check(tokens <= max_groups && heads <= max_groups, op, || {
+            format!("{tokens} tokens exceed {max_groups} workgroups a dimension; use smaller batches")
+        })?;
+        let head_dim = hidden / heads;
+        Ok(Params {
+            seq_len: to_u32(seq_len, op, "seq_len")?,
+            heads: to_u32(heads, op, "heads")?,
+            head_dim: to_u32(head_dim, op, "head_dim")?,
+            hidden: to_u32(hidden, op, "hidden")?,
+            scale: 1.0 / (head_dim as f32).sqrt(),
+            _pad0: 0,
+            _pad1: 0,
+            _pad2: 0,
+        })
     }
 
     /// `qkv`: [batch * seq_len, 3 * hidden] (q | k | v per token); `mask`: [batch, seq_len]
@@ -56,35 +96,11 @@ impl Attention {
         for (t, name) in [(qkv, "qkv"), (mask, "mask"), (out, "out")] {
             check_f32(t, "attention", name)?;
         }
-        let (batch, seq_len) = mask.dims2("attention mask")?;
         let (tokens, hidden) = out.dims2("attention out")?;
-        check(tokens == batch * seq_len, "attention", || {
-            format!("out has {tokens} rows, mask says {batch} x {seq_len}")
-        })?;
         check(qkv.shape == [tokens, 3 * hidden], "attention", || {
             format!("qkv {:?} != [{tokens}, {}]", qkv.shape, 3 * hidden)
         })?;
-        check(heads > 0 && hidden % heads == 0, "attention", || {
-            format!("hidden {hidden} is not a multiple of {heads} heads")
-        })?;
-        check(seq_len <= Self::MAX_SEQ_LEN, "attention", || {
-            format!("sequences of {seq_len} tokens exceed the kernel's {}", Self::MAX_SEQ_LEN)
-        })?;
-        let max_groups = ctx.limits.max_compute_workgroups_per_dimension as usize;
-        check(tokens <= max_groups && heads <= max_groups, "attention", || {
-            format!("{tokens} tokens exceed {max_groups} workgroups a dimension; use smaller batches")
-        })?;
-        let head_dim = hidden / heads;
-        let params = Params {
-            seq_len: to_u32(seq_len, "attention", "seq_len")?,
-            heads: to_u32(heads, "attention", "heads")?,
-            head_dim: to_u32(head_dim, "attention", "head_dim")?,
-            hidden: to_u32(hidden, "attention", "hidden")?,
-            scale: 1.0 / (head_dim as f32).sqrt(),
-            _pad0: 0,
-            _pad1: 0,
-            _pad2: 0,
-        };
+        let params = Self::params(ctx, "attention", mask, (tokens, hidden), heads)?;
         if tokens == 0 {
             return Ok(Vec::new());
         }

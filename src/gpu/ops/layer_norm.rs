@@ -3,7 +3,8 @@ use crate::error::Result;
 use crate::gpu::context::{GpuContext, GpuTensor};
 
 params! {
-    struct Params {
+    /// The forward and the backward kernel's parameters.
+    pub(super) struct Params {
         rows: u32,
         cols: u32,
         eps: f32,
@@ -23,17 +24,37 @@ impl LayerNorm {
     const THREADS: usize = 256;
 
     pub fn new(ctx: &GpuContext) -> Self {
-        let body = include_str!("../kernels/layer_norm.wgsl");
-        LayerNorm {
-            kernel: Kernel::with_threads(
-                ctx,
-                "layer_norm",
-                Params::WGSL,
-                Self::THREADS,
-                &[REDUCE_WGSL, LAYER_NORM_STATS_WGSL],
-                body,
-            ),
+        LayerNorm { kernel: Self::kernel(ctx, "layer_norm", include_str!("../kernels/layer_norm.wgsl")) }
+    }
+
+    /// A LayerNorm kernel (this op's or its gradient's): one workgroup a row, the shared
+    /// inputs and statistics of layer_norm_stats.wgsl.
+    pub(super) fn kernel(ctx: &GpuContext, name: &'static str, body: &str) -> Kernel {
+        Kernel::with_threads(ctx, name, Params::WGSL, Self::THREADS, &[REDUCE_WGSL, LAYER_NORM_STATS_WGSL], body)
+    }
+
+    /// Checks `x` (`[rows, cols]`) and the optional `residual` (the same shape) and
+    /// returns the kernels' parameters, `(rows, cols)` and the buffer bound as the
+    /// residual (without one, `x`'s: the binding needs a buffer; the kernel does not read it).
+    pub(super) fn params<'a>(
+        op: &str,
+        x: &'a GpuTensor,
+        residual: Option<&'a GpuTensor>,
+        eps: f32,
+    ) -> Result<(Params, (usize, usize), &'a wgpu::Buffer)> {
+        check_f32(x, op, "x")?;
+        let (rows, cols) = x.dims2(&format!("{op} x"))?;
+        if let Some(r) = residual {
+            check_f32(r, op, "residual")?;
+            check(r.shape == x.shape, op, || format!("residual {:?} != x {:?}", r.shape, x.shape))?;
         }
+        let params = Params {
+            rows: to_u32(rows, op, "rows")?,
+            cols: to_u32(cols, op, "cols")?,
+            eps,
+            has_residual: residual.is_some() as u32,
+        };
+        Ok((params, (rows, cols), &residual.unwrap_or(x).buffer))
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -47,27 +68,15 @@ impl LayerNorm {
         eps: f32,
         out: &GpuTensor,
     ) -> Result<Vec<Dispatch>> {
-        for (t, name) in [(x, "x"), (gamma, "gamma"), (beta, "beta"), (out, "out")] {
+        let (params, (rows, cols), residual) = Self::params("layer_norm", x, residual, eps)?;
+        for (t, name) in [(gamma, "gamma"), (beta, "beta"), (out, "out")] {
             check_f32(t, "layer_norm", name)?;
-        }
-        let (rows, cols) = x.dims2("layer_norm x")?;
-        if let Some(r) = residual {
-            check_f32(r, "layer_norm", "residual")?;
-            check(r.shape == x.shape, "layer_norm", || format!("residual {:?} != x {:?}", r.shape, x.shape))?;
         }
         check(gamma.shape == [cols] && beta.shape == [cols], "layer_norm", || {
             format!("gamma {:?} / beta {:?} != [{cols}]", gamma.shape, beta.shape)
         })?;
         check(out.shape == x.shape, "layer_norm", || format!("out {:?} != x {:?}", out.shape, x.shape))?;
-        let params = Params {
-            rows: to_u32(rows, "layer_norm", "rows")?,
-            cols: to_u32(cols, "layer_norm", "cols")?,
-            eps,
-            has_residual: residual.is_some() as u32,
-        };
-        // Without a residual the binding still needs a buffer; `x` is never read through it.
-        let residual = residual.unwrap_or(x);
-        let buffers = [&x.buffer, &residual.buffer, &gamma.buffer, &beta.buffer, &out.buffer];
+        let buffers = [&x.buffer, residual, &gamma.buffer, &beta.buffer, &out.buffer];
         Ok(vec![self.kernel.bind(ctx, &params, &buffers, grid(ctx, rows)?)])
     }
 }

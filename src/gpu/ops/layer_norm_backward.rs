@@ -1,16 +1,6 @@
-use super::{check, check_f32, grid, params, to_u32, ColumnSum, Dispatch, Kernel, LAYER_NORM_STATS_WGSL, REDUCE_WGSL};
+use super::{check, check_f32, grid, ColumnSum, Dispatch, Kernel, LayerNorm};
 use crate::error::Result;
 use crate::gpu::context::{GpuContext, GpuTensor};
-
-params! {
-    struct Params {
-        rows: u32,
-        cols: u32,
-        eps: f32,
-        /// 0: the `residual` binding is a placeholder and is not read.
-        has_residual: u32,
-    }
-}
 
 /// The gradients of [`super::LayerNorm`] (kernels/layer_norm_backward.wgsl, then two
 /// column sums): `dx` (the gradient of `x` and of the residual alike), and gamma's and
@@ -36,28 +26,18 @@ pub struct LayerNormGrads<'a> {
 }
 
 impl LayerNormBackward {
-    /// Threads per row (one workgroup a row).
-    const THREADS: usize = 256;
-
     pub fn new(ctx: &GpuContext) -> Self {
         let body = include_str!("../kernels/layer_norm_backward.wgsl");
         LayerNormBackward {
-            kernel: Kernel::with_threads(
-                ctx,
-                "layer_norm_backward",
-                Params::WGSL,
-                Self::THREADS,
-                &[REDUCE_WGSL, LAYER_NORM_STATS_WGSL],
-                body,
-            ),
+            kernel: LayerNorm::kernel(ctx, "layer_norm_backward", body),
             column_sum: ColumnSum::new(ctx),
         }
     }
 
     pub fn prepare(&self, ctx: &GpuContext, t: &LayerNormGrads) -> Result<Vec<Dispatch>> {
         let op = "layer_norm_backward";
+        let (params, (rows, cols), residual) = LayerNorm::params(op, t.x, t.residual, t.eps)?;
         for (x, name) in [
-            (t.x, "x"),
             (t.gamma, "gamma"),
             (t.dy, "dy"),
             (t.dx, "dx"),
@@ -67,25 +47,13 @@ impl LayerNormBackward {
         ] {
             check_f32(x, op, name)?;
         }
-        let (rows, cols) = t.x.dims2("layer_norm_backward x")?;
-        if let Some(r) = t.residual {
-            check_f32(r, op, "residual")?;
-            check(r.shape == t.x.shape, op, || format!("residual {:?} != x {:?}", r.shape, t.x.shape))?;
-        }
         for (y, name) in [(t.dy, "dy"), (t.dx, "dx"), (t.scratch, "scratch")] {
             check(y.shape == t.x.shape, op, || format!("{name} {:?} != x {:?}", y.shape, t.x.shape))?;
         }
         for (v, name) in [(t.gamma, "gamma"), (t.dgamma, "dgamma"), (t.dbeta, "dbeta")] {
             check(v.shape == [cols], op, || format!("{name} {:?} != [{cols}]", v.shape))?;
         }
-        let params = Params {
-            rows: to_u32(rows, op, "rows")?,
-            cols: to_u32(cols, op, "cols")?,
-            eps: t.eps,
-            has_residual: t.residual.is_some() as u32,
-        };
-        let residual = t.residual.unwrap_or(t.x);
-        let buffers = [&t.x.buffer, &residual.buffer, &t.gamma.buffer, &t.dy.buffer, &t.dx.buffer, &t.scratch.buffer];
+        let buffers = [&t.x.buffer, residual, &t.gamma.buffer, &t.dy.buffer, &t.dx.buffer, &t.scratch.buffer];
         let mut out = vec![self.kernel.bind(ctx, &params, &buffers, grid(ctx, rows)?)];
         out.extend(self.column_sum.prepare(ctx, t.scratch, true, t.dgamma)?);
         out.extend(self.column_sum.prepare(ctx, t.dy, true, t.dbeta)?);

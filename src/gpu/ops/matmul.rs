@@ -1,4 +1,4 @@
-use super::{activation_constants, check, check_f32, params, to_u32, Dispatch, Kernel, Source, ACTIVATIONS_WGSL};
+use super::{activations_wgsl, check, check_f32, params, to_u32, Dispatch, Kernel, Source};
 use crate::error::{Error, Result};
 use crate::gpu::context::{DType, GpuContext, GpuTensor};
 
@@ -121,7 +121,7 @@ impl MatMul {
     const PER_THREAD: usize = 4;
 
     pub fn new(ctx: &GpuContext) -> Self {
-        let activations = activation_constants();
+        let activations = activations_wgsl();
         let kernel = |name, directives, weights| {
             let source = Source {
                 directives,
@@ -137,7 +137,7 @@ impl MatMul {
                     ("BIAS_ROW", BIAS_ROW),
                     ("BIAS_MATRIX", BIAS_MATRIX),
                 ],
-                shared: &[weights, &activations, ACTIVATIONS_WGSL],
+                shared: &[weights, &activations],
                 body: include_str!("../kernels/matmul.wgsl"),
             };
             Kernel::new(ctx, name, source)
@@ -174,20 +174,6 @@ impl MatMul {
     /// (the first-token rows of a `[batch * seq_len, hidden]` gradient), never transposed.
     #[allow(clippy::too_many_arguments)]
     pub fn prepare_product(
-        &self,
-        ctx: &GpuContext,
-        x: Mat,
-        w: Mat,
-        addend: Addend,
-        activation: Activation,
-        accumulate: bool,
-        y: Mat,
-    ) -> Result<Vec<Dispatch>> {
-        self.product(ctx, x, w, addend, activation, accumulate, y)
-    }
-
-    #[allow(clippy::too_many_arguments)]
-    fn product(
         &self,
         ctx: &GpuContext,
         x: Mat,

@@ -89,20 +89,22 @@ impl TrainOps {
 }
 
 /// Declares a kernel's uniform parameter block once for both sides: the Rust struct that
-/// is uploaded (`bytemuck`) and its WGSL declaration `Params::WGSL` (`struct Params`), which
-/// [`Kernel::new`] puts in front of the kernel's source, so the two layouts cannot drift.
+/// is uploaded (`bytemuck`) and its WGSL declaration `Params::WGSL` (`struct Params` and
+/// its binding, `p` at binding 0), which [`Kernel::new`] puts in front of the kernel's
+/// source, so the two layouts cannot drift and no kernel declares binding 0 itself.
 /// Fields are `u32` or `f32` (4 bytes each: the C and the WGSL uniform layouts agree).
 macro_rules! params {
-    ($(#[$meta:meta])* struct $name:ident { $($(#[$field_meta:meta])* $field:ident: $ty:ident),* $(,)? }) => {
+    ($(#[$meta:meta])* $vis:vis struct $name:ident { $($(#[$field_meta:meta])* $field:ident: $ty:ident),* $(,)? }) => {
         $(#[$meta])*
         #[repr(C)]
         #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
-        struct $name { $($(#[$field_meta])* $field: $ty),* }
+        $vis struct $name { $($(#[$field_meta])* $field: $ty),* }
         impl $name {
             const WGSL: &'static str = concat!(
                 "struct Params {\n",
                 $("    ", stringify!($field), ": ", stringify!($ty), ",\n",)*
-                "}\n"
+                "}\n",
+                "@group(0) @binding(0) var<uniform> p: Params;\n"
             );
         }
         impl $crate::gpu::ops::KernelParams for $name {}
@@ -118,10 +120,13 @@ const ACTIVATIONS_WGSL: &str = include_str!("../kernels/activations.wgsl");
 const REDUCE_WGSL: &str = include_str!("../kernels/reduce.wgsl");
 /// A row's mean and 1/sqrt(var + eps), for the LayerNorm kernels (needs `REDUCE_WGSL`).
 const LAYER_NORM_STATS_WGSL: &str = include_str!("../kernels/layer_norm_stats.wgsl");
+/// The attention kernels' shared scores and softmax (needs `REDUCE_WGSL`).
+const ATTENTION_SCORES_WGSL: &str = include_str!("../kernels/attention_scores.wgsl");
 
-/// The activation codes as WGSL constants, from the Rust enum (see activations.wgsl).
-fn activation_constants() -> String {
-    [
+/// activations.wgsl with the activation codes in front of it as WGSL constants, taken from
+/// the Rust enum, for the kernels that apply an activation.
+fn activations_wgsl() -> String {
+    let codes: String = [
         ("ACT_NONE", Activation::None),
         ("ACT_GELU", Activation::Gelu),
         ("ACT_TANH", Activation::Tanh),
@@ -130,7 +135,8 @@ fn activation_constants() -> String {
     ]
     .iter()
     .map(|(name, a)| format!("const {name}: u32 = {}u;\n", *a as u32))
-    .collect()
+    .collect();
+    codes + ACTIVATIONS_WGSL
 }
 
 /// The pieces of a kernel's source, assembled in this order: directives (`enable f16;`,
