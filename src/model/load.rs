@@ -274,11 +274,7 @@ pub fn from_tensors(config: EncoderConfig, file: &str, tensors: HashMap<String, 
     };
     let weights =
         EncoderWeights { word_embeddings, position_embeddings, token_type_embeddings, embedding_norm, layers, pooler };
-    let n_out = match config.head {
-        HeadKind::None => 0,
-        HeadKind::MultipleChoice => 1,
-        HeadKind::SequenceClassification => config.labels.len().max(1),
-    };
+    let n_out = head_outputs(&config);
     let head = match (config.head, config.arch) {
         (HeadKind::None, _) => None,
         (_, Arch::DistilBert) => Some(HeadWeights::DistilClassifier {
@@ -481,11 +477,7 @@ pub fn random_model(config: EncoderConfig, seed: u64) -> Result<LoadedModel> {
         });
     }
     let pooler = if config.arch == Arch::DistilBert { None } else { Some(dense(&mut rand_t, h, h)?) };
-    let n_out = match config.head {
-        HeadKind::None => 0,
-        HeadKind::MultipleChoice => 1,
-        HeadKind::SequenceClassification => config.labels.len().max(1),
-    };
+    let n_out = head_outputs(&config);
     let head = match (config.head, config.arch) {
         (HeadKind::None, _) => None,
         (_, Arch::DistilBert) => Some(HeadWeights::DistilClassifier {
@@ -517,5 +509,15 @@ mod rand_distr_free {
         let u1: f64 = rng.gen_range(f64::EPSILON..1.0);
         let u2: f64 = rng.gen();
         ((-2.0 * u1.ln()).sqrt() * (2.0 * std::f64::consts::PI * u2).cos()) as f32
+    }
+}
+
+/// The outputs of a model's head: one score per option (multiple choice), one per label
+/// (classification), none without a head.
+fn head_outputs(config: &EncoderConfig) -> usize {
+    match config.head {
+        HeadKind::None => 0,
+        HeadKind::MultipleChoice => 1,
+        HeadKind::SequenceClassification => config.labels.len().max(1),
     }
 }
