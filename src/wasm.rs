@@ -299,42 +299,6 @@ fn run_job<T>(progress: &js_sys::Function, stage: &str, job: impl FnOnce() -> Re
 
 // ------------------------------------------------------------------ ranking over scoring ----
 
-/// What the page needs for the per-instance drill-down: the texts the evaluator saw and
-/// what each evaluator predicted. Copied from the inputs; nothing is computed here.
-#[derive(Serialize)]
-struct InstanceView<'a> {
-    id: &'a str,
-    task: &'a str,
-    text: String,
-    options: Vec<(&'a str, &'a str)>,
-    gold: &'a str,
-    arguments: Vec<ArgumentView<'a>>,
-}
-
-#[derive(Serialize)]
-struct ArgumentView<'a> {
-    system: &'a str,
-    /// `None` for a control case medrank generated (its text is in the controls report).
-    text: Option<&'a str>,
-    predictions: Vec<PredictionView<'a>>,
-}
-
-#[derive(Serialize)]
-struct PredictionView<'a> {
-    evaluator: &'a str,
-    predicted: &'a str,
-    p_correct: f64,
-    probs: &'a [(String, f64)],
-}
-
-/// The control names of the options plus the control files the bundle marks (as the job's
-/// verdict counts them).
-fn with_file_controls(controls: &[String], bundle: &crate::data::Bundle) -> Vec<String> {
-    let mut all = controls.to_vec();
-    all.extend(bundle.controls.iter().filter(|c| !controls.contains(c)).cloned());
-    all
-}
-
 /// The import of the Ranking-Over-Scoring files, when the page made the bundle from them:
 /// its report (reordered options, control files, empty options) and table.
 #[derive(Serialize)]
@@ -349,7 +313,7 @@ struct RankViews<'a> {
     controls: &'a [String],
     #[serde(skip_serializing_if = "Option::is_none")]
     import: Option<ImportView<'a>>,
-    instances: Vec<InstanceView<'a>>,
+    instances: Vec<jobs::views::InstanceView<'a>>,
 }
 
 /// Ranking over scoring from imported predictions (`medrank evaluate`): a bundle, one
@@ -392,9 +356,12 @@ pub fn rank_systems(request: JsValue, progress: &js_sys::Function) -> Result<Str
     }
     let flat: Vec<(&str, &crate::data::Prediction)> =
         parsed.iter().flat_map(|(e, file)| file.predictions.iter().map(move |p| (*e, p))).collect();
-    let controls = with_file_controls(&o.controls, &bundle);
-    let views =
-        RankViews { controls: &controls, import: import_view(&imported), instances: instance_views(&bundle, &flat) };
+    let controls = jobs::views::with_file_controls(&o.controls, &bundle);
+    let views = RankViews {
+        controls: &controls,
+        import: import_view(&imported),
+        instances: jobs::views::instance_views(&bundle, &flat),
+    };
     reply(&outcome, views)
 }
 
@@ -495,12 +462,12 @@ impl Model {
         let (bundle, _) = crate::data::parse_bundle(&bundle_text.name, &bundle_text.text).map_err(js)?;
         let evaluator = outcome.report.evaluators.first().map(|e| e.evaluator.as_str()).unwrap_or("model");
         let flat: Vec<(&str, &crate::data::Prediction)> = predictions.iter().map(|p| (evaluator, p)).collect();
-        let controls = with_file_controls(&o.controls, &bundle);
+        let controls = jobs::views::with_file_controls(&o.controls, &bundle);
         let views = ModelViews {
             rank: RankViews {
                 controls: &controls,
                 import: import_view(&imported),
-                instances: instance_views(&bundle, &flat),
+                instances: jobs::views::instance_views(&bundle, &flat),
             },
             backend: &backend,
             threads: crate::model::cpu::worker_threads(),
@@ -597,98 +564,23 @@ fn cpu_kernels(threads: usize) -> String {
     format!("medrank kernels ({simd}, {threads} thread{})", if threads == 1 { "" } else { "s" })
 }
 
-/// The bundle: the one given, or one imported from the public Ranking-Over-Scoring (HiTZ)
-/// files, as `medrank import` writes it (the file of system `no_argument` is the base).
+/// The bundle the request gives, or the Ranking-Over-Scoring files to import it from.
 fn bundle_of(request: &JobRequest) -> Result<(NamedText, Option<jobs::ImportOutcome>), Error> {
-    let hitz: Vec<&InputFile> = files_of(request, "ros").collect();
-    match (one_file(request, "bundle", "argument bundle")?, hitz.is_empty()) {
-        (Some(bundle), true) => Ok((bundle.named(), None)),
-        (Some(bundle), false) => Err(Error::invalid(format!(
-            "give either an argument bundle ({}) or Ranking-Over-Scoring files, not both",
-            bundle.name
-        ))),
-        (None, true) => Err(Error::invalid("add an argument bundle (or the Ranking-Over-Scoring files)")),
-        (None, false) => {
-            let mut no_argument = None;
-            let mut sources = Vec::new();
-            let mut controls = Vec::new();
-            for f in hitz {
-                let system = f.param("system")?;
+    let ros = files_of(request, "ros")
+        .map(|f| {
+            Ok(jobs::RosFile {
+                system: f.param("system")?.to_string(),
                 // The file's "control case" switch: `medrank import --control-source`.
-                let control = f.params.get("control").is_some_and(|v| v == "true");
-                if system == "no_argument" && !control {
-                    no_argument = Some(f.named());
-                } else {
-                    sources.push((system.to_string(), f.named()));
-                    if control {
-                        controls.push(system.to_string());
-                    }
-                }
-            }
-            let no_argument = no_argument.ok_or_else(|| {
-                Error::invalid(
-                    "the Ranking-Over-Scoring import needs the no-argument file: set its system to `no_argument`",
-                )
-            })?;
-            let outcome = jobs::import_ranking_over_scoring(&jobs::ImportRequest { no_argument, sources, controls })?;
-            Ok((NamedText::new("imported_bundle.jsonl", outcome.bundle_jsonl.clone()), Some(outcome)))
-        }
-    }
+                control: f.params.get("control").is_some_and(|v| v == "true"),
+                file: f.named(),
+            })
+        })
+        .collect::<Result<Vec<_>, Error>>()?;
+    jobs::bundle_or_import(one_file(request, "bundle", "argument bundle")?.map(InputFile::named), ros)
 }
 
 fn import_view(imported: &Option<jobs::ImportOutcome>) -> Option<ImportView<'_>> {
     imported.as_ref().map(|o| ImportView { report: &o.report, tables: page_tables(&o.tables) })
-}
-
-fn instance_views<'a>(
-    bundle: &'a crate::data::Bundle,
-    predictions: &[(&'a str, &'a crate::data::Prediction)],
-) -> Vec<InstanceView<'a>> {
-    use crate::data::Problem;
-    let mut by_key: std::collections::BTreeMap<(&str, &str), Vec<PredictionView<'a>>> = Default::default();
-    for (evaluator, p) in predictions {
-        by_key.entry((p.instance.as_str(), p.system.as_str())).or_default().push(PredictionView {
-            evaluator,
-            predicted: &p.predicted,
-            p_correct: p.p_correct,
-            probs: &p.probs,
-        });
-    }
-    bundle
-        .instances
-        .iter()
-        .map(|inst| {
-            let (text, options) = match &inst.problem {
-                Problem::Mcqa { question, options, .. } => {
-                    (question.clone(), options.iter().map(|(k, t)| (k.as_str(), t.as_str())).collect())
-                }
-                other => (other.query_text(), Vec::new()),
-            };
-            let mut arguments: Vec<ArgumentView> = inst
-                .arguments
-                .iter()
-                .map(|(system, text)| ArgumentView {
-                    system,
-                    text: Some(text),
-                    predictions: by_key.remove(&(inst.id.as_str(), system.as_str())).unwrap_or_default(),
-                })
-                .collect();
-            // Systems scored by an evaluator but not in the bundle: the control cases.
-            let others: Vec<(&str, &str)> = by_key.keys().filter(|(i, _)| *i == inst.id.as_str()).copied().collect();
-            for key in others {
-                let predictions = by_key.remove(&key).unwrap_or_default();
-                arguments.push(ArgumentView { system: key.1, text: None, predictions });
-            }
-            InstanceView {
-                id: &inst.id,
-                task: inst.problem.task().name(),
-                text,
-                options,
-                gold: inst.problem.gold(),
-                arguments,
-            }
-        })
-        .collect()
 }
 
 // ------------------------------------------------------------------ NRP ---------------------

@@ -47,6 +47,51 @@ pub struct ImportOutcome {
     pub tables: Vec<Table>,
 }
 
+/// One Ranking-Over-Scoring file as the page gives it: the system it holds and whether it
+/// is a control case (`medrank import --control-source`).
+#[derive(Debug, Clone)]
+pub struct RosFile {
+    pub system: String,
+    pub control: bool,
+    pub file: NamedText,
+}
+
+/// The bundle of a ranking job: the one given, or one imported from the public
+/// Ranking-Over-Scoring files as `medrank import` writes it (the file of system
+/// `no_argument` is the base), with the import's outcome. Exactly one of the two is needed.
+pub fn bundle_or_import(bundle: Option<NamedText>, ros: Vec<RosFile>) -> Result<(NamedText, Option<ImportOutcome>)> {
+    match (bundle, ros.is_empty()) {
+        (Some(bundle), true) => Ok((bundle, None)),
+        (Some(bundle), false) => Err(Error::invalid(format!(
+            "give either an argument bundle ({}) or Ranking-Over-Scoring files, not both",
+            bundle.name
+        ))),
+        (None, true) => Err(Error::invalid("add an argument bundle (or the Ranking-Over-Scoring files)")),
+        (None, false) => {
+            let mut no_argument = None;
+            let mut sources = Vec::new();
+            let mut controls = Vec::new();
+            for f in ros {
+                if f.system == "no_argument" && !f.control {
+                    no_argument = Some(f.file);
+                } else {
+                    if f.control {
+                        controls.push(f.system.clone());
+                    }
+                    sources.push((f.system, f.file));
+                }
+            }
+            let no_argument = no_argument.ok_or_else(|| {
+                Error::invalid(
+                    "the Ranking-Over-Scoring import needs the no-argument file: set its system to `no_argument`",
+                )
+            })?;
+            let outcome = import_ranking_over_scoring(&ImportRequest { no_argument, sources, controls })?;
+            Ok((NamedText::new("imported_bundle.jsonl", outcome.bundle_jsonl.clone()), Some(outcome)))
+        }
+    }
+}
+
 pub fn import_ranking_over_scoring(req: &ImportRequest) -> Result<ImportOutcome> {
     let sources: Vec<(&str, &str, &str)> =
         req.sources.iter().map(|(s, f)| (s.as_str(), f.name.as_str(), f.text.as_str())).collect();

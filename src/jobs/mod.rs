@@ -9,7 +9,8 @@
 //! `agreement`, `controls`, `nrp` (with `rankers` for neural rankers), `import`, `metrics`
 //! (and rubric); `tables` turns every report into the tables all front ends show;
 //! `train` trains an evaluator (step-wise, so the page can show progress and stop);
-//! `workload` is the end-to-end benchmark both front ends time; `files` is the vocabulary of
+//! `workload` is the end-to-end benchmark both front ends time; `views` the page's drill-down
+//! of ranking over scoring; `files` is the vocabulary of
 //! input kinds (names, parameters, which job reads which, the first guess and the check of
 //! one file) that the page learns from.
 
@@ -23,6 +24,7 @@ mod nrp;
 pub mod rankers;
 pub mod tables;
 mod train;
+pub mod views;
 mod workload;
 
 pub use agreement::*;

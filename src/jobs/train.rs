@@ -279,7 +279,10 @@ impl TrainingJob {
 
     /// The trained layers run on the GPU of `ctx` (see [`Trainer::train_on_gpu`]).
     pub fn train_on_gpu(&mut self, ctx: crate::gpu::context::GpuContext) -> Result<()> {
-        self.trainer.train_on_gpu(ctx)
+        let adapter = ctx.adapter.to_string();
+        self.trainer.train_on_gpu(ctx)?;
+        self.summary.notes.push(format!("the trained layers run on {adapter}"));
+        Ok(())
     }
 
     /// One epoch; `None` once training is over (see [`Trainer::run_epoch`]).
@@ -339,9 +342,7 @@ pub fn train(
 ) -> Result<TrainedEvaluator> {
     let mut job = TrainingJob::start(req, base, t::native_clock)?;
     if req.on_gpu {
-        let ctx = crate::gpu::context::GpuContext::new_blocking()?;
-        eprintln!("note: the trained layers run on {}", ctx.adapter);
-        job.train_on_gpu(ctx)?;
+        job.train_on_gpu(crate::gpu::context::GpuContext::new_blocking()?)?;
     }
     started(job.summary());
     crate::model::run_ready(job.encode(&base.encoder, usize::MAX))?;
