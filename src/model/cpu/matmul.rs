@@ -123,14 +123,23 @@ pub unsafe fn matmul_raw(dst: *mut f32, dst_row_stride: usize, accumulate: bool,
     );
 }
 
-/// A dense layer with its weight stored `[in, out]` row-major (transposed once at load, the
-/// layout `gemm` streams fastest) and its bias. In the browser the weight is kept packed in
-/// the wasm kernel's panels instead (`weight` is then empty).
+/// Columns per strip of a native weight matrix (see [`Linear`]): one `gemm` microkernel's
+/// height of output features (4 AVX-512 registers of f32).
+const STRIP: usize = 64;
+
+/// A dense layer and its bias, the weight laid out once at load for the product kernel:
+/// natively in column strips of [`STRIP`] outputs, each strip `[in, STRIP]` row-major and
+/// contiguous, one `gemm` call per strip; in the browser packed in the wasm kernel's panels.
+///
+/// Why strips: `gemm` reads an unpacked weight in place, and in one `[in, out]` matrix
+/// consecutive inputs of a column lie a whole row (`out` floats) apart, so with few token
+/// rows (batch 1, or a thread's share of one sequence) the weights stream from memory
+/// through hundreds of pages per call. In strips each call reads one contiguous block.
+/// Measured here (all six layers' products, weights beyond the caches, one thread):
+/// 16 rows 43 -> 83 GFLOP/s, 64 rows 81 -> 92, 256 rows 100 -> 105 (BENCHMARKS.md).
 #[derive(Debug, Clone)]
 pub struct Linear {
-    pub weight: Vec<f32>,
-    #[cfg(target_arch = "wasm32")]
-    packed: Vec<f32>,
+    weight: Vec<f32>,
     pub bias: Vec<f32>,
     pub inputs: usize,
     pub outputs: usize,
@@ -154,14 +163,17 @@ impl Linear {
             bias.extend_from_slice(b);
             col += b.len();
         }
+        let mut laid_out = Vec::new();
         #[cfg(target_arch = "wasm32")]
-        {
-            let mut packed = Vec::new();
-            super::wasm_kernel::pack_b(View::row_major(&weight, inputs, outputs), &mut packed);
-            Linear { weight: Vec::new(), packed, bias, inputs, outputs }
-        }
+        super::wasm_kernel::pack_b(View::row_major(&weight, inputs, outputs), &mut laid_out);
         #[cfg(not(target_arch = "wasm32"))]
-        Linear { weight, bias, inputs, outputs }
+        for c0 in (0..outputs).step_by(STRIP) {
+            let width = STRIP.min(outputs - c0);
+            for row in weight.chunks_exact(outputs) {
+                laid_out.extend_from_slice(&row[c0..c0 + width]);
+            }
+        }
+        Linear { weight: laid_out, bias, inputs, outputs }
     }
 
     /// `out[rows, outputs] = x[rows, inputs] @ W + b`.
@@ -180,7 +192,7 @@ impl Linear {
             assert!(c0 % NR == 0, "column tiles start on a panel");
             // SAFETY: as below; the panels from column c0 on hold `inputs` rows each.
             unsafe {
-                let b = self.packed.as_ptr().add(c0 / NR * self.inputs * NR);
+                let b = self.weight.as_ptr().add(c0 / NR * self.inputs * NR);
                 let a = x.as_ptr().add(r0 * self.inputs);
                 gemm_packed::<Simd>(
                     r1 - r0,
@@ -207,17 +219,16 @@ impl Linear {
                 row_stride: self.inputs,
                 col_stride: 1,
             };
-            let b = View {
-                data: &self.weight,
-                offset: c0,
-                rows: self.inputs,
-                cols: c1 - c0,
-                row_stride: self.outputs,
-                col_stride: 1,
-            };
-            // SAFETY: tiles are disjoint blocks of `out` (rows r0..r1, columns c0..c1, inside
-            // its asserted shape), each written by one task only; `out` does not overlap `x`.
-            unsafe { matmul_raw(dst.at(r0 * self.outputs + c0), self.outputs, true, a, b, 1.0) };
+            assert!(c0 % STRIP == 0, "column tiles start on a strip");
+            for s0 in (c0..c1).step_by(STRIP) {
+                // Every strip before this one is full: it starts at s0 * inputs.
+                let width = STRIP.min(self.outputs - s0);
+                let b = View::row_major(&self.weight[s0 * self.inputs..], self.inputs, width);
+                // SAFETY: tiles are disjoint blocks of `out` (rows r0..r1, columns c0..c1,
+                // inside its asserted shape), each written by one task only; `out` does not
+                // overlap `x`.
+                unsafe { matmul_raw(dst.at(r0 * self.outputs + s0), self.outputs, true, a, b, 1.0) };
+            }
         };
         if tiles.len() == 1 {
             tile(&tiles[0]);
@@ -228,20 +239,21 @@ impl Linear {
 }
 
 /// Split a `rows x cols` product into about one tile per thread, as
-/// `(row_start, row_end, col_start, col_end)`. Columns are split first, so each thread packs
-/// only its share of the weights (measured here: 5-15% faster than gemm's own threading at
-/// 128 rows); rows too once the column strips would drop below 64.
+/// `(row_start, row_end, col_start, col_end)`. Columns are split first, on whole weight
+/// strips, so each thread streams only its share of the weights (measured here: 5-15%
+/// faster than gemm's own threading at 128 rows); rows too once the column tiles would
+/// drop below 64.
 pub fn tiles(rows: usize, cols: usize, threads: usize) -> Vec<(usize, usize, usize, usize)> {
     let col_parts = threads.clamp(1, (cols / 64).max(1));
     let row_parts = (threads / col_parts).clamp(1, (rows / 64).max(1));
-    // Strip boundaries on multiples of 16 (one AVX-512 register of f32).
+    // Column boundaries on whole strips (multiples of the wasm kernel's panels too).
     let bounds = |n: usize, parts: usize, align: usize| -> Vec<usize> {
         let mut b: Vec<usize> = (0..parts).map(|i| (n * i / parts) / align * align).collect();
         b.push(n);
         b.dedup();
         b
     };
-    let (rb, cb) = (bounds(rows, row_parts, 1), bounds(cols, col_parts, 16));
+    let (rb, cb) = (bounds(rows, row_parts, 1), bounds(cols, col_parts, STRIP));
     let mut out = Vec::new();
     for r in rb.windows(2) {
         for c in cb.windows(2) {
@@ -293,7 +305,7 @@ mod tests {
             let t = tiles(rows, cols, threads);
             let mut seen = vec![0u8; rows * cols];
             for &(r0, r1, c0, c1) in &t {
-                assert!(c0 % 16 == 0, "{t:?}");
+                assert!(c0 % STRIP == 0, "{t:?}");
                 for r in r0..r1 {
                     for c in c0..c1 {
                         seen[r * cols + c] += 1;
