@@ -5,7 +5,8 @@
 #
 # 1. `medrank bench --parts encoder,workload,profile` natively (release build) -> OUT_DIR/native.json
 # 2. bench.html's encoder grid (with onnxruntime-web, the peer, at the same thread count) and
-#    workload on the threaded build (N threads) and on the single-threaded build, plus WebGPU
+#    workload on the threaded build the page picks (N threads, relaxed SIMD in Chromium), on
+#    the threaded build without relaxed SIMD and on the single-threaded build, plus WebGPU
 #    on SwiftShader (smallest cell, correctness only) -> OUT_DIR/page.json, with the page /
 #    native and page / ONNX Runtime Web ratios per cell and on the workload.
 # Default OUT_DIR: dist/bench. Compare at the same thread count: the native run uses every
@@ -33,7 +34,8 @@ cd tests/browser
 MEDRANK_BIN="$REL" node bench-page.mjs "$OUT/page.json" "$OUT/native.json" "$@"
 node -e '
 const r = require(process.argv[1]);
-for (const [name, run] of [["threaded", r.threaded], ["single", r.single]]) {
+for (const [name, run] of [["threaded", r.threaded], ["threaded, no relaxed SIMD", r.threaded_plain], ["single", r.single]]) {
+  if (!run) continue;
   const v = run.vs_native; if (!v) continue;
   console.log(`${name}: ${run.engine}`);
   for (const c of v.cells) {

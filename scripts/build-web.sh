@@ -44,6 +44,9 @@ TARGET=wasm32-unknown-unknown
 #   pkg/          single-threaded, SIMD128: runs everywhere
 #   pkg-threads/  atomics + shared memory + SIMD128, rayon's pool on Web Workers
 #                 (wasm-bindgen-rayon): used when the page is cross-origin isolated
+#   pkg-threads-relaxed/  the threaded build plus relaxed SIMD (fused multiply-add in the
+#                 products and element-wise kernels, src/model/cpu/wasm_kernel.rs): used
+#                 when the browser validates a relaxed-SIMD module (Chromium; not Safari)
 # Each gets its own target folder: their flags differ, and sharing one would rebuild all.
 # The threaded build needs std rebuilt with atomics (-Z build-std), so only route 2 (or a
 # rustup toolchain with rust-src) makes it; without it the site runs on one thread.
@@ -58,6 +61,7 @@ THREAD_FLAGS="-C target-feature=+simd128,+atomics,+bulk-memory,+mutable-globals 
 -C link-arg=--shared-memory -C link-arg=--import-memory -C link-arg=--max-memory=4294967296 \
 -C link-arg=--export=__wasm_init_tls -C link-arg=--export=__tls_size \
 -C link-arg=--export=__tls_align -C link-arg=--export=__tls_base"
+RELAXED_FLAGS="${THREAD_FLAGS/+simd128,/+simd128,+relaxed-simd,}"
 if command -v rustup >/dev/null 2>&1 && rustup target list --installed 2>/dev/null | grep -qx "$TARGET"; then
   ROUTE=1
 elif [ -x /usr/bin/rustc ] && [ -d /usr/lib/rustlib/src/rust/library ] && command -v wasm-ld >/dev/null 2>&1; then
@@ -94,6 +98,8 @@ if [ $ROUTE = 2 ] || [ -d "$(rustc --print sysroot 2>/dev/null)/lib/rustlib/src/
   # rather than the default wasm-ld 14.
   build_wasm "$WASM_TARGET_DIR-threads" "$THREAD_FLAGS" 1 threads "$(command -v wasm-ld-19 || echo wasm-ld)"
   THREADS_BUILT=1
+  log "threaded build with relaxed SIMD (a cold build takes ~10 minutes)"
+  build_wasm "$WASM_TARGET_DIR-relaxed" "$RELAXED_FLAGS" 1 threads "$(command -v wasm-ld-19 || echo wasm-ld)"
 else
   log "no std sources for the threaded build (rustup component add rust-src): the site runs on one thread"
 fi
@@ -128,7 +134,10 @@ if [ $OPT = 1 ] && ! { [ -n "$binaryen_version" ] && [ "$binaryen_version" -ge 1
   log "skipping wasm-opt (binaryen ${binaryen_version:-missing}; 116 or newer needed)"
 fi
 bindgen pkg "$WASM_TARGET_DIR/$TARGET/release/medrank.wasm"
-[ $THREADS_BUILT = 1 ] && bindgen pkg-threads "$WASM_TARGET_DIR-threads/$TARGET/release/medrank.wasm"
+if [ $THREADS_BUILT = 1 ]; then
+  bindgen pkg-threads "$WASM_TARGET_DIR-threads/$TARGET/release/medrank.wasm"
+  bindgen pkg-threads-relaxed "$WASM_TARGET_DIR-relaxed/$TARGET/release/medrank.wasm"
+fi
 
 # ---- 3. assemble the site ------------------------------------------------------------------
 log "assembling $OUT"
@@ -137,6 +146,7 @@ mkdir -p "$OUT"
 cp -R www/. "$OUT/"
 cp -R "$STAGE/pkg" "$OUT/pkg"
 [ -d "$STAGE/pkg-threads" ] && cp -R "$STAGE/pkg-threads" "$OUT/pkg-threads"
+[ -d "$STAGE/pkg-threads-relaxed" ] && cp -R "$STAGE/pkg-threads-relaxed" "$OUT/pkg-threads-relaxed"
 # The one-click example: the repo's examples/ (one source of truth), listed for the page.
 if [ -d examples ]; then
   mkdir -p "$OUT/examples"
@@ -199,7 +209,7 @@ fi
 size="$(du -sh "$OUT" | cut -f1)"
 wsize="$(du -h "$OUT/pkg/medrank_bg.wasm" | cut -f1)"
 threads_note="no threaded build"
-[ -f "$OUT/pkg-threads/medrank_bg.wasm" ] && threads_note="threaded $(du -h "$OUT/pkg-threads/medrank_bg.wasm" | cut -f1)"
+[ -f "$OUT/pkg-threads/medrank_bg.wasm" ] && threads_note="threaded $(du -h "$OUT/pkg-threads/medrank_bg.wasm" | cut -f1), relaxed SIMD $(du -h "$OUT/pkg-threads-relaxed/medrank_bg.wasm" | cut -f1)"
 log "site ready: $OUT ($size; wasm $wsize, $threads_note; build $BUILD_ID)"
 
 if [ -n "$SERVE_PORT" ]; then

@@ -9,7 +9,10 @@ let last = null; // the latest result, re-rendered when native figures arrive
 
 // The same worker as the app, so the same build choice (threaded when this page is
 // cross-origin isolated) and the same thread count (the app's Options).
-const worker = new Worker(workerUrl(import.meta.url), { type: 'module' });
+// `bench.html?simd=plain` runs the threaded build without relaxed SIMD (to measure what it adds).
+const url = workerUrl(import.meta.url);
+if (new URL(location.href).searchParams.get('simd') === 'plain') url.searchParams.set('simd', 'plain');
+const worker = new Worker(url, { type: 'module' });
 let engine = null;
 const ready = new Promise((resolve, reject) => {
   worker.addEventListener('message', (e) => {

@@ -38,11 +38,12 @@ export function registerServiceWorker({ busy = () => false, onReloadNeeded = () 
     .catch(() => {});
 }
 
-/** "CPU · 4 threads", or "CPU · 1 thread: <why>", from the engine's 'ready' message. */
+/** "CPU · 4 threads" ("CPU · 4 threads · relaxed SIMD" on the relaxed-SIMD build), or
+ *  "CPU · 1 thread: <why>", from the engine's 'ready' message. */
 export function describeThreads(engine) {
   if (!engine) return '';
   const n = engine.threads || 1;
-  const head = `CPU · ${n} thread${n === 1 ? '' : 's'}`;
+  const head = `CPU · ${n} thread${n === 1 ? '' : 's'}${engine.relaxedSimd ? ' · relaxed SIMD' : ''}`;
   return engine.threadsWhy ? `${head}: ${engine.threadsWhy}` : head;
 }
 

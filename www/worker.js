@@ -5,9 +5,13 @@
 // kinds and the jobs' inputs, from the library), 'progress', 'described', 'checked', 'result',
 // 'error', 'fatal' and the training replies (ARCHITECTURE.md). The wasm functions are the same library code as the CLI.
 //
-// Two builds: pkg-threads/ (atomics + shared memory; rayon's pool on Web Workers) when the
-// page is cross-origin isolated, else pkg/ (one thread). The thread count comes from the URL
-// (`worker.js?threads=N`, the page's Options), default navigator.hardwareConcurrency.
+// Three builds: pkg-threads-relaxed/ (atomics + shared memory, rayon's pool on Web Workers,
+// relaxed-SIMD fused multiply-add) when the page is cross-origin isolated and the browser
+// validates relaxed SIMD (Chromium; not Safari), else pkg-threads/ (the same without relaxed
+// SIMD), else pkg/ (one thread). Each falls back to the next if it cannot start. The thread
+// count comes from the URL (`worker.js?threads=N`, the page's Options), default
+// navigator.hardwareConcurrency; `simd=plain` skips the relaxed build (the bench page's
+// comparison).
 
 const MODEL_CACHE = 'medrank-models-v1';
 const BUNDLED_MODEL = 'models/all-MiniLM-L6-v2/';
@@ -36,9 +40,10 @@ const ready = loadEngine()
     postMessage({ type: 'fatal', error: { message: `Could not load the medrank engine: ${e.message || e}` } });
   });
 
-/** Loads the build this page can run; resolves to {threads, threadedBuild, threadsWhy}. */
+/** Loads the build this page can run; resolves to {threads, threadedBuild, relaxedSimd, threadsWhy}. */
 async function loadEngine() {
-  const asked = Number(new URL(self.location.href).searchParams.get('threads'));
+  const params = new URL(self.location.href).searchParams;
+  const asked = Number(params.get('threads'));
   const wanted = Number.isInteger(asked) && asked > 0 ? asked : navigator.hardwareConcurrency || 1;
   let why = null;
   if (!(self.crossOriginIsolated === true && typeof SharedArrayBuffer !== 'undefined')) {
@@ -46,21 +51,36 @@ async function loadEngine() {
   } else if (wanted < 2) {
     why = 'one thread chosen in Options';
   } else {
-    try {
-      medrank = await import('./pkg-threads/medrank.js');
-      await medrank.default();
-      await medrank.initThreadPool(wanted);
-      const info = medrank.engine_info();
-      return { threads: info.threads, threadedBuild: true, threadsWhy: null, simd: info.simd };
-    } catch (e) {
-      // A site built without the threaded build, or a browser that refuses it: one thread.
-      why = `the threaded build could not start (${e.message || e})`;
-      medrank = null;
+    const builds = params.get('simd') !== 'plain' && relaxedSimd() ? ['pkg-threads-relaxed', 'pkg-threads'] : ['pkg-threads'];
+    for (const build of builds) {
+      try {
+        medrank = await import(`./${build}/medrank.js`);
+        await medrank.default();
+        await medrank.initThreadPool(wanted);
+        const info = medrank.engine_info();
+        return { threads: info.threads, threadedBuild: true, relaxedSimd: build === 'pkg-threads-relaxed', threadsWhy: null, simd: info.simd };
+      } catch (e) {
+        // A site built without this build, or a browser that refuses it: the next one.
+        why = `the threaded build could not start (${e.message || e})`;
+        medrank = null;
+      }
     }
   }
   medrank = await import('./pkg/medrank.js');
   await medrank.default();
-  return { threads: 1, threadedBuild: false, threadsWhy: why, simd: medrank.engine_info().simd };
+  return { threads: 1, threadedBuild: false, relaxedSimd: false, threadsWhy: why, simd: medrank.engine_info().simd };
+}
+
+/** Whether this browser runs relaxed SIMD: it validates a module of one function,
+ *  `(param v128) (result v128)` returning `f32x4.relaxed_madd` of its argument thrice. */
+function relaxedSimd() {
+  const module = new Uint8Array([0, 97, 115, 109, 1, 0, 0, 0, 1, 6, 1, 96, 1, 123, 1, 123, 3, 2, 1, 0,
+    10, 13, 1, 11, 0, 32, 0, 32, 0, 32, 0, 253, 133, 2, 11]);
+  try {
+    return WebAssembly.validate(module);
+  } catch {
+    return false;
+  }
 }
 
 self.onmessage = async (event) => {

@@ -1,11 +1,13 @@
 // The page's benchmarks in headless Chromium, driven like a user would: bench.html's encoder
-// grid and workload, once on the threaded build (medrank serve: cross-origin isolated, N
-// threads) and once on the single-threaded build (Options: 1 thread), and WebGPU on
-// SwiftShader (smallest cell, for correctness only). Writes one JSON file with the page's
+// grid and workload on the threaded build the page picks (medrank serve: cross-origin
+// isolated, N threads; relaxed SIMD in Chromium), on the threaded build without relaxed SIMD
+// (`bench.html?simd=plain`), and on the single-threaded build (Options: 1 thread), and WebGPU
+// on SwiftShader (smallest cell, for correctness only). Writes one JSON file with the page's
 // figures and, when a native `medrank bench --json` file is given, the page / native ratios
 // at the same thread count. A benchmark: it prints figures and asserts nothing about speed.
 //
-//   node bench-page.mjs OUT.json [NATIVE.json] [--grid full|small] [--no-gpu]
+//   node bench-page.mjs OUT.json [NATIVE.json] [--grid full|small] [--no-gpu] [--no-workload]
+//                       [--builds threaded,plain,single]
 import { writeFileSync, readFileSync } from 'node:fs';
 import { openApp } from './harness.mjs';
 
@@ -14,13 +16,16 @@ const out = args[0];
 const native = args[1] && !args[1].startsWith('--') ? JSON.parse(readFileSync(args[1], 'utf8')) : null;
 const grid = args.includes('--grid') ? args[args.indexOf('--grid') + 1] : 'full';
 const gpu = !args.includes('--no-gpu');
+const workload = !args.includes('--no-workload');
+const builds = (args.includes('--builds') ? args[args.indexOf('--builds') + 1] : 'threaded,plain,single').split(',');
 if (!out) {
-  console.error('usage: node bench-page.mjs OUT.json [NATIVE.json] [--grid full|small] [--no-gpu]');
+  console.error('usage: node bench-page.mjs OUT.json [NATIVE.json] [--grid full|small] [--no-gpu] [--no-workload] [--builds threaded,plain,single]');
   process.exit(2);
 }
 
-/** Opens bench.html with `threads` (null = the default) and returns {engine, grid, workload}. */
-async function measure(threads, { webgpu }) {
+/** Opens bench.html with `threads` (null = the default) and returns {engine, grid, workload};
+ *  `plain`: the threaded build without relaxed SIMD. */
+async function measure(threads, { webgpu, plain = false }) {
   const app = await openApp({ webgpu });
   try {
     const { page } = app;
@@ -28,7 +33,7 @@ async function measure(threads, { webgpu }) {
       (n) => (n ? localStorage.setItem('medrank-threads', String(n)) : localStorage.removeItem('medrank-threads')),
       threads,
     );
-    await page.goto(new URL('bench.html', app.server.url).href);
+    await page.goto(new URL(plain ? 'bench.html?simd=plain' : 'bench.html', app.server.url).href);
     await page.waitForFunction(() => document.querySelector('#bench-engine').textContent.length > 0, null, {
       timeout: 60000,
     });
@@ -48,7 +53,7 @@ async function measure(threads, { webgpu }) {
         });
       return page.evaluate(() => window.__benchLast);
     });
-    if (!webgpu) {
+    if (!webgpu && workload) {
       await page.setChecked('#workload-cpu', true);
       await page.setChecked('#workload-gpu', false);
       result.workload = await runAndRead(page, '#workload-run', '#workload-progress', '#workload-error', () =>
@@ -126,14 +131,12 @@ function ratios(page) {
   };
 }
 
-const threaded = await measure(null, { webgpu: false });
-const single = await measure(1, { webgpu: false });
-const report = {
-  date: new Date().toISOString(),
-  browser: 'Debian Chromium (headless)',
-  threaded: { ...threaded, vs_native: ratios(threaded) },
-  single: { ...single, vs_native: ratios(single) },
-};
+const report = { date: new Date().toISOString(), browser: 'Debian Chromium (headless)' };
+for (const [name, threads, plain] of [['threaded', null, false], ['plain', null, true], ['single', 1, false]]) {
+  if (!builds.includes(name)) continue;
+  const run = await measure(threads, { webgpu: false, plain });
+  report[name === 'plain' ? 'threaded_plain' : name] = { ...run, vs_native: ratios(run) };
+}
 if (gpu) report.webgpu_swiftshader = await measureGpu();
 writeFileSync(out, JSON.stringify(report, null, 2));
 console.error(`[bench-page] wrote ${out}`);

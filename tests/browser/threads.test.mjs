@@ -1,5 +1,6 @@
-// Threads in the page: the threaded build under `medrank serve` (cross-origin isolated by its
-// headers), the single-threaded build, the service-worker path on a static host that sends
+// Threads in the page: the threaded build with relaxed SIMD under `medrank serve`
+// (cross-origin isolated by its headers; Chromium runs relaxed SIMD), the threaded build
+// without it (what a browser without relaxed SIMD gets), the single-threaded build, the service-worker path on a static host that sends
 // no COOP/COEP (first load one thread, one reload, then N threads), the fallback without a
 // service worker, the model kept across jobs, and a BERT-base-sized model in the threaded
 // build's fixed shared memory.
@@ -15,6 +16,7 @@ import { openApp, upload, waitForChecks, cli, screenshot, startStaticServer, dif
 const MODEL = 'models/all-MiniLM-L6-v2';
 const haveModel = existsSync(join(SITE, MODEL, 'model.safetensors')) && existsSync(join(ROOT, MODEL, 'model.safetensors'));
 const haveThreads = existsSync(join(SITE, 'pkg-threads/medrank_bg.wasm'));
+const haveRelaxed = existsSync(join(SITE, 'pkg-threads-relaxed/medrank_bg.wasm'));
 const NO_MODEL = 'no bundled model: run scripts/setup.sh model, then scripts/build-web.sh';
 const NO_THREADS = 'the site has no threaded build (scripts/build-web.sh needs std sources)';
 
@@ -48,7 +50,7 @@ function nativeReport() {
   return cliReport;
 }
 
-test('threaded build under medrank serve: N threads, the CLI’s numbers; the model is kept for the second job', { skip: (!haveModel && NO_MODEL) || (!haveThreads && NO_THREADS) }, async (t) => {
+test('threaded build with relaxed SIMD under medrank serve: N threads, the CLI’s numbers; the model is kept for the second job', { skip: (!haveModel && NO_MODEL) || (!haveRelaxed && NO_THREADS) }, async (t) => {
   const app = await openApp();
   try {
     const { page } = app;
@@ -56,9 +58,10 @@ test('threaded build under medrank serve: N threads, the CLI’s numbers; the mo
     const info = await engine(page);
     assert.equal(await page.evaluate(() => self.crossOriginIsolated), true, 'medrank serve isolates the page');
     assert.equal(info.threadedBuild, true);
+    assert.equal(info.relaxedSimd, true, 'Chromium validates relaxed SIMD');
     assert.equal(info.threads, cores, 'the pool has navigator.hardwareConcurrency threads by default');
     assert.ok(cores > 1, `this machine has ${cores} cores; the test needs two`);
-    assert.equal(await page.textContent('#engine'), `engine: wasm (Web Worker) · CPU · ${cores} threads`);
+    assert.equal(await page.textContent('#engine'), `engine: wasm (Web Worker) · CPU · ${cores} threads · relaxed SIMD`);
 
     await upload(page, ['bundle.jsonl', 'corpus.jsonl']);
     const first = await rankWithModel(page);
@@ -81,6 +84,30 @@ test('threaded build under medrank serve: N threads, the CLI’s numbers; the mo
     assert.ok(stages.some((s) => /Encoding with the model/.test(s)), `stages of the second job: ${stages.join(' | ')}`);
     assert.deepEqual(second.result.report, first.result.report);
     t.diagnostic(`first job ${(first.elapsedMs / 1000).toFixed(1)} s, second ${(second.elapsedMs / 1000).toFixed(1)} s on ${cores} threads`);
+  } finally {
+    await app.close();
+  }
+});
+
+test('without the relaxed-SIMD build: the plain threaded build, N threads, the CLI’s numbers', { skip: (!haveModel && NO_MODEL) || (!haveThreads && NO_THREADS) }, async () => {
+  // medrank serve isolates by its headers, so no service worker is needed (nor could one
+  // answer from its cache what the route below refuses).
+  const app = await openApp({ serviceWorkers: 'block' });
+  try {
+    const { page, context } = app;
+    // What a browser without relaxed SIMD (Safari) or a site without that build gets.
+    await context.route('**/pkg-threads-relaxed/**', (route) => route.abort());
+    await page.reload();
+    const info = await engine(page);
+    const cores = await page.evaluate(() => navigator.hardwareConcurrency);
+    assert.equal(info.threadedBuild, true);
+    assert.equal(info.relaxedSimd, false);
+    assert.equal(info.threads, cores);
+    assert.equal(await page.textContent('#engine'), `engine: wasm (Web Worker) · CPU · ${cores} threads`);
+    await upload(page, ['bundle.jsonl', 'corpus.jsonl']);
+    const run = await rankWithModel(page);
+    assert.equal(run.result.threads, cores);
+    assert.deepEqual(differencesWithin(withoutPaths(run.result.report), withoutPaths(nativeReport()), 1e-5), []);
   } finally {
     await app.close();
   }

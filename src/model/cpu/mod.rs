@@ -5,7 +5,7 @@
 //! - projects q, k and v with one fused product and reads the heads as strided views;
 //! - starts each product from its bias and calls `gemm` directly (AVX-512 where the CPU
 //!   has it), in column tiles over the threads; in the browser, [`wasm_kernel`] instead
-//!   (weights packed at load; relaxed-SIMD fused multiply-add in a build with that feature);
+//!   (weights packed at load, relaxed-SIMD fused multiply-add where the build has it);
 //! - skips the keys after the last real token of each sequence (right padding is free);
 //! - uses vectorisable exp / erf (`math`) instead of scalar library calls;
 //! - gives each thread whole sequences, or a range of rows, for a whole layer step, and
@@ -95,16 +95,19 @@ impl CpuLayers {
             return; // no tokens (and zero-sized chunks below would panic)
         }
         let threads = worker_threads();
+        // Sequences never look at each other, so with whole sequences per task every
+        // layer runs without a single fork or join. About 256 tokens per task measured
+        // fastest here (128 to 512 tokens, batch 8 and 32): fewer re-pack the weights too
+        // often, more fall out of the thread's cache. One thread takes the same tasks in
+        // turn rather than the whole batch at once (BENCHMARKS.md, 2026-11-24).
+        let per_task = (256 / seq_len.max(1)).clamp(1, batch.div_ceil(threads));
+        let task = |(states, mask): (&mut [f32], &[u32])| {
+            self.run_on(states, mask.len() / seq_len, seq_len, mask, n_layers, 1)
+        };
         if threads > 1 && batch >= threads {
-            // Sequences never look at each other, so with whole sequences per task every
-            // layer runs without a single fork or join. About 256 tokens per task measured
-            // fastest here (128 to 512 tokens, batch 8 and 32): fewer re-pack the weights
-            // too often, more fall out of the thread's cache.
-            let per_task = (256 / seq_len.max(1)).clamp(1, batch.div_ceil(threads));
-            hidden
-                .par_chunks_mut(per_task * seq_len * h)
-                .zip(mask.par_chunks(per_task * seq_len))
-                .for_each(|(states, mask)| self.run_on(states, mask.len() / seq_len, seq_len, mask, n_layers, 1));
+            hidden.par_chunks_mut(per_task * seq_len * h).zip(mask.par_chunks(per_task * seq_len)).for_each(task);
+        } else if threads == 1 {
+            hidden.chunks_mut(per_task * seq_len * h).zip(mask.chunks(per_task * seq_len)).for_each(task);
         } else {
             self.run_on(hidden, batch, seq_len, mask, n_layers, threads);
         }

@@ -1,7 +1,10 @@
 //! The f32 matrix product of the browser build: B packed in panels of [`NR`] columns, a
 //! [`MR`] x [`NR`] register-blocked microkernel over 128-bit vectors, and fused
-//! multiply-add in a build with relaxed SIMD (`f32x4_relaxed_madd`; the site ships none:
-//! it measured no gain, BENCHMARKS.md).
+//! multiply-add in the build with relaxed SIMD (`f32x4_relaxed_madd`: the site's
+//! `pkg-threads-relaxed/`, 1.0-1.3x the plain threaded build, BENCHMARKS.md): one
+//! instruction per multiply-add instead of two halves what the microkernel issues per
+//! step, and at 4 lanes it is bound by issue, not by the multipliers. The plain build keeps
+//! the multiply and the add (browsers without relaxed SIMD).
 //!
 //! Why not `gemm` in the browser: its simd128 kernel packs the weights again at every
 //! call. Here a linear layer's weights are
@@ -22,6 +25,10 @@ pub const MR: usize = 4;
 /// Depth of one pass over a panel: 256 x 8 f32 = 8 KiB of B stays in L1 while every row
 /// block of A passes over it.
 const KC: usize = 256;
+/// Rows of A per pass over all panels: MC x KC f32 = 256 KiB stays in L2 while the panels
+/// stream past it. Without it a tall product (a whole batch on one thread: 16,384 rows at
+/// 512 x 32) read all of A from memory once per panel, 2.5x slower per row (BENCHMARKS.md).
+const MC: usize = 256;
 
 /// Four f32 lanes.
 pub trait Lanes: Copy {
@@ -155,27 +162,30 @@ pub unsafe fn gemm_packed<V: Lanes>(
         let kc = KC.min(k - k0);
         // Later depth blocks add to what the first wrote.
         let acc = accumulate || k0 > 0;
-        for panel in 0..n.div_ceil(NR) {
-            let j0 = panel * NR;
-            let cols = NR.min(n - j0);
-            let b = bp.add(panel * k * NR + k0 * NR);
-            let mut i0 = 0;
-            while i0 < m {
-                let rows = MR.min(m - i0);
-                micro::<V>(
-                    kc,
-                    a.add(i0 * a_rs + k0 * a_cs),
-                    a_rs,
-                    a_cs,
-                    b,
-                    rows,
-                    cols,
-                    dst.add(i0 * dst_rs + j0),
-                    dst_rs,
-                    acc,
-                    scale,
-                );
-                i0 += MR;
+        for ic in (0..m).step_by(MC) {
+            let block_end = (ic + MC).min(m);
+            for panel in 0..n.div_ceil(NR) {
+                let j0 = panel * NR;
+                let cols = NR.min(n - j0);
+                let b = bp.add(panel * k * NR + k0 * NR);
+                let mut i0 = ic;
+                while i0 < block_end {
+                    let rows = MR.min(block_end - i0);
+                    micro::<V>(
+                        kc,
+                        a.add(i0 * a_rs + k0 * a_cs),
+                        a_rs,
+                        a_cs,
+                        b,
+                        rows,
+                        cols,
+                        dst.add(i0 * dst_rs + j0),
+                        dst_rs,
+                        acc,
+                        scale,
+                    );
+                    i0 += MR;
+                }
             }
         }
         k0 += kc;
@@ -276,6 +286,7 @@ mod tests {
             (7, 13, 5, true, true, 0.5),
             (9, 24, 300, false, true, 1.0),
             (64, 40, 600, false, false, 0.125),
+            (MC + 7, 9, 300, true, true, 1.0),
             (4, 8, 0, false, false, 1.0),
         ] {
             let av: Vec<f32> = (0..m * k).map(|i| ((i * 37 % 101) as f32 - 50.0) / 25.0).collect();
