@@ -40,13 +40,13 @@ done
 
 WASM_TARGET_DIR="${WASM_TARGET_DIR:-$ROOT/target/wasm}"
 TARGET=wasm32-unknown-unknown
-# Two builds of the same crate (the worker picks one at run time, www/worker.js):
+# Three builds of the same crate (the worker picks one at run time, www/worker.js):
 #   pkg/          single-threaded, SIMD128: runs everywhere
 #   pkg-threads/  atomics + shared memory + SIMD128, rayon's pool on Web Workers
 #                 (wasm-bindgen-rayon): used when the page is cross-origin isolated
 #   pkg-threads-relaxed/  the threaded build plus relaxed SIMD (fused multiply-add in the
-#                 products and element-wise kernels, src/model/cpu/wasm_kernel.rs): used
-#                 when the browser validates a relaxed-SIMD module (Chromium; not Safari)
+#                 products' microkernel, src/model/cpu/wasm_kernel.rs): used when the
+#                 browser validates a relaxed-SIMD module (Chromium; not Safari)
 # Each gets its own target folder: their flags differ, and sharing one would rebuild all.
 # The threaded build needs std rebuilt with atomics (-Z build-std), so only route 2 (or a
 # rustup toolchain with rust-src) makes it; without it the site runs on one thread.

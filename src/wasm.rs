@@ -42,12 +42,24 @@ struct EngineInfo {
     simd: &'static str,
 }
 
+/// The SIMD this build was compiled with: "simd128", "simd128 + relaxed" (fused
+/// multiply-add in the products), or "no SIMD".
+fn simd_name() -> &'static str {
+    if cfg!(target_feature = "relaxed-simd") {
+        "simd128 + relaxed"
+    } else if cfg!(target_feature = "simd128") {
+        "simd128"
+    } else {
+        "no SIMD"
+    }
+}
+
 #[wasm_bindgen]
 pub fn engine_info() -> Result<JsValue, JsValue> {
     to_js(&EngineInfo {
         threaded_build: cfg!(target_feature = "atomics"),
         threads: crate::model::cpu::worker_threads(),
-        simd: if cfg!(target_feature = "simd128") { "simd128" } else { "none" },
+        simd: simd_name(),
     })
 }
 
@@ -560,7 +572,7 @@ impl Model {
 
 /// "medrank kernels (wasm simd128, 4 threads)": what runs the CPU path in this build.
 fn cpu_kernels(threads: usize) -> String {
-    let simd = if cfg!(target_feature = "simd128") { "wasm simd128" } else { "wasm, no SIMD" };
+    let simd = format!("wasm {}", simd_name());
     format!("medrank kernels ({simd}, {threads} thread{})", if threads == 1 { "" } else { "s" })
 }
 

@@ -51,14 +51,21 @@ async function loadEngine() {
   } else if (wanted < 2) {
     why = 'one thread chosen in Options';
   } else {
-    const builds = params.get('simd') !== 'plain' && relaxedSimd() ? ['pkg-threads-relaxed', 'pkg-threads'] : ['pkg-threads'];
+    const builds =
+      params.get('simd') !== 'plain' && relaxedSimd() ? ['pkg-threads-relaxed', 'pkg-threads'] : ['pkg-threads'];
     for (const build of builds) {
       try {
         medrank = await import(`./${build}/medrank.js`);
         await medrank.default();
         await medrank.initThreadPool(wanted);
         const info = medrank.engine_info();
-        return { threads: info.threads, threadedBuild: true, relaxedSimd: build === 'pkg-threads-relaxed', threadsWhy: null, simd: info.simd };
+        return {
+          threads: info.threads,
+          threadedBuild: true,
+          relaxedSimd: build === 'pkg-threads-relaxed',
+          threadsWhy: null,
+          simd: info.simd,
+        };
       } catch (e) {
         // A site built without this build, or a browser that refuses it: the next one.
         why = `the threaded build could not start (${e.message || e})`;
@@ -74,8 +81,10 @@ async function loadEngine() {
 /** Whether this browser runs relaxed SIMD: it validates a module of one function,
  *  `(param v128) (result v128)` returning `f32x4.relaxed_madd` of its argument thrice. */
 function relaxedSimd() {
-  const module = new Uint8Array([0, 97, 115, 109, 1, 0, 0, 0, 1, 6, 1, 96, 1, 123, 1, 123, 3, 2, 1, 0,
-    10, 13, 1, 11, 0, 32, 0, 32, 0, 32, 0, 253, 133, 2, 11]);
+  const module = new Uint8Array([
+    0, 97, 115, 109, 1, 0, 0, 0, 1, 6, 1, 96, 1, 123, 1, 123, 3, 2, 1, 0, 10, 13, 1, 11, 0, 32, 0, 32, 0, 32, 0, 253,
+    133, 2, 11,
+  ]);
   try {
     return WebAssembly.validate(module);
   } catch {

@@ -19,7 +19,9 @@ const gpu = !args.includes('--no-gpu');
 const workload = !args.includes('--no-workload');
 const builds = (args.includes('--builds') ? args[args.indexOf('--builds') + 1] : 'threaded,plain,single').split(',');
 if (!out) {
-  console.error('usage: node bench-page.mjs OUT.json [NATIVE.json] [--grid full|small] [--no-gpu] [--no-workload] [--builds threaded,plain,single]');
+  console.error(
+    'usage: node bench-page.mjs OUT.json [NATIVE.json] [--grid full|small] [--no-gpu] [--no-workload] [--builds threaded,plain,single]',
+  );
   process.exit(2);
 }
 
@@ -132,7 +134,11 @@ function ratios(page) {
 }
 
 const report = { date: new Date().toISOString(), browser: 'Debian Chromium (headless)' };
-for (const [name, threads, plain] of [['threaded', null, false], ['plain', null, true], ['single', 1, false]]) {
+for (const [name, threads, plain] of [
+  ['threaded', null, false],
+  ['plain', null, true],
+  ['single', 1, false],
+]) {
   if (!builds.includes(name)) continue;
   const run = await measure(threads, { webgpu: false, plain });
   report[name === 'plain' ? 'threaded_plain' : name] = { ...run, vs_native: ratios(run) };

@@ -154,9 +154,10 @@ test('the benchmark page measures the smallest cell on the wasm CPU and on WebGP
     assert.ok(numbers.every((x) => Number.isFinite(x) && x > 0), `CPU and WebGPU figures: ${cells}`);
     assert.match(cells[6], /×$/);
     const devices = await page.textContent('#bench-devices');
-    // medrank serve isolates the page: the threaded build runs on every core.
+    // medrank serve isolates the page: the threaded build with relaxed SIMD (Chromium
+    // validates it) runs on every core.
     const cores = await page.evaluate(() => navigator.hardwareConcurrency);
-    assert.match(devices, new RegExp(`CPU: medrank kernels \\(wasm simd128, ${cores} threads?\\)`));
+    assert.match(devices, new RegExp(`CPU: medrank kernels \\(wasm simd128 \\+ relaxed, ${cores} threads?\\)`));
     assert.match(devices, /WebGPU: .*BrowserWebGpu/);
     // A pasted native `medrank bench --json` adds the wasm/native ratio.
     await page.fill('#native-json', JSON.stringify({ encoder: { ours: [{ seq_len: 128, batch: 1, tokens_per_s: Number(cells[3].replace(/,/g, '')) * 2 }] } }));
