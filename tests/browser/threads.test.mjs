@@ -43,6 +43,11 @@ async function engine(page) {
 /** Rank systems with the bundled model on the CPU; returns the page's last result. */
 async function rankWithModel(page) {
   await page.check('input[name=model][value=bundled]');
+  return rankOnCpu(page);
+}
+
+/** Rank systems on the CPU with the model chosen in the page; returns its last result. */
+async function rankOnCpu(page) {
   await page.selectOption('#opt-backend', 'cpu');
   await page.evaluate(() => {
     window.previousResult = window.medrank.state.lastResult;
@@ -304,19 +309,7 @@ test(
         '#model-files',
         ['config.json', 'tokenizer.json', 'model.safetensors'].map((f) => join(dir, f)),
       );
-      await page.selectOption('#opt-backend', 'cpu');
-      await page.evaluate(() => {
-        window.previousResult = window.medrank.state.lastResult;
-      });
-      await page.click('#run-rank');
-      await page.waitForFunction(
-        () => window.medrank.state.lastResult !== window.previousResult || !document.querySelector('#run-error').hidden,
-        null,
-        { timeout: 300000 },
-      );
-      const error = await page.$eval('#run-error', (e) => (e.hidden ? null : e.textContent));
-      assert.equal(error, null, `the page reported: ${error}`);
-      const result = await page.evaluate(() => window.medrank.state.lastResult.result);
+      const { result } = await rankOnCpu(page);
       assert.equal(result.threads, info.threads);
       const systems = result.report.evaluators[0].report.tasks[0].systems;
       assert.ok(
