@@ -127,6 +127,13 @@ pub unsafe fn matmul_raw(dst: *mut f32, dst_row_stride: usize, accumulate: bool,
 /// height of output features (4 AVX-512 registers of f32).
 const STRIP: usize = 64;
 
+/// Token rows per native `gemm` call within a strip. From about 48 rows on, `gemm` copies
+/// the strip into its packed layout at every call; at 32 it reads the contiguous strip in
+/// place, and the strip stays in the core's cache for the next 32 rows. Measured here (one
+/// thread, the six layers' products): 64 rows 90 -> 103 GFLOP/s, 128 rows 101 -> 108, 256
+/// rows 106 -> 109 (BENCHMARKS.md, 2026-11-24 evening).
+const ROW_CHUNK: usize = 32;
+
 /// A dense layer and its bias, the weight laid out once at load for the product kernel:
 /// natively in column strips of [`STRIP`] outputs, each strip `[in, STRIP]` row-major and
 /// contiguous, one `gemm` call per strip; in the browser packed in the wasm kernel's panels.
@@ -224,10 +231,13 @@ impl Linear {
                 // Every strip before this one is full: it starts at s0 * inputs.
                 let width = STRIP.min(self.outputs - s0);
                 let b = View::row_major(&self.weight[s0 * self.inputs..], self.inputs, width);
-                // SAFETY: tiles are disjoint blocks of `out` (rows r0..r1, columns c0..c1,
-                // inside its asserted shape), each written by one task only; `out` does not
-                // overlap `x`.
-                unsafe { matmul_raw(dst.at(r0 * self.outputs + s0), self.outputs, true, a, b, 1.0) };
+                for q0 in (r0..r1).step_by(ROW_CHUNK) {
+                    let a = View { offset: q0 * self.inputs, rows: ROW_CHUNK.min(r1 - q0), ..a };
+                    // SAFETY: tiles are disjoint blocks of `out` (rows r0..r1, columns
+                    // c0..c1, inside its asserted shape), each written by one task only;
+                    // `out` does not overlap `x`.
+                    unsafe { matmul_raw(dst.at(q0 * self.outputs + s0), self.outputs, true, a, b, 1.0) };
+                }
             }
         };
         if tiles.len() == 1 {
