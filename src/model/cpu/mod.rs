@@ -109,7 +109,10 @@ impl CpuLayers {
         } else if threads == 1 {
             hidden.chunks_mut(per_task * seq_len * h).zip(mask.chunks(per_task * seq_len)).for_each(task);
         } else {
-            self.run_on(hidden, batch, seq_len, mask, n_layers, threads);
+            // Run the whole pass on a pool thread: its two parallel steps per layer then
+            // start from inside the pool, and the calling thread waits once per pass
+            // instead of being woken at the end of every step.
+            rayon::scope(|_| self.run_on(hidden, batch, seq_len, mask, n_layers, threads));
         }
     }
 
