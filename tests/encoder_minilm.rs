@@ -209,7 +209,7 @@ fn similarity_casimedicos_dev() {
 #[test]
 fn classification_evaluator_from_a_bundle_trains_and_evaluates() {
     use medrank::data::{Bundle, Instance, Problem, Task};
-    use medrank::model::evaluate::evaluate_with_head;
+    use medrank::model::evaluate::{evaluate_with_head, EmptyOptions};
     use medrank::model::train::{
         examples_from_bundle, task_labels, train, ArgumentSource, ExampleOptions, TrainOptions,
     };
@@ -259,9 +259,17 @@ fn classification_evaluator_from_a_bundle_trains_and_evaluates() {
     // The trained head evaluates the bundle: every prediction right, labels in task order.
     let m = &r.model;
     let enc = CpuEncoder::new(m.clone());
-    let out =
-        run_ready(evaluate_with_head(&enc, &m.weights, m.head.as_ref().unwrap(), &m.config.labels, &tok, &bundle, 8))
-            .unwrap();
+    let out = run_ready(evaluate_with_head(
+        &enc,
+        &m.weights,
+        m.head.as_ref().unwrap(),
+        &m.config.labels,
+        &tok,
+        &bundle,
+        8,
+        EmptyOptions::LeaveOut,
+    ))
+    .unwrap();
     assert_eq!(out.predictions.len(), 48);
     for (p, inst) in out.predictions.iter().zip(bundle.instances.iter().flat_map(|i| [i, i])) {
         assert_eq!(p.predicted, inst.problem.gold());

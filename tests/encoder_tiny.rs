@@ -6,7 +6,9 @@
 use candle_core::Tensor;
 use medrank::data::{Bundle, Instance, Problem};
 use medrank::model::config::{Activation, Arch, EncoderConfig, HeadKind};
-use medrank::model::evaluate::{evaluate_by_similarity, evaluate_with_head};
+use medrank::model::evaluate::{evaluate_by_similarity, evaluate_with_head, EmptyOptions};
+
+const LEAVE_OUT: EmptyOptions = EmptyOptions::LeaveOut;
 use medrank::model::load::{from_tensors, random_model, read_safetensors, to_named_tensors, write_safetensors};
 use medrank::model::{run_ready, CpuEncoder, Encoder, LoadedModel, Pooling, TextTokenizer, TokenBatch};
 use std::collections::HashMap;
@@ -275,7 +277,17 @@ fn heads_match_plain_arithmetic_and_evaluators_run() {
     let mc_enc = CpuEncoder::new(mc.clone());
     let bundle = mcqa_bundle();
     let run = |bs: usize| {
-        run_ready(evaluate_with_head(&mc_enc, &mc.weights, mc.head.as_ref().unwrap(), &[], &tok, &bundle, bs)).unwrap()
+        run_ready(evaluate_with_head(
+            &mc_enc,
+            &mc.weights,
+            mc.head.as_ref().unwrap(),
+            &[],
+            &tok,
+            &bundle,
+            bs,
+            LEAVE_OUT,
+        ))
+        .unwrap()
     };
     let out = run(8);
     assert_eq!(out.predictions.len(), 4);
@@ -299,12 +311,14 @@ fn heads_match_plain_arithmetic_and_evaluators_run() {
     let mut long = mcqa_bundle();
     long.instances[0].arguments[0].1 = "smoking ".repeat(100);
     let out =
-        run_ready(evaluate_with_head(&mc_enc, &mc.weights, mc.head.as_ref().unwrap(), &[], &tok, &long, 8)).unwrap();
+        run_ready(evaluate_with_head(&mc_enc, &mc.weights, mc.head.as_ref().unwrap(), &[], &tok, &long, 8, LEAVE_OUT))
+            .unwrap();
     assert_eq!(out.truncated.len(), 3); // three options of q1/gold
     assert!(out.truncated.iter().all(|t| t.instance == "q1" && t.system == "gold" && t.tokens_cut > 0));
 
     // Similarity evaluator runs on any pooled encoder.
-    let sim = run_ready(evaluate_by_similarity(&mc_enc, &tok, &Pooling::default(), &bundle, 0.05, 4)).unwrap();
+    let sim =
+        run_ready(evaluate_by_similarity(&mc_enc, &tok, &Pooling::default(), &bundle, 0.05, 4, LEAVE_OUT)).unwrap();
     assert_eq!(sim.predictions.len(), 4);
 }
 
@@ -390,27 +404,30 @@ fn training_learns_a_separable_task_and_saves_a_loadable_evaluator() {
 #[test]
 fn rankers_and_bertscore_run_on_any_encoder() {
     use medrank::model::bertscore::{bertscore, BertScoreOptions};
-    use medrank::model::rankers::{cross_encoder_scores, dense_scores, Window};
+    use medrank::model::rankers::{cross_encoder_scores, dense_scores, RankQuery, Window};
     let model = random_model(tiny(Arch::Bert, HeadKind::SequenceClassification, &["score"]), 13).unwrap();
     let enc = CpuEncoder::new(model.clone());
     let tok = tokenizer(&model.config);
     let docs = ["aspirin reduces fever", "the weather is nice today", &"long document words ".repeat(40)];
     let query = "does aspirin reduce fever";
+    fn rank<'a>(docs: &'a [&'a str], window: Option<Window>, batch_size: usize) -> RankQuery<'a> {
+        RankQuery { query: "does aspirin reduce fever", docs, window, batch_size }
+    }
     // Dense: the query itself as a document scores cosine 1 (same text, same vector).
-    let s = run_ready(dense_scores(&enc, &tok, &Pooling::default(), query, &[query, docs[0]], None, 4)).unwrap();
+    let s = run_ready(dense_scores(&enc, &tok, &Pooling::default(), &rank(&[query, docs[0]], None, 4))).unwrap();
     assert!((s.scores[0] - 1.0).abs() < 1e-5);
     assert!(s.scores[1] < 1.0);
     // Windows: the max over windows; a long document is cut without them and counted.
-    let plain = run_ready(dense_scores(&enc, &tok, &Pooling::default(), query, &docs, None, 4)).unwrap();
+    let plain = run_ready(dense_scores(&enc, &tok, &Pooling::default(), &rank(&docs, None, 4))).unwrap();
     assert_eq!(plain.cut_inputs, 1);
     let win = Some(Window { words: 20, stride: 10 });
-    let windowed = run_ready(dense_scores(&enc, &tok, &Pooling::default(), query, &docs, win, 4)).unwrap();
+    let windowed = run_ready(dense_scores(&enc, &tok, &Pooling::default(), &rank(&docs, win, 4))).unwrap();
     assert_eq!(windowed.cut_inputs, 0);
     assert_eq!(windowed.scores[0], plain.scores[0]);
     // Cross-encoder with one output: the logit; batch size does not change it.
     let head = model.head.as_ref().unwrap();
-    let a = run_ready(cross_encoder_scores(&enc, &model.weights, head, &tok, query, &docs, None, 8)).unwrap();
-    let b = run_ready(cross_encoder_scores(&enc, &model.weights, head, &tok, query, &docs, None, 1)).unwrap();
+    let a = run_ready(cross_encoder_scores(&enc, (&model.weights, head), &tok, &rank(&docs, None, 8))).unwrap();
+    let b = run_ready(cross_encoder_scores(&enc, (&model.weights, head), &tok, &rank(&docs, None, 1))).unwrap();
     for (x, y) in a.scores.iter().zip(&b.scores) {
         assert!((x - y).abs() < 1e-5);
     }

@@ -6,6 +6,7 @@
 mod common;
 use medrank::gpu::BackendChoice;
 use medrank::jobs::{self, EvaluateRequest, ModelOptions, NamedText};
+use medrank::model::evaluate::EmptyOptions;
 use medrank::model::{run_ready, Encoder, EncoderConfig, EvaluatorKind, HiddenStates, TextModel, TokenBatch};
 use medrank::Error;
 use std::cell::Cell;
@@ -65,7 +66,10 @@ fn progress_counts_every_encoded_sequence_per_batch() {
     let total = 2 * (6 + 5);
     assert_eq!(counting.sequences.get(), total);
     let (bundle, _) = medrank::data::parse_bundle("small.jsonl", &req.bundle.text).unwrap();
-    assert_eq!(medrank::model::sequences_to_encode(&bundle, EvaluatorKind::Similarity), 2 * (4 + 5));
+    assert_eq!(
+        medrank::model::sequences_to_encode(&bundle, EvaluatorKind::Similarity, EmptyOptions::LeaveOut),
+        2 * (4 + 5)
+    );
     assert_eq!(calls.first(), Some(&(0, total)));
     assert_eq!(calls.last(), Some(&(total, total)));
     assert!(calls.windows(2).all(|w| w[0].0 < w[1].0 && w[1].0 - w[0].0 <= 4), "{calls:?}");

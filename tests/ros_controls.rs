@@ -7,7 +7,7 @@
 
 use medrank::data::{parse_bundle, write_bundle_jsonl, Bundle, Problem};
 use medrank::model::config::{Arch, EncoderConfig, HeadKind};
-use medrank::model::evaluate::{evaluate_with_head, evaluate_with_head_as, EmptyOptions};
+use medrank::model::evaluate::{evaluate_with_head, EmptyOptions};
 use medrank::model::load::random_model;
 use medrank::model::{run_ready, CpuEncoder, TextTokenizer};
 use serde_json::Value;
@@ -363,8 +363,12 @@ fn the_trained_head_leaves_empty_options_out_of_its_softmax() {
     let mut without = with_empty.clone();
     remove_empty_options(&mut without);
 
-    let left = run_ready(evaluate_with_head(&enc, &model.weights, head, &[], &tok, &with_empty, 8)).unwrap();
-    let reference = run_ready(evaluate_with_head(&enc, &model.weights, head, &[], &tok, &without, 8)).unwrap();
+    let left =
+        run_ready(evaluate_with_head(&enc, &model.weights, head, &[], &tok, &with_empty, 8, EmptyOptions::LeaveOut))
+            .unwrap();
+    let reference =
+        run_ready(evaluate_with_head(&enc, &model.weights, head, &[], &tok, &without, 8, EmptyOptions::LeaveOut))
+            .unwrap();
     let ids: Vec<(&str, &str)> = left.left_out.iter().map(|o| (o.instance.as_str(), o.option.as_str())).collect();
     assert_eq!(ids, [(with_empty.instances[0].id.as_str(), "5"), (with_empty.instances[1].id.as_str(), "5")]);
     assert!(reference.left_out.is_empty());
@@ -381,9 +385,8 @@ fn the_trained_head_leaves_empty_options_out_of_its_softmax() {
     }
 
     // Kept, the blank option is a candidate again with a probability of its own.
-    let kept =
-        run_ready(evaluate_with_head_as(&enc, &model.weights, head, &[], &tok, &with_empty, 8, EmptyOptions::Keep))
-            .unwrap();
+    let kept = run_ready(evaluate_with_head(&enc, &model.weights, head, &[], &tok, &with_empty, 8, EmptyOptions::Keep))
+        .unwrap();
     assert!(kept.left_out.is_empty());
     for (k, l) in kept.predictions.iter().zip(&left.predictions) {
         let p5 = k.probs[4].1;
@@ -403,6 +406,8 @@ fn the_trained_head_leaves_empty_options_out_of_its_softmax() {
         options.iter_mut().for_each(|o| o.1.clear());
     }
     let err =
-        run_ready(evaluate_with_head(&enc, &model.weights, head, &[], &tok, &all_empty, 8)).unwrap_err().to_string();
+        run_ready(evaluate_with_head(&enc, &model.weights, head, &[], &tok, &all_empty, 8, EmptyOptions::LeaveOut))
+            .unwrap_err()
+            .to_string();
     assert!(err.contains("every option text is empty, so no option is a candidate"), "{err}");
 }

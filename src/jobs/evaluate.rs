@@ -461,7 +461,7 @@ pub async fn evaluate_with_encoder<E: crate::model::Encoder>(
     } else {
         crate::model::evaluate::EmptyOptions::LeaveOut
     };
-    let total = crate::model::evaluate::sequences_to_encode_as(&bundle, kind, empty);
+    let total = crate::model::evaluate::sequences_to_encode(&bundle, kind, empty);
     if !progress(0, total) {
         return Err(Error::Cancelled);
     }
@@ -472,7 +472,7 @@ pub async fn evaluate_with_encoder<E: crate::model::Encoder>(
         progress: std::cell::RefCell::new(progress),
     };
     let (output, kind) =
-        crate::model::evaluate::evaluate_bundle_as(model, &counted, &bundle, model_options.batch_size.max(1), empty)
+        crate::model::evaluate::evaluate_bundle_on(model, &counted, &bundle, model_options.batch_size.max(1), empty)
             .await?;
     if !output.left_out.is_empty() {
         let ids: Vec<String> =

@@ -5,7 +5,7 @@
 
 use crate::data::{Answer, Document, Judgments, Topic};
 use crate::eval::nrp::{AnswerKey, RankerScores};
-use crate::model::rankers::{cross_encoder_scores, dense_scores, Window};
+use crate::model::rankers::{cross_encoder_scores, dense_scores, RankQuery, Window};
 use crate::model::{run_ready, TextModel};
 use crate::{Error, Result, Warning};
 use std::collections::HashMap;
@@ -30,16 +30,9 @@ impl NeuralRanker {
     }
 
     fn score(&self, query: &str, texts: &[&str], window: Option<Window>) -> Result<(Vec<f64>, usize)> {
+        let request = RankQuery { query, docs: texts, window, batch_size: crate::model::embed::DEFAULT_BATCH };
         let out = match self {
-            NeuralRanker::Dense(m) => run_ready(dense_scores(
-                &m.encoder,
-                &m.tokenizer,
-                &m.pooling,
-                query,
-                texts,
-                window,
-                crate::model::embed::DEFAULT_BATCH,
-            ))?,
+            NeuralRanker::Dense(m) => run_ready(dense_scores(&m.encoder, &m.tokenizer, &m.pooling, &request))?,
             NeuralRanker::CrossEncoder(m) => {
                 let head = m.encoder.model.head.as_ref().ok_or_else(|| {
                     Error::model(format!(
@@ -47,16 +40,7 @@ impl NeuralRanker {
                         m.name
                     ))
                 })?;
-                run_ready(cross_encoder_scores(
-                    &m.encoder,
-                    &m.encoder.model.weights,
-                    head,
-                    &m.tokenizer,
-                    query,
-                    texts,
-                    window,
-                    crate::model::embed::DEFAULT_BATCH,
-                ))?
+                run_ready(cross_encoder_scores(&m.encoder, (&m.encoder.model.weights, head), &m.tokenizer, &request))?
             }
             NeuralRanker::MonoT5(m) => {
                 let mut m = m.borrow_mut();

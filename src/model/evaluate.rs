@@ -169,23 +169,9 @@ struct Job {
 }
 
 /// Evaluate every (instance, system) of a bundle with a trained head (multiple choice for
-/// MCQA, classification otherwise), on any backend; empty options left out.
-pub async fn evaluate_with_head<E: Encoder>(
-    encoder: &E,
-    weights: &EncoderWeights,
-    head: &HeadWeights,
-    head_labels: &[String],
-    tokenizer: &TextTokenizer,
-    bundle: &Bundle,
-    batch_size: usize,
-) -> Result<EvalOutput> {
-    evaluate_with_head_as(encoder, weights, head, head_labels, tokenizer, bundle, batch_size, EmptyOptions::LeaveOut)
-        .await
-}
-
-/// [`evaluate_with_head`] with empty options treated as `empty` says.
+/// MCQA, classification otherwise), on any backend; empty options treated as `empty` says.
 #[allow(clippy::too_many_arguments)]
-pub async fn evaluate_with_head_as<E: Encoder>(
+pub async fn evaluate_with_head<E: Encoder>(
     encoder: &E,
     weights: &EncoderWeights,
     head: &HeadWeights,
@@ -290,21 +276,8 @@ pub async fn evaluate_with_head_as<E: Encoder>(
 }
 
 /// The zero-training MCQA evaluator (a weak baseline; see the module doc); empty options
-/// left out.
+/// treated as `empty` says.
 pub async fn evaluate_by_similarity<E: Encoder>(
-    encoder: &E,
-    tokenizer: &TextTokenizer,
-    pooling: &Pooling,
-    bundle: &Bundle,
-    temperature: f64,
-    batch_size: usize,
-) -> Result<EvalOutput> {
-    evaluate_by_similarity_as(encoder, tokenizer, pooling, bundle, temperature, batch_size, EmptyOptions::LeaveOut)
-        .await
-}
-
-/// [`evaluate_by_similarity`] with empty options treated as `empty` says.
-pub async fn evaluate_by_similarity_as<E: Encoder>(
     encoder: &E,
     tokenizer: &TextTokenizer,
     pooling: &Pooling,
@@ -389,18 +362,9 @@ pub enum EvaluatorKind {
 }
 
 /// The model's head when it has one, else the similarity evaluator (MCQA only), with the
-/// model's weights and tokenizer but on any backend `encoder` (CPU or GPU).
+/// model's weights and tokenizer but on any backend `encoder` (CPU or GPU); empty options
+/// treated as `empty` says.
 pub async fn evaluate_bundle_on<E: Encoder>(
-    model: &super::embed::TextModel,
-    encoder: &E,
-    bundle: &Bundle,
-    batch_size: usize,
-) -> Result<(EvalOutput, EvaluatorKind)> {
-    evaluate_bundle_as(model, encoder, bundle, batch_size, EmptyOptions::LeaveOut).await
-}
-
-/// [`evaluate_bundle_on`] with empty options treated as `empty` says.
-pub async fn evaluate_bundle_as<E: Encoder>(
     model: &super::embed::TextModel,
     encoder: &E,
     bundle: &Bundle,
@@ -409,19 +373,12 @@ pub async fn evaluate_bundle_as<E: Encoder>(
 ) -> Result<(EvalOutput, EvaluatorKind)> {
     let m = &model.encoder.model;
     match &m.head {
-        Some(head) => evaluate_with_head_as(
-            encoder,
-            &m.weights,
-            head,
-            &m.config.labels,
-            &model.tokenizer,
-            bundle,
-            batch_size,
-            empty,
-        )
-        .await
-        .map(|o| (o, EvaluatorKind::Head)),
-        None => evaluate_by_similarity_as(
+        Some(head) => {
+            evaluate_with_head(encoder, &m.weights, head, &m.config.labels, &model.tokenizer, bundle, batch_size, empty)
+                .await
+                .map(|o| (o, EvaluatorKind::Head))
+        }
+        None => evaluate_by_similarity(
             encoder,
             &model.tokenizer,
             &model.pooling,
@@ -438,13 +395,8 @@ pub async fn evaluate_bundle_as<E: Encoder>(
 /// How many sequences [`evaluate_bundle_on`] encodes for `bundle` (progress totals): one
 /// per candidate option per argument for MCQA with a head, one per argument for the other
 /// tasks; the similarity evaluator encodes each argument once and each candidate option
-/// once per instance.
-pub fn sequences_to_encode(bundle: &Bundle, kind: EvaluatorKind) -> usize {
-    sequences_to_encode_as(bundle, kind, EmptyOptions::LeaveOut)
-}
-
-/// [`sequences_to_encode`] with empty options treated as `empty` says.
-pub fn sequences_to_encode_as(bundle: &Bundle, kind: EvaluatorKind, empty: EmptyOptions) -> usize {
+/// once per instance; empty options counted as `empty` says.
+pub fn sequences_to_encode(bundle: &Bundle, kind: EvaluatorKind, empty: EmptyOptions) -> usize {
     bundle
         .instances
         .iter()
@@ -466,11 +418,12 @@ pub fn sequences_to_encode_as(bundle: &Bundle, kind: EvaluatorKind, empty: Empty
         .sum()
 }
 
-/// CPU convenience for the CLI: [`evaluate_bundle_on`] with the model's own CPU encoder.
+/// CPU convenience for the CLI: [`evaluate_bundle_on`] with the model's own CPU encoder,
+/// empty options left out.
 pub fn evaluate_bundle(
     model: &super::embed::TextModel,
     bundle: &Bundle,
     batch_size: usize,
 ) -> Result<(EvalOutput, EvaluatorKind)> {
-    super::embed::run_ready(evaluate_bundle_on(model, &model.encoder, bundle, batch_size))
+    super::embed::run_ready(evaluate_bundle_on(model, &model.encoder, bundle, batch_size, EmptyOptions::LeaveOut))
 }

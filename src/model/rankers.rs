@@ -79,48 +79,63 @@ fn max_per_doc(n_docs: usize, owner: &[usize], piece_scores: &[f64]) -> Vec<f64>
     out
 }
 
+/// What a ranker scores: one query against documents, the documents windowed or not,
+/// encoded `batch_size` sequences at a time.
+#[derive(Debug, Clone, Copy)]
+pub struct RankQuery<'a> {
+    pub query: &'a str,
+    pub docs: &'a [&'a str],
+    pub window: Option<Window>,
+    pub batch_size: usize,
+}
+
+impl RankQuery<'_> {
+    /// The pieces of each document (windows, or the whole text) and which document each
+    /// belongs to.
+    fn pieces(&self) -> (Vec<String>, Vec<usize>) {
+        pieces(self.docs, self.window)
+    }
+
+    /// A document's score is the best of its pieces' scores.
+    fn scores(&self, owner: &[usize], piece_scores: &[f64], cut_inputs: usize) -> RankerScores {
+        RankerScores { scores: max_per_doc(self.docs.len(), owner, piece_scores), cut_inputs }
+    }
+}
+
 /// Dense bi-encoder: cosine(embed(query), embed(document)).
 pub async fn dense_scores<E: Encoder>(
     encoder: &E,
     tokenizer: &TextTokenizer,
     pooling: &Pooling,
-    query: &str,
-    docs: &[&str],
-    window: Option<Window>,
-    batch_size: usize,
+    q: &RankQuery<'_>,
 ) -> Result<RankerScores> {
-    let (texts, owner) = pieces(docs, window);
-    let mut encoded: Vec<Encoded> = vec![tokenizer.encode(query)?];
+    let (texts, owner) = q.pieces();
+    let mut encoded: Vec<Encoded> = vec![tokenizer.encode(q.query)?];
     for t in &texts {
         encoded.push(tokenizer.encode(t)?);
     }
     let cut_inputs = encoded[1..].iter().filter(|e| e.tokens_cut() > 0).count();
-    let vecs = embed_encoded(encoder, tokenizer, pooling, &encoded, batch_size).await?;
+    let vecs = embed_encoded(encoder, tokenizer, pooling, &encoded, q.batch_size).await?;
     let piece_scores: Vec<f64> = vecs[1..].iter().map(|v| cosine(&vecs[0], v) as f64).collect();
-    Ok(RankerScores { scores: max_per_doc(docs.len(), &owner, &piece_scores), cut_inputs })
+    Ok(q.scores(&owner, &piece_scores, cut_inputs))
 }
 
 /// Cross-encoder over `query [SEP] document` (the query is never cut).
-#[allow(clippy::too_many_arguments)]
 pub async fn cross_encoder_scores<E: Encoder>(
     encoder: &E,
-    weights: &EncoderWeights,
-    head: &HeadWeights,
+    (weights, head): (&EncoderWeights, &HeadWeights),
     tokenizer: &TextTokenizer,
-    query: &str,
-    docs: &[&str],
-    window: Option<Window>,
-    batch_size: usize,
+    q: &RankQuery<'_>,
 ) -> Result<RankerScores> {
-    let (texts, owner) = pieces(docs, window);
+    let (texts, owner) = q.pieces();
     let encoded: Vec<Encoded> = texts
         .iter()
-        .map(|t| tokenizer.encode_parts(&[Part::keep(query)], &[Part::cut_end(t)]))
+        .map(|t| tokenizer.encode_parts(&[Part::keep(q.query)], &[Part::cut_end(t)]))
         .collect::<Result<_>>()?;
     let cut_inputs = encoded.iter().filter(|e| e.tokens_cut() > 0).count();
     let lens: Vec<usize> = encoded.iter().map(Encoded::len).collect();
     let mut piece_scores = vec![0f64; encoded.len()];
-    for group in length_batches(&lens, batch_size) {
+    for group in length_batches(&lens, q.batch_size) {
         let items: Vec<&Encoded> = group.iter().map(|&i| &encoded[i]).collect();
         let batch = tokenizer.batch(&items);
         let hidden = encoder.encode(&batch, encoder.config().num_layers).await?;
@@ -136,7 +151,7 @@ pub async fn cross_encoder_scores<E: Encoder>(
             };
         }
     }
-    Ok(RankerScores { scores: max_per_doc(docs.len(), &owner, &piece_scores), cut_inputs })
+    Ok(q.scores(&owner, &piece_scores, cut_inputs))
 }
 
 #[cfg(test)]
