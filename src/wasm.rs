@@ -651,28 +651,35 @@ pub fn nrp(request: JsValue, progress: &js_sys::Function) -> Result<String, JsVa
 /// Reference-based metrics over one candidates file (`medrank metrics`).
 #[wasm_bindgen]
 pub fn metrics(request: JsValue, progress: &js_sys::Function) -> Result<String, JsValue> {
-    let request = parse_request(request)?;
-    let outcome = run_job(progress, "Scoring candidates", || {
-        let o = &request.options;
+    let wanted = ("metrics", "a candidates file (JSONL with candidate and references)");
+    one_file_job(request, progress, "Scoring candidates", wanted, |file, bootstrap| {
         jobs::metrics(&jobs::MetricsRequest {
-            file: required(&request, "metrics", "a candidates file (JSONL with candidate and references)")?.named(),
-            options: crate::eval::metrics::MetricsOptions { bootstrap: o.bootstrap, ..Default::default() },
+            file,
+            options: crate::eval::metrics::MetricsOptions { bootstrap, ..Default::default() },
         })
-    })?;
-    reply(&outcome, ())
+    })
 }
 
 /// Rubric grading over one file of graded responses (`medrank rubric`).
 #[wasm_bindgen]
 pub fn rubric(request: JsValue, progress: &js_sys::Function) -> Result<String, JsValue> {
+    let wanted = ("rubric", "a file of graded responses");
+    one_file_job(request, progress, "Grading responses", wanted, |file, bootstrap| {
+        jobs::rubric(&jobs::RubricRequest { file, options: crate::eval::rubric::RubricOptions { bootstrap } })
+    })
+}
+
+/// A job over the one file of kind `wanted.0` (described as `wanted.1` when it is missing)
+/// with the request's bootstrap settings.
+fn one_file_job<R: Serialize>(
+    request: JsValue,
+    progress: &js_sys::Function,
+    stage: &str,
+    (kind, what): (&str, &str),
+    job: impl FnOnce(NamedText, Bootstrap) -> Result<Outcome<R>, Error>,
+) -> Result<String, JsValue> {
     let request = parse_request(request)?;
-    let outcome = run_job(progress, "Grading responses", || {
-        let o = &request.options;
-        jobs::rubric(&jobs::RubricRequest {
-            file: required(&request, "rubric", "a file of graded responses")?.named(),
-            options: crate::eval::rubric::RubricOptions { bootstrap: o.bootstrap },
-        })
-    })?;
+    let outcome = run_job(progress, stage, || job(required(&request, kind, what)?.named(), request.options.bootstrap))?;
     reply(&outcome, ())
 }
 

@@ -141,26 +141,6 @@ fn train_casimedicos() {
     }
 }
 
-/// The encoder benchmark with its peers (slow: run on demand):
-/// `cargo test --release --test encoder_minilm -- --ignored --nocapture bench_minilm`
-/// MEDRANK_BENCH_QUICK=1 measures only length 128 x batch 1/8.
-#[test]
-#[ignore]
-fn bench_minilm() {
-    use medrank::model::bench::{bench_with_peers, DEFAULT_BATCHES, DEFAULT_LENGTHS};
-    let dir = model_dir();
-    let model = TextModel::read_dir(&dir).unwrap();
-    let refs = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/reference");
-    let peers = [("onnxruntime", refs.join("minilm_onnx.py")), ("numpy", refs.join("minilm_numpy.py"))];
-    let quick = std::env::var("MEDRANK_BENCH_QUICK").is_ok();
-    let (lengths, batches): (&[usize], &[usize]) =
-        if quick { (&[128], &[1, 8]) } else { (&DEFAULT_LENGTHS, &DEFAULT_BATCHES) };
-    let report =
-        bench_with_peers(&model.encoder, &dir, &peers, lengths, batches, 3, &mut |line| eprintln!("{line}")).unwrap();
-    println!("{}", report.table());
-    assert_eq!(report.ours.len(), lengths.len() * batches.len());
-}
-
 /// Dev accuracy of the zero-training similarity evaluator on CasiMedicos (on demand):
 /// `cargo test --test encoder_minilm -- --ignored --nocapture similarity_casimedicos_dev`
 #[test]

@@ -297,35 +297,6 @@ fn bench_measures_cpu_and_gpu_with_the_same_function() {
     assert!(steps.iter().all(|&(_, seconds)| seconds > 0.0), "{steps:?}");
 }
 
-/// The grid on MiniLM, GPU and CPU side by side (slow on a software adapter, so
-/// ignored by default): `cargo test --release --test gpu_encoder -- --ignored --nocapture`.
-#[test]
-#[ignore]
-fn bench_minilm_grid() {
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("models/all-MiniLM-L6-v2");
-    let Some(ctx) = context() else { return };
-    let model = TextModel::read_dir(&dir).unwrap();
-    let device = ctx.adapter.to_string();
-    let gpu = GpuEncoder::with_context(ctx, &model.encoder.model).unwrap();
-    let print = |r: &medrank::gpu::bench::BenchRow| {
-        eprintln!(
-            "{:>4} len {:>3} batch {:>2}: {:>8.2} seq/s {:>9.0} tok/s ({} repeats) on {}",
-            r.backend, r.seq_len, r.batch, r.sequences_per_s, r.tokens_per_s, r.repeats, r.device
-        )
-    };
-    use medrank::gpu::bench::{bench_grid_blocking, BATCHES, LENGTHS};
-    // MEDRANK_BENCH_LENGTHS=128,256 MEDRANK_BENCH_BATCHES=1,8 narrow the grid (a software
-    // adapter needs minutes for the 512 x 32 cell).
-    let list = |var: &str, default: &[usize]| -> Vec<usize> {
-        std::env::var(var)
-            .map(|v| v.split(',').map(|x| x.trim().parse().expect(var)).collect())
-            .unwrap_or_else(|_| default.to_vec())
-    };
-    let (lengths, batches) = (list("MEDRANK_BENCH_LENGTHS", &LENGTHS), list("MEDRANK_BENCH_BATCHES", &BATCHES));
-    bench_grid_blocking(&gpu, "gpu", &device, &lengths, &batches, 1.0, print).unwrap();
-    bench_grid_blocking(&model.encoder, "cpu", "candle (native)", &lengths, &batches, 1.0, print).unwrap();
-}
-
 #[test]
 fn backend_selection_falls_back_to_the_cpu_only_when_allowed() {
     use medrank::gpu::{select_encoder, AnyEncoder, BackendChoice};

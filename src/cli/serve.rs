@@ -320,6 +320,13 @@ mod tests {
         request(addr, &format!("GET {path} HTTP/1.1\r\nHost: x\r\n\r\n"))
     }
 
+    /// GET that must answer 200: its headers (lower case) and body.
+    fn get_ok(addr: SocketAddr, path: &str) -> (String, Vec<u8>) {
+        let (status, headers, body) = get(addr, path);
+        assert_eq!(status, "HTTP/1.1 200 OK", "GET {path}");
+        (headers, body)
+    }
+
     fn site() -> (tempdir::Dir, SocketAddr) {
         let dir = tempdir::Dir::new();
         std::fs::write(dir.0.join("index.html"), "<!doctype html><title>t</title>").unwrap();
@@ -358,8 +365,7 @@ mod tests {
     #[test]
     fn serves_wasm_with_the_wasm_type_and_the_strict_policy() {
         let (_dir, addr) = site();
-        let (status, headers, body) = get(addr, "/app.wasm");
-        assert_eq!(status, "HTTP/1.1 200 OK");
+        let (headers, body) = get_ok(addr, "/app.wasm");
         assert!(headers.contains("content-type: application/wasm\r\n"), "{headers}");
         assert!(headers.contains("content-length: 4"));
         assert!(headers.contains("content-security-policy: default-src 'self'; connect-src 'self';"));
@@ -371,8 +377,7 @@ mod tests {
     #[test]
     fn folder_gives_index_html_and_query_strings_are_ignored() {
         let (_dir, addr) = site();
-        let (status, headers, body) = get(addr, "/?x=1");
-        assert_eq!(status, "HTTP/1.1 200 OK");
+        let (headers, body) = get_ok(addr, "/?x=1");
         assert!(headers.contains("content-type: text/html; charset=utf-8"));
         assert_eq!(body, b"<!doctype html><title>t</title>");
         let (_, headers, _) = get(addr, "/worker.js");
@@ -384,8 +389,7 @@ mod tests {
         let (_dir, addr) = site();
         let (_, headers, _) = get(addr, "/models/m/config.json");
         assert!(headers.contains("cache-control: public, max-age=86400"), "{headers}");
-        let (status, headers, body) = get(addr, "/a%20b.csv");
-        assert_eq!(status, "HTTP/1.1 200 OK");
+        let (headers, body) = get_ok(addr, "/a%20b.csv");
         assert!(headers.contains("content-type: text/csv; charset=utf-8"));
         assert_eq!(body, b"x,y\n");
     }
@@ -467,8 +471,7 @@ mod tests {
         drop(idle);
         drop(queued);
         std::thread::sleep(Duration::from_millis(300));
-        let (status, _, body) = get(addr, "/");
-        assert_eq!(status, "HTTP/1.1 200 OK");
+        let (_, body) = get_ok(addr, "/");
         assert_eq!(body, b"hi");
     }
 

@@ -348,14 +348,7 @@ pub fn parse_qrels(
 ) -> Result<(Judgments, Vec<Warning>)> {
     let mut builder = JudgmentsBuilder::new(dimension, not_judgeable);
     for (line, row) in content_lines(text) {
-        let cells: Vec<&str> = row.split_whitespace().collect();
-        if cells.len() != 4 {
-            return Err(line_error(
-                name,
-                line,
-                format!("expected 4 columns `qid iteration docno grade`, found {}", cells.len()),
-            ));
-        }
+        let cells = whitespace_columns(name, line, row, "qid iteration docno grade")?;
         let (qid, docno) = (cells[0], cells[2]);
         let grade = parse_grade(name, line, "grade", cells[3])?;
         if builder.add(qid, docno, grade).is_err() {
@@ -527,6 +520,17 @@ fn split_cells(line: &str, separator: Separator) -> Vec<&str> {
     }
 }
 
+/// The whitespace-separated cells of one row of a TREC file, exactly as many as `layout`
+/// names (`qid Q0 docno rank score tag`), or an error at the row's line.
+fn whitespace_columns<'a>(name: &str, line: usize, row: &'a str, layout: &str) -> Result<Vec<&'a str>> {
+    let cells: Vec<&str> = row.split_whitespace().collect();
+    let expected = layout.split_whitespace().count();
+    if cells.len() != expected {
+        return Err(line_error(name, line, format!("expected {expected} columns `{layout}`, found {}", cells.len())));
+    }
+    Ok(cells)
+}
+
 // ---------------------------------------------------------------------------------------
 // Run files
 
@@ -538,14 +542,7 @@ pub fn parse_run(name: &str, text: &str) -> Result<(Vec<RunEntry>, Vec<Warning>)
     let mut first_line: HashMap<(String, String), usize> = HashMap::new();
     let mut tags: Vec<String> = Vec::new();
     for (line, row) in content_lines(text) {
-        let cells: Vec<&str> = row.split_whitespace().collect();
-        if cells.len() != 6 {
-            return Err(line_error(
-                name,
-                line,
-                format!("expected 6 columns `qid Q0 docno rank score tag`, found {}", cells.len()),
-            ));
-        }
+        let cells = whitespace_columns(name, line, row, "qid Q0 docno rank score tag")?;
         let rank = parse_unsigned(name, line, "rank", cells[3])?;
         let score = parse_number(name, line, "score", cells[4])?;
         let (qid, docno, tag) = (cells[0], cells[2], cells[5]);

@@ -60,6 +60,21 @@ pub struct EvalOutput {
     pub left_out: Vec<LeftOutOption>,
 }
 
+impl EvalOutput {
+    /// Records that `encoded` (instance, system and MCQA option, or "") lost tokens to the
+    /// model's limit; nothing is recorded when it fit.
+    fn note_cut(&mut self, instance: &str, system: &str, option: &str, encoded: &Encoded) {
+        if encoded.tokens_cut() > 0 {
+            self.truncated.push(TruncatedInput {
+                instance: instance.to_string(),
+                system: system.to_string(),
+                option: option.to_string(),
+                tokens_cut: encoded.tokens_cut(),
+            });
+        }
+    }
+}
+
 /// Whether empty MCQA options are candidates (FORMATS.md, "Empty options").
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -210,28 +225,14 @@ pub async fn evaluate_with_head<E: Encoder>(
                     }
                     let (first, second) = mcqa_parts(question, argument, text);
                     let encoded = tokenizer.encode_parts(&first, &second).map_err(context)?;
-                    if encoded.tokens_cut() > 0 {
-                        out.truncated.push(TruncatedInput {
-                            instance: inst.id.clone(),
-                            system: system.clone(),
-                            option: key.clone(),
-                            tokens_cut: encoded.tokens_cut(),
-                        });
-                    }
+                    out.note_cut(&inst.id, system, key, &encoded);
                     jobs.push(Job { pair: p, slot, encoded });
                 }
             }
             problem => {
                 let (first, second) = classification_parts(problem, argument)?;
                 let encoded = tokenizer.encode_parts(&first, &second).map_err(context)?;
-                if encoded.tokens_cut() > 0 {
-                    out.truncated.push(TruncatedInput {
-                        instance: inst.id.clone(),
-                        system: system.clone(),
-                        option: String::new(),
-                        tokens_cut: encoded.tokens_cut(),
-                    });
-                }
+                out.note_cut(&inst.id, system, "", &encoded);
                 jobs.push(Job { pair: p, slot: 0, encoded });
             }
         }
@@ -313,14 +314,7 @@ pub async fn evaluate_by_similarity<E: Encoder>(
                 parts.push(Part::cut_end(argument));
             }
             let e = tokenizer.encode_parts(&parts, &[])?;
-            if e.tokens_cut() > 0 {
-                out.truncated.push(TruncatedInput {
-                    instance: inst.id.clone(),
-                    system: system.clone(),
-                    option: String::new(),
-                    tokens_cut: e.tokens_cut(),
-                });
-            }
+            out.note_cut(&inst.id, system, "", &e);
             contexts.push(e);
         }
     }

@@ -48,6 +48,18 @@ function smallBundle() {
   return path;
 }
 
+/** Opens the page (with or without WebGPU), loads the small bundle and runs `body(page)`. */
+async function withSmallBundle(webgpu, body) {
+  const app = await openApp({ webgpu });
+  try {
+    await app.page.setInputFiles('#file-input', [smallBundle()]);
+    await waitForChecks(app.page, 1);
+    await body(app.page);
+  } finally {
+    await app.close();
+  }
+}
+
 /** p_correct per (instance, system) from a reply's drill-down view. */
 function probabilities(result) {
   const out = new Map();
@@ -88,13 +100,8 @@ test('the bundled model on the wasm CPU equals medrank evaluate --model (MCQA + 
   }
 });
 
-test('WebGPU (SwiftShader) gives the CPU’s rankings, probabilities within 1e-3', { skip: !haveModel && NO_MODEL }, async () => {
-  const bundle = smallBundle();
-  const app = await openApp({ webgpu: true });
-  try {
-    const { page } = app;
-    await page.setInputFiles('#file-input', [bundle]);
-    await waitForChecks(page, 1);
+test('WebGPU (SwiftShader) gives the CPU’s rankings, probabilities within 1e-3', { skip: !haveModel && NO_MODEL }, () =>
+  withSmallBundle(true, async (page) => {
     const cpu = await evaluateWithModel(page, 'cpu', { controls: '' });
     const gpu = await evaluateWithModel(page, 'gpu', { controls: '' });
     assert.equal(cpu.backend.backend, 'cpu');
@@ -112,18 +119,10 @@ test('WebGPU (SwiftShader) gives the CPU’s rankings, probabilities within 1e-3
         assert.ok(Math.abs(other[i][1] - x) <= 1e-3, `${key} option ${label}: cpu ${x} vs webgpu ${other[i][1]}`);
       });
     }
-  } finally {
-    await app.close();
-  }
-});
+  }));
 
-test('without WebGPU the page runs the model on the CPU and says so', { skip: !haveModel && NO_MODEL }, async () => {
-  const bundle = smallBundle();
-  const app = await openApp({ webgpu: false });
-  try {
-    const { page } = app;
-    await page.setInputFiles('#file-input', [bundle]);
-    await waitForChecks(page, 1);
+test('without WebGPU the page runs the model on the CPU and says so', { skip: !haveModel && NO_MODEL }, () =>
+  withSmallBundle(false, async (page) => {
     const result = await evaluateWithModel(page, 'auto', { controls: '' });
     assert.equal(result.backend.backend, 'cpu');
     assert.ok(result.backend.fallback_reason, 'the reply says why the GPU was not used');
@@ -134,10 +133,7 @@ test('without WebGPU the page runs the model on the CPU and says so', { skip: !h
     await page.click('#run-rank');
     await page.waitForFunction(() => !document.querySelector('#run-error').hidden, null, { timeout: 60000 });
     assert.match(await page.textContent('#run-error'), /GPU backend was requested but cannot run/);
-  } finally {
-    await app.close();
-  }
-});
+  }));
 
 test('the benchmark page measures the smallest cell on the wasm CPU and on WebGPU', { skip: !haveModel && NO_MODEL }, async () => {
   const app = await openApp({ webgpu: true });
