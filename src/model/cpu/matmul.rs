@@ -131,12 +131,14 @@ const STRIP: usize = 64;
 /// the strip into its packed layout at every call; at 32 it reads the contiguous strip in
 /// place, and the strip stays in the core's cache for the next 32 rows. Measured here (one
 /// thread, the six layers' products): 64 rows 90 -> 103 GFLOP/s, 128 rows 101 -> 108, 256
-/// rows 106 -> 109 (BENCHMARKS.md, 2026-11-24 evening).
+/// rows 106 -> 109 (BENCHMARKS.md, 2026-11-24 evening). The wasm kernel blocks rows itself.
+#[cfg(not(target_arch = "wasm32"))]
 const ROW_CHUNK: usize = 32;
 
 /// A dense layer and its bias, the weight laid out once at load for the product kernel:
 /// natively in column strips of [`STRIP`] outputs, each strip `[in, STRIP]` row-major and
-/// contiguous, one `gemm` call per strip; in the browser packed in the wasm kernel's panels.
+/// contiguous, `gemm` called per strip on [`ROW_CHUNK`] token rows at a time; in the
+/// browser packed in the wasm kernel's panels.
 ///
 /// Why strips: `gemm` reads an unpacked weight in place, and in one `[in, out]` matrix
 /// consecutive inputs of a column lie a whole row (`out` floats) apart, so with few token
