@@ -54,23 +54,6 @@ pub struct RankerScores {
     pub cut_inputs: usize,
 }
 
-/// The pieces of each document and which document they belong to.
-fn pieces(docs: &[&str], window: Option<Window>) -> (Vec<String>, Vec<usize>) {
-    let mut texts = Vec::new();
-    let mut owner = Vec::new();
-    for (d, doc) in docs.iter().enumerate() {
-        let parts = match window {
-            Some(w) => windows(doc, w),
-            None => vec![doc.to_string()],
-        };
-        for p in parts {
-            texts.push(p);
-            owner.push(d);
-        }
-    }
-    (texts, owner)
-}
-
 fn max_per_doc(n_docs: usize, owner: &[usize], piece_scores: &[f64]) -> Vec<f64> {
     let mut out = vec![f64::NEG_INFINITY; n_docs];
     for (&d, &s) in owner.iter().zip(piece_scores) {
@@ -93,7 +76,19 @@ impl RankQuery<'_> {
     /// The pieces of each document (windows, or the whole text) and which document each
     /// belongs to.
     fn pieces(&self) -> (Vec<String>, Vec<usize>) {
-        pieces(self.docs, self.window)
+        let mut texts = Vec::new();
+        let mut owner = Vec::new();
+        for (d, doc) in self.docs.iter().enumerate() {
+            let parts = match self.window {
+                Some(w) => windows(doc, w),
+                None => vec![doc.to_string()],
+            };
+            for p in parts {
+                texts.push(p);
+                owner.push(d);
+            }
+        }
+        (texts, owner)
     }
 
     /// A document's score is the best of its pieces' scores.
