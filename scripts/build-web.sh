@@ -45,7 +45,7 @@ TARGET=wasm32-unknown-unknown
 #   pkg-threads/  atomics + shared memory + SIMD128, rayon's pool on Web Workers
 #                 (wasm-bindgen-rayon): used when the page is cross-origin isolated
 #   pkg-threads-relaxed/  the threaded build plus relaxed SIMD (fused multiply-add in the
-#                 products' microkernel, src/model/cpu/wasm_kernel.rs): used when the
+#                 products' microkernel, src/model/cpu/panel_kernel.rs): used when the
 #                 browser validates a relaxed-SIMD module (Chromium; not Safari)
 # Each gets its own target folder: their flags differ, and sharing one would rebuild all.
 # The threaded build needs std rebuilt with atomics (-Z build-std), so only route 2 (or a

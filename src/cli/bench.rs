@@ -191,7 +191,7 @@ pub fn encoder(
 pub fn profile(model_dir: &Path, lengths: &[usize], batches: &[usize]) -> Result<Vec<crate::gpu::bench::BenchRow>> {
     let model = crate::model::TextModel::read_dir(model_dir)?;
     let threads = crate::model::cpu::worker_threads();
-    let device = format!("CPU, {threads} threads");
+    let device = format!("CPU, {threads} threads, {}", crate::model::cpu::matmul::Kernel::this_machine().name());
     crate::gpu::bench::bench_grid_blocking(&model.encoder, "cpu", &device, lengths, batches, 1.0, |r| {
         let total: f64 = r.steps.iter().map(|s| s.seconds).sum();
         let worst = r.steps.iter().max_by(|a, b| a.seconds.total_cmp(&b.seconds));
@@ -301,8 +301,10 @@ impl BenchReport {
             headers.extend(e.peers.iter().map(|p| format!("{} tokens/s", p.name)));
             headers.push("medrank / fastest peer".into());
             let refs: Vec<&str> = headers.iter().map(String::as_str).collect();
-            let title =
-                format!("Encoder on the CPU ({} threads): medrank and peers on the same weights and inputs", e.threads);
+            let title = format!(
+                "Encoder on the CPU ({} threads, {}): medrank and peers on the same weights and inputs",
+                e.threads, e.kernel
+            );
             let mut t = Table::new("bench_encoder", &title, &refs);
             for p in &e.ours {
                 let mut row = vec![

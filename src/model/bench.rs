@@ -167,6 +167,8 @@ pub struct PeerRun {
 pub struct BenchReport {
     /// Threads of medrank's CPU path (the peers use all cores too).
     pub threads: usize,
+    /// The product kernel of medrank's CPU path on this machine (`matmul::Kernel::name`).
+    pub kernel: &'static str,
     pub ours: Vec<BenchPoint>,
     pub peers: Vec<PeerRun>,
     /// Peak resident memory of the medrank process (bytes), when the OS reports it.
@@ -253,5 +255,6 @@ pub fn bench_with_peers(
         }
         runs.push(run);
     }
-    Ok(BenchReport { threads: super::cpu::worker_threads(), ours, peers: runs, peak_memory_bytes })
+    let (threads, kernel) = (super::cpu::worker_threads(), super::cpu::matmul::Kernel::this_machine().name());
+    Ok(BenchReport { threads, kernel, ours, peers: runs, peak_memory_bytes })
 }

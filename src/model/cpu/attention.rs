@@ -3,14 +3,16 @@
 //!
 //! q, k and v are strided views of the `[tokens, 3 * hidden]` output of the fused
 //! projection: head `h` of q is columns `h*d .. (h+1)*d`, of k the same plus `hidden`, of
-//! v plus `2 * hidden`. The scores of a block of query rows (at most `BLOCK` x keys) stay
-//! in a small buffer that fits the L2 cache.
+//! v plus `2 * hidden`. Per sequence and head, k^T and v are packed once ([`PackedRhs`])
+//! for all of the task's query rows of that sequence; the scores of a block of query rows
+//! (at most `BLOCK` x keys) stay in a small buffer that fits the L1/L2 cache.
 
 use super::math::softmax_row;
-use super::matmul::{matmul, View, ViewMut};
+use super::matmul::{matmul_packed, PackedRhs, View, ViewMut};
 
-/// Query rows per block of scores: 64 x 512 keys x 4 bytes = 128 KiB.
-const BLOCK: usize = 64;
+/// Query rows per block of scores: 32 x 512 keys x 4 bytes = 64 KiB. With `gemm`, 32 rows
+/// is also where it reads a packed operand in place (see `matmul::ROW_CHUNK`).
+const BLOCK: usize = 32;
 
 #[derive(Debug, Clone, Copy)]
 pub struct AttentionShape {
@@ -54,56 +56,59 @@ pub fn self_attention(qkv: &[f32], mask: &[u32], shape: AttentionShape, first_to
     let end_token = first_token + ctx.len() / hidden.max(1);
     assert!(end_token <= batch * s, "query rows past the batch");
     let scale = 1.0 / (d as f32).sqrt();
-    let mut scores = Vec::new();
+    let (mut kt, mut v, mut scores) = (PackedRhs::default(), PackedRhs::default(), Vec::new());
     let mut token = first_token;
     while token < end_token {
-        // The part of the range inside one sequence, in blocks of query rows.
+        // The part of the range inside one sequence.
         let seq = token / s;
         let pos = token % s;
-        let rows = (BLOCK.min(s - pos)).min(end_token - token);
+        let rows = (s - pos).min(end_token - token);
         let Keys { count: nk, keep } = keys_of(&mask[seq * s..(seq + 1) * s]);
         let base = seq * s * stride;
         for head in 0..heads {
-            let q = View {
-                data: qkv,
-                offset: base + pos * stride + head * d,
-                rows,
-                cols: d,
-                row_stride: stride,
-                col_stride: 1,
-            };
             // k^T: row j of k^T is column j of k, so the strides swap.
-            let kt = View {
+            kt.pack(View {
                 data: qkv,
                 offset: base + hidden + head * d,
                 rows: d,
                 cols: nk,
                 row_stride: 1,
                 col_stride: stride,
-            };
-            let v = View {
+            });
+            v.pack(View {
                 data: qkv,
                 offset: base + 2 * hidden + head * d,
                 rows: nk,
                 cols: d,
                 row_stride: stride,
                 col_stride: 1,
-            };
-            scores.resize(rows * nk, 0.0);
-            let dst = ViewMut { data: &mut scores, offset: 0, rows, cols: nk, row_stride: nk };
-            matmul(dst, false, q, kt, scale);
-            for row in scores.chunks_exact_mut(nk) {
-                softmax_row(row, keep.as_deref());
+            });
+            for r0 in (0..rows).step_by(BLOCK) {
+                let block = BLOCK.min(rows - r0);
+                let q = View {
+                    data: qkv,
+                    offset: base + (pos + r0) * stride + head * d,
+                    rows: block,
+                    cols: d,
+                    row_stride: stride,
+                    col_stride: 1,
+                };
+                scores.resize(block * nk, 0.0);
+                let dst = ViewMut { data: &mut scores, offset: 0, rows: block, cols: nk, row_stride: nk };
+                matmul_packed(dst, false, q, &kt, scale);
+                for row in scores.chunks_exact_mut(nk) {
+                    softmax_row(row, keep.as_deref());
+                }
+                let p = View::row_major(&scores, block, nk);
+                let dst = ViewMut {
+                    data: ctx,
+                    offset: (token - first_token + r0) * hidden + head * d,
+                    rows: block,
+                    cols: d,
+                    row_stride: hidden,
+                };
+                matmul_packed(dst, false, p, &v, 1.0);
             }
-            let p = View::row_major(&scores, rows, nk);
-            let dst = ViewMut {
-                data: ctx,
-                offset: (token - first_token) * hidden + head * d,
-                rows,
-                cols: d,
-                row_stride: hidden,
-            };
-            matmul(dst, false, p, v, 1.0);
         }
         token += rows;
     }

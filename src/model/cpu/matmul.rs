@@ -1,16 +1,167 @@
-//! Matrix products of the CPU inference path: natively through the `gemm` crate (the same
-//! kernels candle calls, AVX-512 included where the CPU has it; see Cargo.toml), in the
-//! browser through [`super::wasm_kernel`] (weights packed once at load).
+//! Matrix products of the CPU inference path, by one of two kernels chosen once per
+//! machine ([`Kernel`]):
+//! - the `gemm` crate (the same kernels candle calls) over strided views and weights in
+//!   column strips: natively on CPUs with AVX-512, and off x86-64;
+//! - [`super::panel_kernel`], weights packed in panels once at load: in the browser (wasm
+//!   SIMD) and natively on x86-64 CPUs with AVX2 but not AVX-512, where it measured 15-25%
+//!   faster than `gemm` (see that module).
 //!
 //! Each call is single-threaded; the callers split the work into tasks (tiles of a
-//! linear layer, heads of the attention), which measured faster here than gemm's own
-//! threading at these sizes. Calling `gemm` directly instead of through candle tensors
+//! linear layer, query rows of the attention), which measured faster here than gemm's own
+//! threading at these sizes. Calling the kernels directly instead of through candle tensors
 //! lets the attention read q, k and v as strided views of one fused QKV buffer (no
-//! transposes, no copies) and lets a linear layer start from its bias (no separate add).
+//! transposes) and lets a linear layer start from its bias (no separate add).
 
 #[cfg(not(target_arch = "wasm32"))]
 use gemm::Parallelism;
 use rayon::prelude::*;
+
+/// Which product kernel this machine's CPU path runs. Every weight matrix is laid out for
+/// it at load.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kernel {
+    /// `gemm` over column strips of [`STRIP`] outputs.
+    #[cfg(not(target_arch = "wasm32"))]
+    GemmStrips,
+    /// The panel kernel over AVX2 vectors (16-column panels, 6-row blocks).
+    #[cfg(target_arch = "x86_64")]
+    Avx2Panels,
+    /// The panel kernel over wasm SIMD (8-column panels, 4-row blocks).
+    #[cfg(target_arch = "wasm32")]
+    WasmPanels,
+}
+
+impl Kernel {
+    /// The kernel for this CPU: the panels in the browser and on x86-64 with AVX2 and FMA
+    /// but without AVX-512, `gemm` elsewhere. Natively `MEDRANK_CPU_KERNEL=gemm` (or
+    /// `avx2`, where the CPU has it) overrides the choice, so that both can be benchmarked
+    /// on one machine.
+    pub fn this_machine() -> Kernel {
+        #[cfg(target_arch = "wasm32")]
+        return Kernel::WasmPanels;
+        #[cfg(target_arch = "x86_64")]
+        {
+            static CHOICE: std::sync::OnceLock<Kernel> = std::sync::OnceLock::new();
+            *CHOICE.get_or_init(|| {
+                let avx2 = super::panel_kernel::has_avx2();
+                match std::env::var("MEDRANK_CPU_KERNEL").as_deref() {
+                    Ok("gemm") => Kernel::GemmStrips,
+                    Ok("avx2") if avx2 => Kernel::Avx2Panels,
+                    _ if avx2 && !std::arch::is_x86_feature_detected!("avx512f") => Kernel::Avx2Panels,
+                    _ => Kernel::GemmStrips,
+                }
+            })
+        }
+        #[cfg(not(any(target_arch = "wasm32", target_arch = "x86_64")))]
+        Kernel::GemmStrips
+    }
+
+    /// How the benchmarks name it.
+    pub fn name(self) -> &'static str {
+        match self {
+            #[cfg(not(target_arch = "wasm32"))]
+            Kernel::GemmStrips => "gemm",
+            #[cfg(target_arch = "x86_64")]
+            Kernel::Avx2Panels => "AVX2 panels",
+            #[cfg(target_arch = "wasm32")]
+            Kernel::WasmPanels => "wasm SIMD panels",
+        }
+    }
+
+    /// Copy the `k x n` view `b` into this kernel's layout of a right-hand operand: dense
+    /// row-major for `gemm` (which reads it in place), panels for the panel kernels.
+    fn lay_out(self, b: View, out: &mut Vec<f32>) {
+        match self {
+            #[cfg(not(target_arch = "wasm32"))]
+            Kernel::GemmStrips => {
+                out.clear();
+                for i in 0..b.rows {
+                    let row = b.offset + i * b.row_stride;
+                    if b.col_stride == 1 {
+                        out.extend_from_slice(&b.data[row..row + b.cols]);
+                    } else {
+                        out.extend((0..b.cols).map(|j| b.data[row + j * b.col_stride]));
+                    }
+                }
+            }
+            #[cfg(target_arch = "x86_64")]
+            Kernel::Avx2Panels => super::panel_kernel::pack_b::<super::panel_kernel::Avx2>(b, out),
+            #[cfg(target_arch = "wasm32")]
+            Kernel::WasmPanels => super::panel_kernel::pack_b::<super::panel_kernel::Simd>(b, out),
+        }
+    }
+
+    /// `dst = (accumulate ? dst : 0) + scale * a @ b`, `b` (`k x n`) laid out by
+    /// [`Self::lay_out`] (`b`: its first element, or for panels the first panel used).
+    ///
+    /// # Safety
+    /// `a` readable at every (i, p) of `m x k` with strides `a_rs`, `a_cs`; `b` holding what
+    /// `lay_out` wrote for at least `k x n` (from that point); `dst` writable at every (i, j)
+    /// of `m x n` with row stride `dst_rs`, overlapping neither and touched by no other
+    /// thread during the call.
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn product(
+        self,
+        (m, n, k): (usize, usize, usize),
+        a: *const f32,
+        (a_rs, a_cs): (usize, usize),
+        b: *const f32,
+        b_rs: usize,
+        dst: *mut f32,
+        dst_rs: usize,
+        accumulate: bool,
+        scale: f32,
+    ) {
+        match self {
+            #[cfg(not(target_arch = "wasm32"))]
+            Kernel::GemmStrips => gemm::gemm(
+                m,
+                n,
+                k,
+                dst,
+                1,
+                dst_rs as isize,
+                accumulate,
+                a,
+                a_cs as isize,
+                a_rs as isize,
+                b,
+                1,
+                b_rs as isize,
+                1.0,
+                scale,
+                false,
+                false,
+                false,
+                // Threads come from the callers (tiles, attention tasks), not from gemm.
+                Parallelism::None,
+            ),
+            #[cfg(target_arch = "x86_64")]
+            Kernel::Avx2Panels => {
+                let _ = b_rs; // panels have no row stride
+                super::panel_kernel::gemm_avx2(m, n, k, a, a_rs, a_cs, b, dst, dst_rs, accumulate, scale)
+            }
+            #[cfg(target_arch = "wasm32")]
+            Kernel::WasmPanels => {
+                let _ = b_rs;
+                super::panel_kernel::gemm_wasm(m, n, k, a, a_rs, a_cs, b, dst, dst_rs, accumulate, scale)
+            }
+        }
+    }
+
+    /// Columns of one panel (`None`: `gemm`, whose strips are [`STRIP`] wide).
+    fn panel(self) -> Option<usize> {
+        use super::panel_kernel::Lanes;
+        match self {
+            #[cfg(not(target_arch = "wasm32"))]
+            Kernel::GemmStrips => None,
+            #[cfg(target_arch = "x86_64")]
+            Kernel::Avx2Panels => Some(super::panel_kernel::Avx2::PANEL),
+            #[cfg(target_arch = "wasm32")]
+            Kernel::WasmPanels => Some(super::panel_kernel::Simd::PANEL),
+        }
+    }
+}
 
 /// A strided, read-only `rows x cols` f32 matrix view: element (i, j) is at
 /// `data[offset + i * row_stride + j * col_stride]`.
@@ -48,8 +199,10 @@ pub struct ViewMut<'a> {
     pub row_stride: usize,
 }
 
-/// `dst = (accumulate ? dst : 0) + scale * a @ b`. Panics if shapes or bounds disagree
-/// (a programming error, not an input error: callers derive all shapes from one config).
+/// `dst = (accumulate ? dst : 0) + scale * a @ b` through `gemm`, for any strides. Panics if
+/// shapes or bounds disagree (a programming error, not an input error: callers derive all
+/// shapes from one config).
+#[cfg(not(target_arch = "wasm32"))]
 pub fn matmul(dst: ViewMut, accumulate: bool, a: View, b: View, scale: f32) {
     assert_eq!(a.cols, b.rows, "inner dimensions");
     assert_eq!((dst.rows, dst.cols), (a.rows, b.cols), "output shape");
@@ -61,66 +214,82 @@ pub fn matmul(dst: ViewMut, accumulate: bool, a: View, b: View, scale: f32) {
     assert!(dst.offset + (dst.rows - 1) * dst.row_stride + dst.cols <= dst.data.len(), "output out of bounds");
     // SAFETY: the asserts above keep every element gemm touches inside the three slices;
     // `dst` is borrowed mutably, so it cannot alias `a` or `b`.
-    unsafe { matmul_raw(dst.data.as_mut_ptr().add(dst.offset), dst.row_stride, accumulate, a, b, scale) }
+    unsafe {
+        gemm::gemm(
+            a.rows,
+            b.cols,
+            a.cols,
+            dst.data.as_mut_ptr().add(dst.offset),
+            1,
+            dst.row_stride as isize,
+            accumulate,
+            a.data.as_ptr().add(a.offset),
+            a.col_stride as isize,
+            a.row_stride as isize,
+            b.data.as_ptr().add(b.offset),
+            b.col_stride as isize,
+            b.row_stride as isize,
+            1.0,
+            scale,
+            false,
+            false,
+            false,
+            Parallelism::None,
+        )
+    }
 }
 
-/// [`matmul`] into a raw row-major destination with row stride `dst_row_stride`, for
-/// threads that each write a disjoint block of one buffer (attention heads).
-///
-/// # Safety
-/// `dst` must be valid for writes of `a.rows` rows of `b.cols` elements at that stride,
-/// and no other thread may access those elements during the call. `a` and `b` must be
-/// in bounds (checked) and must not overlap the destination.
-pub unsafe fn matmul_raw(dst: *mut f32, dst_row_stride: usize, accumulate: bool, a: View, b: View, scale: f32) {
-    assert_eq!(a.cols, b.rows, "inner dimensions");
-    assert!(a.extent() <= a.data.len() && b.extent() <= b.data.len(), "operand out of bounds");
-    #[cfg(target_arch = "wasm32")]
-    {
-        use super::wasm_kernel::{gemm_packed, pack_b, Simd};
-        // The attention's operands change at every call: pack B into this thread's buffer.
-        thread_local! { static PACKED: std::cell::RefCell<Vec<f32>> = const { std::cell::RefCell::new(Vec::new()) }; }
-        PACKED.with(|buf| {
-            let mut buf = buf.borrow_mut();
-            pack_b(b, &mut buf);
-            let a_ptr = a.data.as_ptr().add(a.offset);
-            gemm_packed::<Simd>(
-                a.rows,
-                b.cols,
-                a.cols,
-                a_ptr,
-                a.row_stride,
-                a.col_stride,
-                buf.as_ptr(),
-                dst,
-                dst_row_stride,
-                accumulate,
-                scale,
-            );
-        });
+/// A right-hand operand copied once into the layout this machine's [`Kernel`] reads
+/// fastest, for an operand that several products share (one attention head's keys and
+/// values, read by every block of query rows): strided operands would otherwise be
+/// gathered again by every product.
+pub struct PackedRhs {
+    data: Vec<f32>,
+    rows: usize,
+    cols: usize,
+    kernel: Kernel,
+}
+
+impl Default for PackedRhs {
+    fn default() -> Self {
+        PackedRhs { data: Vec::new(), rows: 0, cols: 0, kernel: Kernel::this_machine() }
     }
-    #[cfg(not(target_arch = "wasm32"))]
-    gemm::gemm(
-        a.rows,
-        b.cols,
-        a.cols,
-        dst,
-        1,
-        dst_row_stride as isize,
-        accumulate,
-        a.data.as_ptr().add(a.offset),
-        a.col_stride as isize,
-        a.row_stride as isize,
-        b.data.as_ptr().add(b.offset),
-        b.col_stride as isize,
-        b.row_stride as isize,
-        1.0,
-        scale,
-        false,
-        false,
-        false,
-        // Threads come from the callers (tiles, attention tasks), not from gemm.
-        Parallelism::None,
-    );
+}
+
+impl PackedRhs {
+    /// Copy `b` in, reusing this buffer's memory.
+    pub fn pack(&mut self, b: View) {
+        assert!(b.extent() <= b.data.len(), "operand out of bounds");
+        (self.rows, self.cols) = (b.rows, b.cols);
+        self.kernel.lay_out(b, &mut self.data);
+    }
+}
+
+/// `dst = (accumulate ? dst : 0) + scale * a @ b` with a packed right-hand operand.
+pub fn matmul_packed(dst: ViewMut, accumulate: bool, a: View, b: &PackedRhs, scale: f32) {
+    assert_eq!(a.cols, b.rows, "inner dimensions");
+    assert_eq!((dst.rows, dst.cols), (a.rows, b.cols), "output shape");
+    assert!(a.extent() <= a.data.len(), "operand out of bounds");
+    if dst.rows == 0 || dst.cols == 0 {
+        return;
+    }
+    assert!(dst.cols <= dst.row_stride, "output rows overlap");
+    assert!(dst.offset + (dst.rows - 1) * dst.row_stride + dst.cols <= dst.data.len(), "output out of bounds");
+    // SAFETY: the asserts keep every access inside `a`, `dst` and the layout `pack` made
+    // for `rows x cols`; `dst` is borrowed mutably, so it aliases neither.
+    unsafe {
+        b.kernel.product(
+            (a.rows, b.cols, a.cols),
+            a.data.as_ptr().add(a.offset),
+            (a.row_stride, a.col_stride),
+            b.data.as_ptr(),
+            b.cols,
+            dst.data.as_mut_ptr().add(dst.offset),
+            dst.row_stride,
+            accumulate,
+            scale,
+        )
+    }
 }
 
 /// Columns per strip of a native weight matrix (see [`Linear`]): one `gemm` microkernel's
@@ -135,10 +304,10 @@ const STRIP: usize = 64;
 #[cfg(not(target_arch = "wasm32"))]
 const ROW_CHUNK: usize = 32;
 
-/// A dense layer and its bias, the weight laid out once at load for the product kernel:
-/// natively in column strips of [`STRIP`] outputs, each strip `[in, STRIP]` row-major and
-/// contiguous, `gemm` called per strip on [`ROW_CHUNK`] token rows at a time; in the
-/// browser packed in the wasm kernel's panels.
+/// A dense layer and its bias, the weight laid out once at load for this machine's
+/// [`Kernel`]: for `gemm` in column strips of [`STRIP`] outputs, each strip `[in, STRIP]`
+/// row-major and contiguous, `gemm` called per strip on [`ROW_CHUNK`] token rows at a
+/// time; for the panel kernels in their panels.
 ///
 /// Why strips: `gemm` reads an unpacked weight in place, and in one `[in, out]` matrix
 /// consecutive inputs of a column lie a whole row (`out` floats) apart, so with few token
@@ -152,12 +321,18 @@ pub struct Linear {
     pub bias: Vec<f32>,
     pub inputs: usize,
     pub outputs: usize,
+    kernel: Kernel,
 }
 
 impl Linear {
-    /// From PyTorch's `[out, in]` layout. Several layers may be stacked along the outputs
-    /// (the fused QKV projection).
+    /// From PyTorch's `[out, in]` layout, for this machine's kernel. Several layers may be
+    /// stacked along the outputs (the fused QKV projection).
     pub fn from_torch(parts: &[(&[f32], &[f32])], inputs: usize) -> Linear {
+        Self::from_torch_for(Kernel::this_machine(), parts, inputs)
+    }
+
+    /// [`Self::from_torch`] for a given kernel (the tests run each one the CPU has).
+    pub fn from_torch_for(kernel: Kernel, parts: &[(&[f32], &[f32])], inputs: usize) -> Linear {
         let outputs: usize = parts.iter().map(|(_, b)| b.len()).sum();
         let mut weight = vec![0.0; inputs * outputs];
         let mut bias = Vec::with_capacity(outputs);
@@ -173,16 +348,17 @@ impl Linear {
             col += b.len();
         }
         let mut laid_out = Vec::new();
-        #[cfg(target_arch = "wasm32")]
-        super::wasm_kernel::pack_b(View::row_major(&weight, inputs, outputs), &mut laid_out);
-        #[cfg(not(target_arch = "wasm32"))]
-        for c0 in (0..outputs).step_by(STRIP) {
-            let width = STRIP.min(outputs - c0);
-            for row in weight.chunks_exact(outputs) {
-                laid_out.extend_from_slice(&row[c0..c0 + width]);
+        if kernel.panel().is_some() {
+            kernel.lay_out(View::row_major(&weight, inputs, outputs), &mut laid_out);
+        } else {
+            for c0 in (0..outputs).step_by(STRIP) {
+                let width = STRIP.min(outputs - c0);
+                for row in weight.chunks_exact(outputs) {
+                    laid_out.extend_from_slice(&row[c0..c0 + width]);
+                }
             }
         }
-        Linear { weight: laid_out, bias, inputs, outputs }
+        Linear { weight: laid_out, bias, inputs, outputs, kernel }
     }
 
     /// `out[rows, outputs] = x[rows, inputs] @ W + b`.
@@ -195,50 +371,33 @@ impl Linear {
         }
         let tiles = tiles(rows, self.outputs, threads);
         let dst = SharedMut(out.as_mut_ptr());
-        #[cfg(target_arch = "wasm32")]
+        let (k, n) = (self.inputs, self.outputs);
         let tile = |&(r0, r1, c0, c1): &(usize, usize, usize, usize)| {
-            use super::wasm_kernel::{gemm_packed, Simd, NR};
-            assert!(c0 % NR == 0, "column tiles start on a panel");
-            // SAFETY: as below; the panels from column c0 on hold `inputs` rows each.
-            unsafe {
-                let b = self.weight.as_ptr().add(c0 / NR * self.inputs * NR);
-                let a = x.as_ptr().add(r0 * self.inputs);
-                gemm_packed::<Simd>(
-                    r1 - r0,
-                    c1 - c0,
-                    self.inputs,
-                    a,
-                    self.inputs,
-                    1,
-                    b,
-                    dst.at(r0 * self.outputs + c0),
-                    self.outputs,
-                    true,
-                    1.0,
-                )
-            };
-        };
-        #[cfg(not(target_arch = "wasm32"))]
-        let tile = |&(r0, r1, c0, c1): &(usize, usize, usize, usize)| {
-            let a = View {
-                data: x,
-                offset: r0 * self.inputs,
-                rows: r1 - r0,
-                cols: self.inputs,
-                row_stride: self.inputs,
-                col_stride: 1,
-            };
             assert!(c0 % STRIP == 0, "column tiles start on a strip");
-            for s0 in (c0..c1).step_by(STRIP) {
-                // Every strip before this one is full: it starts at s0 * inputs.
-                let width = STRIP.min(self.outputs - s0);
-                let b = View::row_major(&self.weight[s0 * self.inputs..], self.inputs, width);
-                for q0 in (r0..r1).step_by(ROW_CHUNK) {
-                    let a = View { offset: q0 * self.inputs, rows: ROW_CHUNK.min(r1 - q0), ..a };
-                    // SAFETY: tiles are disjoint blocks of `out` (rows r0..r1, columns
-                    // c0..c1, inside its asserted shape), each written by one task only;
-                    // `out` does not overlap `x`.
-                    unsafe { matmul_raw(dst.at(q0 * self.outputs + s0), self.outputs, true, a, b, 1.0) };
+            // SAFETY (both products): tiles are disjoint blocks of `out` (rows r0..r1,
+            // columns c0..c1, inside its asserted shape), each written by one task only;
+            // `out` does not overlap `x`; the weights hold `k` rows of every strip or
+            // panel from column c0 on.
+            let a = |row: usize| unsafe { x.as_ptr().add(row * k) };
+            match self.kernel.panel() {
+                Some(panel) => unsafe {
+                    let b = self.weight.as_ptr().add(c0 / panel * k * panel);
+                    let dst = dst.at(r0 * n + c0);
+                    self.kernel.product((r1 - r0, c1 - c0, k), a(r0), (k, 1), b, panel, dst, n, true, 1.0)
+                },
+                None => {
+                    for s0 in (c0..c1).step_by(STRIP) {
+                        // Every strip before this one is full: it starts at s0 * k.
+                        let width = STRIP.min(n - s0);
+                        let b = self.weight[s0 * k..].as_ptr();
+                        for q0 in (r0..r1).step_by(ROW_CHUNK) {
+                            let rows = ROW_CHUNK.min(r1 - q0);
+                            let dst = dst.at(q0 * n + s0);
+                            unsafe {
+                                self.kernel.product((rows, width, k), a(q0), (k, 1), b, width, dst, n, true, 1.0)
+                            };
+                        }
+                    }
                 }
             }
         };
@@ -330,30 +489,74 @@ mod tests {
         assert_eq!(tiles(128, 384, 2), vec![(0, 128, 0, 192), (0, 128, 192, 384)]);
     }
 
+    /// Every kernel this CPU can run (the machine's own choice is one of them).
+    fn kernels() -> Vec<Kernel> {
+        let mut all = vec![Kernel::GemmStrips];
+        #[cfg(target_arch = "x86_64")]
+        if super::super::panel_kernel::has_avx2() {
+            all.push(Kernel::Avx2Panels);
+        }
+        all
+    }
+
     #[test]
     fn linear_stacks_torch_layers_and_adds_bias() {
         // Two layers of 1 and 2 outputs over 2 inputs, torch layout [out, in].
-        let lin = Linear::from_torch(&[(&[1.0, 2.0], &[0.5]), (&[0.0, 1.0, -1.0, 0.0], &[0.0, 10.0])], 2);
-        let mut out = [0.0; 3];
-        lin.forward(&[3.0, 4.0], 1, &mut out, 1);
-        assert_eq!(out, [11.5, 4.0, 7.0]);
+        for kernel in kernels() {
+            let lin =
+                Linear::from_torch_for(kernel, &[(&[1.0, 2.0], &[0.5]), (&[0.0, 1.0, -1.0, 0.0], &[0.0, 10.0])], 2);
+            let mut out = [0.0; 3];
+            lin.forward(&[3.0, 4.0], 1, &mut out, 1);
+            assert_eq!(out, [11.5, 4.0, 7.0], "{kernel:?}");
+        }
     }
 
     #[test]
     fn tiled_linear_equals_the_plain_sum() {
-        // 130 rows x 200 outputs in 3 column strips x 1 row block, ragged edges.
+        // 130 rows x 200 outputs in 3 column strips x 1 row block, ragged edges. Small
+        // integers: every sum is exact in f32, whatever the order.
         let (rows, inputs, outputs) = (130, 7, 200);
         let w: Vec<f32> = (0..outputs * inputs).map(|i| (i % 13) as f32 - 6.0).collect();
         let b: Vec<f32> = (0..outputs).map(|i| i as f32).collect();
-        let lin = Linear::from_torch(&[(&w, &b)], inputs);
         let x: Vec<f32> = (0..rows * inputs).map(|i| (i % 5) as f32).collect();
-        let mut out = vec![0.0; rows * outputs];
-        lin.forward(&x, rows, &mut out, 4);
-        for r in 0..rows {
-            for o in 0..outputs {
-                let want: f32 = b[o] + (0..inputs).map(|i| x[r * inputs + i] * w[o * inputs + i]).sum::<f32>();
-                assert_eq!(out[r * outputs + o], want, "row {r} output {o}");
+        for kernel in kernels() {
+            let lin = Linear::from_torch_for(kernel, &[(&w, &b)], inputs);
+            let mut out = vec![0.0; rows * outputs];
+            lin.forward(&x, rows, &mut out, 4);
+            for r in 0..rows {
+                for o in 0..outputs {
+                    let want: f32 = b[o] + (0..inputs).map(|i| x[r * inputs + i] * w[o * inputs + i]).sum::<f32>();
+                    assert_eq!(out[r * outputs + o], want, "{kernel:?}: row {r} output {o}");
+                }
             }
+        }
+    }
+
+    #[test]
+    fn packed_product_equals_the_strided_one() {
+        // A strided, transposed B (the attention's k^T), packed by each kernel, against
+        // gemm reading it in place; accumulate with a scale into a wider buffer.
+        let (m, n, k) = (37, 45, 19);
+        let a: Vec<f32> = (0..m * k).map(|i| ((i * 31 % 17) as f32 - 8.0) / 4.0).collect();
+        let bt: Vec<f32> = (0..n * 3 * k).map(|i| ((i * 7 % 23) as f32 - 11.0) / 8.0).collect();
+        let b = View { data: &bt, offset: k, rows: k, cols: n, row_stride: 1, col_stride: 3 * k };
+        let a = View::row_major(&a, m, k);
+        let start: Vec<f32> = (0..m * (n + 2)).map(|i| i as f32 / 10.0).collect();
+        let mut want = start.clone();
+        matmul(ViewMut { data: &mut want, offset: 1, rows: m, cols: n, row_stride: n + 2 }, true, a, b, 0.5);
+        for kernel in kernels() {
+            let mut packed = PackedRhs { kernel, ..PackedRhs::default() };
+            packed.pack(b);
+            let mut got = start.clone();
+            matmul_packed(
+                ViewMut { data: &mut got, offset: 1, rows: m, cols: n, row_stride: n + 2 },
+                true,
+                a,
+                &packed,
+                0.5,
+            );
+            let worst = got.iter().zip(&want).map(|(g, w)| (g - w).abs()).fold(0.0, f32::max);
+            assert!(worst < 1e-5, "{kernel:?}: max abs difference {worst}");
         }
     }
 }

@@ -3,9 +3,10 @@
 //! [`super::encoder::forward`] (candle) computes — the tests hold the two within 1e-4 —
 //! about 5x faster (BENCHMARKS.md), because it
 //! - projects q, k and v with one fused product and reads the heads as strided views;
-//! - starts each product from its bias and calls `gemm` directly (AVX-512 where the CPU
-//!   has it), in column tiles over the threads; in the browser, [`wasm_kernel`] instead
-//!   (weights packed at load, relaxed-SIMD fused multiply-add where the build has it);
+//! - starts each product from its bias and calls its kernel directly, in column tiles over
+//!   the threads: `gemm` (AVX-512 where the CPU has it) or [`panel_kernel`] (weights
+//!   packed at load; in the browser, with relaxed-SIMD fused multiply-add where the build
+//!   has it, and natively on x86-64 CPUs with AVX2 but not AVX-512): [`matmul::Kernel`];
 //! - skips the keys after the last real token of each sequence (right padding is free);
 //! - uses vectorisable exp / erf (`math`) instead of scalar library calls;
 //! - gives each thread whole sequences, or a range of rows, for a whole layer step, and
@@ -16,9 +17,9 @@
 mod attention;
 pub mod math;
 pub mod matmul;
-pub mod profile;
 #[cfg_attr(not(target_arch = "wasm32"), allow(dead_code))]
-pub mod wasm_kernel;
+pub mod panel_kernel;
+pub mod profile;
 
 use super::config::{Activation, EncoderConfig};
 use super::load::{Dense, EncoderWeights, Norm};
