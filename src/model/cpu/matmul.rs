@@ -91,14 +91,15 @@ impl Kernel {
         }
     }
 
-    /// `dst = (accumulate ? dst : 0) + scale * a @ b`, `b` (`k x n`) laid out by
-    /// [`Self::lay_out`] (`b`: its first element, or for panels the first panel used).
+    /// `dst = (accumulate ? dst : 0) + scale * a @ b`, `b` (`k x n`) either laid out by
+    /// [`Self::lay_out`] (`b`: the first panel used; the strides are ignored) or, for
+    /// `gemm`, any strided matrix.
     ///
     /// # Safety
-    /// `a` readable at every (i, p) of `m x k` with strides `a_rs`, `a_cs`; `b` holding what
-    /// `lay_out` wrote for at least `k x n` (from that point); `dst` writable at every (i, j)
-    /// of `m x n` with row stride `dst_rs`, overlapping neither and touched by no other
-    /// thread during the call.
+    /// `a` readable at every (i, p) of `m x k` with strides `a_rs`, `a_cs`; `b` at every
+    /// (p, j) of `k x n` with strides `b_rs`, `b_cs`, or holding what `lay_out` wrote for
+    /// it; `dst` writable at every (i, j) of `m x n` with row stride `dst_rs`, overlapping
+    /// neither and touched by no other thread during the call.
     #[allow(clippy::too_many_arguments)]
     unsafe fn product(
         self,
@@ -106,7 +107,7 @@ impl Kernel {
         a: *const f32,
         (a_rs, a_cs): (usize, usize),
         b: *const f32,
-        b_rs: usize,
+        (b_rs, b_cs): (usize, usize),
         dst: *mut f32,
         dst_rs: usize,
         accumulate: bool,
@@ -126,7 +127,7 @@ impl Kernel {
                 a_cs as isize,
                 a_rs as isize,
                 b,
-                1,
+                b_cs as isize,
                 b_rs as isize,
                 1.0,
                 scale,
@@ -138,13 +139,15 @@ impl Kernel {
             ),
             #[cfg(target_arch = "x86_64")]
             Kernel::Avx2Panels => {
-                let _ = b_rs; // panels have no row stride
+                let _ = (b_rs, b_cs); // panels have their own layout
                 super::panel_kernel::gemm_avx2(m, n, k, a, a_rs, a_cs, b, dst, dst_rs, accumulate, scale)
             }
             #[cfg(target_arch = "wasm32")]
             Kernel::WasmPanels => {
-                let _ = b_rs;
-                super::panel_kernel::gemm_wasm(m, n, k, a, a_rs, a_cs, b, dst, dst_rs, accumulate, scale)
+                let _ = (b_rs, b_cs);
+                use super::panel_kernel::{gemm_packed, Simd, SIMD_ROWS};
+                // SIMD128 is on for the whole wasm build: no target-feature wrapper needed.
+                gemm_packed::<Simd, SIMD_ROWS>(m, n, k, a, a_rs, a_cs, b, dst, dst_rs, accumulate, scale)
             }
         }
     }
@@ -215,26 +218,16 @@ pub fn matmul(dst: ViewMut, accumulate: bool, a: View, b: View, scale: f32) {
     // SAFETY: the asserts above keep every element gemm touches inside the three slices;
     // `dst` is borrowed mutably, so it cannot alias `a` or `b`.
     unsafe {
-        gemm::gemm(
-            a.rows,
-            b.cols,
-            a.cols,
-            dst.data.as_mut_ptr().add(dst.offset),
-            1,
-            dst.row_stride as isize,
-            accumulate,
+        Kernel::GemmStrips.product(
+            (a.rows, b.cols, a.cols),
             a.data.as_ptr().add(a.offset),
-            a.col_stride as isize,
-            a.row_stride as isize,
+            (a.row_stride, a.col_stride),
             b.data.as_ptr().add(b.offset),
-            b.col_stride as isize,
-            b.row_stride as isize,
-            1.0,
+            (b.row_stride, b.col_stride),
+            dst.data.as_mut_ptr().add(dst.offset),
+            dst.row_stride,
+            accumulate,
             scale,
-            false,
-            false,
-            false,
-            Parallelism::None,
         )
     }
 }
@@ -283,7 +276,7 @@ pub fn matmul_packed(dst: ViewMut, accumulate: bool, a: View, b: &PackedRhs, sca
             a.data.as_ptr().add(a.offset),
             (a.row_stride, a.col_stride),
             b.data.as_ptr(),
-            b.cols,
+            (b.cols, 1),
             dst.data.as_mut_ptr().add(dst.offset),
             dst.row_stride,
             accumulate,
@@ -383,7 +376,7 @@ impl Linear {
                 Some(panel) => unsafe {
                     let b = self.weight.as_ptr().add(c0 / panel * k * panel);
                     let dst = dst.at(r0 * n + c0);
-                    self.kernel.product((r1 - r0, c1 - c0, k), a(r0), (k, 1), b, panel, dst, n, true, 1.0)
+                    self.kernel.product((r1 - r0, c1 - c0, k), a(r0), (k, 1), b, (panel, 1), dst, n, true, 1.0)
                 },
                 None => {
                     for s0 in (c0..c1).step_by(STRIP) {
@@ -394,7 +387,7 @@ impl Linear {
                             let rows = ROW_CHUNK.min(r1 - q0);
                             let dst = dst.at(q0 * n + s0);
                             unsafe {
-                                self.kernel.product((rows, width, k), a(q0), (k, 1), b, width, dst, n, true, 1.0)
+                                self.kernel.product((rows, width, k), a(q0), (k, 1), b, (width, 1), dst, n, true, 1.0)
                             };
                         }
                     }

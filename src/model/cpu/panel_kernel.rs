@@ -108,28 +108,6 @@ impl Lanes for Simd {
 #[cfg(target_arch = "wasm32")]
 pub const SIMD_ROWS: usize = 4;
 
-/// The product of the wasm build.
-///
-/// # Safety
-/// As [`gemm_packed`].
-#[cfg(target_arch = "wasm32")]
-#[allow(clippy::too_many_arguments)]
-pub unsafe fn gemm_wasm(
-    m: usize,
-    n: usize,
-    k: usize,
-    a: *const f32,
-    a_rs: usize,
-    a_cs: usize,
-    bp: *const f32,
-    dst: *mut f32,
-    dst_rs: usize,
-    accumulate: bool,
-    scale: f32,
-) {
-    gemm_packed::<Simd, SIMD_ROWS>(m, n, k, a, a_rs, a_cs, bp, dst, dst_rs, accumulate, scale)
-}
-
 /// AVX2 (`__m256`, 8 lanes) with fused multiply-add. Only used inside functions compiled
 /// with `avx2,fma` enabled ([`gemm_avx2`]); the methods are inlined into them.
 #[cfg(target_arch = "x86_64")]
