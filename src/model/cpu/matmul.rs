@@ -293,8 +293,8 @@ const STRIP: usize = 64;
 /// the strip into its packed layout at every call; at 32 it reads the contiguous strip in
 /// place, and the strip stays in the core's cache for the next 32 rows. Measured here (one
 /// thread, the six layers' products): 64 rows 90 -> 103 GFLOP/s, 128 rows 101 -> 108, 256
-/// rows 106 -> 109 (BENCHMARKS.md, 2026-11-24 evening). The wasm kernel blocks rows itself.
-#[cfg(not(target_arch = "wasm32"))]
+/// rows 106 -> 109 (BENCHMARKS.md, 2026-11-24 evening). The panel kernels block rows
+/// themselves.
 const ROW_CHUNK: usize = 32;
 
 /// A dense layer and its bias, the weight laid out once at load for this machine's
