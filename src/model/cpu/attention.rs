@@ -7,7 +7,7 @@
 //! for all of the task's query rows of that sequence; the scores of a block of query rows
 //! (at most `BLOCK` x keys) stay in a small buffer that fits the L1/L2 cache.
 
-use super::math::softmax_row;
+use super::math::softmax_unnormalised;
 use super::matmul::{matmul_packed, PackedRhs, View, ViewMut};
 
 /// Query rows per block of scores: 32 x 512 keys x 4 bytes = 64 KiB. With `gemm`, 32 rows
@@ -57,6 +57,7 @@ pub fn self_attention(qkv: &[f32], mask: &[u32], shape: AttentionShape, first_to
     assert!(end_token <= batch * s, "query rows past the batch");
     let scale = 1.0 / (d as f32).sqrt();
     let (mut kt, mut v, mut scores) = (PackedRhs::default(), PackedRhs::default(), Vec::new());
+    let mut inverse_sums = Vec::with_capacity(BLOCK);
     let mut token = first_token;
     while token < end_token {
         // The part of the range inside one sequence.
@@ -96,18 +97,17 @@ pub fn self_attention(qkv: &[f32], mask: &[u32], shape: AttentionShape, first_to
                 scores.resize(block * nk, 0.0);
                 let dst = ViewMut { data: &mut scores, offset: 0, rows: block, cols: nk, row_stride: nk };
                 matmul_packed(dst, false, q, &kt, scale);
-                for row in scores.chunks_exact_mut(nk) {
-                    softmax_row(row, keep.as_deref());
-                }
+                inverse_sums.clear();
+                inverse_sums.extend(scores.chunks_exact_mut(nk).map(|row| softmax_unnormalised(row, keep.as_deref())));
                 let p = View::row_major(&scores, block, nk);
-                let dst = ViewMut {
-                    data: ctx,
-                    offset: (token - first_token + r0) * hidden + head * d,
-                    rows: block,
-                    cols: d,
-                    row_stride: hidden,
-                };
+                let first_out = (token - first_token + r0) * hidden + head * d;
+                let dst = ViewMut { data: ctx, offset: first_out, rows: block, cols: d, row_stride: hidden };
                 matmul_packed(dst, false, p, &v, 1.0);
+                // The softmax's last step, on d outputs per query instead of nk scores.
+                for (row, &inv) in inverse_sums.iter().enumerate() {
+                    let out = first_out + row * hidden;
+                    ctx[out..out + d].iter_mut().for_each(|x| *x *= inv);
+                }
             }
         }
         token += rows;

@@ -6,6 +6,36 @@
 //! sequence. The versions here are straight-line arithmetic on bit patterns that compile
 //! to SIMD; their error (checked in the tests against f64 references) is below 1e-6,
 //! far below what separates two models' hidden states.
+//!
+//! The arithmetic is written once over [`MulAdd`]: fused (one rounding, one instruction)
+//! in the builds for CPUs with FMA, a multiply and an add elsewhere — in the browser and
+//! on CPUs without FMA, where `f32::mul_add` would be a slow library call.
+
+/// `a * b + c`, fused or not: the kernels below take it as a type parameter so that one
+/// body serves both.
+pub trait MulAdd {
+    fn mul_add(a: f32, b: f32, c: f32) -> f32;
+}
+
+/// One fused multiply-add (one rounding): for code compiled with the `fma` target feature.
+pub struct Fused;
+
+impl MulAdd for Fused {
+    #[inline(always)]
+    fn mul_add(a: f32, b: f32, c: f32) -> f32 {
+        a.mul_add(b, c)
+    }
+}
+
+/// A multiply, then an add (two roundings).
+pub struct Unfused;
+
+impl MulAdd for Unfused {
+    #[inline(always)]
+    fn mul_add(a: f32, b: f32, c: f32) -> f32 {
+        a * b + c
+    }
+}
 
 /// e^x for the range softmax and erf need, relative error < 3e-7 (tested).
 ///
@@ -13,7 +43,7 @@
 /// degree 7 (remainder r^8/8! < 6e-9), 2^n by writing n into the exponent bits.
 /// Inputs below -87 return about 1e-38 instead of 0 (callers add it to sums >= 1).
 #[inline(always)]
-pub fn exp(x: f32) -> f32 {
+pub fn exp<M: MulAdd>(x: f32) -> f32 {
     const LOG2E: f32 = std::f32::consts::LOG2_E;
     // ln 2 split in a part exact in f32 and the rest, so n * LN2_HI has no rounding error.
     const LN2_HI: f32 = 0.693_145_75;
@@ -22,14 +52,14 @@ pub fn exp(x: f32) -> f32 {
     // low mantissa bits (a vectorisable round()).
     const ROUND: f32 = 12_582_912.0;
     let x = x.clamp(-87.0, 88.0);
-    let t = x * LOG2E + ROUND;
+    let t = M::mul_add(x, LOG2E, ROUND);
     let n = t.to_bits() as i32 - ROUND.to_bits() as i32;
     let nf = t - ROUND;
-    let r = x - nf * LN2_HI - nf * LN2_LO;
-    let p = 1.0
-        + r * (1.0
-            + r * (1.0 / 2.0
-                + r * (1.0 / 6.0 + r * (1.0 / 24.0 + r * (1.0 / 120.0 + r * (1.0 / 720.0 + r * (1.0 / 5040.0)))))));
+    let r = M::mul_add(nf, -LN2_LO, M::mul_add(nf, -LN2_HI, x));
+    // Horner from the highest degree: 1/5040, then p * r + 1/720, ..., p * r + 1.
+    let p = [1.0 / 720.0, 1.0 / 120.0, 1.0 / 24.0, 1.0 / 6.0, 1.0 / 2.0, 1.0, 1.0]
+        .into_iter()
+        .fold(1.0 / 5040.0, |p, c| M::mul_add(p, r, c));
     p * f32::from_bits(((n + 127) as u32) << 23)
 }
 
@@ -37,45 +67,47 @@ pub fn exp(x: f32) -> f32 {
 /// of Mathematical Functions, formula 7.1.26 (error 1.5e-7 in exact arithmetic; f32 adds
 /// the rest where `1 - poly * exp` cancels near 0) with the [`exp`] above.
 #[inline(always)]
-pub fn erf(x: f32) -> f32 {
+pub fn erf<M: MulAdd>(x: f32) -> f32 {
     const P: f32 = 0.327_591_1;
     const A: [f32; 5] = [0.254_829_6, -0.284_496_74, 1.421_413_7, -1.453_152, 1.061_405_4];
     let ax = x.abs();
-    let t = 1.0 / (1.0 + P * ax);
-    let poly = t * (A[0] + t * (A[1] + t * (A[2] + t * (A[3] + t * A[4]))));
-    let y = 1.0 - poly * exp(-ax * ax);
+    let t = 1.0 / M::mul_add(P, ax, 1.0);
+    let poly = t * [A[3], A[2], A[1], A[0]].into_iter().fold(A[4], |p, a| M::mul_add(p, t, a));
+    let y = M::mul_add(-poly, exp::<M>(-ax * ax), 1.0);
     y.copysign(x)
 }
 
-/// Define a kernel compiled three times — for AVX-512, for AVX2 and for the baseline —
-/// and pick the widest the CPU has at run time (the check is a cached flag). The body is
-/// plain scalar Rust; the compiler vectorises it for each target.
+/// Define a kernel compiled three times — for AVX-512, for AVX2 with FMA and for the
+/// baseline — and pick the widest the CPU has at run time (the check is a cached flag).
+/// The body is plain scalar Rust over the [`MulAdd`] named in `<...>` (fused in the first
+/// two); the compiler vectorises it for each target.
 macro_rules! multiversion {
-    ($(#[$meta:meta])* pub fn $name:ident($($arg:ident: $ty:ty),* $(,)?) $body:block) => {
+    ($(#[$meta:meta])* pub fn $name:ident<$m:ident>($($arg:ident: $ty:ty),* $(,)?) $(-> $ret:ty)? $body:block) => {
         $(#[$meta])*
-        pub fn $name($($arg: $ty),*) {
+        pub fn $name($($arg: $ty),*) $(-> $ret)? {
             #[inline(always)]
-            fn body($($arg: $ty),*) $body
+            fn body<$m: MulAdd>($($arg: $ty),*) $(-> $ret)? $body
             #[cfg(target_arch = "x86_64")]
             {
-                #[target_feature(enable = "avx512f,avx512vl,avx512dq,avx512bw")]
-                fn v4($($arg: $ty),*) { body($($arg),*) }
-                #[target_feature(enable = "avx2")]
-                fn v3($($arg: $ty),*) { body($($arg),*) }
+                #[target_feature(enable = "avx512f,avx512vl,avx512dq,avx512bw,fma")]
+                fn v4($($arg: $ty),*) $(-> $ret)? { body::<Fused>($($arg),*) }
+                #[target_feature(enable = "avx2,fma")]
+                fn v3($($arg: $ty),*) $(-> $ret)? { body::<Fused>($($arg),*) }
                 if std::arch::is_x86_feature_detected!("avx512f")
                     && std::arch::is_x86_feature_detected!("avx512vl")
                     && std::arch::is_x86_feature_detected!("avx512dq")
                     && std::arch::is_x86_feature_detected!("avx512bw")
+                    && std::arch::is_x86_feature_detected!("fma")
                 {
                     // SAFETY: the CPU has the features v4 was compiled for.
                     return unsafe { v4($($arg),*) };
                 }
-                if std::arch::is_x86_feature_detected!("avx2") {
+                if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma") {
                     // SAFETY: as above, for v3.
                     return unsafe { v3($($arg),*) };
                 }
             }
-            body($($arg),*)
+            body::<Unfused>($($arg),*)
         }
     };
 }
@@ -114,21 +146,21 @@ fn max_of(xs: &[f32]) -> f32 {
 
 multiversion! {
     /// GELU with the exact (erf) form, in place: x * (1 + erf(x / sqrt 2)) / 2.
-    pub fn gelu_erf(xs: &mut [f32]) {
+    pub fn gelu_erf<M>(xs: &mut [f32]) {
         for x in xs {
-            *x = 0.5 * *x * (1.0 + erf(*x * std::f32::consts::FRAC_1_SQRT_2));
+            *x = 0.5 * *x * (1.0 + erf::<M>(*x * std::f32::consts::FRAC_1_SQRT_2));
         }
     }
 }
 
 multiversion! {
     /// GELU with the tanh approximation (`gelu_new`, `gelu_pytorch_tanh`), in place.
-    pub fn gelu_tanh(xs: &mut [f32]) {
+    pub fn gelu_tanh<M>(xs: &mut [f32]) {
         const C: f32 = 0.797_884_6; // sqrt(2 / pi)
         for x in xs {
             let u = C * (*x + 0.044_715 * *x * *x * *x);
             // tanh(u) = 1 - 2 / (e^{2u} + 1), stable at both ends with the clamped exp.
-            let tanh = 1.0 - 2.0 / (exp(2.0 * u) + 1.0);
+            let tanh = 1.0 - 2.0 / (exp::<M>(2.0 * u) + 1.0);
             *x = 0.5 * *x * (1.0 + tanh);
         }
     }
@@ -142,33 +174,53 @@ pub fn relu(xs: &mut [f32]) {
 }
 
 multiversion! {
-    /// Softmax of one row in place. `keep[j] == false` entries get probability 0 (masked
-    /// keys); if every entry is masked the row is uniform (what an additive -1e9 mask gives).
-    pub fn softmax_row(row: &mut [f32], keep: Option<&[bool]>) {
+    /// Softmax of one row without its last step: the row becomes `e^(x - max)` and the
+    /// inverse of its sum is returned, so the row times that inverse is the softmax. The
+    /// attention multiplies its `d`-wide output row instead of the `keys`-wide scores.
+    /// `keep[j] == false` entries become 0 (masked keys); if every entry is masked the row
+    /// becomes ones over their count, uniform (what an additive -1e9 mask gives).
+    pub fn softmax_unnormalised<M>(row: &mut [f32], keep: Option<&[bool]>) -> f32 {
         let max = match keep {
             None => max_of(row),
             Some(keep) => row.iter().zip(keep).filter(|(_, &k)| k).fold(f32::NEG_INFINITY, |m, (&x, _)| m.max(x)),
         };
         if max == f32::NEG_INFINITY {
-            let u = 1.0 / row.len() as f32;
-            row.iter_mut().for_each(|x| *x = u);
-            return;
+            row.iter_mut().for_each(|x| *x = 1.0);
+            return 1.0 / row.len() as f32;
         }
-        for x in row.iter_mut() {
-            *x = exp(*x - max);
-        }
-        if let Some(keep) = keep {
-            // Masked keys may exceed the max; exp clamps, so zero them after, branch-free above.
-            row.iter_mut().zip(keep).filter(|(_, &k)| !k).for_each(|(x, _)| *x = 0.0);
-        }
-        let inv = 1.0 / sum_of(row, |x| x);
-        row.iter_mut().for_each(|x| *x *= inv);
+        let sum = match keep {
+            // The usual case (no padding gap): exponentials and their sum in one pass.
+            None => {
+                let mut acc = [0.0f32; LANES];
+                let mut chunks = row.chunks_exact_mut(LANES);
+                for chunk in &mut chunks {
+                    for (a, x) in acc.iter_mut().zip(chunk) {
+                        *x = exp::<M>(*x - max);
+                        *a += *x;
+                    }
+                }
+                let tail = chunks.into_remainder().iter_mut().fold(0.0, |sum, x| {
+                    *x = exp::<M>(*x - max);
+                    sum + *x
+                });
+                acc.iter().sum::<f32>() + tail
+            }
+            Some(keep) => {
+                for x in row.iter_mut() {
+                    *x = exp::<M>(*x - max);
+                }
+                // Masked keys may exceed the max; exp clamps, so zero them after, branch-free above.
+                row.iter_mut().zip(keep).filter(|(_, &k)| !k).for_each(|(x, _)| *x = 0.0);
+                sum_of(row, |x| x)
+            }
+        };
+        1.0 / sum
     }
 }
 
 multiversion! {
     /// `x = LayerNorm(x + residual)` for one row, in place (the post-norm residual of BERT).
-    pub fn add_layer_norm_row(x: &mut [f32], residual: &[f32], gamma: &[f32], beta: &[f32], eps: f32) {
+    pub fn add_layer_norm_row<M>(x: &mut [f32], residual: &[f32], gamma: &[f32], beta: &[f32], eps: f32) {
         let n = x.len() as f32;
         for (a, &r) in x.iter_mut().zip(residual) {
             *a += r;
@@ -177,7 +229,7 @@ multiversion! {
         let var = sum_of(x, |a| (a - mean) * (a - mean)) / n;
         let rstd = 1.0 / (var + eps).sqrt();
         for ((a, &g), &b) in x.iter_mut().zip(gamma).zip(beta) {
-            *a = (*a - mean) * rstd * g + b;
+            *a = M::mul_add((*a - mean) * rstd, g, b);
         }
     }
 }
@@ -188,30 +240,40 @@ mod tests {
 
     #[test]
     fn exp_matches_f64_within_3e_7_relative() {
-        let mut worst = 0f64;
-        let mut x = -87.0f32;
-        while x < 88.0 {
-            let want = (x as f64).exp();
-            let rel = ((exp(x) as f64 - want) / want).abs();
-            worst = worst.max(rel);
-            x += 0.001_37;
+        fn worst<M: MulAdd>() -> f64 {
+            let mut worst = 0f64;
+            let mut x = -87.0f32;
+            while x < 88.0 {
+                let want = (x as f64).exp();
+                worst = worst.max(((exp::<M>(x) as f64 - want) / want).abs());
+                x += 0.001_37;
+            }
+            worst
         }
-        assert!(worst < 3e-7, "worst relative error {worst}");
-        assert_eq!(exp(0.0), 1.0);
+        for (form, worst) in [("fused", worst::<Fused>()), ("unfused", worst::<Unfused>())] {
+            assert!(worst < 3e-7, "{form}: worst relative error {worst}");
+        }
+        assert_eq!(exp::<Fused>(0.0), 1.0);
+        assert_eq!(exp::<Unfused>(0.0), 1.0);
     }
 
     #[test]
     fn erf_matches_statrs_within_1e_6() {
-        let mut worst = 0f64;
-        let mut x = -6.0f32;
-        while x < 6.0 {
-            let want = statrs::function::erf::erf(x as f64);
-            worst = worst.max((erf(x) as f64 - want).abs());
-            x += 0.000_71;
+        fn worst<M: MulAdd>() -> f64 {
+            let mut worst = 0f64;
+            let mut x = -6.0f32;
+            while x < 6.0 {
+                let want = statrs::function::erf::erf(x as f64);
+                worst = worst.max((erf::<M>(x) as f64 - want).abs());
+                x += 0.000_71;
+            }
+            worst
         }
-        assert!(worst < 1e-6, "worst absolute error {worst}");
+        for (form, worst) in [("fused", worst::<Fused>()), ("unfused", worst::<Unfused>())] {
+            assert!(worst < 1e-6, "{form}: worst absolute error {worst}");
+        }
         // Odd by construction (A&S 7.1.26 is for x >= 0; the sign is copied).
-        assert_eq!(erf(-0.3), -erf(0.3));
+        assert_eq!(erf::<Fused>(-0.3), -erf::<Fused>(0.3));
     }
 
     #[test]
@@ -234,17 +296,27 @@ mod tests {
     #[test]
     fn softmax_masks_and_normalises() {
         // exp(0), exp(1), exp(2) over their sum; the masked third key gets exactly 0.
-        let mut row = vec![0.0, 1.0, 5.0, 2.0];
-        softmax_row(&mut row, Some(&[true, true, false, true]));
         let z = 1.0 + 1f64.exp() + 2f64.exp();
         let want = [1.0 / z, 1f64.exp() / z, 0.0, 2f64.exp() / z];
+        let mut row = vec![0.0, 1.0, 5.0, 2.0];
+        let inv = softmax_unnormalised(&mut row, Some(&[true, true, false, true]));
         for (g, w) in row.iter().zip(want) {
-            assert!((*g as f64 - w).abs() < 1e-7, "{row:?}");
+            assert!((*g as f64 * inv as f64 - w).abs() < 1e-7, "{row:?} times {inv}");
         }
         assert_eq!(row[2], 0.0);
         let mut all_masked = vec![3.0, 4.0];
-        softmax_row(&mut all_masked, Some(&[false, false]));
-        assert_eq!(all_masked, vec![0.5, 0.5]);
+        assert_eq!(softmax_unnormalised(&mut all_masked, Some(&[false, false])), 0.5);
+        assert_eq!(all_masked, vec![1.0, 1.0]);
+        // Without a mask, on a row longer than the lanes of the one-pass sum (16) and not a
+        // multiple of them: the values 0, 0.1, ..., 3.6 against the f64 softmax.
+        let xs: Vec<f32> = (0..37).map(|i| i as f32 * 0.1).collect();
+        let z: f64 = xs.iter().map(|&x| (x as f64).exp()).sum();
+        let mut row = xs.clone();
+        let inv = softmax_unnormalised(&mut row, None);
+        for (&x, &g) in xs.iter().zip(&row) {
+            let want = (x as f64).exp() / z;
+            assert!((g as f64 * inv as f64 - want).abs() < 1e-6 * want, "{x}");
+        }
     }
 
     #[test]

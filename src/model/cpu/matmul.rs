@@ -44,11 +44,23 @@ impl Kernel {
             static CHOICE: std::sync::OnceLock<Kernel> = std::sync::OnceLock::new();
             *CHOICE.get_or_init(|| {
                 let avx2 = super::panel_kernel::has_avx2();
+                let default = match avx2 && !std::arch::is_x86_feature_detected!("avx512f") {
+                    true => Kernel::Avx2Panels,
+                    false => Kernel::GemmStrips,
+                };
                 match std::env::var("MEDRANK_CPU_KERNEL").as_deref() {
+                    Err(_) => default,
                     Ok("gemm") => Kernel::GemmStrips,
                     Ok("avx2") if avx2 => Kernel::Avx2Panels,
-                    _ if avx2 && !std::arch::is_x86_feature_detected!("avx512f") => Kernel::Avx2Panels,
-                    _ => Kernel::GemmStrips,
+                    Ok(asked) => {
+                        // A benchmark must not silently measure another kernel than asked.
+                        eprintln!(
+                            "medrank: MEDRANK_CPU_KERNEL={asked:?} is not available here (gemm, or \
+                             avx2 on a CPU with AVX2 and FMA): using {}",
+                            default.name()
+                        );
+                        default
+                    }
                 }
             })
         }
