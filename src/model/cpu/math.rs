@@ -130,6 +130,25 @@ fn sum_of(xs: &[f32], f: impl Fn(f32) -> f32) -> f32 {
     acc.iter().sum::<f32>() + tail
 }
 
+/// `x = f(x)` for every element, returning the sum of the new values in `LANES` partial sums
+/// (one pass where a map and [`sum_of`] would read the slice twice).
+#[inline(always)]
+fn map_and_sum(xs: &mut [f32], f: impl Fn(f32) -> f32) -> f32 {
+    let mut acc = [0.0f32; LANES];
+    let mut chunks = xs.chunks_exact_mut(LANES);
+    for chunk in &mut chunks {
+        for (a, x) in acc.iter_mut().zip(chunk) {
+            *x = f(*x);
+            *a += *x;
+        }
+    }
+    let tail = chunks.into_remainder().iter_mut().fold(0.0, |sum, x| {
+        *x = f(*x);
+        sum + *x
+    });
+    acc.iter().sum::<f32>() + tail
+}
+
 /// Largest element (vectorisable; `-inf` for an empty slice).
 #[inline(always)]
 fn max_of(xs: &[f32]) -> f32 {
@@ -178,7 +197,7 @@ multiversion! {
     /// inverse of its sum is returned, so the row times that inverse is the softmax. The
     /// attention multiplies its `d`-wide output row instead of the `keys`-wide scores.
     /// `keep[j] == false` entries become 0 (masked keys); if every entry is masked the row
-    /// becomes ones over their count, uniform (what an additive -1e9 mask gives).
+    /// becomes ones and the inverse is 1 / len: uniform, as an additive -1e9 mask gives.
     pub fn softmax_unnormalised<M>(row: &mut [f32], keep: Option<&[bool]>) -> f32 {
         let max = match keep {
             None => max_of(row),
@@ -190,21 +209,7 @@ multiversion! {
         }
         let sum = match keep {
             // The usual case (no padding gap): exponentials and their sum in one pass.
-            None => {
-                let mut acc = [0.0f32; LANES];
-                let mut chunks = row.chunks_exact_mut(LANES);
-                for chunk in &mut chunks {
-                    for (a, x) in acc.iter_mut().zip(chunk) {
-                        *x = exp::<M>(*x - max);
-                        *a += *x;
-                    }
-                }
-                let tail = chunks.into_remainder().iter_mut().fold(0.0, |sum, x| {
-                    *x = exp::<M>(*x - max);
-                    sum + *x
-                });
-                acc.iter().sum::<f32>() + tail
-            }
+            None => map_and_sum(row, |x| exp::<M>(x - max)),
             Some(keep) => {
                 for x in row.iter_mut() {
                     *x = exp::<M>(*x - max);
