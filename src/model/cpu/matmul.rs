@@ -44,9 +44,10 @@ impl Kernel {
             static CHOICE: std::sync::OnceLock<Kernel> = std::sync::OnceLock::new();
             *CHOICE.get_or_init(|| {
                 let avx2 = super::panel_kernel::has_avx2();
-                let default = match avx2 && !std::arch::is_x86_feature_detected!("avx512f") {
-                    true => Kernel::Avx2Panels,
-                    false => Kernel::GemmStrips,
+                let default = if avx2 && !std::arch::is_x86_feature_detected!("avx512f") {
+                    Kernel::Avx2Panels
+                } else {
+                    Kernel::GemmStrips
                 };
                 match std::env::var("MEDRANK_CPU_KERNEL").as_deref() {
                     Err(_) => default,
