@@ -22,11 +22,8 @@
 
 use super::matmul::View;
 
-/// Depth of one pass over a panel: 256 x 16 f32 = 16 KiB of B (AVX2; 8 KiB in wasm) stays
-/// in L1 while every row block of A passes over it.
-const KC: usize = 256;
-/// Rows of A per pass over all panels: MC x KC f32 = 256 KiB stays in L2 while the panels
-/// stream past it. Without it a tall product (a whole batch on one thread: 16,384 rows at
+/// Rows of A per pass over all panels: MC x (at most 384 deep) f32 = 384 KiB stays in L2
+/// while the panels stream past it. Without it a tall product (a whole batch on one thread: 16,384 rows at
 /// 512 x 32) read all of A from memory once per panel, 2.5x slower per row (BENCHMARKS.md).
 const MC: usize = 256;
 /// The widest panel any [`Lanes`] makes (two AVX2 vectors): the size of the edge buffer.
@@ -37,6 +34,10 @@ pub trait Lanes: Copy {
     const WIDTH: usize;
     /// Columns of a packed panel: two vectors.
     const PANEL: usize = 2 * Self::WIDTH;
+    /// Deepest pass over a panel: that many rows of it stay in L1 while every row block of A
+    /// passes over it. A deeper product is cut into equal passes (1,536 = 4 x 384), each
+    /// adding to what the previous one stored.
+    const MAX_DEPTH: usize;
     fn splat(x: f32) -> Self;
     /// # Safety
     /// `p` must be valid for reading `WIDTH` f32 (no alignment needed).
@@ -54,6 +55,7 @@ pub struct Portable<const W: usize>([f32; W]);
 
 impl<const W: usize> Lanes for Portable<W> {
     const WIDTH: usize = W;
+    const MAX_DEPTH: usize = 384;
     fn splat(x: f32) -> Self {
         Portable([x; W])
     }
@@ -77,6 +79,9 @@ pub struct Simd(core::arch::wasm32::v128);
 #[cfg(target_arch = "wasm32")]
 impl Lanes for Simd {
     const WIDTH: usize = 4;
+    /// 256 x 8 f32 = 8 KiB: the depth the page was measured with (the AVX2 kernel's 384 is
+    /// not measured in the browser yet).
+    const MAX_DEPTH: usize = 256;
     #[inline(always)]
     fn splat(x: f32) -> Self {
         Simd(core::arch::wasm32::f32x4_splat(x))
@@ -117,6 +122,12 @@ pub struct Avx2(std::arch::x86_64::__m256);
 #[cfg(target_arch = "x86_64")]
 impl Lanes for Avx2 {
     const WIDTH: usize = 8;
+    /// 384 x 16 f32 = 24 KiB. 384 is the depth of all but one of a MiniLM layer's products,
+    /// which then run in one pass: their block sums stay in registers to the end instead of
+    /// being stored after 256 and loaded again, 7-10 % more GFLOP/s on those products at 64
+    /// to 512 rows, 7-8 % more tokens/s at 128 x 8 and 256 x 1 (BENCHMARKS.md, 2026-11-25
+    /// (later)).
+    const MAX_DEPTH: usize = 384;
     #[inline(always)]
     fn splat(x: f32) -> Self {
         // SAFETY (all four): only reached from `gemm_avx2`, which runs on CPUs with AVX2
@@ -236,9 +247,10 @@ pub unsafe fn gemm_packed<V: Lanes, const MR: usize>(
         return;
     }
     let nr = V::PANEL;
+    let depth = k.div_ceil(k.div_ceil(V::MAX_DEPTH));
     let mut k0 = 0;
     while k0 < k {
-        let kc = KC.min(k - k0);
+        let kc = depth.min(k - k0);
         // Later depth blocks add to what the first wrote.
         let acc = accumulate || k0 > 0;
         for ic in (0..m).step_by(MC) {
@@ -362,14 +374,15 @@ mod tests {
     type Product = unsafe fn(usize, usize, usize, *const f32, usize, usize, *const f32, *mut f32, usize, bool, f32);
 
     /// The product against its definition on ragged shapes: edges in every direction (rows
-    /// not a multiple of the block's, columns not of the panel's, depth over KC), strided A,
-    /// accumulate and scale, and a column offset of two panels into the packing.
+    /// not a multiple of the block's, columns not of the panel's, depth over MAX_DEPTH in equal and
+    /// unequal passes), strided A, accumulate and scale, and a column offset of two panels
+    /// into the packing.
     fn check_ragged_shapes<V: Lanes>(product: Product) {
         let nr = V::PANEL;
         for &(m, n, k, a_transposed, accumulate, scale) in &[
             (1, 1, 1, false, false, 1.0),
             (7, 13, 5, true, true, 0.5),
-            (9, 24, 300, false, true, 1.0),
+            (9, 24, 1000, false, true, 1.0),
             (13, 35, 17, false, false, 1.0),
             (64, 40, 600, false, false, 0.125),
             (MC + 7, 9, 300, true, true, 1.0),
