@@ -10,18 +10,23 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 source scripts/env.sh
+# Each phase says when it starts, so a slow CI run shows where its time went.
+phase() { echo "== $* ($(date -u +%H:%M:%S))"; }
+
+phase "setup"
 scripts/setup.sh all
 
-echo "== format and lint"
+phase "format and lint"
 cargo fmt --check
 cargo clippy --all-targets -- -D warnings
 tests/browser/node_modules/.bin/prettier --check "www/**/*.{js,css,html}"
 
-echo "== cargo test (native)"
+phase "cargo test (native)"
 # GPU tests must find the software adapter here: fail instead of skipping.
 MEDRANK_REQUIRE_GPU=1 cargo test --all-targets --no-fail-fast 2>&1
 
-echo "== browser tests (Debian's Chromium, headless)"
+phase "browser tests (Debian's Chromium, headless)"
 cargo build --bin medrank
 scripts/build-web.sh
 MEDRANK_BIN="$MEDRANK_BIN" tests/browser/run.sh
+phase "done"
