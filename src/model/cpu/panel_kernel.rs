@@ -79,8 +79,10 @@ pub struct Simd(core::arch::wasm32::v128);
 #[cfg(target_arch = "wasm32")]
 impl Lanes for Simd {
     const WIDTH: usize = 4;
-    /// 256 x 8 f32 = 8 KiB: the depth the page was measured with (the AVX2 kernel's 384 is
-    /// not measured in the browser yet).
+    /// 256 x 8 f32 = 8 KiB. 384 (one pass for the 384-deep products, as natively) measured
+    /// within noise in Chromium on Zen 5: 0.98-1.07x tokens/s by cell, median 1.01x, five
+    /// rounds each (BENCHMARKS.md, 2026-11-25, Zen 5), so the page keeps the depth all its
+    /// other figures were measured with.
     const MAX_DEPTH: usize = 256;
     #[inline(always)]
     fn splat(x: f32) -> Self {
