@@ -22,9 +22,10 @@
 
 use super::matmul::View;
 
-/// Rows of A per pass over all panels: MC x (at most 384 deep) f32 = 384 KiB stays in L2
-/// while the panels stream past it. Without it a tall product (a whole batch on one thread: 16,384 rows at
-/// 512 x 32) read all of A from memory once per panel, 2.5x slower per row (BENCHMARKS.md).
+/// Rows of A per pass over all panels: MC rows x at most 384 deep, 384 KiB of f32, stay in
+/// L2 while the panels stream past them. Without it a tall product (a whole batch on one
+/// thread: 16,384 rows at 512 x 32) read all of A from memory once per panel, 2.5x slower
+/// per row (BENCHMARKS.md).
 const MC: usize = 256;
 /// The widest panel any [`Lanes`] makes (two AVX2 vectors): the size of the edge buffer.
 const MAX_PANEL: usize = 16;
@@ -35,8 +36,8 @@ pub trait Lanes: Copy {
     /// Columns of a packed panel: two vectors.
     const PANEL: usize = 2 * Self::WIDTH;
     /// Deepest pass over a panel: that many rows of it stay in L1 while every row block of A
-    /// passes over it. A deeper product is cut into equal passes (1,536 = 4 x 384), each
-    /// adding to what the previous one stored.
+    /// passes over it. A deeper product is cut into the fewest passes of (nearly) equal depth
+    /// (1,536 = 4 x 384; 1,000 = 334 + 334 + 332), each adding to what the previous stored.
     const MAX_DEPTH: usize;
     fn splat(x: f32) -> Self;
     /// # Safety
@@ -376,9 +377,9 @@ mod tests {
     type Product = unsafe fn(usize, usize, usize, *const f32, usize, usize, *const f32, *mut f32, usize, bool, f32);
 
     /// The product against its definition on ragged shapes: edges in every direction (rows
-    /// not a multiple of the block's, columns not of the panel's, depth over MAX_DEPTH in equal and
-    /// unequal passes), strided A, accumulate and scale, and a column offset of two panels
-    /// into the packing.
+    /// not a multiple of the block's, columns not of the panel's, depth over MAX_DEPTH in
+    /// equal and unequal passes), strided A, accumulate and scale, and a column offset of
+    /// two panels into the packing.
     fn check_ragged_shapes<V: Lanes>(product: Product) {
         let nr = V::PANEL;
         for &(m, n, k, a_transposed, accumulate, scale) in &[
