@@ -16,12 +16,19 @@ const MODEL = join(ROOT, 'models/all-MiniLM-L6-v2');
 const haveModel = existsSync(join(SITE, 'models/all-MiniLM-L6-v2/model.safetensors')) && existsSync(join(MODEL, 'model.safetensors'));
 const work = mkdtempSync(join(tmpdir(), 'medrank-train-page-'));
 
+/** Writes the first `n` lines of the JSON Lines file `src` to `name` in the work folder;
+ *  returns its path (a smaller training set, for the slow cases). */
+function firstLines(src, n, name) {
+  const out = join(work, name);
+  writeFileSync(out, readFileSync(src, 'utf8').split('\n').slice(0, n).join('\n') + '\n');
+  return out;
+}
+
 // MCQA: the first 40 CasiMedicos training items (a HiTZ file: the argument is already in the
 // question). Misinformation: the fixture bundle (tests/fixtures/train_misinfo/make.py: a
 // not_enough_evidence instance or two, an MCQA instance among them, a system missing on some
 // instances, non-ASCII text), one random system's argument per instance.
-const mcqaFile = join(work, 'casimedicos-40.jsonl');
-writeFileSync(mcqaFile, readFileSync(join(ROOT, 'data/casimedicos/train.jsonl'), 'utf8').split('\n').slice(0, 40).join('\n') + '\n');
+const mcqaFile = firstLines(join(ROOT, 'data/casimedicos/train.jsonl'), 40, 'casimedicos-40.jsonl');
 const CASES = {
   mcqa: {
     file: mcqaFile,
@@ -205,9 +212,7 @@ test('trained evaluators are kept across a reload; a cancelled training keeps no
 // The first 24 lines of the misinformation fixture (the MCQA line and two not_enough_evidence
 // instances among them): all 49 took 1.5-2 minutes on SwiftShader.
 test('on WebGPU (SwiftShader) the frozen features come from the GPU; the curve stays within 1e-3 of the CLI’s', { skip: !haveModel && 'no default model' }, async () => {
-  const file = join(work, 'misinformation-24.jsonl');
-  writeFileSync(file, readFileSync(CASES.misinformation.file, 'utf8').split('\n').slice(0, 24).join('\n') + '\n');
-  const c = { ...CASES.misinformation, file };
+  const c = { ...CASES.misinformation, file: firstLines(CASES.misinformation.file, 24, 'misinformation-24.jsonl') };
   const cliLog = cliTrain(c, join(work, 'cli-misinformation-24'));
   const gpuApp = await openApp({ webgpu: true });
   try {
@@ -234,14 +239,9 @@ test('on WebGPU (SwiftShader) the frozen features come from the GPU; the curve s
 // pass; the curve's comparison needs a few steps, not many).
 test('top:1 fine-tuning on WebGPU (SwiftShader) gives the CPU trainer’s curve within 1e-3', { skip: !haveModel && 'no default model' }, async () => {
   const fx = join(ROOT, 'tests/fixtures/train_nli');
-  const firstLines = (file, n) => {
-    const out = join(work, `nli-${n}-${file}`);
-    writeFileSync(out, readFileSync(join(fx, file), 'utf8').split('\n').slice(0, n).join('\n') + '\n');
-    return out;
-  };
   const c = {
-    file: firstLines('train.jsonl', 16),
-    dev: firstLines('dev.jsonl', 8),
+    file: firstLines(join(fx, 'train.jsonl'), 16, 'nli-train-16.jsonl'),
+    dev: firstLines(join(fx, 'dev.jsonl'), 8, 'nli-dev-8.jsonl'),
     task: 'nli',
     arguments: 'system:informative',
     freeze: 'top:1',
