@@ -4,6 +4,11 @@
 //! files --`data`--> typed inputs --`eval::controls`--> scoring jobs --`model`/`gpu`-->
 //! predictions --`eval`--> scores, rankings, NRP --`stats`--> reports (`report`).
 
+// LLVM's `fmuladd` (fused where the target does it faster) is an intrinsic only; the wasm
+// builds compile std themselves (-Z build-std), so they already run a nightly-enabled
+// compiler (src/model/cpu/math.rs, `Contracted`).
+#![cfg_attr(target_arch = "wasm32", feature(core_intrinsics), allow(internal_features))]
+
 pub mod data;
 pub mod error;
 pub mod eval;
