@@ -4,10 +4,15 @@
 //! files --`data`--> typed inputs --`eval::controls`--> scoring jobs --`model`/`gpu`-->
 //! predictions --`eval`--> scores, rankings, NRP --`stats`--> reports (`report`).
 
-// LLVM's `fmuladd` (fused where the target does it faster) is an intrinsic only; the wasm
-// builds compile std themselves (-Z build-std), so they already run a nightly-enabled
-// compiler (src/model/cpu/math.rs, `Contracted`).
-#![cfg_attr(target_arch = "wasm32", feature(core_intrinsics), allow(internal_features))]
+// LLVM's `fmuladd` (fused where the target does it faster) is an intrinsic only. Only the
+// relaxed-SIMD wasm build uses it (src/model/cpu/math.rs, `Contracted`), and that build
+// compiles std itself (-Z build-std) with a nightly-enabled compiler anyway; every other
+// build stays on stable Rust.
+#![cfg_attr(
+    all(target_arch = "wasm32", target_feature = "relaxed-simd"),
+    feature(core_intrinsics),
+    allow(internal_features)
+)]
 
 pub mod data;
 pub mod error;

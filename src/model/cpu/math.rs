@@ -8,9 +8,9 @@
 //! far below what separates two models' hidden states.
 //!
 //! The arithmetic is written once over [`MulAdd`]: fused (one rounding, one instruction)
-//! in the builds for CPUs with FMA; in the browser, fused where the build has relaxed SIMD
-//! and a multiply and an add where it has not ([`Contracted`]); a multiply and an add on
-//! CPUs without FMA, where `f32::mul_add` would be a slow library call.
+//! in the builds for CPUs with FMA and in the browser build with relaxed SIMD; a multiply
+//! and an add in the other browser builds and on CPUs without FMA, where `f32::mul_add`
+//! would be a slow library call.
 
 /// `a * b + c`, fused or not: the kernels below take it as a type parameter so that one
 /// body serves both.
@@ -39,14 +39,17 @@ impl MulAdd for Unfused {
 }
 
 /// `a * b + c` with one rounding or two, whichever the target runs faster (LLVM's
-/// `fmuladd`). In the browser build with relaxed SIMD the vectorised loops below become
-/// `f32x4.relaxed_madd` (LLVM 22 lowers `fmuladd` to it), which the browser runs as one
-/// fused instruction where the CPU has FMA; in the other wasm builds a multiply and an add.
-/// `f32::mul_add` would instead demand one rounding everywhere: a library call in wasm.
-#[cfg(target_arch = "wasm32")]
+/// `fmuladd`), for the browser build with relaxed SIMD: there the vectorised loops below
+/// become `f32x4.relaxed_madd` (LLVM 22 lowers `fmuladd` to it), which the browser runs as
+/// one fused instruction where the CPU has FMA, and scalar tails a multiply and an add.
+/// (`f32::mul_add` would demand one rounding everywhere: a library call in wasm.) The
+/// other wasm builds have no fused instruction and take [`Unfused`]. Each operation takes
+/// one of the two forms the tests below check; the browser tests hold the page's numbers
+/// to the CLI's.
+#[cfg(all(target_arch = "wasm32", target_feature = "relaxed-simd"))]
 pub struct Contracted;
 
-#[cfg(target_arch = "wasm32")]
+#[cfg(all(target_arch = "wasm32", target_feature = "relaxed-simd"))]
 impl MulAdd for Contracted {
     #[inline(always)]
     fn mul_add(a: f32, b: f32, c: f32) -> f32 {
@@ -97,7 +100,8 @@ pub fn erf<M: MulAdd>(x: f32) -> f32 {
 /// Define a kernel compiled three times — for AVX-512, for AVX2 with FMA and for the
 /// baseline — and pick the widest the CPU has at run time (the check is a cached flag).
 /// The body is plain scalar Rust over the [`MulAdd`] named in `<...>` (fused in the first
-/// two; [`Contracted`] in wasm); the compiler vectorises it for each target.
+/// two; [`Contracted`] in the relaxed-SIMD wasm build); the compiler vectorises it for
+/// each target.
 macro_rules! multiversion {
     ($(#[$meta:meta])* pub fn $name:ident<$m:ident>($($arg:ident: $ty:ty),* $(,)?) $(-> $ret:ty)? $body:block) => {
         $(#[$meta])*
@@ -124,9 +128,9 @@ macro_rules! multiversion {
                     return unsafe { v3($($arg),*) };
                 }
             }
-            #[cfg(target_arch = "wasm32")]
+            #[cfg(all(target_arch = "wasm32", target_feature = "relaxed-simd"))]
             return body::<Contracted>($($arg),*);
-            #[cfg(not(target_arch = "wasm32"))]
+            #[cfg(not(all(target_arch = "wasm32", target_feature = "relaxed-simd")))]
             body::<Unfused>($($arg),*)
         }
     };
