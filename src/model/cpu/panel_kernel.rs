@@ -113,9 +113,10 @@ impl Lanes for Simd {
 
 /// Rows of the wasm microkernel. LLVM orders a step's multiply-adds by B's vector, so all
 /// the rows' broadcasts stay live: 2 x 4 accumulators, B's two vectors and 4 broadcasts
-/// are 14 values, which fit the 16 vector registers the browser's compiler has on x86-64
-/// and arm64. 5 rows need 17 and 6 rows 20: the browser spills, and both measured about
-/// half as fast (BENCHMARKS.md, 2026-11-25 (Zen 5)).
+/// are 14 values, which fit the 16 vector registers of x86-64. 5 rows need 17 and 6 rows
+/// 20: the browser spills, and both measured about half as fast (BENCHMARKS.md, the two
+/// 2026-11-25 Zen 5 entries). arm64 has 32 vector registers, where more rows might pay;
+/// no arm64 machine has measured it.
 #[cfg(target_arch = "wasm32")]
 pub const SIMD_ROWS: usize = 4;
 
