@@ -57,6 +57,13 @@ impl MulAdd for Contracted {
     }
 }
 
+/// The form of the kernels' last branch (builds without a run-time FMA check, and CPUs
+/// without FMA): [`Contracted`] in the relaxed-SIMD wasm build, [`Unfused`] elsewhere.
+#[cfg(all(target_arch = "wasm32", target_feature = "relaxed-simd"))]
+type Baseline = Contracted;
+#[cfg(not(all(target_arch = "wasm32", target_feature = "relaxed-simd")))]
+type Baseline = Unfused;
+
 /// e^x for the range softmax and erf need, relative error < 3e-7 (tested).
 ///
 /// Cody-Waite style: x = n ln2 + r with |r| <= ln2/2, e^r by its Taylor polynomial to
@@ -100,8 +107,7 @@ pub fn erf<M: MulAdd>(x: f32) -> f32 {
 /// Define a kernel compiled three times — for AVX-512, for AVX2 with FMA and for the
 /// baseline — and pick the widest the CPU has at run time (the check is a cached flag).
 /// The body is plain scalar Rust over the [`MulAdd`] named in `<...>` (fused in the first
-/// two; [`Contracted`] in the relaxed-SIMD wasm build); the compiler vectorises it for
-/// each target.
+/// two, [`Baseline`] in the last); the compiler vectorises it for each target.
 macro_rules! multiversion {
     ($(#[$meta:meta])* pub fn $name:ident<$m:ident>($($arg:ident: $ty:ty),* $(,)?) $(-> $ret:ty)? $body:block) => {
         $(#[$meta])*
@@ -128,10 +134,7 @@ macro_rules! multiversion {
                     return unsafe { v3($($arg),*) };
                 }
             }
-            #[cfg(all(target_arch = "wasm32", target_feature = "relaxed-simd"))]
-            return body::<Contracted>($($arg),*);
-            #[cfg(not(all(target_arch = "wasm32", target_feature = "relaxed-simd")))]
-            body::<Unfused>($($arg),*)
+            body::<Baseline>($($arg),*)
         }
     };
 }
