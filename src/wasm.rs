@@ -105,6 +105,9 @@ pub struct JobOptions {
     pub as_public_code: bool,
     /// NRP fusion rankers, as the CLI's --fuse (`[NAME=]rrf:A,B`).
     pub fuse: Vec<String>,
+    /// The fusion rankers' scope in the expert agreement: items | pool, as the CLI's
+    /// --fuse-scope.
+    pub fuse_scope: String,
     /// NRP grades meaning "not able to judge", as (dimension, grades) — the CLI's
     /// --not-judgeable.
     pub not_judgeable: Vec<(String, Vec<i64>)>,
@@ -128,6 +131,7 @@ impl Default for JobOptions {
             unscored: "below".into(),
             as_public_code: false,
             fuse: Vec::new(),
+            fuse_scope: "items".into(),
             controls: ["no_argument", "label_only", "noise", "ir_passages"].map(String::from).to_vec(),
             weights: None,
             not_judgeable: Vec::new(),
@@ -634,6 +638,7 @@ pub fn nrp(request: JsValue, progress: &js_sys::Function) -> Result<String, JsVa
                 unscored: o.unscored.clone(),
                 as_public_code: o.as_public_code,
                 fuse: o.fuse.clone(),
+                fuse_scope: o.fuse_scope.clone(),
                 weights: o.weights.clone().unwrap_or_default(),
                 not_judgeable: o.not_judgeable.clone(),
                 bm25: documents.is_some(),

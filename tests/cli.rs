@@ -259,6 +259,84 @@ fn nrp_on_the_examples_with_bm25_and_a_precomputed_ranker() {
     assert_eq!(by_group(&r), by_group(&r2));
 }
 
+/// `--fuse rrf:bm25,published` compared with the expert in both scopes. Each query's expert
+/// ranking holds four answers (sample 0) and one document. The published ranker is BM25 with
+/// its scores rounded to 4 decimals (examples/nrp/run.bm25.txt, answer_scores.csv), so both
+/// components give every item the same rank in either scope (here and below, items in the
+/// expert's order 1..5; BM25 scores from the files):
+/// - items: ranks among the five items, 101 (2,4,3,5,1), 102 (3,2,4,5,1), 103 (2,3,4,1,5),
+///   104 (3,4,2,5,1), 105 (3,5,2,4,1). The fused 2/(60 + rank) falls with the rank, so tau-b
+///   is BM25's own: (concordant - discordant)/10 = (5-5), (5-5), (7-3), (4-6), (3-7) over 10
+///   = 0, 0, 0.4, -0.2, -0.4; mean -0.04.
+/// - pool: ranks among the query's 8 documents, an answer alone among them: 101 (1,2,1,3,1),
+///   102 (1,1,1,7,1) (gpt-3.5-turbo/no_prompt/0 scores 0), 103 (2,2,3,1,4), 104 (1,1,1,2,1),
+///   105 (1,3,1,2,1). Tied fused scores: tau-b = (C - D)/sqrt((C + D + ties in x)(C + D)):
+///   101 C 4, D 3, 3 ties: 1/sqrt(70); 102 C 3, D 1, 6 ties: 2/sqrt(40); 103 C 6, D 3, 1 tie:
+///   3/sqrt(90); 104 as 102; 105 C 3, D 4, 3 ties: -1/sqrt(70). Mean 3/(5 sqrt(10)).
+///
+/// (Checked by an independent Python BM25 and tau-b.)
+#[test]
+fn nrp_fusion_scopes_for_the_expert_agreement() {
+    let run = |scope: Option<&str>, name: &str| {
+        let report = tmp(name);
+        let mut extra = vec!["--fuse", "rrf:bm25,published", "--json", s(&report), "--quiet"];
+        if let Some(scope) = scope {
+            extra.extend(["--fuse-scope", scope]);
+        }
+        ok(&nrp_example(&[&PUBLISHED_RANKER[..], &extra].concat()));
+        json(&report)
+    };
+    let agreement = |r: &Value, ranker: &str| {
+        r["expert_agreement"].as_array().unwrap().iter().find(|a| a["ranker"] == ranker).unwrap().clone()
+    };
+    let taus = |a: &Value| -> Vec<f64> {
+        a["per_query"].as_array().unwrap().iter().map(|q| q["kendall_tau_b"]["tau"].as_f64().unwrap()).collect()
+    };
+    let close = |got: &[f64], want: &[f64]| {
+        assert_eq!(got.len(), want.len(), "{got:?}");
+        for (g, w) in got.iter().zip(want) {
+            assert!((g - w).abs() < 1e-12, "{got:?} vs {want:?}");
+        }
+    };
+    let fused = "rrf(bm25+published)";
+    let items = run(Some("items"), "nrp_scope_items.json");
+    let pool = run(Some("pool"), "nrp_scope_pool.json");
+    for (r, scope) in [(&items, "items"), (&pool, "pool")] {
+        let a = agreement(r, fused);
+        assert_eq!(a["fusion_scope"], scope);
+        assert!(agreement(r, "bm25").get("fusion_scope").is_none(), "only fusion rankers carry a scope");
+        let conventions = r["provenance"]["conventions"].as_array().unwrap();
+        let convention = conventions.iter().find(|c| c[0] == "fusion_scope").expect("the scope is recorded");
+        let text = convention[1].as_str().unwrap();
+        assert!(text.starts_with("NRP and ranker validation: pool"), "{text}");
+        assert!(text.contains(&format!("expert agreement: {scope}:")), "{text}");
+    }
+    close(&taus(&agreement(&items, fused)), &[0.0, 0.0, 0.4, -0.2, -0.4]);
+    assert!((agreement(&items, fused)["mean_tau"].as_f64().unwrap() + 0.04).abs() < 1e-12);
+    // Items: the fused ranker agrees with the expert exactly as BM25 does.
+    close(&taus(&agreement(&items, fused)), &taus(&agreement(&items, "bm25")));
+    let r70 = 1.0 / 70f64.sqrt();
+    let r10 = 1.0 / 10f64.sqrt();
+    close(&taus(&agreement(&pool, fused)), &[r70, r10, r10, r10, -r70]);
+    assert!((agreement(&pool, fused)["mean_tau"].as_f64().unwrap() - 3.0 / (5.0 * 10f64.sqrt())).abs() < 1e-12);
+    // The scope touches the fusion's expert agreement only: its NRP, its validation and the
+    // other rankers' agreement are the same in both reports.
+    for key in ["answers", "groups", "dimensions"] {
+        assert_eq!(items[key], pool[key], "{key}");
+    }
+    assert_eq!(agreement(&items, "bm25"), agreement(&pool, "bm25"));
+    // Without --fuse-scope the expert agreement fuses among the items.
+    let default = run(None, "nrp_scope_default.json");
+    assert_eq!(agreement(&default, fused), agreement(&items, fused));
+    // An unknown scope is a usage error naming the option and its values.
+    let out = medrank(&nrp_example(
+        &[&PUBLISHED_RANKER[..], &["--fuse", "rrf:bm25,published", "--fuse-scope", "docs"]].concat(),
+    ));
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("--fuse-scope") && err.contains("items") && err.contains("pool"), "{err}");
+}
+
 #[test]
 fn metrics_and_rubric_on_the_examples() {
     let report = tmp("metrics.json");

@@ -321,6 +321,7 @@ function options() {
       .value.split(';')
       .map((s) => s.trim())
       .filter(Boolean),
+    fuse_scope: $('#opt-fuse-scope').value,
     controls: $('#opt-controls')
       .value.split(',')
       .map((s) => s.trim())

@@ -513,6 +513,7 @@ function nrpViewModel(report) {
       interval: val(a.interval) ? `[${fmt(a.interval.lo)}, ${fmt(a.interval.hi)}]` : '',
       queries: a.per_query.length,
       chosen_for: a.chosen_for || [],
+      fusion_scope: a.fusion_scope,
     })),
     // P(row agrees better than column), from the report's pairs (i < j) and their complements.
     better: (report.agreement_comparisons || []).reduce((m, c) => {
@@ -659,6 +660,15 @@ function agreementTable(n) {
         'A cell is the paired bootstrap probability (resampling queries) that the row’s ranker agrees better with the expert than the column’s.',
       ),
     );
+  const scope = n.agreement.find((a) => a.fusion_scope)?.fusion_scope;
+  if (scope)
+    block.append(
+      el(
+        'p',
+        { class: 'muted', 'data-stat': 'fusion-scope' },
+        `Fusion rankers here rank (or z-score) each item ${scope === 'items' ? 'among the items the expert ranked for the query (items scope)' : 'among the query’s documents, an answer alone among them (pool scope)'}; their NRP and nDCG@10 always use the pool.`,
+      ),
+    );
   const t = el('table', { class: 'nrp-agreement' });
   t.append(
     el(
@@ -713,15 +723,25 @@ function fusionForm(n, runJob, options) {
     'aria-label': 'Fusion rankers',
     value: field?.value || (n.ranker_names.length > 1 ? `rrf:${n.ranker_names.slice(0, 2).join(',')}` : ''),
   });
+  const scopeField = $('#opt-fuse-scope');
+  const scope = el(
+    'select',
+    { id: 'nrp-fuse-scope', 'aria-label': 'Fusion scope of the expert agreement' },
+    el('option', { value: 'items' }, 'among the items the expert ranked'),
+    el('option', { value: 'pool' }, 'among the query’s documents'),
+  );
+  scope.value = scopeField?.value || 'items';
   const button = el('button', { type: 'button', class: 'secondary', id: 'nrp-fuse-run' }, 'Fuse and re-run');
   button.addEventListener('click', () => {
     if (field) field.value = input.value;
+    if (scopeField) scopeField.value = scope.value;
     runJob('nrp', options.weights ? { weights: options.weights } : {});
   });
   return el(
     'div',
     { class: 'row fusion' },
     el('label', {}, 'Fusion ranker ([name=]rrf:A,B or zsum:A,B; “;” between several): ', input),
+    el('label', {}, 'expert agreement ranks each item ', scope),
     button,
   );
 }

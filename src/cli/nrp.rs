@@ -55,6 +55,12 @@ pub struct NrpArgs {
     /// [NAME=]zsum:A,B[,..] (sum of per-query z-scores); default name rrf(A+B) (repeat).
     #[arg(long = "fuse", value_name = "[NAME=]METHOD:RANKERS")]
     pub fuse: Vec<String>,
+    /// Where the fusion rankers' components rank (or z-score) an item for the expert
+    /// agreement: items = among the items the expert ranked for the query (the way the expert
+    /// compared them); pool = among the query's documents, an answer alone among them. NRP and
+    /// the ranker validation always use pool (a score comparable with every judged document).
+    #[arg(long, default_value = "items", value_parser = ["items", "pool"])]
+    pub fuse_scope: String,
     /// Use this ranker for a dimension instead of the best by nDCG@10, as DIMENSION=RANKER.
     #[arg(long = "force-ranker", value_name = "DIMENSION=RANKER", value_parser = key_value)]
     pub force_rankers: Vec<(String, String)>,
@@ -144,6 +150,7 @@ pub(super) fn nrp(a: NrpArgs) -> Result<()> {
             unscored: a.unscored,
             as_public_code: a.as_public_code,
             fuse: a.fuse,
+            fuse_scope: a.fuse_scope,
             weights,
             forced_rankers: a.force_rankers.iter().map(|(d, r)| (crate::data::dimension_name(d), r.clone())).collect(),
             not_judgeable,

@@ -2,7 +2,7 @@
 //! quality dimension (BM25, precomputed runs, neural rankers).
 
 use super::*;
-use crate::eval::nrp::fusion::FusionSpec;
+use crate::eval::nrp::fusion::{FusionSpec, Scope};
 use crate::eval::nrp::{
     self as method, AnswerKey, Denominator, NrpOptions, NrpReport, RankerScores, TiePolicy, Unscored,
 };
@@ -76,6 +76,10 @@ pub struct NrpRequestOptions {
     /// Fusion rankers, `[NAME=]rrf:A,B[,...]` or `[NAME=]zsum:A,B[,...]`
     /// (`eval::nrp::fusion::FusionSpec`), over the rankers given before them.
     pub fuse: Vec<String>,
+    /// Among which scores the fusion rankers' components are ranked (or z-scored) for the
+    /// expert agreement: `items` (the items the expert ranked for the query; default) or
+    /// `pool` (the query's documents, an answer alone among them). NRP always uses `pool`.
+    pub fuse_scope: String,
     pub weights: Vec<(String, f64)>,
     pub forced_rankers: Vec<(String, String)>,
     /// (dimension, grades) meaning "not able to judge".
@@ -95,6 +99,7 @@ impl Default for NrpRequestOptions {
             unscored: "below".into(),
             as_public_code: false,
             fuse: Vec::new(),
+            fuse_scope: d.fusion_scope.name().into(),
             weights: d.weights,
             forced_rankers: d.forced_rankers,
             not_judgeable: Vec::new(),
@@ -138,6 +143,7 @@ pub fn nrp_with_models(
     warnings.extend(w);
 
     let specs = o.fuse.iter().map(|f| FusionSpec::parse(f)).collect::<Result<Vec<_>>>()?;
+    let fusion_scope = Scope::parse(&o.fuse_scope)?;
     let (denominator, unscored) = if o.as_public_code {
         if o.not_judgeable.iter().any(|(_, g)| !g.is_empty()) {
             return Err(Error::invalid(
@@ -284,6 +290,7 @@ pub fn nrp_with_models(
         weights: o.weights.clone(),
         forced_rankers: o.forced_rankers.clone(),
         bootstrap: o.bootstrap,
+        fusion_scope,
     };
     let mut report = method::nrp(&judgments, &rankers, &keys, &options, expert.as_ref())?;
     fingerprint_all(&mut report.provenance, &inputs);

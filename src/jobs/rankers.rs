@@ -116,5 +116,5 @@ pub fn neural_ranker_scores(
             ranker.kind()
         )));
     }
-    Ok(RankerScores { name: name.into(), documents: documents_scores, answers: answer_scores })
+    Ok(RankerScores::new(name, documents_scores, answer_scores))
 }

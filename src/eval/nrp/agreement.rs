@@ -1,6 +1,7 @@
 //! Step 5: agreement of a ranker with the expert's rankings (Kendall tau-b).
 
-use super::{AnswerKey, NrpOptions, RankerScores};
+use super::fusion::{self, Scope};
+use super::{AnswerKey, NrpOptions, RankedItem, RankerScores};
 use crate::data::HumanRankings;
 use crate::stats::kendall::{tau_b, Kendall};
 use crate::stats::{describe, Interval, Stat};
@@ -20,6 +21,10 @@ pub struct ExpertAgreement {
     pub ranker: String,
     /// The dimensions this ranker serves (empty: validated and compared only).
     pub chosen_for: Vec<String>,
+    /// For a fusion ranker, the scope its scores of the ranked items were fused in
+    /// (`fusion::Scope`); absent for any other ranker.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fusion_scope: Option<Scope>,
     pub per_query: Vec<QueryAgreement>,
     /// Mean tau-b over the (query, annotator) pairs where it is defined.
     pub mean_tau: Stat<f64>,
@@ -30,10 +35,13 @@ pub struct ExpertAgreement {
     pub unscored_items: usize,
 }
 
+/// The agreement of `ranker` with `rankings`; a fusion ranker's scores of each (query,
+/// annotator)'s items are fused in `scope` ([`fusion::item_scores`]).
 pub(super) fn expert_agreement_of(
     ranker: &RankerScores,
     answers: &[AnswerKey],
     rankings: &HumanRankings,
+    scope: Scope,
     confidence: f64,
 ) -> ExpertAgreement {
     // Answer item ids per query, for lookup of `system/prompt/sample`.
@@ -41,46 +49,55 @@ pub(super) fn expert_agreement_of(
     for key in answers {
         answer_items.insert((key.qid.as_str(), key.item_id()), key);
     }
-    // (qid, annotator) -> (ranker score, -expert rank), in file order of first appearance.
-    type Block<'a> = ((&'a str, &'a str), Vec<(f64, f64)>);
-    let mut pairs: Vec<Block> = Vec::new();
+    // (qid, annotator) -> its items with their row and negated expert rank.
+    type Block<'a> = ((&'a str, &'a str), Vec<(RankedItem<'a>, usize, f64)>);
+    let mut blocks: Vec<Block> = Vec::new();
     let mut slot: HashMap<(&str, &str), usize> = HashMap::new();
-    let mut unscored = 0;
-    for row in &rankings.rows {
+    for (i, row) in rankings.rows.iter().enumerate() {
         let qid = row.instance.as_str();
-        let score = ranker
-            .documents
-            .get(qid)
-            .and_then(|docs| docs.get(&row.system))
-            .copied()
-            .or_else(|| answer_items.get(&(qid, row.system.clone())).and_then(|k| ranker.answers.get(*k)).copied());
-        let Some(score) = score else {
-            unscored += 1;
-            continue;
-        };
+        let answer = answer_items.get(&(qid, row.system.clone())).copied();
         let key = (qid, row.annotator.as_str());
         let s = *slot.entry(key).or_insert_with(|| {
-            pairs.push((key, Vec::new()));
-            pairs.len() - 1
+            blocks.push((key, Vec::new()));
+            blocks.len() - 1
         });
-        pairs[s].1.push((score, -row.rank));
+        blocks[s].1.push((RankedItem { qid, id: &row.system, answer }, i, -row.rank));
     }
-    let per_query: Vec<QueryAgreement> = pairs
-        .into_iter()
-        .map(|((qid, annotator), items)| {
-            let (x, y): (Vec<f64>, Vec<f64>) = items.iter().copied().unzip();
-            QueryAgreement {
+    // Per block: the ranker's scores of its items; unscored items are left out, and a block
+    // takes the place of its first scored row (blocks without one are left out).
+    let mut unscored = 0;
+    let mut per_query: Vec<(usize, QueryAgreement)> = Vec::new();
+    for ((qid, annotator), rows) in blocks {
+        let items: Vec<RankedItem> = rows.iter().map(|r| r.0).collect();
+        let scores = fusion::item_scores(ranker, &items, scope);
+        let (mut x, mut y, mut first) = (Vec::new(), Vec::new(), None);
+        for (&(_, row, negated_rank), score) in rows.iter().zip(scores) {
+            match score {
+                Some(score) => {
+                    first.get_or_insert(row);
+                    x.push(score);
+                    y.push(negated_rank);
+                }
+                None => unscored += 1,
+            }
+        }
+        if let Some(first) = first {
+            let agreement = QueryAgreement {
                 qid: qid.into(),
                 annotator: annotator.into(),
-                items: items.len(),
+                items: x.len(),
                 kendall_tau_b: tau_b(&x, &y),
-            }
-        })
-        .collect();
+            };
+            per_query.push((first, agreement));
+        }
+    }
+    per_query.sort_by_key(|(first, _)| *first);
+    let per_query: Vec<QueryAgreement> = per_query.into_iter().map(|(_, q)| q).collect();
     let taus: Vec<f64> = per_query.iter().filter_map(|q| q.kendall_tau_b.value().map(|k| k.tau)).collect();
     ExpertAgreement {
         ranker: ranker.name.clone(),
         chosen_for: Vec::new(),
+        fusion_scope: ranker.fusion.as_ref().map(|_| scope),
         queries_undefined: per_query.len() - taus.len(),
         mean_tau: describe::mean(&taus),
         interval: describe::t_interval(&taus, confidence),

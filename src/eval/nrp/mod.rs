@@ -34,7 +34,10 @@
 //!    mean tau-b exceeds another's.
 //!
 //! A ranker can also be a fusion of others ([`fusion`]: reciprocal rank fusion or a sum of
-//! per-query z-scores); it is then validated, chosen and compared like any other.
+//! z-scores); it is then validated, chosen and compared like any other. Steps 1 and 2 fuse in
+//! the *pool* scope (ranks or z-scores among the query's documents, an answer alone among
+//! them: NRP needs a score comparable with every judged document); step 5 fuses in the scope
+//! of [`NrpOptions::fusion_scope`], by default *items* (among the items the expert ranked).
 //!
 //! Files: this one holds the types, the options and [`nrp`], which runs the steps in order;
 //! `scores` the rankers' inputs (run files, BM25), `validation` step 1, `placement` step 2,
@@ -53,7 +56,7 @@ mod validation;
 
 pub use agreement::{AgreementComparison, ExpertAgreement, QueryAgreement};
 pub use placement::Placement;
-pub use scores::{bm25_ranker, judged_documents, RankerScores};
+pub use scores::{bm25_ranker, judged_documents, RankedItem, RankerScores};
 
 #[cfg(test)]
 use crate::data::{AnswerScore, Document, RunEntry, Topic};
@@ -141,6 +144,9 @@ pub struct NrpOptions {
     /// The bootstrap of the intervals; its confidence also sets the expert-agreement
     /// t-interval's.
     pub bootstrap: Bootstrap,
+    /// Among which scores a fusion ranker's components are ranked (or z-scored) for the
+    /// expert agreement; NRP and the ranker validation always use the pool.
+    pub fusion_scope: fusion::Scope,
 }
 
 impl Default for NrpOptions {
@@ -152,6 +158,7 @@ impl Default for NrpOptions {
             weights: Vec::new(),
             forced_rankers: Vec::new(),
             bootstrap: Bootstrap::default(),
+            fusion_scope: fusion::Scope::default(),
         }
     }
 }
@@ -363,7 +370,13 @@ pub fn nrp(
     let mut agreement_comparisons = Vec::new();
     if let Some(rankings) = expert {
         for (r, ranker) in rankers.iter().enumerate() {
-            let mut agreement = agreement::expert_agreement_of(ranker, answers, rankings, options.bootstrap.confidence);
+            let mut agreement = agreement::expert_agreement_of(
+                ranker,
+                answers,
+                rankings,
+                options.fusion_scope,
+                options.bootstrap.confidence,
+            );
             agreement.chosen_for =
                 dimensions.iter().zip(&chosen).filter(|(_, &c)| c == r).map(|(d, _)| d.dimension.clone()).collect();
             if agreement.unscored_items > 0 {
@@ -378,7 +391,7 @@ pub fn nrp(
         agreement_comparisons = agreement::compare(&expert_agreement, options);
     }
 
-    let provenance = Provenance::new(options.bootstrap.seed)
+    let mut provenance = Provenance::new(options.bootstrap.seed)
         .convention(
             "nrp",
             match options.denominator {
@@ -429,6 +442,10 @@ pub fn nrp(
                 options.bootstrap.resamples
             ),
         );
+    if rankers.iter().any(|r| r.fusion.is_some()) {
+        provenance =
+            provenance.convention("fusion_scope", fusion_scope_convention(options.fusion_scope, expert.is_some()));
+    }
     Ok(NrpReport {
         provenance,
         ties: options.ties,
@@ -442,6 +459,16 @@ pub fn nrp(
         agreement_comparisons,
         warnings,
     })
+}
+
+/// Which scope each step fused in, for the provenance.
+fn fusion_scope_convention(scope: fusion::Scope, expert: bool) -> String {
+    let pool = "NRP and ranker validation: pool (each component's rank or z-score among its scores of the query's documents, an answer placed alone among them)";
+    if expert {
+        format!("{pool}; expert agreement: {}", scope.describe())
+    } else {
+        pool.into()
+    }
 }
 
 fn check_inputs(

@@ -33,10 +33,7 @@ fn nrp_on_a_million_qrels_and_100000_answers() {
             }
         }
     }
-    let rankers = vec![
-        RankerScores { name: "one".into(), documents: docs, answers: answers.clone() },
-        RankerScores { name: "two".into(), documents: docs2, answers },
-    ];
+    let rankers = vec![RankerScores::new("one", docs, answers.clone()), RankerScores::new("two", docs2, answers)];
     let start = std::time::Instant::now();
     let report = nrp(&judgments, &rankers, &keys, &NrpOptions::default(), None).unwrap();
     eprintln!("nrp on 1,000,000 qrels and 100,000 answers: {:?}", start.elapsed());

@@ -12,9 +12,38 @@ pub struct RankerScores {
     /// qid -> docno -> score.
     pub documents: HashMap<String, HashMap<String, f64>>,
     pub answers: HashMap<AnswerKey, f64>,
+    /// How a fusion ranker was made (`None` for any other ranker).
+    pub fusion: Option<super::fusion::Fusion>,
+}
+
+/// An item of an expert ranking: `id` is a docno of query `qid` or, when it is not, the
+/// generated answer `answer` (the id `system/prompt/sample`), if there is one.
+#[derive(Debug, Clone, Copy)]
+pub struct RankedItem<'a> {
+    pub qid: &'a str,
+    pub id: &'a str,
+    pub answer: Option<&'a AnswerKey>,
 }
 
 impl RankerScores {
+    /// A ranker that is not a fusion.
+    pub fn new(
+        name: &str,
+        documents: HashMap<String, HashMap<String, f64>>,
+        answers: HashMap<AnswerKey, f64>,
+    ) -> RankerScores {
+        RankerScores { name: name.into(), documents, answers, fusion: None }
+    }
+
+    /// This ranker's own score of an expert-ranked item: the document's, else the answer's.
+    pub fn score_of(&self, item: &RankedItem) -> Option<f64> {
+        self.documents
+            .get(item.qid)
+            .and_then(|docs| docs.get(item.id))
+            .or_else(|| item.answer.and_then(|key| self.answers.get(key)))
+            .copied()
+    }
+
     /// From a TREC run (document scores) and a file of answer scores. Errors on a duplicate
     /// (qid, docno) or answer, and on scores that are not finite numbers.
     pub fn from_run(name: &str, run: &[RunEntry], answers: &[AnswerScore]) -> Result<Self> {
@@ -40,7 +69,7 @@ impl RankerScores {
                 )));
             }
         }
-        Ok(RankerScores { name: name.into(), documents, answers: by_key })
+        Ok(RankerScores::new(name, documents, by_key))
     }
 }
 
@@ -104,7 +133,7 @@ pub fn bm25_ranker(
         })?;
         answer_scores.insert(AnswerKey::of(a), index.score_external(query, &a.text));
     }
-    Ok(RankerScores { name: name.into(), documents: scores, answers: answer_scores })
+    Ok(RankerScores::new(name, scores, answer_scores))
 }
 
 /// The documents judged for each query, over every dimension (graded or "not able to
