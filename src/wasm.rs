@@ -753,6 +753,10 @@ pub struct TrainPageRequest {
     pub lr: f64,
     pub patience: usize,
     pub seed: u64,
+    /// `accuracy`, `macro-f1`, `loss`, or empty for the task's metric (`--select-by`).
+    pub select_by: String,
+    /// `balanced`, `none`, or empty for the task's default (`--class-weights`).
+    pub class_weights: String,
     pub keep_empty_options: bool,
     pub keep_not_enough_evidence: bool,
     /// Where the frozen encoder runs: auto | cpu | gpu (`--backend`).
@@ -774,6 +778,8 @@ impl Default for TrainPageRequest {
             lr: o.learning_rate,
             patience: o.patience,
             seed: o.seed,
+            select_by: String::new(),
+            class_weights: String::new(),
             keep_empty_options: false,
             keep_not_enough_evidence: false,
             backend: "auto".into(),
@@ -788,6 +794,11 @@ struct Training {
     placed: bool,
     /// Where the trained part runs: "cpu" (candle's autograd) or "gpu" (WebGPU).
     trained_on: &'static str,
+}
+
+/// A form field's value, or `None` when it was left empty (the default).
+fn non_empty(s: &str) -> Option<&str> {
+    Some(s.trim()).filter(|s| !s.is_empty())
 }
 
 fn seconds_now() -> f64 {
@@ -827,10 +838,15 @@ impl Model {
         let options = crate::model::train::TrainOptions {
             freeze: jobs::parse_freeze(&r.freeze).map_err(js)?,
             epochs: r.epochs,
-            batch_size: r.batch_size.max(1),
+            batch_size: r.batch_size,
             learning_rate: r.lr,
             patience: r.patience,
             seed: r.seed,
+            select_by: non_empty(&r.select_by).map(crate::model::train::SelectBy::parse).transpose().map_err(js)?,
+            class_weights: non_empty(&r.class_weights)
+                .map(crate::model::train::ClassWeights::parse)
+                .transpose()
+                .map_err(js)?,
             ..Default::default()
         };
         let req = jobs::TrainRequest {
@@ -844,6 +860,7 @@ impl Model {
                 keep_not_enough_evidence: r.keep_not_enough_evidence,
             },
             on_gpu: false,
+            trace_steps: 0,
         };
         let backend = jobs::parse_backend(&r.backend).map_err(js)?;
         let job = jobs::TrainingJob::start(&req, &self.kept.model, seconds_now).map_err(js)?;

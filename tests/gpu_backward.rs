@@ -277,23 +277,26 @@ fn cross_entropy_loss_and_gradient_match_candle_per_segment() {
     let Some(ctx) = context() else { return };
     let op = CrossEntropy::new(&ctx);
     // Multiple choice: examples of 4, 2 and 5 candidates (one logit each); then
-    // classification: 4 examples of 3 labels.
-    for (examples, seed) in [(vec![(4, 1), (2, 0), (5, 4)], 41), (vec![(3, 2), (3, 0), (3, 1), (3, 1)], 42)] {
+    // classification: 4 examples of 3 labels, unweighted and weighted by class as
+    // `--class-weights balanced` weighs them (each term times its gold class's weight).
+    let classification = vec![(3, 2, 1.0), (3, 0, 1.0), (3, 1, 1.0), (3, 1, 1.0)];
+    let weighted = vec![(3, 2, 2.5), (3, 0, 0.5), (3, 1, 1.25), (3, 1, 1.25)];
+    for (examples, seed) in [(vec![(4, 1, 1.0), (2, 0, 1.0), (5, 4, 1.0)], 41), (classification, 42), (weighted, 43)] {
         let total: usize = examples.iter().map(|e| e.0).sum();
         let logits: Vec<f32> = random(total, seed).iter().map(|v| v * 3.0).collect();
         let scale = 1.0 / examples.len() as f32;
         let lv = var(&logits, &[total]);
         let (mut at, mut losses) = (0, Vec::new());
-        for &(count, gold) in &examples {
+        for &(count, gold, weight) in &examples {
             let logp = candle_nn::ops::log_softmax(&lv.as_tensor().narrow(0, at, count).unwrap(), D::Minus1).unwrap();
-            losses.push(logp.get(gold).unwrap().neg().unwrap());
+            losses.push((logp.get(gold).unwrap().neg().unwrap() * weight as f64).unwrap());
             at += count;
         }
         let losses = Tensor::stack(&losses, 0).unwrap();
         let g = (losses.sum_all().unwrap() * scale as f64).unwrap().backward().unwrap();
         let want_grad = values(g.get(lv.as_tensor()).unwrap());
 
-        let segments = CrossEntropy::segments(&examples).unwrap();
+        let segments = CrossEntropy::weighted_segments(&examples).unwrap();
         let st = ctx.upload_u32("segments", &segments, &[segments.len()]).unwrap();
         let lt = upload(&ctx, &logits, &[total]);
         let (loss, dl) = (zeros(&ctx, &[examples.len()]), zeros(&ctx, &[total]));
@@ -302,6 +305,7 @@ fn cross_entropy_loss_and_gradient_match_candle_per_segment() {
         assert_rel(&ctx.read_f32_blocking(&dl).unwrap(), &want_grad, "cross-entropy gradient");
     }
     assert!(CrossEntropy::segments(&[(2, 2)]).is_err(), "a gold index outside its segment");
+    assert!(CrossEntropy::weighted_segments(&[(2, 1, f32::NAN)]).is_err(), "a weight that is not a number");
 }
 
 #[test]

@@ -66,6 +66,7 @@ fn step_wise_training_gives_the_curve_of_the_one_call_trainer() {
         options: opts.clone(),
         conventions: conv,
         on_gpu: false,
+        trace_steps: 0,
     };
     let mut job = jobs::TrainingJob::start(&req, &m, medrank::model::train::native_clock).unwrap();
     assert_eq!((job.summary().train_examples, job.summary().dev_examples), (48, 32));
@@ -110,6 +111,7 @@ fn an_epoch_before_the_frozen_pass_is_an_error() {
         options: TrainOptions::default(),
         conventions: ExampleOptions::default(),
         on_gpu: false,
+        trace_steps: 0,
     };
     let mut job = jobs::TrainingJob::start(&req, &m, medrank::model::train::native_clock).unwrap();
     assert_eq!((job.summary().train_examples, job.summary().dev_examples), (2, 2));
@@ -137,7 +139,7 @@ fn cli_dev_split_is_seeded() {
         );
         let o = medrank(&args.split_whitespace().collect::<Vec<_>>());
         assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-        assert!(String::from_utf8_lossy(&o.stderr).contains("picking on 16 dev examples (a 0.25 split"));
+        assert!(String::from_utf8_lossy(&o.stderr).contains("picking the epoch with the best dev macro-F1 on 16 dev examples (a 0.25 split"));
         let log: serde_json::Value =
             serde_json::from_slice(&std::fs::read(out.join("train_log.json")).unwrap()).unwrap();
         assert_eq!(log["dev_split"], 0.25);

@@ -242,12 +242,13 @@ export function nrpBars(rows) {
 
 /**
  * A training curve: epochs on x, each series on its own 0-based y scale (train loss from 0
- * to its maximum, dev accuracy from 0 to 1), drawn as lines with points, the best epoch
- * marked. Redrawn after every epoch.
- * @param {{epoch: number, train_loss: number, dev_accuracy: number}[]} curve
- * @param {{epochs?: number, best?: number}} options
+ * to its maximum, the dev metric that picks the epoch from 0 to 1, or on the loss scale when
+ * that metric is the dev loss), drawn as lines with points, the best epoch marked. Redrawn
+ * after every epoch.
+ * @param {{epoch: number, train_loss: number, dev_metric: number}[]} curve
+ * @param {{epochs?: number, best?: number, metric?: string}} options
  */
-export function trainingCurve(curve, { epochs = curve.length, best = null } = {}) {
+export function trainingCurve(curve, { epochs = curve.length, best = null, metric = 'accuracy' } = {}) {
   const left = 54,
     right = 54,
     top = 20,
@@ -257,7 +258,12 @@ export function trainingCurve(curve, { epochs = curve.length, best = null } = {}
     height = top + plotH + 50;
   const n = Math.max(epochs, curve.length, 2);
   const x = (e) => left + ((e - 1) / (n - 1)) * plotW;
-  const maxLoss = Math.max(...curve.map((c) => c.train_loss), 1e-9);
+  const onLossScale = metric === 'loss';
+  const maxLoss = Math.max(
+    ...curve.map((c) => c.train_loss),
+    ...(onLossScale ? curve.map((c) => c.dev_metric) : []),
+    1e-9,
+  );
   const yLoss = (v) => top + plotH - (v / maxLoss) * plotH;
   const yAcc = (v) => top + plotH - v * plotH;
   const root = svg('svg', {
@@ -266,7 +272,7 @@ export function trainingCurve(curve, { epochs = curve.length, best = null } = {}
     width,
     height,
     role: 'img',
-    'aria-label': 'Training curve: train loss and dev accuracy per epoch',
+    'aria-label': `Training curve: train loss and dev ${metric} per epoch`,
   });
   root.append(svg('line', { x1: left, y1: top + plotH, x2: left + plotW, y2: top + plotH, stroke: '#888' }));
   for (let e = 1; e <= n; e++)
@@ -274,11 +280,13 @@ export function trainingCurve(curve, { epochs = curve.length, best = null } = {}
   root.append(text(left + plotW / 2, height - 8, 'epoch', { 'text-anchor': 'middle', 'font-size': 12 }));
   root.append(text(left - 6, top + 4, fmt(maxLoss, 2), { 'text-anchor': 'end', 'font-size': 11, fill: PALETTE[1] }));
   root.append(text(left - 6, top + plotH, '0', { 'text-anchor': 'end', 'font-size': 11, fill: PALETTE[1] }));
-  root.append(text(left + plotW + 6, top + 4, '1', { 'font-size': 11, fill: PALETTE[0] }));
-  root.append(text(left + plotW + 6, top + plotH, '0', { 'font-size': 11, fill: PALETTE[0] }));
+  if (!onLossScale) {
+    root.append(text(left + plotW + 6, top + 4, '1', { 'font-size': 11, fill: PALETTE[0] }));
+    root.append(text(left + plotW + 6, top + plotH, '0', { 'font-size': 11, fill: PALETTE[0] }));
+  }
   const series = [
     ['train loss', (c) => yLoss(c.train_loss), PALETTE[1]],
-    ['dev accuracy', (c) => yAcc(c.dev_accuracy), PALETTE[0]],
+    [`dev ${metric}`, (c) => (onLossScale ? yLoss(c.dev_metric) : yAcc(c.dev_metric)), PALETTE[0]],
   ];
   series.forEach(([name, y, colour], k) => {
     if (curve.length > 1)

@@ -8,6 +8,9 @@ import { zipStored } from './zip.js';
 
 const $ = (sel) => document.querySelector(sel);
 
+/** The names of the dev metrics that pick the best epoch (`select_by` in the reports). */
+const METRIC_NAMES = { accuracy: 'accuracy', macro_f1: 'macro-F1', loss: 'loss' };
+
 /** ctx: {ask, state, selectedModel, updateRunButtons, announce}. */
 export function wireTraining(ctx) {
   const form = { train: null, dev: null, choices: null };
@@ -99,6 +102,8 @@ export function wireTraining(ctx) {
       batch_size: num('#train-batch'),
       patience: num('#train-patience'),
       seed: num('#train-seed'),
+      select_by: $('#train-select-by').value,
+      class_weights: $('#train-class-weights').value,
       backend: $('#opt-backend').value,
     };
   }
@@ -118,11 +123,16 @@ export function wireTraining(ctx) {
     $('#train-chart').replaceChildren();
     $('#train-result').textContent = '';
     let stageStarted = { stage: null, at: started };
+    // The dev metric that picks the epoch (the summary names it): the curve draws it.
+    let metric = 'accuracy';
     const onProgress = (p) => {
-      if (p.summary) showSummary(p.summary);
+      if (p.summary) {
+        metric = METRIC_NAMES[p.summary.select_by] ?? p.summary.select_by;
+        showSummary(p.summary);
+      }
       if (p.epoch) {
         curve.push(p.epoch);
-        $('#train-chart').replaceChildren(trainingCurve(curve, { epochs: req.epochs }));
+        $('#train-chart').replaceChildren(trainingCurve(curve, { epochs: req.epochs, metric }));
       }
       if (p.stage !== stageStarted.stage) stageStarted = { stage: p.stage, at: performance.now() };
       showProgress(p, stageStarted.at);
@@ -142,9 +152,17 @@ export function wireTraining(ctx) {
         featuresMs: reply.featuresMs,
         elapsedMs: reply.elapsedMs,
       };
-      $('#train-chart').replaceChildren(trainingCurve(report.curve, { epochs: req.epochs, best: report.best_epoch }));
+      metric = METRIC_NAMES[report.select_by] ?? report.select_by;
+      $('#train-chart').replaceChildren(
+        trainingCurve(report.curve, { epochs: req.epochs, best: report.best_epoch, metric }),
+      );
       $('#train-result').textContent =
-        `Best epoch ${report.best_epoch}: dev accuracy ${report.best_dev_accuracy.toFixed(4)}. ` +
+        `Best epoch ${report.best_epoch}: dev ${metric} ${report.best_dev_metric.toFixed(4)}` +
+        (metric === 'accuracy' ? '' : ` (dev accuracy ${report.best_dev_accuracy.toFixed(4)})`) +
+        (report.dev_majority_rate != null
+          ? `; always predicting the most frequent dev label scores accuracy ${report.dev_majority_rate.toFixed(4)}. `
+          : '. ') +
+        report.warnings.map((w) => `Warning: ${w}. `).join('') +
         `Features computed on ${describeBackend(backend)}` +
         (req.freeze === 'head'
           ? '. '

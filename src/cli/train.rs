@@ -15,7 +15,8 @@ pub struct TrainArgs {
     /// argument already in the question) or an argument bundle (then see --task, --arguments).
     #[arg(long, value_name = "FILE")]
     pub train: PathBuf,
-    /// Development data in the same format; the epoch with the best dev accuracy is kept.
+    /// Development data in the same format; the epoch with the best dev metric (see
+    /// --select-by) is kept.
     #[arg(long, value_name = "FILE", required_unless_present = "dev_split", conflicts_with = "dev_split")]
     pub dev: Option<PathBuf>,
     /// Instead of --dev: this fraction of the training file's examples (e.g. 0.2), drawn
@@ -57,9 +58,28 @@ pub struct TrainArgs {
     /// Fraction of the steps spent warming up.
     #[arg(long, default_value_t = 0.1)]
     pub warmup: f64,
-    /// Stop after this many epochs without a better dev accuracy.
+    /// Stop after this many epochs without a better dev metric.
     #[arg(long, default_value_t = 4)]
     pub patience: usize,
+    /// The dev metric that picks the best epoch and decides early stopping: accuracy,
+    /// macro-f1 or loss. Default: the task's evaluation metric (accuracy for MCQA, macro-F1
+    /// for misinformation and NLI), so a model that predicts the majority class for
+    /// everything is not picked for its accuracy.
+    #[arg(long, value_name = "METRIC", value_parser = ["accuracy", "macro-f1", "loss"])]
+    pub select_by: Option<String>,
+    /// Loss weights of the classes: balanced (inverse frequency in the training data, the
+    /// default for misinformation and NLI) or none (the only choice for MCQA).
+    #[arg(long, value_name = "WEIGHTS", value_parser = ["balanced", "none"])]
+    pub class_weights: Option<String>,
+    /// Write a trace into this folder: the starting model (config.json, model.safetensors,
+    /// tokenizer.json: the base model with the new head) and trace.json (the examples as
+    /// token ids, then each recorded step's examples, learning rates and loss),
+    /// which tests/reference/train_reference.py replays in PyTorch.
+    #[arg(long, value_name = "DIR")]
+    pub trace: Option<PathBuf>,
+    /// With --trace: the optimiser steps to record, a number or `all`.
+    #[arg(long, value_name = "N|all", default_value = "20", requires = "trace")]
+    pub trace_steps: String,
     #[arg(long, default_value_t = 42)]
     pub seed: u64,
     /// Keep empty MCQA options as candidates (by default, as in evaluation, an empty option
@@ -82,7 +102,16 @@ pub(super) fn train(a: TrainArgs) -> Result<()> {
     use crate::model::train::{ExampleOptions, TrainEvent, TrainOptions};
     let inputs: Vec<&Path> =
         [Some(a.model.as_path()), Some(a.train.as_path()), a.dev.as_deref()].into_iter().flatten().collect();
-    let mut outputs = Outputs::plan(&inputs, &OutputArgs::default(), &[], &[&a.out])?;
+    let outs: Vec<&Path> = [Some(a.out.as_path()), a.trace.as_deref()].into_iter().flatten().collect();
+    let mut outputs = Outputs::plan(&inputs, &OutputArgs::default(), &[], &outs)?;
+    let trace_steps = match (&a.trace, a.trace_steps.trim()) {
+        (None, _) => 0,
+        (Some(_), "all") => usize::MAX,
+        (Some(_), n) => match n.parse::<usize>() {
+            Ok(n) if n > 0 => n,
+            _ => return Err(Error::invalid(format!("--trace-steps {n}: expected a number from 1, or all"))),
+        },
+    };
     let model = crate::model::TextModel::read_dir(&a.model)?;
     let tokenizer_json =
         std::fs::read(a.model.join("tokenizer.json")).map_err(|e| Error::io(a.model.display().to_string(), e))?;
@@ -98,20 +127,23 @@ pub(super) fn train(a: TrainArgs) -> Result<()> {
         options: TrainOptions {
             freeze: jobs::parse_freeze(&a.freeze)?,
             epochs: a.epochs,
-            batch_size: a.batch_size.max(1),
-            grad_accum: a.grad_accum.max(1),
+            batch_size: a.batch_size,
+            grad_accum: a.grad_accum,
             learning_rate: a.lr,
             layer_learning_rate: a.layer_lr,
             weight_decay: a.weight_decay,
             warmup_ratio: a.warmup,
             patience: a.patience,
             seed: a.seed,
+            select_by: a.select_by.as_deref().map(crate::model::train::SelectBy::parse).transpose()?,
+            class_weights: a.class_weights.as_deref().map(crate::model::train::ClassWeights::parse).transpose()?,
         },
         conventions: ExampleOptions {
             keep_empty_options: a.keep_empty_options,
             keep_not_enough_evidence: a.keep_not_enough_evidence,
         },
         on_gpu: a.backend == "gpu",
+        trace_steps,
     };
     let mut dev_examples = 0;
     let started = &mut |s: &jobs::TrainingSummary| {
@@ -127,8 +159,11 @@ pub(super) fn train(a: TrainArgs) -> Result<()> {
             None => String::new(),
         };
         eprintln!(
-            "training on {} examples, picking on {} dev examples{dev} ({:?})",
-            s.train_examples, s.dev_examples, s.freeze
+            "training on {} examples, picking the epoch with the best dev {} on {} dev examples{dev} ({:?})",
+            s.train_examples,
+            s.select_by.name(),
+            s.dev_examples,
+            s.freeze
         );
     };
     let result = jobs::train(&req, &model, &tokenizer_json, started, &mut |event| match event {
@@ -138,22 +173,45 @@ pub(super) fn train(a: TrainArgs) -> Result<()> {
         TrainEvent::Step { epoch, examples, of, examples_per_second } => {
             eprintln!("  epoch {epoch:>2}  {examples}/{of} examples  {examples_per_second:.1} examples/s")
         }
-        TrainEvent::Epoch(log) => eprintln!(
-            "  epoch {:>2}  steps {:>5}  train loss {:.4}  dev accuracy {:.4}  lr {:.2e}  {:.1} examples/s",
-            log.epoch, log.steps, log.train_loss, log.dev_accuracy, log.learning_rate, log.examples_per_second
-        ),
+        TrainEvent::Epoch(log) => {
+            let f1 = log.dev_macro_f1.map(|f| format!("  dev macro-F1 {f:.4}")).unwrap_or_default();
+            eprintln!(
+                "  epoch {:>2}  steps {:>5}  train loss {:.4}  dev loss {:.4}  dev accuracy {:.4}{f1}  lr {:.2e}  {:.1} examples/s",
+                log.epoch,
+                log.steps,
+                log.train_loss,
+                log.dev_loss,
+                log.dev_accuracy,
+                log.learning_rate,
+                log.examples_per_second
+            )
+        }
     })?;
     if let Some(w) = &result.truncation_warning {
+        eprintln!("warning: {w}");
+    }
+    for w in &result.warnings {
         eprintln!("warning: {w}");
     }
     for (name, bytes) in &result.files {
         outputs.file(&a.out.join(name), bytes)?;
     }
+    if let Some(dir) = &a.trace {
+        for (name, bytes) in &result.trace_files {
+            outputs.file(&dir.join(name), bytes)?;
+        }
+    }
     outputs.commit()?;
+    let accuracy = if result.select_by == crate::model::train::SelectBy::Accuracy {
+        String::new()
+    } else {
+        format!(", dev accuracy {:.4}", result.best_dev_accuracy)
+    };
     println!(
-        "best epoch {} with dev accuracy {:.4} ({} dev examples); the evaluator is in {} (use: medrank evaluate --model {})",
+        "best epoch {} with dev {} {:.4}{accuracy} ({} dev examples); the evaluator is in {} (use: medrank evaluate --model {})",
         result.best_epoch,
-        result.best_dev_accuracy,
+        result.select_by.name(),
+        result.best_dev_metric,
         dev_examples,
         a.out.display(),
         a.out.display()

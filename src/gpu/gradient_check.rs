@@ -103,7 +103,11 @@ pub async fn gradient_check(ctx: &GpuContext) -> Result<Vec<TensorCheck>> {
 
         let mut reference = m.clone();
         let vars = make_vars(&mut reference, first)?;
-        let (loss, losses) = candle_loss(&reference, first, &states, case.examples, step_examples)?;
+        // Each example weighs as class-weighted training would weigh it (1, 1.5, 2, ... by
+        // gold), so the weighted loss and its gradient are checked too.
+        let examples: Vec<(usize, usize, f32)> =
+            case.examples.iter().map(|&(count, gold)| (count, gold, 1.0 + 0.5 * gold as f32)).collect();
+        let (loss, losses) = candle_loss(&reference, first, &states, &examples, step_examples)?;
         let grads = loss.backward()?;
         for split in [false, true] {
             let mut trainer = GpuTrainer::new(ctx.clone(), &m, first, AdamWConfig::default(), AdamWConfig::default())?;
@@ -112,7 +116,7 @@ pub async fn gradient_check(ctx: &GpuContext) -> Result<Vec<TensorCheck>> {
             }
             let name = format!("{}{}", case.name, if split { ", in parts" } else { "" });
             let inputs: Vec<&[f16]> = states.iter().map(|s| s.as_slice()).collect();
-            let got_losses = trainer.accumulate(&inputs, case.examples, step_examples).await?;
+            let got_losses = trainer.accumulate(&inputs, &examples, step_examples).await?;
             let (r, norm) = relative(&got_losses, &losses);
             out.push(TensorCheck {
                 case: name.clone(),
@@ -273,7 +277,7 @@ fn candle_loss(
     m: &LoadedModel,
     first: usize,
     states: &[Vec<f16>],
-    examples: &[(usize, usize)],
+    examples: &[(usize, usize, f32)],
     step_examples: usize,
 ) -> Result<(Tensor, Vec<f32>)> {
     let h = m.config.hidden_size;
@@ -294,10 +298,10 @@ fn candle_loss(
     let flat = logits.flatten_all()?;
     let n_out = logits.dims2()?.1;
     let (mut at, mut losses) = (0, Vec::new());
-    for &(count, gold) in examples {
+    for &(count, gold, weight) in examples {
         let seg = flat.narrow(0, at, count * n_out)?;
         let logp = candle_nn::ops::log_softmax(&seg, D::Minus1)?;
-        losses.push(logp.get(gold)?.neg()?);
+        losses.push((logp.get(gold)?.neg()? * weight as f64)?);
         at += count * n_out;
     }
     let losses = Tensor::stack(&losses, 0)?;

@@ -488,16 +488,17 @@ impl GpuTrainer {
     }
 
     /// One micro-batch: forward, loss and backward over `inputs`, whose examples are
-    /// `examples` in order, each (inputs, gold): a multiple-choice example's gold is the
-    /// index of the right one among its inputs, a classification example has one input
-    /// and its gold is a label index. The gradients of the mean loss over `step_examples`
-    /// examples (the whole optimiser step's) are added to those summed so far. Returns
-    /// each example's loss (not scaled). A micro-batch too large for the adapter's
+    /// `examples` in order, each (inputs, gold, weight): a multiple-choice example's gold is
+    /// the index of the right one among its inputs, a classification example has one input
+    /// and its gold is a label index; the weight multiplies its loss (its class's weight, or
+    /// 1). The gradients of the mean weighted loss over `step_examples` examples (the whole
+    /// optimiser step's) are added to those summed so far. Returns each example's weighted
+    /// loss (not scaled). A micro-batch too large for the adapter's
     /// bindings runs in parts (the summed gradients are the same).
     pub async fn accumulate(
         &self,
         inputs: &[&[f16]],
-        examples: &[(usize, usize)],
+        examples: &[(usize, usize, f32)],
         step_examples: usize,
     ) -> Result<Vec<f32>> {
         let n_out = self.head.n_out;
@@ -510,7 +511,7 @@ impl GpuTrainer {
         }
         let mut items: Vec<&[&[f16]]> = Vec::with_capacity(examples.len());
         let mut at = 0;
-        for &(count, _) in examples {
+        for &(count, _, _) in examples {
             items.push(&inputs[at..at + count]);
             at += count;
         }
@@ -527,12 +528,13 @@ impl GpuTrainer {
     async fn accumulate_part(
         &self,
         inputs: &[&[f16]],
-        examples: &[(usize, usize)],
+        examples: &[(usize, usize, f32)],
         step_examples: usize,
     ) -> Result<Vec<f32>> {
         let n_out = self.head.n_out;
-        let segments: Vec<(usize, usize)> = examples.iter().map(|&(count, gold)| (count * n_out, gold)).collect();
-        let segments = CrossEntropy::segments(&segments)?;
+        let segments: Vec<(usize, usize, f32)> =
+            examples.iter().map(|&(count, gold, w)| (count * n_out, gold, w)).collect();
+        let segments = CrossEntropy::weighted_segments(&segments)?;
         let mut f = self.forward(inputs)?;
         let ctx = &self.ctx;
         let mut d = std::mem::take(&mut f.dispatches);
@@ -812,15 +814,19 @@ impl<'a> Cached<'a> {
     }
 }
 
-/// Dev examples right: the first highest score is the prediction, as in the CPU trainer.
-pub async fn dev_correct(
+/// Each dev example's predicted index (the first of equal scores) and the summed loss,
+/// each example's cross-entropy times its gold class's weight in `weights` (empty: 1), with
+/// the trainer's current weights. The loss is computed here from the read-back logits, in
+/// f64, as the CPU path computes it.
+pub async fn dev_outcome(
     trainer: &GpuTrainer,
     dev: &Cached<'_>,
     batch_size: usize,
     multiple_choice: bool,
-) -> Result<usize> {
+    weights: &[f64],
+) -> Result<(Vec<usize>, f64)> {
     let idx: Vec<usize> = (0..dev.set.len()).collect();
-    let mut correct = 0;
+    let (mut predicted, mut loss) = (Vec::with_capacity(idx.len()), 0.0);
     for part in idx.chunks(batch_size.max(1)) {
         let logits = trainer.logits(&dev.inputs(part)).await?;
         let mut row = 0;
@@ -834,9 +840,11 @@ pub async fn dev_correct(
                 row += 1;
                 logits[row - 1].clone()
             };
-            let best = v.iter().enumerate().fold(0, |b, (i, x)| if *x > v[b] { i } else { b });
-            correct += usize::from(best == ex.gold);
+            let max = v.iter().fold(f64::NEG_INFINITY, |m, &x| m.max(x as f64));
+            let log_total = v.iter().map(|&x| (x as f64 - max).exp()).sum::<f64>().ln() + max;
+            loss += weights.get(ex.gold).copied().unwrap_or(1.0) * (log_total - v[ex.gold] as f64);
+            predicted.push(v.iter().enumerate().fold(0, |b, (i, x)| if *x > v[b] { i } else { b }));
         }
     }
-    Ok(correct)
+    Ok((predicted, loss))
 }

@@ -8,8 +8,8 @@
 use super::NamedText;
 use crate::data::Task;
 use crate::model::train::{
-    self as t, ArgumentSource, DataCounts, EpochLog, ExampleOptions, Freeze, TrainData, TrainEvent, TrainOptions,
-    Trainer,
+    self as t, ArgumentSource, DataCounts, EpochLog, ExampleOptions, Freeze, SelectBy, TrainData, TrainEvent,
+    TrainExample, TrainOptions, Trainer,
 };
 use crate::model::{HeadKind, TextModel};
 use crate::report::Fingerprint;
@@ -42,6 +42,10 @@ pub struct TrainRequest {
     /// With `top:N`: the trained layers run on the GPU (`--backend gpu`) instead of
     /// candle's autograd on the CPU.
     pub on_gpu: bool,
+    /// Record a trace of the first this many optimiser steps (0: none; `usize::MAX`: all),
+    /// with the starting weights, for a reference implementation to replay
+    /// (`medrank train --trace`, tests/reference/train_reference.py).
+    pub trace_steps: usize,
 }
 
 /// `head`, `top:N` or `all` (`--freeze`).
@@ -85,6 +89,10 @@ pub struct TrainingSummary {
     pub task: &'static str,
     pub arguments: String,
     pub freeze: Freeze,
+    /// The dev metric that picks the best epoch (the task's, unless asked otherwise).
+    pub select_by: SelectBy,
+    /// The loss weight of each label (empty for multiple choice; all 1 without weighting).
+    pub class_weights: Vec<(String, f64)>,
     pub train_examples: usize,
     pub dev_examples: usize,
     /// The dev split's fraction, when the dev examples came from the training file.
@@ -102,6 +110,13 @@ pub struct TrainingSummary {
 pub struct TrainedEvaluator {
     pub best_epoch: usize,
     pub best_dev_accuracy: f64,
+    /// The metric that picked the best epoch and its value there.
+    pub select_by: SelectBy,
+    pub best_dev_metric: f64,
+    /// Classification: the share of the most frequent dev label.
+    pub dev_majority_rate: Option<f64>,
+    /// What the user must know about the picked model (it predicts one class for all).
+    pub warnings: Vec<String>,
     pub curve: Vec<EpochLog>,
     /// Examples with at least one input cut to the model's token limit (train, dev).
     pub truncated: (usize, usize),
@@ -110,6 +125,11 @@ pub struct TrainedEvaluator {
     /// config.json, model.safetensors, train_log.json, tokenizer.json.
     #[serde(skip)]
     pub files: Vec<(String, Vec<u8>)>,
+    /// With a trace asked for: the starting model's folder (`config.json`,
+    /// `model.safetensors`, `tokenizer.json`: the base model with the new head) and
+    /// `trace.json`.
+    #[serde(skip)]
+    pub trace_files: Vec<(String, Vec<u8>)>,
 }
 
 /// A training under way: the data read, the trainer between two steps.
@@ -119,6 +139,9 @@ pub struct TrainingJob {
     options: TrainOptions,
     counts: (DataCounts, DataCounts),
     inputs: Vec<Fingerprint>,
+    /// The starting model's files, when a trace was asked for, and how many steps it records.
+    initial_files: Option<Vec<(String, Vec<u8>)>>,
+    trace_steps: usize,
 }
 
 /// Whether a file is an argument bundle (its first record has a `task`) rather than a HiTZ
@@ -203,6 +226,8 @@ impl TrainingJob {
             task: req.task.name(),
             arguments: req.arguments.trim().to_string(),
             freeze: req.options.freeze,
+            select_by: SelectBy::Accuracy,
+            class_weights: Vec::new(),
             train_examples: 0,
             dev_examples: 0,
             dev_split: None,
@@ -244,7 +269,13 @@ impl TrainingJob {
         summary.train_examples = train_data.examples.len();
         summary.dev_examples = dev_data.examples.len();
         let counts = (train_data.counts, dev_data.counts);
-        let trainer = Trainer::new(
+        let mut occurring = vec![false; labels.len()];
+        for e in &train_data.examples {
+            if let Some(o) = occurring.get_mut(e.gold) {
+                *o = true;
+            }
+        }
+        let mut trainer = Trainer::new(
             base,
             head_of(req.task),
             &labels,
@@ -254,7 +285,16 @@ impl TrainingJob {
             clock,
         )?;
         summary.inputs = trainer.inputs().1;
-        Ok(TrainingJob { trainer, summary, options: req.options.clone(), counts, inputs })
+        summary.select_by = trainer.select_by();
+        summary.class_weights = labels.iter().cloned().zip(trainer.class_weights().iter().copied()).collect();
+        if let Some(weights) = weights_note(&summary.class_weights, &occurring) {
+            summary.notes.push(weights);
+        }
+        let initial_files = (req.trace_steps > 0).then(|| trainer.current_files()).transpose()?;
+        trainer.trace_steps(req.trace_steps);
+        // The log records the options as training uses them (the task's defaults resolved).
+        let options = trainer.options().clone();
+        Ok(TrainingJob { trainer, summary, options, counts, inputs, initial_files, trace_steps: req.trace_steps })
     }
 
     pub fn summary(&self) -> &TrainingSummary {
@@ -298,6 +338,11 @@ impl TrainingJob {
     /// The trained evaluator's folder: the best epoch's weights, the base model's
     /// `tokenizer_json`, and the log (options, data, inputs' fingerprints, curve).
     pub async fn finish(self, tokenizer_json: &[u8]) -> Result<TrainedEvaluator> {
+        // A trace lists the examples as token ids: keep them before the trainer is consumed.
+        let traced = self.initial_files.is_some().then(|| {
+            let (train, dev) = self.trainer.examples();
+            (train.to_vec(), dev.to_vec())
+        });
         let mut result = self.trainer.finish().await?;
         result.data = Some(self.counts);
         let s = &self.summary;
@@ -309,6 +354,16 @@ impl TrainingJob {
         });
         let mut files = t::trained_files_with(&result, &self.options, extra)?;
         files.push(("tokenizer.json".into(), tokenizer_json.to_vec()));
+        let trace_files = match (self.initial_files, traced) {
+            (Some(initial), Some((train, dev))) => {
+                let mut out = initial;
+                out.push(("tokenizer.json".into(), tokenizer_json.to_vec()));
+                let all = self.trace_steps == usize::MAX;
+                out.push(("trace.json".into(), trace_json(&self.summary, &self.options, &result, all, &train, &dev)));
+                out
+            }
+            _ => Vec::new(),
+        };
         let (cut_train, cut_dev) = result.truncated;
         let truncation_warning = (cut_train + cut_dev > 0).then(|| {
             let what = match self.summary.task {
@@ -321,11 +376,88 @@ impl TrainingJob {
         Ok(TrainedEvaluator {
             best_epoch: result.best_epoch,
             best_dev_accuracy: result.best_dev_accuracy,
+            select_by: result.select_by,
+            best_dev_metric: result.best_dev_metric,
+            dev_majority_rate: result.dev_majority_rate,
+            warnings: result.warnings,
             curve: result.curve,
             truncated: result.truncated,
             truncation_warning,
             files,
+            trace_files,
         })
+    }
+}
+
+/// A note on the classes' loss weights, when they are not all 1 (labels that no training
+/// example has are never a target: they are not listed).
+fn weights_note(weights: &[(String, f64)], occurring: &[bool]) -> Option<String> {
+    if weights.iter().all(|(_, w)| *w == 1.0) {
+        return None;
+    }
+    let list: Vec<String> =
+        weights.iter().zip(occurring).filter(|(_, &o)| o).map(|((l, w), _)| format!("{l} {w:.3}")).collect();
+    Some(format!(
+        "the classes' losses are weighted by inverse frequency in the training data (--class-weights balanced): {}",
+        list.join(", ")
+    ))
+}
+
+/// `trace.json` (the format is in tests/reference/README.md): what a reference
+/// implementation needs to replay the recorded steps from the starting model beside it.
+fn trace_json(
+    summary: &TrainingSummary,
+    options: &TrainOptions,
+    result: &t::TrainResult,
+    all_steps: bool,
+    train: &[TrainExample],
+    dev: &[TrainExample],
+) -> Vec<u8> {
+    let examples = |set: &[TrainExample]| -> Vec<serde_json::Value> {
+        set.iter()
+            .map(|e| {
+                let inputs: Vec<serde_json::Value> = e
+                    .inputs
+                    .iter()
+                    .map(|i| serde_json::json!({"input_ids": i.ids, "token_type_ids": i.type_ids}))
+                    .collect();
+                serde_json::json!({"id": e.id, "gold": e.gold, "inputs": inputs})
+            })
+            .collect()
+    };
+    let per_step = options.batch_size * options.grad_accum;
+    let total = train.len().div_ceil(per_step) * options.epochs;
+    let head = if summary.task == "mcqa" { "multiple_choice" } else { "sequence_classification" };
+    let labels: Vec<&str> = summary.class_weights.iter().map(|(l, _)| l.as_str()).collect();
+    let weights: Option<Vec<f64>> =
+        (!summary.class_weights.is_empty()).then(|| summary.class_weights.iter().map(|(_, w)| *w).collect());
+    let value = serde_json::json!({
+        "head": head,
+        "labels": labels,
+        "freeze": freeze_name(summary.freeze),
+        "trained_layers": result.trained_layers,
+        // The pooler (BERT's head reads it) trains with the new head, at --lr.
+        "pooler_trains_with": "head",
+        "options": options,
+        "total_steps": total,
+        "warmup_steps": t::warmup_steps(options.warmup_ratio, total),
+        "class_weights": weights,
+        "select_by": result.select_by,
+        "patience": options.patience,
+        "steps_traced": if all_steps { serde_json::json!("all") } else { serde_json::json!(result.steps.len()) },
+        "examples": examples(train),
+        "dev_examples": examples(dev),
+        "steps": result.steps,
+    });
+    serde_json::to_vec(&value).expect("serialisable")
+}
+
+/// `head`, `top:N` or `all`, as `--freeze` takes it.
+pub fn freeze_name(f: Freeze) -> String {
+    match f {
+        Freeze::HeadOnly => "head".into(),
+        Freeze::TopLayers(n) => format!("top:{n}"),
+        Freeze::All => "all".into(),
     }
 }
 

@@ -2,6 +2,14 @@
 //! seeded shuffling, gradient accumulation, early stopping on a dev set, and a choice of
 //! what to train (the head on a frozen encoder, the top N layers, or everything).
 //!
+//! The epoch kept is the one with the best dev value of the task's evaluation metric
+//! ([`SelectBy`]: accuracy for multiple choice, macro-F1 for classification), and the
+//! classes' losses are weighted by inverse frequency ([`ClassWeights`]): on imbalanced data
+//! accuracy and an unweighted loss both favour a model that predicts the majority class for
+//! everything, which ranks every system the same. A kept model that still predicts one
+//! class is reported as a warning. Each step can be recorded ([`StepRecord`]) so that an
+//! independent implementation replays it (tests/reference/train_reference.py).
+//!
 //! Speed on a CPU: what is frozen is computed once. Head-only training encodes every
 //! input once through the fast inference path (`super::cpu`) and trains the head on the
 //! cached first-token states. `top:N` runs the lower layers through the same path once and
@@ -45,6 +53,7 @@ use super::load::{random_model, Dense, HeadWeights, LoadedModel};
 use super::tokenize::{Encoded, TextTokenizer};
 use crate::data::{Bundle, Problem, Task};
 use crate::error::{Error, Result};
+use crate::stats::classes::{ClassScores, Confusion};
 use candle_core::{Device, IndexOp, Tensor, Var, D};
 use candle_nn::{AdamW, Optimizer, ParamsAdamW};
 use rand::seq::SliceRandom;
@@ -248,9 +257,109 @@ pub struct TrainOptions {
     pub weight_decay: f64,
     /// Fraction of all steps spent warming up linearly from 0.
     pub warmup_ratio: f64,
-    /// Stop after this many epochs without a better dev accuracy.
+    /// Stop after this many epochs without a better dev metric.
     pub patience: usize,
     pub seed: u64,
+    /// The dev metric that picks the best epoch; `None`: the task's evaluation metric
+    /// ([`SelectBy::for_head`]), resolved when the [`Trainer`] is made.
+    pub select_by: Option<SelectBy>,
+    /// How the classes' losses are weighted; `None`: balanced for classification, none for
+    /// multiple choice, resolved when the [`Trainer`] is made.
+    pub class_weights: Option<ClassWeights>,
+}
+
+/// The dev metric that picks the best epoch and decides early stopping.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SelectBy {
+    /// Share of dev examples right (MCQA's evaluation metric).
+    Accuracy,
+    /// Macro-F1 over the labels in gold or predictions, as evaluation scores
+    /// misinformation (`stats::classes`): a model that predicts one class scores low here,
+    /// however frequent that class is.
+    MacroF1,
+    /// Mean dev loss (class-weighted as in training); lower is better.
+    Loss,
+}
+
+impl SelectBy {
+    /// `accuracy`, `macro-f1` or `loss` (`--select-by`).
+    pub fn parse(s: &str) -> Result<SelectBy> {
+        match s.trim() {
+            "accuracy" => Ok(SelectBy::Accuracy),
+            "macro-f1" | "macro_f1" => Ok(SelectBy::MacroF1),
+            "loss" => Ok(SelectBy::Loss),
+            other => Err(Error::invalid(format!("--select-by {other}: expected accuracy, macro-f1 or loss"))),
+        }
+    }
+
+    /// The task's evaluation metric: accuracy for multiple choice, macro-F1 for
+    /// classification (misinformation and NLI, as the Ranking-Over-Scoring paper).
+    pub fn for_head(kind: HeadKind) -> SelectBy {
+        if kind == HeadKind::MultipleChoice {
+            SelectBy::Accuracy
+        } else {
+            SelectBy::MacroF1
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            SelectBy::Accuracy => "accuracy",
+            SelectBy::MacroF1 => "macro-F1",
+            SelectBy::Loss => "loss",
+        }
+    }
+
+    /// Whether `a` is strictly better than `b` (a NaN is never better).
+    fn better(self, a: f64, b: f64) -> bool {
+        match self {
+            SelectBy::Loss => a < b,
+            _ => a > b,
+        }
+    }
+}
+
+/// How each class's examples weigh in the loss (classification only).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ClassWeights {
+    /// Inverse frequency in the training examples, `n / (k * n_c)` over the k classes that
+    /// occur (scikit-learn's `class_weight="balanced"`): each class weighs as much in
+    /// total, so predicting the majority class for everything no longer minimises the loss.
+    Balanced,
+    /// Every example weighs 1.
+    #[serde(rename = "none")]
+    Equal,
+}
+
+impl ClassWeights {
+    /// `balanced` or `none` (`--class-weights`).
+    pub fn parse(s: &str) -> Result<ClassWeights> {
+        match s.trim() {
+            "balanced" => Ok(ClassWeights::Balanced),
+            "none" => Ok(ClassWeights::Equal),
+            other => Err(Error::invalid(format!("--class-weights {other}: expected balanced or none"))),
+        }
+    }
+
+    /// One weight per label from the training examples' gold labels; labels that never
+    /// occur get 1 (they are never a target).
+    pub fn weights(self, n_labels: usize, golds: impl Iterator<Item = usize>) -> Vec<f64> {
+        let mut counts = vec![0usize; n_labels];
+        for g in golds {
+            counts[g] += 1;
+        }
+        let n: usize = counts.iter().sum();
+        let k = counts.iter().filter(|&&c| c > 0).count();
+        counts
+            .iter()
+            .map(|&c| match self {
+                ClassWeights::Balanced if c > 0 => n as f64 / (k * c) as f64,
+                _ => 1.0,
+            })
+            .collect()
+    }
 }
 
 /// Default peak learning rate of the encoder layers: pretrained weights move little
@@ -270,6 +379,8 @@ impl Default for TrainOptions {
             warmup_ratio: 0.1,
             patience: 4,
             seed: 42,
+            select_by: None,
+            class_weights: None,
         }
     }
 }
@@ -279,8 +390,20 @@ impl Default for TrainOptions {
 pub struct EpochLog {
     pub epoch: usize,
     pub steps: usize,
+    /// Mean training loss over the epoch (class-weighted when the classes are: the
+    /// objective that was minimised).
     pub train_loss: f64,
     pub dev_accuracy: f64,
+    /// Classification: macro-F1 over the labels in gold or predictions, as evaluation.
+    pub dev_macro_f1: Option<f64>,
+    /// Mean dev loss, weighted as in training.
+    pub dev_loss: f64,
+    /// The value of the metric that picks the best epoch ([`TrainOptions::select_by`]).
+    pub dev_metric: f64,
+    /// Classification: precision, recall and F1 of every label on dev.
+    pub dev_classes: Option<Vec<ClassScores>>,
+    /// Classification: the dev confusion matrix in label order, rows gold, columns predicted.
+    pub dev_confusion: Option<Vec<Vec<u64>>>,
     /// The head's learning rate at the epoch's last step (the layers' follows the same
     /// schedule from `layer_learning_rate`).
     pub learning_rate: f64,
@@ -295,7 +418,34 @@ impl PartialEq for EpochLog {
     fn eq(&self, o: &Self) -> bool {
         (self.epoch, self.steps, self.train_loss, self.dev_accuracy, self.learning_rate)
             == (o.epoch, o.steps, o.train_loss, o.dev_accuracy, o.learning_rate)
+            && (self.dev_macro_f1, &self.dev_confusion) == (o.dev_macro_f1, &o.dev_confusion)
     }
+}
+
+/// One optimiser step as a trace records it (`medrank train --trace`): what a reference
+/// implementation needs to replay it with the same batches.
+#[derive(Debug, Clone, Serialize)]
+pub struct StepRecord {
+    /// 0-based over the whole training.
+    pub step: usize,
+    pub epoch: usize,
+    /// The step's training examples (indices into the training set), in the drawn order.
+    pub examples: Vec<usize>,
+    pub lr: f64,
+    pub layer_lr: f64,
+    /// The step's objective with the weights before its update: the sum over its examples
+    /// of the gold class's weight times the cross-entropy, over the number of examples.
+    pub loss: f64,
+}
+
+/// One epoch's dev figures (see [`EpochLog`]).
+struct DevScores {
+    accuracy: f64,
+    macro_f1: Option<f64>,
+    classes: Option<Vec<ClassScores>>,
+    confusion: Option<Vec<Vec<u64>>>,
+    loss: f64,
+    metric: f64,
 }
 
 /// What training reports as it goes.
@@ -316,6 +466,20 @@ pub struct TrainResult {
     pub curve: Vec<EpochLog>,
     pub best_epoch: usize,
     pub best_dev_accuracy: f64,
+    /// The metric that picked the best epoch, and its value there.
+    pub select_by: SelectBy,
+    pub best_dev_metric: f64,
+    /// Classification: the share of the most frequent dev label (what always predicting it
+    /// scores in accuracy).
+    pub dev_majority_rate: Option<f64>,
+    /// What the user must know about the picked model (it predicts one class for all).
+    pub warnings: Vec<String>,
+    /// The first optimiser steps, when a trace was asked for ([`Trainer::trace_steps`]).
+    pub steps: Vec<StepRecord>,
+    /// The loss weight of each label (empty for multiple choice).
+    pub class_weights: Vec<f64>,
+    /// Encoder layers that trained (the top ones).
+    pub trained_layers: usize,
     /// Examples with at least one cut input (train, dev).
     pub truncated: (usize, usize),
     /// Seconds spent computing the frozen part once (features or lower-layer states).
@@ -334,6 +498,11 @@ pub fn scheduled_lr(base: f64, step: usize, warmup: usize, total: usize) -> f64 
     } else {
         base * (total.saturating_sub(step)) as f64 / (total - warmup).max(1) as f64
     }
+}
+
+/// Warm-up steps of a schedule of `total` optimiser steps.
+pub fn warmup_steps(warmup_ratio: f64, total: usize) -> usize {
+    ((total as f64) * warmup_ratio).round() as usize
 }
 
 /// Start from `base` (a plain encoder or one with a head) and add a fresh seeded head of
@@ -518,12 +687,19 @@ fn logits_of(
     head_forward(model.head.as_ref().expect("head"), model.weights.pooler.as_ref(), &cls)
 }
 
-/// Summed cross-entropy and correct count for `examples` given logits of their inputs
-/// (in example order, inputs concatenated). A multiple-choice example's softmax runs over
-/// its own inputs, however many it has.
-fn loss_and_correct(examples: &[&TrainExample], logits: &Tensor, multiple_choice: bool) -> Result<(Tensor, usize)> {
+/// Summed cross-entropy, each example's term times its gold class's weight (`weights`:
+/// one per label; empty = all 1, as for multiple choice), and the predicted index of each of
+/// `examples`, given logits of their inputs (in example order, inputs concatenated). A
+/// multiple-choice example's softmax runs over its own inputs, however many it has; the
+/// first of equal scores is the prediction.
+fn loss_and_predictions(
+    examples: &[&TrainExample],
+    logits: &Tensor,
+    multiple_choice: bool,
+    weights: &[f64],
+) -> Result<(Tensor, Vec<usize>)> {
     let mut losses = Vec::new();
-    let mut correct = 0;
+    let mut predicted = Vec::with_capacity(examples.len());
     let mut row = 0;
     let values: Vec<Vec<f32>> = logits.to_vec2()?;
     for ex in examples {
@@ -540,11 +716,14 @@ fn loss_and_correct(examples: &[&TrainExample], logits: &Tensor, multiple_choice
             (s, v)
         };
         let logp = candle_nn::ops::log_softmax(&scores, D::Minus1)?;
-        losses.push(logp.i(ex.gold)?.neg()?);
-        let best = v.iter().enumerate().fold(0, |b, (i, x)| if *x > v[b] { i } else { b });
-        correct += usize::from(best == ex.gold);
+        let term = logp.i(ex.gold)?.neg()?;
+        losses.push(match weights.get(ex.gold) {
+            Some(&w) if w != 1.0 => (term * w)?,
+            _ => term,
+        });
+        predicted.push(v.iter().enumerate().fold(0, |b, (i, x)| if *x > v[b] { i } else { b }));
     }
-    Ok((Tensor::stack(&losses, 0)?.sum_all()?, correct))
+    Ok((Tensor::stack(&losses, 0)?.sum_all()?, predicted))
 }
 
 /// Contiguous shards of `idx` (sorted by input length first, so a shard pads little), at
@@ -573,8 +752,8 @@ pub fn native_clock() -> f64 {
     START.get_or_init(std::time::Instant::now).elapsed().as_secs_f64()
 }
 
-/// Train a head (and optionally layers) on `train`, pick the epoch with the best accuracy
-/// on `dev`. `kind`: `MultipleChoice` for MCQA, `SequenceClassification` with `labels`
+/// Train a head (and optionally layers) on `train`, pick the epoch with the best dev metric
+/// ([`TrainOptions::select_by`]) on `dev`. `kind`: `MultipleChoice` for MCQA, `SequenceClassification` with `labels`
 /// otherwise. `progress` sees each epoch's log line.
 #[cfg(not(target_arch = "wasm32"))]
 pub fn train(
@@ -624,11 +803,17 @@ pub fn train_with_events(
 /// Training in steps, so a front end can report progress and stop between them (the page's
 /// worker must return to its message loop): [`Trainer::encode_batches`] until the frozen
 /// part is computed for every input, then [`Trainer::run_epoch`] until it returns `None`
-/// (the epochs are done, or the dev accuracy stopped improving), then [`Trainer::finish`].
+/// (the epochs are done, or the dev metric stopped improving), then [`Trainer::finish`].
 /// [`train`] runs the same steps in one call.
 pub struct Trainer {
     multiple_choice: bool,
     opts: TrainOptions,
+    /// The head's labels (empty for multiple choice) and their loss weights.
+    labels: Vec<String>,
+    class_weights: Vec<f64>,
+    /// Steps to record for a trace, and those recorded.
+    trace_steps: usize,
+    step_log: Vec<StepRecord>,
     model: LoadedModel,
     head_vars: Vec<Var>,
     layer_vars: Vec<Var>,
@@ -679,6 +864,25 @@ impl Trainer {
         if let Some(e) = train_set.iter().chain(&dev_set).find(|e| e.inputs.is_empty()) {
             return Err(Error::invalid(format!("example {} has no input", e.id)));
         }
+        let mut opts = opts;
+        check_options(&opts)?;
+        let multiple_choice = kind == HeadKind::MultipleChoice;
+        let select_by = *opts.select_by.get_or_insert(SelectBy::for_head(kind));
+        let weighting = *opts.class_weights.get_or_insert(if multiple_choice {
+            ClassWeights::Equal
+        } else {
+            ClassWeights::Balanced
+        });
+        if multiple_choice && (select_by == SelectBy::MacroF1 || weighting == ClassWeights::Balanced) {
+            return Err(Error::invalid(
+                "multiple choice has no classes (the options differ per question): use --select-by accuracy or loss and --class-weights none",
+            ));
+        }
+        let class_weights = if multiple_choice {
+            Vec::new()
+        } else {
+            weighting.weights(labels.len(), train_set.iter().map(|e| e.gold))
+        };
         let mut model = with_new_head(&base.encoder.model, kind, labels, opts.seed)?;
         let n_layers = model.config.num_layers;
         let lower = n_layers - trained_layers(opts.freeze, n_layers);
@@ -695,9 +899,13 @@ impl Trainer {
         let inputs_total = caches.iter().map(|c| c.lens.len()).sum();
         let order = (0..train_set.len()).collect();
         Ok(Trainer {
-            multiple_choice: kind == HeadKind::MultipleChoice,
+            multiple_choice,
             rng: ChaCha8Rng::seed_from_u64(opts.seed),
             opts,
+            labels: labels.to_vec(),
+            class_weights,
+            trace_steps: 0,
+            step_log: Vec::new(),
             model,
             head_vars,
             layer_vars,
@@ -827,11 +1035,12 @@ impl Trainer {
     }
 
     /// One epoch: the optimiser steps over the shuffled training set, then the dev
-    /// accuracy. `None` once training is over (all epochs run, or `patience` epochs without
-    /// a better dev accuracy); an error before the frozen pass is complete. Async only for
+    /// figures (accuracy, loss; macro-F1, per-class scores and the confusion matrix for
+    /// classification). `None` once training is over (all epochs run, or `patience` epochs without
+    /// a better dev metric); an error before the frozen pass is complete. Async only for
     /// the GPU engine's read-backs; on the CPU it never waits.
     pub async fn run_epoch(&mut self, progress: &mut dyn FnMut(TrainEvent<'_>)) -> Result<Option<EpochLog>> {
-        let epochs = self.opts.epochs.max(1);
+        let epochs = self.opts.epochs;
         if self.stopped || self.curve.len() >= epochs {
             return Ok(None);
         }
@@ -839,10 +1048,10 @@ impl Trainer {
             return Err(Error::invalid("the frozen layers are not computed yet for every input"));
         }
         let opts = self.opts.clone();
-        let per_step = opts.batch_size.max(1) * opts.grad_accum.max(1);
+        let per_step = opts.batch_size * opts.grad_accum;
         let steps_per_epoch = self.train_set.len().div_ceil(per_step);
         let total = steps_per_epoch * epochs;
-        let warmup = ((total as f64) * opts.warmup_ratio).round() as usize;
+        let warmup = warmup_steps(opts.warmup_ratio, total);
         self.start_engine()?;
         let epoch = self.curve.len() + 1;
         self.order.shuffle(&mut self.rng);
@@ -856,14 +1065,19 @@ impl Trainer {
         for chunk in order.chunks(per_step) {
             lr = scheduled_lr(opts.learning_rate, self.step, warmup, total);
             let layer_lr = scheduled_lr(opts.layer_learning_rate, self.step, warmup, total);
-            loss_sum += match &mut self.gpu {
+            let step_loss = match &mut self.gpu {
                 Some(GpuEngine::Training(gpu)) => {
                     let [train_p, _] = self.prepared.as_ref().expect("checked above");
                     let cached = crate::gpu::train::Cached::new(&self.train_set, lower_states_of(train_p))?;
                     let mut sum = 0.0;
-                    for micro in chunk.chunks(opts.batch_size.max(1)) {
-                        let examples: Vec<(usize, usize)> =
-                            micro.iter().map(|&i| (self.train_set[i].inputs.len(), self.train_set[i].gold)).collect();
+                    for micro in chunk.chunks(opts.batch_size) {
+                        let examples: Vec<(usize, usize, f32)> = micro
+                            .iter()
+                            .map(|&i| {
+                                let e = &self.train_set[i];
+                                (e.inputs.len(), e.gold, self.class_weights.get(e.gold).copied().unwrap_or(1.0) as f32)
+                            })
+                            .collect();
                         let losses = gpu.accumulate(&cached.inputs(micro), &examples, chunk.len()).await?;
                         sum += losses.iter().map(|&l| l as f64).sum::<f64>();
                     }
@@ -872,6 +1086,17 @@ impl Trainer {
                 }
                 _ => self.cpu_step(chunk, lr, layer_lr)?,
             };
+            loss_sum += step_loss;
+            if self.step_log.len() < self.trace_steps {
+                self.step_log.push(StepRecord {
+                    step: self.step,
+                    epoch,
+                    examples: chunk.to_vec(),
+                    lr,
+                    layer_lr,
+                    loss: step_loss / chunk.len() as f64,
+                });
+            }
             self.step += 1;
             done += chunk.len();
             if clock() - last_report >= 10.0 {
@@ -886,27 +1111,34 @@ impl Trainer {
             }
         }
         let train_seconds = clock() - started;
-        let correct = match &self.gpu {
+        let (predicted, dev_loss) = match &self.gpu {
             Some(GpuEngine::Training(gpu)) => {
                 let [_, dev_p] = self.prepared.as_ref().expect("checked above");
                 let cached = crate::gpu::train::Cached::new(&self.dev_set, lower_states_of(dev_p))?;
-                crate::gpu::train::dev_correct(gpu, &cached, opts.batch_size, self.multiple_choice).await?
+                crate::gpu::train::dev_outcome(gpu, &cached, opts.batch_size, self.multiple_choice, &self.class_weights)
+                    .await?
             }
-            _ => self.cpu_dev_correct()?,
+            _ => self.cpu_dev_outcome()?,
         };
-        let dev_accuracy = correct as f64 / self.dev_set.len() as f64;
+        let dev = self.dev_scores(&predicted, dev_loss);
         let log = EpochLog {
             epoch,
             steps: self.step,
             train_loss: loss_sum / self.train_set.len() as f64,
-            dev_accuracy,
+            dev_accuracy: dev.accuracy,
+            dev_macro_f1: dev.macro_f1,
+            dev_loss: dev.loss,
+            dev_metric: dev.metric,
+            dev_classes: dev.classes,
+            dev_confusion: dev.confusion,
             learning_rate: lr,
             train_seconds,
             examples_per_second: self.train_set.len() as f64 / train_seconds.max(1e-9),
         };
         progress(TrainEvent::Epoch(&log));
         self.curve.push(log.clone());
-        if self.best.as_ref().is_none_or(|(acc, _, _)| dev_accuracy > *acc) {
+        let select_by = self.select_by();
+        if self.best.as_ref().is_none_or(|(best, _, _)| select_by.better(log.dev_metric, *best)) {
             let snapshot = match &self.gpu {
                 Some(GpuEngine::Training(gpu)) => {
                     gpu.keep_best();
@@ -914,11 +1146,11 @@ impl Trainer {
                 }
                 _ => self.vars().iter().map(|v| v.as_tensor().copy()).collect::<candle_core::Result<Vec<_>>>()?,
             };
-            self.best = Some((dev_accuracy, epoch, snapshot));
+            self.best = Some((log.dev_metric, epoch, snapshot));
             self.since_best = 0;
         } else {
             self.since_best += 1;
-            if self.since_best >= self.opts.patience.max(1) {
+            if self.since_best >= self.opts.patience {
                 self.stopped = true;
             }
         }
@@ -969,17 +1201,18 @@ impl Trainer {
         let [train_p, _] = self.prepared.as_ref().expect("the frozen pass is done");
         let (model, tok, lower, threads) = (&self.model, &self.tokenizer, self.lower, self.threads);
         let (train_set, multiple_choice) = (&self.train_set, self.multiple_choice);
+        let weights = self.class_weights.as_slice();
         let vars = self.vars();
         let mut loss_sum = 0.0;
         let mut acc: Option<candle_core::backprop::GradStore> = None;
-        for micro in chunk.chunks(self.opts.batch_size.max(1)) {
+        for micro in chunk.chunks(self.opts.batch_size) {
             let parts = shards(train_set, micro, threads);
             let results = parts
                 .par_iter()
                 .map(|part| -> Result<(candle_core::backprop::GradStore, f64)> {
                     let logits = logits_of(model, tok, train_set, train_p, part, lower)?;
                     let exs: Vec<&TrainExample> = part.iter().map(|&i| &train_set[i]).collect();
-                    let (loss, _) = loss_and_correct(&exs, &logits, multiple_choice)?;
+                    let (loss, _) = loss_and_predictions(&exs, &logits, multiple_choice, weights)?;
                     let value = loss.to_scalar::<f32>()? as f64;
                     Ok(((loss / chunk.len() as f64)?.backward()?, value))
                 })
@@ -1015,31 +1248,121 @@ impl Trainer {
         Ok(loss_sum)
     }
 
-    /// Dev examples right with the current weights (no gradients kept), shards in parallel.
-    fn cpu_dev_correct(&self) -> Result<usize> {
+    /// Each dev example's predicted index with the current weights (no gradients kept) and
+    /// the summed (weighted) dev loss; shards in parallel.
+    fn cpu_dev_outcome(&self) -> Result<(Vec<usize>, f64)> {
         use rayon::prelude::*;
         let [_, dev_p] = self.prepared.as_ref().expect("the frozen pass is done");
         // The fields the threads need, not `self`: the GPU engine's handles are not `Sync` in wasm.
         let (model, tok, dev_set, lower, multiple_choice) =
             (&self.model, &self.tokenizer, &self.dev_set, self.lower, self.multiple_choice);
+        let weights = self.class_weights.as_slice();
         let dev_idx: Vec<usize> = (0..dev_set.len()).collect();
         let dev_parts = shards(dev_set, &dev_idx, dev_set.len().div_ceil(self.opts.batch_size.max(1)));
-        Ok(dev_parts
+        let parts = dev_parts
             .par_iter()
-            .map(|part| -> Result<usize> {
+            .map(|part| -> Result<(Vec<usize>, f64)> {
                 let logits = logits_of(model, tok, dev_set, dev_p, part, lower)?.detach();
                 let exs: Vec<&TrainExample> = part.iter().map(|&i| &dev_set[i]).collect();
-                Ok(loss_and_correct(&exs, &logits, multiple_choice)?.1)
+                let (loss, predicted) = loss_and_predictions(&exs, &logits, multiple_choice, weights)?;
+                Ok((predicted, loss.to_scalar::<f32>()? as f64))
             })
-            .collect::<Result<Vec<usize>>>()?
-            .into_iter()
-            .sum::<usize>())
+            .collect::<Result<Vec<_>>>()?;
+        let mut predicted = vec![0; dev_set.len()];
+        let mut loss = 0.0;
+        for (part, (p, l)) in dev_parts.iter().zip(parts) {
+            for (&i, p) in part.iter().zip(p) {
+                predicted[i] = p;
+            }
+            loss += l;
+        }
+        Ok((predicted, loss))
+    }
+
+    /// An epoch's dev figures from each dev example's predicted index and the summed loss:
+    /// (accuracy, macro-F1, per-class scores, confusion matrix, mean loss, selecting metric).
+    fn dev_scores(&self, predicted: &[usize], loss_sum: f64) -> DevScores {
+        let n = self.dev_set.len();
+        let correct = self.dev_set.iter().zip(predicted).filter(|(e, &p)| e.gold == p).count();
+        let accuracy = correct as f64 / n as f64;
+        let loss = loss_sum / n as f64;
+        let confusion = (!self.multiple_choice)
+            .then(|| Confusion::of(self.labels.len(), self.dev_set.iter().zip(predicted).map(|(e, &p)| (e.gold, p))));
+        let macro_f1 = confusion.as_ref().map(Confusion::macro_f1);
+        let metric = match self.select_by() {
+            SelectBy::Accuracy => accuracy,
+            SelectBy::MacroF1 => macro_f1.unwrap_or(f64::NAN),
+            SelectBy::Loss => loss,
+        };
+        DevScores {
+            accuracy,
+            macro_f1,
+            classes: confusion.as_ref().map(|c| c.per_class(&self.labels)),
+            confusion: confusion.as_ref().map(Confusion::rows),
+            loss,
+            metric,
+        }
+    }
+
+    /// The metric that picks the best epoch (resolved in [`Trainer::new`]).
+    pub fn select_by(&self) -> SelectBy {
+        self.opts.select_by.expect("resolved in Trainer::new")
+    }
+
+    /// The options as training uses them (defaults resolved for the task).
+    pub fn options(&self) -> &TrainOptions {
+        &self.opts
+    }
+
+    /// One weight per label (empty for multiple choice).
+    pub fn class_weights(&self) -> &[f64] {
+        &self.class_weights
+    }
+
+    /// Records the first `steps` optimiser steps (examples, learning rates, loss) for a
+    /// trace that a reference implementation replays (`medrank train --trace`).
+    pub fn trace_steps(&mut self, steps: usize) {
+        self.trace_steps = steps;
+    }
+
+    /// The training and dev examples (token ids and gold), as the trainer holds them.
+    pub fn examples(&self) -> (&[TrainExample], &[TrainExample]) {
+        (&self.train_set, &self.dev_set)
+    }
+
+    /// The model's files with the weights it holds now (before the first epoch: the
+    /// starting point, new head included): `config.json` and `model.safetensors`.
+    pub fn current_files(&self) -> Result<Vec<(String, Vec<u8>)>> {
+        let mut model = self.model.clone();
+        model.weights = detach_weights(&model.weights)?;
+        if let Some(h) = model.head.as_mut() {
+            *h = detach_head(h)?;
+        }
+        Ok(vec![
+            ("config.json".into(), model.config.to_json().into_bytes()),
+            ("model.safetensors".into(), super::load::to_safetensors(&model)?),
+        ])
     }
 
     /// The best epoch's weights as a plain model (no variables), with the curve.
     pub async fn finish(self) -> Result<TrainResult> {
-        let (best_dev_accuracy, best_epoch, snapshot) =
+        let select_by = self.select_by();
+        let (best_dev_metric, best_epoch, snapshot) =
             self.best.ok_or_else(|| Error::invalid("no epoch was trained"))?;
+        let picked = &self.curve[best_epoch - 1];
+        let best_dev_accuracy = picked.dev_accuracy;
+        let confusion = picked.dev_confusion.as_ref().map(|rows| Confusion::of(rows.len(), rows_to_pairs(rows)));
+        let dev_majority_rate = confusion.as_ref().map(Confusion::majority_rate);
+        let mut warnings = Vec::new();
+        if let Some(k) = confusion.as_ref().and_then(Confusion::single_predicted_class) {
+            warnings.push(format!(
+                "the picked epoch {best_epoch} predicts `{}` for every one of the {} dev examples (dev accuracy {best_dev_accuracy:.4} = the majority-class rate {:.4}): this evaluator cannot tell the classes apart, so every system and control would tie. Try --freeze top:N, more epochs or more training data",
+                self.labels[k],
+                self.dev_set.len(),
+                dev_majority_rate.unwrap_or(f64::NAN)
+            ));
+        }
+        let steps = self.step_log;
         let (model, threads) = match &self.gpu {
             Some(GpuEngine::Training(gpu)) => {
                 gpu.restore_best();
@@ -1064,12 +1387,54 @@ impl Trainer {
             curve: self.curve,
             best_epoch,
             best_dev_accuracy,
+            select_by,
+            best_dev_metric,
+            dev_majority_rate,
+            warnings,
+            steps,
+            class_weights: self.class_weights,
+            trained_layers: self.model.config.num_layers - self.lower,
             truncated: (cut(&self.train_set), cut(&self.dev_set)),
             cache_seconds: self.cache_seconds,
             threads,
             data: None,
         })
     }
+}
+
+/// The (gold, predicted) pairs a confusion matrix counts, one per example.
+fn rows_to_pairs(rows: &[Vec<u64>]) -> impl Iterator<Item = (usize, usize)> + '_ {
+    rows.iter()
+        .enumerate()
+        .flat_map(|(g, row)| row.iter().enumerate().flat_map(move |(p, &c)| std::iter::repeat_n((g, p), c as usize)))
+}
+
+/// Options that would train nothing or train on numbers that are not numbers are refused,
+/// naming the flag (never coerced to something else).
+fn check_options(o: &TrainOptions) -> Result<()> {
+    let positive = |v: usize, flag: &str| {
+        if v == 0 {
+            Err(Error::invalid(format!("{flag} 0: expected at least 1")))
+        } else {
+            Ok(())
+        }
+    };
+    positive(o.epochs, "--epochs")?;
+    positive(o.batch_size, "--batch-size")?;
+    positive(o.grad_accum, "--grad-accum")?;
+    positive(o.patience, "--patience")?;
+    for (v, flag) in [(o.learning_rate, "--lr"), (o.layer_learning_rate, "--layer-lr")] {
+        if !(v.is_finite() && v > 0.0) {
+            return Err(Error::invalid(format!("{flag} {v}: expected a finite number above 0")));
+        }
+    }
+    if !(o.weight_decay.is_finite() && o.weight_decay >= 0.0) {
+        return Err(Error::invalid(format!("--weight-decay {}: expected a finite number from 0", o.weight_decay)));
+    }
+    if !(0.0..=1.0).contains(&o.warmup_ratio) {
+        return Err(Error::invalid(format!("--warmup {}: expected a fraction from 0 to 1", o.warmup_ratio)));
+    }
+    Ok(())
 }
 
 /// Where the trained part runs when it is not candle's autograd.
@@ -1153,7 +1518,12 @@ pub fn trained_files_with(
     }
     let rest = serde_json::json!({
         "best_epoch": result.best_epoch,
+        "select_by": result.select_by,
+        "best_dev_metric": result.best_dev_metric,
         "best_dev_accuracy": result.best_dev_accuracy,
+        "dev_majority_rate": result.dev_majority_rate,
+        "class_weights": result.class_weights,
+        "warnings": result.warnings,
         "truncated_examples": {"train": result.truncated.0, "dev": result.truncated.1},
         "data": result.data.as_ref().map(|(t, d)| serde_json::json!({"train": t, "dev": d})),
         "threads": result.threads,
@@ -1192,5 +1562,43 @@ mod tests {
         assert_eq!(lrs[2], 1.0);
         assert_eq!(lrs[3], 0.875);
         assert_eq!(lrs[9], 0.125);
+    }
+
+    #[test]
+    fn balanced_class_weights_are_inverse_frequency() {
+        // scikit-learn 1.9.1: compute_class_weight("balanced", classes=[0, 1],
+        // y=[0, 0, 0, 1]) -> [0.66666667, 2.0] (n / (k * n_c) = 4 / (2 * 3), 4 / (2 * 1)).
+        // A third label that never occurs is never a target: weight 1, and k stays 2.
+        let w = ClassWeights::Balanced.weights(3, [0, 0, 0, 1].into_iter());
+        assert_eq!(w, vec![4.0 / 6.0, 2.0, 1.0]);
+        assert_eq!(ClassWeights::Equal.weights(3, [0, 0, 0, 1].into_iter()), vec![1.0; 3]);
+    }
+
+    #[test]
+    fn the_selecting_metric_compares_the_right_way() {
+        assert!(SelectBy::MacroF1.better(0.5, 0.4) && !SelectBy::MacroF1.better(0.4, 0.4));
+        assert!(SelectBy::Loss.better(0.3, 0.4) && !SelectBy::Loss.better(0.5, 0.4));
+        assert!(!SelectBy::Accuracy.better(f64::NAN, 0.1), "a NaN is never better");
+        assert_eq!(SelectBy::parse("macro-f1").unwrap(), SelectBy::MacroF1);
+        assert!(SelectBy::parse("f1").unwrap_err().to_string().contains("--select-by f1"));
+    }
+
+    #[test]
+    fn options_that_train_nothing_are_refused_with_their_flag() {
+        let o = TrainOptions::default();
+        for (bad, flag) in [
+            (TrainOptions { epochs: 0, ..o.clone() }, "--epochs 0"),
+            (TrainOptions { batch_size: 0, ..o.clone() }, "--batch-size 0"),
+            (TrainOptions { grad_accum: 0, ..o.clone() }, "--grad-accum 0"),
+            (TrainOptions { learning_rate: f64::NAN, ..o.clone() }, "--lr NaN"),
+            (TrainOptions { learning_rate: f64::INFINITY, ..o.clone() }, "--lr inf"),
+            (TrainOptions { layer_learning_rate: -1.0, ..o.clone() }, "--layer-lr -1"),
+            (TrainOptions { weight_decay: f64::NAN, ..o.clone() }, "--weight-decay NaN"),
+            (TrainOptions { warmup_ratio: 1.5, ..o.clone() }, "--warmup 1.5"),
+        ] {
+            let e = check_options(&bad).unwrap_err().to_string();
+            assert!(e.contains(flag), "{e}");
+        }
+        check_options(&o).unwrap();
     }
 }

@@ -67,6 +67,7 @@ impl fmt::Display for Stat<f64> {
 }
 
 pub mod bootstrap;
+pub mod classes;
 pub mod describe;
 pub mod friedman;
 pub mod kappa;

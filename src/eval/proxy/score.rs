@@ -26,27 +26,9 @@ fn metric_value(metric: Metric, cells: &[Cell], indices: &[usize]) -> f64 {
             correct as f64 / indices.len() as f64
         }
         Metric::MacroF1 => {
-            // tp, fp, fn per label position.
-            let mut counts: Vec<[u64; 3]> = Vec::new();
-            for &i in indices {
-                let Cell { gold, predicted } = cells[i];
-                let needed = gold.max(predicted) as usize + 1;
-                if counts.len() < needed {
-                    counts.resize(needed, [0; 3]);
-                }
-                if gold == predicted {
-                    counts[gold as usize][0] += 1;
-                } else {
-                    counts[predicted as usize][1] += 1;
-                    counts[gold as usize][2] += 1;
-                }
-            }
-            let used: Vec<f64> = counts
-                .iter()
-                .filter(|[tp, fp, fn_]| tp + fp + fn_ > 0)
-                .map(|[tp, fp, fn_]| 2.0 * *tp as f64 / (2 * tp + fp + fn_) as f64)
-                .collect();
-            used.iter().sum::<f64>() / used.len() as f64
+            let n = indices.iter().map(|&i| cells[i].gold.max(cells[i].predicted) as usize + 1).max().unwrap_or(0);
+            let pairs = indices.iter().map(|&i| (cells[i].gold as usize, cells[i].predicted as usize));
+            crate::stats::classes::Confusion::of(n, pairs).macro_f1()
         }
     }
 }

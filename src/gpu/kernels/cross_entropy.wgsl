@@ -1,13 +1,14 @@
-// Cross-entropy of each example over its own segment of the logits, and the gradient:
-//   loss[e]  = logsumexp(s) - s[gold]                 s = logits[start .. start + count]
-//   dlogits  = (softmax(s) - onehot(gold)) * scale    (scale: 1 / examples in the step)
+// Cross-entropy of each example over its own segment of the logits, times the example's
+// weight (its gold class's, for class-weighted training; else 1), and the gradient:
+//   loss[e]  = w * (logsumexp(s) - s[gold])               s = logits[start .. start + count]
+//   dlogits  = w * (softmax(s) - onehot(gold)) * scale    (scale: 1 / examples in the step)
 // A classification example's segment is its row of logits; a multiple-choice example's
 // is the single logit of each of its inputs, however many it has. One thread a segment.
 
 // `p` (binding 0, a `Params` block) and THREADS come from the Rust side (ops/cross_entropy.rs).
 
 @group(0) @binding(1) var<storage, read> logits: array<f32>;
-// (start, count, gold) per example
+// (start, count, gold, bits of the f32 weight) per example
 @group(0) @binding(2) var<storage, read> segments: array<u32>;
 @group(0) @binding(3) var<storage, read_write> loss: array<f32>;
 @group(0) @binding(4) var<storage, read_write> dlogits: array<f32>;
@@ -20,9 +21,10 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>,
     if (e >= p.examples) {
         return;
     }
-    let start = segments[3u * e];
-    let count = segments[3u * e + 1u];
-    let gold = segments[3u * e + 2u];
+    let start = segments[4u * e];
+    let count = segments[4u * e + 1u];
+    let gold = segments[4u * e + 2u];
+    let w = bitcast<f32>(segments[4u * e + 3u]);
     var m = -3.4028234663852886e38; // lowest f32
     for (var i = 0u; i < count; i++) {
         m = max(m, logits[start + i]);
@@ -31,9 +33,9 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>,
     for (var i = 0u; i < count; i++) {
         total += exp(logits[start + i] - m);
     }
-    loss[e] = log(total) + m - logits[start + gold];
+    loss[e] = w * (log(total) + m - logits[start + gold]);
     for (var i = 0u; i < count; i++) {
         let prob = exp(logits[start + i] - m) / total;
-        dlogits[start + i] = (prob - select(0.0, 1.0, i == gold)) * p.scale;
+        dlogits[start + i] = (prob - select(0.0, 1.0, i == gold)) * (w * p.scale);
     }
 }

@@ -13,8 +13,8 @@ params! {
 }
 
 /// Per-example cross-entropy over segments of the logits, and its gradient
-/// (kernels/cross_entropy.wgsl). `segments` holds (start, count, gold) per example, as
-/// [`CrossEntropy::segments`] builds them.
+/// (kernels/cross_entropy.wgsl), each example's term times its weight. `segments` holds
+/// (start, count, gold, weight) per example, as [`CrossEntropy::weighted_segments`] builds them.
 pub struct CrossEntropy {
     kernel: Kernel,
 }
@@ -28,23 +28,32 @@ impl CrossEntropy {
         CrossEntropy { kernel: Kernel::with_threads(ctx, "cross_entropy", Params::WGSL, Self::THREADS, &[], body) }
     }
 
-    /// The (start, count, gold) triples of examples laid out one after the other, each
-    /// given as (count, gold), in the flat logits. Errors on a gold index outside its
-    /// segment.
+    /// The (start, count, gold, weight) of examples laid out one after the other, each
+    /// given as (count, gold), in the flat logits, every weight 1. Errors on a gold index
+    /// outside its segment.
     pub fn segments(examples: &[(usize, usize)]) -> Result<Vec<u32>> {
-        let mut out = Vec::with_capacity(examples.len() * 3);
+        let weighted: Vec<(usize, usize, f32)> = examples.iter().map(|&(c, g)| (c, g, 1.0)).collect();
+        Self::weighted_segments(&weighted)
+    }
+
+    /// [`Self::segments`] with a weight per example (count, gold, weight): its loss and
+    /// gradient are multiplied by it (class-weighted training). The weight travels as its
+    /// f32 bits.
+    pub fn weighted_segments(examples: &[(usize, usize, f32)]) -> Result<Vec<u32>> {
+        let mut out = Vec::with_capacity(examples.len() * 4);
         let mut start = 0;
-        for (e, &(count, gold)) in examples.iter().enumerate() {
+        for (e, &(count, gold, weight)) in examples.iter().enumerate() {
             check(gold < count, "cross_entropy", || {
                 format!("example {e}: gold {gold} is not among its {count} scores")
             })?;
-            out.extend([to_u32(start, "cross_entropy", "start")?, count as u32, gold as u32]);
+            check(weight.is_finite(), "cross_entropy", || format!("example {e}: weight {weight}"))?;
+            out.extend([to_u32(start, "cross_entropy", "start")?, count as u32, gold as u32, weight.to_bits()]);
             start += count;
         }
         Ok(out)
     }
 
-    /// `logits` and `dlogits` of the same shape (any), `segments` `[examples * 3]` u32
+    /// `logits` and `dlogits` of the same shape (any), `segments` `[examples * 4]` u32
     /// covering the logits exactly, `loss` `[examples]`.
     pub fn prepare(
         &self,
@@ -64,8 +73,8 @@ impl CrossEntropy {
             format!("dlogits {:?} != logits {:?}", dlogits.shape, logits.shape)
         })?;
         let examples = loss.len();
-        check(segments.len() == 3 * examples, op, || {
-            format!("{} segment values for {examples} examples (3 each)", segments.len())
+        check(segments.len() == 4 * examples, op, || {
+            format!("{} segment values for {examples} examples (4 each)", segments.len())
         })?;
         let params = Params { examples: to_u32(examples, op, "examples")?, scale, _pad0: 0, _pad1: 0 };
         let groups = grid(ctx, examples.div_ceil(Self::THREADS))?;
