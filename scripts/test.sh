@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The README's test command: set up everything, then run every test suite.
 #   1. Rust unit + integration tests (statistics, readers, methods, encoder parity against
-#      an independent NumPy forward pass, GPU kernels on the software Vulkan adapter)
+#      an independent NumPy forward pass, training step by step against an independent
+#      PyTorch fine-tune, GPU kernels on the software Vulkan adapter)
 #      and the CLI on every example file (tests/cli.rs)
 #   2. real-browser tests (Debian's Chromium via playwright-core): the page's numbers equal
 #      the CLI's, exports, privacy (network requests), offline, keyboard
@@ -22,8 +23,9 @@ cargo clippy --all-targets -- -D warnings
 tests/browser/node_modules/.bin/prettier --check "www/**/*.{js,css,html}"
 
 phase "cargo test (native)"
-# GPU tests must find the software adapter here: fail instead of skipping.
-MEDRANK_REQUIRE_GPU=1 cargo test --all-targets --no-fail-fast 2>&1
+# GPU tests must find the software adapter here, and the training tests the PyTorch
+# reference (setup installs both): fail instead of skipping.
+MEDRANK_REQUIRE_GPU=1 MEDRANK_REQUIRE_REFERENCE=1 cargo test --all-targets --no-fail-fast 2>&1
 
 phase "browser tests (Debian's Chromium, headless)"
 cargo build --bin medrank
