@@ -175,4 +175,22 @@ fn options_that_do_not_fit_the_task_are_refused() {
     assert_eq!(run.status.code(), Some(1), "{stderr}");
     assert!(stderr.contains("--lr NaN: expected a finite number above 0"), "{stderr}");
     assert!(!out.exists());
+    // More layers than the model has are not quietly all of them.
+    let run = medrank(&[
+        "train",
+        "--model",
+        "models/all-MiniLM-L6-v2",
+        "--train",
+        "examples/bundle.jsonl",
+        "--dev",
+        "examples/bundle.jsonl",
+        "--freeze",
+        "top:100",
+        "--out",
+        s(&out),
+    ]);
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert_eq!(run.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("--freeze top:100: this model has 6 layers (top:1 to top:6"), "{stderr}");
+    assert!(!out.exists());
 }

@@ -139,7 +139,8 @@ fn cli_dev_split_is_seeded() {
         );
         let o = medrank(&args.split_whitespace().collect::<Vec<_>>());
         assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-        assert!(String::from_utf8_lossy(&o.stderr).contains("picking the epoch with the best dev macro-F1 on 16 dev examples (a 0.25 split"));
+        assert!(String::from_utf8_lossy(&o.stderr)
+            .contains("picking the epoch with the best dev macro-F1 on 16 dev examples (a 0.25 split"));
         let log: serde_json::Value =
             serde_json::from_slice(&std::fs::read(out.join("train_log.json")).unwrap()).unwrap();
         assert_eq!(log["dev_split"], 0.25);

@@ -885,6 +885,13 @@ impl Trainer {
         };
         let mut model = with_new_head(&base.encoder.model, kind, labels, opts.seed)?;
         let n_layers = model.config.num_layers;
+        if let Freeze::TopLayers(n) = opts.freeze {
+            if n == 0 || n > n_layers {
+                return Err(Error::invalid(format!(
+                    "--freeze top:{n}: this model has {n_layers} layers (top:1 to top:{n_layers}; head or all otherwise)"
+                )));
+            }
+        }
         let lower = n_layers - trained_layers(opts.freeze, n_layers);
         let (head_vars, layer_vars) = make_trainable(&mut model, opts.freeze)?;
         let caches = [SetCache::new(&train_set), SetCache::new(&dev_set)];
