@@ -133,64 +133,40 @@ fn the_task_metric_keeps_the_best_macro_f1_epoch() {
     assert!(!stderr.contains("for every one of"), "{stderr}");
 }
 
+/// `medrank train` on the example bundle (MCQA) with `extra`, which must be refused before
+/// any work (exit 1, no output folder); its message.
+fn refused(extra: &[&str]) -> String {
+    let out = tmp("refused");
+    let mut args = vec![
+        "train",
+        "--model",
+        "models/all-MiniLM-L6-v2",
+        "--train",
+        "examples/bundle.jsonl",
+        "--dev",
+        "examples/bundle.jsonl",
+        "--out",
+        s(&out),
+    ];
+    args.extend_from_slice(extra);
+    let run = medrank(&args);
+    let stderr = String::from_utf8_lossy(&run.stderr).into_owned();
+    assert_eq!(run.status.code(), Some(1), "{args:?}: {stderr}");
+    assert!(!out.exists(), "a refused run leaves no output");
+    stderr
+}
+
 #[test]
 fn options_that_do_not_fit_the_task_are_refused() {
     // Multiple choice has no classes to weigh or to average F1 over.
     for extra in [["--select-by", "macro-f1"], ["--class-weights", "balanced"]] {
-        let out = tmp("mcqa-refused");
-        let mut args = vec![
-            "train",
-            "--model",
-            "models/all-MiniLM-L6-v2",
-            "--train",
-            "examples/bundle.jsonl",
-            "--dev",
-            "examples/bundle.jsonl",
-            "--out",
-            s(&out),
-        ];
-        args.extend_from_slice(&extra);
-        let run = medrank(&args);
-        let stderr = String::from_utf8_lossy(&run.stderr);
-        assert_eq!(run.status.code(), Some(1), "{stderr}");
+        let stderr = refused(&extra);
         assert!(stderr.contains("multiple choice has no classes"), "{stderr}");
-        assert!(!out.exists(), "a refused run leaves no output");
     }
     // A learning rate that is not a number trains nothing: refused before any work.
-    let out = tmp("nan-lr");
-    let run = medrank(&[
-        "train",
-        "--model",
-        "models/all-MiniLM-L6-v2",
-        "--train",
-        "examples/bundle.jsonl",
-        "--dev",
-        "examples/bundle.jsonl",
-        "--lr",
-        "NaN",
-        "--out",
-        s(&out),
-    ]);
-    let stderr = String::from_utf8_lossy(&run.stderr);
-    assert_eq!(run.status.code(), Some(1), "{stderr}");
+    let stderr = refused(&["--lr", "NaN"]);
     assert!(stderr.contains("--lr NaN: expected a finite number above 0"), "{stderr}");
-    assert!(!out.exists());
     // More layers than the model has are not quietly all of them.
-    let run = medrank(&[
-        "train",
-        "--model",
-        "models/all-MiniLM-L6-v2",
-        "--train",
-        "examples/bundle.jsonl",
-        "--dev",
-        "examples/bundle.jsonl",
-        "--freeze",
-        "top:100",
-        "--out",
-        s(&out),
-    ]);
-    let stderr = String::from_utf8_lossy(&run.stderr);
-    assert_eq!(run.status.code(), Some(1), "{stderr}");
+    let stderr = refused(&["--freeze", "top:100"]);
     assert!(stderr.contains("--freeze top:100: this model has 6 layers (top:1 to top:6"), "{stderr}");
-    assert!(!out.exists());
 }

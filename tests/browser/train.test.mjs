@@ -126,9 +126,18 @@ for (const [key, c] of Object.entries(CASES)) {
       const want = cliLog.curve[i];
       assert.ok(Math.abs(e.train_loss - want.train_loss) <= 1e-4, `epoch ${i + 1} loss ${e.train_loss} vs ${want.train_loss}`);
       assert.ok(Math.abs(e.dev_accuracy - want.dev_accuracy) <= 1e-4, `epoch ${i + 1} dev accuracy ${e.dev_accuracy} vs ${want.dev_accuracy}`);
+      assert.ok(Math.abs(e.dev_metric - want.dev_metric) <= 1e-4, `epoch ${i + 1} dev metric ${e.dev_metric} vs ${want.dev_metric}`);
+      assert.deepEqual(e.dev_confusion, want.dev_confusion, `epoch ${i + 1} confusion`);
       assert.equal(e.steps, want.steps);
     });
     assert.equal(report.best_epoch, cliLog.best_epoch);
+    // The epoch is picked by the task's metric (macro-F1 for classification), and the
+    // curve draws that metric.
+    assert.equal(report.select_by, cliLog.select_by);
+    assert.equal(report.select_by, key === 'mcqa' ? 'accuracy' : 'macro_f1');
+    const metricName = key === 'mcqa' ? 'accuracy' : 'macro-F1';
+    assert.equal(await page.getAttribute('#train-chart svg', 'aria-label'), `Training curve: train loss and dev ${metricName} per epoch`);
+    assert.match(await page.textContent('#train-result'), new RegExp(`dev ${metricName} ${report.best_dev_metric.toFixed(4)}`));
     assert.ok(Math.abs(report.best_dev_accuracy - cliLog.best_dev_accuracy) <= 1e-4);
     // Something was learnt: the best dev accuracy beats the first epoch's or chance.
     assert.ok(report.best_dev_accuracy > (key === 'mcqa' ? 0.2 : 0.5), `${report.best_dev_accuracy}`);
