@@ -920,3 +920,32 @@ fn friedman_mean_ranks_carry_system_names() {
         assert!((got["mean_rank"].as_f64().unwrap() - sum / 18.0).abs() < 1e-12, "{got}");
     }
 }
+
+/// A resample count out of the bootstrap's range is refused by every command that
+/// bootstraps, before any work: 0 used to index out of bounds (evaluate, nrp), and
+/// u64::MAX overflowed a capacity (all four) or tried to allocate hundreds of GB.
+#[test]
+fn every_bootstrap_refuses_resamples_out_of_range() {
+    let out = tmp("resamples.json");
+    let commands: [Vec<&str>; 4] = [
+        vec!["evaluate", "--bundle", "examples/bundle.jsonl", "--predictions", "examples/predictions.csv"],
+        vec!["metrics", "--input", "examples/metrics/summaries.jsonl"],
+        vec!["rubric", "--input", "examples/rubric/graded.jsonl"],
+        nrp_example(&[]),
+    ];
+    for command in &commands {
+        for bad in ["0", "18446744073709551615", "10000000000", "-1", "NaN"] {
+            // `--resamples=-1`: as a separate word, `-1` would read as a flag.
+            let flag = format!("--resamples={bad}");
+            let mut args = command.clone();
+            args.extend([flag.as_str(), "--json", s(&out)]);
+            let run = medrank(&args);
+            let stderr = String::from_utf8_lossy(&run.stderr);
+            assert_eq!(run.status.code(), Some(2), "{args:?}: {stderr}");
+            assert!(stderr.contains("--resamples"), "{args:?}: {stderr}");
+            let want = if bad.parse::<u64>().is_ok() { "from 1 to 1000000" } else { "expected a whole number" };
+            assert!(stderr.contains(want), "{args:?}: {stderr}");
+            assert!(!out.exists(), "a refused run writes nothing");
+        }
+    }
+}

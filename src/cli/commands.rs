@@ -88,12 +88,19 @@ pub struct BootstrapArgs {
     /// Seed of every random choice (bootstrap resamples; recorded in the report).
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
-    /// Bootstrap resamples.
-    #[arg(long, default_value_t = 1000)]
+    /// Bootstrap resamples (1 to 1,000,000).
+    #[arg(long, default_value_t = 1000, value_parser = resamples)]
     pub resamples: usize,
     /// Confidence level of the intervals.
     #[arg(long, default_value_t = 0.95)]
     pub confidence: f64,
+}
+
+/// `--resamples`: a whole number in the bootstrap's range, checked before any work.
+fn resamples(s: &str) -> std::result::Result<usize, String> {
+    let n: usize = s.trim().parse().map_err(|_| format!("expected a whole number, got `{s}`"))?;
+    crate::stats::bootstrap::check_resamples(n)?;
+    Ok(n)
 }
 
 impl BootstrapArgs {

@@ -21,14 +21,25 @@ pub fn check_confidence(confidence: f64) -> Result<(), String> {
     }
 }
 
-/// [`check_confidence`], and at least one resample (for methods that reject 0 up front
-/// rather than reporting undefined intervals).
+/// The most resamples a run takes: percentile intervals stop changing in their third
+/// decimal long before, and each resample costs time and one statistic per system (a
+/// larger count asked for is refused rather than left to exhaust the memory).
+pub const MAX_RESAMPLES: usize = 1_000_000;
+
+/// At least one resample and at most [`MAX_RESAMPLES`] (`--resamples`).
+pub fn check_resamples(resamples: usize) -> Result<(), String> {
+    if (1..=MAX_RESAMPLES).contains(&resamples) {
+        Ok(())
+    } else {
+        Err(format!("resamples must be from 1 to {MAX_RESAMPLES}, got {resamples}"))
+    }
+}
+
+/// [`check_confidence`] and [`check_resamples`]: every method checks its settings before
+/// any work.
 pub fn check_settings(resamples: usize, confidence: f64) -> Result<(), String> {
     check_confidence(confidence)?;
-    if resamples == 0 {
-        return Err("resamples must be at least 1".into());
-    }
-    Ok(())
+    check_resamples(resamples)
 }
 
 /// Settings of a bootstrap run: the one set of seed, resamples and confidence that every
@@ -170,6 +181,16 @@ pub fn percentile(values: &[f64], q: f64) -> Stat<f64> {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn resamples_are_bounded_on_both_sides() {
+        assert!(check_resamples(1).is_ok() && check_resamples(MAX_RESAMPLES).is_ok());
+        for bad in [0, MAX_RESAMPLES + 1, usize::MAX] {
+            let e = check_settings(bad, 0.95).unwrap_err();
+            assert!(e.contains("resamples must be from 1 to 1000000"), "{e}");
+        }
+    }
+
     use super::*;
     use approx::assert_relative_eq;
 

@@ -509,7 +509,8 @@ fn check_inputs(
             return Err(Error::invalid(format!("answer {} of query {} is given twice", key.item_id(), key.qid)));
         }
     }
-    crate::stats::bootstrap::check_confidence(options.bootstrap.confidence).map_err(Error::invalid)?;
+    crate::stats::bootstrap::check_settings(options.bootstrap.resamples, options.bootstrap.confidence)
+        .map_err(Error::invalid)?;
     Ok(())
 }
 

@@ -171,7 +171,8 @@ pub fn rank_systems(
     options: &ProxyOptions,
     human: Option<&HumanRankings>,
 ) -> Result<ProxyReport> {
-    crate::stats::bootstrap::check_confidence(options.bootstrap.confidence).map_err(Error::invalid)?;
+    crate::stats::bootstrap::check_settings(options.bootstrap.resamples, options.bootstrap.confidence)
+        .map_err(Error::invalid)?;
     let by_key = index_predictions(bundle, predictions)?;
     let tasks: BTreeSet<Task> = bundle.instances.iter().map(|i| i.problem.task()).collect();
 
