@@ -949,3 +949,22 @@ fn every_bootstrap_refuses_resamples_out_of_range() {
         }
     }
 }
+
+/// An input that is a device, a pipe without end or a folder is refused before any work,
+/// naming it (`--predictions /dev/zero` was read until the kernel killed the process).
+#[test]
+fn inputs_that_are_not_regular_files_are_refused() {
+    let fifo = tmp("endless.fifo");
+    let _ = std::fs::remove_file(&fifo);
+    let made = std::process::Command::new("mkfifo").arg(&fifo).status().is_ok_and(|s| s.success());
+    let mut cases = vec![("/dev/zero", "a device, pipe or socket"), ("examples", "a folder")];
+    if made {
+        cases.push((s(&fifo), "a device, pipe or socket"));
+    }
+    for (input, what) in cases {
+        let run = medrank(&["evaluate", "--bundle", "examples/bundle.jsonl", "--predictions", input]);
+        let stderr = String::from_utf8_lossy(&run.stderr);
+        assert_eq!(run.status.code(), Some(1), "{input}: {stderr}");
+        assert!(stderr.contains(&format!("{input}: not a regular file ({what})")), "{stderr}");
+    }
+}

@@ -12,6 +12,16 @@ use std::path::{Path, PathBuf};
 /// Reads a user file whole (jobs fingerprint the exact text they parse).
 pub fn read_input(path: &Path) -> Result<NamedText> {
     let name = path.display().to_string();
+    // A device or a pipe may never end (`/dev/zero` was read until the process was killed):
+    // inputs are regular files (a link to one is fine), whose size is known.
+    let meta = std::fs::metadata(path).map_err(|e| Error::io(&name, e))?;
+    if !meta.is_file() {
+        let what = if meta.is_dir() { "a folder" } else { "a device, pipe or socket" };
+        return Err(Error::in_file(
+            &name,
+            format!("not a regular file ({what}): medrank reads its inputs from regular files; save the data to a file first"),
+        ));
+    }
     let bytes = std::fs::read(path).map_err(|e| Error::io(&name, e))?;
     let text = String::from_utf8(bytes).map_err(|e| not_utf8(&name, e.as_bytes(), e.utf8_error().valid_up_to()))?;
     Ok(NamedText { name, text })
