@@ -161,8 +161,27 @@ fn xml_depth_exceeds(text: &str, limit: usize) -> Option<usize> {
                     i = skip_past(i + 4, b"-->", &mut line);
                 } else if rest.starts_with(b"![CDATA[") {
                     i = skip_past(i + 9, b"]]>", &mut line);
-                } else if rest.starts_with(b"?") || rest.starts_with(b"!") {
-                    i = skip_past(i + 1, b">", &mut line);
+                } else if rest.starts_with(b"?") {
+                    // A processing instruction ends at `?>`, not at its first `>`: closing
+                    // tags inside one must not lower the count.
+                    i = skip_past(i + 2, b"?>", &mut line);
+                } else if rest.starts_with(b"!") {
+                    // A declaration (DOCTYPE) ends at the first `>` outside quotes and outside
+                    // its `[...]` internal subset.
+                    let (mut j, mut quote, mut brackets) = (i + 2, None, 0usize);
+                    while j < b.len() {
+                        match (quote, b[j]) {
+                            (_, b'\n') => line += 1,
+                            (None, q @ (b'"' | b'\'')) => quote = Some(q),
+                            (Some(q), c) if c == q => quote = None,
+                            (None, b'[') => brackets += 1,
+                            (None, b']') => brackets = brackets.saturating_sub(1),
+                            (None, b'>') if brackets == 0 => break,
+                            _ => {}
+                        }
+                        j += 1;
+                    }
+                    i = j + 1;
                 } else if rest.starts_with(b"/") {
                     depth = depth.saturating_sub(1);
                     i = skip_past(i + 1, b">", &mut line);
@@ -656,6 +675,26 @@ mod tests {
         let flat = format!("<t>{}</t>", "<x a='>'/><!-- <b> --><![CDATA[<c>]]>".repeat(1000));
         assert_eq!(xml_depth_exceeds(&flat, 2), None);
         assert_eq!(xml_depth_exceeds("<a>\n<b\nc='1'>\n<d>", 2), Some(4)); // <d> opens on line 4
+    }
+
+    #[test]
+    fn closing_tags_inside_instructions_and_declarations_do_not_hide_depth() {
+        // A processing instruction ends at `?>`: 400 x (50 opens, `<? x >` + 50 closes
+        // inside the instruction, ` ?>`) nests 20,000 deep; ending it at its first `>`
+        // counted the closes and the file overflowed the stack after the scan.
+        let pi = format!(
+            "<topics>{}{}",
+            format!("{}<? x >{} ?>", "<a>".repeat(50), "</a>".repeat(50)).repeat(400),
+            "</a>".repeat(20_000)
+        );
+        assert_eq!(xml_depth_exceeds(&pi, MAX_XML_DEPTH), Some(1));
+        assert!(parse_topics("t.xml", &pi).unwrap_err().to_string().contains("nested more than"));
+        // The same with closes inside a DOCTYPE's internal subset (its `>` inside `[...]`).
+        let doctype = format!("<!DOCTYPE t [ <!ENTITY e \">{}\"> ]><t>{}", "</a>".repeat(10), "<a>".repeat(70));
+        assert_eq!(xml_depth_exceeds(&doctype, MAX_XML_DEPTH), Some(1));
+        // Instructions and declarations themselves do not nest.
+        let flat = "<?xml version='1.0'?><!DOCTYPE t [<!ENTITY x 'y'>]><t><?pi a > b ?></t>";
+        assert_eq!(xml_depth_exceeds(flat, 1), None);
     }
 
     #[test]
