@@ -60,6 +60,15 @@ pub fn parse_freeze(s: &str) -> Result<Freeze> {
     }
 }
 
+/// The inverse of [`parse_freeze`]: `head`, `top:N` or `all`.
+pub fn freeze_name(f: Freeze) -> String {
+    match f {
+        Freeze::HeadOnly => "head".into(),
+        Freeze::TopLayers(n) => format!("top:{n}"),
+        Freeze::All => "all".into(),
+    }
+}
+
 /// `none`, `system:NAME` or `random:A,B,C` (`--arguments`).
 pub fn parse_arguments(s: &str) -> Result<ArgumentSource> {
     match s.trim() {
@@ -425,8 +434,7 @@ fn trace_json(
             })
             .collect()
     };
-    let per_step = options.batch_size * options.grad_accum;
-    let total = train.len().div_ceil(per_step) * options.epochs;
+    let (total, warmup) = t::schedule(train.len(), options);
     let head = if summary.task == "mcqa" { "multiple_choice" } else { "sequence_classification" };
     let labels: Vec<&str> = summary.class_weights.iter().map(|(l, _)| l.as_str()).collect();
     let weights: Option<Vec<f64>> =
@@ -440,7 +448,7 @@ fn trace_json(
         "pooler_trains_with": "head",
         "options": options,
         "total_steps": total,
-        "warmup_steps": t::warmup_steps(options.warmup_ratio, total),
+        "warmup_steps": warmup,
         "class_weights": weights,
         "select_by": result.select_by,
         "patience": options.patience,
@@ -450,15 +458,6 @@ fn trace_json(
         "steps": result.steps,
     });
     serde_json::to_vec(&value).expect("serialisable")
-}
-
-/// `head`, `top:N` or `all`, as `--freeze` takes it.
-pub fn freeze_name(f: Freeze) -> String {
-    match f {
-        Freeze::HeadOnly => "head".into(),
-        Freeze::TopLayers(n) => format!("top:{n}"),
-        Freeze::All => "all".into(),
-    }
 }
 
 /// Training from start to end (`medrank train`): the same steps the page runs one at a

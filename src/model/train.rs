@@ -500,9 +500,12 @@ pub fn scheduled_lr(base: f64, step: usize, warmup: usize, total: usize) -> f64 
     }
 }
 
-/// Warm-up steps of a schedule of `total` optimiser steps.
-pub fn warmup_steps(warmup_ratio: f64, total: usize) -> usize {
-    ((total as f64) * warmup_ratio).round() as usize
+/// The schedule's length for `examples` training examples: (optimiser steps in all,
+/// warm-up steps). A step takes `batch_size * grad_accum` examples; the last of an epoch
+/// may take fewer.
+pub fn schedule(examples: usize, opts: &TrainOptions) -> (usize, usize) {
+    let total = examples.div_ceil(opts.batch_size * opts.grad_accum) * opts.epochs;
+    (total, ((total as f64) * opts.warmup_ratio).round() as usize)
 }
 
 /// Start from `base` (a plain encoder or one with a head) and add a fresh seeded head of
@@ -1056,9 +1059,7 @@ impl Trainer {
         }
         let opts = self.opts.clone();
         let per_step = opts.batch_size * opts.grad_accum;
-        let steps_per_epoch = self.train_set.len().div_ceil(per_step);
-        let total = steps_per_epoch * epochs;
-        let warmup = warmup_steps(opts.warmup_ratio, total);
+        let (total, warmup) = schedule(self.train_set.len(), &opts);
         self.start_engine()?;
         let epoch = self.curve.len() + 1;
         self.order.shuffle(&mut self.rng);

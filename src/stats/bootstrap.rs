@@ -181,6 +181,8 @@ pub fn percentile(values: &[f64], q: f64) -> Stat<f64> {
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+    use approx::assert_relative_eq;
 
     #[test]
     fn resamples_are_bounded_on_both_sides() {
@@ -190,9 +192,6 @@ mod tests {
             assert!(e.contains("resamples must be from 1 to 1000000"), "{e}");
         }
     }
-
-    use super::*;
-    use approx::assert_relative_eq;
 
     fn mean_of(values: &[f64], indices: &[usize]) -> f64 {
         indices.iter().map(|&i| values[i]).sum::<f64>() / indices.len() as f64
