@@ -1,6 +1,6 @@
 //! `medrank agreement`: agreement among human annotators.
 
-use super::commands::*;
+use super::args::*;
 use super::output::{emit, OutputArgs, Outputs};
 use crate::jobs;
 use crate::Result;

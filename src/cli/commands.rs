@@ -1,5 +1,5 @@
-//! The subcommand list and the helpers every subcommand uses; each subcommand (its
-//! arguments and what it runs) has a file of its own in `src/cli/`.
+//! The subcommand list and its dispatch; each subcommand (its arguments and what it runs)
+//! has a file of its own in `src/cli/`, and the helpers they share live in `args.rs`.
 
 use super::agreement::AgreementArgs;
 use super::bench::BenchArgs;
@@ -9,12 +9,10 @@ use super::evaluate::EvaluateArgs;
 use super::import::ImportCommand;
 use super::metrics::{MetricsArgs, RubricArgs};
 use super::nrp::NrpArgs;
-use super::output::read_input;
 use super::train::TrainArgs;
-use crate::jobs::NamedText;
 use crate::{Error, Result};
 use clap::{Args, Subcommand};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 #[derive(Subcommand, Debug)]
 pub enum Command {
@@ -65,74 +63,6 @@ pub fn run(command: Command) -> Result<()> {
         Command::Serve(a) => super::serve::serve(&a.dir, a.port).map_err(|e| Error::io(a.dir.display().to_string(), e)),
     }
 }
-
-pub(super) fn named(path: &Path) -> Result<NamedText> {
-    read_input(path)
-}
-
-pub(super) fn named_opt(path: &Option<PathBuf>) -> Result<Option<NamedText>> {
-    path.as_deref().map(named).transpose()
-}
-
-/// Splits `NAME=VALUE` arguments.
-pub(super) fn key_value(s: &str) -> std::result::Result<(String, String), String> {
-    match s.split_once('=') {
-        Some((k, v)) if !k.is_empty() && !v.is_empty() => Ok((k.to_string(), v.to_string())),
-        _ => Err(format!("expected NAME=VALUE, got `{s}`")),
-    }
-}
-
-/// The seeded percentile bootstrap every report's intervals come from (recorded in it).
-#[derive(Args, Debug, Clone)]
-pub struct BootstrapArgs {
-    /// Seed of every random choice (bootstrap resamples; recorded in the report).
-    #[arg(long, default_value_t = 0)]
-    pub seed: u64,
-    /// Bootstrap resamples (1 to 1,000,000).
-    #[arg(long, default_value_t = 1000, value_parser = resamples)]
-    pub resamples: usize,
-    /// Confidence level of the intervals.
-    #[arg(long, default_value_t = 0.95)]
-    pub confidence: f64,
-}
-
-/// `--resamples`: a whole number in the bootstrap's range, checked before any work.
-fn resamples(s: &str) -> std::result::Result<usize, String> {
-    let n: usize = s.trim().parse().map_err(|_| format!("expected a whole number, got `{s}`"))?;
-    crate::stats::bootstrap::check_resamples(n)?;
-    Ok(n)
-}
-
-impl BootstrapArgs {
-    pub fn settings(&self) -> crate::stats::bootstrap::Bootstrap {
-        crate::stats::bootstrap::Bootstrap { seed: self.seed, resamples: self.resamples, confidence: self.confidence }
-    }
-}
-
-/// Parses a comma-separated list of numbers; `expected` says what the flag wants.
-pub(super) fn numbers<T: std::str::FromStr>(flag: &str, value: &str, expected: &str) -> Result<Vec<T>> {
-    value
-        .split(',')
-        .map(|x| {
-            x.trim().parse::<T>().map_err(|_| {
-                Error::invalid(format!("{flag} {value}: `{}` is not a number; expected {expected}", x.trim()))
-            })
-        })
-        .collect()
-}
-
-pub(super) fn warn_all(warnings: &[crate::Warning], quiet: bool) {
-    if quiet {
-        return;
-    }
-    for w in warnings {
-        eprintln!("warning: {w}");
-    }
-}
-
-// ---------------------------------------------------------------------------------------
-
-// ---------------------------------------------------------------------------------------
 
 #[derive(Args, Debug)]
 pub struct ServeArgs {

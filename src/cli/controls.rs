@@ -1,6 +1,6 @@
 //! `medrank controls`: add control cases to a bundle.
 
-use super::commands::*;
+use super::args::*;
 use super::output::{emit, OutputArgs, Outputs};
 use crate::jobs;
 use crate::Result;

@@ -1,6 +1,6 @@
 //! `medrank embed`: one sentence embedding per input line.
 
-use super::commands::*;
+use super::args::*;
 use super::output::{OutputArgs, Outputs};
 use crate::Result;
 use clap::Args;

@@ -1,6 +1,6 @@
 //! `medrank evaluate`: ranking over scoring from predictions files or with a model.
 
-use super::commands::*;
+use super::args::*;
 use super::output::{emit, OutputArgs, Outputs};
 use crate::jobs;
 use crate::Result;

@@ -1,6 +1,6 @@
 //! `medrank import ranking-over-scoring`: the public Ranking-Over-Scoring (HiTZ) files into a bundle.
 
-use super::commands::*;
+use super::args::*;
 use super::output::{emit, OutputArgs, Outputs};
 use crate::jobs;
 use crate::Result;

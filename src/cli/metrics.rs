@@ -1,6 +1,6 @@
 //! `medrank metrics` and `medrank rubric`: reference-based metrics and rubric grading.
 
-use super::commands::*;
+use super::args::*;
 use super::output::{emit, OutputArgs, Outputs};
 use crate::jobs;
 use crate::{Error, Result};

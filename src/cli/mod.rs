@@ -5,6 +5,7 @@
 use clap::Parser;
 
 mod agreement;
+mod args;
 mod bench;
 mod commands;
 mod controls;

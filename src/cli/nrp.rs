@@ -1,6 +1,6 @@
 //! `medrank nrp`: normalized rank position of generated answers.
 
-use super::commands::*;
+use super::args::*;
 use super::output::{emit, OutputArgs, Outputs};
 use crate::jobs;
 use crate::{Error, Result};

@@ -1,6 +1,6 @@
 //! `medrank train`: proxy-task evaluators with candle's autograd.
 
-use super::commands::*;
+use super::args::*;
 use super::output::{OutputArgs, Outputs};
 use crate::{Error, Result};
 use clap::Args;

@@ -1,0 +1,73 @@
+//! What the subcommands share: reading input files, `NAME=VALUE` and number-list flags,
+//! the bootstrap's flags, and printing warnings. Only the subcommands' own files use it;
+//! it uses nothing of theirs (no cycle through the dispatch in `commands.rs`).
+
+use super::output::read_input;
+use crate::jobs::NamedText;
+use crate::{Error, Result};
+use clap::Args;
+use std::path::{Path, PathBuf};
+
+pub(super) fn named(path: &Path) -> Result<NamedText> {
+    read_input(path)
+}
+
+pub(super) fn named_opt(path: &Option<PathBuf>) -> Result<Option<NamedText>> {
+    path.as_deref().map(named).transpose()
+}
+
+/// Splits `NAME=VALUE` arguments.
+pub(super) fn key_value(s: &str) -> std::result::Result<(String, String), String> {
+    match s.split_once('=') {
+        Some((k, v)) if !k.is_empty() && !v.is_empty() => Ok((k.to_string(), v.to_string())),
+        _ => Err(format!("expected NAME=VALUE, got `{s}`")),
+    }
+}
+
+/// The seeded percentile bootstrap every report's intervals come from (recorded in it).
+#[derive(Args, Debug, Clone)]
+pub struct BootstrapArgs {
+    /// Seed of every random choice (bootstrap resamples; recorded in the report).
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// Bootstrap resamples (1 to 1,000,000).
+    #[arg(long, default_value_t = 1000, value_parser = resamples)]
+    pub resamples: usize,
+    /// Confidence level of the intervals.
+    #[arg(long, default_value_t = 0.95)]
+    pub confidence: f64,
+}
+
+/// `--resamples`: a whole number in the bootstrap's range, checked before any work.
+fn resamples(s: &str) -> std::result::Result<usize, String> {
+    let n: usize = s.trim().parse().map_err(|_| format!("expected a whole number, got `{s}`"))?;
+    crate::stats::bootstrap::check_resamples(n)?;
+    Ok(n)
+}
+
+impl BootstrapArgs {
+    pub fn settings(&self) -> crate::stats::bootstrap::Bootstrap {
+        crate::stats::bootstrap::Bootstrap { seed: self.seed, resamples: self.resamples, confidence: self.confidence }
+    }
+}
+
+/// Parses a comma-separated list of numbers; `expected` says what the flag wants.
+pub(super) fn numbers<T: std::str::FromStr>(flag: &str, value: &str, expected: &str) -> Result<Vec<T>> {
+    value
+        .split(',')
+        .map(|x| {
+            x.trim().parse::<T>().map_err(|_| {
+                Error::invalid(format!("{flag} {value}: `{}` is not a number; expected {expected}", x.trim()))
+            })
+        })
+        .collect()
+}
+
+pub(super) fn warn_all(warnings: &[crate::Warning], quiet: bool) {
+    if quiet {
+        return;
+    }
+    for w in warnings {
+        eprintln!("warning: {w}");
+    }
+}
