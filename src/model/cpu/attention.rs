@@ -8,7 +8,8 @@
 //! (at most `BLOCK` x keys) stay in a small buffer that fits the L1/L2 cache.
 
 use super::math::softmax_unnormalised;
-use super::matmul::{matmul_packed, PackedRhs, View, ViewMut};
+use super::matmul::{matmul_packed, PackedRhs};
+use super::view::{View, ViewMut};
 
 /// Query rows per block of scores: 32 x 512 keys x 4 bytes = 64 KiB. With `gemm`, 32 rows
 /// is also where it reads a packed operand in place (see `matmul::ROW_CHUNK`).

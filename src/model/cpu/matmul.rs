@@ -12,6 +12,7 @@
 //! lets the attention read q, k and v as strided views of one fused QKV buffer (no
 //! transposes) and lets a linear layer start from its bias (no separate add).
 
+use super::view::{View, ViewMut};
 #[cfg(not(target_arch = "wasm32"))]
 use gemm::Parallelism;
 use rayon::prelude::*;
@@ -177,42 +178,6 @@ impl Kernel {
             Kernel::WasmPanels => Some(super::panel_kernel::Simd::PANEL),
         }
     }
-}
-
-/// A strided, read-only `rows x cols` f32 matrix view: element (i, j) is at
-/// `data[offset + i * row_stride + j * col_stride]`.
-#[derive(Clone, Copy)]
-pub struct View<'a> {
-    pub data: &'a [f32],
-    pub offset: usize,
-    pub rows: usize,
-    pub cols: usize,
-    pub row_stride: usize,
-    pub col_stride: usize,
-}
-
-impl<'a> View<'a> {
-    /// A dense row-major matrix.
-    pub fn row_major(data: &'a [f32], rows: usize, cols: usize) -> Self {
-        View { data, offset: 0, rows, cols, row_stride: cols, col_stride: 1 }
-    }
-
-    /// Index of the last element plus one: every access stays below it.
-    fn extent(&self) -> usize {
-        if self.rows == 0 || self.cols == 0 {
-            return self.offset;
-        }
-        self.offset + (self.rows - 1) * self.row_stride + (self.cols - 1) * self.col_stride + 1
-    }
-}
-
-/// The strided destination of a product, addressed like [`View`].
-pub struct ViewMut<'a> {
-    pub data: &'a mut [f32],
-    pub offset: usize,
-    pub rows: usize,
-    pub cols: usize,
-    pub row_stride: usize,
 }
 
 /// `dst = (accumulate ? dst : 0) + scale * a @ b` through `gemm`, for any strides. Panics if

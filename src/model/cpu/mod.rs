@@ -20,6 +20,7 @@ pub mod matmul;
 #[cfg_attr(not(target_arch = "wasm32"), allow(dead_code))]
 pub mod panel_kernel;
 pub mod profile;
+pub mod view;
 
 use super::config::{Activation, EncoderConfig};
 use super::load::{Dense, EncoderWeights, Norm};

@@ -20,7 +20,7 @@
 //! arrays) runs the same packing and blocking in the native tests, and the browser tests run
 //! the wasm build against the native numbers.
 
-use super::matmul::View;
+use super::view::View;
 
 /// Rows of A per pass over all panels: MC rows x at most 384 deep, 384 KiB of f32, stay in
 /// L2 while the panels stream past them. Without it a tall product (a whole batch on one
