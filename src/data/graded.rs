@@ -4,6 +4,7 @@
 use crate::data::common::content_lines;
 use crate::data::json::{parse_record, Record};
 use crate::error::{Error, Result, Warning};
+use crate::stats::Stat;
 use serde::Serialize;
 use std::collections::{BTreeMap, HashMap};
 
@@ -98,11 +99,40 @@ pub fn parse_graded(name: &str, text: &str) -> Result<(Vec<GradedResponse>, Vec<
     Ok((responses, warnings))
 }
 
+/// Points achieved over points possible for a set of criteria.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PointsScore {
+    /// Σ points of the criteria met, penalties included.
+    pub achieved: f64,
+    /// Σ positive points.
+    pub possible: f64,
+    /// achieved / possible, unclipped; undefined when `possible` is 0.
+    pub score: Stat<f64>,
+}
+
+/// The HealthBench formula over `criteria` (the method, `eval::rubric`, scores with it).
+pub fn score_criteria<'a>(criteria: impl IntoIterator<Item = &'a Criterion>) -> PointsScore {
+    let (mut achieved, mut possible) = (0.0, 0.0);
+    for c in criteria {
+        if c.points > 0.0 {
+            possible += c.points;
+        }
+        if c.met {
+            achieved += c.points;
+        }
+    }
+    let score = if possible > 0.0 {
+        Stat::Defined(achieved / possible)
+    } else {
+        Stat::undefined("no criterion with positive points")
+    };
+    PointsScore { achieved, possible, score }
+}
+
 /// The sums and scores of a response (overall and per criterion tag) must be finite
 /// numbers: points such as 1e308 overflow a sum, and the report would show `null`. (The
-/// check uses the method's own formula, `eval::rubric::score_criteria`.)
+/// check uses the method's own formula, [`score_criteria`].)
 fn check_finite_scores(record: &Record, criteria: &[Criterion]) -> Result<()> {
-    use crate::eval::rubric::score_criteria;
     let mut groups: BTreeMap<&str, Vec<&Criterion>> = BTreeMap::new();
     groups.insert("", criteria.iter().collect());
     for c in criteria {

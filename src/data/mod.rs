@@ -11,6 +11,7 @@ pub(crate) mod json;
 pub mod answers;
 pub mod bundle;
 pub mod candidates;
+pub mod controls;
 pub mod graded;
 pub mod predictions;
 pub mod rankings;

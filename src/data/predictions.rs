@@ -6,10 +6,10 @@ use crate::data::common::{
     check_probability, content_lines, csv_error, csv_reader, first_content_char, non_empty, parse_number, record_line,
     Header, Tally,
 };
+use crate::data::controls::Control;
 use crate::data::json::parse_record;
 use crate::data::{Bundle, Instance, Prediction};
 use crate::error::{Error, Result, Warning};
-use crate::eval::controls::Control;
 use std::collections::HashMap;
 
 /// How far a prediction's probabilities may sum from 1 (rounding in written files).

@@ -31,36 +31,9 @@ pub const IR_CHUNK_CHARS: usize = 300;
 /// Chunks kept per instance.
 pub const IR_PASSAGES: usize = 3;
 
-/// One kind of control case.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Control {
-    NoArgument,
-    LabelOnly,
-    Noise,
-    IrPassages,
-}
-
-impl Control {
-    pub const ALL: [Control; 4] = [Control::NoArgument, Control::LabelOnly, Control::Noise, Control::IrPassages];
-
-    /// The system name the control gets in the bundle (and in predictions).
-    pub fn system_name(self) -> &'static str {
-        match self {
-            Control::NoArgument => "no_argument",
-            Control::LabelOnly => "label_only",
-            Control::Noise => "noise",
-            Control::IrPassages => "ir_passages",
-        }
-    }
-    pub fn parse(name: &str) -> Option<Control> {
-        Control::ALL.into_iter().find(|c| c.system_name() == name)
-    }
-    /// Whether a system name is one of the control systems.
-    pub fn is_control_name(system: &str) -> bool {
-        Control::parse(system).is_some()
-    }
-}
+/// The kinds of control case are a vocabulary of system names the readers know too
+/// (`data::controls`); this module makes their texts.
+pub use crate::data::controls::Control;
 
 /// The label-only sentence for an instance: the gold label in words, no reasoning.
 /// MCQA: "The correct answer is 3." (as in the public HiTZ label-only files);

@@ -19,6 +19,9 @@
 //! 7, and `examples/rubric/README.md`); example in `examples/rubric/graded.jsonl`.
 
 pub use crate::data::graded::{parse_graded, Criterion, GradedResponse, FORMAT};
+// The HealthBench formula lives with the graded records it sums (the reader checks that
+// every sum is finite with it).
+use crate::data::graded::{score_criteria, PointsScore};
 use crate::error::{Error, Result, Warning};
 use crate::report::{Provenance, SingleInputReport};
 use crate::stats::bootstrap::Bootstrap;
@@ -38,36 +41,6 @@ impl Default for RubricOptions {
     fn default() -> Self {
         RubricOptions { bootstrap: Bootstrap { seed: 42, ..Bootstrap::default() } }
     }
-}
-
-/// Points achieved over points possible for a set of criteria.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct PointsScore {
-    /// Σ points of the criteria met, penalties included.
-    pub achieved: f64,
-    /// Σ positive points.
-    pub possible: f64,
-    /// achieved / possible, unclipped; undefined when `possible` is 0.
-    pub score: Stat<f64>,
-}
-
-/// The HealthBench formula over `criteria`.
-pub fn score_criteria<'a>(criteria: impl IntoIterator<Item = &'a Criterion>) -> PointsScore {
-    let (mut achieved, mut possible) = (0.0, 0.0);
-    for c in criteria {
-        if c.points > 0.0 {
-            possible += c.points;
-        }
-        if c.met {
-            achieved += c.points;
-        }
-    }
-    let score = if possible > 0.0 {
-        Stat::Defined(achieved / possible)
-    } else {
-        Stat::undefined("no criterion with positive points")
-    };
-    PointsScore { achieved, possible, score }
 }
 
 /// Scores of one response.
