@@ -16,7 +16,7 @@ pub struct AgreementArgs {
     #[arg(long, value_name = "FILE")]
     pub bundle: Option<PathBuf>,
     /// System names that are control cases (humans do not rank them).
-    #[arg(long, value_delimiter = ',', default_value = "no_argument,label_only,noise,ir_passages")]
+    #[arg(long, value_delimiter = ',', default_values_t = crate::eval::controls::Control::all_names())]
     pub control_systems: Vec<String>,
     #[command(flatten)]
     pub output: OutputArgs,

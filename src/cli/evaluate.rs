@@ -13,7 +13,7 @@ pub struct RankingArgs {
     pub bootstrap: BootstrapArgs,
     /// System names treated as control cases (comma separated), besides the control files
     /// the bundle marks (`import ranking-over-scoring --control-source`).
-    #[arg(long, value_delimiter = ',', default_value = "no_argument,label_only,noise,ir_passages")]
+    #[arg(long, value_delimiter = ',', default_values_t = crate::eval::controls::Control::all_names())]
     pub control_systems: Vec<String>,
     /// Keep misinformation instances labelled not_enough_evidence (the paper drops them).
     #[arg(long)]
@@ -130,10 +130,7 @@ fn evaluate_with_model(a: &EvaluateArgs, dir: &Path, mut outputs: Outputs) -> Re
     let model = crate::model::TextModel::from_files(&files)?;
     let controls = match a.controls.as_deref() {
         None => Vec::new(),
-        Some("all") => {
-            jobs::parse_controls(&[], a.corpus.is_some())?.iter().map(|c| c.system_name().to_string()).collect()
-        }
-        Some(list) => list.split(',').map(|c| c.trim().to_string()).collect(),
+        Some(choice) => jobs::ControlChoice::parse(choice).to_add(a.corpus.is_some())?,
     };
     let req = jobs::EvaluateRequest {
         bundle: named(&a.bundle)?,

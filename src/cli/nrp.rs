@@ -114,8 +114,7 @@ pub(super) fn nrp(a: NrpArgs) -> Result<()> {
     }
     let mut not_judgeable = Vec::new();
     for (dim, grades) in &a.not_judgeable {
-        let grades = numbers::<i64>(&format!("--not-judgeable {dim}="), grades, "integer grades such as 3")?;
-        not_judgeable.push((dim.clone(), grades));
+        not_judgeable.push(jobs::parse_not_judgeable(&format!("{dim}={grades}"))?);
     }
     let mut weights = Vec::new();
     for (dim, w) in &a.weights {

@@ -24,6 +24,44 @@ pub struct ControlsOutcome {
     pub tables: Vec<Table>,
 }
 
+/// Which control cases a model evaluation adds and scores, read the same way from the
+/// CLI's `--controls [LIST]` and the page's Controls field: `all` (the CLI's bare
+/// `--controls`) is every control the inputs allow, `ir_passages` only with a corpus;
+/// otherwise the comma-separated names, none when empty.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ControlChoice {
+    All,
+    Named(Vec<String>),
+}
+
+impl ControlChoice {
+    pub fn parse(text: &str) -> ControlChoice {
+        let text = text.trim();
+        if text.eq_ignore_ascii_case("all") {
+            return ControlChoice::All;
+        }
+        ControlChoice::Named(text.split(',').map(str::trim).filter(|c| !c.is_empty()).map(String::from).collect())
+    }
+
+    /// The controls to add: for `All`, those the inputs allow.
+    pub fn to_add(&self, have_corpus: bool) -> Result<Vec<String>> {
+        match self {
+            ControlChoice::All => {
+                Ok(parse_controls(&[], have_corpus)?.iter().map(|c| c.system_name().to_string()).collect())
+            }
+            ControlChoice::Named(names) => Ok(names.clone()),
+        }
+    }
+
+    /// The systems the ranking treats as control cases: for `All`, every known control.
+    pub fn systems(&self) -> Vec<String> {
+        match self {
+            ControlChoice::All => Control::all_names(),
+            ControlChoice::Named(names) => names.clone(),
+        }
+    }
+}
+
 /// The controls a request names, or the default set.
 pub fn parse_controls(which: &[String], have_corpus: bool) -> Result<Vec<Control>> {
     if which.is_empty() {

@@ -318,6 +318,37 @@ pub fn nrp_with_models(
     Ok(Outcome { report, tables })
 }
 
+/// The grades meaning "not able to judge" in one dimension, `DIMENSION=GRADES` with
+/// comma-separated whole numbers: one `--not-judgeable` of the CLI.
+pub fn parse_not_judgeable(spec: &str) -> Result<(String, Vec<i64>)> {
+    let (dimension, grades) = match spec.split_once('=') {
+        Some((d, g)) if !d.trim().is_empty() && !g.trim().is_empty() => (d.trim(), g),
+        _ => {
+            return Err(Error::invalid(format!(
+                "not-judgeable grades `{spec}`: expected DIMENSION=GRADES, e.g. credibility=3"
+            )))
+        }
+    };
+    let grades = grades
+        .split(',')
+        .map(|g| {
+            g.trim().parse::<i64>().map_err(|_| {
+                Error::invalid(format!(
+                    "not-judgeable grades `{spec}`: `{}` is not a whole number; expected integer grades such as 3",
+                    g.trim()
+                ))
+            })
+        })
+        .collect::<Result<Vec<i64>>>()?;
+    Ok((dimension.to_string(), grades))
+}
+
+/// The page's "not able to judge" field: several `DIMENSION=GRADES`, separated by `;`
+/// (`credibility=3; relevance=-1,9`); empty for none.
+pub fn parse_not_judgeable_list(text: &str) -> Result<Vec<(String, Vec<i64>)>> {
+    text.split(';').map(str::trim).filter(|s| !s.is_empty()).map(parse_not_judgeable).collect()
+}
+
 pub fn parse_ties(s: &str) -> Result<TiePolicy> {
     match s {
         "pessimistic" => Ok(TiePolicy::Pessimistic),

@@ -57,11 +57,7 @@ pub struct ProxyOptions {
 
 impl Default for ProxyOptions {
     fn default() -> Self {
-        ProxyOptions {
-            bootstrap: Bootstrap::default(),
-            controls: Control::ALL.iter().map(|c| c.system_name().to_string()).collect(),
-            drop_not_enough_evidence: true,
-        }
+        ProxyOptions { bootstrap: Bootstrap::default(), controls: Control::all_names(), drop_not_enough_evidence: true }
     }
 }
 
