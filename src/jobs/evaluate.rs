@@ -204,6 +204,59 @@ fn rank_all(
     Ok(Outcome { report, tables })
 }
 
+/// Ranks of every system under every evaluator: the heatmap, as a table per task (CLI,
+/// `--csv`) and as one chart over every task (the page).
+#[derive(Debug, Clone, PartialEq)]
+pub struct RankMatrix {
+    /// One row per (evaluator, task) the report has among the tasks asked for: evaluators
+    /// in the report's order, each evaluator's tasks in its own order.
+    pub rows: Vec<(String, data::Task)>,
+    /// Every system any row scored, in order of first appearance, the control cases last
+    /// (paper, Figures 3 and 4); `true` marks a control.
+    pub systems: Vec<(String, bool)>,
+    /// `cells[row][system]`: the system's rank and score, `None` where the row did not score it.
+    pub cells: Vec<Vec<Option<RankCell>>>,
+}
+
+/// One system's place under one evaluator.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct RankCell {
+    pub rank: f64,
+    pub score: Option<f64>,
+}
+
+impl EvaluateReport {
+    pub fn rank_matrix(&self, tasks: &[data::Task]) -> RankMatrix {
+        let rows: Vec<(&str, &proxy::TaskReport)> = self
+            .evaluators
+            .iter()
+            .flat_map(|e| e.report.tasks.iter().filter(|t| tasks.contains(&t.task)).map(|t| (e.evaluator.as_str(), t)))
+            .collect();
+        let mut systems: Vec<(String, bool)> = Vec::new();
+        for (_, t) in &rows {
+            for s in &t.systems {
+                if !systems.iter().any(|(n, _)| *n == s.system) {
+                    systems.push((s.system.clone(), s.is_control));
+                }
+            }
+        }
+        systems.sort_by_key(|(_, control)| *control); // stable: order kept within each group
+        let cells = rows
+            .iter()
+            .map(|(_, t)| {
+                let cell = |name: &str| {
+                    t.systems
+                        .iter()
+                        .find(|s| s.system == name)
+                        .map(|s| RankCell { rank: s.rank, score: s.score.value().copied() })
+                };
+                systems.iter().map(|(name, _)| cell(name)).collect()
+            })
+            .collect();
+        RankMatrix { rows: rows.iter().map(|(e, t)| (e.to_string(), t.task)).collect(), systems, cells }
+    }
+}
+
 /// What a model evaluation adds to a request: which control cases to score, and batching.
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(default, deny_unknown_fields)]

@@ -8,7 +8,7 @@ use crate::eval::nrp::{NrpReport, Unscored};
 use crate::eval::proxy::{HumanAgreement, ProxyReport};
 use crate::eval::rubric::RubricReport;
 use crate::jobs::EvaluateReport;
-use crate::report::{fmt_num, fmt_stat, Table};
+use crate::report::{fmt_num, fmt_p_value, fmt_stat, PValueDigits, Table};
 use crate::stats::{Interval, Stat};
 
 const D: usize = 4;
@@ -21,11 +21,7 @@ fn interval_cells(i: &Stat<Interval>) -> [String; 2] {
 }
 
 fn p_value(p: f64) -> String {
-    if p.is_finite() && p != 0.0 && p < 1e-4 {
-        format!("{p:.3e}")
-    } else {
-        fmt_num(p, D)
-    }
+    fmt_p_value(p, PValueDigits::Table)
 }
 
 /// Every evaluator's tables (names suffixed with the evaluator when there are several), the
@@ -57,32 +53,17 @@ pub fn evaluate(report: &EvaluateReport) -> Vec<Table> {
 /// Ranks of every system under every evaluator for one task: primary systems first (in
 /// the first evaluator's order), then the controls (paper, Figures 3 and 4).
 fn heatmap(report: &EvaluateReport, task: crate::data::Task) -> Table {
-    let per_evaluator: Vec<(&str, &crate::eval::proxy::TaskReport)> = report
-        .evaluators
-        .iter()
-        .filter_map(|e| e.report.tasks.iter().find(|t| t.task == task).map(|t| (e.evaluator.as_str(), t)))
-        .collect();
-    let mut systems: Vec<(&str, bool)> = Vec::new();
-    for (_, t) in &per_evaluator {
-        for s in &t.systems {
-            if !systems.iter().any(|(n, _)| *n == s.system) {
-                systems.push((&s.system, s.is_control));
-            }
-        }
-    }
-    systems.sort_by_key(|(_, control)| *control); // stable: order kept within each group
+    let m = report.rank_matrix(&[task]);
     let mut headers = vec!["evaluator"];
-    headers.extend(systems.iter().map(|(n, _)| *n));
+    headers.extend(m.systems.iter().map(|(n, _)| n.as_str()));
     let mut table = Table::new(
         &format!("heatmap_{}", task.name()),
         &format!("Rank of each system per evaluator — {} (1 = best; control cases last)", task.name()),
         &headers,
     );
-    for (evaluator, t) in per_evaluator {
-        let mut row = vec![evaluator.to_string()];
-        for (name, _) in &systems {
-            row.push(t.systems.iter().find(|s| s.system == *name).map(|s| fmt_num(s.rank, 1)).unwrap_or_default());
-        }
+    for ((evaluator, _), cells) in m.rows.iter().zip(&m.cells) {
+        let mut row = vec![evaluator.clone()];
+        row.extend(cells.iter().map(|c| c.map(|c| fmt_num(c.rank, 1)).unwrap_or_default()));
         table.push(row);
     }
     table

@@ -135,6 +135,28 @@ pub fn fmt_num(x: f64, decimals: usize) -> String {
     }
 }
 
+/// How many digits a p-value keeps below 0.0001, where it is written in scientific notation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PValueDigits {
+    /// Tables and their CSV exports: four significant digits (`1.234e-5`).
+    Table,
+    /// The page's cards and sentences: two (`1.2e-5`).
+    Page,
+}
+
+/// A p-value as every front end writes it: four decimals, or scientific notation below
+/// 0.0001 so that a small p-value is never shown as a bare 0.
+pub fn fmt_p_value(p: f64, digits: PValueDigits) -> String {
+    if p.is_finite() && p != 0.0 && p < 1e-4 {
+        match digits {
+            PValueDigits::Table => format!("{p:.3e}"),
+            PValueDigits::Page => format!("{p:.1e}"),
+        }
+    } else {
+        fmt_num(p, 4)
+    }
+}
+
 /// Formats a `Stat` for tables.
 pub fn fmt_stat(s: &crate::stats::Stat<f64>, decimals: usize) -> String {
     match s {
