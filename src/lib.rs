@@ -20,6 +20,7 @@ pub mod eval;
 pub mod gpu;
 pub mod jobs;
 pub mod model;
+pub mod page;
 pub mod report;
 pub mod stats;
 

@@ -322,32 +322,12 @@ function options() {
       .map((s) => s.trim())
       .filter(Boolean),
     fuse_scope: $('#opt-fuse-scope').value,
-    controls: $('#opt-controls')
-      .value.split(',')
-      .map((s) => s.trim())
-      .filter(Boolean),
-    not_judgeable: parseNotJudgeable($('#opt-not-judgeable').value),
+    // Read by the engine as the CLI reads --controls and --not-judgeable (src/page/request.rs).
+    controls: $('#opt-controls').value,
+    not_judgeable_grades: $('#opt-not-judgeable').value,
     backend: $('#opt-backend').value,
     keep_empty_options: $('#opt-keep-empty-options').checked,
   };
-}
-
-/** "credibility=3; relevance=-1,9" -> [["credibility", [3]], ["relevance", [-1, 9]]]. */
-function parseNotJudgeable(text) {
-  return text
-    .split(';')
-    .map((s) => s.trim())
-    .filter(Boolean)
-    .map((part) => {
-      const [dim, grades = ''] = part.split('=');
-      return [
-        dim.trim(),
-        grades
-          .split(',')
-          .map((g) => Number(g.trim()))
-          .filter(Number.isInteger),
-      ];
-    });
 }
 
 export async function runJob(job, extraOptions = {}) {

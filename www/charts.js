@@ -25,11 +25,14 @@ function rankColour(rank, worst) {
 /**
  * Evaluators (rows) by systems (columns), each cell the system's rank under that evaluator.
  * Control cases are drawn apart, after a gap, with a dashed outline and their own heading.
- * @param {{rows: string[], systems: string[], controls: Set<string>, rank: (r, s) => number|null, score: (r, s) => number|null}} m
+ * @param {{rows: string[], columns: {system: string, control: boolean}[], cells: ({rank: number, score: number|null}|null)[][]}} m
+ *   the engine's heatmap view (src/page/views.rs)
  */
 export function rankHeatmap(m) {
-  const primary = m.systems.filter((s) => !m.controls.has(s));
-  const controls = m.systems.filter((s) => m.controls.has(s));
+  const at = new Map(m.columns.map((c, i) => [c.system, i]));
+  const cellAt = (r, s) => m.cells[r][at.get(s)];
+  const primary = m.columns.filter((c) => !c.control).map((c) => c.system);
+  const controls = m.columns.filter((c) => c.control).map((c) => c.system);
   const cell = 64,
     rowH = 40,
     left = Math.max(120, 8 * Math.max(...m.rows.map((r) => r.length), 6)),
@@ -37,7 +40,7 @@ export function rankHeatmap(m) {
     gap = controls.length ? 28 : 0;
   const width = left + cell * (primary.length + controls.length) + gap + 20;
   const height = top + rowH * m.rows.length + 20;
-  const worst = m.systems.length;
+  const worst = m.columns.length;
   const root = svg('svg', {
     class: 'chart heatmap',
     viewBox: `0 0 ${width} ${height}`,
@@ -79,12 +82,10 @@ export function rankHeatmap(m) {
     const y = top + r * rowH;
     root.append(text(left - 10, y + rowH / 2 + 4, row, { 'text-anchor': 'end' }));
     columns.forEach(([s, isControl], i) => {
-      const rank = m.rank(row, s);
+      const rank = cellAt(r, s)?.rank ?? null;
       const x = xOf(i, isControl);
       const g = svg('g', {});
-      g.append(
-        svg('title', {}, `${row} · ${s}: rank ${rank ?? '—'}${m.score ? `, score ${fmt(m.score(row, s))}` : ''}`),
-      );
+      g.append(svg('title', {}, `${row} · ${s}: rank ${rank ?? '—'}, score ${fmt(cellAt(r, s)?.score)}`));
       g.append(
         svg('rect', {
           x: x + 2,

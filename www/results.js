@@ -6,99 +6,10 @@ import { rankHeatmap, intervalChart, nrpBars } from './charts.js';
 
 const $ = (sel) => document.querySelector(sel);
 const fmt = (x, d = 3) => (x == null || !Number.isFinite(x) ? '—' : x.toFixed(d));
-/** p-values: four decimals, or scientific notation below 0.0001 (never a bare 0). */
-const fmtP = (p) => (p == null || !Number.isFinite(p) ? '—' : p !== 0 && p < 1e-4 ? p.toExponential(1) : p.toFixed(4));
 /** A `Stat` arrives as its bare value, or as {undefined: reason} (src/stats/mod.rs). */
 const isUndefined = (s) => s != null && typeof s === 'object' && 'undefined' in s;
-const val = (s) => (s == null || isUndefined(s) ? null : s);
 const statText = (s, d = 3) =>
   s == null ? '—' : isUndefined(s) ? `undefined (${s.undefined})` : typeof s === 'number' ? fmt(s, d) : String(s);
-
-/** The page's views of the engine's ProxyReports (src/eval/proxy/), one per evaluator. */
-function proxyViews(result) {
-  const evaluators = [],
-    robustness = [],
-    agreement = [];
-  for (const { evaluator, report } of result.report.evaluators || []) {
-    for (const t of report.tasks) {
-      evaluators.push({
-        evaluator,
-        task: t.task,
-        metric: t.metric.replace(/_/g, ' '),
-        confidence: report.confidence,
-        systems: t.systems.map((s) => ({
-          system: s.system,
-          control: s.is_control,
-          n: s.n,
-          rank: s.rank,
-          score: val(s.score),
-          lo: val(s.interval)?.lo,
-          hi: val(s.interval)?.hi,
-          mean_p_correct: val(s.mean_p_correct),
-        })),
-      });
-      const r = t.robustness;
-      robustness.push({
-        evaluator,
-        task: t.task,
-        robust: isUndefined(r.robust) ? null : r.robust,
-        reason: r.robust?.undefined,
-        violations: r.violations.map(
-          (v) =>
-            `${v.control} (${fmt(v.control_score)}) scores at least as high as ${v.primary} (${fmt(v.primary_score)})`,
-        ),
-        violation_controls: r.violations.map((v) => v.control),
-      });
-      if (t.human) {
-        const h = t.human;
-        const k = val(h.kendall_tau_b),
-          f = val(h.friedman);
-        const scoreOf = (sys) => val(t.systems.find((s) => s.system === sys)?.score);
-        agreement.push({
-          evaluator,
-          task: t.task,
-          kendall_tau: k ? k.tau : h.kendall_tau_b,
-          kendall_p: k ? k.p_value : null,
-          kendall_n: k?.n,
-          friedman_p: f ? f.p_value : h.friedman,
-          friedman_detail: f
-            ? `Q = ${fmt(f.statistic, 2)}, df = ${f.df}; ${h.friedman_blocks} complete blocks${h.friedman_incomplete_blocks ? `, ${h.friedman_incomplete_blocks} incomplete excluded` : ''}`
-            : '',
-          alpha: h.krippendorff_alpha_ordinal,
-          alpha_detail: 'units = (instance, system); 1 = perfect agreement',
-          human_ranks: h.systems.map((s) => ({
-            system: s.system,
-            mean_rank: s.average_rank,
-            score: scoreOf(s.system),
-          })),
-        });
-      }
-    }
-  }
-  // The verdict's own control cases (generated, named in Options, or control files the
-  // import marked) decide what the table and the heatmap draw as controls.
-  const controls = [
-    ...new Set([
-      ...(result.controls || []),
-      ...evaluators.flatMap((e) => e.systems.filter((s) => s.control).map((s) => s.system)),
-    ]),
-  ];
-  // When the page imported the HiTZ files, the import's table (control files, reordered
-  // options, empty options) and warnings come first, as `medrank import` prints them.
-  const tables = [...(result.import?.tables || []), ...(result.tables || [])];
-  const warnings = [...(result.import?.report.warnings || []), ...(result.report.warnings || [])];
-  return {
-    ...result,
-    controls,
-    tables,
-    evaluators,
-    robustness,
-    agreement,
-    confidence: result.report.evaluators?.[0]?.report.confidence,
-    provenance: result.report.provenance,
-    warnings,
-  };
-}
 
 let nrpRerun = null;
 /** The user's slider weights; they survive the re-render after each re-run. */
@@ -106,10 +17,13 @@ let nrpWeights = null;
 
 export function renderResults(last, { runJob }) {
   const { job } = last;
-  const result =
-    job === 'rank_systems'
-      ? proxyViews(last.result)
-      : { ...last.result, provenance: last.result.report?.provenance, warnings: last.result.report?.warnings };
+  // The engine sends each tab's view (src/page/views.rs); this file only draws them.
+  const result = {
+    ...last.result,
+    provenance: last.result.report?.provenance,
+    tables: last.result.shown_tables || last.result.tables,
+    warnings: last.result.shown_warnings || last.result.report?.warnings,
+  };
   const views = [];
   if (job === 'rank_systems') {
     views.push(['Ranking', () => rankingView(result)]);
@@ -187,7 +101,6 @@ function select(index) {
 // ---------------------------------------------------------------- ranking over scoring ---
 function rankingView(result) {
   const box = el('div', {});
-  const controls = new Set(result.controls || []);
   box.append(
     el(
       'p',
@@ -195,7 +108,7 @@ function rankingView(result) {
       'Each evaluator scores a system by how well it solves the task with that system’s arguments in its input. Higher is better; the interval is a paired bootstrap over instances. Control cases are shown in purple.',
     ),
   );
-  for (const ev of result.evaluators || []) {
+  for (const ev of result.ranking || []) {
     box.append(el('h3', {}, `${ev.evaluator} — ${ev.task} (${ev.metric})`));
     const t = el('table', { class: 'ranking', 'data-evaluator': ev.evaluator, 'data-task': ev.task });
     t.append(
@@ -209,7 +122,7 @@ function rankingView(result) {
             'Rank',
             'System',
             ev.metric,
-            `${Math.round((result.confidence || 0.95) * 100)}% interval`,
+            `${Math.round((ev.confidence || 0.95) * 100)}% interval`,
             'Mean p(correct)',
             'n',
           ].map((h, i) => el('th', { scope: 'col', class: i === 1 ? '' : 'num' }, h)),
@@ -221,9 +134,9 @@ function rankingView(result) {
       tb.append(
         el(
           'tr',
-          { class: controls.has(s.system) ? 'control' : '', 'data-system': s.system },
+          { class: s.control ? 'control' : '', 'data-system': s.system },
           el('td', { class: 'num' }, fmtRank(s.rank)),
-          el('td', {}, s.system, controls.has(s.system) ? el('span', { class: 'muted small' }, ' (control)') : null),
+          el('td', {}, s.system, s.control ? el('span', { class: 'muted small' }, ' (control)') : null),
           el('td', { class: 'num', 'data-col': 'score' }, fmt(s.score)),
           el('td', { class: 'num' }, Number.isFinite(s.lo) ? `${fmt(s.lo)} – ${fmt(s.hi)}` : '—'),
           el('td', { class: 'num' }, fmt(s.mean_p_correct)),
@@ -240,25 +153,20 @@ function rankingView(result) {
           score: s.score,
           lo: s.lo,
           hi: s.hi,
-          control: controls.has(s.system),
+          control: s.control,
         })),
         { label: ev.metric },
       ),
     );
   }
-  if (!(result.evaluators || []).length) box.append(el('p', { class: 'empty' }, 'No evaluator results.'));
+  if (!(result.ranking || []).length) box.append(el('p', { class: 'empty' }, 'No evaluator results.'));
   return box;
 }
 const fmtRank = (r) => (r == null ? '—' : Number.isInteger(r) ? String(r) : r.toFixed(1));
 
 function heatmapView(result) {
   const box = el('div', {});
-  const evs = result.evaluators || [];
-  if (!evs.length) return el('p', { class: 'empty' }, 'Nothing to draw.');
-  const rows = evs.map((e) => `${e.evaluator} · ${e.task}`);
-  const systems = [];
-  for (const e of evs) for (const s of e.systems) if (!systems.includes(s.system)) systems.push(s.system);
-  const lookup = (row, system) => evs[rows.indexOf(row)].systems.find((s) => s.system === system);
+  if (!result.heatmap?.rows.length) return el('p', { class: 'empty' }, 'Nothing to draw.');
   box.append(
     el(
       'p',
@@ -266,15 +174,7 @@ function heatmapView(result) {
       'Rank of each system under each evaluator (1 = best, darker). A robust evaluator ranks every control case (right, dashed) below every real system.',
     ),
   );
-  box.append(
-    rankHeatmap({
-      rows,
-      systems,
-      controls: new Set(result.controls || []),
-      rank: (r, s) => lookup(r, s)?.rank ?? null,
-      score: (r, s) => lookup(r, s)?.score ?? null,
-    }),
-  );
+  box.append(rankHeatmap(result.heatmap));
   box.append(
     el(
       'div',
@@ -295,7 +195,7 @@ function robustnessView(result) {
         ? `${r.evaluator} · ${r.task}: robustness not assessed — ${r.reason || 'no control cases in the input'}.`
         : r.robust
           ? `${r.evaluator} · ${r.task}: robust — every control case ranks below every real system.`
-          : `${r.evaluator} · ${r.task}: NOT robust — ${new Set(r.violation_controls).size} control case${new Set(r.violation_controls).size === 1 ? '' : 's'} score at least as high as a real system (${r.violations.length} pair${r.violations.length === 1 ? '' : 's'}).`;
+          : `${r.evaluator} · ${r.task}: NOT robust — ${r.violating_controls} control case${r.violating_controls === 1 ? '' : 's'} score at least as high as a real system (${r.violations.length} pair${r.violations.length === 1 ? '' : 's'}).`;
     const v = el('div', { class: `verdict ${cls}`, role: 'status', 'data-robust': String(r.robust) }, head);
     if (r.violations?.length) v.append(el('ul', {}, ...r.violations.map((x) => el('li', {}, x))));
     box.append(v);
@@ -319,20 +219,8 @@ function agreementView(result) {
       el(
         'div',
         { class: 'stats-cards' },
-        card(
-          'Kendall τ-b (evaluator vs humans)',
-          statText(g.kendall_tau),
-          g.kendall_p != null
-            ? `p = ${fmtP(g.kendall_p)} (n = ${g.kendall_n}); positive = agreement`
-            : 'positive = agreement',
-          'kendall',
-        ),
-        card(
-          'Friedman test over human ranks',
-          typeof g.friedman_p === 'number' ? `p = ${fmtP(g.friedman_p)}` : statText(g.friedman_p),
-          g.friedman_detail || '',
-          'friedman',
-        ),
+        card('Kendall τ-b (evaluator vs humans)', statText(g.kendall_tau), g.kendall_detail, 'kendall'),
+        card('Friedman test over human ranks', g.friedman, g.friedman_detail, 'friedman'),
         card('Krippendorff’s α (ordinal), annotators', statText(g.alpha), g.alpha_detail || '', 'alpha'),
       ),
     );
@@ -484,59 +372,8 @@ function instanceDetail(inst, controls) {
 }
 
 // ---------------------------------------------------------------- NRP -------------------------
-/** The page's view of the engine's NrpReport (src/eval/nrp.rs). */
-function nrpViewModel(report) {
-  const dims = report.dimensions.map((d) => d.dimension);
-  return {
-    dimensions: dims,
-    weights: Object.fromEntries(report.dimensions.map((d) => [d.dimension, d.weight])),
-    groups: report.groups.map((g) => ({
-      system: g.system,
-      prompt: g.prompt,
-      mean: val(g.mean),
-      lo: val(g.interval)?.lo,
-      hi: val(g.interval)?.hi,
-      n: g.answers,
-      per_dimension: Object.fromEntries(dims.map((d, i) => [d, val(g.per_dimension_mean[i])])),
-    })),
-    rankers: report.dimensions.flatMap((d) =>
-      d.validation.map((v) => ({
-        dimension: d.dimension,
-        ranker: v.ranker,
-        ndcg: val(v.mean_ndcg_at_10),
-        chosen: v.ranker === d.ranker,
-      })),
-    ),
-    agreement: report.expert_agreement?.map((a) => ({
-      ranker: a.ranker,
-      mean: a.mean_tau,
-      interval: val(a.interval) ? `[${fmt(a.interval.lo)}, ${fmt(a.interval.hi)}]` : '',
-      queries: a.per_query.length,
-      chosen_for: a.chosen_for || [],
-      fusion_scope: a.fusion_scope,
-    })),
-    // P(row agrees better than column), from the report's pairs (i < j) and their complements.
-    better: (report.agreement_comparisons || []).reduce((m, c) => {
-      const p = val(c.probability_better);
-      (m[c.ranker] ||= {})[c.other] = p;
-      (m[c.other] ||= {})[c.ranker] = p == null ? null : 1 - p;
-      return m;
-    }, {}),
-    unscored: report.unscored,
-    unscored_per_dimension: report.dimensions.map((d) => ({
-      dimension: d.dimension,
-      ranker: d.ranker,
-      documents: d.unscored_documents,
-      queries: d.unscored_queries,
-    })),
-    ranker_names: report.dimensions[0]?.validation.map((v) => v.ranker) || [],
-    ties: report.ties,
-    denominator: report.denominator,
-  };
-}
-
 function nrpView(result, runJob, options) {
-  const n = result.report ? nrpViewModel(result.report) : null;
+  const n = result.nrp_view;
   const box = el('div', {});
   if (!n) return el('p', { class: 'empty' }, 'No NRP results.');
   box.append(
@@ -698,7 +535,7 @@ function agreementTable(n) {
           { 'data-ranker': a.ranker },
           el('td', {}, a.ranker),
           el('td', { class: 'num', 'data-col': 'mean' }, statText(a.mean)),
-          el('td', { class: 'num' }, a.interval || '—'),
+          el('td', { class: 'num' }, Number.isFinite(a.lo) ? `[${fmt(a.lo)}, ${fmt(a.hi)}]` : '—'),
           el('td', { class: 'num' }, String(a.queries)),
           el('td', {}, a.chosen_for.join(', ')),
           ...(names.length > 1

@@ -9,22 +9,18 @@
 //! `agreement`, `controls`, `nrp` (with `rankers` for neural rankers), `import`, `metrics`
 //! (and rubric); `tables` turns every report into the tables all front ends show;
 //! `train` trains an evaluator (step-wise, so the page can show progress and stop);
-//! `workload` is the end-to-end benchmark both front ends time; `views` the page's drill-down
-//! of ranking over scoring; `files` is the vocabulary of
-//! input kinds (names, parameters, which job reads which, the first guess and the check of
-//! one file) that the page learns from.
+//! `workload` is the end-to-end benchmark both front ends time. What only the page needs
+//! (the kinds of input file, its requests and views) is the page's front end, `crate::page`.
 
 mod agreement;
 mod controls;
 mod evaluate;
-pub mod files;
 mod import;
 mod metrics;
 mod nrp;
 pub mod rankers;
 pub mod tables;
 mod train;
-pub mod views;
 mod workload;
 
 pub use agreement::*;

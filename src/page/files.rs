@@ -1,7 +1,7 @@
 //! The kinds of input file, in one place: what each kind is called, which parameters it
 //! takes (the system of a HiTZ file, the dimension of a qrels file, ...), which kinds each
 //! job reads, a first guess of a file's kind from its name and first lines, and the check
-//! of one file on its own. The page learns all of it from here (`wasm::file_kinds`,
+//! of one file on its own. The page learns all of it from here (through `wasm::file_kinds`,
 //! `wasm::describe_file`, `wasm::check_file`), so it keeps no copy of its own.
 //!
 //! The guess only picks a reader; the user can change it, and the reader validates the
@@ -145,7 +145,7 @@ pub fn file_kind(key: &str) -> Option<&'static FileKind> {
 
 /// The default parameters of `kind` for a file called `name`.
 pub fn default_params(kind: &str, name: &str) -> BTreeMap<String, String> {
-    let stem = super::file_stem(name);
+    let stem = crate::jobs::file_stem(name);
     let stem = stem.as_str();
     let mut answer_parts = stem.splitn(2, "__");
     let (answer_system, answer_prompt) = (answer_parts.next().unwrap_or(""), answer_parts.next().unwrap_or(""));
@@ -180,6 +180,15 @@ pub struct Guess {
     /// None when nothing in the name or the first lines gives the kind away.
     pub kind: Option<&'static str>,
     pub params: BTreeMap<String, String>,
+}
+
+/// What the page shows for a file added or re-kinded: with the user's `kind`, that kind's
+/// default parameters; without, the first guess from the name and first lines.
+pub fn describe(name: &str, text: &str, kind: Option<&str>) -> Guess {
+    match kind.and_then(file_kind) {
+        Some(k) => Guess { kind: Some(k.key), params: default_params(k.key, name) },
+        None => guess_kind(name, text),
+    }
 }
 
 /// Guesses a file's kind from its name and its first three non-empty lines.
@@ -373,7 +382,7 @@ pub fn check_file(f: &KindedFile) -> Result<FileSummary> {
             (format!("{}, {}", plural(candidates.len(), "candidate"), plural(systems, "system")), warnings)
         }
         "rubric" => {
-            let (responses, warnings) = crate::eval::rubric::parse_graded(name, text)?;
+            let (responses, warnings) = data::graded::parse_graded(name, text)?;
             let systems = distinct(responses.iter().map(|r| r.system.as_str()));
             (format!("{}, {}", plural(responses.len(), "graded response"), plural(systems, "system")), warnings)
         }

@@ -1,0 +1,101 @@
+//! The benchmark page's encoder grid: `gpu::bench::bench_encoder` (the code `medrank bench`
+//! times) for each backend at each (length, batch) cell, on the page's kept model. The
+//! clock and the progress report are passed in (the browser's `performance.now()` and the
+//! worker's callback), so the loop is plain Rust and runs natively in its tests.
+
+use serde::Serialize;
+
+use crate::error::Result;
+use crate::gpu::bench::BenchRow;
+use crate::gpu::BackendChoice;
+use crate::jobs::KeptModel;
+
+/// One backend's part of the benchmark page: its rows, or why it could not run.
+#[derive(Debug, Serialize)]
+pub struct BenchBackend {
+    /// "wasm-cpu" or "webgpu".
+    pub backend: String,
+    /// The adapter's name (WebGPU) or what runs the CPU path (`cpu_device`).
+    pub device: String,
+    /// Threads of the CPU path (0 for WebGPU).
+    pub threads: usize,
+    pub rows: Vec<BenchRow>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// What the page's bench measures and how.
+pub struct BenchPlan<'a> {
+    /// Backend names as the page's select has them ("cpu", "gpu").
+    pub backends: &'a [String],
+    /// (sequence length, batch) cells; lengths over the model's limit are skipped.
+    pub cells: &'a [(usize, usize)],
+    /// At least this many seconds of passes per cell.
+    pub min_seconds: f64,
+    /// What runs the CPU path, for its rows' `device` ("medrank kernels (wasm simd128, 4
+    /// threads)").
+    pub cpu_device: &'a dyn Fn(usize) -> String,
+}
+
+/// Runs the grid; `progress(stage, done, total)` counts cells and may cancel (`Err`).
+pub async fn bench_grid(
+    kept: &mut KeptModel,
+    plan: &BenchPlan<'_>,
+    now: &dyn Fn() -> f64,
+    progress: &mut dyn FnMut(&str, usize, usize) -> Result<()>,
+) -> Result<Vec<BenchBackend>> {
+    let total = plan.cells.len() * plan.backends.len();
+    let max_tokens = kept.model.encoder.model.config.max_tokens();
+    let threads = crate::model::cpu::worker_threads();
+    let mut out = Vec::new();
+    for (k, name) in plan.backends.iter().enumerate() {
+        let choice = crate::jobs::parse_backend(name)?;
+        let label = if choice == BackendChoice::Cpu { "wasm-cpu" } else { "webgpu" };
+        let (encoder, report) = match kept.encoder(choice).await {
+            Ok(x) => x,
+            Err(e) => {
+                let error = Some(e.to_string());
+                out.push(BenchBackend {
+                    backend: label.into(),
+                    device: String::new(),
+                    threads: 0,
+                    rows: vec![],
+                    error,
+                });
+                continue;
+            }
+        };
+        let on_gpu = report.backend == "gpu";
+        let device = if on_gpu { report.device.trim().to_string() } else { (plan.cpu_device)(threads) };
+        let mut rows = Vec::new();
+        for (i, &(seq_len, batch)) in plan.cells.iter().enumerate() {
+            progress(&format!("{label}: length {seq_len}, batch {batch}"), k * plan.cells.len() + i, total)?;
+            if seq_len > max_tokens {
+                continue;
+            }
+            let row =
+                crate::gpu::bench::bench_encoder(encoder, label, &device, seq_len, batch, plan.min_seconds, 100, now)
+                    .await?;
+            rows.push(row);
+        }
+        let threads = if on_gpu { 0 } else { threads };
+        out.push(BenchBackend { backend: label.into(), device, threads, rows, error: None });
+    }
+    progress("Done", total, total)?;
+    Ok(out)
+}
+
+/// The bench page's check of the GPU trainer on the browser's WebGPU adapter (what the
+/// native tests run on lavapipe): every trained tensor's gradient against candle's
+/// autograd on tiny random models, as `{adapter, tolerance, checks}`.
+pub async fn gradient_check() -> Result<String> {
+    #[derive(Serialize)]
+    struct Reply<'a> {
+        adapter: &'a crate::gpu::context::AdapterSummary,
+        tolerance: f64,
+        checks: Vec<crate::gpu::gradient_check::TensorCheck>,
+    }
+    let ctx = crate::gpu::context::GpuContext::new().await?;
+    let checks = crate::gpu::gradient_check::gradient_check(&ctx).await?;
+    super::json(&Reply { adapter: &ctx.adapter, tolerance: crate::gpu::gradient_check::TOLERANCE, checks })
+}

@@ -1,0 +1,337 @@
+//! From what the user dropped on the page and set in its Options to the job layer's
+//! requests — the page's counterpart of the CLI's flags. Defaults come from the job layer
+//! (`NrpRequestOptions`, `Bootstrap`, `Control::all_names`), and the rules that the CLI also
+//! applies (which controls to add, the not-judgeable grades) are the job layer's functions,
+//! so both front ends read an option the same way.
+
+use serde::Deserialize;
+use std::collections::BTreeMap;
+
+use super::files::KindedFile;
+use crate::error::{Error, Result};
+use crate::jobs::{self, NamedText};
+
+/// One file the user gave the page, with the kind they confirmed and that kind's
+/// parameters (e.g. `system` for a HiTZ file, `dimension` for a qrels file).
+#[derive(Debug, Clone, Deserialize)]
+pub struct InputFile {
+    pub name: String,
+    pub text: String,
+    pub kind: String,
+    #[serde(default)]
+    pub params: BTreeMap<String, String>,
+}
+
+impl InputFile {
+    pub fn named(&self) -> NamedText {
+        NamedText::new(self.name.clone(), self.text.clone())
+    }
+    pub fn kinded(&self) -> KindedFile<'_> {
+        KindedFile { name: &self.name, text: &self.text, kind: &self.kind, params: &self.params }
+    }
+    /// The file's parameter `key`, or its default from the file name when the page sent
+    /// none (the evaluator of a predictions file, the ranker of a run file).
+    fn param_or_stem(&self, key: &str) -> String {
+        self.params.get(key).filter(|v| !v.trim().is_empty()).cloned().unwrap_or_else(|| jobs::file_stem(&self.name))
+    }
+}
+
+/// The page's Options; names match the CLI's flags. Every field may be left out.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default)]
+pub struct PageOptions {
+    /// The NRP options, with the bootstrap's seed, resamples and confidence (flat fields,
+    /// shared by every job).
+    #[serde(flatten)]
+    pub nrp: jobs::NrpRequestOptions,
+    /// The Controls field: `all` (every control the inputs allow), empty for none, or
+    /// names (`jobs::ControlChoice`, as the CLI's `--controls`).
+    pub controls: String,
+    /// The "not able to judge" field: `DIMENSION=GRADES` separated by `;`.
+    pub not_judgeable_grades: String,
+    /// Where a model evaluation runs the encoder: auto | cpu | gpu (`--backend`).
+    pub backend: String,
+    /// Keep empty MCQA options as candidates (`--keep-empty-options`).
+    pub keep_empty_options: bool,
+}
+
+impl Default for PageOptions {
+    fn default() -> Self {
+        PageOptions {
+            nrp: jobs::NrpRequestOptions::default(),
+            controls: "all".into(),
+            not_judgeable_grades: String::new(),
+            backend: "auto".into(),
+            keep_empty_options: false,
+        }
+    }
+}
+
+impl PageOptions {
+    pub fn controls(&self) -> jobs::ControlChoice {
+        jobs::ControlChoice::parse(&self.controls)
+    }
+    /// The ranking options of `medrank evaluate` these stand for.
+    pub fn ranking(&self) -> jobs::ProxyOptions {
+        jobs::ProxyOptions { bootstrap: self.nrp.bootstrap, controls: self.controls().systems(), ..Default::default() }
+    }
+}
+
+/// A job as the page sends it: the files it accepts and the options.
+#[derive(Debug, Clone, Deserialize)]
+pub struct JobRequest {
+    pub files: Vec<InputFile>,
+    #[serde(default)]
+    pub options: PageOptions,
+}
+
+impl JobRequest {
+    fn files_of<'a>(&'a self, kind: &'a str) -> impl Iterator<Item = &'a InputFile> + 'a {
+        self.files.iter().filter(move |f| f.kind == kind)
+    }
+
+    /// The one file of `kind`, if any; two are an error naming both.
+    fn one_file(&self, kind: &str, what: &str) -> Result<Option<&InputFile>> {
+        let mut files = self.files.iter().filter(|f| f.kind == kind);
+        let first = files.next();
+        if let Some(second) = files.next() {
+            return Err(Error::invalid(format!(
+                "give one {what}, not several ({} and {})",
+                first.map(|f| f.name.as_str()).unwrap_or(""),
+                second.name
+            )));
+        }
+        Ok(first)
+    }
+
+    fn required(&self, kind: &str, what: &str) -> Result<&InputFile> {
+        self.one_file(kind, what)?.ok_or_else(|| Error::invalid(format!("add {what}")))
+    }
+
+    fn optional(&self, kind: &str, what: &str) -> Result<Option<NamedText>> {
+        Ok(self.one_file(kind, what)?.map(InputFile::named))
+    }
+
+    /// The bundle the request gives, or the Ranking-Over-Scoring files to import it from
+    /// (with the import's outcome).
+    pub fn bundle(&self) -> Result<(NamedText, Option<jobs::ImportOutcome>)> {
+        let ros = self
+            .files_of("ros")
+            .map(|f| {
+                Ok(jobs::RosFile {
+                    system: f.kinded().param("system")?.to_string(),
+                    // The file's "control case" switch: `medrank import --control-source`.
+                    control: f.params.get("control").is_some_and(|v| v == "true"),
+                    file: f.named(),
+                })
+            })
+            .collect::<Result<Vec<_>>>()?;
+        jobs::bundle_or_import(self.optional("bundle", "argument bundle")?, ros)
+    }
+
+    /// Ranking over scoring from predictions files (`medrank evaluate --predictions`): each
+    /// file one evaluator, named by its `evaluator` parameter or its file name.
+    pub fn evaluate(&self, bundle: NamedText) -> Result<jobs::EvaluateRequest> {
+        Ok(jobs::EvaluateRequest {
+            bundle,
+            predictions: self
+                .files_of("predictions")
+                .map(|f| jobs::EvaluatorPredictions { evaluator: Some(f.param_or_stem("evaluator")), file: f.named() })
+                .collect(),
+            rankings: self.optional("rankings", "human rankings file")?,
+            corpus: self.optional("corpus", "corpus")?,
+            options: self.options.ranking(),
+        })
+    }
+
+    /// Ranking over scoring with a model as the evaluator (`medrank evaluate --model
+    /// --controls ... --backend ...`): the request, the model's options and the backend.
+    pub fn evaluate_with_model(
+        &self,
+        bundle: NamedText,
+    ) -> Result<(jobs::EvaluateRequest, jobs::ModelOptions, crate::gpu::BackendChoice)> {
+        let mut request = self.evaluate(bundle)?;
+        request.predictions.clear();
+        let model_options = jobs::ModelOptions {
+            controls: self.options.controls().to_add(request.corpus.is_some())?,
+            keep_empty_options: self.options.keep_empty_options,
+            ..Default::default()
+        };
+        Ok((request, model_options, jobs::parse_backend(&self.options.backend)?))
+    }
+
+    /// NRP (`medrank nrp`). A run file and an answer-scores file form one precomputed
+    /// ranker (matched by their `ranker` names; a lone pair belongs together); BM25 is
+    /// added when the documents are given.
+    pub fn nrp(&self) -> Result<jobs::NrpRequest> {
+        let named = |kind| self.files_of(kind).map(|f| (f.param_or_stem("ranker"), f.named())).collect::<Vec<_>>();
+        let documents = self.optional("documents", "documents file")?;
+        let mut options = self.options.nrp.clone();
+        options.not_judgeable = jobs::parse_not_judgeable_list(&self.options.not_judgeable_grades)?;
+        options.bm25 = documents.is_some();
+        Ok(jobs::NrpRequest {
+            topics: self.required("topics", "the topics (queries)")?.named(),
+            qrels: self
+                .files_of("qrels")
+                .map(|f| jobs::QrelsFile { dimension: f.params.get("dimension").cloned(), file: f.named() })
+                .chain(self.files_of("qrels_combined").map(|f| jobs::QrelsFile { dimension: None, file: f.named() }))
+                .collect(),
+            documents,
+            answers: self
+                .files_of("answers")
+                .chain(self.files_of("answers_jsonl"))
+                .map(|f| jobs::AnswerFile {
+                    file: f.named(),
+                    system: f.params.get("system").cloned(),
+                    prompt: f.params.get("prompt").cloned(),
+                })
+                .collect(),
+            rankers: jobs::pair_precomputed(&named("run"), &named("answer_scores"))?,
+            expert_rankings: self.optional("expert_rankings", "expert rankings file")?,
+            options,
+        })
+    }
+
+    /// Reference-based metrics over one candidates file (`medrank metrics`).
+    pub fn metrics(&self) -> Result<jobs::MetricsRequest> {
+        Ok(jobs::MetricsRequest {
+            file: self.required("metrics", "a candidates file (JSONL with candidate and references)")?.named(),
+            options: crate::eval::metrics::MetricsOptions {
+                bootstrap: self.options.nrp.bootstrap,
+                ..Default::default()
+            },
+        })
+    }
+
+    /// Rubric grading over one file of graded responses (`medrank rubric`).
+    pub fn rubric(&self) -> Result<jobs::RubricRequest> {
+        Ok(jobs::RubricRequest {
+            file: self.required("rubric", "a file of graded responses")?.named(),
+            options: crate::eval::rubric::RubricOptions { bootstrap: self.options.nrp.bootstrap },
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn file(name: &str, kind: &str, params: &[(&str, &str)]) -> InputFile {
+        InputFile {
+            name: name.into(),
+            text: format!("text of {name}"),
+            kind: kind.into(),
+            params: params.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
+        }
+    }
+
+    fn request(files: Vec<InputFile>, options: serde_json::Value) -> JobRequest {
+        JobRequest { files, options: serde_json::from_value(options).unwrap() }
+    }
+
+    #[test]
+    fn options_left_out_take_the_job_layers_defaults() {
+        let o: PageOptions = serde_json::from_value(serde_json::json!({})).unwrap();
+        let nrp = jobs::NrpRequestOptions::default();
+        assert_eq!(o.nrp.bootstrap, nrp.bootstrap);
+        assert_eq!((o.nrp.ties.as_str(), o.nrp.denominator.as_str()), ("pessimistic", "docs"));
+        assert_eq!(o.nrp.fuse_scope, nrp.fuse_scope);
+        assert_eq!(o.controls(), jobs::ControlChoice::All);
+        assert_eq!(o.ranking(), jobs::ProxyOptions::default());
+        // The three bootstrap fields arrive flat, as the CLI's flags.
+        let o: PageOptions =
+            serde_json::from_value(serde_json::json!({"seed": 7, "resamples": 50, "confidence": 0.9})).unwrap();
+        assert_eq!((o.nrp.bootstrap.seed, o.nrp.bootstrap.resamples, o.nrp.bootstrap.confidence), (7, 50, 0.9));
+        assert_eq!(o.ranking().bootstrap, o.nrp.bootstrap);
+    }
+
+    #[test]
+    fn the_controls_field_reads_as_the_clis_controls_flag() {
+        let with = |controls: &str, corpus: bool| {
+            let mut files = vec![file("b.jsonl", "bundle", &[])];
+            if corpus {
+                files.push(file("c.jsonl", "corpus", &[]));
+            }
+            let r = request(files, serde_json::json!({ "controls": controls }));
+            let (req, model, _) = r.evaluate_with_model(r.bundle().unwrap().0).unwrap();
+            (model.controls, req.options.controls)
+        };
+        let names = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        // `all` adds what the inputs allow (ir_passages needs a corpus) and ranks every
+        // known control as one, as `--controls` without a list and `--control-systems`.
+        assert_eq!(with("all", false).0, names(&["no_argument", "label_only", "noise"]));
+        assert_eq!(with("All", true).0, names(&["no_argument", "label_only", "noise", "ir_passages"]));
+        assert_eq!(with("all", false).1, names(&["no_argument", "label_only", "noise", "ir_passages"]));
+        // A list is taken as given, an empty field adds none.
+        assert_eq!(
+            with(" noise , label_only", false),
+            (names(&["noise", "label_only"]), names(&["noise", "label_only"]))
+        );
+        assert_eq!(with("", true), (vec![], vec![]));
+    }
+
+    #[test]
+    fn predictions_name_their_evaluator_by_parameter_or_file_name() {
+        let r = request(
+            vec![
+                file("b.jsonl", "bundle", &[]),
+                file("dir/gpt.csv", "predictions", &[]),
+                file("x.csv", "predictions", &[("evaluator", "judge")]),
+                file("h.csv", "rankings", &[]),
+            ],
+            serde_json::json!({}),
+        );
+        let (bundle, imported) = r.bundle().unwrap();
+        assert!(imported.is_none());
+        let req = r.evaluate(bundle).unwrap();
+        let evaluators: Vec<_> = req.predictions.iter().map(|p| p.evaluator.clone().unwrap()).collect();
+        assert_eq!(evaluators, ["gpt", "judge"]);
+        assert_eq!(req.rankings.unwrap().name, "h.csv");
+        assert!(req.corpus.is_none());
+    }
+
+    #[test]
+    fn two_files_where_one_is_read_are_refused_naming_both() {
+        let r = request(vec![file("a.jsonl", "bundle", &[]), file("b.jsonl", "bundle", &[])], serde_json::json!({}));
+        let e = r.bundle().unwrap_err().to_string();
+        assert!(e.contains("give one argument bundle, not several (a.jsonl and b.jsonl)"), "{e}");
+        let r = request(vec![], serde_json::json!({}));
+        assert_eq!(r.metrics().unwrap_err().to_string(), "add a candidates file (JSONL with candidate and references)");
+    }
+
+    #[test]
+    fn nrp_reads_the_options_and_pairs_files_as_the_cli() {
+        let r = request(
+            vec![
+                file("topics.xml", "topics", &[]),
+                file("qrels.credibility.txt", "qrels", &[("dimension", "credibility")]),
+                file("q.tsv", "qrels_combined", &[]),
+                file("gpt__expert.csv", "answers", &[("system", "gpt"), ("prompt", "expert")]),
+                file("dense.run", "run", &[("ranker", "dense")]),
+                file("dense.csv", "answer_scores", &[("ranker", "dense")]),
+            ],
+            serde_json::json!({"not_judgeable_grades": "credibility=3; relevance=-1, 9", "ties": "average",
+                               "weights": [["credibility", 2.0]], "resamples": 10}),
+        );
+        let req = r.nrp().unwrap();
+        assert_eq!(
+            req.options.not_judgeable,
+            [("credibility".to_string(), vec![3]), ("relevance".into(), vec![-1, 9])]
+        );
+        assert_eq!(req.options.ties, "average");
+        assert_eq!(req.options.weights, [("credibility".to_string(), 2.0)]);
+        assert_eq!(req.options.bootstrap.resamples, 10);
+        assert!(!req.options.bm25, "BM25 only with the documents");
+        assert_eq!(
+            req.qrels.iter().map(|q| q.dimension.clone()).collect::<Vec<_>>(),
+            [Some("credibility".into()), None]
+        );
+        assert_eq!(req.rankers.len(), 1);
+        assert_eq!((req.answers[0].system.as_deref(), req.answers[0].prompt.as_deref()), (Some("gpt"), Some("expert")));
+        // A grade that is not a whole number is an error naming the field's entry.
+        let r =
+            request(vec![file("t.xml", "topics", &[])], serde_json::json!({"not_judgeable_grades": "credibility=x"}));
+        let e = r.nrp().unwrap_err().to_string();
+        assert!(e.contains("`credibility=x`: `x` is not a whole number"), "{e}");
+    }
+}
