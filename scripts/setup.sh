@@ -93,8 +93,9 @@ PY
 }
 
 setup_wasm() {
-  # lld-19: the threaded build's linker (shared memory, thread-local storage).
-  apt_install rustc-web cargo-web rust-web-src lld lld-19 binaryen
+  # lld-19: the threaded build's linker (shared memory, thread-local storage);
+  # rust-web-clippy: the test command lints the wasm build (src/wasm.rs compiles only there).
+  apt_install rustc-web cargo-web rust-web-src rust-web-clippy lld lld-19 binaryen
   # wasm-bindgen-cli must match the wasm-bindgen version in Cargo.lock exactly.
   local want have
   want="$(awk '/^name = "wasm-bindgen"$/{getline; gsub(/version = |"/,""); print; exit}' Cargo.lock)"

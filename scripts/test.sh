@@ -20,6 +20,18 @@ scripts/setup.sh all
 phase "format and lint"
 cargo fmt --check
 cargo clippy --all-targets -- -D warnings
+# The wasm build's own code (src/wasm.rs, the SIMD128 kernels, the threaded build's pool)
+# compiles only for wasm32: lint both feature sets as scripts/build-web.sh builds them
+# (Debian's rustc-web and its clippy, the same target features), each in its own folder.
+WASM_SIMD="+simd128"
+WASM_THREADS="+simd128,+atomics,+bulk-memory,+mutable-globals"
+for build in "single:$WASM_SIMD:" "threads:$WASM_THREADS:threads"; do
+  IFS=: read -r name target_features features <<<"$build"
+  PATH="/usr/bin:$PATH" RUSTC_BOOTSTRAP=1 CARGO_TARGET_DIR="$WASM_TARGET_DIR-clippy-$name" \
+    CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUSTFLAGS="-C target-feature=$target_features" \
+    cargo clippy --lib --target wasm32-unknown-unknown -Z build-std=std,panic_abort \
+    --no-default-features ${features:+--features "$features"} -- -D warnings
+done
 tests/browser/node_modules/.bin/prettier --check "www/**/*.{js,css,html}"
 
 phase "cargo test (native)"
