@@ -691,7 +691,7 @@ fn one_file_job<R: Serialize>(
 // ------------------------------------------------------------------ GPU trainer check -------
 
 /// The bench page's check of the GPU trainer on this browser's WebGPU adapter
-/// (`gpu::gradient_check`, which the native tests run on lavapipe): every trained tensor's
+/// (`train::gpu::gradient_check`, which the native tests run on lavapipe): every trained tensor's
 /// gradient against candle's autograd on tiny random models. `{adapter, checks}`.
 #[wasm_bindgen]
 pub async fn gpu_gradient_check() -> Result<String, JsValue> {
@@ -699,12 +699,12 @@ pub async fn gpu_gradient_check() -> Result<String, JsValue> {
     struct Reply<'a> {
         adapter: &'a crate::gpu::context::AdapterSummary,
         tolerance: f64,
-        checks: Vec<crate::gpu::gradient_check::TensorCheck>,
+        checks: Vec<crate::train::gpu::gradient_check::TensorCheck>,
     }
     let js = |e: Error| error_to_js(&e);
     let ctx = crate::gpu::context::GpuContext::new().await.map_err(js)?;
-    let checks = crate::gpu::gradient_check::gradient_check(&ctx).await.map_err(js)?;
-    to_json(&Reply { adapter: &ctx.adapter, tolerance: crate::gpu::gradient_check::TOLERANCE, checks })
+    let checks = crate::train::gpu::gradient_check::gradient_check(&ctx).await.map_err(js)?;
+    to_json(&Reply { adapter: &ctx.adapter, tolerance: crate::train::gpu::gradient_check::TOLERANCE, checks })
 }
 
 // ------------------------------------------------------------------ encoder benchmark -------
@@ -765,7 +765,7 @@ pub struct TrainPageRequest {
 
 impl Default for TrainPageRequest {
     fn default() -> Self {
-        let o = crate::model::train::TrainOptions::default();
+        let o = crate::train::TrainOptions::default();
         TrainPageRequest {
             train: None,
             dev: None,
@@ -835,16 +835,16 @@ impl Model {
         };
         let task = crate::data::Task::parse(&r.task)
             .ok_or_else(|| js(Error::invalid(format!("unknown task `{}` (mcqa, misinformation, nli)", r.task))))?;
-        let options = crate::model::train::TrainOptions {
+        let options = crate::train::TrainOptions {
             freeze: jobs::parse_freeze(&r.freeze).map_err(js)?,
             epochs: r.epochs,
             batch_size: r.batch_size,
             learning_rate: r.lr,
             patience: r.patience,
             seed: r.seed,
-            select_by: non_empty(&r.select_by).map(crate::model::train::SelectBy::parse).transpose().map_err(js)?,
+            select_by: non_empty(&r.select_by).map(crate::train::SelectBy::parse).transpose().map_err(js)?,
             class_weights: non_empty(&r.class_weights)
-                .map(crate::model::train::ClassWeights::parse)
+                .map(crate::train::ClassWeights::parse)
                 .transpose()
                 .map_err(js)?,
             ..Default::default()
@@ -855,7 +855,7 @@ impl Model {
             task,
             arguments: r.arguments.clone(),
             options,
-            conventions: crate::model::train::ExampleOptions {
+            conventions: crate::train::ExampleOptions {
                 keep_empty_options: r.keep_empty_options,
                 keep_not_enough_evidence: r.keep_not_enough_evidence,
             },
@@ -880,7 +880,7 @@ impl Model {
         // Trained layers (top:N) go to the GPU whose encoder computed the frozen part.
         if finished && !training.placed {
             training.placed = true;
-            if let (crate::gpu::AnyEncoder::Gpu(gpu), crate::model::train::Freeze::TopLayers(_)) =
+            if let (crate::gpu::AnyEncoder::Gpu(gpu), crate::train::Freeze::TopLayers(_)) =
                 (encoder, training.job.summary().freeze)
             {
                 training.job.train_on_gpu(gpu.context().clone()).map_err(js)?;
