@@ -3,6 +3,7 @@
 //! Data flow (the same for the CLI and the browser):
 //! files --`data`--> typed inputs --`eval::controls`--> scoring jobs --`model`/`gpu`-->
 //! predictions --`eval`--> scores, rankings, NRP --`stats`--> reports (`report`).
+//! `train` makes the evaluators `model` runs (on the CPU with `model`, on a GPU with `gpu`).
 
 // LLVM's `fmuladd` (fused where the target does it faster) is an intrinsic only. Only the
 // relaxed-SIMD wasm build uses it (src/model/cpu/math.rs, `Contracted`), and that build
@@ -23,6 +24,7 @@ pub mod model;
 pub mod page;
 pub mod report;
 pub mod stats;
+pub mod train;
 
 #[cfg(feature = "cli")]
 pub mod cli;

@@ -107,8 +107,8 @@ fn truncation_never_cuts_the_option() {
 #[test]
 #[ignore]
 fn train_casimedicos() {
-    use medrank::model::train::{read_hitz_mcqa, train, trained_files, ExampleOptions, TrainOptions};
     use medrank::model::HeadKind;
+    use medrank::train::{read_hitz_mcqa, train, trained_files, ExampleOptions, TrainOptions};
     let dir = model_dir();
     let model = TextModel::read_dir(&dir).unwrap();
     let data = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("data/casimedicos");
@@ -190,10 +190,8 @@ fn similarity_casimedicos_dev() {
 fn classification_evaluator_from_a_bundle_trains_and_evaluates() {
     use medrank::data::{Bundle, Instance, Problem, Task};
     use medrank::model::evaluate::{evaluate_with_head, EmptyOptions};
-    use medrank::model::train::{
-        examples_from_bundle, task_labels, train, ArgumentSource, ExampleOptions, TrainOptions,
-    };
     use medrank::model::{CpuEncoder, HeadKind};
+    use medrank::train::{examples_from_bundle, task_labels, train, ArgumentSource, ExampleOptions, TrainOptions};
     // The real encoder: a tiny random one gives nearly identical first-token states, which
     // a classification head (unlike a multiple-choice softmax) cannot separate quickly.
     let base = TextModel::read_dir(&model_dir()).unwrap();

@@ -325,8 +325,8 @@ fn heads_match_plain_arithmetic_and_evaluators_run() {
 #[test]
 fn training_learns_a_separable_task_and_saves_a_loadable_evaluator() {
     use medrank::model::embed::TextModel;
-    use medrank::model::train::{train, trained_files, Freeze, TrainExample, TrainOptions};
     use medrank::model::Part;
+    use medrank::train::{train, trained_files, Freeze, TrainExample, TrainOptions};
     let base_model = random_model(tiny(Arch::Bert, HeadKind::None, &[]), 11).unwrap();
     let tok = tokenizer(&base_model.config);
     let base = TextModel {

@@ -5,12 +5,12 @@
 //! order and hyper-parameters. Runs on lavapipe here; without an adapter the tests say so
 //! loudly and return, unless MEDRANK_REQUIRE_GPU=1, where they fail.
 
-use medrank::gpu::gradient_check::{jittered_model, relative, tiny_config};
 use medrank::model::config::{Arch, EncoderConfig, HeadKind};
 use medrank::model::embed::TextModel;
 use medrank::model::load::{HeadWeights, LoadedModel};
-use medrank::model::train::{train, train_with_events, Freeze, TrainExample, TrainOptions};
 use medrank::model::{CpuEncoder, Part, Pooling, TextTokenizer};
+use medrank::train::gpu::gradient_check::{jittered_model, relative, tiny_config};
+use medrank::train::{train, train_with_events, Freeze, TrainExample, TrainOptions};
 use std::path::PathBuf;
 
 mod common;
@@ -25,13 +25,13 @@ fn model(arch: Arch, layers: usize, head: HeadKind, labels: &[&str], seed: u64) 
     jittered_model(config, seed).unwrap()
 }
 
-/// The library's self-check (`gpu::gradient_check`, which the bench page runs on WebGPU):
+/// The library's self-check (`train::gpu::gradient_check`, which the bench page runs on WebGPU):
 /// every trained tensor of BERT multiple-choice, BERT, RoBERTa and DistilBERT
 /// classification models, micro-batches whole and in parts.
 #[test]
 fn gradients_of_the_top_layers_and_the_head_match_candle() {
     let Some(ctx) = context() else { return };
-    let checks = pollster::block_on(medrank::gpu::gradient_check::gradient_check(&ctx)).unwrap();
+    let checks = pollster::block_on(medrank::train::gpu::gradient_check::gradient_check(&ctx)).unwrap();
     // 4 models x (whole, in parts) x (the losses + 2 layers of 16 tensors + 4 head tensors).
     assert_eq!(checks.len(), 4 * 2 * (1 + 2 * 16 + 4));
     for c in &checks {

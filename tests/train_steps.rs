@@ -1,4 +1,4 @@
-//! The step-wise trainer (`model::train::Trainer`, driven one step at a time by the page
+//! The step-wise trainer (`train::Trainer`, driven one step at a time by the page
 //! through `jobs::TrainingJob`, in one loop by `medrank train`) gives the curve the
 //! one-call trainer gave before it was split into steps; the dev split both front ends
 //! offer is seeded.
@@ -6,8 +6,8 @@
 use medrank::data::Task;
 use medrank::jobs::{self, DevData, NamedText, TrainRequest};
 use medrank::model::embed::TextModel;
-use medrank::model::train::{read_hitz_mcqa, train, ExampleOptions, TrainOptions};
 use medrank::model::HeadKind;
+use medrank::train::{read_hitz_mcqa, train, ExampleOptions, TrainOptions};
 use std::path::PathBuf;
 use std::process::Command;
 
@@ -25,7 +25,7 @@ fn first_lines(path: &str, n: usize) -> String {
 }
 
 /// (train_loss, dev_accuracy, learning_rate) per epoch.
-fn points(curve: &[medrank::model::train::EpochLog]) -> Vec<(f64, f64, f64)> {
+fn points(curve: &[medrank::train::EpochLog]) -> Vec<(f64, f64, f64)> {
     curve.iter().map(|e| (e.train_loss, e.dev_accuracy, e.learning_rate)).collect()
 }
 
@@ -68,7 +68,7 @@ fn step_wise_training_gives_the_curve_of_the_one_call_trainer() {
         on_gpu: false,
         trace_steps: 0,
     };
-    let mut job = jobs::TrainingJob::start(&req, &m, medrank::model::train::native_clock).unwrap();
+    let mut job = jobs::TrainingJob::start(&req, &m, medrank::train::native_clock).unwrap();
     assert_eq!((job.summary().train_examples, job.summary().dev_examples), (48, 32));
     let mut done = 0;
     loop {
@@ -113,7 +113,7 @@ fn an_epoch_before_the_frozen_pass_is_an_error() {
         on_gpu: false,
         trace_steps: 0,
     };
-    let mut job = jobs::TrainingJob::start(&req, &m, medrank::model::train::native_clock).unwrap();
+    let mut job = jobs::TrainingJob::start(&req, &m, medrank::train::native_clock).unwrap();
     assert_eq!((job.summary().train_examples, job.summary().dev_examples), (2, 2));
     let err = pollster::block_on(job.epoch(&mut |_| {})).unwrap_err().to_string();
     assert!(err.contains("not computed yet"), "{err}");

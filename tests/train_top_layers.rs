@@ -5,10 +5,10 @@
 //! candidates, misinformation's `not_enough_evidence` instances are dropped.
 
 use medrank::model::embed::TextModel;
-use medrank::model::train::{
+use medrank::model::HeadKind;
+use medrank::train::{
     examples_from_bundle, read_hitz_mcqa, task_labels, train, ArgumentSource, ExampleOptions, Freeze, TrainOptions,
 };
-use medrank::model::HeadKind;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 

@@ -51,7 +51,7 @@ pub struct TrainArgs {
     pub lr: f64,
     /// Peak learning rate of the trained encoder layers (--freeze top:N or all): pretrained
     /// weights take a small one.
-    #[arg(long, default_value_t = crate::model::train::DEFAULT_LAYER_LR)]
+    #[arg(long, default_value_t = crate::train::DEFAULT_LAYER_LR)]
     pub layer_lr: f64,
     #[arg(long, default_value_t = 0.01)]
     pub weight_decay: f64,
@@ -99,7 +99,7 @@ pub struct TrainArgs {
 
 pub(super) fn train(a: TrainArgs) -> Result<()> {
     use crate::jobs::{self, DevData};
-    use crate::model::train::{ExampleOptions, TrainEvent, TrainOptions};
+    use crate::train::{ExampleOptions, TrainEvent, TrainOptions};
     let inputs: Vec<&Path> =
         [Some(a.model.as_path()), Some(a.train.as_path()), a.dev.as_deref()].into_iter().flatten().collect();
     let outs: Vec<&Path> = [Some(a.out.as_path()), a.trace.as_deref()].into_iter().flatten().collect();
@@ -135,8 +135,8 @@ pub(super) fn train(a: TrainArgs) -> Result<()> {
             warmup_ratio: a.warmup,
             patience: a.patience,
             seed: a.seed,
-            select_by: a.select_by.as_deref().map(crate::model::train::SelectBy::parse).transpose()?,
-            class_weights: a.class_weights.as_deref().map(crate::model::train::ClassWeights::parse).transpose()?,
+            select_by: a.select_by.as_deref().map(crate::train::SelectBy::parse).transpose()?,
+            class_weights: a.class_weights.as_deref().map(crate::train::ClassWeights::parse).transpose()?,
         },
         conventions: ExampleOptions {
             keep_empty_options: a.keep_empty_options,
@@ -202,7 +202,7 @@ pub(super) fn train(a: TrainArgs) -> Result<()> {
         }
     }
     outputs.commit()?;
-    let accuracy = if result.select_by == crate::model::train::SelectBy::Accuracy {
+    let accuracy = if result.select_by == crate::train::SelectBy::Accuracy {
         String::new()
     } else {
         format!(", dev accuracy {:.4}", result.best_dev_accuracy)

@@ -10,9 +10,9 @@
 //!   path, so pooling, heads, evaluators and rankers run unchanged on top of it.
 //! - `select`: the GPU when an adapter exists, else the CPU, or the backend the user forces.
 //! - `bench`: sequences/s and tokens/s for any encoder (GPU or CPU).
-//! - `train`: fine-tuning the top N layers and the head (forward, backward and AdamW as
-//!   kernels), the CPU trainer's loop around it; gradients and losses match candle's
-//!   autograd (tests/gpu_backward.rs, tests/gpu_train.rs).
+//! - `ops` also holds the backward passes, the loss and AdamW (`TrainOps`) that the GPU
+//!   trainer (`crate::train::gpu`) runs; their gradients match candle's autograd
+//!   (tests/gpu_backward.rs).
 //!
 //! Results match the CPU path within 1e-3 (tests/gpu_encoder.rs, run natively on lavapipe).
 //! Weights are f32 by default; [`WeightFormat::F16`] stores the linear layers' weights as f16
@@ -21,10 +21,8 @@
 pub mod bench;
 pub mod context;
 pub mod encoder;
-pub mod gradient_check;
 pub mod ops;
 pub mod select;
-pub mod train;
 
 pub use context::{AdapterSummary, ChunkedTable, DType, GpuContext, GpuTensor};
 pub use encoder::{GpuEncoder, WeightFormat};

@@ -7,12 +7,12 @@
 
 use super::NamedText;
 use crate::data::Task;
-use crate::model::train::{
+use crate::model::{HeadKind, TextModel};
+use crate::report::Fingerprint;
+use crate::train::{
     self as t, ArgumentSource, DataCounts, EpochLog, ExampleOptions, Freeze, SelectBy, TrainData, TrainEvent,
     TrainExample, TrainOptions, Trainer,
 };
-use crate::model::{HeadKind, TextModel};
-use crate::report::Fingerprint;
 use crate::{Error, Result};
 use rand::seq::SliceRandom;
 use rand::SeedableRng;

@@ -1,5 +1,5 @@
 //! The transformer encoder: config, weights, tokenizer, forward pass (CPU), pooling,
-//! heads, evaluators, rankers, training and benchmarks.
+//! heads, evaluators, rankers and benchmarks (training is `crate::train`).
 //!
 //! Backend-neutral pieces (`TokenBatch`, `HiddenStates`, the `Encoder` trait,
 //! `EncoderWeights`) are shared with the GPU backend in `crate::gpu`: it implements
@@ -15,14 +15,8 @@
 //! - `embed.rs`    [`TextModel`] (a loaded folder) and `embed_lines` (`medrank embed`)
 //! - `heads.rs`    classification / multiple-choice heads
 //! - `evaluate.rs` proxy-task evaluators -> `data::Prediction`s (and the zero-training one)
-//! - `train.rs`    `medrank train`: AdamW, schedule, accumulation, early stopping
 //! - `rankers.rs`, `monot5.rs`, `bertscore.rs`  NRP rankers and BERTScore
 //! - `bench.rs`    throughput and the peer comparison (native only)
-//!
-//! Making the three evaluators of the paper from a bundle (`train::examples_from_bundle`):
-//! baseline = `ArgumentSource::None`; expert-trained = `ArgumentSource::System("gold")`
-//! (the expert system's name); LLM-trained = `ArgumentSource::RandomOf(llm systems)`, one
-//! random LLM argument per instance, seeded. Same `train::train` call, different examples.
 
 #[cfg(not(target_arch = "wasm32"))]
 pub mod bench;
@@ -38,7 +32,6 @@ pub mod monot5;
 pub mod pooling;
 pub mod rankers;
 pub mod tokenize;
-pub mod train;
 
 pub use config::{Activation, Arch, EncoderConfig, HeadKind};
 pub use embed::{embed_lines, embed_texts, run_ready, TextModel};

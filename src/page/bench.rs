@@ -93,9 +93,9 @@ pub async fn gradient_check() -> Result<String> {
     struct Reply<'a> {
         adapter: &'a crate::gpu::context::AdapterSummary,
         tolerance: f64,
-        checks: Vec<crate::gpu::gradient_check::TensorCheck>,
+        checks: Vec<crate::train::gpu::gradient_check::TensorCheck>,
     }
     let ctx = crate::gpu::context::GpuContext::new().await?;
-    let checks = crate::gpu::gradient_check::gradient_check(&ctx).await?;
-    super::json(&Reply { adapter: &ctx.adapter, tolerance: crate::gpu::gradient_check::TOLERANCE, checks })
+    let checks = crate::train::gpu::gradient_check::gradient_check(&ctx).await?;
+    super::json(&Reply { adapter: &ctx.adapter, tolerance: crate::train::gpu::gradient_check::TOLERANCE, checks })
 }

@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use crate::error::{Error, Result};
 use crate::gpu::{AnyEncoder, BackendChoice, BackendReport};
 use crate::jobs::{self, KeptModel, NamedText};
-use crate::model::train::{ClassWeights, EpochLog, ExampleOptions, Freeze, SelectBy, TrainOptions};
+use crate::train::{ClassWeights, EpochLog, ExampleOptions, Freeze, SelectBy, TrainOptions};
 
 /// The page's training form; names match the CLI's flags (`medrank train`).
 #[derive(Debug, Clone, Deserialize)]

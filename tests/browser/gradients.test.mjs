@@ -2,7 +2,7 @@
 // through the bench page's check: every trained tensor of tiny random BERT (multiple
 // choice and classification), RoBERTa and DistilBERT models, its gradient after one
 // micro-batch against candle's autograd computed in the same wasm module on the CPU,
-// relative difference <= 1e-3 per tensor (`gpu::gradient_check`, which
+// relative difference <= 1e-3 per tensor (`train::gpu::gradient_check`, which
 // tests/gpu_train.rs runs natively on lavapipe).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';

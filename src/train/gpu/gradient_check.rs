@@ -5,7 +5,7 @@
 //! bench page (`gpu_gradient_check` in the wasm API) on the browser's WebGPU adapter, so a
 //! GPU that computes wrong gradients is found before it trains an evaluator.
 //!
-//! The reference is the CPU trainer's computation (`model::train`): padded f32 states, the
+//! The reference is the CPU engine's computation (`train::cpu`): padded f32 states, the
 //! top layers in candle ops (the last for the first token only), the head, each example's
 //! cross-entropy over its own segment, summed and divided by the step's example count.
 
@@ -15,10 +15,10 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::Serialize;
 
-use super::context::GpuContext;
-use super::ops::AdamWConfig;
-use super::train::GpuTrainer;
+use super::trainer::GpuTrainer;
 use crate::error::Result;
+use crate::gpu::context::GpuContext;
+use crate::gpu::ops::AdamWConfig;
 use crate::model::config::{Activation, Arch, EncoderConfig, HeadKind};
 use crate::model::encoder::layers_forward;
 use crate::model::heads::head_forward;

@@ -1,34 +1,28 @@
-//! Fine-tuning the top N encoder layers and the head on the GPU: the same training as
-//! `model::train` with `Freeze::TopLayers(n)` (candle's autograd on the CPU), with the
-//! forward pass, the backward pass and AdamW as WGSL kernels (`ops::TrainOps`).
+//! [`GpuTrainer`]: the top N encoder layers and the head on the GPU, with the forward pass,
+//! the backward pass and AdamW as WGSL kernels (`crate::gpu::ops::TrainOps`); the same
+//! arithmetic as the CPU engine's candle autograd with `Freeze::TopLayers(n)`.
 //!
-//! The lower layers are frozen and their outputs computed once (the states the CPU trainer
+//! The lower layers are frozen and their outputs computed once (the states the frozen pass
 //! caches: real tokens only, f16). A micro-batch uploads those states, and one submission
 //! runs the top layers forward (keeping what backward needs; the last layer computes the
-//! first tokens only after its attention, as the CPU trainer does), the head, the loss, the
+//! first tokens only after its attention, as the CPU engine does), the head, the loss, the
 //! backward pass of the head and of every trained layer, and adds the gradients to the
 //! ones already summed for the step; only the per-example losses are read back. An
 //! optimiser step is one more submission: AdamW on every tensor, then the gradients are
 //! cleared. No weight or activation leaves the device between layers or steps.
-//!
-//! [`GpuTrainer`] is the engine (micro-batches, steps, logits, gradients, the trained
-//! model); `model::train::Trainer` runs the one training loop (shuffle, schedule, dev
-//! accuracy, early stopping) around it or around candle's autograd
-//! (`Trainer::train_on_gpu`).
 //! Everything here is async and never blocks (read-backs are awaited), so it runs in the
 //! browser on WebGPU as natively on Vulkan, Metal or DX12.
 
 use half::f16;
 
-use super::context::{GpuContext, GpuTensor};
-use super::ops::{
+use crate::error::{Error, Result};
+use crate::gpu::context::{GpuContext, GpuTensor};
+use crate::gpu::ops::{
     record, Activation, AdamWConfig, AdamWStep, Addend, AttentionBackward, CrossEntropy, Dispatch, LayerNormGrads, Mat,
     Ops, TrainOps,
 };
-use crate::error::{Error, Result};
 use crate::model::config::{Activation as ModelActivation, EncoderConfig};
 use crate::model::load::{Dense, HeadWeights, LoadedModel, Norm};
-use crate::model::train::TrainExample;
 use candle_core::{Device, Tensor};
 
 /// A trained tensor on the device with its gradient (summed over a step's micro-batches)
@@ -782,69 +776,4 @@ fn split_qkv(name: &str, values: Vec<f32>, hidden: usize) -> Vec<(String, Vec<f3
         }
         None => vec![(name.to_string(), values)],
     }
-}
-
-/// Examples by index with their inputs' cached states.
-pub struct Cached<'a> {
-    set: &'a [TrainExample],
-    states: &'a [Vec<f16>],
-    /// First input of each example in `states`.
-    starts: Vec<usize>,
-}
-
-impl<'a> Cached<'a> {
-    pub fn new(set: &'a [TrainExample], states: &'a [Vec<f16>]) -> Result<Self> {
-        let mut starts = Vec::with_capacity(set.len());
-        let mut at = 0;
-        for e in set {
-            starts.push(at);
-            at += e.inputs.len();
-        }
-        if at != states.len() {
-            return Err(Error::invalid(format!("{at} inputs but {} cached states", states.len())));
-        }
-        Ok(Cached { set, states, starts })
-    }
-
-    pub fn inputs(&self, idx: &[usize]) -> Vec<&'a [f16]> {
-        idx.iter()
-            .flat_map(|&i| self.states[self.starts[i]..self.starts[i] + self.set[i].inputs.len()].iter())
-            .map(|s| s.as_slice())
-            .collect()
-    }
-}
-
-/// Each dev example's predicted index (the first of equal scores) and the summed loss,
-/// each example's cross-entropy times its gold class's weight in `weights` (empty: 1), with
-/// the trainer's current weights. The loss is computed here from the read-back logits, in
-/// f64, as the CPU path computes it.
-pub async fn dev_outcome(
-    trainer: &GpuTrainer,
-    dev: &Cached<'_>,
-    batch_size: usize,
-    multiple_choice: bool,
-    weights: &[f64],
-) -> Result<(Vec<usize>, f64)> {
-    let idx: Vec<usize> = (0..dev.set.len()).collect();
-    let (mut predicted, mut loss) = (Vec::with_capacity(idx.len()), 0.0);
-    for part in idx.chunks(batch_size.max(1)) {
-        let logits = trainer.logits(&dev.inputs(part)).await?;
-        let mut row = 0;
-        for &i in part {
-            let ex = &dev.set[i];
-            let v: Vec<f32> = if multiple_choice {
-                let n = ex.inputs.len();
-                row += n;
-                logits[row - n..row].iter().map(|r| r[0]).collect()
-            } else {
-                row += 1;
-                logits[row - 1].clone()
-            };
-            let max = v.iter().fold(f64::NEG_INFINITY, |m, &x| m.max(x as f64));
-            let log_total = v.iter().map(|&x| (x as f64 - max).exp()).sum::<f64>().ln() + max;
-            loss += weights.get(ex.gold).copied().unwrap_or(1.0) * (log_total - v[ex.gold] as f64);
-            predicted.push(v.iter().enumerate().fold(0, |b, (i, x)| if *x > v[b] { i } else { b }));
-        }
-    }
-    Ok((predicted, loss))
 }

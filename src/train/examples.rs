@@ -1,0 +1,190 @@
+//! Training examples: the encoder inputs of each instance and the index of the right one,
+//! read from a HiTZ MCQA file or an argument bundle (with the argument source that makes
+//! the baseline, expert-trained or LLM-trained evaluator), and what the readers leave out.
+
+use crate::data::{Bundle, Problem, Task};
+use crate::error::{Error, Result};
+use crate::model::evaluate::{classification_parts, mcqa_parts};
+use crate::model::tokenize::{Encoded, TextTokenizer};
+use rand::seq::SliceRandom;
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+use serde::Serialize;
+
+/// One training example: the encoder inputs and the index of the right one.
+/// Multiple choice: one input per candidate option (empty options are left out unless
+/// kept, so the count varies), `gold` = index among the inputs. Classification: one
+/// input, `gold` = label index.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TrainExample {
+    pub id: String,
+    pub inputs: Vec<Encoded>,
+    pub gold: usize,
+}
+
+/// What the example readers leave out (the conventions evaluation follows too).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct ExampleOptions {
+    /// Keep empty MCQA options as candidates (default: not candidates, as in evaluation).
+    pub keep_empty_options: bool,
+    /// Keep misinformation instances labelled `not_enough_evidence` (default: dropped, as
+    /// evaluation drops them).
+    pub keep_not_enough_evidence: bool,
+}
+
+/// Examples and what was left out of them.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct TrainData {
+    pub examples: Vec<TrainExample>,
+    pub counts: DataCounts,
+}
+
+/// What a reader left out, with ids, for the log.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct DataCounts {
+    pub examples: usize,
+    /// Empty MCQA options that are no candidate (no input).
+    pub empty_options_left_out: usize,
+    /// Misinformation instances labelled `not_enough_evidence`, dropped (their ids).
+    pub not_enough_evidence_dropped: Vec<String>,
+}
+
+/// Inputs of one MCQA item: one per candidate option, the gold index among them, and how
+/// many empty options were left out. An empty gold option is an error.
+fn mcqa_inputs(
+    question: &str,
+    argument: &str,
+    options: &[(String, String)],
+    answer: &str,
+    keep_empty: bool,
+    tokenizer: &TextTokenizer,
+    at: &dyn Fn(&str, String) -> Error,
+) -> Result<(Vec<Encoded>, usize, usize)> {
+    let gold_key = options
+        .iter()
+        .position(|(k, _)| k == answer)
+        .ok_or_else(|| at("answer", format!("`{answer}` is not an option key")))?;
+    let (mut inputs, mut gold, mut left_out) = (Vec::new(), None, 0);
+    for (i, (key, text)) in options.iter().enumerate() {
+        if !keep_empty && crate::data::is_empty_option(text) {
+            if i == gold_key {
+                return Err(at(
+                    "options",
+                    format!("the correct option `{key}` is empty (--keep-empty-options keeps empty options)"),
+                ));
+            }
+            left_out += 1;
+            continue;
+        }
+        if i == gold_key {
+            gold = Some(inputs.len());
+        }
+        let (first, second) = mcqa_parts(question, argument, text);
+        inputs.push(tokenizer.encode_parts(&first, &second).map_err(|e| at("options", e.to_string()))?);
+    }
+    Ok((inputs, gold.expect("the gold option is kept"), left_out))
+}
+
+/// Read a HiTZ CasiMedicos MCQA file (`{"question", "options": {"1": ..}, "correct_option"}`
+/// per line; the argument is already appended to the question) into examples. The file is
+/// parsed by the same reader as the Ranking-Over-Scoring importer (`data::parse_hitz`).
+pub fn read_hitz_mcqa(
+    file: &str,
+    text: &str,
+    tokenizer: &TextTokenizer,
+    options: &ExampleOptions,
+) -> Result<TrainData> {
+    let (items, _warnings) = crate::data::parse_hitz(file, text)?;
+    let mut out = TrainData::default();
+    for item in items {
+        let at = |field: &str, msg: String| Error::input(file, item.line, field, msg);
+        let (inputs, gold, left_out) = mcqa_inputs(
+            &item.question,
+            "",
+            &item.options,
+            &item.correct_option,
+            options.keep_empty_options,
+            tokenizer,
+            &at,
+        )?;
+        out.counts.empty_options_left_out += left_out;
+        out.examples.push(TrainExample { id: format!("{file}:{}", item.line), inputs, gold });
+    }
+    out.counts.examples = out.examples.len();
+    Ok(out)
+}
+
+/// Which argument each training instance carries.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ArgumentSource {
+    /// No argument: the baseline evaluator.
+    None,
+    /// One named system's argument (e.g. the expert/gold one): the expert-trained evaluator.
+    System(String),
+    /// One random system per instance among these (seeded): the LLM-trained evaluator.
+    RandomOf(Vec<String>),
+}
+
+/// Training examples from a bundle (instances lacking the chosen system are an error).
+pub fn examples_from_bundle(
+    bundle: &Bundle,
+    source: &ArgumentSource,
+    labels: &[String],
+    tokenizer: &TextTokenizer,
+    seed: u64,
+    options: &ExampleOptions,
+) -> Result<TrainData> {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let mut out = TrainData::default();
+    for inst in &bundle.instances {
+        let argument: &str = match source {
+            ArgumentSource::None => "",
+            ArgumentSource::System(s) => inst.argument(s).ok_or_else(|| {
+                Error::input(&bundle.name, inst.line, "arguments", format!("no argument of system `{s}`"))
+            })?,
+            ArgumentSource::RandomOf(systems) => {
+                let present: Vec<&str> = systems.iter().filter_map(|s| inst.argument(s)).collect();
+                present
+                    .choose(&mut rng)
+                    .copied()
+                    .ok_or_else(|| Error::input(&bundle.name, inst.line, "arguments", format!("none of {systems:?}")))?
+            }
+        };
+        let at = |field: &str, msg: String| Error::input(&bundle.name, inst.line, field, msg);
+        match &inst.problem {
+            Problem::Mcqa { question, options: opts, answer } => {
+                let (inputs, gold, left_out) =
+                    mcqa_inputs(question, argument, opts, answer, options.keep_empty_options, tokenizer, &at)?;
+                out.counts.empty_options_left_out += left_out;
+                out.examples.push(TrainExample { id: inst.id.clone(), inputs, gold });
+            }
+            problem => {
+                if !options.keep_not_enough_evidence
+                    && matches!(problem, Problem::Misinformation { .. })
+                    && problem.gold() == "not_enough_evidence"
+                {
+                    out.counts.not_enough_evidence_dropped.push(inst.id.clone());
+                    continue;
+                }
+                let (f, s) = classification_parts(problem, argument)?;
+                let gold = labels
+                    .iter()
+                    .position(|l| l == problem.gold())
+                    .ok_or_else(|| at("label", format!("`{}` not in {labels:?}", problem.gold())))?;
+                let encoded = tokenizer.encode_parts(&f, &s).map_err(|e| at("text", e.to_string()))?;
+                out.examples.push(TrainExample { id: inst.id.clone(), inputs: vec![encoded], gold });
+            }
+        }
+    }
+    out.counts.examples = out.examples.len();
+    Ok(out)
+}
+
+/// The label list a task's classification head uses.
+pub fn task_labels(task: Task) -> Vec<String> {
+    match task {
+        Task::Mcqa => Vec::new(),
+        Task::Misinformation => Task::MISINFORMATION_LABELS.iter().map(|s| s.to_string()).collect(),
+        Task::Nli => Task::NLI_LABELS.iter().map(|s| s.to_string()).collect(),
+    }
+}

@@ -1,0 +1,160 @@
+//! The GPU engine: the training loop's steps, dev pass and best weights on a
+//! [`GpuTrainer`], fed with the frozen pass's f16 states of the lower layers.
+
+use super::trainer::GpuTrainer;
+use crate::error::{Error, Result};
+use crate::gpu::context::GpuContext;
+use crate::gpu::ops::AdamWConfig;
+use crate::model::load::LoadedModel;
+use crate::train::engine::{Batches, Engine, Pending};
+use crate::train::examples::TrainExample;
+use crate::train::options::TrainOptions;
+use half::f16;
+
+/// The trained part on a GPU.
+pub(in crate::train) enum GpuEngine {
+    /// Asked for; the trainer is made at the first epoch (the frozen pass comes first, and
+    /// may run on the same GPU).
+    Ready(Box<GpuContext>),
+    Training(Box<GpuTrainer>),
+}
+
+impl GpuEngine {
+    fn trainer(&mut self) -> Result<&mut GpuTrainer> {
+        match self {
+            GpuEngine::Training(t) => Ok(t),
+            GpuEngine::Ready(_) => Err(Error::invalid("the GPU trainer starts with the first epoch")),
+        }
+    }
+}
+
+impl Engine for GpuEngine {
+    fn start(&mut self, model: &LoadedModel, lower: usize, opts: &TrainOptions) -> Result<()> {
+        if let GpuEngine::Ready(ctx) = self {
+            let adamw = |lr: f64| AdamWConfig { lr, weight_decay: opts.weight_decay, ..Default::default() };
+            // A context's handles are reference counted: the clone is the same device.
+            let trainer = GpuTrainer::new(
+                (**ctx).clone(),
+                model,
+                lower,
+                adamw(opts.learning_rate),
+                adamw(opts.layer_learning_rate),
+            )?;
+            *self = GpuEngine::Training(Box::new(trainer));
+        }
+        Ok(())
+    }
+
+    fn step<'a>(&'a mut self, train: Batches<'a>, chunk: &'a [usize], lr: f64, layer_lr: f64) -> Pending<'a, f64> {
+        Box::pin(async move {
+            let gpu = self.trainer()?;
+            let cached = Cached::new(train.set, train.prepared.lower_states())?;
+            let mut sum = 0.0;
+            for micro in chunk.chunks(train.batch_size) {
+                let examples: Vec<(usize, usize, f32)> = micro
+                    .iter()
+                    .map(|&i| {
+                        let e = &train.set[i];
+                        (e.inputs.len(), e.gold, train.class_weights.get(e.gold).copied().unwrap_or(1.0) as f32)
+                    })
+                    .collect();
+                let losses = gpu.accumulate(&cached.inputs(micro), &examples, chunk.len()).await?;
+                sum += losses.iter().map(|&l| l as f64).sum::<f64>();
+            }
+            gpu.step(lr, layer_lr);
+            Ok(sum)
+        })
+    }
+
+    fn dev<'a>(&'a self, dev: Batches<'a>) -> Pending<'a, (Vec<usize>, f64)> {
+        Box::pin(async move {
+            let GpuEngine::Training(gpu) = self else {
+                return Err(Error::invalid("the GPU trainer starts with the first epoch"));
+            };
+            let cached = Cached::new(dev.set, dev.prepared.lower_states())?;
+            dev_outcome(gpu, &cached, dev.batch_size, dev.multiple_choice, dev.class_weights).await
+        })
+    }
+
+    fn keep_best(&mut self) -> Result<()> {
+        self.trainer()?.keep_best();
+        Ok(())
+    }
+
+    fn best_model<'a>(&'a mut self, model: &'a LoadedModel) -> Pending<'a, LoadedModel> {
+        Box::pin(async move {
+            let gpu = self.trainer()?;
+            gpu.restore_best();
+            gpu.to_model(model).await
+        })
+    }
+
+    fn threads(&self) -> usize {
+        0
+    }
+}
+
+/// Examples by index with their inputs' cached states.
+struct Cached<'a> {
+    set: &'a [TrainExample],
+    states: &'a [Vec<f16>],
+    /// First input of each example in `states`.
+    starts: Vec<usize>,
+}
+
+impl<'a> Cached<'a> {
+    fn new(set: &'a [TrainExample], states: &'a [Vec<f16>]) -> Result<Self> {
+        let mut starts = Vec::with_capacity(set.len());
+        let mut at = 0;
+        for e in set {
+            starts.push(at);
+            at += e.inputs.len();
+        }
+        if at != states.len() {
+            return Err(Error::invalid(format!("{at} inputs but {} cached states", states.len())));
+        }
+        Ok(Cached { set, states, starts })
+    }
+
+    fn inputs(&self, idx: &[usize]) -> Vec<&'a [f16]> {
+        idx.iter()
+            .flat_map(|&i| self.states[self.starts[i]..self.starts[i] + self.set[i].inputs.len()].iter())
+            .map(|s| s.as_slice())
+            .collect()
+    }
+}
+
+/// Each dev example's predicted index (the first of equal scores) and the summed loss,
+/// each example's cross-entropy times its gold class's weight in `weights` (empty: 1), with
+/// the trainer's current weights. The loss is computed here from the read-back logits, in
+/// f64, as the CPU path computes it.
+async fn dev_outcome(
+    trainer: &GpuTrainer,
+    dev: &Cached<'_>,
+    batch_size: usize,
+    multiple_choice: bool,
+    weights: &[f64],
+) -> Result<(Vec<usize>, f64)> {
+    let idx: Vec<usize> = (0..dev.set.len()).collect();
+    let (mut predicted, mut loss) = (Vec::with_capacity(idx.len()), 0.0);
+    for part in idx.chunks(batch_size.max(1)) {
+        let logits = trainer.logits(&dev.inputs(part)).await?;
+        let mut row = 0;
+        for &i in part {
+            let ex = &dev.set[i];
+            let v: Vec<f32> = if multiple_choice {
+                let n = ex.inputs.len();
+                row += n;
+                logits[row - n..row].iter().map(|r| r[0]).collect()
+            } else {
+                row += 1;
+                logits[row - 1].clone()
+            };
+            let max = v.iter().fold(f64::NEG_INFINITY, |m, &x| m.max(x as f64));
+            let log_total = v.iter().map(|&x| (x as f64 - max).exp()).sum::<f64>().ln() + max;
+            loss += weights.get(ex.gold).copied().unwrap_or(1.0) * (log_total - v[ex.gold] as f64);
+            predicted.push(v.iter().enumerate().fold(0, |b, (i, x)| if *x > v[b] { i } else { b }));
+        }
+    }
+    Ok((predicted, loss))
+}

@@ -1,0 +1,271 @@
+//! What a training run is asked for: what trains ([`Freeze`]), the optimiser's settings,
+//! the metric that picks the epoch ([`SelectBy`]), the classes' loss weights
+//! ([`ClassWeights`]), and the learning-rate schedule (linear warm-up, then linear decay).
+
+use crate::error::{Error, Result};
+use crate::model::config::HeadKind;
+use serde::Serialize;
+
+/// What is trained.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Freeze {
+    /// Only the head (and the pooler it reads): the encoder is frozen.
+    HeadOnly,
+    /// The head and the top N transformer layers.
+    TopLayers(usize),
+    /// Everything, embeddings included.
+    All,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct TrainOptions {
+    pub freeze: Freeze,
+    pub epochs: usize,
+    /// Examples per micro-batch.
+    pub batch_size: usize,
+    /// Micro-batches per optimiser step.
+    pub grad_accum: usize,
+    /// Peak learning rate of the head (and the pooler it reads).
+    pub learning_rate: f64,
+    /// Peak learning rate of the trained encoder layers (and embeddings with `All`).
+    pub layer_learning_rate: f64,
+    pub weight_decay: f64,
+    /// Fraction of all steps spent warming up linearly from 0.
+    pub warmup_ratio: f64,
+    /// Stop after this many epochs without a better dev metric.
+    pub patience: usize,
+    pub seed: u64,
+    /// The dev metric that picks the best epoch; `None`: the task's evaluation metric
+    /// ([`SelectBy::for_head`]), resolved when the [`Trainer`](super::Trainer) is made.
+    pub select_by: Option<SelectBy>,
+    /// How the classes' losses are weighted; `None`: balanced for classification, none for
+    /// multiple choice, resolved when the [`Trainer`](super::Trainer) is made.
+    pub class_weights: Option<ClassWeights>,
+}
+
+/// The dev metric that picks the best epoch and decides early stopping.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SelectBy {
+    /// Share of dev examples right (MCQA's evaluation metric).
+    Accuracy,
+    /// Macro-F1 over the labels in gold or predictions, as evaluation scores
+    /// misinformation (`stats::classes`): a model that predicts one class scores low here,
+    /// however frequent that class is.
+    MacroF1,
+    /// Mean dev loss (class-weighted as in training); lower is better.
+    Loss,
+}
+
+impl SelectBy {
+    /// `accuracy`, `macro-f1` or `loss` (`--select-by`).
+    pub fn parse(s: &str) -> Result<SelectBy> {
+        match s.trim() {
+            "accuracy" => Ok(SelectBy::Accuracy),
+            "macro-f1" | "macro_f1" => Ok(SelectBy::MacroF1),
+            "loss" => Ok(SelectBy::Loss),
+            other => Err(Error::invalid(format!("--select-by {other}: expected accuracy, macro-f1 or loss"))),
+        }
+    }
+
+    /// The task's evaluation metric: accuracy for multiple choice, macro-F1 for
+    /// classification (misinformation and NLI, as the Ranking-Over-Scoring paper).
+    pub fn for_head(kind: HeadKind) -> SelectBy {
+        if kind == HeadKind::MultipleChoice {
+            SelectBy::Accuracy
+        } else {
+            SelectBy::MacroF1
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            SelectBy::Accuracy => "accuracy",
+            SelectBy::MacroF1 => "macro-F1",
+            SelectBy::Loss => "loss",
+        }
+    }
+
+    /// Whether `a` is strictly better than `b` (a NaN is never better).
+    pub(super) fn better(self, a: f64, b: f64) -> bool {
+        match self {
+            SelectBy::Loss => a < b,
+            _ => a > b,
+        }
+    }
+}
+
+/// How each class's examples weigh in the loss (classification only).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ClassWeights {
+    /// Inverse frequency in the training examples, `n / (k * n_c)` over the k classes that
+    /// occur (scikit-learn's `class_weight="balanced"`): each class weighs as much in
+    /// total, so predicting the majority class for everything no longer minimises the loss.
+    Balanced,
+    /// Every example weighs 1.
+    #[serde(rename = "none")]
+    Equal,
+}
+
+impl ClassWeights {
+    /// `balanced` or `none` (`--class-weights`).
+    pub fn parse(s: &str) -> Result<ClassWeights> {
+        match s.trim() {
+            "balanced" => Ok(ClassWeights::Balanced),
+            "none" => Ok(ClassWeights::Equal),
+            other => Err(Error::invalid(format!("--class-weights {other}: expected balanced or none"))),
+        }
+    }
+
+    /// One weight per label from the training examples' gold labels; labels that never
+    /// occur get 1 (they are never a target).
+    pub fn weights(self, n_labels: usize, golds: impl Iterator<Item = usize>) -> Vec<f64> {
+        let mut counts = vec![0usize; n_labels];
+        for g in golds {
+            counts[g] += 1;
+        }
+        let n: usize = counts.iter().sum();
+        let k = counts.iter().filter(|&&c| c > 0).count();
+        counts
+            .iter()
+            .map(|&c| match self {
+                ClassWeights::Balanced if c > 0 => n as f64 / (k * c) as f64,
+                _ => 1.0,
+            })
+            .collect()
+    }
+}
+
+/// Default peak learning rate of the encoder layers: pretrained weights move little
+/// (BERT's fine-tuning range is 2e-5..5e-5; the top layers alone take the upper end).
+pub const DEFAULT_LAYER_LR: f64 = 5e-5;
+
+impl Default for TrainOptions {
+    fn default() -> Self {
+        TrainOptions {
+            freeze: Freeze::HeadOnly,
+            epochs: 20,
+            batch_size: 16,
+            grad_accum: 1,
+            learning_rate: 1e-3,
+            layer_learning_rate: DEFAULT_LAYER_LR,
+            weight_decay: 0.01,
+            warmup_ratio: 0.1,
+            patience: 4,
+            seed: 42,
+            select_by: None,
+            class_weights: None,
+        }
+    }
+}
+
+/// Learning rate at optimiser step `step` (0-based) of `total`: linear warm-up over
+/// `warmup` steps, then linear decay to 0.
+pub fn scheduled_lr(base: f64, step: usize, warmup: usize, total: usize) -> f64 {
+    if step < warmup {
+        base * (step + 1) as f64 / warmup as f64
+    } else {
+        base * (total.saturating_sub(step)) as f64 / (total - warmup).max(1) as f64
+    }
+}
+
+/// The schedule's length for `examples` training examples: (optimiser steps in all,
+/// warm-up steps). A step takes `batch_size * grad_accum` examples; the last of an epoch
+/// may take fewer.
+pub fn schedule(examples: usize, opts: &TrainOptions) -> (usize, usize) {
+    let total = examples.div_ceil(opts.batch_size * opts.grad_accum) * opts.epochs;
+    (total, ((total as f64) * opts.warmup_ratio).round() as usize)
+}
+
+/// How many of the top layers `freeze` trains.
+pub(super) fn trained_layers(freeze: Freeze, n_layers: usize) -> usize {
+    match freeze {
+        Freeze::HeadOnly => 0,
+        Freeze::TopLayers(n) => n.min(n_layers),
+        Freeze::All => n_layers,
+    }
+}
+
+/// Options that would train nothing or train on numbers that are not numbers are refused,
+/// naming the flag (never coerced to something else).
+pub(super) fn check_options(o: &TrainOptions) -> Result<()> {
+    let positive = |v: usize, flag: &str| {
+        if v == 0 {
+            Err(Error::invalid(format!("{flag} 0: expected at least 1")))
+        } else {
+            Ok(())
+        }
+    };
+    positive(o.epochs, "--epochs")?;
+    positive(o.batch_size, "--batch-size")?;
+    positive(o.grad_accum, "--grad-accum")?;
+    positive(o.patience, "--patience")?;
+    for (v, flag) in [(o.learning_rate, "--lr"), (o.layer_learning_rate, "--layer-lr")] {
+        if !(v.is_finite() && v > 0.0) {
+            return Err(Error::invalid(format!("{flag} {v}: expected a finite number above 0")));
+        }
+    }
+    if !(o.weight_decay.is_finite() && o.weight_decay >= 0.0) {
+        return Err(Error::invalid(format!("--weight-decay {}: expected a finite number from 0", o.weight_decay)));
+    }
+    if !(0.0..=1.0).contains(&o.warmup_ratio) {
+        return Err(Error::invalid(format!("--warmup {}: expected a fraction from 0 to 1", o.warmup_ratio)));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn schedule_warms_up_then_decays_linearly() {
+        // 10 steps, 2 warm-up: 0.5, 1.0, then (10-s)/8: 1.0, 0.875, ..., 0.125.
+        let lrs: Vec<f64> = (0..10).map(|s| scheduled_lr(1.0, s, 2, 10)).collect();
+        assert_eq!(lrs[0], 0.5);
+        assert_eq!(lrs[1], 1.0);
+        assert_eq!(lrs[2], 1.0);
+        assert_eq!(lrs[3], 0.875);
+        assert_eq!(lrs[9], 0.125);
+    }
+
+    #[test]
+    fn balanced_class_weights_are_inverse_frequency() {
+        // scikit-learn 1.9.1: compute_class_weight("balanced", classes=[0, 1],
+        // y=[0, 0, 0, 1]) -> [0.66666667, 2.0] (n / (k * n_c) = 4 / (2 * 3), 4 / (2 * 1)).
+        // A third label that never occurs is never a target: weight 1, and k stays 2.
+        let w = ClassWeights::Balanced.weights(3, [0, 0, 0, 1].into_iter());
+        assert_eq!(w, vec![4.0 / 6.0, 2.0, 1.0]);
+        assert_eq!(ClassWeights::Equal.weights(3, [0, 0, 0, 1].into_iter()), vec![1.0; 3]);
+    }
+
+    #[test]
+    fn the_selecting_metric_compares_the_right_way() {
+        assert!(SelectBy::MacroF1.better(0.5, 0.4) && !SelectBy::MacroF1.better(0.4, 0.4));
+        assert!(SelectBy::Loss.better(0.3, 0.4) && !SelectBy::Loss.better(0.5, 0.4));
+        assert!(!SelectBy::Accuracy.better(f64::NAN, 0.1), "a NaN is never better");
+        assert_eq!(SelectBy::parse("macro-f1").unwrap(), SelectBy::MacroF1);
+        assert!(SelectBy::parse("f1").unwrap_err().to_string().contains("--select-by f1"));
+    }
+
+    #[test]
+    fn options_that_train_nothing_are_refused_with_their_flag() {
+        let o = TrainOptions::default();
+        for (bad, flag) in [
+            (TrainOptions { epochs: 0, ..o.clone() }, "--epochs 0"),
+            (TrainOptions { batch_size: 0, ..o.clone() }, "--batch-size 0"),
+            (TrainOptions { grad_accum: 0, ..o.clone() }, "--grad-accum 0"),
+            (TrainOptions { learning_rate: f64::NAN, ..o.clone() }, "--lr NaN"),
+            (TrainOptions { learning_rate: f64::INFINITY, ..o.clone() }, "--lr inf"),
+            (TrainOptions { layer_learning_rate: -1.0, ..o.clone() }, "--layer-lr -1"),
+            (TrainOptions { weight_decay: f64::NAN, ..o.clone() }, "--weight-decay NaN"),
+            (TrainOptions { warmup_ratio: 1.5, ..o.clone() }, "--warmup 1.5"),
+        ] {
+            let e = check_options(&bad).unwrap_err().to_string();
+            assert!(e.contains(flag), "{e}");
+        }
+        check_options(&o).unwrap();
+    }
+}

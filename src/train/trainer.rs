@@ -1,0 +1,497 @@
+//! The one training loop, for both engines and both front ends: a new head on the base
+//! model, the frozen pass, then epochs of seeded shuffling, micro-batches summed into
+//! optimiser steps, warm-up then linear decay, the dev figures after each epoch, the epoch
+//! with the best dev metric kept, and early stopping.
+
+use super::cpu::CpuEngine;
+use super::engine::{Batches, Engine};
+use super::examples::TrainExample;
+use super::export::{detached, model_files};
+use super::frozen::FrozenPass;
+use super::gpu::GpuEngine;
+use super::options::{
+    check_options, schedule, scheduled_lr, trained_layers, ClassWeights, Freeze, SelectBy, TrainOptions,
+};
+use super::result::{EpochLog, StepRecord, TrainEvent, TrainResult};
+use crate::error::{Error, Result};
+use crate::gpu::GpuContext;
+use crate::model::config::{EncoderConfig, HeadKind};
+#[cfg(not(target_arch = "wasm32"))]
+use crate::model::embed::run_ready;
+use crate::model::embed::TextModel;
+use crate::model::encoder::Encoder;
+use crate::model::load::{random_model, LoadedModel};
+use crate::model::tokenize::TextTokenizer;
+use crate::stats::classes::{ClassScores, Confusion};
+use rand::seq::SliceRandom;
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+
+/// One epoch's dev figures (see [`EpochLog`]).
+struct DevScores {
+    accuracy: f64,
+    macro_f1: Option<f64>,
+    classes: Option<Vec<ClassScores>>,
+    confusion: Option<Vec<Vec<u64>>>,
+    loss: f64,
+    metric: f64,
+}
+
+/// Start from `base` (a plain encoder or one with a head) and add a fresh seeded head of
+/// the given kind when it has none.
+pub fn with_new_head(base: &LoadedModel, kind: HeadKind, labels: &[String], seed: u64) -> Result<LoadedModel> {
+    if kind == HeadKind::None {
+        return Err(Error::invalid("choose a head kind to train"));
+    }
+    let mut m = base.clone();
+    if m.head.is_some() && m.config.head == kind && m.config.labels == labels {
+        return Ok(m);
+    }
+    let cfg = EncoderConfig { head: kind, labels: labels.to_vec(), ..m.config.clone() };
+    let fresh = random_model(EncoderConfig { num_layers: 0, ..cfg.clone() }, seed)?;
+    m.head = fresh.head;
+    if m.weights.pooler.is_none() {
+        m.weights.pooler = fresh.weights.pooler;
+    }
+    m.config = cfg;
+    Ok(m)
+}
+
+/// Seconds on a monotonic clock, natively (the page passes the browser's clock instead:
+/// `std::time::Instant` does not exist in wasm).
+#[cfg(not(target_arch = "wasm32"))]
+pub fn native_clock() -> f64 {
+    static START: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
+    START.get_or_init(std::time::Instant::now).elapsed().as_secs_f64()
+}
+
+/// Train a head (and optionally layers) on `train`, pick the epoch with the best dev metric
+/// ([`TrainOptions::select_by`]) on `dev`. `kind`: `MultipleChoice` for MCQA, `SequenceClassification` with `labels`
+/// otherwise. `progress` sees each epoch's log line.
+#[cfg(not(target_arch = "wasm32"))]
+pub fn train(
+    base: &TextModel,
+    kind: HeadKind,
+    labels: &[String],
+    train_set: &[TrainExample],
+    dev_set: &[TrainExample],
+    opts: &TrainOptions,
+    progress: &mut dyn FnMut(&EpochLog),
+) -> Result<TrainResult> {
+    train_with_events(base, kind, labels, train_set, dev_set, opts, None, &mut |e| {
+        if let TrainEvent::Epoch(log) = e {
+            progress(log)
+        }
+    })
+}
+
+/// [`train`], reporting the cache, progress inside epochs (with examples/s) and epochs:
+/// the [`Trainer`]'s steps run to the end, the frozen pass on the CPU encoder, the trained
+/// part with candle's autograd or, given `gpu`, on that GPU ([`Trainer::train_on_gpu`]).
+#[cfg(not(target_arch = "wasm32"))]
+#[allow(clippy::too_many_arguments)]
+pub fn train_with_events(
+    base: &TextModel,
+    kind: HeadKind,
+    labels: &[String],
+    train_set: &[TrainExample],
+    dev_set: &[TrainExample],
+    opts: &TrainOptions,
+    gpu: Option<GpuContext>,
+    progress: &mut dyn FnMut(TrainEvent),
+) -> Result<TrainResult> {
+    let mut trainer =
+        Trainer::new(base, kind, labels, train_set.to_vec(), dev_set.to_vec(), opts.clone(), native_clock)?;
+    run_ready(trainer.encode_batches(&base.encoder, usize::MAX))?;
+    if trainer.has_frozen_pass() {
+        progress(TrainEvent::Cached { inputs: trainer.inputs().1, seconds: trainer.cache_seconds() });
+    }
+    if let Some(ctx) = gpu {
+        trainer.train_on_gpu(ctx)?;
+    }
+    while pollster::block_on(trainer.run_epoch(progress))?.is_some() {}
+    pollster::block_on(trainer.finish())
+}
+
+/// Training in steps, so a front end can report progress and stop between them (the page's
+/// worker must return to its message loop): [`Trainer::encode_batches`] until the frozen
+/// part is computed for every input, then [`Trainer::run_epoch`] until it returns `None`
+/// (the epochs are done, or the dev metric stopped improving), then [`Trainer::finish`].
+/// [`train`] runs the same steps in one call.
+pub struct Trainer {
+    multiple_choice: bool,
+    opts: TrainOptions,
+    /// The head's labels (empty for multiple choice) and their loss weights.
+    labels: Vec<String>,
+    class_weights: Vec<f64>,
+    /// Steps to record for a trace, and those recorded.
+    trace_steps: usize,
+    step_log: Vec<StepRecord>,
+    /// The base model with the new head; its trained tensors are candle variables.
+    model: LoadedModel,
+    tokenizer: TextTokenizer,
+    train_set: Vec<TrainExample>,
+    dev_set: Vec<TrainExample>,
+    /// Layers that stay frozen (computed once).
+    lower: usize,
+    frozen: FrozenPass,
+    clock: fn() -> f64,
+    rng: ChaCha8Rng,
+    order: Vec<usize>,
+    curve: Vec<EpochLog>,
+    /// The best dev metric so far and its epoch (the engine keeps its weights).
+    best: Option<(f64, usize)>,
+    step: usize,
+    since_best: usize,
+    stopped: bool,
+    /// Candle's autograd, or the GPU ([`Trainer::train_on_gpu`]).
+    engine: Box<dyn Engine>,
+}
+
+impl Trainer {
+    /// A new head of `kind` on `base` (with `labels` for classification) and the trainable
+    /// variables `opts.freeze` asks for; nothing is computed yet. `clock` gives seconds (for
+    /// the examples/s figures only).
+    pub fn new(
+        base: &TextModel,
+        kind: HeadKind,
+        labels: &[String],
+        train_set: Vec<TrainExample>,
+        dev_set: Vec<TrainExample>,
+        opts: TrainOptions,
+        clock: fn() -> f64,
+    ) -> Result<Trainer> {
+        if train_set.is_empty() || dev_set.is_empty() {
+            return Err(Error::invalid("training needs non-empty train and dev sets"));
+        }
+        if let Some(e) = train_set.iter().chain(&dev_set).find(|e| e.inputs.is_empty()) {
+            return Err(Error::invalid(format!("example {} has no input", e.id)));
+        }
+        let mut opts = opts;
+        check_options(&opts)?;
+        let multiple_choice = kind == HeadKind::MultipleChoice;
+        let select_by = *opts.select_by.get_or_insert(SelectBy::for_head(kind));
+        let weighting = *opts.class_weights.get_or_insert(if multiple_choice {
+            ClassWeights::Equal
+        } else {
+            ClassWeights::Balanced
+        });
+        if multiple_choice && (select_by == SelectBy::MacroF1 || weighting == ClassWeights::Balanced) {
+            return Err(Error::invalid(
+                "multiple choice has no classes (the options differ per question): use --select-by accuracy or loss and --class-weights none",
+            ));
+        }
+        let class_weights = if multiple_choice {
+            Vec::new()
+        } else {
+            weighting.weights(labels.len(), train_set.iter().map(|e| e.gold))
+        };
+        let mut model = with_new_head(&base.encoder.model, kind, labels, opts.seed)?;
+        let n_layers = model.config.num_layers;
+        if let Freeze::TopLayers(n) = opts.freeze {
+            if n == 0 || n > n_layers {
+                return Err(Error::invalid(format!(
+                    "--freeze top:{n}: this model has {n_layers} layers (top:1 to top:{n_layers}; head or all otherwise)"
+                )));
+            }
+        }
+        let lower = n_layers - trained_layers(opts.freeze, n_layers);
+        let threads = crate::model::cpu::worker_threads().max(1);
+        let engine = CpuEngine::new(&mut model, opts.freeze, threads)?;
+        let frozen = FrozenPass::new(&train_set, &dev_set, lower, &model.config);
+        let order = (0..train_set.len()).collect();
+        Ok(Trainer {
+            multiple_choice,
+            rng: ChaCha8Rng::seed_from_u64(opts.seed),
+            opts,
+            labels: labels.to_vec(),
+            class_weights,
+            trace_steps: 0,
+            step_log: Vec::new(),
+            model,
+            tokenizer: base.tokenizer.clone(),
+            train_set,
+            dev_set,
+            lower,
+            frozen,
+            clock,
+            order,
+            curve: Vec::new(),
+            best: None,
+            step: 0,
+            since_best: 0,
+            stopped: false,
+            engine: Box::new(engine),
+        })
+    }
+
+    /// Inputs whose frozen part is computed, of all (train and dev).
+    pub fn inputs(&self) -> (usize, usize) {
+        self.frozen.inputs()
+    }
+
+    /// Seconds the frozen pass took.
+    pub fn cache_seconds(&self) -> f64 {
+        self.frozen.seconds()
+    }
+
+    /// Whether the frozen layers run at all (not with `Freeze::All`).
+    pub fn has_frozen_pass(&self) -> bool {
+        self.lower > 0
+    }
+
+    /// Runs up to `max_batches` batches of the frozen pass on `encoder` (the base model's:
+    /// the CPU path, or the GPU); true once every input is done.
+    pub async fn encode_batches<E: Encoder>(&mut self, encoder: &E, max_batches: usize) -> Result<bool> {
+        let sets = [self.train_set.as_slice(), self.dev_set.as_slice()];
+        self.frozen.run(encoder, &self.tokenizer, sets, self.clock, max_batches).await
+    }
+
+    /// The epochs logged so far.
+    pub fn curve(&self) -> &[EpochLog] {
+        &self.curve
+    }
+
+    /// Training examples and dev examples.
+    pub fn sizes(&self) -> (usize, usize) {
+        (self.train_set.len(), self.dev_set.len())
+    }
+
+    /// Runs the trained layers and the head on the GPU ([`super::gpu::GpuTrainer`]: WGSL
+    /// forward and backward kernels, AdamW on the device) instead of candle's autograd.
+    /// Only `top:N`, whose lower layers come from this trainer's frozen pass; before the
+    /// first epoch.
+    pub fn train_on_gpu(&mut self, ctx: GpuContext) -> Result<()> {
+        let n_layers = self.model.config.num_layers;
+        if !matches!(self.opts.freeze, Freeze::TopLayers(n) if n > 0) || self.lower == 0 || self.lower >= n_layers {
+            return Err(Error::invalid(format!(
+                "--backend gpu trains the top layers: use it with --freeze top:N (N from 1 to {}), not {:?}",
+                n_layers - 1,
+                self.opts.freeze
+            )));
+        }
+        if !self.curve.is_empty() {
+            return Err(Error::invalid("the GPU engine is chosen before the first epoch"));
+        }
+        self.engine = Box::new(GpuEngine::Ready(Box::new(ctx)));
+        Ok(())
+    }
+
+    /// One epoch: the optimiser steps over the shuffled training set, then the dev
+    /// figures (accuracy, loss; macro-F1, per-class scores and the confusion matrix for
+    /// classification). `None` once training is over (all epochs run, or `patience` epochs without
+    /// a better dev metric); an error before the frozen pass is complete. Async only for
+    /// the GPU engine's read-backs; on the CPU it never waits.
+    pub async fn run_epoch(&mut self, progress: &mut dyn FnMut(TrainEvent<'_>)) -> Result<Option<EpochLog>> {
+        let epochs = self.opts.epochs;
+        if self.stopped || self.curve.len() >= epochs {
+            return Ok(None);
+        }
+        if self.frozen.prepared().is_none() {
+            return Err(Error::invalid("the frozen layers are not computed yet for every input"));
+        }
+        let opts = self.opts.clone();
+        let per_step = opts.batch_size * opts.grad_accum;
+        let (total, warmup) = schedule(self.train_set.len(), &opts);
+        self.engine.start(&self.model, self.lower, &opts)?;
+        let epoch = self.curve.len() + 1;
+        self.order.shuffle(&mut self.rng);
+        let order = self.order.clone();
+        let mut loss_sum = 0.0;
+        let mut lr = opts.learning_rate;
+        let clock = self.clock;
+        let started = clock();
+        let mut last_report = started;
+        let mut done = 0;
+        for chunk in order.chunks(per_step) {
+            lr = scheduled_lr(opts.learning_rate, self.step, warmup, total);
+            let layer_lr = scheduled_lr(opts.layer_learning_rate, self.step, warmup, total);
+            let step_loss = {
+                // The engine's borrow of the sets ends with the step.
+                let (engine, train) = self.engine_and_batches(false)?;
+                engine.step(train, chunk, lr, layer_lr).await?
+            };
+            loss_sum += step_loss;
+            if self.step_log.len() < self.trace_steps {
+                self.step_log.push(StepRecord {
+                    step: self.step,
+                    epoch,
+                    examples: chunk.to_vec(),
+                    lr,
+                    layer_lr,
+                    loss: step_loss / chunk.len() as f64,
+                });
+            }
+            self.step += 1;
+            done += chunk.len();
+            if clock() - last_report >= 10.0 {
+                last_report = clock();
+                let rate = done as f64 / (last_report - started).max(1e-9);
+                progress(TrainEvent::Step {
+                    epoch,
+                    examples: done,
+                    of: self.train_set.len(),
+                    examples_per_second: rate,
+                });
+            }
+        }
+        let train_seconds = clock() - started;
+        let (predicted, dev_loss) = {
+            let (engine, dev) = self.engine_and_batches(true)?;
+            engine.dev(dev).await?
+        };
+        let dev = self.dev_scores(&predicted, dev_loss);
+        let log = EpochLog {
+            epoch,
+            steps: self.step,
+            train_loss: loss_sum / self.train_set.len() as f64,
+            dev_accuracy: dev.accuracy,
+            dev_macro_f1: dev.macro_f1,
+            dev_loss: dev.loss,
+            dev_metric: dev.metric,
+            dev_classes: dev.classes,
+            dev_confusion: dev.confusion,
+            learning_rate: lr,
+            train_seconds,
+            examples_per_second: self.train_set.len() as f64 / train_seconds.max(1e-9),
+        };
+        progress(TrainEvent::Epoch(&log));
+        self.curve.push(log.clone());
+        let select_by = self.select_by();
+        if self.best.is_none_or(|(best, _)| select_by.better(log.dev_metric, best)) {
+            self.engine.keep_best()?;
+            self.best = Some((log.dev_metric, epoch));
+            self.since_best = 0;
+        } else {
+            self.since_best += 1;
+            if self.since_best >= self.opts.patience {
+                self.stopped = true;
+            }
+        }
+        Ok(Some(log))
+    }
+
+    /// The engine, mutable, beside a set it reads (disjoint fields of `self`).
+    fn engine_and_batches(&mut self, dev: bool) -> Result<(&mut dyn Engine, Batches<'_>)> {
+        let [train_p, dev_p] = self
+            .frozen
+            .prepared()
+            .ok_or_else(|| Error::invalid("the frozen layers are not computed yet for every input"))?;
+        let batches = Batches {
+            model: &self.model,
+            tokenizer: &self.tokenizer,
+            set: if dev { &self.dev_set } else { &self.train_set },
+            prepared: if dev { dev_p } else { train_p },
+            lower: self.lower,
+            multiple_choice: self.multiple_choice,
+            class_weights: &self.class_weights,
+            batch_size: self.opts.batch_size,
+        };
+        Ok((self.engine.as_mut(), batches))
+    }
+
+    /// An epoch's dev figures from each dev example's predicted index and the summed loss:
+    /// (accuracy, macro-F1, per-class scores, confusion matrix, mean loss, selecting metric).
+    fn dev_scores(&self, predicted: &[usize], loss_sum: f64) -> DevScores {
+        let n = self.dev_set.len();
+        let correct = self.dev_set.iter().zip(predicted).filter(|(e, &p)| e.gold == p).count();
+        let accuracy = correct as f64 / n as f64;
+        let loss = loss_sum / n as f64;
+        let confusion = (!self.multiple_choice)
+            .then(|| Confusion::of(self.labels.len(), self.dev_set.iter().zip(predicted).map(|(e, &p)| (e.gold, p))));
+        let macro_f1 = confusion.as_ref().map(Confusion::macro_f1);
+        let metric = match self.select_by() {
+            SelectBy::Accuracy => accuracy,
+            SelectBy::MacroF1 => macro_f1.unwrap_or(f64::NAN),
+            SelectBy::Loss => loss,
+        };
+        DevScores {
+            accuracy,
+            macro_f1,
+            classes: confusion.as_ref().map(|c| c.per_class(&self.labels)),
+            confusion: confusion.as_ref().map(Confusion::rows),
+            loss,
+            metric,
+        }
+    }
+
+    /// The metric that picks the best epoch (resolved in [`Trainer::new`]).
+    pub fn select_by(&self) -> SelectBy {
+        self.opts.select_by.expect("resolved in Trainer::new")
+    }
+
+    /// The options as training uses them (defaults resolved for the task).
+    pub fn options(&self) -> &TrainOptions {
+        &self.opts
+    }
+
+    /// One weight per label (empty for multiple choice).
+    pub fn class_weights(&self) -> &[f64] {
+        &self.class_weights
+    }
+
+    /// Records the first `steps` optimiser steps (examples, learning rates, loss) for a
+    /// trace that a reference implementation replays (`medrank train --trace`).
+    pub fn trace_steps(&mut self, steps: usize) {
+        self.trace_steps = steps;
+    }
+
+    /// The training and dev examples (token ids and gold), as the trainer holds them.
+    pub fn examples(&self) -> (&[TrainExample], &[TrainExample]) {
+        (&self.train_set, &self.dev_set)
+    }
+
+    /// The model's files with the weights it holds now (before the first epoch: the
+    /// starting point, new head included): `config.json` and `model.safetensors`.
+    pub fn current_files(&self) -> Result<Vec<(String, Vec<u8>)>> {
+        model_files(&detached(&self.model)?)
+    }
+
+    /// The best epoch's weights as a plain model (no variables), with the curve.
+    pub async fn finish(self) -> Result<TrainResult> {
+        let select_by = self.select_by();
+        let (best_dev_metric, best_epoch) = self.best.ok_or_else(|| Error::invalid("no epoch was trained"))?;
+        let picked = &self.curve[best_epoch - 1];
+        let best_dev_accuracy = picked.dev_accuracy;
+        let confusion = picked.dev_confusion.as_ref().map(|rows| Confusion::of(rows.len(), rows_to_pairs(rows)));
+        let dev_majority_rate = confusion.as_ref().map(Confusion::majority_rate);
+        let mut warnings = Vec::new();
+        if let Some(k) = confusion.as_ref().and_then(Confusion::single_predicted_class) {
+            warnings.push(format!(
+                "the picked epoch {best_epoch} predicts `{}` for every one of the {} dev examples (dev accuracy {best_dev_accuracy:.4} = the majority-class rate {:.4}): this evaluator cannot tell the classes apart, so every system and control would tie. Try --freeze top:N, more epochs or more training data",
+                self.labels[k],
+                self.dev_set.len(),
+                dev_majority_rate.unwrap_or(f64::NAN)
+            ));
+        }
+        let steps = self.step_log;
+        let mut engine = self.engine;
+        let model = engine.best_model(&self.model).await?;
+        let threads = engine.threads();
+        let cut = |set: &[TrainExample]| set.iter().filter(|e| e.inputs.iter().any(|i| i.tokens_cut() > 0)).count();
+        Ok(TrainResult {
+            model,
+            curve: self.curve,
+            best_epoch,
+            best_dev_accuracy,
+            select_by,
+            best_dev_metric,
+            dev_majority_rate,
+            warnings,
+            steps,
+            class_weights: self.class_weights,
+            trained_layers: self.model.config.num_layers - self.lower,
+            truncated: (cut(&self.train_set), cut(&self.dev_set)),
+            cache_seconds: self.frozen.seconds(),
+            threads,
+            data: None,
+        })
+    }
+}
+
+/// The (gold, predicted) pairs a confusion matrix counts, one per example.
+fn rows_to_pairs(rows: &[Vec<u64>]) -> impl Iterator<Item = (usize, usize)> + '_ {
+    rows.iter()
+        .enumerate()
+        .flat_map(|(g, row)| row.iter().enumerate().flat_map(move |(p, &c)| std::iter::repeat_n((g, p), c as usize)))
+}
