@@ -968,3 +968,80 @@ fn inputs_that_are_not_regular_files_are_refused() {
         assert!(stderr.contains(&format!("{input}: not a regular file ({what})")), "{stderr}");
     }
 }
+
+/// Combined qrels whose header names a dimension twice, or whose lines end in CR alone:
+/// each used to end in "dimension judged by two qrels files"; now its own message at its
+/// line and column.
+#[test]
+fn combined_qrels_with_a_dimension_twice_or_cr_line_ends_get_their_own_message() {
+    let base = tmp("qrels-messages");
+    let _ = std::fs::remove_dir_all(&base);
+    std::fs::create_dir_all(&base).unwrap();
+    let combined = std::fs::read_to_string(root().join("examples/nrp/qrels.combined.txt")).unwrap();
+    let nrp = |qrels: &Path| {
+        medrank(&[
+            "nrp",
+            "--topics",
+            "examples/nrp/topics.xml",
+            "--answers",
+            "examples/nrp/answers.jsonl",
+            "--docs",
+            "examples/nrp/docs.tsv",
+            "--qrels-combined",
+            s(qrels),
+            "--quiet",
+        ])
+    };
+    let stderr = |out: &Output| String::from_utf8_lossy(&out.stderr).trim().to_owned();
+
+    // Combined qrels whose header names a dimension twice: each column was read as
+    // relevance, and the run said "dimension `relevance` is judged by two qrels files".
+    let twice = base.join("rel_rel.txt");
+    std::fs::write(&twice, combined.replacen("qid docno rel cred read", "qid docno rel rel read", 1)).unwrap();
+    let out = nrp(&twice);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        stderr(&out),
+        format!("error: {}:1: field `rel`: column 4 (`rel`) names dimension relevance, and column 3 is `rel` too: a dimension has one column", s(&twice))
+    );
+    // The same file with CR line ends (classic Mac OS): read as one line, the header had
+    // every row's cells as columns (`2` among them, twice).
+    let cr = base.join("cr_only.txt");
+    std::fs::write(&cr, combined.replace('\n', "\r")).unwrap();
+    let out = nrp(&cr);
+    assert_eq!(out.status.code(), Some(1));
+    // The header `qid docno rel cred read` is 23 characters: the CR is in column 24.
+    assert_eq!(
+        stderr(&out),
+        format!("error: {}:1: a carriage return (CR) at column 24 ends a line without a line feed: medrank reads lines that end in LF or CRLF; save the file with those line ends (CR alone is how classic Mac OS saved text)", s(&cr))
+    );
+}
+
+/// An answers CSV cut inside a quoted cell: the cut text was scored as a whole answer.
+#[test]
+fn an_answers_csv_cut_inside_a_quoted_cell_is_refused() {
+    let base = tmp("cut-answers");
+    let stderr = |out: &Output| String::from_utf8_lossy(&out.stderr).trim().to_owned();
+    let answers = std::fs::read_to_string(root().join("examples/nrp/answers/gpt-3.5-turbo__multimedqa.csv")).unwrap();
+    let cut_at = answers.find("\"Ibuprofen can raise").unwrap() + 20;
+    let dir = base.join("answers");
+    std::fs::create_dir_all(&dir).unwrap();
+    let cut = dir.join("gpt-3.5-turbo__multimedqa.csv");
+    std::fs::write(&cut, &answers[..cut_at]).unwrap();
+    let out = medrank(&[
+        "nrp",
+        "--topics",
+        "examples/nrp/topics.xml",
+        "--answers",
+        s(&cut),
+        "--docs",
+        "examples/nrp/docs.tsv",
+        "--qrels-combined",
+        "examples/nrp/qrels.combined.txt",
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        stderr(&out),
+        format!("error: {}:2: field `answer1`: the file ends inside this quoted cell: it was cut short, or a quote (\") that opens the cell is never closed", s(&cut))
+    );
+}

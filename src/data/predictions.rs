@@ -3,8 +3,8 @@
 //! `{"instance","system","predicted","p_correct","probs":{label: p}}` (detected by content).
 
 use crate::data::common::{
-    check_probability, content_lines, csv_error, csv_reader, first_content_char, non_empty, parse_number, record_line,
-    Header, Tally,
+    check_line_ends, check_probability, content_lines, first_content_char, non_empty, nothing_to_read, open_csv,
+    parse_number, Tally,
 };
 use crate::data::json::parse_record;
 use crate::data::{Bundle, Instance, Prediction};
@@ -36,15 +36,14 @@ pub fn parse_predictions(name: &str, text: &str) -> Result<(PredictionFile, Vec<
     let (file, warnings) =
         if first_content_char(text) == Some('{') { parse_jsonl(name, text)? } else { parse_csv(name, text)? };
     if file.predictions.is_empty() {
-        return Err(Error::in_file(name, "no predictions in the file"));
+        return Err(nothing_to_read(name, text, "no predictions in the file"));
     }
     reject_duplicates(&file.predictions, &|i| Source::Line(name, file.lines[i]))?;
     Ok((file, warnings))
 }
 
 fn parse_csv(name: &str, text: &str) -> Result<(PredictionFile, Vec<Warning>)> {
-    let mut reader = csv_reader(text);
-    let header = Header::read(name, &mut reader)?;
+    let (mut reader, header, mut lines) = open_csv(name, text)?;
     let columns = header.require_all(name, &COLUMNS)?;
     let prob_columns: Vec<(usize, String)> = header
         .names
@@ -60,8 +59,8 @@ fn parse_csv(name: &str, text: &str) -> Result<(PredictionFile, Vec<Warning>)> {
 
     let mut file = PredictionFile { name: name.to_owned(), predictions: Vec::new(), lines: Vec::new() };
     for record in reader.records() {
-        let record = record.map_err(|e| csv_error(name, e))?;
-        let line = record_line(&record);
+        let record = record.map_err(|e| lines.error(name, e))?;
+        let line = lines.of(&record);
         let field = |i: usize| non_empty(name, line, COLUMNS[i], &record, columns[i]);
         let p_correct = parse_number(name, line, "p_correct", field(3)?)?;
         let mut probs = Vec::new();
@@ -88,6 +87,7 @@ fn parse_csv(name: &str, text: &str) -> Result<(PredictionFile, Vec<Warning>)> {
 }
 
 fn parse_jsonl(name: &str, text: &str) -> Result<(PredictionFile, Vec<Warning>)> {
+    check_line_ends(name, text)?;
     let mut file = PredictionFile { name: name.to_owned(), predictions: Vec::new(), lines: Vec::new() };
     let mut unknown = Tally::new(name);
     for (line, text) in content_lines(text) {

@@ -1,7 +1,7 @@
 //! Human rankings: CSV in long form, `instance,annotator,system,rank` (1 = best).
 //! The same reader serves the NRP expert rankings (instance = qid, system = item id).
 
-use crate::data::common::{csv_error, csv_reader, non_empty, parse_number, record_line, Header, Tally};
+use crate::data::common::{non_empty, nothing_to_read, open_csv, parse_number, Tally};
 use crate::data::{Bundle, HumanRank, HumanRankings, Instance};
 use crate::error::{Error, Result, Warning};
 use std::collections::{BTreeSet, HashMap};
@@ -12,16 +12,15 @@ const COLUMNS: [&str; 4] = ["instance", "annotator", "system", "rank"];
 /// warning. Ranks are numbers >= 1 (ties and fractional ranks allowed). A second row for
 /// the same (instance, annotator, system) is an error naming both lines.
 pub fn parse_rankings(name: &str, text: &str) -> Result<(HumanRankings, Vec<Warning>)> {
-    let mut reader = csv_reader(text);
-    let header = Header::read(name, &mut reader)?;
+    let (mut reader, header, mut lines) = open_csv(name, text)?;
     let columns = header.require_all(name, &COLUMNS)?;
     let warnings: Vec<Warning> = header.unknown_columns(name, |c| COLUMNS.contains(&c)).into_iter().collect();
 
     let mut rows: Vec<HumanRank> = Vec::new();
     let mut line_of: HashMap<(String, String, String), usize> = HashMap::new();
     for record in reader.records() {
-        let record = record.map_err(|e| csv_error(name, e))?;
-        let line = record_line(&record);
+        let record = record.map_err(|e| lines.error(name, e))?;
+        let line = lines.of(&record);
         let field = |i: usize| non_empty(name, line, COLUMNS[i], &record, columns[i]);
         let (instance, annotator, system) = (field(0)?, field(1)?, field(2)?);
         let rank = parse_number(name, line, "rank", field(3)?)?;
@@ -48,7 +47,7 @@ pub fn parse_rankings(name: &str, text: &str) -> Result<(HumanRankings, Vec<Warn
         });
     }
     if rows.is_empty() {
-        return Err(Error::in_file(name, "the rankings file has a header but no rows"));
+        return Err(nothing_to_read(name, text, "the rankings file has a header but no rows"));
     }
     // A rank beyond the number of systems cannot come from ranking them (with ties
     // averaged, the worst rank of n systems is n): 99 among 4 systems would be taken as a

@@ -4,7 +4,7 @@
 //! Importing a no-argument file and several source files gives an argument bundle.
 
 use crate::data::bundle::{bundle_warnings, systems_in_order};
-use crate::data::common::{content_lines, excerpt, Tally};
+use crate::data::common::{check_line_ends, content_lines, excerpt, nothing_to_read, Tally};
 use crate::data::json::parse_record;
 use crate::data::{is_empty_option, Bundle, Instance, Problem};
 use crate::error::{Error, Location, Result, Warning};
@@ -29,6 +29,7 @@ pub struct HitzItem {
 pub fn parse_hitz(name: &str, text: &str) -> Result<(Vec<HitzItem>, Vec<Warning>)> {
     let mut items = Vec::new();
     let mut tally = Tally::new(name);
+    check_line_ends(name, text)?;
     for (line, row) in content_lines(text) {
         let record = parse_record(name, line, row)?;
         let question = record.string("question")?.to_owned();
@@ -48,7 +49,7 @@ pub fn parse_hitz(name: &str, text: &str) -> Result<(Vec<HitzItem>, Vec<Warning>
         items.push(HitzItem { line, question, options, correct_option });
     }
     if items.is_empty() {
-        return Err(Error::in_file(name, "the file has no lines"));
+        return Err(nothing_to_read(name, text, "the file has no lines"));
     }
     Ok((items, tally.into_warnings()))
 }
