@@ -1045,3 +1045,49 @@ fn an_answers_csv_cut_inside_a_quoted_cell_is_refused() {
         format!("error: {}:2: field `answer1`: the file ends inside this quoted cell: it was cut short, or a quote (\") that opens the cell is never closed", s(&cut))
     );
 }
+
+/// Weights with a NaN, or f32 bytes labelled I32, in the real default model: refused
+/// naming the tensor (predictions used to change without a word); the page loads through
+/// the same function.
+#[test]
+fn damaged_weights_are_refused_naming_the_tensor() {
+    let model = root().join("models/all-MiniLM-L6-v2");
+    let bytes = std::fs::read(model.join("model.safetensors")).unwrap();
+    let header_len = u64::from_le_bytes(bytes[..8].try_into().unwrap()) as usize;
+    let header: Value = serde_json::from_slice(&bytes[8..8 + header_len]).unwrap();
+    let name = "encoder.layer.0.attention.self.query.weight";
+    let start = 8 + header_len + header[name]["data_offsets"][0].as_u64().unwrap() as usize;
+    let folder = |tag: &str, weights: &[u8]| {
+        let dir = tmp(tag);
+        std::fs::create_dir_all(&dir).unwrap();
+        for f in ["config.json", "tokenizer.json"] {
+            std::fs::copy(model.join(f), dir.join(f)).unwrap();
+        }
+        std::fs::write(dir.join("model.safetensors"), weights).unwrap();
+        dir
+    };
+    let embed = |dir: &Path| {
+        let out = tmp("damaged.jsonl");
+        let run = medrank(&["embed", "--model", s(dir), "--input", "examples/sentences.txt", "--out", s(&out)]);
+        assert!(!out.exists(), "a refused model writes nothing");
+        (run.status.code(), String::from_utf8_lossy(&run.stderr).trim().to_owned())
+    };
+    // A NaN as element 5 of the first query weight.
+    let mut nan = bytes.clone();
+    nan[start + 20..start + 24].copy_from_slice(&f32::NAN.to_le_bytes());
+    let dir = folder("nan-model", &nan);
+    assert_eq!(
+        embed(&dir),
+        (Some(1), format!("error: {}/model.safetensors: tensor `{name}` holds a NaN or infinite value (element 5 of 147456): the weights are damaged; medrank does not run a model with them", s(&dir)))
+    );
+    // The same tensor's f32 bytes labelled I32 (the header's dtype rewritten in place).
+    let mut relabelled = bytes.clone();
+    let head = std::str::from_utf8(&bytes[8..8 + header_len]).unwrap();
+    let at = head.find(&format!("\"{name}\"")).unwrap();
+    let dtype = at + head[at..].find("\"F32\"").unwrap();
+    relabelled[8 + dtype + 1] = b'I';
+    let dir = folder("i32-model", &relabelled);
+    let (code, err) = embed(&dir);
+    assert_eq!(code, Some(1), "{err}");
+    assert!(err.ends_with(&format!("tensor `{name}` is stored as I32, but the weights of a BERT-family or T5 model are floats (F32, F16, BF16 or F64); only the position_ids and token_type_ids buffers may be integers")), "{err}");
+}
