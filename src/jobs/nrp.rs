@@ -136,6 +136,18 @@ pub fn nrp_with_models(
     window: Option<(usize, usize)>,
 ) -> Result<Outcome<NrpReport>> {
     let o = &req.options;
+    let window = match window {
+        None => None,
+        Some(_) if models.is_empty() => {
+            return Err(Error::invalid(
+                "--window: only the neural rankers (--dense-ranker, --cross-encoder, --monot5) score windows, and none is given",
+            ))
+        }
+        Some((words, stride)) => Some(
+            crate::model::rankers::Window::new(words, stride)
+                .map_err(|e| Error::invalid(format!("--window {words},{stride}: {e}")))?,
+        ),
+    };
     let mut warnings = Vec::new();
     let mut inputs: Vec<&NamedText> = vec![&req.topics];
 
@@ -239,7 +251,6 @@ pub fn nrp_with_models(
         let docs = documents.as_deref().ok_or_else(|| {
             Error::invalid(format!("ranker `{name}` needs the documents' texts: give a documents file"))
         })?;
-        let window = window.map(|(words, stride)| crate::model::rankers::Window { words, stride });
         rankers.push(super::rankers::neural_ranker_scores(
             name,
             ranker,
