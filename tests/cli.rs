@@ -1046,6 +1046,65 @@ fn an_answers_csv_cut_inside_a_quoted_cell_is_refused() {
     );
 }
 
+/// `--not-judgeable` for a dimension no qrels file judges changed nothing, silently:
+/// refused when it is no dimension at all (a typo), a warning for a standard one these
+/// qrels lack (the page's default credibility=3 beside relevance qrels).
+#[test]
+fn not_judgeable_grades_of_a_dimension_nobody_judges_are_not_ignored() {
+    let stderr = |out: &Output| String::from_utf8_lossy(&out.stderr).trim().to_owned();
+    let out = medrank(&nrp_example(&["--not-judgeable", "credibilty=3", "--quiet"]));
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(stderr(&out), "error: --not-judgeable credibilty=3: no qrels file judges dimension `credibilty` (judged: relevance, credibility, readability)");
+    let out = medrank(&[
+        "nrp",
+        "--topics",
+        "examples/nrp/topics.xml",
+        "--answers",
+        "examples/nrp/answers.jsonl",
+        "--docs",
+        "examples/nrp/docs.tsv",
+        "--qrels",
+        "relevance=examples/nrp/qrels.relevance.txt",
+        "--not-judgeable",
+        "credibility=3",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stderr(&out).contains("warning: --not-judgeable credibility=3: no qrels file judges dimension `credibility` (judged: relevance); these grades change nothing"), "{}", stderr(&out));
+}
+
+/// `--window`: 0,0 was ignored while a warning asked for a window; a stride beyond the
+/// window skipped words. Both are refused before the model loads, naming the flag, and the
+/// window a run used is in its provenance.
+#[test]
+fn the_window_is_bounded_and_recorded() {
+    for (window, message) in [
+        ("0,0", "WORDS must be from 1 to 10000"),
+        ("200,300", "STRIDE must be from 1 to WORDS (200); a longer stride skips the words between windows"),
+        ("200,0", "STRIDE must be from 1 to WORDS (200)"),
+        ("10001,1", "WORDS must be from 1 to 10000"),
+    ] {
+        let out = medrank(&nrp_example(&["--dense-ranker", "minilm=models/all-MiniLM-L6-v2", "--window", window]));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{window}: {err}");
+        assert!(err.contains(&format!("invalid value '{window}' for '--window <WORDS,STRIDE>': {message}")), "{err}");
+    }
+    // Without a neural ranker a window changes nothing: refused rather than ignored.
+    let out = medrank(&nrp_example(&["--window", "200,100"]));
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--window: only the neural rankers"));
+    // Recorded: the window, or that there was none.
+    let report = tmp("window.json");
+    let dense = "minilm=models/all-MiniLM-L6-v2";
+    ok(&nrp_example(&["--dense-ranker", dense, "--window", "40,20", "--json", s(&report), "--quiet"]));
+    let conventions = &json(&report)["provenance"]["conventions"];
+    let window = conventions.as_array().unwrap().iter().find(|c| c[0] == "window").expect("a window convention");
+    assert_eq!(window[1], "40 words every 20 words; a text's score is its best window's (MaxP)");
+    ok(&nrp_example(&["--dense-ranker", dense, "--json", s(&report), "--quiet"]));
+    let conventions = &json(&report)["provenance"]["conventions"];
+    let window = conventions.as_array().unwrap().iter().find(|c| c[0] == "window").expect("a window convention");
+    assert!(window[1].as_str().unwrap().starts_with("none: each text in one pass"), "{window}");
+}
+
 /// Weights with a NaN, or f32 bytes labelled I32, in the real default model: refused
 /// naming the tensor (predictions used to change without a word); the page loads through
 /// the same function.
