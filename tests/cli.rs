@@ -1072,6 +1072,42 @@ fn not_judgeable_grades_of_a_dimension_nobody_judges_are_not_ignored() {
     assert!(stderr(&out).contains("warning: --not-judgeable credibility=3: no qrels file judges dimension `credibility` (judged: relevance); these grades change nothing"), "{}", stderr(&out));
 }
 
+/// `--json` onto a table of `--csv`: a raw "File exists (os error 17)" after all the work;
+/// now refused before it, naming both flags.
+#[test]
+fn json_onto_a_csv_table_is_refused_before_any_work() {
+    let base = tmp("json-on-csv");
+    let _ = std::fs::remove_dir_all(&base);
+    let stderr = |out: &Output| String::from_utf8_lossy(&out.stderr).trim().to_owned();
+    let tables = base.join("tables");
+    ok(&["agreement", "--rankings", "examples/rankings.csv", "--csv", s(&tables), "--quiet"]);
+    let table = std::fs::read_dir(&tables).unwrap().next().unwrap().unwrap().path();
+    std::fs::remove_dir_all(&tables).unwrap();
+    let out = medrank(&["agreement", "--rankings", "examples/rankings.csv", "--csv", s(&tables), "--json", s(&table)]);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        stderr(&out),
+        format!(
+            "error: --json {} is a .csv file in the --csv folder {}, where every table is written as NAME.csv: one of them could take its place; name it otherwise or put it elsewhere (e.g. {})",
+            s(&table),
+            s(&tables),
+            s(&tables.join("report.json"))
+        )
+    );
+    assert!(!tables.exists(), "refused before any work");
+    // A JSON report in the tables' folder is fine.
+    ok(&[
+        "agreement",
+        "--rankings",
+        "examples/rankings.csv",
+        "--csv",
+        s(&tables),
+        "--json",
+        s(&tables.join("report.json")),
+        "--quiet",
+    ]);
+}
+
 /// `--window`: 0,0 was ignored while a warning asked for a window; a stride beyond the
 /// window skipped words. Both are refused before the model loads, naming the flag, and the
 /// window a run used is in its provenance.
