@@ -243,8 +243,7 @@ pub fn gpu(model_dir: &Path, lengths: &[usize], batches: &[usize], full_grid: bo
 pub fn workload(model_dir: &Path, dev: &Path, backends: &[String]) -> Result<Vec<jobs::WorkloadResult>> {
     let files = crate::model::ModelFiles::read_dir(model_dir)?;
     let mut model = jobs::KeptModel::from_files(&files)?;
-    let text = std::fs::read_to_string(dev).map_err(|e| Error::io(dev.display().to_string(), e))?;
-    let dev = NamedText::new(dev.display().to_string(), text);
+    let dev = super::output::read_input(dev)?;
     let clock = Instant::now();
     let now = || clock.elapsed().as_secs_f64();
     let mut out = Vec::new();

@@ -156,11 +156,30 @@ impl ModelFiles {
     /// Read a model folder (native only; the browser passes the bytes it has).
     #[cfg(not(target_arch = "wasm32"))]
     pub fn read_dir(dir: &std::path::Path) -> Result<ModelFiles> {
+        // A model file that is a device or a pipe (a FIFO named config.json) would be read
+        // until the memory ran out, or wait for a writer forever: refused, named, instead.
+        let regular = |p: &std::path::Path| -> Result<()> {
+            match std::fs::metadata(p) {
+                Ok(m) if !m.is_file() => Err(Error::in_file(
+                    &p.display().to_string(),
+                    "not a regular file (a folder, device, pipe or socket): a model folder holds regular files",
+                )),
+                _ => Ok(()),
+            }
+        };
         let read = |name: &str| -> Result<Vec<u8>> {
             let p = dir.join(name);
+            regular(&p)?;
             std::fs::read(&p).map_err(|e| Error::io(p.display().to_string(), e))
         };
-        let optional = |name: &str| std::fs::read(dir.join(name)).ok();
+        let optional = |name: &str| -> Result<Option<Vec<u8>>> {
+            let p = dir.join(name);
+            if !p.exists() {
+                return Ok(None);
+            }
+            regular(&p)?;
+            Ok(std::fs::read(&p).ok())
+        };
         let (weights, weights_source) = if dir.join("model.safetensors").exists() {
             (read("model.safetensors")?, None)
         } else if dir.join("pytorch_model.bin").exists() {
@@ -169,6 +188,7 @@ impl ModelFiles {
             // report fingerprints the original file.
             let path = dir.join("pytorch_model.bin");
             let name = path.display().to_string();
+            regular(&path)?;
             let original = std::fs::read(&path).map_err(|e| Error::io(&name, e))?;
             let tensors = candle_core::pickle::read_all(&path).map_err(|e| {
                 Error::in_file(&name, format!("not a readable PyTorch checkpoint (torch.save zip format): {e}"))
@@ -189,9 +209,9 @@ impl ModelFiles {
             config_json: read("config.json")?,
             tokenizer_json: read("tokenizer.json")?,
             weights,
-            pooling_json: optional("1_Pooling/config.json"),
-            modules_json: optional("modules.json"),
-            sentence_config_json: optional("sentence_bert_config.json"),
+            pooling_json: optional("1_Pooling/config.json")?,
+            modules_json: optional("modules.json")?,
+            sentence_config_json: optional("sentence_bert_config.json")?,
             weights_source,
         })
     }
