@@ -15,6 +15,7 @@
     allow(internal_features)
 )]
 
+pub mod bounds;
 pub mod data;
 pub mod error;
 pub mod eval;

@@ -968,3 +968,221 @@ fn inputs_that_are_not_regular_files_are_refused() {
         assert!(stderr.contains(&format!("{input}: not a regular file ({what})")), "{stderr}");
     }
 }
+
+/// Combined qrels whose header names a dimension twice, or whose lines end in CR alone:
+/// each used to end in "dimension judged by two qrels files"; now its own message at its
+/// line and column.
+#[test]
+fn combined_qrels_with_a_dimension_twice_or_cr_line_ends_get_their_own_message() {
+    let base = tmp("qrels-messages");
+    let _ = std::fs::remove_dir_all(&base);
+    std::fs::create_dir_all(&base).unwrap();
+    let combined = std::fs::read_to_string(root().join("examples/nrp/qrels.combined.txt")).unwrap();
+    let nrp = |qrels: &Path| {
+        medrank(&[
+            "nrp",
+            "--topics",
+            "examples/nrp/topics.xml",
+            "--answers",
+            "examples/nrp/answers.jsonl",
+            "--docs",
+            "examples/nrp/docs.tsv",
+            "--qrels-combined",
+            s(qrels),
+            "--quiet",
+        ])
+    };
+    let stderr = |out: &Output| String::from_utf8_lossy(&out.stderr).trim().to_owned();
+
+    // Combined qrels whose header names a dimension twice: each column was read as
+    // relevance, and the run said "dimension `relevance` is judged by two qrels files".
+    let twice = base.join("rel_rel.txt");
+    std::fs::write(&twice, combined.replacen("qid docno rel cred read", "qid docno rel rel read", 1)).unwrap();
+    let out = nrp(&twice);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        stderr(&out),
+        format!("error: {}:1: field `rel`: column 4 (`rel`) names dimension relevance, and column 3 is `rel` too: a dimension has one column", s(&twice))
+    );
+    // The same file with CR line ends (classic Mac OS): read as one line, the header had
+    // every row's cells as columns (`2` among them, twice).
+    let cr = base.join("cr_only.txt");
+    std::fs::write(&cr, combined.replace('\n', "\r")).unwrap();
+    let out = nrp(&cr);
+    assert_eq!(out.status.code(), Some(1));
+    // The header `qid docno rel cred read` is 23 characters: the CR is in column 24.
+    assert_eq!(
+        stderr(&out),
+        format!("error: {}:1: a carriage return (CR) at column 24 ends a line without a line feed: medrank reads lines that end in LF or CRLF; save the file with those line ends (CR alone is how classic Mac OS saved text)", s(&cr))
+    );
+}
+
+/// An answers CSV cut inside a quoted cell: the cut text was scored as a whole answer.
+#[test]
+fn an_answers_csv_cut_inside_a_quoted_cell_is_refused() {
+    let base = tmp("cut-answers");
+    let stderr = |out: &Output| String::from_utf8_lossy(&out.stderr).trim().to_owned();
+    let answers = std::fs::read_to_string(root().join("examples/nrp/answers/gpt-3.5-turbo__multimedqa.csv")).unwrap();
+    let cut_at = answers.find("\"Ibuprofen can raise").unwrap() + 20;
+    let dir = base.join("answers");
+    std::fs::create_dir_all(&dir).unwrap();
+    let cut = dir.join("gpt-3.5-turbo__multimedqa.csv");
+    std::fs::write(&cut, &answers[..cut_at]).unwrap();
+    let out = medrank(&[
+        "nrp",
+        "--topics",
+        "examples/nrp/topics.xml",
+        "--answers",
+        s(&cut),
+        "--docs",
+        "examples/nrp/docs.tsv",
+        "--qrels-combined",
+        "examples/nrp/qrels.combined.txt",
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        stderr(&out),
+        format!("error: {}:2: field `answer1`: the file ends inside this quoted cell: it was cut short, or a quote (\") that opens the cell is never closed", s(&cut))
+    );
+}
+
+/// `--not-judgeable` for a dimension no qrels file judges changed nothing, silently:
+/// refused when it is no dimension at all (a typo), a warning for a standard one these
+/// qrels lack (the page's default credibility=3 beside relevance qrels).
+#[test]
+fn not_judgeable_grades_of_a_dimension_nobody_judges_are_not_ignored() {
+    let stderr = |out: &Output| String::from_utf8_lossy(&out.stderr).trim().to_owned();
+    let out = medrank(&nrp_example(&["--not-judgeable", "credibilty=3", "--quiet"]));
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(stderr(&out), "error: --not-judgeable credibilty=3: no qrels file judges dimension `credibilty` (judged: relevance, credibility, readability)");
+    let out = medrank(&[
+        "nrp",
+        "--topics",
+        "examples/nrp/topics.xml",
+        "--answers",
+        "examples/nrp/answers.jsonl",
+        "--docs",
+        "examples/nrp/docs.tsv",
+        "--qrels",
+        "relevance=examples/nrp/qrels.relevance.txt",
+        "--not-judgeable",
+        "credibility=3",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stderr(&out).contains("warning: --not-judgeable credibility=3: no qrels file judges dimension `credibility` (judged: relevance); these grades change nothing"), "{}", stderr(&out));
+}
+
+/// `--json` onto a table of `--csv`: a raw "File exists (os error 17)" after all the work;
+/// now refused before it, naming both flags.
+#[test]
+fn json_onto_a_csv_table_is_refused_before_any_work() {
+    let base = tmp("json-on-csv");
+    let _ = std::fs::remove_dir_all(&base);
+    let stderr = |out: &Output| String::from_utf8_lossy(&out.stderr).trim().to_owned();
+    let tables = base.join("tables");
+    ok(&["agreement", "--rankings", "examples/rankings.csv", "--csv", s(&tables), "--quiet"]);
+    let table = std::fs::read_dir(&tables).unwrap().next().unwrap().unwrap().path();
+    std::fs::remove_dir_all(&tables).unwrap();
+    let out = medrank(&["agreement", "--rankings", "examples/rankings.csv", "--csv", s(&tables), "--json", s(&table)]);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        stderr(&out),
+        format!(
+            "error: --json {} is a .csv file in the --csv folder {}, where every table is written as NAME.csv: one of them could take its place; name it otherwise or put it elsewhere (e.g. {})",
+            s(&table),
+            s(&tables),
+            s(&tables.join("report.json"))
+        )
+    );
+    assert!(!tables.exists(), "refused before any work");
+    // A JSON report in the tables' folder is fine.
+    ok(&[
+        "agreement",
+        "--rankings",
+        "examples/rankings.csv",
+        "--csv",
+        s(&tables),
+        "--json",
+        s(&tables.join("report.json")),
+        "--quiet",
+    ]);
+}
+
+/// `--window`: 0,0 was ignored while a warning asked for a window; a stride beyond the
+/// window skipped words. Both are refused before the model loads, naming the flag, and the
+/// window a run used is in its provenance.
+#[test]
+fn the_window_is_bounded_and_recorded() {
+    for (window, message) in [
+        ("0,0", "WORDS must be from 1 to 10000"),
+        ("200,300", "STRIDE must be from 1 to WORDS (200); a longer stride skips the words between windows"),
+        ("200,0", "STRIDE must be from 1 to WORDS (200)"),
+        ("10001,1", "WORDS must be from 1 to 10000"),
+    ] {
+        let out = medrank(&nrp_example(&["--dense-ranker", "minilm=models/all-MiniLM-L6-v2", "--window", window]));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{window}: {err}");
+        assert!(err.contains(&format!("invalid value '{window}' for '--window <WORDS,STRIDE>': {message}")), "{err}");
+    }
+    // Without a neural ranker a window changes nothing: refused rather than ignored.
+    let out = medrank(&nrp_example(&["--window", "200,100"]));
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--window: only the neural rankers"));
+    // Recorded: the window, or that there was none.
+    let report = tmp("window.json");
+    let dense = "minilm=models/all-MiniLM-L6-v2";
+    ok(&nrp_example(&["--dense-ranker", dense, "--window", "40,20", "--json", s(&report), "--quiet"]));
+    let conventions = &json(&report)["provenance"]["conventions"];
+    let window = conventions.as_array().unwrap().iter().find(|c| c[0] == "window").expect("a window convention");
+    assert_eq!(window[1], "40 words every 20 words; a text's score is its best window's (MaxP)");
+    ok(&nrp_example(&["--dense-ranker", dense, "--json", s(&report), "--quiet"]));
+    let conventions = &json(&report)["provenance"]["conventions"];
+    let window = conventions.as_array().unwrap().iter().find(|c| c[0] == "window").expect("a window convention");
+    assert!(window[1].as_str().unwrap().starts_with("none: each text in one pass"), "{window}");
+}
+
+/// Weights with a NaN, or f32 bytes labelled I32, in the real default model: refused
+/// naming the tensor (predictions used to change without a word); the page loads through
+/// the same function.
+#[test]
+fn damaged_weights_are_refused_naming_the_tensor() {
+    let model = root().join("models/all-MiniLM-L6-v2");
+    let bytes = std::fs::read(model.join("model.safetensors")).unwrap();
+    let header_len = u64::from_le_bytes(bytes[..8].try_into().unwrap()) as usize;
+    let header: Value = serde_json::from_slice(&bytes[8..8 + header_len]).unwrap();
+    let name = "encoder.layer.0.attention.self.query.weight";
+    let start = 8 + header_len + header[name]["data_offsets"][0].as_u64().unwrap() as usize;
+    let folder = |tag: &str, weights: &[u8]| {
+        let dir = tmp(tag);
+        std::fs::create_dir_all(&dir).unwrap();
+        for f in ["config.json", "tokenizer.json"] {
+            std::fs::copy(model.join(f), dir.join(f)).unwrap();
+        }
+        std::fs::write(dir.join("model.safetensors"), weights).unwrap();
+        dir
+    };
+    let embed = |dir: &Path| {
+        let out = tmp("damaged.jsonl");
+        let run = medrank(&["embed", "--model", s(dir), "--input", "examples/sentences.txt", "--out", s(&out)]);
+        assert!(!out.exists(), "a refused model writes nothing");
+        (run.status.code(), String::from_utf8_lossy(&run.stderr).trim().to_owned())
+    };
+    // A NaN as element 5 of the first query weight.
+    let mut nan = bytes.clone();
+    nan[start + 20..start + 24].copy_from_slice(&f32::NAN.to_le_bytes());
+    let dir = folder("nan-model", &nan);
+    assert_eq!(
+        embed(&dir),
+        (Some(1), format!("error: {}/model.safetensors: tensor `{name}` holds a NaN or infinite value (element 5 of 147456): the weights are damaged; medrank does not run a model with them", s(&dir)))
+    );
+    // The same tensor's f32 bytes labelled I32 (the header's dtype rewritten in place).
+    let mut relabelled = bytes.clone();
+    let head = std::str::from_utf8(&bytes[8..8 + header_len]).unwrap();
+    let at = head.find(&format!("\"{name}\"")).unwrap();
+    let dtype = at + head[at..].find("\"F32\"").unwrap();
+    relabelled[8 + dtype + 1] = b'I';
+    let dir = folder("i32-model", &relabelled);
+    let (code, err) = embed(&dir);
+    assert_eq!(code, Some(1), "{err}");
+    assert!(err.ends_with(&format!("tensor `{name}` is stored as I32, but the weights of a BERT-family or T5 model are floats (F32, F16, BF16 or F64); only the position_ids and token_type_ids buffers may be integers")), "{err}");
+}

@@ -27,15 +27,36 @@ pub(super) fn key_value(s: &str) -> std::result::Result<(String, String), String
 /// The seeded percentile bootstrap every report's intervals come from (recorded in it).
 #[derive(Args, Debug, Clone)]
 pub struct BootstrapArgs {
-    /// Seed of every random choice (bootstrap resamples; recorded in the report).
+    /// Seed of every random choice (bootstrap resamples; recorded in the report): a whole
+    /// number from 0 to 18446744073709551615.
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
     /// Bootstrap resamples (1 to 1,000,000).
     #[arg(long, default_value_t = 1000, value_parser = resamples)]
     pub resamples: usize,
-    /// Confidence level of the intervals.
-    #[arg(long, default_value_t = 0.95)]
+    /// Confidence level of the intervals (a number between 0 and 1, both excluded).
+    #[arg(long, default_value_t = 0.95, value_parser = confidence)]
     pub confidence: f64,
+}
+
+/// `--confidence`: strictly between 0 and 1 (NaN and infinities are not).
+fn confidence(s: &str) -> std::result::Result<f64, String> {
+    match s.trim().parse::<f64>() {
+        Ok(c) if c > 0.0 && c < 1.0 => Ok(c),
+        _ => Err(format!("expected a number between 0 and 1 (both excluded), got `{s}`")),
+    }
+}
+
+/// A `value_parser` for a whole number from `min` to `max`: the bound is the flag's, said
+/// in its help and, by clap, in the error next to the flag's name (checked before any work).
+pub(super) fn count(
+    min: usize,
+    max: usize,
+) -> impl Fn(&str) -> std::result::Result<usize, String> + Clone + Send + Sync + 'static {
+    move |s: &str| match s.trim().parse::<usize>() {
+        Ok(n) if (min..=max).contains(&n) => Ok(n),
+        _ => Err(format!("expected a whole number from {min} to {max}")),
+    }
 }
 
 /// `--resamples`: a whole number in the bootstrap's range, checked before any work.
@@ -49,6 +70,25 @@ impl BootstrapArgs {
     pub fn settings(&self) -> crate::stats::bootstrap::Bootstrap {
         crate::stats::bootstrap::Bootstrap { seed: self.seed, resamples: self.resamples, confidence: self.confidence }
     }
+}
+
+/// A `value_parser` for `NAME=VALUE` whose value is a finite number from 0 to `max`.
+pub(super) fn key_number(
+    max: f64,
+) -> impl Fn(&str) -> std::result::Result<(String, f64), String> + Clone + Send + Sync + 'static {
+    move |s: &str| {
+        let (k, v) = key_value(s)?;
+        match v.trim().parse::<f64>() {
+            Ok(w) if (0.0..=max).contains(&w) => Ok((k, w)),
+            _ => Err(format!("expected NAME=W with W a number from 0 to {max}, got `{s}`")),
+        }
+    }
+}
+
+/// `--not-judgeable DIMENSION=GRADES`, read by the job layer's function (the page's field
+/// goes through it too), at parse time so a bad grade is a usage error naming the flag.
+pub(super) fn not_judgeable(s: &str) -> std::result::Result<(String, Vec<i64>), String> {
+    crate::jobs::parse_not_judgeable(s).map_err(|e| e.to_string())
 }
 
 /// Parses a comma-separated list of numbers; `expected` says what the flag wants.

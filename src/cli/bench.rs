@@ -243,8 +243,7 @@ pub fn gpu(model_dir: &Path, lengths: &[usize], batches: &[usize], full_grid: bo
 pub fn workload(model_dir: &Path, dev: &Path, backends: &[String]) -> Result<Vec<jobs::WorkloadResult>> {
     let files = crate::model::ModelFiles::read_dir(model_dir)?;
     let mut model = jobs::KeptModel::from_files(&files)?;
-    let text = std::fs::read_to_string(dev).map_err(|e| Error::io(dev.display().to_string(), e))?;
-    let dev = NamedText::new(dev.display().to_string(), text);
+    let dev = super::output::read_input(dev)?;
     let clock = Instant::now();
     let now = || clock.elapsed().as_secs_f64();
     let mut out = Vec::new();
@@ -412,14 +411,14 @@ pub struct BenchArgs {
     /// Model folder for the encoder benchmarks.
     #[arg(long, value_name = "DIR", default_value = "models/all-MiniLM-L6-v2")]
     pub model: PathBuf,
-    /// Sequence lengths of the encoder grid.
-    #[arg(long, value_delimiter = ',', default_value = "128,256,512")]
+    /// Sequence lengths of the encoder grid (each 1 to 512, and at most the model's limit).
+    #[arg(long, value_delimiter = ',', default_value = "128,256,512", value_parser = super::args::count(1, crate::bounds::MAX_BENCH_LENGTH))]
     pub lengths: Vec<usize>,
-    /// Batch sizes of the encoder grid.
-    #[arg(long, value_delimiter = ',', default_value = "1,8,32")]
+    /// Batch sizes of the encoder grid (each 1 to 1,024).
+    #[arg(long, value_delimiter = ',', default_value = "1,8,32", value_parser = super::args::count(1, crate::bounds::MAX_BATCH))]
     pub batches: Vec<usize>,
-    /// Timed passes per cell (the median is reported).
-    #[arg(long, default_value_t = 3)]
+    /// Timed passes per cell (1 to 1,000; the median is reported).
+    #[arg(long, default_value_t = 3, value_parser = super::args::count(1, crate::bounds::MAX_REPEATS))]
     pub repeats: usize,
     /// Folder of the peer scripts (ONNX Runtime and NumPy forward passes of the same weights).
     #[arg(long, value_name = "DIR", default_value = "tests/reference")]

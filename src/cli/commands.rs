@@ -60,7 +60,13 @@ pub fn run(command: Command) -> Result<()> {
         Command::Embed(a) => super::embed::embed(a),
         Command::Train(a) => super::train::train(a),
         Command::Bench(a) => super::bench::bench(a),
-        Command::Serve(a) => super::serve::serve(&a.dir, a.port).map_err(|e| Error::io(a.dir.display().to_string(), e)),
+        Command::Serve(a) => {
+            let limits = super::serve::Limits {
+                request_timeout: std::time::Duration::from_secs(a.request_timeout),
+                ..Default::default()
+            };
+            super::serve::serve(&a.dir, a.port, limits).map_err(|e| Error::io(a.dir.display().to_string(), e))
+        }
     }
 }
 
@@ -69,6 +75,21 @@ pub struct ServeArgs {
     /// The site folder (built by scripts/build-web.sh into dist/site).
     #[arg(default_value = "dist/site")]
     pub dir: PathBuf,
+    /// The port on 127.0.0.1 (0 to 65535; 0 picks a free one, printed with the URL).
     #[arg(long, default_value_t = 8080)]
     pub port: u16,
+    /// Seconds a client has to send its whole request head, counted from its connection
+    /// (1 to 600); a slower one gets 408 and is disconnected, so clients that send a byte
+    /// now and then cannot hold the server.
+    #[arg(long, value_name = "SECONDS", default_value_t = super::serve::REQUEST_TIMEOUT_SECONDS, value_parser = request_timeout)]
+    pub request_timeout: u64,
+}
+
+/// `--request-timeout`: 1 to [`super::serve::MAX_REQUEST_TIMEOUT_SECONDS`] seconds.
+fn request_timeout(s: &str) -> std::result::Result<u64, String> {
+    let max = super::serve::MAX_REQUEST_TIMEOUT_SECONDS;
+    match s.trim().parse::<u64>() {
+        Ok(n) if (1..=max).contains(&n) => Ok(n),
+        _ => Err(format!("expected a whole number of seconds from 1 to {max}")),
+    }
 }

@@ -18,7 +18,8 @@ pub struct ControlsArgs {
     /// Documents for the IR-passages control (JSONL {"docno","text"} or TSV docno<TAB>text).
     #[arg(long, value_name = "FILE")]
     pub corpus: Option<PathBuf>,
-    /// Seed of the noise derangement (recorded in the report).
+    /// Seed of the noise derangement (recorded in the report): a whole number from 0 to
+    /// 18446744073709551615.
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
     /// Where to write the bundle with the control systems added.

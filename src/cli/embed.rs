@@ -17,7 +17,8 @@ pub struct EmbedArgs {
     /// Output JSONL: `{"line": N, "tokens_cut": K, "embedding": [..]}` per input line.
     #[arg(long, value_name = "FILE")]
     pub out: PathBuf,
-    #[arg(long, default_value_t = crate::model::embed::DEFAULT_BATCH)]
+    /// Sequences per forward pass (1 to 1,024).
+    #[arg(long, default_value_t = crate::model::embed::DEFAULT_BATCH, value_parser = count(1, crate::bounds::MAX_BATCH))]
     pub batch_size: usize,
 }
 
@@ -31,7 +32,7 @@ pub(super) fn embed(a: EmbedArgs) -> Result<()> {
         &model.tokenizer,
         &model.pooling,
         &lines,
-        a.batch_size.max(1),
+        a.batch_size,
     ))?;
     let mut out = String::new();
     for (i, (v, c)) in vectors.iter().zip(&cut).enumerate() {

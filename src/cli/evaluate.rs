@@ -63,8 +63,8 @@ pub struct EvaluateArgs {
     /// predicted, and counted in the report.
     #[arg(long, requires = "model")]
     pub keep_empty_options: bool,
-    /// With --model: sequences per forward pass.
-    #[arg(long, default_value_t = crate::model::embed::DEFAULT_BATCH)]
+    /// With --model: sequences per forward pass (1 to 1,024).
+    #[arg(long, default_value_t = crate::model::embed::DEFAULT_BATCH, value_parser = count(1, crate::bounds::MAX_BATCH), requires = "model")]
     pub batch_size: usize,
     /// With --model: where the encoder runs: cpu (the reference), gpu (wgpu; an error when
     /// no adapter), or auto (the GPU when an adapter exists). The report's provenance says

@@ -27,15 +27,17 @@ pub struct MetricsArgs {
     /// Also compute BERTScore with this model folder (greedy max-cosine token matching).
     #[arg(long, value_name = "DIR")]
     pub bertscore: Option<PathBuf>,
-    /// BERTScore hidden layer (1-based; default: the last).
-    #[arg(long, requires = "bertscore")]
+    /// BERTScore hidden layer (1-based, 1 to 1,000 and at most the model's layers; default:
+    /// the last).
+    #[arg(long, requires = "bertscore", value_parser = count(1, crate::bounds::MAX_LAYER))]
     pub bertscore_layer: Option<usize>,
     /// BERTScore idf weighting from the references.
     #[arg(long, requires = "bertscore")]
     pub bertscore_idf: bool,
-    /// BERTScore baseline rescale, as P,R,F (e.g. the published baseline of the model).
-    #[arg(long, value_name = "P,R,F", requires = "bertscore")]
-    pub bertscore_baseline: Option<String>,
+    /// BERTScore baseline rescale, as P,R,F (e.g. the published baseline of the model):
+    /// three finite numbers below 1 (the rescale divides by 1 - b).
+    #[arg(long, value_name = "P,R,F", requires = "bertscore", value_parser = baseline)]
+    pub bertscore_baseline: Option<(f64, f64, f64)>,
     #[command(flatten)]
     pub bootstrap: BootstrapArgs,
     #[command(flatten)]
@@ -77,19 +79,28 @@ pub(super) fn metrics(a: MetricsArgs) -> Result<()> {
         Some(dir) => {
             let files = crate::model::ModelFiles::read_dir(dir)?;
             let model = crate::model::TextModel::from_files(&files)?;
-            let baseline = match &a.bertscore_baseline {
-                None => None,
-                Some(b) => match numbers::<f64>("--bertscore-baseline", b, "three numbers P,R,F")?[..] {
-                    [p, r, f] => Some((p, r, f)),
-                    _ => return Err(Error::invalid(format!("--bertscore-baseline {b}: expected three numbers P,R,F"))),
-                },
+            let settings = jobs::BertScoreRequest {
+                layer: a.bertscore_layer,
+                idf: a.bertscore_idf,
+                baseline: a.bertscore_baseline,
             };
-            let settings = jobs::BertScoreRequest { layer: a.bertscore_layer, idf: a.bertscore_idf, baseline };
             jobs::metrics_with_bertscore(&req, Some((&model, jobs::model_fingerprints(&files), &settings)))?
         }
     };
     warn_all(&outcome.report.warnings, a.output.quiet);
     emit(&outcome.report, &outcome.tables, &a.output, outputs)
+}
+
+/// `--bertscore-baseline P,R,F`: three finite numbers below 1 (`(x - b) / (1 - b)` divides
+/// by zero at 1 and flips the scale above it).
+fn baseline(s: &str) -> std::result::Result<(f64, f64, f64), String> {
+    let bad = || format!("expected three finite numbers below 1, P,R,F (e.g. 0.83,0.83,0.83), got `{s}`");
+    let values: Vec<f64> =
+        s.split(',').map(|x| x.trim().parse::<f64>()).collect::<std::result::Result<_, _>>().map_err(|_| bad())?;
+    match values[..] {
+        [p, r, f] if [p, r, f].iter().all(|b| b.is_finite() && *b < 1.0) => Ok((p, r, f)),
+        _ => Err(bad()),
+    }
 }
 
 #[derive(Args, Debug)]

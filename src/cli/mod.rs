@@ -35,6 +35,12 @@ struct Cli {
     command: commands::Command,
 }
 
+/// The whole command line as clap sees it (every subcommand and option, hidden ones too):
+/// tests enumerate the options from it, so a new option cannot be left out of them.
+pub fn command() -> clap::Command {
+    <Cli as clap::CommandFactory>::command()
+}
+
 /// Runs the CLI; returns the process exit code: 0 ok, 1 bad input or a failed run (the
 /// message names file, line and field), 2 bad usage (clap's convention).
 pub fn main() -> i32 {

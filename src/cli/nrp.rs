@@ -19,10 +19,11 @@ pub struct NrpArgs {
     #[arg(long, value_name = "FILE")]
     pub qrels_combined: Option<PathBuf>,
     /// Grades meaning "not able to judge" (missing data: out of D_q and of nDCG@10), as
-    /// DIMENSION=G[,G..] (repeat), e.g. credibility=3 for the CLEF eHealth 2021 qrels. Without
-    /// it every grade is a gain, which is what reproduces the NRP paper's nDCG@10.
-    #[arg(long = "not-judgeable", value_name = "DIMENSION=GRADES", value_parser = key_value)]
-    pub not_judgeable: Vec<(String, String)>,
+    /// DIMENSION=G[,G..] (repeat; whole numbers; a dimension the qrels judge), e.g.
+    /// credibility=3 for the CLEF eHealth 2021 qrels. Without it every grade is a gain,
+    /// which is what reproduces the NRP paper's nDCG@10.
+    #[arg(long = "not-judgeable", value_name = "DIMENSION=GRADES", value_parser = not_judgeable)]
+    pub not_judgeable: Vec<(String, Vec<i64>)>,
     /// Documents: JSONL {"docno","text"} or TSV docno<TAB>text (needed by BM25).
     #[arg(long, value_name = "FILE")]
     pub docs: Option<PathBuf>,
@@ -47,9 +48,10 @@ pub struct NrpArgs {
     #[arg(long = "monot5", value_name = "NAME=DIR", value_parser = key_value)]
     pub monot5: Vec<(String, String)>,
     /// Score long texts with the neural rankers by their best window of WORDS words every
-    /// STRIDE words, as WORDS,STRIDE (default: one pass, long texts lose their end, counted).
-    #[arg(long, value_name = "WORDS,STRIDE")]
-    pub window: Option<String>,
+    /// STRIDE words, as WORDS,STRIDE (WORDS 1 to 10,000, STRIDE 1 to WORDS; default: one
+    /// pass, long texts lose their end, counted). Recorded in the report's provenance.
+    #[arg(long, value_name = "WORDS,STRIDE", value_parser = window)]
+    pub window: Option<(usize, usize)>,
     /// A fusion ranker over rankers given (by name: bm25, a --ranker/--monot5/... NAME, or an
     /// earlier fusion), as [NAME=]rrf:A,B[,..] (reciprocal rank fusion, k = 60) or
     /// [NAME=]zsum:A,B[,..] (sum of per-query z-scores); default name rrf(A+B) (repeat).
@@ -64,9 +66,10 @@ pub struct NrpArgs {
     /// Use this ranker for a dimension instead of the best by nDCG@10, as DIMENSION=RANKER.
     #[arg(long = "force-ranker", value_name = "DIMENSION=RANKER", value_parser = key_value)]
     pub force_rankers: Vec<(String, String)>,
-    /// Weight of a dimension in the combined NRP, as DIMENSION=W (repeat; default equal).
-    #[arg(long = "weight", value_name = "DIMENSION=W", value_parser = key_value)]
-    pub weights: Vec<(String, String)>,
+    /// Weight of a dimension in the combined NRP, as DIMENSION=W (repeat; W from 0 to
+    /// 1,000,000; normalised to sum 1; default equal).
+    #[arg(long = "weight", value_name = "DIMENSION=W", value_parser = key_number(crate::bounds::MAX_WEIGHT))]
+    pub weights: Vec<(String, f64)>,
     /// How an answer tied with documents is placed.
     #[arg(long, default_value = "pessimistic", value_parser = ["pessimistic", "optimistic", "average"])]
     pub ties: String,
@@ -92,6 +95,19 @@ pub struct NrpArgs {
     pub output: OutputArgs,
 }
 
+/// `--window WORDS,STRIDE` ([`crate::model::rankers::Window::new`]'s bounds).
+fn window(s: &str) -> std::result::Result<(usize, usize), String> {
+    let numbers: Vec<usize> = s
+        .split(',')
+        .map(|x| x.trim().parse::<usize>())
+        .collect::<std::result::Result<_, _>>()
+        .map_err(|_| format!("expected WORDS,STRIDE, two whole numbers such as 200,100, got `{s}`"))?;
+    match numbers[..] {
+        [words, stride] => crate::model::rankers::Window::new(words, stride).map(|w| (w.words, w.stride)),
+        _ => Err(format!("expected WORDS,STRIDE, two whole numbers such as 200,100, got `{s}`")),
+    }
+}
+
 /// Every file and model folder the run reads (for the output check before any work).
 fn input_paths(a: &NrpArgs) -> Vec<&Path> {
     let mut inputs: Vec<&Path> = vec![&a.topics];
@@ -112,15 +128,8 @@ pub(super) fn nrp(a: NrpArgs) -> Result<()> {
     if let Some(c) = &a.qrels_combined {
         qrels.push(jobs::QrelsFile { dimension: None, file: named(c)? });
     }
-    let mut not_judgeable = Vec::new();
-    for (dim, grades) in &a.not_judgeable {
-        not_judgeable.push(jobs::parse_not_judgeable(&format!("{dim}={grades}"))?);
-    }
-    let mut weights = Vec::new();
-    for (dim, w) in &a.weights {
-        let w: f64 = w.parse().map_err(|_| Error::invalid(format!("--weight {dim}={w}: not a number")))?;
-        weights.push((crate::data::dimension_name(dim), w));
-    }
+    let not_judgeable = a.not_judgeable.clone();
+    let weights: Vec<(String, f64)> = a.weights.iter().map(|(dim, w)| (crate::data::dimension_name(dim), *w)).collect();
     let mut rankers = Vec::new();
     for (name, files) in &a.rankers {
         let (run, scores) = files.split_once(',').ok_or_else(|| {
@@ -178,14 +187,7 @@ pub(super) fn nrp(a: NrpArgs) -> Result<()> {
             jobs::model_fingerprints(&files),
         ));
     }
-    let window = match &a.window {
-        None => None,
-        Some(w) => match numbers::<usize>("--window", w, "WORDS,STRIDE, e.g. 200,100")?[..] {
-            [words, stride] => Some((words, stride)),
-            _ => return Err(Error::invalid(format!("--window {w}: expected WORDS,STRIDE, e.g. 200,100"))),
-        },
-    };
-    let outcome = jobs::nrp_with_models(&req, &models, window)?;
+    let outcome = jobs::nrp_with_models(&req, &models, a.window)?;
     warn_all(&outcome.report.warnings, a.output.quiet);
     emit(&outcome.report, &outcome.tables, &a.output, outputs)
 }

@@ -130,6 +130,26 @@ impl Outputs {
             outputs.check_file(file)?;
             outputs.planned_once(file)?;
         }
+        // The tables go into the --csv folder as NAME.csv, names known only once the run is
+        // done: a .csv file there among the other outputs could be one of them (the report
+        // then met a table's file: "File exists (os error 17)").
+        if let Some(tables) = &output.csv {
+            let in_tables = |file: &Path| {
+                file.extension().is_some_and(|e| e.eq_ignore_ascii_case("csv"))
+                    && split_path(file).is_ok_and(|(parent, _)| canonical_target(&parent) == canonical_target(tables))
+            };
+            let json = output.json.iter().map(|j| ("--json", j.as_path()));
+            if let Some((flag, file)) =
+                json.chain(files.iter().map(|f| ("this run's output", *f))).find(|(_, f)| in_tables(f))
+            {
+                return Err(Error::invalid(format!(
+                    "{flag} {} is a .csv file in the --csv folder {}, where every table is written as NAME.csv: one of them could take its place; name it otherwise or put it elsewhere (e.g. {})",
+                    file.display(),
+                    tables.display(),
+                    tables.join("report.json").display()
+                )));
+            }
+        }
         for dir in output.csv.iter().map(PathBuf::as_path).chain(dirs.iter().copied()) {
             match std::fs::symlink_metadata(dir) {
                 Ok(m) if !m.is_dir() => {
@@ -229,9 +249,17 @@ impl Outputs {
             .create_new(true)
             .open(&temp)
             .and_then(|mut f| std::io::Write::write_all(&mut f, bytes).and_then(|()| f.sync_all()));
-        if let Err(e) = written {
-            let _ = std::fs::remove_file(&temp);
-            return Err(Error::io(name, e));
+        match written {
+            Ok(()) => {}
+            // Staged before by this run (under another spelling of the path): not a raw
+            // "File exists", and the first one's file is left for the rollback.
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                return Err(Error::invalid(format!("{name}: written twice by this run")));
+            }
+            Err(e) => {
+                let _ = std::fs::remove_file(&temp);
+                return Err(Error::io(name, e));
+            }
         }
         if !in_new_dir {
             self.staged.push((temp, path.to_path_buf()));

@@ -3,17 +3,33 @@
 //! Why our own: the page needs `application/wasm` (streaming compilation refuses other
 //! types), the same strict Content-Security-Policy as the page's meta tag, and nothing that
 //! talks to the outside world. std::net only, GET and HEAD only, bound to 127.0.0.1 so it is
-//! never reachable from another machine. A fixed pool of worker threads takes connections
-//! from a bounded queue; when the queue is full the connection gets 503 at once, so a flood
-//! of (idle) connections never makes more threads (one more thread answers those 503s). Dotfiles (any path part starting with
-//! `.`) are never served.
+//! never reachable from another machine. Dotfiles (any path part starting with `.`) are
+//! never served.
+//!
+//! Hostile clients (a slow one holds a connection open by sending its request a byte at a
+//! time; a slow reader takes a large file's answer slowly), and how each is bounded:
+//! - a connection's request head is read on a thread of its own (a small stack), and must
+//!   be complete within [`Limits::request_timeout`] of the connection's start, in total,
+//!   not per read: past it the client gets 408 and the connection is closed. So slow
+//!   clients never hold a worker: forty of them dribbling a byte every few seconds used to
+//!   keep all eight workers and the queue busy, and every other request at 503.
+//! - at most [`Limits::open`] connections are read or wait at once, at most
+//!   [`Limits::open_per_client`] of them from one client address; a connection beyond
+//!   either gets 503 at once (from one more thread, which reads its request first so that
+//!   closing does not reset the connection before the answer is read).
+//! - complete requests wait in one queue for [`Limits::workers`] workers, which take the
+//!   first request whose client holds fewer than [`Limits::workers_per_client`] of them:
+//!   one client (eight slow readers of a large file) cannot hold every worker.
+//! - a file's body is streamed in fixed-size pieces (the kernel's copy where it has one),
+//!   never read whole: eight slow readers of a 100 MB file used to cost 769 MB of memory.
 
+use std::collections::{HashMap, VecDeque};
 use std::io::{self, BufRead, BufReader, Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream};
 use std::path::{Component, Path, PathBuf};
-use std::sync::mpsc::{sync_channel, Receiver, TrySendError};
-use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::sync::mpsc::sync_channel;
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::{Duration, Instant};
 
 /// The policy the page also declares in its `<meta http-equiv>`: nothing from any other
 /// origin, no inline script, wasm allowed to compile, workers from blob: URLs (the threaded
@@ -27,34 +43,63 @@ frame-ancestors 'none'";
 /// Largest request head we read; anything longer is refused (431).
 const MAX_HEAD_BYTES: usize = 16 * 1024;
 
-/// Worker threads that answer requests, and connections that may wait for one; a
-/// connection beyond both gets 503. One user's browser opens about six at a time.
-pub const WORKERS: usize = 8;
-pub const QUEUE: usize = 32;
+/// Stack of a thread that reads one request head (it holds a small buffer and the head).
+const READER_STACK: usize = 128 * 1024;
 
-/// How long a connection may take to send its request head (a worker waits that long).
-const READ_TIMEOUT: Duration = Duration::from_secs(10);
+/// The default seconds a client has to send its whole request head (`--request-timeout`).
+pub const REQUEST_TIMEOUT_SECONDS: u64 = 10;
+/// The bound of `--request-timeout` (seconds).
+pub const MAX_REQUEST_TIMEOUT_SECONDS: u64 = 600;
 
-/// Serve `dir` on 127.0.0.1:`port` until the process ends. Prints the URL to stdout.
-pub fn serve(dir: &Path, port: u16) -> io::Result<()> {
+/// How many connections the server takes and how long it waits (see the module doc).
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    /// Threads that answer complete requests (one user's browser opens about six
+    /// connections at a time).
+    pub workers: usize,
+    /// Workers one client address may hold at once (fewer than all).
+    pub workers_per_client: usize,
+    /// Connections being read or waiting for a worker, in all; beyond, 503.
+    pub open: usize,
+    /// Of those, from one client address; beyond, 503.
+    pub open_per_client: usize,
+    /// The whole request head must arrive within this time of the connection's start.
+    pub request_timeout: Duration,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            workers: 8,
+            workers_per_client: 4,
+            open: 256,
+            open_per_client: 128,
+            request_timeout: Duration::from_secs(REQUEST_TIMEOUT_SECONDS),
+        }
+    }
+}
+
+/// Serve `dir` on 127.0.0.1:`port` (0: a free port) until the process ends. Prints the URL
+/// to stdout.
+pub fn serve(dir: &Path, port: u16, limits: Limits) -> io::Result<()> {
     let (listener, root) = bind(dir, port)?;
     println!("medrank: serving {} at http://{}/", root.display(), listener.local_addr()?);
     println!("medrank: press Ctrl+C to stop");
-    accept_loop(listener, root, WORKERS, QUEUE);
+    accept_loop(listener, root, limits);
     Ok(())
 }
 
 /// Start the server on a background thread and return its address (port 0 picks a free
 /// port). Used by tests; the thread lives until the process ends.
 pub fn serve_in_background(dir: &Path, port: u16) -> io::Result<SocketAddr> {
-    serve_in_background_with(dir, port, WORKERS, QUEUE)
+    serve_in_background_with(dir, port, Limits::default())
 }
 
-/// [`serve_in_background`] with a given number of workers and queued connections.
-pub fn serve_in_background_with(dir: &Path, port: u16, workers: usize, queue: usize) -> io::Result<SocketAddr> {
+/// [`serve_in_background`] with other limits.
+pub fn serve_in_background_with(dir: &Path, port: u16, limits: Limits) -> io::Result<SocketAddr> {
     let (listener, root) = bind(dir, port)?;
     let addr = listener.local_addr()?;
-    std::thread::spawn(move || accept_loop(listener, root, workers, queue));
+    std::thread::spawn(move || accept_loop(listener, root, limits));
     Ok(addr)
 }
 
@@ -67,56 +112,189 @@ fn bind(dir: &Path, port: u16) -> io::Result<(TcpListener, Arc<PathBuf>)> {
     Ok((listener, Arc::new(root)))
 }
 
-/// Accepts connections and hands them to `workers` threads through a queue of `queue`
-/// places. A connection that finds the queue full goes to one more thread that answers 503
-/// (after reading the request, so that closing does not reset the connection before the
-/// client reads the answer); when that one is busy too, the connection is closed at once.
-fn accept_loop(listener: TcpListener, root: Arc<PathBuf>, workers: usize, queue: usize) {
-    let (sender, receiver) = sync_channel::<TcpStream>(queue);
-    let receiver = Arc::new(Mutex::new(receiver));
-    for _ in 0..workers.max(1) {
-        let (receiver, root) = (Arc::clone(&receiver), Arc::clone(&root));
-        std::thread::spawn(move || worker(&receiver, &root));
+/// A complete request waiting for a worker.
+struct Job {
+    stream: TcpStream,
+    head: Head,
+    client: IpAddr,
+    /// Holds the connection's place among the open ones until the answer is sent.
+    _open: OpenSlot,
+}
+
+/// What the accepting thread, the readers and the workers share.
+struct Shared {
+    state: Mutex<State>,
+    /// Signalled when a job is queued or a worker becomes free.
+    changed: Condvar,
+    limits: Limits,
+}
+
+#[derive(Default)]
+struct State {
+    queue: VecDeque<Job>,
+    /// Connections open (read, waiting or served) in all and per client.
+    open: usize,
+    open_by_client: HashMap<IpAddr, usize>,
+    /// Workers busy per client.
+    serving: HashMap<IpAddr, usize>,
+}
+
+impl Shared {
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        // A worker that panicked while holding the lock left the counts consistent (they
+        // change in one statement each), so the state stays usable.
+        self.state.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
     }
-    let (overflow, turned_away) = sync_channel::<TcpStream>(queue);
+}
+
+/// A connection's place among the open ones, given back when it is dropped.
+struct OpenSlot {
+    shared: Arc<Shared>,
+    client: IpAddr,
+}
+
+impl Drop for OpenSlot {
+    fn drop(&mut self) {
+        let mut state = self.shared.lock();
+        state.open -= 1;
+        if let Some(n) = state.open_by_client.get_mut(&self.client) {
+            *n -= 1;
+            if *n == 0 {
+                state.open_by_client.remove(&self.client);
+            }
+        }
+    }
+}
+
+/// Takes a place for a new connection from `client`, or `None` when the server or that
+/// client is at its limit.
+fn open_slot(shared: &Arc<Shared>, client: IpAddr) -> Option<OpenSlot> {
+    let mut state = shared.lock();
+    let of_client = state.open_by_client.get(&client).copied().unwrap_or(0);
+    if state.open >= shared.limits.open || of_client >= shared.limits.open_per_client {
+        return None;
+    }
+    state.open += 1;
+    *state.open_by_client.entry(client).or_default() += 1;
+    Some(OpenSlot { shared: Arc::clone(shared), client })
+}
+
+/// The index of the first queued job whose client holds fewer than `per_client` workers.
+fn next_job(queue: &VecDeque<Job>, serving: &HashMap<IpAddr, usize>, per_client: usize) -> Option<usize> {
+    first_free(queue.iter().map(|j| j.client), serving, per_client)
+}
+
+/// [`next_job`] over the clients of the queue, in order.
+fn first_free(
+    clients: impl Iterator<Item = IpAddr>,
+    serving: &HashMap<IpAddr, usize>,
+    per_client: usize,
+) -> Option<usize> {
+    clients.enumerate().find(|(_, c)| serving.get(c).copied().unwrap_or(0) < per_client).map(|(i, _)| i)
+}
+
+/// Accepts connections: each gets a place among the open ones and a thread that reads its
+/// request head, or 503 from the overflow thread when there is no place; when that thread
+/// is busy too, the connection is closed at once.
+fn accept_loop(listener: TcpListener, root: Arc<PathBuf>, limits: Limits) {
+    let limits = Limits {
+        workers: limits.workers.max(1),
+        workers_per_client: limits.workers_per_client.max(1),
+        open: limits.open.max(1),
+        open_per_client: limits.open_per_client.max(1),
+        ..limits
+    };
+    let shared = Arc::new(Shared { state: Mutex::new(State::default()), changed: Condvar::new(), limits });
+    for _ in 0..limits.workers {
+        let (shared, root) = (Arc::clone(&shared), Arc::clone(&root));
+        std::thread::spawn(move || worker(&shared, &root));
+    }
+    let (overflow, turned_away) = sync_channel::<TcpStream>(32);
     std::thread::spawn(move || {
         for mut stream in turned_away {
-            let _ = stream.set_read_timeout(Some(Duration::from_millis(500)));
             let _ = stream.set_write_timeout(Some(Duration::from_secs(1)));
-            let _ = read_head(&mut BufReader::new(&stream));
+            let _ = read_head(&stream, Instant::now() + Duration::from_millis(500));
             let _ = respond_error(&mut stream, 503, "Service Unavailable", false);
         }
     });
     for stream in listener.incoming() {
         let Ok(stream) = stream else { continue };
-        match sender.try_send(stream) {
-            Ok(()) => {}
-            Err(TrySendError::Full(stream)) => drop(overflow.try_send(stream)),
-            Err(TrySendError::Disconnected(_)) => return,
-        }
+        let started = Instant::now();
+        let Ok(peer) = stream.peer_addr() else { continue };
+        let Some(slot) = open_slot(&shared, peer.ip()) else {
+            drop(overflow.try_send(stream));
+            continue;
+        };
+        let reader_shared = Arc::clone(&shared);
+        let spawned = std::thread::Builder::new()
+            .stack_size(READER_STACK)
+            .spawn(move || read_request(stream, slot, &reader_shared, started + reader_shared.limits.request_timeout));
+        // No thread to be had (the system's limit): the connection closes with its slot.
+        drop(spawned);
     }
 }
 
-fn worker(receiver: &Mutex<Receiver<TcpStream>>, root: &Path) {
+/// Reads one connection's request head (whole by `deadline`) and queues it for a worker;
+/// a client too slow gets 408, one whose head is too long 431.
+fn read_request(stream: TcpStream, slot: OpenSlot, shared: &Shared, deadline: Instant) {
+    let head = match read_head(&stream, deadline) {
+        Ok(head) => head,
+        Err(e) if matches!(e.kind(), io::ErrorKind::TimedOut | io::ErrorKind::WouldBlock) => {
+            let mut out = stream;
+            let _ = out.set_write_timeout(Some(Duration::from_secs(1)));
+            let _ = respond_error(&mut out, 408, "Request Timeout", false);
+            // Closing with the client's bytes unread would reset the connection, and the
+            // reset can overtake the answer: stop sending, then take what still comes for a
+            // moment.
+            let _ = out.shutdown(std::net::Shutdown::Write);
+            let _ = out.set_read_timeout(Some(Duration::from_millis(500)));
+            let _ = io::copy(&mut (&out).take(MAX_HEAD_BYTES as u64), &mut io::sink());
+            return;
+        }
+        Err(_) => return,
+    };
+    let mut state = shared.lock();
+    state.queue.push_back(Job { stream, head, client: slot.client, _open: slot });
+    drop(state);
+    shared.changed.notify_all();
+}
+
+fn worker(shared: &Shared, root: &Path) {
     loop {
-        // The lock is held only while waiting for the next connection, not while serving it.
-        let next = match receiver.lock() {
-            Ok(r) => r.recv(),
-            Err(_) => return,
+        let job = {
+            let mut state = shared.lock();
+            loop {
+                let per_client = shared.limits.workers_per_client;
+                if let Some(i) = next_job(&state.queue, &state.serving, per_client) {
+                    let job = state.queue.remove(i).expect("the index is in the queue");
+                    *state.serving.entry(job.client).or_default() += 1;
+                    break job;
+                }
+                state = shared.changed.wait(state).unwrap_or_else(|poisoned| poisoned.into_inner());
+            }
         };
-        let Ok(stream) = next else { return };
+        let client = job.client;
         // A broken connection concerns only that client; the server keeps going.
-        let _ = handle(stream, root);
+        let _ = handle(job.stream, job.head, root);
+        drop(job._open);
+        let mut state = shared.lock();
+        if let Some(n) = state.serving.get_mut(&client) {
+            *n -= 1;
+            if *n == 0 {
+                state.serving.remove(&client);
+            }
+        }
+        drop(state);
+        // A job of this client may now run.
+        shared.changed.notify_all();
     }
 }
 
 /// One request per connection (`Connection: close`): simple, and plenty for one user.
-fn handle(stream: TcpStream, root: &Path) -> io::Result<()> {
-    stream.set_read_timeout(Some(READ_TIMEOUT))?;
+fn handle(stream: TcpStream, head: Head, root: &Path) -> io::Result<()> {
     stream.set_write_timeout(Some(Duration::from_secs(30)))?;
-    let mut reader = BufReader::new(stream.try_clone()?);
     let mut out = stream;
-    let head = match read_head(&mut reader)? {
+    let head = match head {
         Head::Complete(h) => h,
         Head::TooLong => return respond_error(&mut out, 431, "Request Header Fields Too Large", false),
         Head::NotText => return respond_error(&mut out, 400, "Bad Request", false),
@@ -132,21 +310,25 @@ fn handle(stream: TcpStream, root: &Path) -> io::Result<()> {
         Resolved::BadPath => return respond_error(&mut out, 400, "Bad Request", head_only),
         Resolved::NotFound => return respond_error(&mut out, 404, "Not Found", head_only),
     };
-    let body = match std::fs::read(&file) {
-        Ok(b) => b,
-        Err(_) => return respond_error(&mut out, 404, "Not Found", head_only),
-    };
+    // Streamed, never read whole: the length from the open file, then its bytes in pieces
+    // (`io::copy` uses the kernel's copy between a file and a socket where there is one).
+    let opened = std::fs::File::open(&file).and_then(|f| f.metadata().map(|m| (f, m.len())));
+    let Ok((body, length)) = opened else { return respond_error(&mut out, 404, "Not Found", head_only) };
     let name = file.file_name().and_then(|n| n.to_str()).unwrap_or("");
     let headers = format!(
-        "HTTP/1.1 200 OK\r\nContent-Type: {}\r\nContent-Length: {}\r\nCache-Control: {}\r\n{}\r\n",
+        "HTTP/1.1 200 OK\r\nContent-Type: {}\r\nContent-Length: {length}\r\nCache-Control: {}\r\n{}\r\n",
         mime_type(name),
-        body.len(),
         cache_control(&file, root),
         common_headers()
     );
     out.write_all(headers.as_bytes())?;
     if !head_only {
-        out.write_all(&body)?;
+        // At most the announced length, should the file grow meanwhile.
+        let sent = io::copy(&mut body.take(length), &mut out)?;
+        if sent < length {
+            // The file shrank: the client must not take a short body for the whole file.
+            return Err(io::Error::new(io::ErrorKind::UnexpectedEof, "the file shrank while it was sent"));
+        }
     }
     out.flush()
 }
@@ -159,12 +341,33 @@ enum Head {
     NotText,
 }
 
-/// Read up to the blank line ending the request head.
-fn read_head(reader: &mut impl BufRead) -> io::Result<Head> {
+/// A connection's reads, each given only the time left until one deadline: a client that
+/// sends a byte now and then gets no more time in all than one that sends nothing.
+struct UntilDeadline<'a> {
+    stream: &'a TcpStream,
+    deadline: Instant,
+}
+
+impl Read for UntilDeadline<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let left = self.deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(io::Error::new(io::ErrorKind::TimedOut, "the request head took too long"));
+        }
+        self.stream.set_read_timeout(Some(left))?;
+        let mut stream = self.stream;
+        stream.read(buf)
+    }
+}
+
+/// Read up to the blank line ending the request head, all of it by `deadline` (an error
+/// of kind `TimedOut` or `WouldBlock` past it).
+fn read_head(stream: &TcpStream, deadline: Instant) -> io::Result<Head> {
+    let mut reader = BufReader::new(UntilDeadline { stream, deadline });
     let mut head = Vec::new();
     loop {
         let mut line = Vec::new();
-        let n = reader.by_ref().take(MAX_HEAD_BYTES as u64 + 1).read_until(b'\n', &mut line)?;
+        let n = (&mut reader).take(MAX_HEAD_BYTES as u64 + 1).read_until(b'\n', &mut line)?;
         if n == 0 || line == b"\r\n" || line == b"\n" {
             return Ok(match String::from_utf8(head) {
                 Ok(h) => Head::Complete(h),
@@ -451,28 +654,84 @@ mod tests {
         assert_eq!(get(addr, "/worker.js").0, "HTTP/1.1 200 OK");
     }
 
+    /// Limits for the tests: `open` connections at most, one worker per client.
+    fn small(open: usize, request_timeout: Duration) -> Limits {
+        Limits { workers: 2, workers_per_client: 1, open, open_per_client: open, request_timeout }
+    }
+
     #[test]
-    fn connections_beyond_the_workers_and_the_queue_get_503_without_new_threads() {
+    fn connections_beyond_the_open_limit_get_503_and_idle_ones_do_not_hold_workers() {
         let dir = tempdir::Dir::new();
         std::fs::write(dir.0.join("index.html"), "hi").unwrap();
-        // One worker, one queued connection: the worker waits on the first idle connection
-        // (it sends nothing), the second waits in the queue, so the third is answered 503
-        // by the overflow thread. Unbounded, each would have had a thread of its own.
-        let addr = serve_in_background_with(&dir.0, 0, 1, 1).unwrap();
+        // Two idle connections (they send nothing) take both places: the third is answered
+        // 503 by the overflow thread. Unbounded, each would have had a thread of its own.
+        let addr = serve_in_background_with(&dir.0, 0, small(2, Duration::from_secs(30))).unwrap();
         let idle = TcpStream::connect(addr).unwrap();
-        std::thread::sleep(Duration::from_millis(300)); // the worker takes it off the queue
         let queued = TcpStream::connect(addr).unwrap();
         std::thread::sleep(Duration::from_millis(300));
         let (status, headers, body) = get(addr, "/");
         assert_eq!(status, "HTTP/1.1 503 Service Unavailable");
         assert!(headers.contains("cross-origin-embedder-policy: require-corp"));
         assert_eq!(body, b"503 Service Unavailable\n");
-        // Once the idle clients go, the worker serves again.
+        // Once the idle clients go, it serves again.
         drop(idle);
         drop(queued);
         std::thread::sleep(Duration::from_millis(300));
         let (_, body) = get_ok(addr, "/");
         assert_eq!(body, b"hi");
+    }
+
+    #[test]
+    fn a_request_head_must_arrive_whole_before_the_deadline_however_it_trickles() {
+        let dir = tempdir::Dir::new();
+        std::fs::write(dir.0.join("index.html"), "hi").unwrap();
+        // 1.5 s for the whole head; a byte every 0.4 s keeps every single read within any
+        // per-read timeout, and used to hold a worker for as long as it went on.
+        let addr = serve_in_background_with(&dir.0, 0, small(8, Duration::from_millis(1500))).unwrap();
+        let mut slow = TcpStream::connect(addr).unwrap();
+        slow.set_read_timeout(Some(Duration::from_millis(400))).unwrap();
+        let started = Instant::now();
+        let mut answer = Vec::new();
+        for byte in b"GET / HTTP/1.1\r\nHost: x\r\n".iter().cycle() {
+            if slow.write_all(&[*byte]).is_err() {
+                break;
+            }
+            let mut buf = [0u8; 256];
+            match slow.read(&mut buf) {
+                Ok(0) => break,
+                Ok(n) => answer.extend_from_slice(&buf[..n]),
+                Err(_) => {}
+            }
+            if answer.ends_with(b"408 Request Timeout\n") || started.elapsed() > Duration::from_secs(20) {
+                break;
+            }
+        }
+        assert!(String::from_utf8_lossy(&answer).starts_with("HTTP/1.1 408 Request Timeout\r\n"), "{answer:?}");
+        // Meanwhile another client is served at once.
+        assert_eq!(get_ok(addr, "/").1, b"hi");
+    }
+
+    #[test]
+    fn a_worker_goes_to_the_first_request_of_a_client_below_its_share() {
+        let (a, b): (IpAddr, IpAddr) = ("127.0.0.1".parse().unwrap(), "127.0.0.2".parse().unwrap());
+        let serving = HashMap::from([(a, 1)]);
+        // Client a holds its one worker: b's request, queued after two of a's, goes first.
+        assert_eq!(first_free([a, a, b].into_iter(), &serving, 1), Some(2));
+        assert_eq!(first_free([a, a].into_iter(), &serving, 1), None);
+        assert_eq!(first_free([a, b].into_iter(), &serving, 2), Some(0));
+        assert_eq!(first_free([b].into_iter(), &HashMap::new(), 1), Some(0));
+    }
+
+    #[test]
+    fn large_files_are_streamed_whole_and_exact() {
+        let dir = tempdir::Dir::new();
+        // 3 MiB and a bit, in a pattern that shows a misplaced piece.
+        let data: Vec<u8> = (0..3 * 1024 * 1024 + 17u32).map(|i| (i % 251) as u8).collect();
+        std::fs::write(dir.0.join("big.bin"), &data).unwrap();
+        let addr = serve_in_background(&dir.0, 0).unwrap();
+        let (headers, body) = get_ok(addr, "/big.bin");
+        assert!(headers.contains(&format!("content-length: {}", data.len())), "{headers}");
+        assert!(body == data, "the body differs from the file");
     }
 
     #[test]

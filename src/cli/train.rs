@@ -19,8 +19,9 @@ pub struct TrainArgs {
     /// --select-by) is kept.
     #[arg(long, value_name = "FILE", required_unless_present = "dev_split", conflicts_with = "dev_split")]
     pub dev: Option<PathBuf>,
-    /// Instead of --dev: this fraction of the training file's examples (e.g. 0.2), drawn
-    /// with --seed, picks the best epoch; the rest train (the page offers the same split).
+    /// Instead of --dev: this fraction of the training file's examples (e.g. 0.2; between
+    /// 0 and 1, both excluded), drawn with --seed, picks the best epoch; the rest train
+    /// (the page offers the same split).
     #[arg(long, value_name = "FRACTION")]
     pub dev_split: Option<f64>,
     /// Output folder: config.json, model.safetensors, tokenizer.json, train_log.json.
@@ -39,27 +40,30 @@ pub struct TrainArgs {
     /// layers; the lower layers run once through the fast inference path), all.
     #[arg(long, default_value = "head")]
     pub freeze: String,
-    #[arg(long, default_value_t = 20)]
+    /// Epochs (1 to 10,000).
+    #[arg(long, default_value_t = 20, value_parser = count(1, crate::bounds::MAX_EPOCHS))]
     pub epochs: usize,
-    #[arg(long, default_value_t = 16)]
+    /// Examples per micro-batch (1 to 1,024).
+    #[arg(long, default_value_t = 16, value_parser = count(1, crate::bounds::MAX_BATCH))]
     pub batch_size: usize,
-    /// Micro-batches per optimiser step.
-    #[arg(long, default_value_t = 1)]
+    /// Micro-batches per optimiser step (1 to 1,024).
+    #[arg(long, default_value_t = 1, value_parser = count(1, crate::bounds::MAX_GRAD_ACCUM))]
     pub grad_accum: usize,
-    /// Peak learning rate of the head (a new head needs a large one).
+    /// Peak learning rate of the head (a new head needs a large one): above 0, at most 1.
     #[arg(long, default_value_t = 1e-3)]
     pub lr: f64,
     /// Peak learning rate of the trained encoder layers (--freeze top:N or all): pretrained
-    /// weights take a small one.
+    /// weights take a small one. Above 0, at most 1.
     #[arg(long, default_value_t = crate::train::DEFAULT_LAYER_LR)]
     pub layer_lr: f64,
+    /// AdamW's decoupled weight decay (0 to 1).
     #[arg(long, default_value_t = 0.01)]
     pub weight_decay: f64,
-    /// Fraction of the steps spent warming up.
+    /// Fraction of the steps spent warming up (0 to 1).
     #[arg(long, default_value_t = 0.1)]
     pub warmup: f64,
-    /// Stop after this many epochs without a better dev metric.
-    #[arg(long, default_value_t = 4)]
+    /// Stop after this many epochs without a better dev metric (1 to 10,000).
+    #[arg(long, default_value_t = 4, value_parser = count(1, crate::bounds::MAX_EPOCHS))]
     pub patience: usize,
     /// The dev metric that picks the best epoch and decides early stopping: accuracy,
     /// macro-f1 or loss. Default: the task's evaluation metric (accuracy for MCQA, macro-F1
@@ -77,9 +81,10 @@ pub struct TrainArgs {
     /// which tests/reference/train_reference.py replays in PyTorch.
     #[arg(long, value_name = "DIR")]
     pub trace: Option<PathBuf>,
-    /// With --trace: the optimiser steps to record, a number or `all`.
+    /// With --trace: the optimiser steps to record, a number (1 to 1,000,000) or `all`.
     #[arg(long, value_name = "N|all", default_value = "20", requires = "trace")]
     pub trace_steps: String,
+    /// Seed of the shuffling, the dev split and the new head (0 to 18446744073709551615).
     #[arg(long, default_value_t = 42)]
     pub seed: u64,
     /// Keep empty MCQA options as candidates (by default, as in evaluation, an empty option
@@ -108,8 +113,13 @@ pub(super) fn train(a: TrainArgs) -> Result<()> {
         (None, _) => 0,
         (Some(_), "all") => usize::MAX,
         (Some(_), n) => match n.parse::<usize>() {
-            Ok(n) if n > 0 => n,
-            _ => return Err(Error::invalid(format!("--trace-steps {n}: expected a number from 1, or all"))),
+            Ok(n) if (1..=crate::bounds::MAX_TRACE_STEPS).contains(&n) => n,
+            _ => {
+                return Err(Error::invalid(format!(
+                    "--trace-steps {n}: expected a whole number from 1 to {}, or all",
+                    crate::bounds::MAX_TRACE_STEPS
+                )))
+            }
         },
     };
     let model = crate::model::TextModel::read_dir(&a.model)?;

@@ -2,8 +2,8 @@
 //! and the cross-checks that tell a user which parts of the inputs do not fit together.
 
 use crate::data::common::{
-    content_lines, csv_error, csv_reader, first_content_char, non_empty, parse_number, parse_unsigned, record_line,
-    Header, Tally,
+    check_line_ends, content_lines, csv_reader, first_content_char, non_empty, nothing_to_read, open_csv, parse_number,
+    parse_unsigned, Tally,
 };
 use crate::data::json::{line_error, parse_record};
 use crate::data::{Answer, AnswerScore, Document, HumanRankings, Judgments, RunEntry, Topic};
@@ -36,6 +36,7 @@ fn answer_id(system: &str, prompt: &str, sample: u32) -> String {
 /// optional header line `docno<TAB>text` is skipped). A docno twice is an error; an empty
 /// text is kept and warned about.
 pub fn parse_documents(name: &str, text: &str) -> Result<(Vec<Document>, Vec<Warning>)> {
+    check_line_ends(name, text)?;
     let jsonl = first_content_char(text) == Some('{');
     let mut documents = Vec::new();
     let mut first_line: HashMap<String, usize> = HashMap::new();
@@ -73,7 +74,7 @@ pub fn parse_documents(name: &str, text: &str) -> Result<(Vec<Document>, Vec<War
         documents.push(document);
     }
     if documents.is_empty() {
-        return Err(Error::in_file(name, "no documents in the file"));
+        return Err(nothing_to_read(name, text, "no documents in the file"));
     }
     Ok((documents, tally.into_warnings()))
 }
@@ -100,8 +101,7 @@ pub fn parse_answers_csv(
     system: &str,
     prompt: &str,
 ) -> Result<(Vec<Answer>, Vec<Topic>, Vec<Warning>)> {
-    let mut reader = csv_reader(text);
-    let header = Header::read(name, &mut reader)?;
+    let (mut reader, header, mut lines) = open_csv(name, text)?;
     let qid_col = header.require(name, "qid")?;
     let query_col = header.require(name, "query")?;
     let mut answer_cols: Vec<(usize, u32)> = Vec::new();
@@ -122,8 +122,8 @@ pub fn parse_answers_csv(
     let mut first_line: HashMap<String, usize> = HashMap::new();
     let mut tally = Tally::new(name);
     for record in reader.records() {
-        let record = record.map_err(|e| csv_error(name, e))?;
-        let line = record_line(&record);
+        let record = record.map_err(|e| lines.error(name, e))?;
+        let line = lines.of(&record);
         let qid = non_empty(name, line, "qid", &record, qid_col)?.to_owned();
         let query = non_empty(name, line, "query", &record, query_col)?.to_owned();
         if let Some(first) = first_line.insert(qid.clone(), line) {
@@ -145,7 +145,7 @@ pub fn parse_answers_csv(
         queries.push(Topic { qid, query });
     }
     if answers.is_empty() {
-        return Err(Error::in_file(name, "the answers file has a header but no rows"));
+        return Err(nothing_to_read(name, text, "the answers file has a header but no rows"));
     }
     warnings.extend(tally.into_warnings());
     Ok((answers, queries, warnings))
@@ -157,6 +157,7 @@ pub fn parse_answers_jsonl(name: &str, text: &str) -> Result<(Vec<Answer>, Vec<W
     let mut answers = Vec::new();
     let mut first_line: HashMap<(String, String), usize> = HashMap::new();
     let mut tally = Tally::new(name);
+    check_line_ends(name, text)?;
     for (line, row) in content_lines(text) {
         let record = parse_record(name, line, row)?;
         let answer = Answer {
@@ -181,7 +182,7 @@ pub fn parse_answers_jsonl(name: &str, text: &str) -> Result<(Vec<Answer>, Vec<W
         answers.push(answer);
     }
     if answers.is_empty() {
-        return Err(Error::in_file(name, "no answers in the file"));
+        return Err(nothing_to_read(name, text, "no answers in the file"));
     }
     Ok((answers, tally.into_warnings()))
 }
@@ -209,6 +210,7 @@ pub fn parse_answer_scores(name: &str, text: &str) -> Result<(Vec<AnswerScore>, 
     let mut warnings = Vec::new();
     let mut unknown = Tally::new(name);
     if first_content_char(text) == Some('{') {
+        check_line_ends(name, text)?;
         for (line, row) in content_lines(text) {
             let record = parse_record(name, line, row)?;
             for field in record.unknown_fields(&SCORE_FIELDS) {
@@ -224,13 +226,12 @@ pub fn parse_answer_scores(name: &str, text: &str) -> Result<(Vec<AnswerScore>, 
             lines.push(line);
         }
     } else {
-        let mut reader = csv_reader(text);
-        let header = Header::read(name, &mut reader)?;
+        let (mut reader, header, mut csv_lines) = open_csv(name, text)?;
         let cols = header.require_all(name, &SCORE_FIELDS)?;
         warnings.extend(header.unknown_columns(name, |c| SCORE_FIELDS.contains(&c)));
         for record in reader.records() {
-            let record = record.map_err(|e| csv_error(name, e))?;
-            let line = record_line(&record);
+            let record = record.map_err(|e| csv_lines.error(name, e))?;
+            let line = csv_lines.of(&record);
             let field = |i: usize| non_empty(name, line, SCORE_FIELDS[i], &record, cols[i]);
             scores.push(AnswerScore {
                 qid: field(0)?.to_owned(),
@@ -243,7 +244,7 @@ pub fn parse_answer_scores(name: &str, text: &str) -> Result<(Vec<AnswerScore>, 
         }
     }
     if scores.is_empty() {
-        return Err(Error::in_file(name, "no answer scores in the file"));
+        return Err(nothing_to_read(name, text, "no answer scores in the file"));
     }
     warnings.extend(unknown.into_warnings());
     let mut first_line: HashMap<(String, String), usize> = HashMap::new();
@@ -443,7 +444,8 @@ fn line_of_qid(text: &str, qid: &str) -> Option<usize> {
     }
     let mut reader = csv_reader(text);
     let column = reader.headers().ok()?.iter().position(|h| h == "qid")?;
-    reader.records().flatten().find(|r| r.get(column) == Some(qid)).map(|r| record_line(&r))
+    let mut lines = crate::data::common::CsvLines::new(text);
+    reader.records().flatten().find(|r| r.get(column) == Some(qid)).map(|r| lines.of(&r))
 }
 
 /// A precomputed ranker must score every answer: NRP places each answer by its score, so

@@ -1,10 +1,10 @@
 //! Argument bundles: JSONL, one proxy-task instance per line with the argument of each
 //! system. The format is documented in `FORMATS.md` (section "Argument bundle").
 
-use crate::data::common::{content_lines, Tally};
+use crate::data::common::{check_line_ends, content_lines, nothing_to_read, Tally};
 use crate::data::json::{parse_record, Record};
 use crate::data::{Bundle, Instance, Problem, Task};
-use crate::error::{Error, Result, Warning};
+use crate::error::{Result, Warning};
 use serde_json::{Map, Value};
 use std::collections::HashMap;
 
@@ -27,6 +27,7 @@ pub fn parse_bundle(name: &str, text: &str) -> Result<(Bundle, Vec<Warning>)> {
     let mut first_line_of_id: HashMap<String, usize> = HashMap::new();
     let mut unknown = Tally::new(name);
     let mut seen: Vec<(String, bool, usize)> = Vec::new();
+    check_line_ends(name, text)?;
 
     for (line, text) in content_lines(text) {
         let record = parse_record(name, line, text)?;
@@ -44,7 +45,7 @@ pub fn parse_bundle(name: &str, text: &str) -> Result<(Bundle, Vec<Warning>)> {
         instances.push(instance);
     }
     if instances.is_empty() {
-        return Err(Error::in_file(name, "the bundle has no instances"));
+        return Err(nothing_to_read(name, text, "the bundle has no instances"));
     }
 
     let bundle = Bundle {

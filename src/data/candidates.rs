@@ -1,8 +1,8 @@
 //! The reference-based metrics' input: JSONL, one candidate per line (FORMATS.md, section 6).
 
-use crate::data::common::content_lines;
+use crate::data::common::{check_line_ends, content_lines, nothing_to_read};
 use crate::data::json::{parse_record, Record};
-use crate::error::{Error, Result, Warning};
+use crate::error::{Result, Warning};
 use std::collections::{BTreeMap, HashMap, HashSet};
 
 /// One candidate text (a system's summary or answer for one item) with its references.
@@ -36,6 +36,7 @@ pub fn parse_candidates(name: &str, text: &str) -> Result<(Vec<Candidate>, Vec<W
     let mut seen: HashMap<(String, String, String), usize> = HashMap::new();
     let mut unknown: BTreeMap<String, (usize, usize)> = BTreeMap::new();
     let mut dimensions: HashSet<String> = HashSet::new();
+    check_line_ends(name, text)?;
     for (line, row) in content_lines(text) {
         let record = parse_record(name, line, row)?;
         let candidate = Candidate {
@@ -66,7 +67,7 @@ pub fn parse_candidates(name: &str, text: &str) -> Result<(Vec<Candidate>, Vec<W
         candidates.push(candidate);
     }
     if candidates.is_empty() {
-        return Err(Error::in_file(name, "no candidates (the file has no non-blank line)"));
+        return Err(nothing_to_read(name, text, "no candidates (the file has no non-blank line)"));
     }
     let warnings = unknown
         .into_iter()
@@ -171,7 +172,8 @@ mod tests {
         );
         assert_eq!(err("[1, 2]"), "s.jsonl:1: expected a JSON object on this line, found an array");
         assert!(err("{\"id\": ").starts_with("s.jsonl:1: invalid JSON at column"));
-        assert_eq!(err("\n \n"), "s.jsonl: no candidates (the file has no non-blank line)");
+        // At the line after the last, where the first candidate was expected.
+        assert_eq!(err("\n \n"), "s.jsonl:3: no candidates (the file has no non-blank line)");
     }
 
     #[test]

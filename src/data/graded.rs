@@ -1,9 +1,9 @@
 //! Graded rubric responses (HealthBench style): JSONL, one response per line with the
 //! criteria a grader said it meets (FORMATS.md, section 7). Scored by `eval::rubric`.
 
-use crate::data::common::content_lines;
+use crate::data::common::{check_line_ends, content_lines, nothing_to_read};
 use crate::data::json::{parse_record, Record};
-use crate::error::{Error, Result, Warning};
+use crate::error::{Result, Warning};
 use crate::stats::Stat;
 use serde::Serialize;
 use std::collections::{BTreeMap, HashMap};
@@ -59,6 +59,7 @@ pub fn parse_graded(name: &str, text: &str) -> Result<(Vec<GradedResponse>, Vec<
     let mut responses: Vec<GradedResponse> = Vec::new();
     let mut seen: HashMap<(String, String), usize> = HashMap::new();
     let mut unknown: BTreeMap<String, (usize, usize)> = BTreeMap::new();
+    check_line_ends(name, text)?;
     for (line, row) in content_lines(text) {
         let record = parse_record(name, line, row)?;
         let id = record.non_empty_label("id")?;
@@ -85,7 +86,7 @@ pub fn parse_graded(name: &str, text: &str) -> Result<(Vec<GradedResponse>, Vec<
         });
     }
     if responses.is_empty() {
-        return Err(Error::in_file(name, "no graded responses (the file has no non-blank line)"));
+        return Err(nothing_to_read(name, text, "no graded responses (the file has no non-blank line)"));
     }
     let warnings = unknown
         .into_iter()

@@ -3,8 +3,8 @@
 //! `{"instance","system","predicted","p_correct","probs":{label: p}}` (detected by content).
 
 use crate::data::common::{
-    check_probability, content_lines, csv_error, csv_reader, first_content_char, non_empty, parse_number, record_line,
-    Header, Tally,
+    check_line_ends, check_probability, content_lines, first_content_char, non_empty, nothing_to_read, open_csv,
+    parse_number, Tally,
 };
 use crate::data::controls::Control;
 use crate::data::json::parse_record;
@@ -36,15 +36,14 @@ pub fn parse_predictions(name: &str, text: &str) -> Result<(PredictionFile, Vec<
     let (file, warnings) =
         if first_content_char(text) == Some('{') { parse_jsonl(name, text)? } else { parse_csv(name, text)? };
     if file.predictions.is_empty() {
-        return Err(Error::in_file(name, "no predictions in the file"));
+        return Err(nothing_to_read(name, text, "no predictions in the file"));
     }
     reject_duplicates(&file.predictions, &|i| Source::Line(name, file.lines[i]))?;
     Ok((file, warnings))
 }
 
 fn parse_csv(name: &str, text: &str) -> Result<(PredictionFile, Vec<Warning>)> {
-    let mut reader = csv_reader(text);
-    let header = Header::read(name, &mut reader)?;
+    let (mut reader, header, mut lines) = open_csv(name, text)?;
     let columns = header.require_all(name, &COLUMNS)?;
     let prob_columns: Vec<(usize, String)> = header
         .names
@@ -60,8 +59,8 @@ fn parse_csv(name: &str, text: &str) -> Result<(PredictionFile, Vec<Warning>)> {
 
     let mut file = PredictionFile { name: name.to_owned(), predictions: Vec::new(), lines: Vec::new() };
     for record in reader.records() {
-        let record = record.map_err(|e| csv_error(name, e))?;
-        let line = record_line(&record);
+        let record = record.map_err(|e| lines.error(name, e))?;
+        let line = lines.of(&record);
         let field = |i: usize| non_empty(name, line, COLUMNS[i], &record, columns[i]);
         let p_correct = parse_number(name, line, "p_correct", field(3)?)?;
         let mut probs = Vec::new();
@@ -88,6 +87,7 @@ fn parse_csv(name: &str, text: &str) -> Result<(PredictionFile, Vec<Warning>)> {
 }
 
 fn parse_jsonl(name: &str, text: &str) -> Result<(PredictionFile, Vec<Warning>)> {
+    check_line_ends(name, text)?;
     let mut file = PredictionFile { name: name.to_owned(), predictions: Vec::new(), lines: Vec::new() };
     let mut unknown = Tally::new(name);
     for (line, text) in content_lines(text) {
@@ -116,6 +116,11 @@ fn parse_jsonl(name: &str, text: &str) -> Result<(PredictionFile, Vec<Warning>)>
     Ok((file, unknown.into_warnings()))
 }
 
+/// A row's probabilities, when it gives them, sum to 1 and agree with its predicted label:
+/// the prediction is a label of highest probability (within the tolerance, for rounding).
+/// A row whose `predicted` contradicts them (probabilities in another label order, a
+/// 0-based key beside 1-based labels) would be scored by its label and ranked by its
+/// probabilities, two different evaluators.
 fn check_sum(name: &str, line: usize, prediction: &Prediction) -> Result<()> {
     if prediction.probs.is_empty() {
         return Ok(());
@@ -127,6 +132,27 @@ fn check_sum(name: &str, line: usize, prediction: &Prediction) -> Result<()> {
             line,
             "probs",
             format!("probabilities sum to {sum}, not 1 (tolerance {PROBABILITY_SUM_TOLERANCE})"),
+        ));
+    }
+    let (top, p_top) =
+        prediction
+            .probs
+            .iter()
+            .fold(("", f64::NEG_INFINITY), |(l, m), (label, p)| if *p > m { (label.as_str(), *p) } else { (l, m) });
+    let p_predicted = prediction.probs.iter().find(|(l, _)| *l == prediction.predicted).map(|(_, p)| *p);
+    if p_predicted.is_none_or(|p| p < p_top - PROBABILITY_SUM_TOLERANCE) {
+        let has = match p_predicted {
+            Some(p) => format!("has probability {p}"),
+            None => "has no probability in this row".to_owned(),
+        };
+        return Err(Error::input(
+            name,
+            line,
+            "predicted",
+            format!(
+                "predicted label `{}` {has}, but `{top}` has {p_top}: a prediction is a label of highest probability (within {PROBABILITY_SUM_TOLERANCE}); are the labels or the probabilities shifted?",
+                prediction.predicted
+            ),
         ));
     }
     Ok(())
@@ -362,6 +388,25 @@ mod tests {
     }
 
     #[test]
+    fn a_predicted_label_that_contradicts_its_probabilities_is_refused() {
+        // Label 2 predicted where label 1 has 0.7: scored as a 2, ranked by probabilities
+        // that say 1 (a file whose labels and probabilities are shifted reads this way).
+        let (line, field, message) = error_at(&format!("{HEADER}\na,s,2,0.6,0.4,0.6\nb,s,2,0.3,0.7,0.3\n"));
+        assert_eq!((line, field.as_deref()), (3, Some("predicted")));
+        assert!(message.ends_with("predicted label `2` has probability 0.3, but `1` has 0.7: a prediction is a label of highest probability (within 0.001); are the labels or the probabilities shifted?"), "{message}");
+        // JSONL, and a predicted label the row gives no probability.
+        let row =
+            r#"{"instance": "a", "system": "s", "predicted": "3", "p_correct": 0.3, "probs": {"1": 0.7, "2": 0.3}}"#;
+        let err = parse_predictions("p.jsonl", row).unwrap_err();
+        assert_eq!(err.to_string(), "p.jsonl:1: field `predicted`: predicted label `3` has no probability in this row, but `1` has 0.7: a prediction is a label of highest probability (within 0.001); are the labels or the probabilities shifted?");
+        // A tie, or a top label within the tolerance, may be predicted; rows without
+        // probabilities say nothing to contradict.
+        for row in ["a,s,2,0.5,0.5,0.5", "a,s,1,0.4996,0.4996,0.5004", "a,s,2,0.9,,"] {
+            assert!(parse_predictions("p.csv", &format!("{HEADER}\n{row}\n")).is_ok(), "{row}");
+        }
+    }
+
+    #[test]
     fn duplicate_instance_system_names_both_lines() {
         let (line, field, message) = error_at(&format!("{HEADER}\na,s,1,0.6,0.6,0.4\nb,s,1,0.6,,\na,s,2,0.4,,\n"));
         assert_eq!((line, field.as_deref()), (4, Some("system")));
@@ -383,7 +428,9 @@ mod tests {
         let err = check(&format!("{HEADER}\nnli-01,expert,2,0.6,,\n")).unwrap_err();
         assert_eq!(err.location().unwrap().field.as_deref(), Some("predicted"));
         assert!(err.to_string().ends_with("label `2` is not a label of instance `nli-01` (entailment, contradiction)"));
-        let err = check("instance,system,predicted,p_correct,prob:yes\nnli-01,expert,entailment,1,1\n").unwrap_err();
+        let err =
+            check("instance,system,predicted,p_correct,prob:yes,prob:entailment\nnli-01,expert,entailment,1,0,1\n")
+                .unwrap_err();
         assert_eq!(err.location().unwrap().field.as_deref(), Some("prob:yes"));
 
         // In memory (an evaluator's output) the error names the position instead of a line.
@@ -422,7 +469,7 @@ mod tests {
         let odd = vec![Prediction {
             instance: "q, \"1\"".into(),
             system: "s\nx".into(),
-            predicted: "1".into(),
+            predicted: "2".into(),
             p_correct: 0.1 + 0.2,
             probs: vec![("1".into(), 0.1 + 0.2), ("2".into(), 0.7)],
         }];

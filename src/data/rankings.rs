@@ -1,7 +1,7 @@
 //! Human rankings: CSV in long form, `instance,annotator,system,rank` (1 = best).
 //! The same reader serves the NRP expert rankings (instance = qid, system = item id).
 
-use crate::data::common::{csv_error, csv_reader, non_empty, parse_number, record_line, Header, Tally};
+use crate::data::common::{non_empty, nothing_to_read, open_csv, parse_number, Tally};
 use crate::data::{Bundle, HumanRank, HumanRankings, Instance};
 use crate::error::{Error, Result, Warning};
 use std::collections::{BTreeSet, HashMap};
@@ -12,16 +12,15 @@ const COLUMNS: [&str; 4] = ["instance", "annotator", "system", "rank"];
 /// warning. Ranks are numbers >= 1 (ties and fractional ranks allowed). A second row for
 /// the same (instance, annotator, system) is an error naming both lines.
 pub fn parse_rankings(name: &str, text: &str) -> Result<(HumanRankings, Vec<Warning>)> {
-    let mut reader = csv_reader(text);
-    let header = Header::read(name, &mut reader)?;
+    let (mut reader, header, mut lines) = open_csv(name, text)?;
     let columns = header.require_all(name, &COLUMNS)?;
     let warnings: Vec<Warning> = header.unknown_columns(name, |c| COLUMNS.contains(&c)).into_iter().collect();
 
     let mut rows: Vec<HumanRank> = Vec::new();
     let mut line_of: HashMap<(String, String, String), usize> = HashMap::new();
     for record in reader.records() {
-        let record = record.map_err(|e| csv_error(name, e))?;
-        let line = record_line(&record);
+        let record = record.map_err(|e| lines.error(name, e))?;
+        let line = lines.of(&record);
         let field = |i: usize| non_empty(name, line, COLUMNS[i], &record, columns[i]);
         let (instance, annotator, system) = (field(0)?, field(1)?, field(2)?);
         let rank = parse_number(name, line, "rank", field(3)?)?;
@@ -48,20 +47,27 @@ pub fn parse_rankings(name: &str, text: &str) -> Result<(HumanRankings, Vec<Warn
         });
     }
     if rows.is_empty() {
-        return Err(Error::in_file(name, "the rankings file has a header but no rows"));
+        return Err(nothing_to_read(name, text, "the rankings file has a header but no rows"));
     }
-    // A rank beyond the number of systems cannot come from ranking them (with ties
-    // averaged, the worst rank of n systems is n): 99 among 4 systems would be taken as a
-    // far-last place and change every statistic without a word.
-    let systems = rows.iter().map(|r| r.system.as_str()).collect::<std::collections::HashSet<_>>().len();
-    if let Some(row) = rows.iter().find(|r| r.rank > systems as f64) {
+    // A rank beyond the number of systems an annotator ranked on an instance (a block)
+    // cannot come from ranking them (with ties averaged, the worst rank of n systems is
+    // n): 99 among 4 systems would be taken as a far-last place, and rank 6 in a block of
+    // 3 MCQA systems (a file whose NLI blocks rank 6) as a mean rank of 3.5 among 3, which
+    // flipped Kendall's tau; either changes every statistic without a word.
+    let mut block_sizes: HashMap<(&str, &str), usize> = HashMap::new();
+    for r in &rows {
+        *block_sizes.entry((r.instance.as_str(), r.annotator.as_str())).or_default() += 1;
+    }
+    let block_size = |r: &HumanRank| block_sizes[&(r.instance.as_str(), r.annotator.as_str())];
+    if let Some(row) = rows.iter().find(|r| r.rank > block_size(r) as f64) {
+        let n = block_size(row);
         return Err(Error::input(
             name,
             row.line,
             "rank",
             format!(
-                "rank {} is above the number of systems in the file ({systems}); ranks go from 1 (best) to {systems}",
-                row.rank
+                "rank {} is above the number of systems annotator `{}` ranked on instance `{}` ({n}); ranks go from 1 (best) to {n} within each annotator's ranking of an instance",
+                row.rank, row.annotator, row.instance
             ),
         ));
     }
@@ -211,7 +217,7 @@ mod tests {
         let (line, field, message) = error_at(&lines.join("\n"));
         assert_eq!((line, field.as_deref()), (5, Some("rank")));
         assert!(
-            message.ends_with("rank 99 is above the number of systems in the file (4); ranks go from 1 (best) to 4"),
+            message.ends_with("rank 99 is above the number of systems annotator `clin_a` ranked on instance `mcqa-01` (4); ranks go from 1 (best) to 4 within each annotator's ranking of an instance"),
             "{message}"
         );
         // An averaged tie for the last two places of 3 systems (2.5) is fine...
@@ -220,6 +226,29 @@ mod tests {
         // ...but not 3.5 among 3.
         let (line, _, _) = error_at("instance,annotator,system,rank\ni,a,s1,1\ni,a,s2,3.5\ni,a,s3,3\n");
         assert_eq!(line, 3);
+    }
+
+    #[test]
+    fn the_rank_limit_is_the_size_of_each_annotators_ranking_of_an_instance() {
+        // An MCQA block of 3 systems beside an NLI block of 6: the file has 9 systems, so
+        // the per-file limit let rank 6 into the MCQA block (mean ranks 1, 2 and 6 where 3
+        // systems can only average 2: the system ranked 6 looked far worse than last).
+        let mut text = String::from("instance,annotator,system,rank\nm1,a,s1,1\nm1,a,s2,2\nm1,a,s3,6\n");
+        for k in 1..=6 {
+            text.push_str(&format!("n1,a,t{k},{k}\n"));
+        }
+        let (line, field, message) = error_at(&text);
+        assert_eq!((line, field.as_deref()), (4, Some("rank")));
+        assert!(message.ends_with("rank 6 is above the number of systems annotator `a` ranked on instance `m1` (3); ranks go from 1 (best) to 3 within each annotator's ranking of an instance"), "{message}");
+        // Rank 3 there is the block's last place, and the NLI block keeps its 6.
+        let fixed = text.replace("m1,a,s3,6", "m1,a,s3,3");
+        let (rankings, _) = parse_rankings("r.csv", &fixed).unwrap();
+        assert_eq!(rankings.rows.iter().map(|r| r.rank).fold(0.0, f64::max), 6.0);
+        // Blocks are per annotator too: b ranking only two systems of m1 tops out at 2.
+        let two = format!("{fixed}m1,b,s1,1\nm1,b,s2,3\n");
+        let (line, _, message) = error_at(&two);
+        assert_eq!(line, 12);
+        assert!(message.contains("annotator `b` ranked on instance `m1` (2)"), "{message}");
     }
 
     #[test]

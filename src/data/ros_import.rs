@@ -4,7 +4,7 @@
 //! Importing a no-argument file and several source files gives an argument bundle.
 
 use crate::data::bundle::{bundle_warnings, systems_in_order};
-use crate::data::common::{content_lines, excerpt, Tally};
+use crate::data::common::{check_line_ends, content_lines, excerpt, nothing_to_read, Tally};
 use crate::data::json::parse_record;
 use crate::data::{is_empty_option, Bundle, Instance, Problem};
 use crate::error::{Error, Location, Result, Warning};
@@ -29,6 +29,7 @@ pub struct HitzItem {
 pub fn parse_hitz(name: &str, text: &str) -> Result<(Vec<HitzItem>, Vec<Warning>)> {
     let mut items = Vec::new();
     let mut tally = Tally::new(name);
+    check_line_ends(name, text)?;
     for (line, row) in content_lines(text) {
         let record = parse_record(name, line, row)?;
         let question = record.string("question")?.to_owned();
@@ -48,7 +49,7 @@ pub fn parse_hitz(name: &str, text: &str) -> Result<(Vec<HitzItem>, Vec<Warning>
         items.push(HitzItem { line, question, options, correct_option });
     }
     if items.is_empty() {
-        return Err(Error::in_file(name, "the file has no lines"));
+        return Err(nothing_to_read(name, text, "the file has no lines"));
     }
     Ok((items, tally.into_warnings()))
 }
@@ -90,6 +91,9 @@ pub struct Imported {
     pub bundle: Bundle,
     pub warnings: Vec<Warning>,
     pub reordered: Vec<(String, usize)>,
+    /// Per source (system, reordered records whose argument names an option by its number,
+    /// "The correct answer is 4.", rewritten to the no-argument order: [`relabel`]).
+    pub relabelled: Vec<(String, usize)>,
     /// Per source (system, records with an empty option text, see
     /// [`crate::data::is_empty_option`]), in the order of the sources.
     pub empty_options: Vec<(String, usize)>,
@@ -155,12 +159,13 @@ pub fn import_aligned(no_argument: (&str, &str), sources: &[(&str, &str, &str)])
     let mut mismatches: Vec<(Location, String)> = Vec::new();
     let mut arguments: Vec<Vec<(String, String)>> = vec![Vec::new(); base.len()];
     let mut reordered = Vec::new();
+    let mut relabelled = Vec::new();
     let mut empty_options = Vec::new();
     let with_empty =
         |items: &[HitzItem]| items.iter().filter(|i| i.options.iter().any(|(_, t)| is_empty_option(t))).count();
     let base_empty_options = with_empty(&base);
     for (system, file, text) in sources {
-        let mut reordered_here = 0;
+        let (mut reordered_here, mut relabelled_here) = (0, 0);
         let (items, source_warnings) = parse_hitz(file, text)?;
         warnings.extend(source_warnings);
         if items.len() != base.len() {
@@ -173,20 +178,37 @@ pub fn import_aligned(no_argument: (&str, &str), sources: &[(&str, &str, &str)])
             let at = |field: &str| Location::at(*file, item.line, field);
             let base_question = base_item.question.trim();
             let question = item.question.trim();
-            match question.strip_prefix(base_question) {
-                Some(argument) => arguments[index].push((system.to_string(), argument.trim().to_owned())),
-                None => mismatches.push((
-                    at("question"),
-                    format!(
-                        "does not start with the question on line {} of `{base_name}`: {}",
-                        base_item.line,
-                        where_texts_part(base_question, question)
-                    ),
-                )),
-            }
+            let mut argument = match question.strip_prefix(base_question) {
+                Some(argument) => Some(argument.trim().to_owned()),
+                None => {
+                    mismatches.push((
+                        at("question"),
+                        format!(
+                            "does not start with the question on line {} of `{base_name}`: {}",
+                            base_item.line,
+                            where_texts_part(base_question, question)
+                        ),
+                    ));
+                    None
+                }
+            };
             match compare_options(base_item, item) {
                 Options::Same => {}
-                Options::Reordered => reordered_here += 1,
+                Options::Reordered => {
+                    reordered_here += 1;
+                    // An argument that names an option by its number names it in this
+                    // record's order: renumbered to the no-argument order, or refused.
+                    if let Some(text) = &mut argument {
+                        match relabel(text, base_item, item) {
+                            Ok(Some(renamed)) => {
+                                *text = renamed;
+                                relabelled_here += 1;
+                            }
+                            Ok(None) => {}
+                            Err(why) => mismatches.push((at("question"), why)),
+                        }
+                    }
+                }
                 Options::OtherSet => mismatches
                     .push((at("options"), options_difference(&base_item.options, &item.options, base_item.line))),
                 Options::OtherCorrect => mismatches.push((
@@ -197,6 +219,9 @@ pub fn import_aligned(no_argument: (&str, &str), sources: &[(&str, &str, &str)])
                     ),
                 )),
             }
+            if let Some(argument) = argument {
+                arguments[index].push((system.to_string(), argument));
+            }
         }
         if reordered_here > 0 {
             warnings.push(Warning::new(format!(
@@ -205,7 +230,13 @@ pub fn import_aligned(no_argument: (&str, &str), sources: &[(&str, &str, &str)])
                 items.len()
             )));
         }
+        if relabelled_here > 0 {
+            warnings.push(Warning::new(format!(
+                "{file} (system `{system}`): {relabelled_here} of these records name the correct option by its number (\"The correct answer is 4.\"); the number was rewritten to the option's number in `{base_name}`"
+            )));
+        }
         reordered.push((system.to_string(), reordered_here));
+        relabelled.push((system.to_string(), relabelled_here));
         empty_options.push((system.to_string(), with_empty(&items)));
     }
     if let Some((first, _)) = mismatches.first() {
@@ -239,7 +270,76 @@ pub fn import_aligned(no_argument: (&str, &str), sources: &[(&str, &str, &str)])
     let bundle =
         Bundle { name: base_name.to_owned(), systems: systems_in_order(&instances), instances, controls: Vec::new() };
     warnings.extend(bundle_warnings(&bundle));
-    Ok(Imported { bundle, warnings, reordered, empty_options, base_empty_options })
+    Ok(Imported { bundle, warnings, reordered, relabelled, empty_options, base_empty_options })
+}
+
+/// The words after which a HiTZ argument names an option by its number: the label-only
+/// files' sentence "The correct answer is 4." (matched without regard to case, anywhere in
+/// the argument).
+const LABEL_PHRASE: &str = "correct answer is ";
+
+/// Longest argument (in words) that [`relabel`] takes for a label sentence in other words
+/// ("La respuesta correcta es 4."): a short argument ending in an option key.
+const SHORT_LABEL_WORDS: usize = 8;
+
+/// A reordered record's argument with every option number it names (after
+/// [`LABEL_PHRASE`]) renumbered from `item`'s order to `base`'s, by the option's text:
+/// `Ok(None)` when it names none (or every number stays), `Err` when a number cannot be
+/// renumbered for sure: it is no key of `item`, its text is the text of several options,
+/// or a short argument ends in an option key in other words than the phrase (a label
+/// sentence in another language, which may or may not mean the option).
+fn relabel(argument: &str, base: &HitzItem, item: &HitzItem) -> std::result::Result<Option<String>, String> {
+    let keys = |o: &[(String, String)]| o.iter().map(|(k, _)| k.as_str()).collect::<Vec<_>>().join(", ");
+    let renumber = |key: &str| -> std::result::Result<String, String> {
+        let text = item.options.iter().find(|(k, _)| k == key).map(|(_, t)| t.trim()).ok_or_else(|| {
+            format!(
+                "the argument names option {key} (\"{}\"), which this record does not have (keys: {}); its options are in another order than the no-argument file's, so the number cannot be renumbered",
+                excerpt(argument, 60),
+                keys(&item.options)
+            )
+        })?;
+        let same: Vec<&str> = base.options.iter().filter(|(_, t)| t.trim() == text).map(|(k, _)| k.as_str()).collect();
+        match same[..] {
+            [only] => Ok(only.to_owned()),
+            _ => Err(format!(
+                "the argument names option {key} (\"{}\"), whose text is that of options {} of the no-argument order: which one it means cannot be told",
+                excerpt(text, 40),
+                same.join(" and ")
+            )),
+        }
+    };
+    let lower = argument.to_lowercase();
+    let mut out = String::with_capacity(argument.len());
+    let mut copied = 0;
+    let mut named = false;
+    // `to_lowercase` keeps byte offsets for ASCII only: search the original text when it
+    // is not, so offsets always index `argument`.
+    let haystack = if lower.len() == argument.len() { lower.as_str() } else { argument };
+    for (at, _) in haystack.match_indices(LABEL_PHRASE) {
+        let start = at + LABEL_PHRASE.len();
+        let key: String = argument[start..].chars().take_while(|c| c.is_alphanumeric()).collect();
+        if key.is_empty() {
+            continue;
+        }
+        named = true;
+        out.push_str(&argument[copied..start]);
+        out.push_str(&renumber(&key)?);
+        copied = start + key.len();
+    }
+    if !named {
+        // A short argument ending in an option key: a label sentence in other words.
+        let words: Vec<&str> = argument.split_whitespace().collect();
+        let last = words.last().map(|w| w.trim_end_matches(|c: char| !c.is_alphanumeric())).unwrap_or("");
+        if words.len() <= SHORT_LABEL_WORDS && item.options.iter().any(|(k, _)| k == last) && renumber(last)? != last {
+            return Err(format!(
+                "the argument \"{}\" ends in option key {last}, and this record lists its options in another order than the no-argument file: if it names option {last}, it names another option there; give the file with the no-argument file's option order",
+                excerpt(argument, 60)
+            ));
+        }
+        return Ok(None);
+    }
+    out.push_str(&argument[copied..]);
+    Ok((out != argument).then_some(out))
 }
 
 /// "expected "…rotated text" but found "…other text"", starting a little before the first
@@ -393,6 +493,51 @@ mod tests {
         assert_eq!(lines.len(), 3, "{message}");
         assert!(lines[1].starts_with("  gpt-4o.jsonl:2: field `correct_option`: is "), "{message}");
         assert!(lines[2].starts_with("  gpt-4o.jsonl:4: field `options`: option "), "{message}");
+    }
+
+    #[test]
+    fn a_label_only_file_in_another_option_order_names_the_option_in_the_no_argument_order() {
+        // Line 1 of the label-only file with its options shuffled, the sentence following
+        // its own order as a published file has it: the correct text, option 2 in the
+        // no-argument file, is option 4 here, and the sentence says 4. The options were
+        // put back in the no-argument order but "The correct answer is 4." stayed, naming
+        // Systemic lupus erythematosus instead of Sjögren's syndrome.
+        let with_sentence = |order: &[usize], sentence: &str| -> String {
+            let mut lines: Vec<String> = LABEL_ONLY.lines().map(str::to_owned).collect();
+            lines[0] = shuffled(&lines[0], order).replace("The correct answer is 2.", sentence);
+            lines.join("\n")
+        };
+        let label = with_sentence(&[4, 2, 0, 1, 3], "The correct answer is 4.");
+        assert!(label.contains("\"correct_option\":4") && label.contains("The correct answer is 4."), "{label}");
+        let mut shuffled_sources = sources();
+        shuffled_sources[2].2 = &label;
+        let imported = import_aligned(("ros/no_argument.jsonl", NO_ARGUMENT), &shuffled_sources).unwrap();
+        let (expected, _) = import_ranking_over_scoring(("ros/no_argument.jsonl", NO_ARGUMENT), &sources()).unwrap();
+        assert_eq!(imported.bundle.instances[0].argument("label_only"), Some("The correct answer is 2."));
+        assert_eq!(imported.bundle, expected);
+        let counts = |system: &str, n: usize| (system.to_string(), n);
+        assert_eq!(imported.relabelled, [counts("gpt-4o", 0), counts("llama-3-70b", 0), counts("label_only", 1)]);
+        assert_eq!(imported.reordered, [counts("gpt-4o", 0), counts("llama-3-70b", 0), counts("label_only", 1)]);
+        assert_eq!(
+            imported.warnings[1].message,
+            "ros/label_only.jsonl (system `label_only`): 1 of these records name the correct option by its number (\"The correct answer is 4.\"); the number was rewritten to the option's number in `ros/no_argument.jsonl`"
+        );
+
+        // What cannot be renumbered for sure is refused at its line: a number that is no
+        // option of the record, and a short sentence in other words ending in a key.
+        let refused = |sentence: &str| {
+            let label = with_sentence(&[4, 2, 0, 1, 3], sentence);
+            let mut bad = sources();
+            bad[2].2 = &label;
+            import_aligned(("ros/no_argument.jsonl", NO_ARGUMENT), &bad).unwrap_err().to_string()
+        };
+        let message = refused("The correct answer is 9.");
+        assert!(message.contains("\n  ros/label_only.jsonl:1: field `question`: the argument names option 9 (\"The correct answer is 9.\"), which this record does not have (keys: 1, 2, 3, 4, 5)"), "{message}");
+        let message = refused("La respuesta correcta es 4.");
+        assert!(message.contains("\n  ros/label_only.jsonl:1: field `question`: the argument \"La respuesta correcta es 4.\" ends in option key 4, and this record lists its options in another order"), "{message}");
+        // In the no-argument order, nothing is renumbered.
+        let (same, _) = import_ranking_over_scoring(("n.jsonl", NO_ARGUMENT), &sources()).unwrap();
+        assert_eq!(same.instances[5].argument("label_only"), Some("The correct answer is 4."));
     }
 
     #[test]

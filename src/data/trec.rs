@@ -1,7 +1,9 @@
 //! TREC-style NRP inputs: topics (XML or JSONL), relevance judgements per quality
 //! dimension (qrels), and run files with a ranker's document scores.
 
-use crate::data::common::{content_lines, first_content_char, parse_number, parse_unsigned, Tally};
+use crate::data::common::{
+    check_line_ends, content_lines, first_content_char, nothing_to_read, parse_number, parse_unsigned, strip_bom, Tally,
+};
 use crate::data::json::{line_error, parse_record};
 use crate::data::{Judgments, RunEntry, Topic};
 use crate::error::{Error, Location, Result, Warning};
@@ -17,13 +19,14 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 /// child `<query>` or, failing that, `<title>`. Other child elements (description, narrative)
 /// are not used; a warning lists them.
 pub fn parse_topics(name: &str, text: &str) -> Result<(Vec<Topic>, Vec<Warning>)> {
+    check_line_ends(name, text)?;
     let (topics, warnings) = if first_content_char(text) == Some('<') {
         parse_topics_xml(name, text)?
     } else {
         parse_topics_jsonl(name, text)?
     };
     if topics.is_empty() {
-        return Err(Error::in_file(name, "no topics found"));
+        return Err(nothing_to_read(name, text, "no topics found"));
     }
     Ok((topics, warnings))
 }
@@ -63,6 +66,8 @@ const XML_TEXT_ELEMENTS: [&str; 2] = ["query", "title"];
 pub(crate) const MAX_XML_DEPTH: usize = 64;
 
 fn parse_topics_xml(name: &str, text: &str) -> Result<(Vec<Topic>, Vec<Warning>)> {
+    // The XML parser takes no byte-order mark; it is on line 1, so lines stay the same.
+    let text = strip_bom(text);
     if let Some(line) = xml_depth_exceeds(text, MAX_XML_DEPTH) {
         return Err(line_error(
             name,
@@ -365,6 +370,7 @@ pub fn parse_qrels(
     dimension: &str,
     not_judgeable: &[i64],
 ) -> Result<(Judgments, Vec<Warning>)> {
+    check_line_ends(name, text)?;
     let mut builder = JudgmentsBuilder::new(dimension, not_judgeable);
     for (line, row) in content_lines(text) {
         let cells = whitespace_columns(name, line, row, "qid iteration docno grade")?;
@@ -376,7 +382,7 @@ pub fn parse_qrels(
         }
     }
     if builder.judgments.grades.is_empty() && builder.judgments.missing.is_empty() {
-        return Err(Error::in_file(name, "no judgements in the file"));
+        return Err(nothing_to_read(name, text, "no judgements in the file"));
     }
     let mut warnings = Vec::new();
     let judgments = builder.finish(name, &mut warnings);
@@ -405,9 +411,10 @@ fn qrels_with_header(
     not_judgeable: &NotJudgeable,
     single: Option<&str>,
 ) -> Result<(Vec<Judgments>, Vec<Warning>)> {
+    check_line_ends(name, text)?;
     let mut lines = content_lines(text);
     let (header_line, header) =
-        lines.next().ok_or_else(|| Error::in_file(name, "the file is empty (expected a header)"))?;
+        lines.next().ok_or_else(|| nothing_to_read(name, text, "the file is empty (expected a header)"))?;
     let separator = separator_of(header);
     let columns = split_cells(header, separator);
     let position = |col: &str| {
@@ -426,6 +433,27 @@ fn qrels_with_header(
         .collect();
     if dimension_cols.is_empty() {
         return Err(line_error(name, header_line, "the header names no dimension column besides qid and docno"));
+    }
+    // `rel rel` (or `rel relevance`) would give two judgements of one dimension, each
+    // column's grades as if from another file.
+    for (k, (col, dimension)) in dimension_cols.iter().enumerate() {
+        if let Some((first, _)) = dimension_cols[..k].iter().find(|(_, d)| d == dimension) {
+            let also = if columns[*first] == columns[*col] {
+                format!("column {} is `{}` too", first + 1, columns[*first])
+            } else {
+                format!("so does column {} (`{}`)", first + 1, columns[*first])
+            };
+            return Err(Error::input(
+                name,
+                header_line,
+                columns[*col],
+                format!(
+                    "column {} (`{}`) names dimension {dimension}, and {also}: a dimension has one column",
+                    col + 1,
+                    columns[*col]
+                ),
+            ));
+        }
     }
     if let Some(dimension) = single {
         let named: Vec<&str> = dimension_cols.iter().map(|(i, _)| columns[*i]).collect();
@@ -560,6 +588,7 @@ pub fn parse_run(name: &str, text: &str) -> Result<(Vec<RunEntry>, Vec<Warning>)
     let mut entries = Vec::new();
     let mut first_line: HashMap<(String, String), usize> = HashMap::new();
     let mut tags: Vec<String> = Vec::new();
+    check_line_ends(name, text)?;
     for (line, row) in content_lines(text) {
         let cells = whitespace_columns(name, line, row, "qid Q0 docno rank score tag")?;
         let rank = parse_unsigned(name, line, "rank", cells[3])?;
@@ -579,7 +608,7 @@ pub fn parse_run(name: &str, text: &str) -> Result<(Vec<RunEntry>, Vec<Warning>)
         entries.push(RunEntry { qid: qid.to_owned(), docno: docno.to_owned(), rank, score, tag: tag.to_owned() });
     }
     if entries.is_empty() {
-        return Err(Error::in_file(name, "the run file has no entries"));
+        return Err(nothing_to_read(name, text, "the run file has no entries"));
     }
     let mut warnings = Vec::new();
     if tags.len() > 1 {
@@ -670,7 +699,7 @@ mod tests {
         // is then refused for having no topic, not for its depth.
         let at_limit = format!("<topics>{}{}</topics>", "<a>".repeat(63), "</a>".repeat(63));
         assert_eq!(xml_depth_exceeds(&at_limit, MAX_XML_DEPTH), None);
-        assert_eq!(parse_topics("t.xml", &at_limit).unwrap_err().to_string(), "t.xml: no topics found");
+        assert_eq!(parse_topics("t.xml", &at_limit).unwrap_err().to_string(), "t.xml:2: no topics found");
         // Self-closing tags, comments, CDATA and quoted `>` do not nest.
         let flat = format!("<t>{}</t>", "<x a='>'/><!-- <b> --><![CDATA[<c>]]>".repeat(1000));
         assert_eq!(xml_depth_exceeds(&flat, 2), None);
@@ -827,6 +856,38 @@ mod tests {
         assert_eq!(j[1].dimension, "credibility");
         assert!(j[1].grades.is_empty());
         assert_eq!(j[1].missing, [("1".to_string(), "d2".to_string())]);
+    }
+
+    #[test]
+    fn a_dimension_named_twice_in_a_combined_header_is_refused_at_its_column() {
+        // `rel rel` made two relevance judgements, and the NRP job then said "dimension
+        // `relevance` is judged by two qrels files"; `rel` and `relevance` are one too.
+        let nj = NotJudgeable::none();
+        let err = parse_qrels_combined("c.txt", "qid docno rel rel\n1 d1 1 2\n", &nj).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "c.txt:1: field `rel`: column 4 (`rel`) names dimension relevance, and column 3 is `rel` too: a dimension has one column"
+        );
+        let err = parse_qrels_combined("c.txt", "qid\tdocno\trelevance\tcred\trel\n", &nj).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "c.txt:1: field `rel`: column 5 (`rel`) names dimension relevance, and so does column 3 (`relevance`): a dimension has one column"
+        );
+    }
+
+    #[test]
+    fn qrels_with_carriage_returns_alone_for_line_ends_are_refused_at_line_one() {
+        // Read as one line, the combined example's header had every row's cells as columns.
+        let err = parse_qrels_combined("c.txt", &COMBINED.replace('\n', "\r"), &NotJudgeable::none()).unwrap_err();
+        assert_eq!(location(&err), (Some(1), None));
+        assert!(err
+            .to_string()
+            .starts_with("c.txt:1: a carriage return (CR) at column 24 ends a line without a line feed"));
+        let err = parse_qrels("r.txt", &RELEVANCE.replace('\n', "\r"), "relevance", &[]).unwrap_err();
+        assert_eq!(location(&err), (Some(1), None));
+        // CRLF is a line end like LF.
+        let (crlf, _) = parse_qrels_combined("c.txt", &COMBINED.replace('\n', "\r\n"), &NotJudgeable::none()).unwrap();
+        assert_eq!(crlf, parse_qrels_combined("c.txt", COMBINED, &NotJudgeable::none()).unwrap().0);
     }
 
     #[test]

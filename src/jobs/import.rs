@@ -20,6 +20,9 @@ pub struct ImportReport {
     pub systems: Vec<String>,
     /// Per source: records whose options were listed in another order (aligned by text).
     pub reordered: Vec<Reordered>,
+    /// Per source: of those, records whose argument names an option by its number ("The
+    /// correct answer is 4."), renumbered to the no-argument order.
+    pub relabelled: Vec<Reordered>,
     /// The sources marked as control cases.
     pub controls: Vec<String>,
     /// Records with an empty option text: in the no-argument file, and per source. The
@@ -103,7 +106,7 @@ pub fn import_ranking_over_scoring(req: &ImportRequest) -> Result<ImportOutcome>
             return Err(Error::invalid(format!("control case `{control}` is given twice")));
         }
     }
-    let data::ros_import::Imported { mut bundle, warnings, reordered, empty_options, base_empty_options } =
+    let data::ros_import::Imported { mut bundle, warnings, reordered, relabelled, empty_options, base_empty_options } =
         data::ros_import::import_aligned((&req.no_argument.name, &req.no_argument.text), &sources)?;
     // In the order of the sources, as the bundle's systems.
     bundle.controls = req.sources.iter().map(|(s, _)| s).filter(|s| req.controls.contains(s)).cloned().collect();
@@ -151,6 +154,7 @@ pub fn import_ranking_over_scoring(req: &ImportRequest) -> Result<ImportOutcome>
         instances: bundle.instances.len(),
         systems: bundle.systems.clone(),
         reordered: reordered.into_iter().map(|(system, records)| Reordered { system, records }).collect(),
+        relabelled: relabelled.into_iter().map(|(system, records)| Reordered { system, records }).collect(),
         controls: bundle.controls.clone(),
         empty_options: EmptyOptionRecords {
             no_argument: base_empty_options,

@@ -136,6 +136,18 @@ pub fn nrp_with_models(
     window: Option<(usize, usize)>,
 ) -> Result<Outcome<NrpReport>> {
     let o = &req.options;
+    let window = match window {
+        None => None,
+        Some(_) if models.is_empty() => {
+            return Err(Error::invalid(
+                "--window: only the neural rankers (--dense-ranker, --cross-encoder, --monot5) score windows, and none is given",
+            ))
+        }
+        Some((words, stride)) => Some(
+            crate::model::rankers::Window::new(words, stride)
+                .map_err(|e| Error::invalid(format!("--window {words},{stride}: {e}")))?,
+        ),
+    };
     let mut warnings = Vec::new();
     let mut inputs: Vec<&NamedText> = vec![&req.topics];
 
@@ -189,6 +201,28 @@ pub fn nrp_with_models(
     if judgments.is_empty() {
         return Err(Error::invalid("NRP needs at least one qrels file"));
     }
+    // "Not able to judge" grades of a dimension no qrels file judges change nothing: a
+    // name that is no dimension here nor a standard one (a typo such as `credibilty=3`) is
+    // refused; a standard dimension these qrels do not judge (the page's default
+    // credibility=3 beside relevance qrels alone) is a warning.
+    for (dim, grades) in &o.not_judgeable {
+        let dimension = data::trec::dimension_name(dim);
+        if judgments.iter().any(|j| j.dimension == dimension) {
+            continue;
+        }
+        let judged: Vec<&str> = judgments.iter().map(|j| j.dimension.as_str()).collect();
+        let grades: Vec<String> = grades.iter().map(i64::to_string).collect();
+        let message = format!(
+            "--not-judgeable {dim}={}: no qrels file judges dimension `{dimension}` (judged: {})",
+            grades.join(","),
+            judged.join(", ")
+        );
+        if ["relevance", "credibility", "readability"].contains(&dimension.as_str()) {
+            warnings.push(Warning::new(format!("{message}; these grades change nothing")));
+        } else {
+            return Err(Error::invalid(message));
+        }
+    }
 
     let mut answers = Vec::new();
     for a in &req.answers {
@@ -239,7 +273,6 @@ pub fn nrp_with_models(
         let docs = documents.as_deref().ok_or_else(|| {
             Error::invalid(format!("ranker `{name}` needs the documents' texts: give a documents file"))
         })?;
-        let window = window.map(|(words, stride)| crate::model::rankers::Window { words, stride });
         rankers.push(super::rankers::neural_ranker_scores(
             name,
             ranker,
@@ -297,6 +330,13 @@ pub fn nrp_with_models(
     report.provenance.inputs.extend(model_inputs);
     for (name, ranker, _) in models {
         report.provenance.conventions.push((format!("ranker {name}"), ranker.kind().into()));
+    }
+    if !models.is_empty() {
+        let windows = match window {
+            Some(w) => w.describe(),
+            None => "none: each text in one pass, a text longer than the model's limit loses its end (counted)".into(),
+        };
+        report.provenance.conventions.push(("window".into(), windows));
     }
     for spec in &specs {
         report.provenance.conventions.push((

@@ -111,8 +111,13 @@ pub fn neural_ranker_scores(
         }
     }
     if cut > 0 {
+        let advice = match window {
+            None => "give a window (words, stride) to score long texts by their best window".to_owned(),
+            Some(w) => format!("a window of fewer words than {} keeps each window whole", w.words),
+        };
+        let what = if window.is_some() { "windows" } else { "documents or answers" };
         warnings.push(Warning::new(format!(
-            "ranker `{name}` ({}): {cut} documents or answers (or windows of them) were longer than the model's limit and lost their end; give a window (words, stride) to score long texts by their best window",
+            "ranker `{name}` ({}): {cut} {what} were longer than the model's limit and lost their end; {advice}",
             ranker.kind()
         )));
     }

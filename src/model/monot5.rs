@@ -38,6 +38,7 @@ impl MonoT5 {
             .ok_or_else(|| Error::in_file("tokenizer.json", "no token for `true` (is this a monoT5 tokenizer?)"))?;
         let false_id =
             find(&["▁false", "false"]).ok_or_else(|| Error::in_file("tokenizer.json", "no token for `false`"))?;
+        super::load::check_weights("model.safetensors", &safetensors)?;
         let vb = candle_nn::VarBuilder::from_buffered_safetensors(safetensors, DType::F32, &Device::Cpu)
             .map_err(|e| Error::in_file("model.safetensors", format!("not readable: {e}")))?;
         let model = t5::T5ForConditionalGeneration::load(vb, &cfg)

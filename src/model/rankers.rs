@@ -26,6 +26,30 @@ pub struct Window {
     pub stride: usize,
 }
 
+impl Window {
+    /// A window of 1 to [`crate::bounds::MAX_WINDOW_WORDS`] words every 1 to `words` words
+    /// (`--window WORDS,STRIDE`). Zero words used to mean "no window" (with a warning that
+    /// asked for one), a zero stride a stride of 1, and a stride beyond the window skipped
+    /// the words between windows: each is refused with the bounds instead.
+    pub fn new(words: usize, stride: usize) -> std::result::Result<Window, String> {
+        let max = crate::bounds::MAX_WINDOW_WORDS;
+        if !(1..=max).contains(&words) {
+            return Err(format!("WORDS must be from 1 to {max}"));
+        }
+        if !(1..=words).contains(&stride) {
+            return Err(format!(
+                "STRIDE must be from 1 to WORDS ({words}); a longer stride skips the words between windows"
+            ));
+        }
+        Ok(Window { words, stride })
+    }
+
+    /// How the report's provenance states it.
+    pub fn describe(self) -> String {
+        format!("{} words every {} words; a text's score is its best window's (MaxP)", self.words, self.stride)
+    }
+}
+
 /// Split `text` into windows of `w.words` words every `w.stride` words (the last window
 /// reaches the end; a short text is one window).
 pub fn windows(text: &str, w: Window) -> Vec<String> {

@@ -188,27 +188,23 @@ pub(super) fn trained_layers(freeze: Freeze, n_layers: usize) -> usize {
     }
 }
 
-/// Options that would train nothing or train on numbers that are not numbers are refused,
-/// naming the flag (never coerced to something else).
+/// Options that would train nothing, train on numbers that are not numbers, or exceed
+/// their bounds (`crate::bounds`: the page sends epochs, batch size and patience too) are
+/// refused, naming the flag (never coerced to something else). A rate or decay above 1
+/// makes AdamW's steps (about the rate) and decay (rate x decay) larger than the weights.
 pub(super) fn check_options(o: &TrainOptions) -> Result<()> {
-    let positive = |v: usize, flag: &str| {
-        if v == 0 {
-            Err(Error::invalid(format!("{flag} 0: expected at least 1")))
-        } else {
-            Ok(())
-        }
-    };
-    positive(o.epochs, "--epochs")?;
-    positive(o.batch_size, "--batch-size")?;
-    positive(o.grad_accum, "--grad-accum")?;
-    positive(o.patience, "--patience")?;
+    use crate::bounds::{check_count, MAX_BATCH, MAX_EPOCHS, MAX_GRAD_ACCUM};
+    check_count("--epochs", o.epochs, 1, MAX_EPOCHS).map_err(Error::invalid)?;
+    check_count("--batch-size", o.batch_size, 1, MAX_BATCH).map_err(Error::invalid)?;
+    check_count("--grad-accum", o.grad_accum, 1, MAX_GRAD_ACCUM).map_err(Error::invalid)?;
+    check_count("--patience", o.patience, 1, MAX_EPOCHS).map_err(Error::invalid)?;
     for (v, flag) in [(o.learning_rate, "--lr"), (o.layer_learning_rate, "--layer-lr")] {
-        if !(v.is_finite() && v > 0.0) {
-            return Err(Error::invalid(format!("{flag} {v}: expected a finite number above 0")));
+        if !(v.is_finite() && v > 0.0 && v <= 1.0) {
+            return Err(Error::invalid(format!("{flag} {v}: expected a finite number above 0, at most 1")));
         }
     }
-    if !(o.weight_decay.is_finite() && o.weight_decay >= 0.0) {
-        return Err(Error::invalid(format!("--weight-decay {}: expected a finite number from 0", o.weight_decay)));
+    if !(0.0..=1.0).contains(&o.weight_decay) {
+        return Err(Error::invalid(format!("--weight-decay {}: expected a number from 0 to 1", o.weight_decay)));
     }
     if !(0.0..=1.0).contains(&o.warmup_ratio) {
         return Err(Error::invalid(format!("--warmup {}: expected a fraction from 0 to 1", o.warmup_ratio)));
@@ -262,6 +258,21 @@ mod tests {
             (TrainOptions { layer_learning_rate: -1.0, ..o.clone() }, "--layer-lr -1"),
             (TrainOptions { weight_decay: f64::NAN, ..o.clone() }, "--weight-decay NaN"),
             (TrainOptions { warmup_ratio: 1.5, ..o.clone() }, "--warmup 1.5"),
+            // Bounded above too: the page sends epochs, batch size and patience.
+            (
+                TrainOptions { epochs: usize::MAX, ..o.clone() },
+                "--epochs 18446744073709551615: expected a whole number from 1 to 10000",
+            ),
+            (
+                TrainOptions { batch_size: 1025, ..o.clone() },
+                "--batch-size 1025: expected a whole number from 1 to 1024",
+            ),
+            (TrainOptions { patience: 0, ..o.clone() }, "--patience 0: expected a whole number from 1 to 10000"),
+            (
+                TrainOptions { learning_rate: 1.8e19, ..o.clone() },
+                "--lr 18000000000000000000: expected a finite number above 0, at most 1",
+            ),
+            (TrainOptions { weight_decay: 2.0, ..o.clone() }, "--weight-decay 2: expected a number from 0 to 1"),
         ] {
             let e = check_options(&bad).unwrap_err().to_string();
             assert!(e.contains(flag), "{e}");

@@ -25,7 +25,18 @@ impl KappaBins {
         if self.max <= self.min {
             return Err(format!("label scale {}..{} needs max > min", self.min, self.max));
         }
-        let labels = (self.max - self.min + 1) as usize;
+        // Every label of the scale is listed (kappa's weights span them): -9e18..9e18 used
+        // to overflow the count, and a wide scale to exhaust the memory.
+        let steps = self.max.checked_sub(self.min).filter(|s| *s <= crate::bounds::MAX_KAPPA_STEPS);
+        let Some(steps) = steps else {
+            return Err(format!(
+                "label scale {}..{} has more than {} steps; a human label scale is short (e.g. 1..5)",
+                self.min,
+                self.max,
+                crate::bounds::MAX_KAPPA_STEPS
+            ));
+        };
+        let labels = steps as usize + 1;
         if self.cut_points.len() != labels - 1 {
             return Err(format!(
                 "{} labels ({}..{}) need {} cut points, got {}",
@@ -216,5 +227,15 @@ mod tests {
         assert!(!quadratic_kappa(&[0.1], &[6.0], &bins).is_defined());
         assert!(KappaBins { min: 1, max: 5, cut_points: vec![0.2, 0.4] }.validate().is_err());
         assert!(KappaBins { min: 1, max: 3, cut_points: vec![0.4, 0.2] }.validate().is_err());
+        // A scale beyond 100 steps is refused before its labels are listed: i64::MIN..
+        // i64::MAX overflowed the label count (a panic), 1..10^12 would list 10^12 labels.
+        for (min, max) in [(i64::MIN, i64::MAX), (1, 1_000_000_000_000), (0, 101)] {
+            let e = KappaBins { min, max, cut_points: vec![] }.validate().unwrap_err();
+            assert_eq!(
+                e,
+                format!("label scale {min}..{max} has more than 100 steps; a human label scale is short (e.g. 1..5)")
+            );
+        }
+        assert!(KappaBins { min: 0, max: 100, cut_points: (1..=100).map(f64::from).collect() }.validate().is_ok());
     }
 }

@@ -521,17 +521,18 @@ fn normalised_weights(judgments: &[Judgments], given: &[(String, f64)]) -> Resul
     }
     for (dimension, w) in given {
         if !judgments.iter().any(|j| &j.dimension == dimension) {
-            return Err(Error::invalid(format!("weight for unknown dimension {dimension}")));
+            return Err(Error::invalid(format!("--weight {dimension}={w}: weight for unknown dimension {dimension}")));
         }
-        if !(w.is_finite() && *w >= 0.0) {
-            return Err(Error::invalid(format!("weight of {dimension} must be >= 0, got {w}")));
+        let max = crate::bounds::MAX_WEIGHT;
+        if !(0.0..=max).contains(w) {
+            return Err(Error::invalid(format!("--weight {dimension}={w}: a weight must be from 0 to {max}")));
         }
     }
     let raw: Vec<f64> =
         judgments.iter().map(|j| given.iter().filter(|(d, _)| *d == j.dimension).map(|(_, w)| w).sum()).collect();
     let total: f64 = raw.iter().sum();
     if total <= 0.0 {
-        return Err(Error::invalid("the dimension weights sum to 0"));
+        return Err(Error::invalid("--weight: the dimension weights sum to 0 (give one dimension a positive weight)"));
     }
     Ok(raw.iter().map(|w| w / total).collect())
 }
