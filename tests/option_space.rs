@@ -315,6 +315,9 @@ fn run_all(cases: Vec<Case>) {
                 if let Err(e) = verdict {
                     failures.lock().unwrap().push(format!("{what} (medrank {}): {e}", args.join(" ")));
                 }
+                // What accepted runs wrote (a trained model is 91 MB) goes at once.
+                let _ = std::fs::remove_file(&out);
+                let _ = std::fs::remove_dir_all(&out);
             });
         }
     });
@@ -424,4 +427,5 @@ fn a_model_folder_of_pipes_and_devices_is_refused() {
     assert_eq!(ran.code, Some(1), "{}", ran.stderr);
     assert!(ran.stderr.contains(&format!("{}/config.json: not a regular file", s(&dir))), "{}", ran.stderr);
     nothing_left(&out).unwrap();
+    std::fs::remove_dir_all(&dir).unwrap();
 }
