@@ -1,6 +1,7 @@
-// Results: one tab per view of a job's result. The engine (src/wasm.rs) returns
-// {report, tables, views..., warnings}; `tables` are the same tables the CLI prints and
-// writes with --csv (their CSV text comes from the engine, so exports match byte for byte).
+// Results: draws one tab per view of a job's result, nothing computed here. The engine
+// (src/page/) returns {report, tables, views...}: each tab's view model (src/page/views.rs)
+// and the same tables the CLI prints and writes with --csv (their CSV text comes from the
+// engine, so exports match byte for byte).
 import { el, download, formatError } from './dom.js';
 import { rankHeatmap, intervalChart, nrpBars } from './charts.js';
 
