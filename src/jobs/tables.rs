@@ -73,14 +73,12 @@ pub fn proxy(report: &ProxyReport) -> Vec<Table> {
     let mut tables = Vec::new();
     for t in &report.tasks {
         let task = t.task.name();
-        let metric =
-            serde_json::to_value(t.metric).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default();
+        let metric = t.metric.name();
         let level = (report.confidence * 100.0).round();
         let lo = format!("{level}% lo");
         let hi = format!("{level}% hi");
         let has_binary = t.systems.iter().any(|s| s.binary_f1_entailment.is_some());
-        let mut headers =
-            vec!["rank", "system", "kind", metric.as_str(), lo.as_str(), hi.as_str(), "mean p(correct)", "n"];
+        let mut headers = vec!["rank", "system", "kind", metric, lo.as_str(), hi.as_str(), "mean p(correct)", "n"];
         if has_binary {
             headers.push("binary F1 (entailment)");
         }

@@ -163,7 +163,7 @@ pub fn proxy_views<'a>(report: &'a EvaluateReport, controls: &[String]) -> Proxy
 
 /// "macro_f1" -> "macro f1": the metric's report name in words.
 fn metric_words(t: &TaskReport) -> String {
-    serde_json::to_value(t.metric).ok().and_then(|v| v.as_str().map(|s| s.replace('_', " "))).unwrap_or_default()
+    t.metric.name().replace('_', " ")
 }
 
 fn robustness<'a>(evaluator: &'a str, t: &'a TaskReport) -> RobustnessView<'a> {

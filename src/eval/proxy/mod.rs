@@ -78,6 +78,15 @@ impl Metric {
             Task::Nli => Metric::MicroF1,
         }
     }
+
+    /// The metric's name as reports write it (`accuracy`, `macro_f1`, `micro_f1`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Metric::Accuracy => "accuracy",
+            Metric::MacroF1 => "macro_f1",
+            Metric::MicroF1 => "micro_f1",
+        }
+    }
 }
 
 /// One system's result on one task.

@@ -312,3 +312,10 @@ fn human_agreement_matches_scipy_and_krippendorff() {
     let err = rank_systems(&b, &preds, &options(), Some(&bad)).unwrap_err();
     assert_eq!(err.location().unwrap().line, Some(5));
 }
+
+#[test]
+fn a_metrics_name_is_its_name_in_the_report() {
+    for m in [Metric::Accuracy, Metric::MacroF1, Metric::MicroF1] {
+        assert_eq!(serde_json::to_value(m).unwrap(), m.name());
+    }
+}
