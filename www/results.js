@@ -19,11 +19,13 @@ let nrpWeights = null;
 export function renderResults(last, { runJob }) {
   const { job } = last;
   // The engine sends each tab's view (src/page/views.rs); this file only draws them.
+  // An imported bundle's table and warnings come first, as `medrank import` prints them.
+  const r = last.result;
   const result = {
-    ...last.result,
-    provenance: last.result.report?.provenance,
-    tables: last.result.shown_tables || last.result.tables,
-    warnings: last.result.shown_warnings || last.result.report?.warnings,
+    ...r,
+    provenance: r.report?.provenance,
+    tables: [...(r.import?.tables || []), ...(r.tables || [])],
+    warnings: [...(r.import?.report.warnings || []), ...(r.report?.warnings || [])],
   };
   const views = [];
   if (job === 'rank_systems') {

@@ -88,11 +88,6 @@ struct RankViews<'a> {
     instances: Vec<drilldown::InstanceView<'a>>,
     #[serde(flatten)]
     proxy: views::ProxyViews<'a>,
-    /// What the Tables tab lists: the import's tables first (as `medrank import` prints
-    /// them), then the job's.
-    shown_tables: Vec<PageTable<'a>>,
-    /// The import's warnings, then the job's.
-    shown_warnings: Vec<&'a crate::Warning>,
 }
 
 /// The views of an evaluate outcome, with the bundle and every evaluator's predictions
@@ -104,15 +99,11 @@ fn rank_views<'a>(
     controls: &'a [String],
     predictions: &[(&'a str, &'a crate::data::Prediction)],
 ) -> RankViews<'a> {
-    let import_tables = imported.as_ref().map(|o| o.tables.as_slice()).unwrap_or_default();
-    let import_warnings = imported.iter().flat_map(|o| o.report.warnings.iter());
     RankViews {
         controls,
         import: imported.as_ref().map(|o| ImportView { report: &o.report, tables: page_tables(&o.tables) }),
         instances: drilldown::instance_views(bundle, predictions),
         proxy: views::proxy_views(&outcome.report, controls),
-        shown_tables: page_tables(import_tables).into_iter().chain(page_tables(&outcome.tables)).collect(),
-        shown_warnings: import_warnings.chain(outcome.report.warnings.iter()).collect(),
     }
 }
 
