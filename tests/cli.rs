@@ -992,7 +992,6 @@ fn combined_qrels_with_a_dimension_twice_or_cr_line_ends_get_their_own_message()
             "--quiet",
         ])
     };
-    let stderr = |out: &Output| String::from_utf8_lossy(&out.stderr).trim().to_owned();
 
     // Combined qrels whose header names a dimension twice: each column was read as
     // relevance, and the run said "dimension `relevance` is judged by two qrels files".
@@ -1001,7 +1000,7 @@ fn combined_qrels_with_a_dimension_twice_or_cr_line_ends_get_their_own_message()
     let out = nrp(&twice);
     assert_eq!(out.status.code(), Some(1));
     assert_eq!(
-        stderr(&out),
+        stderr_of(&out),
         format!("error: {}:1: field `rel`: column 4 (`rel`) names dimension relevance, and column 3 is `rel` too: a dimension has one column", s(&twice))
     );
     // The same file with CR line ends (classic Mac OS): read as one line, the header had
@@ -1012,7 +1011,7 @@ fn combined_qrels_with_a_dimension_twice_or_cr_line_ends_get_their_own_message()
     assert_eq!(out.status.code(), Some(1));
     // The header `qid docno rel cred read` is 23 characters: the CR is in column 24.
     assert_eq!(
-        stderr(&out),
+        stderr_of(&out),
         format!("error: {}:1: a carriage return (CR) at column 24 ends a line without a line feed: medrank reads lines that end in LF or CRLF; save the file with those line ends (CR alone is how classic Mac OS saved text)", s(&cr))
     );
 }
@@ -1021,7 +1020,6 @@ fn combined_qrels_with_a_dimension_twice_or_cr_line_ends_get_their_own_message()
 #[test]
 fn an_answers_csv_cut_inside_a_quoted_cell_is_refused() {
     let base = tmp("cut-answers");
-    let stderr = |out: &Output| String::from_utf8_lossy(&out.stderr).trim().to_owned();
     let answers = std::fs::read_to_string(root().join("examples/nrp/answers/gpt-3.5-turbo__multimedqa.csv")).unwrap();
     let cut_at = answers.find("\"Ibuprofen can raise").unwrap() + 20;
     let dir = base.join("answers");
@@ -1041,7 +1039,7 @@ fn an_answers_csv_cut_inside_a_quoted_cell_is_refused() {
     ]);
     assert_eq!(out.status.code(), Some(1));
     assert_eq!(
-        stderr(&out),
+        stderr_of(&out),
         format!("error: {}:2: field `answer1`: the file ends inside this quoted cell: it was cut short, or a quote (\") that opens the cell is never closed", s(&cut))
     );
 }
@@ -1051,10 +1049,9 @@ fn an_answers_csv_cut_inside_a_quoted_cell_is_refused() {
 /// qrels lack (the page's default credibility=3 beside relevance qrels).
 #[test]
 fn not_judgeable_grades_of_a_dimension_nobody_judges_are_not_ignored() {
-    let stderr = |out: &Output| String::from_utf8_lossy(&out.stderr).trim().to_owned();
     let out = medrank(&nrp_example(&["--not-judgeable", "credibilty=3", "--quiet"]));
     assert_eq!(out.status.code(), Some(1));
-    assert_eq!(stderr(&out), "error: --not-judgeable credibilty=3: no qrels file judges dimension `credibilty` (judged: relevance, credibility, readability)");
+    assert_eq!(stderr_of(&out), "error: --not-judgeable credibilty=3: no qrels file judges dimension `credibilty` (judged: relevance, credibility, readability)");
     let out = medrank(&[
         "nrp",
         "--topics",
@@ -1068,8 +1065,8 @@ fn not_judgeable_grades_of_a_dimension_nobody_judges_are_not_ignored() {
         "--not-judgeable",
         "credibility=3",
     ]);
-    assert!(out.status.success(), "{}", stderr(&out));
-    assert!(stderr(&out).contains("warning: --not-judgeable credibility=3: no qrels file judges dimension `credibility` (judged: relevance); these grades change nothing"), "{}", stderr(&out));
+    assert!(out.status.success(), "{}", stderr_of(&out));
+    assert!(stderr_of(&out).contains("warning: --not-judgeable credibility=3: no qrels file judges dimension `credibility` (judged: relevance); these grades change nothing"), "{}", stderr_of(&out));
 }
 
 /// `--json` onto a table of `--csv`: a raw "File exists (os error 17)" after all the work;
@@ -1078,7 +1075,6 @@ fn not_judgeable_grades_of_a_dimension_nobody_judges_are_not_ignored() {
 fn json_onto_a_csv_table_is_refused_before_any_work() {
     let base = tmp("json-on-csv");
     let _ = std::fs::remove_dir_all(&base);
-    let stderr = |out: &Output| String::from_utf8_lossy(&out.stderr).trim().to_owned();
     let tables = base.join("tables");
     ok(&["agreement", "--rankings", "examples/rankings.csv", "--csv", s(&tables), "--quiet"]);
     let table = std::fs::read_dir(&tables).unwrap().next().unwrap().unwrap().path();
@@ -1086,7 +1082,7 @@ fn json_onto_a_csv_table_is_refused_before_any_work() {
     let out = medrank(&["agreement", "--rankings", "examples/rankings.csv", "--csv", s(&tables), "--json", s(&table)]);
     assert_eq!(out.status.code(), Some(1));
     assert_eq!(
-        stderr(&out),
+        stderr_of(&out),
         format!(
             "error: --json {} is a .csv file in the --csv folder {}, where every table is written as NAME.csv: one of them could take its place; name it otherwise or put it elsewhere (e.g. {})",
             s(&table),

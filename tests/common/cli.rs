@@ -35,6 +35,11 @@ pub fn json(path: &Path) -> Value {
     serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
 }
 
+/// What a run printed on stderr, without the final newline.
+pub fn stderr_of(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).trim().to_owned()
+}
+
 pub fn s(p: &Path) -> &str {
     p.to_str().unwrap()
 }
