@@ -37,6 +37,7 @@ pub use wasm_bindgen_rayon::init_thread_pool;
 impl From<Error> for JsValue {
     fn from(e: Error) -> JsValue {
         let message = if let Error::Input { message, .. } = &e { message.clone() } else { e.to_string() };
+        let message = page::sentence_case(&message);
         let cancelled = matches!(e, Error::Cancelled);
         let js = serde_json::json!({"message": message, "location": e.location(), "cancelled": cancelled});
         to_js(&js).unwrap_or_else(|_| JsValue::from_str(&e.to_string()))
@@ -125,6 +126,13 @@ pub fn describe_file(name: &str, text: &str, kind: Option<String>) -> Result<JsV
 pub fn check_file(file: JsValue) -> Result<JsValue, JsValue> {
     let file: InputFile = from_js(file)?;
     Ok(to_js(&page::files::check_file(&file.kinded())?)?)
+}
+
+/// The ranking's checks that need no model, and what a model run will encode
+/// (`page::check_rank`): run when files or options change, before any model loads.
+#[wasm_bindgen]
+pub fn check_rank(request: JsValue, with_model: bool) -> Result<JsValue, JsValue> {
+    Ok(to_js(&page::check_rank(&from_js(request)?, with_model)?)?)
 }
 
 /// What the training form offers for a file: `{format, tasks, systems, instances}`.
@@ -217,7 +225,7 @@ impl Model {
     /// Ranking over scoring with this model as the evaluator (`medrank evaluate --model`).
     pub async fn evaluate(&mut self, request: JsValue, progress: js_sys::Function) -> Result<String, JsValue> {
         let request: JobRequest = from_js(request)?;
-        Ok(page::rank_with_model(&mut self.kept, &request, &mut progress_of(&progress)).await?)
+        Ok(page::rank_with_model(&mut self.kept, &request, &seconds_now, &mut progress_of(&progress)).await?)
     }
 
     /// The bench page's encoder grid (`cells` flat: length, batch, length, batch, ...).

@@ -32,10 +32,11 @@ fn request() -> EvaluateRequest {
     }
 }
 
-/// Counts the sequences the pipeline really encodes.
+/// Counts the sequences the pipeline really encodes, and the shape of every batch.
 struct Counting<'a, E> {
     inner: &'a E,
     sequences: Cell<usize>,
+    shapes: std::cell::RefCell<Vec<(usize, usize)>>,
 }
 
 impl<E: Encoder> Encoder for Counting<'_, E> {
@@ -44,21 +45,22 @@ impl<E: Encoder> Encoder for Counting<'_, E> {
     }
     async fn encode(&self, batch: &TokenBatch, layer: usize) -> medrank::Result<HiddenStates> {
         self.sequences.set(self.sequences.get() + batch.batch);
+        self.shapes.borrow_mut().push((batch.batch, batch.seq_len));
         self.inner.encode(batch, layer).await
     }
 }
 
 #[test]
-fn progress_counts_every_encoded_sequence_per_batch() {
+fn progress_counts_every_encoded_sequence_and_its_work_per_batch() {
     let model = model();
     let req = request();
-    let counting = Counting { inner: &model.encoder, sequences: Cell::new(0) };
-    let mut calls = Vec::new();
+    let counting = Counting { inner: &model.encoder, sequences: Cell::new(0), shapes: Default::default() };
+    let mut calls: Vec<jobs::EncodeProgress> = Vec::new();
     let options =
-        ModelOptions { controls: vec!["no_argument".into(), "noise".into()], batch_size: 4, ..Default::default() };
+        ModelOptions { controls: jobs::ControlChoice::parse("no_argument,noise"), batch_size: 4, ..Default::default() };
     let (outcome, predictions) =
-        run_ready(jobs::evaluate_with_encoder(&req, &model, &counting, Vec::new(), &options, &mut |d, t| {
-            calls.push((d, t));
+        run_ready(jobs::evaluate_with_encoder(&req, &model, &counting, Vec::new(), &options, &mut |p| {
+            calls.push(*p);
             true
         }))
         .unwrap();
@@ -70,11 +72,42 @@ fn progress_counts_every_encoded_sequence_per_batch() {
         medrank::model::sequences_to_encode(&bundle, EvaluatorKind::Similarity, EmptyOptions::LeaveOut),
         2 * (4 + 5)
     );
-    assert_eq!(calls.first(), Some(&(0, total)));
-    assert_eq!(calls.last(), Some(&(total, total)));
-    assert!(calls.windows(2).all(|w| w[0].0 < w[1].0 && w[1].0 - w[0].0 <= 4), "{calls:?}");
+    // The start (the count known, nothing planned), then the plan (tokens and work known,
+    // before the first batch), then one call per batch of at most 4.
+    assert_eq!((calls[0].sequences, calls[0].work, calls[0].sequences_done), (total, 0, 0));
+    let plan = calls[1];
+    assert_eq!((plan.sequences, plan.sequences_done, plan.work_done), (total, 0, 0));
+    // The work by hand: rows x length x (2h + I + length), h = 384 and I = 1536 for MiniLM,
+    // over the batch shapes the encoder really saw.
+    let shapes = counting.shapes.borrow().clone();
+    let by_hand: u64 = shapes.iter().map(|&(rows, len)| (rows * len * (2 * 384 + 1536 + len)) as u64).sum();
+    assert_eq!(plan.work, by_hand);
+    assert_eq!(calls.len(), 2 + shapes.len());
+    let last = calls.last().unwrap();
+    assert_eq!((last.sequences_done, last.work_done), (total, plan.work));
+    let batches = &calls[1..];
+    assert!(
+        batches.windows(2).all(|w| w[0].work_done < w[1].work_done && w[1].sequences_done - w[0].sequences_done <= 4),
+        "{calls:?}"
+    );
     assert_eq!(predictions.len(), 12);
     assert_eq!(outcome.report.evaluators[0].evaluator, "all-MiniLM-L6-v2 (similarity)");
+}
+
+#[test]
+fn the_time_left_comes_from_the_work_done_or_the_last_runs_rate() {
+    let p = |work_done, work| jobs::EncodeProgress { work_done, work, ..Default::default() };
+    let fresh = jobs::TimeEstimate { started: 10.0, prior_rate: None };
+    // Nothing measured and no earlier run: no estimate.
+    assert_eq!(fresh.seconds_left(&p(0, 1000), 10.0), None);
+    assert_eq!(fresh.seconds_left(&p(10, 1000), 11.0), None, "1 % done is not yet measured");
+    // 100 of 1000 units in 5 s: 900 left at 20 per second is 45 s.
+    assert_eq!(fresh.seconds_left(&p(100, 1000), 15.0), Some(45.0));
+    assert_eq!(fresh.rate(&p(1000, 1000), 60.0), Some(20.0));
+    // An earlier run at 50 per second: 1000 units take 20 s before anything is done here.
+    let known = jobs::TimeEstimate { started: 10.0, prior_rate: Some(50.0) };
+    assert_eq!(known.seconds_left(&p(0, 1000), 10.0), Some(20.0));
+    assert_eq!(known.seconds_left(&p(100, 1000), 15.0), Some(45.0), "this run's rate wins once measured");
 }
 
 #[test]
@@ -87,7 +120,7 @@ fn the_progress_callback_cancels() {
         &model.encoder,
         Vec::new(),
         &ModelOptions::default(),
-        &mut |_, _| {
+        &mut |_| {
             calls += 1;
             calls < 2 // the start is acknowledged, the first batch cancels
         },
@@ -107,7 +140,7 @@ fn the_report_says_which_backend_ran_and_the_gpu_ranks_like_the_cpu() {
             choice,
             Vec::new(),
             &ModelOptions::default(),
-            &mut |_, _| true,
+            &mut |_| true,
         ))
     };
     let ((cpu, cpu_predictions), cpu_backend) = run(BackendChoice::Cpu).unwrap();

@@ -128,10 +128,7 @@ pub(super) fn evaluate(a: EvaluateArgs) -> Result<()> {
 fn evaluate_with_model(a: &EvaluateArgs, dir: &Path, mut outputs: Outputs) -> Result<()> {
     let files = crate::model::ModelFiles::read_dir(dir)?;
     let model = crate::model::TextModel::from_files(&files)?;
-    let controls = match a.controls.as_deref() {
-        None => Vec::new(),
-        Some(choice) => jobs::ControlChoice::parse(choice).to_add(a.corpus.is_some())?,
-    };
+    let controls = a.controls.as_deref().map(jobs::ControlChoice::parse).unwrap_or_default();
     let req = jobs::EvaluateRequest {
         bundle: named(&a.bundle)?,
         predictions: Vec::new(),
@@ -142,19 +139,23 @@ fn evaluate_with_model(a: &EvaluateArgs, dir: &Path, mut outputs: Outputs) -> Re
     let options = jobs::ModelOptions { controls, batch_size: a.batch_size, keep_empty_options: a.keep_empty_options };
     let choice = jobs::parse_backend(&a.backend)?;
     let fingerprints = jobs::model_fingerprints(&files);
-    // Progress on stderr: done/total sequences and an ETA, at most every 2 seconds.
-    let start = std::time::Instant::now();
+    // Progress on stderr, at most every 2 seconds: sequences done and the time left, from
+    // the work done (jobs::TimeEstimate, as the page's).
+    let clock = std::time::Instant::now();
+    let seconds = || clock.elapsed().as_secs_f64();
+    let estimate = jobs::TimeEstimate { started: seconds(), prior_rate: None };
     let mut last = 0.0f64;
     let quiet = a.output.quiet;
-    let mut progress = |done: usize, total: usize| {
-        let t = start.elapsed().as_secs_f64();
-        if !quiet && total > 0 && (t - last >= 2.0 || done == total) && done > 0 {
+    let mut progress = |p: &jobs::EncodeProgress| {
+        let t = seconds();
+        let finished = p.sequences_done == p.sequences;
+        if !quiet && p.sequences_done > 0 && (t - last >= 2.0 || finished) {
             last = t;
-            let eta = t / done as f64 * (total - done) as f64;
-            eprintln!(
-                "  encoded {done}/{total} sequences ({:.0}%), {t:.0} s elapsed, about {eta:.0} s left",
-                100.0 * done as f64 / total as f64
-            );
+            let left = match estimate.seconds_left(p, t) {
+                Some(s) if !finished => format!(", about {} left", crate::report::fmt_duration(s)),
+                _ => String::new(),
+            };
+            eprintln!("  encoded {}, {} elapsed{left}", p.describe(), crate::report::fmt_duration(t));
         }
         true
     };

@@ -35,8 +35,33 @@ impl Control {
     pub fn parse(name: &str) -> Option<Control> {
         Control::ALL.into_iter().find(|c| c.system_name() == name)
     }
+    /// The control a name stands for, however it is spelled: case, `_`, `-` and spaces
+    /// aside (the published files' `Label_Only`, `IR_Passages`, `No_Argument`).
+    pub fn of_name(name: &str) -> Option<Control> {
+        let squeezed: String = name.chars().filter(|c| c.is_alphanumeric()).flat_map(char::to_lowercase).collect();
+        Control::ALL.into_iter().find(|c| c.system_name().replace('_', "") == squeezed)
+    }
     /// Whether a system name is one of the control systems.
     pub fn is_control_name(system: &str) -> bool {
         Control::parse(system).is_some()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_control_is_recognised_however_the_published_files_spell_it() {
+        // The Ranking-Over-Scoring files' names (en.test_casimedicos_Label_Only.jsonl, ...).
+        assert_eq!(Control::of_name("Label_Only"), Some(Control::LabelOnly));
+        assert_eq!(Control::of_name("IR_Passages"), Some(Control::IrPassages));
+        assert_eq!(Control::of_name("No_Argument"), Some(Control::NoArgument));
+        assert_eq!(Control::of_name("no-argument"), Some(Control::NoArgument));
+        assert_eq!(Control::of_name(" NOISE "), Some(Control::Noise));
+        assert_eq!(Control::of_name("noise2"), None);
+        assert_eq!(Control::of_name("gpt-4o"), None);
+        // The exact name is still what readers and rankings key on.
+        assert_eq!(Control::parse("Label_Only"), None);
     }
 }

@@ -26,12 +26,42 @@ pub struct ControlsOutcome {
 
 /// Which control cases a model evaluation adds and scores, read the same way from the
 /// CLI's `--controls [LIST]` and the page's Controls field: `all` (the CLI's bare
-/// `--controls`) is every control the inputs allow, `ir_passages` only with a corpus;
-/// otherwise the comma-separated names, none when empty.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// `--controls`) is every control the inputs allow; otherwise the comma-separated names,
+/// none when empty. [`ControlChoice::resolve`] decides against the bundle.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(from = "String", into = "String")]
 pub enum ControlChoice {
     All,
     Named(Vec<String>),
+}
+
+impl Default for ControlChoice {
+    fn default() -> Self {
+        ControlChoice::Named(Vec::new())
+    }
+}
+
+impl From<String> for ControlChoice {
+    fn from(text: String) -> Self {
+        ControlChoice::parse(&text)
+    }
+}
+
+impl From<ControlChoice> for String {
+    fn from(choice: ControlChoice) -> Self {
+        match choice {
+            ControlChoice::All => "all".into(),
+            ControlChoice::Named(names) => names.join(","),
+        }
+    }
+}
+
+/// What [`ControlChoice::resolve`] decided: the controls to generate, and a warning for
+/// each default left out (the reports of both front ends carry it).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ControlPlan {
+    pub add: Vec<Control>,
+    pub left_out: Vec<Warning>,
 }
 
 impl ControlChoice {
@@ -43,13 +73,54 @@ impl ControlChoice {
         ControlChoice::Named(text.split(',').map(str::trim).filter(|c| !c.is_empty()).map(String::from).collect())
     }
 
-    /// The controls to add: for `All`, those the inputs allow.
-    pub fn to_add(&self, have_corpus: bool) -> Result<Vec<String>> {
+    /// The controls to generate for `bundle`. `All` takes every control except those the
+    /// inputs rule out, each stated: `ir_passages` without a corpus, and any control that a
+    /// system of the bundle already is (same kind, any spelling: the published
+    /// `Label_Only` file is the label_only control, so generating another would rank two
+    /// near-duplicates). A named list is taken as given, and a name the bundle already has
+    /// in another spelling is an error, as an exact clash is.
+    pub fn resolve(&self, bundle: &data::Bundle, have_corpus: bool) -> Result<ControlPlan> {
+        let already = |control: Control| bundle.systems.iter().find(|s| Control::of_name(s) == Some(control));
         match self {
             ControlChoice::All => {
-                Ok(parse_controls(&[], have_corpus)?.iter().map(|c| c.system_name().to_string()).collect())
+                let mut plan = ControlPlan { add: Vec::new(), left_out: Vec::new() };
+                for control in Control::ALL {
+                    let name = control.system_name();
+                    if let Some(system) = already(control) {
+                        let marked =
+                            if bundle.controls.contains(system) { "a control case from a file" } else { "a system" };
+                        plan.left_out.push(Warning::new(format!(
+                            "the {name} control was not generated: the bundle already has {marked}, `{system}`, of that kind"
+                        )));
+                    } else if control == Control::IrPassages && !have_corpus {
+                        plan.left_out.push(Warning::new(
+                            "the ir_passages control was not added: it needs a corpus to retrieve passages from (the CLI's --corpus; in the page, a file of kind \"Corpus (IR passages)\")",
+                        ));
+                    } else {
+                        plan.add.push(control);
+                    }
+                }
+                Ok(plan)
             }
-            ControlChoice::Named(names) => Ok(names.clone()),
+            ControlChoice::Named(names) => {
+                if names.is_empty() {
+                    return Ok(ControlPlan { add: Vec::new(), left_out: Vec::new() });
+                }
+                let add = parse_controls(names, have_corpus)?;
+                for &control in &add {
+                    match already(control) {
+                        Some(system) if system != control.system_name() => {
+                            return Err(Error::invalid(format!(
+                                "the controls ask for {}, but the bundle already has `{system}`, the same control case: leave {} out of the controls to use the file's",
+                                control.system_name(),
+                                control.system_name()
+                            )))
+                        }
+                        _ => {}
+                    }
+                }
+                Ok(ControlPlan { add, left_out: Vec::new() })
+            }
         }
     }
 
@@ -98,4 +169,47 @@ pub fn add_controls(req: &ControlsRequest) -> Result<ControlsOutcome> {
     report.warnings = warnings;
     let tables = tables::controls(&report);
     Ok(ControlsOutcome { bundle_jsonl: data::write_bundle_jsonl(&bundle), report, tables })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// One MCQA line with systems `gpt` and `Label_Only`, the latter marked as a control
+    /// file's (what importing the published Label_Only file gives).
+    fn bundle_with_label_only_file() -> data::Bundle {
+        let line = r#"{"id": "q1", "task": "mcqa", "question": "Which?", "options": {"1": "A", "2": "B"}, "answer": "2", "arguments": {"gpt": "B because.", "Label_Only": "The correct answer is 2."}, "controls": ["Label_Only"]}"#;
+        data::parse_bundle("imported.jsonl", line).unwrap().0
+    }
+
+    #[test]
+    fn all_leaves_out_what_a_file_already_is_and_what_needs_a_corpus_saying_so() {
+        let bundle = bundle_with_label_only_file();
+        let plan = ControlChoice::All.resolve(&bundle, false).unwrap();
+        assert_eq!(plan.add, [Control::NoArgument, Control::Noise]);
+        let said: Vec<String> = plan.left_out.iter().map(|w| w.to_string()).collect();
+        assert_eq!(said.len(), 2, "{said:?}");
+        assert!(
+            said[0].contains("label_only control was not generated") && said[0].contains("`Label_Only`"),
+            "{said:?}"
+        );
+        assert!(said[0].contains("a control case from a file"), "{said:?}");
+        assert!(said[1].contains("ir_passages control was not added: it needs a corpus"), "{said:?}");
+        // With a corpus, ir_passages is added; label_only still comes from the file.
+        let plan = ControlChoice::All.resolve(&bundle, true).unwrap();
+        assert_eq!(plan.add, [Control::NoArgument, Control::Noise, Control::IrPassages]);
+        assert_eq!(plan.left_out.len(), 1);
+    }
+
+    #[test]
+    fn a_named_control_the_bundle_has_in_another_spelling_is_refused() {
+        let bundle = bundle_with_label_only_file();
+        let e = ControlChoice::parse("noise, label_only").resolve(&bundle, false).unwrap_err().to_string();
+        assert!(e.contains("the bundle already has `Label_Only`, the same control case"), "{e}");
+        let plan = ControlChoice::parse("noise").resolve(&bundle, false).unwrap();
+        assert_eq!((plan.add, plan.left_out), (vec![Control::Noise], vec![]));
+        assert_eq!(ControlChoice::parse("").resolve(&bundle, true).unwrap().add, []);
+        let e = ControlChoice::parse("nosie").resolve(&bundle, false).unwrap_err().to_string();
+        assert!(e.contains("unknown control case `nosie`"), "{e}");
+    }
 }

@@ -261,8 +261,9 @@ impl EvaluateReport {
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct ModelOptions {
-    /// Control cases to add and score (names; `ir_passages` needs the corpus).
-    pub controls: Vec<String>,
+    /// Control cases to add and score: `all` (those the inputs allow, each one left out
+    /// stated in the report) or names; none by default.
+    pub controls: ControlChoice,
     /// Sequences per forward pass.
     pub batch_size: usize,
     /// Keep empty MCQA options as ordinary candidates (`--keep-empty-options`); by default
@@ -272,7 +273,11 @@ pub struct ModelOptions {
 
 impl Default for ModelOptions {
     fn default() -> Self {
-        ModelOptions { controls: Vec::new(), batch_size: crate::model::embed::DEFAULT_BATCH, keep_empty_options: false }
+        ModelOptions {
+            controls: ControlChoice::default(),
+            batch_size: crate::model::embed::DEFAULT_BATCH,
+            keep_empty_options: false,
+        }
     }
 }
 
@@ -287,14 +292,9 @@ pub fn evaluate_with_model(
     model_inputs: Vec<Fingerprint>,
     model_options: &ModelOptions,
 ) -> Result<ModelOutcome> {
-    crate::model::run_ready(evaluate_with_encoder(
-        req,
-        model,
-        &model.encoder,
-        model_inputs,
-        model_options,
-        &mut |_, _| true,
-    ))
+    crate::model::run_ready(evaluate_with_encoder(req, model, &model.encoder, model_inputs, model_options, &mut |_| {
+        true
+    }))
 }
 
 /// [`evaluate_with_encoder`] on the backend `choice` asks for (`gpu::open_encoder`: Auto
@@ -307,7 +307,7 @@ pub async fn evaluate_with_backend(
     choice: crate::gpu::BackendChoice,
     model_inputs: Vec<Fingerprint>,
     model_options: &ModelOptions,
-    progress: &mut dyn FnMut(usize, usize) -> bool,
+    progress: &mut dyn FnMut(&EncodeProgress) -> bool,
 ) -> Result<(ModelOutcome, crate::gpu::BackendReport)> {
     // LoadedModel holds candle tensors (reference counted): the clone shares the weights.
     let (encoder, backend) = crate::gpu::open_encoder(model.encoder.model.clone(), choice).await?;
@@ -322,6 +322,9 @@ pub async fn evaluate_with_backend(
 pub struct KeptModel {
     pub model: crate::model::TextModel,
     pub fingerprints: Vec<Fingerprint>,
+    /// Work per second of this model's last evaluation, and the backend choice it ran
+    /// under: the next run's first time estimate ([`TimeEstimate`]).
+    pub last_rate: Option<(crate::gpu::BackendChoice, f64)>,
     opened: Option<(crate::gpu::BackendChoice, crate::gpu::AnyEncoder, crate::gpu::BackendReport)>,
 }
 
@@ -330,6 +333,7 @@ impl KeptModel {
         Ok(KeptModel {
             model: crate::model::TextModel::from_files(files)?,
             fingerprints: super::model_fingerprints(files),
+            last_rate: None,
             opened: None,
         })
     }
@@ -355,7 +359,7 @@ impl KeptModel {
         req: &EvaluateRequest,
         choice: crate::gpu::BackendChoice,
         model_options: &ModelOptions,
-        progress: &mut dyn FnMut(usize, usize) -> bool,
+        progress: &mut dyn FnMut(&EncodeProgress) -> bool,
     ) -> Result<(ModelOutcome, crate::gpu::BackendReport)> {
         let fingerprints = self.fingerprints.clone();
         self.encoder(choice).await?;
@@ -374,7 +378,7 @@ async fn evaluate_on(
     backend: &crate::gpu::BackendReport,
     model_inputs: Vec<Fingerprint>,
     model_options: &ModelOptions,
-    progress: &mut dyn FnMut(usize, usize) -> bool,
+    progress: &mut dyn FnMut(&EncodeProgress) -> bool,
 ) -> Result<ModelOutcome> {
     let (mut outcome, predictions) =
         evaluate_with_encoder(req, model, encoder, model_inputs, model_options, progress).await?;
@@ -403,13 +407,76 @@ pub fn describe_backend(backend: &crate::gpu::BackendReport) -> String {
     }
 }
 
-/// Counts the sequences an encoder has encoded and reports them after every batch; the
-/// callback's `false` stops the evaluation with [`Error::Cancelled`].
+/// How far a model evaluation has got, after each batch: sequences and tokens for people,
+/// work ([`EncodingPlan::batch_work`], proportional to the arithmetic) for time estimates,
+/// since batches run from shortest to longest and a share of sequences done is not a share
+/// of the time.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+pub struct EncodeProgress {
+    pub sequences_done: usize,
+    pub sequences: usize,
+    /// Tokens of every input, padding not counted.
+    pub tokens: usize,
+    pub work_done: u64,
+    pub work: u64,
+}
+
+impl EncodeProgress {
+    /// "1,234 of 8,605 sequences (1.9 M tokens)".
+    pub fn describe(&self) -> String {
+        format!(
+            "{} of {} sequences ({} tokens)",
+            crate::report::thousands(self.sequences_done),
+            crate::report::thousands(self.sequences),
+            crate::report::compact(self.tokens as f64)
+        )
+    }
+}
+
+/// The time left of a model evaluation, from the work done so far ([`EncodeProgress`]),
+/// or before enough is done to measure, from a rate measured on an earlier run of the same
+/// model and backend. Both front ends use it (the CLI's stderr, the page's progress).
+#[derive(Debug, Clone, Copy)]
+pub struct TimeEstimate {
+    /// When the encoding started (seconds on the caller's clock).
+    pub started: f64,
+    /// Work per second of an earlier run, if any.
+    pub prior_rate: Option<f64>,
+}
+
+impl TimeEstimate {
+    /// Work done before the run's own rate is trusted: the first batches are the shortest
+    /// and pay for starting the thread pool or uploading to the GPU.
+    const MEASURED_FROM: f64 = 0.02;
+
+    /// Seconds left, or `None` while nothing allows an estimate.
+    pub fn seconds_left(&self, p: &EncodeProgress, now: f64) -> Option<f64> {
+        if p.work == 0 {
+            return None;
+        }
+        let left = p.work.saturating_sub(p.work_done) as f64;
+        let elapsed = now - self.started;
+        if p.work_done as f64 >= Self::MEASURED_FROM * p.work as f64 && elapsed > 0.0 {
+            return Some(left * elapsed / p.work_done as f64);
+        }
+        self.prior_rate.filter(|r| *r > 0.0).map(|rate| left / rate)
+    }
+
+    /// The rate of a finished run, for the next run's first estimate.
+    pub fn rate(&self, p: &EncodeProgress, now: f64) -> Option<f64> {
+        let elapsed = now - self.started;
+        (p.work_done > 0 && elapsed > 0.0).then(|| p.work_done as f64 / elapsed)
+    }
+}
+
+/// Counts what an encoder has encoded and reports it after every batch; the callback's
+/// `false` stops the evaluation with [`Error::Cancelled`]. The evaluator's plan (told
+/// before its first batch) gives the totals.
 struct ProgressEncoder<'a, E> {
     inner: &'a E,
-    total: usize,
-    done: std::cell::Cell<usize>,
-    progress: std::cell::RefCell<&'a mut dyn FnMut(usize, usize) -> bool>,
+    state: std::cell::Cell<EncodeProgress>,
+    cancelled: std::cell::Cell<bool>,
+    progress: std::cell::RefCell<&'a mut dyn FnMut(&EncodeProgress) -> bool>,
 }
 
 impl<E: crate::model::Encoder> crate::model::Encoder for ProgressEncoder<'_, E> {
@@ -417,15 +484,36 @@ impl<E: crate::model::Encoder> crate::model::Encoder for ProgressEncoder<'_, E> 
         self.inner.config()
     }
 
+    /// The totals are known: reported at once, so a front end can say what the run will
+    /// encode and how long it may take before the first batch ends.
+    fn plan(&self, plan: &crate::model::EncodingPlan) {
+        let state = EncodeProgress {
+            sequences: plan.sequences,
+            tokens: plan.tokens,
+            work: plan.work(self.config()),
+            ..EncodeProgress::default()
+        };
+        self.state.set(state);
+        if !(self.progress.borrow_mut())(&state) {
+            self.cancelled.set(true);
+        }
+    }
+
     async fn encode(
         &self,
         batch: &crate::model::TokenBatch,
         output_layer: usize,
     ) -> Result<crate::model::HiddenStates> {
+        if self.cancelled.get() {
+            return Err(Error::Cancelled);
+        }
         let hidden = self.inner.encode(batch, output_layer).await?;
-        let done = (self.done.get() + batch.batch).min(self.total);
-        self.done.set(done);
-        if (self.progress.borrow_mut())(done, self.total) {
+        let mut state = self.state.get();
+        state.sequences_done = (state.sequences_done + batch.batch).min(state.sequences);
+        let work = crate::model::EncodingPlan::batch_work(batch.batch, batch.seq_len, self.config());
+        state.work_done = (state.work_done + work).min(state.work);
+        self.state.set(state);
+        if (self.progress.borrow_mut())(&state) {
             Ok(hidden)
         } else {
             Err(Error::Cancelled)
@@ -483,27 +571,101 @@ fn keep_tasks_the_model_handles(
     Ok(())
 }
 
+/// The bundle a model evaluation encodes, and what making it said.
+struct Prepared {
+    /// Narrowed to the model's tasks, with the control cases added.
+    bundle: Bundle,
+    /// As read (human rankings are checked against it).
+    full_bundle: Bundle,
+    controls_added: Option<ControlsReport>,
+    warnings: Vec<Warning>,
+}
+
+/// Reads the bundle, narrows it to what the model handles (`narrow`), and adds the control
+/// cases the options ask for ([`ControlChoice::resolve`]): every step of a model
+/// evaluation before the model runs, so a check can run it before any model loads.
+fn prepare_model_bundle(
+    req: &EvaluateRequest,
+    model_options: &ModelOptions,
+    narrow: impl FnOnce(&mut Bundle, &mut Vec<Warning>) -> Result<()>,
+) -> Result<Prepared> {
+    let mut warnings = Vec::new();
+    let mut bundle = read_bundle(&req.bundle, &mut warnings)?;
+    let full_bundle = bundle.clone();
+    narrow(&mut bundle, &mut warnings)?;
+    let controls = model_options.controls.resolve(&bundle, req.corpus.is_some())?;
+    warnings.extend(controls.left_out);
+    let controls_added = add_wanted_controls(
+        &mut bundle,
+        &controls.add,
+        req.corpus.as_ref(),
+        req.options.bootstrap.seed,
+        &mut warnings,
+    )?;
+    Ok(Prepared { bundle, full_bundle, controls_added, warnings })
+}
+
+/// What a model evaluation of `req` will do, known before any model loads: the bundle's
+/// size, the control cases generated and those left out (with why), and the sequences to
+/// encode for either kind of evaluator. Errors are those the run would give.
+#[derive(Debug, Clone, Serialize)]
+pub struct ModelRunPlan {
+    pub instances: usize,
+    /// The systems of the bundle, control files included.
+    pub systems: Vec<String>,
+    /// The systems ranked as control cases: control files and generated ones.
+    pub controls: Vec<String>,
+    /// The control cases the run generates.
+    pub generated: Vec<Control>,
+    /// Sequences to encode by the zero-training similarity evaluator (a model without a
+    /// head), which judges the MCQA instances only; `None` where there are none.
+    pub sequences_similarity: Option<usize>,
+    /// Sequences to encode by a trained head.
+    pub sequences_head: usize,
+    pub warnings: Vec<Warning>,
+}
+
+pub fn plan_model_evaluation(req: &EvaluateRequest, model_options: &ModelOptions) -> Result<ModelRunPlan> {
+    let prepared = prepare_model_bundle(req, model_options, |_, _| Ok(()))?;
+    let bundle = &prepared.bundle;
+    let empty = if model_options.keep_empty_options {
+        crate::model::evaluate::EmptyOptions::Keep
+    } else {
+        crate::model::evaluate::EmptyOptions::LeaveOut
+    };
+    // The similarity evaluator judges MCQA only: a run leaves the other instances out.
+    let mut mcqa = bundle.clone();
+    mcqa.instances.retain(|i| i.problem.task() == data::Task::Mcqa);
+    use crate::model::{evaluate::sequences_to_encode, EvaluatorKind};
+    Ok(ModelRunPlan {
+        instances: bundle.instances.len(),
+        systems: prepared.full_bundle.systems.clone(),
+        controls: bundle.controls_with(&req.options.controls),
+        generated: prepared.controls_added.as_ref().map(|c| c.added.clone()).unwrap_or_default(),
+        sequences_similarity: (!mcqa.instances.is_empty())
+            .then(|| sequences_to_encode(&mcqa, EvaluatorKind::Similarity, empty)),
+        sequences_head: sequences_to_encode(bundle, EvaluatorKind::Head, empty),
+        warnings: prepared.warnings,
+    })
+}
+
 /// Ranking over scoring with a model as the evaluator, on any backend: add the requested
 /// control cases, predict every (instance, system) with the model (its head, or the
 /// zero-training similarity evaluator for MCQA when it has none) run by `encoder`, then
-/// rank as with a predictions file. `req.predictions` is ignored. `progress(done, total)`
-/// counts encoded sequences and is called after every batch; `false` cancels.
+/// rank as with a predictions file. `req.predictions` is ignored. `progress` is called once
+/// before the first batch (nothing done yet) and after every batch; `false` cancels.
 pub async fn evaluate_with_encoder<E: crate::model::Encoder>(
     req: &EvaluateRequest,
     model: &crate::model::TextModel,
     encoder: &E,
     model_inputs: Vec<Fingerprint>,
     model_options: &ModelOptions,
-    progress: &mut dyn FnMut(usize, usize) -> bool,
+    progress: &mut dyn FnMut(&EncodeProgress) -> bool,
 ) -> Result<ModelOutcome> {
-    let mut warnings = Vec::new();
-    let mut bundle = read_bundle(&req.bundle, &mut warnings)?;
-    let wanted = parse_controls(&model_options.controls, req.corpus.is_some())?;
-    let wanted = if model_options.controls.is_empty() { Vec::new() } else { wanted };
-    let full_bundle = bundle.clone();
-    keep_tasks_the_model_handles(&mut bundle, &model.encoder.model, &model.name, &mut warnings)?;
-    let controls_added =
-        add_wanted_controls(&mut bundle, &wanted, req.corpus.as_ref(), req.options.bootstrap.seed, &mut warnings)?;
+    let Prepared { bundle, full_bundle, controls_added, mut warnings } =
+        prepare_model_bundle(req, model_options, |b, w| {
+            keep_tasks_the_model_handles(b, &model.encoder.model, &model.name, w)
+        })?;
     let kind = if model.encoder.model.head.is_some() {
         crate::model::EvaluatorKind::Head
     } else {
@@ -514,14 +676,14 @@ pub async fn evaluate_with_encoder<E: crate::model::Encoder>(
     } else {
         crate::model::evaluate::EmptyOptions::LeaveOut
     };
-    let total = crate::model::evaluate::sequences_to_encode(&bundle, kind, empty);
-    if !progress(0, total) {
+    let sequences = crate::model::evaluate::sequences_to_encode(&bundle, kind, empty);
+    if !progress(&EncodeProgress { sequences, ..EncodeProgress::default() }) {
         return Err(Error::Cancelled);
     }
     let counted = ProgressEncoder {
         inner: encoder,
-        total,
-        done: std::cell::Cell::new(0),
+        state: std::cell::Cell::new(EncodeProgress { sequences, ..EncodeProgress::default() }),
+        cancelled: std::cell::Cell::new(false),
         progress: std::cell::RefCell::new(progress),
     };
     let (output, kind) =

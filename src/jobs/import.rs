@@ -1,6 +1,7 @@
 //! Import of the public Ranking-Over-Scoring (HiTZ) MCQA files into a bundle.
 
 use super::*;
+use crate::data::controls::Control;
 
 #[derive(Debug, Clone, Deserialize, Serialize)]
 pub struct ImportRequest {
@@ -71,11 +72,19 @@ pub fn bundle_or_import(bundle: Option<NamedText>, ros: Vec<RosFile>) -> Result<
         ))),
         (None, true) => Err(Error::invalid("add an argument bundle (or the Ranking-Over-Scoring files)")),
         (None, false) => {
-            let mut no_argument = None;
+            let mut no_argument: Option<NamedText> = None;
             let mut sources = Vec::new();
             let mut controls = Vec::new();
+            let names: Vec<String> = ros.iter().map(|f| f.file.name.clone()).collect();
             for f in ros {
-                if f.system == "no_argument" && !f.control {
+                // The base is the file of system no_argument, in any spelling (`No_Argument`).
+                if Control::of_name(&f.system) == Some(Control::NoArgument) && !f.control {
+                    if let Some(first) = &no_argument {
+                        return Err(Error::invalid(format!(
+                            "two Ranking-Over-Scoring files have the system no_argument ({} and {}): the import takes one no-argument file",
+                            first.name, f.file.name
+                        )));
+                    }
                     no_argument = Some(f.file);
                 } else {
                     if f.control {
@@ -85,9 +94,12 @@ pub fn bundle_or_import(bundle: Option<NamedText>, ros: Vec<RosFile>) -> Result<
                 }
             }
             let no_argument = no_argument.ok_or_else(|| {
-                Error::invalid(
-                    "the Ranking-Over-Scoring import needs the no-argument file: set its system to `no_argument`",
-                )
+                Error::invalid(format!(
+                    "the Ranking-Over-Scoring import needs the no-argument file (published as \
+                     en.test_casimedicos_No_Argument.jsonl, the questions without arguments), and none of \
+                     {} has the system no_argument: add that file, or set the system of the one you have to no_argument",
+                    names.join(", ")
+                ))
             })?;
             let outcome = import_ranking_over_scoring(&ImportRequest { no_argument, sources, controls })?;
             Ok((NamedText::new("imported_bundle.jsonl", outcome.bundle_jsonl.clone()), Some(outcome)))

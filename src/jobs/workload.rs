@@ -71,11 +71,11 @@ pub async fn run_workload(
         corpus: None,
         options: ProxyOptions { controls: vec!["no_argument".into()], ..Default::default() },
     };
-    let options = ModelOptions { controls: vec!["no_argument".into()], ..Default::default() };
+    let options = ModelOptions { controls: ControlChoice::Named(vec!["no_argument".into()]), ..Default::default() };
     let mut sequences = 0;
-    let mut counting = |done: usize, total: usize| {
-        sequences = total;
-        progress(done, total)
+    let mut counting = |p: &EncodeProgress| {
+        sequences = p.sequences;
+        progress(p.sequences_done, p.sequences)
     };
     let started = now();
     let ((outcome, _), backend) = model.evaluate(&req, choice, &options, &mut counting).await?;

@@ -135,6 +135,9 @@ pub trait Encoder {
     fn config(&self) -> &EncoderConfig;
     /// Hidden states after layer `output_layer` (`config().num_layers` for the last layer).
     fn encode(&self, batch: &TokenBatch, output_layer: usize) -> impl Future<Output = Result<HiddenStates>>;
+    /// Told once by an evaluator, before its first `encode`, every batch it will encode: a
+    /// progress wrapper sizes its total from it. Encoders that run the model ignore it.
+    fn plan(&self, _plan: &super::embed::EncodingPlan) {}
 }
 
 /// The CPU encoder: candle for the embeddings, [`super::cpu::CpuLayers`] for the layers.

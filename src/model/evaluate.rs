@@ -27,7 +27,7 @@
 //! similarity evaluator does share work: each option is embedded once per instance, not
 //! once per system.
 
-use super::embed::{embed_encoded, length_batches};
+use super::embed::{embed_encoded, length_batches, EncodingPlan};
 use super::encoder::Encoder;
 use super::heads::{logits, softmax};
 use super::load::{EncoderWeights, HeadWeights};
@@ -239,6 +239,9 @@ pub async fn evaluate_with_head<E: Encoder>(
     }
     // Logits per job, computed in length-sorted batches.
     let lens: Vec<usize> = jobs.iter().map(|j| j.encoded.len()).collect();
+    let mut plan = EncodingPlan::default();
+    plan.add(&lens, batch_size);
+    encoder.plan(&plan);
     let mut job_logits: Vec<Vec<f32>> = vec![Vec::new(); jobs.len()];
     for group in length_batches(&lens, batch_size) {
         let items: Vec<&Encoded> = group.iter().map(|&j| &jobs[j].encoded).collect();
@@ -318,6 +321,11 @@ pub async fn evaluate_by_similarity<E: Encoder>(
             contexts.push(e);
         }
     }
+    let mut plan = EncodingPlan::default();
+    for inputs in [&contexts, &options] {
+        plan.add(&inputs.iter().map(Encoded::len).collect::<Vec<_>>(), batch_size);
+    }
+    encoder.plan(&plan);
     let ctx_vecs = embed_encoded(encoder, tokenizer, pooling, &contexts, batch_size).await?;
     let opt_vecs = embed_encoded(encoder, tokenizer, pooling, &options, batch_size).await?;
     let mut c = 0;

@@ -34,7 +34,7 @@ pub mod rankers;
 pub mod tokenize;
 
 pub use config::{Activation, Arch, EncoderConfig, HeadKind};
-pub use embed::{embed_lines, embed_texts, run_ready, TextModel};
+pub use embed::{embed_lines, embed_texts, run_ready, EncodingPlan, TextModel};
 pub use encoder::{CpuEncoder, Encoder, HiddenStates, TokenBatch};
 pub use evaluate::{
     evaluate_bundle, evaluate_bundle_on, sequences_to_encode, EvalOutput, EvaluatorKind, TruncatedInput,

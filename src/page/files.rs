@@ -7,6 +7,7 @@
 //! The guess only picks a reader; the user can change it, and the reader validates the
 //! file for real.
 
+use crate::data::controls::Control;
 use crate::data::{self, NotJudgeable};
 use crate::{Error, Result, Warning};
 use serde::Serialize;
@@ -26,6 +27,10 @@ pub struct KindParam {
 enum ParamDefault {
     /// The name without folder and extension ("gpt4.jsonl" -> "gpt4").
     Stem,
+    /// A Ranking-Over-Scoring file's system: the stem less the published files' prefix
+    /// ("en.test_casimedicos_GPT4" -> "GPT4"), a control's name written as medrank writes
+    /// it ("No_Argument" -> "no_argument", the import's base file).
+    RosSystem,
     /// The word after "qrels" in the name ("qrels.credibility.txt" -> "credibility"), else
     /// "relevance".
     QrelsDimension,
@@ -70,7 +75,7 @@ pub const FILE_KINDS: &[FileKind] = &[
         "ros",
         "Ranking-Over-Scoring file (HiTZ)",
         "the no-argument file or one system’s file",
-        &[param("system", "system", Stem)],
+        &[param("system", "system", RosSystem)],
     ),
     kind("topics", "NRP topics", "queries", &[]),
     kind("qrels", "NRP judgements (qrels)", "", &[param("dimension", "dimension", QrelsDimension)]),
@@ -151,6 +156,7 @@ pub fn default_params(kind: &str, name: &str) -> BTreeMap<String, String> {
     let (answer_system, answer_prompt) = (answer_parts.next().unwrap_or(""), answer_parts.next().unwrap_or(""));
     let value = |d: ParamDefault| match d {
         Stem => stem.to_string(),
+        RosSystem => ros_system(stem),
         QrelsDimension => qrels_dimension(stem),
         AnswerSystem if answer_system.is_empty() => stem.to_string(),
         AnswerSystem => answer_system.to_string(),
@@ -158,7 +164,39 @@ pub fn default_params(kind: &str, name: &str) -> BTreeMap<String, String> {
         AnswerPrompt => answer_prompt.to_string(),
     };
     let params = file_kind(kind).map(|k| k.params).unwrap_or(&[]);
-    params.iter().map(|p| (p.key.to_string(), value(p.default))).collect()
+    let mut out: BTreeMap<String, String> = params.iter().map(|p| (p.key.to_string(), value(p.default))).collect();
+    // The published control files (Label_Only, Noise, IR_Passages) are control cases, as
+    // `medrank import --control-source` marks them.
+    if kind == "ros" && Control::of_name(&ros_system(stem)).is_some_and(|c| c != Control::NoArgument) {
+        out.insert("control".into(), "true".into());
+    }
+    out
+}
+
+/// The system of a Ranking-Over-Scoring file called `stem` (see [`ParamDefault::RosSystem`]).
+/// The published files are named `{language}.{split}_{dataset}_{system}`.
+fn ros_system(stem: &str) -> String {
+    let unprefixed = match stem.split_once('.') {
+        Some((language, rest))
+            if (2..=3).contains(&language.len()) && language.chars().all(|c| c.is_ascii_alphabetic()) =>
+        {
+            let mut parts = rest.splitn(3, '_');
+            match (parts.next(), parts.next(), parts.next()) {
+                (Some(split), Some(_dataset), Some(system))
+                    if ["train", "dev", "test", "val", "validation"].contains(&split.to_lowercase().as_str())
+                        && !system.is_empty() =>
+                {
+                    system
+                }
+                _ => stem,
+            }
+        }
+        _ => stem,
+    };
+    match Control::of_name(unprefixed) {
+        Some(control) => control.system_name().to_string(),
+        None => unprefixed.to_string(),
+    }
 }
 
 /// "qrels.credibility" -> "credibility"; "relevance" when no word follows "qrels".
@@ -455,7 +493,19 @@ mod tests {
     fn parameters_default_from_the_file_name() {
         let p = |kind, name| default_params(kind, name).into_iter().collect::<Vec<_>>();
         let kv = |k: &str, v: &str| (k.to_string(), v.to_string());
-        assert_eq!(p("ros", "data/en.test_casimedicos_GPT4.jsonl"), [kv("system", "en.test_casimedicos_GPT4")]);
+        // The published Ranking-Over-Scoring names: the prefix goes, the controls are
+        // recognised in any case, the no-argument file is the import's base.
+        assert_eq!(p("ros", "data/en.test_casimedicos_GPT4.jsonl"), [kv("system", "GPT4")]);
+        assert_eq!(p("ros", "en.test_casimedicos_No_Argument.jsonl"), [kv("system", "no_argument")]);
+        assert_eq!(p("ros", "No_Argument.jsonl"), [kv("system", "no_argument")]);
+        assert_eq!(p("ros", "NO-ARGUMENT.JSONL"), [kv("system", "no_argument")]);
+        assert_eq!(
+            p("ros", "en.dev_casimedicos_Label_Only.jsonl"),
+            [kv("control", "true"), kv("system", "label_only")]
+        );
+        assert_eq!(p("ros", "IR_Passages.jsonl"), [kv("control", "true"), kv("system", "ir_passages")]);
+        assert_eq!(p("ros", "gpt-4o.jsonl"), [kv("system", "gpt-4o")]);
+        assert_eq!(p("ros", "v1.2_final_model.jsonl"), [kv("system", "v1.2_final_model")]);
         assert_eq!(p("qrels", "qrels.credibility.txt"), [kv("dimension", "credibility")]);
         assert_eq!(p("qrels", "judgements.txt"), [kv("dimension", "relevance")]);
         assert_eq!(p("answers", "chatgpt__expert.csv"), [kv("prompt", "expert"), kv("system", "chatgpt")]);

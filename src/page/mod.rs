@@ -56,6 +56,20 @@ pub fn json<T: Serialize>(value: &T) -> Result<String> {
     serde_json::to_string(value).map_err(|e| crate::Error::invalid(format!("could not write the reply: {e}")))
 }
 
+/// A message as the page writes it, a sentence: the CLI's `error: the import needs ...`
+/// becomes "The import needs ...". Only a first word of lower-case letters changes, so a
+/// message that starts with a file name (`gpt-4o.jsonl: ...`) or code keeps it.
+pub fn sentence_case(message: &str) -> String {
+    let first_word = message.split(' ').next().unwrap_or("");
+    if message.contains(' ') && !first_word.is_empty() && first_word.chars().all(|c| c.is_ascii_lowercase()) {
+        let mut chars = message.chars();
+        let first = chars.next().map(|c| c.to_ascii_uppercase()).into_iter();
+        first.chain(chars).collect()
+    } else {
+        message.to_string()
+    }
+}
+
 /// The page's progress report: `(stage, done, total)`; `Err(Cancelled)` once the user
 /// cancelled.
 pub type Progress<'a> = &'a mut dyn FnMut(&str, usize, usize) -> Result<()>;
@@ -107,6 +121,34 @@ fn rank_views<'a>(
     }
 }
 
+/// What the page knows of a ranking before any model loads: the checks a run makes first
+/// (the import of the Ranking-Over-Scoring files, the bundle, the control cases) and what
+/// it will encode. Run whenever files or options change; an error is the one the run
+/// would give, so the page can show it before the wait.
+#[derive(Serialize)]
+pub struct RankCheck {
+    /// The import's report, when the bundle comes from Ranking-Over-Scoring files.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub import: Option<jobs::ImportReport>,
+    /// With a model as the evaluator: what the run will do.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub model_run: Option<jobs::ModelRunPlan>,
+}
+
+/// [`RankCheck`] for a request; `with_model` when a model is the evaluator (else the
+/// predictions files are).
+pub fn check_rank(request: &JobRequest, with_model: bool) -> Result<RankCheck> {
+    let (bundle, imported) = request.bundle()?;
+    let model_run = if with_model {
+        let (req, model_options, _) = request.evaluate_with_model(bundle)?;
+        Some(jobs::plan_model_evaluation(&req, &model_options)?)
+    } else {
+        request.evaluate(bundle)?;
+        None
+    };
+    Ok(RankCheck { import: imported.map(|o| o.report), model_run })
+}
+
 /// Ranking over scoring from imported predictions (`medrank evaluate --predictions`).
 pub fn rank_systems(request: &JobRequest, progress: Progress) -> Result<String> {
     let (bundle_text, imported) = request.bundle()?;
@@ -131,7 +173,16 @@ pub fn rank_systems(request: &JobRequest, progress: Progress) -> Result<String> 
 /// Ranking over scoring with the kept model as the evaluator (`medrank evaluate --model
 /// --controls --backend`): on WebGPU when the options allow it and the browser gives an
 /// adapter, else on the CPU; the reply says which (`backend`) and on how many threads.
-pub async fn rank_with_model(kept: &mut KeptModel, request: &JobRequest, progress: Progress<'_>) -> Result<String> {
+///
+/// The encoding stage reports work done of work in all ([`jobs::EncodeProgress`]), and
+/// says in words the sequences, tokens and time left ([`jobs::TimeEstimate`]: measured on
+/// this run once 2 % is done, before that at this kept model's last rate).
+pub async fn rank_with_model(
+    kept: &mut KeptModel,
+    request: &JobRequest,
+    now: &dyn Fn() -> f64,
+    progress: Progress<'_>,
+) -> Result<String> {
     #[derive(Serialize)]
     struct ModelViews<'a> {
         #[serde(flatten)]
@@ -143,8 +194,17 @@ pub async fn rank_with_model(kept: &mut KeptModel, request: &JobRequest, progres
     }
     let (bundle_text, imported) = request.bundle()?;
     let (req, model_options, choice) = request.evaluate_with_model(bundle_text.clone())?;
-    let mut on_batch = |done: usize, total: usize| progress("Encoding with the model", done, total).is_ok();
+    let prior_rate = kept.last_rate.filter(|(kept_choice, _)| *kept_choice == choice).map(|(_, rate)| rate);
+    let estimate = jobs::TimeEstimate { started: now(), prior_rate };
+    let mut last = jobs::EncodeProgress::default();
+    let mut on_batch = |p: &jobs::EncodeProgress| {
+        last = *p;
+        progress(&encoding_stage(p, &estimate, now()), p.work_done as usize, p.work as usize).is_ok()
+    };
     let ((outcome, predictions), backend) = kept.evaluate(&req, choice, &model_options, &mut on_batch).await?;
+    if let Some(rate) = estimate.rate(&last, now()) {
+        kept.last_rate = Some((choice, rate));
+    }
     progress("Ranking systems", 1, 1)?;
     let (bundle, _) = crate::data::parse_bundle(&bundle_text.name, &bundle_text.text)?;
     let evaluator = outcome.report.evaluators.first().map(|e| e.evaluator.as_str()).unwrap_or("model");
@@ -156,6 +216,20 @@ pub async fn rank_with_model(kept: &mut KeptModel, request: &JobRequest, progres
         threads: crate::model::cpu::worker_threads(),
     };
     reply(&outcome, views)
+}
+
+/// "Encoding with the model: 1,234 of 8,605 sequences (1.9 M tokens) · about 4 min 05 s
+/// left": what the run will encode and how long it may take, from before its first batch.
+pub fn encoding_stage(p: &jobs::EncodeProgress, estimate: &jobs::TimeEstimate, now: f64) -> String {
+    let left = match estimate.seconds_left(p, now) {
+        _ if p.work == 0 => String::new(),
+        Some(s) if p.work_done == 0 => {
+            format!(" · about {} at this model's last speed", crate::report::fmt_duration(s))
+        }
+        Some(s) => format!(" · about {} left", crate::report::fmt_duration(s)),
+        None => " · timing the first batches to estimate the time".into(),
+    };
+    format!("Encoding with the model: {}{left}", p.describe())
 }
 
 // ------------------------------------------------------------------ NRP, metrics, rubric ----
@@ -204,4 +278,80 @@ pub async fn workload(
         result.device = cpu_device(result.threads);
     }
     json(&result)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn messages_read_as_sentences_unless_they_start_with_a_name() {
+        assert_eq!(sentence_case("the import needs the file"), "The import needs the file");
+        assert_eq!(sentence_case("gpt-4o.jsonl: line 3"), "gpt-4o.jsonl: line 3");
+        assert_eq!(sentence_case("`x` is unknown"), "`x` is unknown");
+        assert_eq!(sentence_case("Already a sentence"), "Already a sentence");
+        assert_eq!(sentence_case("cancelled"), "cancelled", "a bare word is a code, not a sentence");
+    }
+
+    fn ros_file(name: &str, system: &str, control: bool) -> request::InputFile {
+        let text = std::fs::read_to_string(format!(
+            "{}/tests/fixtures/ros_published/{name}.jsonl",
+            env!("CARGO_MANIFEST_DIR")
+        ))
+        .unwrap();
+        let mut params = std::collections::BTreeMap::from([("system".to_string(), system.to_string())]);
+        if control {
+            params.insert("control".into(), "true".into());
+        }
+        request::InputFile { name: format!("en.test_casimedicos_{name}.jsonl"), text, kind: "ros".into(), params }
+    }
+
+    #[test]
+    fn the_check_before_a_model_run_sees_the_control_files_and_counts_the_sequences() {
+        // The published files as the page names them by default: the controls in their own
+        // spelling and ticked, the no-argument file in any case.
+        let files = vec![
+            ros_file("no_argument", "No_Argument", false),
+            ros_file("gpt-4o", "gpt-4o", false),
+            ros_file("llama-3-70b", "llama-3-70b", false),
+            ros_file("label_only", "Label_Only", true),
+            ros_file("noise", "Noise", true),
+        ];
+        let request = JobRequest { files, options: Default::default() };
+        let check = check_rank(&request, true).unwrap();
+        let import = check.import.unwrap();
+        assert_eq!(import.instances, 6);
+        let run = check.model_run.unwrap();
+        // Only no_argument is generated: the files are label_only and noise, and there is no
+        // corpus for ir_passages; both left out are said.
+        assert_eq!(run.generated, [crate::data::controls::Control::NoArgument]);
+        let said: Vec<String> = run.warnings.iter().map(|w| w.to_string()).collect();
+        assert!(
+            said.iter().any(|w| w.contains("label_only control was not generated") && w.contains("`Label_Only`")),
+            "{said:?}"
+        );
+        assert!(said.iter().any(|w| w.contains("noise control was not generated")), "{said:?}");
+        assert!(said.iter().any(|w| w.contains("ir_passages control was not added")), "{said:?}");
+        // By hand: 6 questions, 4 systems + no_argument = 5 arguments each; option 5 is empty
+        // on 3 questions (make.py), so 4 or 5 candidates. Similarity: 5 contexts + the
+        // candidates per question = 6*5 + (3*4 + 3*5) = 57; a head: 5 * 27 = 135.
+        assert_eq!((run.sequences_similarity, run.sequences_head), (Some(57), 135));
+        assert!(run.controls.contains(&"Label_Only".to_string()) && run.controls.contains(&"no_argument".to_string()));
+    }
+
+    #[test]
+    fn without_the_no_argument_file_the_check_names_the_files_it_has() {
+        let request = JobRequest {
+            files: vec![ros_file("gpt-4o", "gpt-4o", false), ros_file("noise", "noise", true)],
+            options: Default::default(),
+        };
+        let e = sentence_case(&check_rank(&request, true).err().unwrap().to_string());
+        assert!(e.starts_with("The Ranking-Over-Scoring import needs the no-argument file"), "{e}");
+        assert!(
+            e.contains(
+                "none of en.test_casimedicos_gpt-4o.jsonl, en.test_casimedicos_noise.jsonl has the system no_argument"
+            ),
+            "{e}"
+        );
+    }
 }

@@ -153,7 +153,7 @@ impl JobRequest {
         let mut request = self.evaluate(bundle)?;
         request.predictions.clear();
         let model_options = jobs::ModelOptions {
-            controls: self.options.controls().to_add(request.corpus.is_some())?,
+            controls: self.options.controls(),
             keep_empty_options: self.options.keep_empty_options,
             ..Default::default()
         };
@@ -257,17 +257,17 @@ mod tests {
             (model.controls, req.options.controls)
         };
         let names = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
-        // `all` adds what the inputs allow (ir_passages needs a corpus) and ranks every
-        // known control as one, as `--controls` without a list and `--control-systems`.
-        assert_eq!(with("all", false).0, names(&["no_argument", "label_only", "noise"]));
-        assert_eq!(with("All", true).0, names(&["no_argument", "label_only", "noise", "ir_passages"]));
+        // `all` is decided against the bundle by the job (ControlChoice::resolve) and ranks
+        // every known control as one, as `--controls` without a list and `--control-systems`.
+        assert_eq!(with("all", false).0, jobs::ControlChoice::All);
+        assert_eq!(with("All", true).0, jobs::ControlChoice::All);
         assert_eq!(with("all", false).1, names(&["no_argument", "label_only", "noise", "ir_passages"]));
         // A list is taken as given, an empty field adds none.
         assert_eq!(
             with(" noise , label_only", false),
-            (names(&["noise", "label_only"]), names(&["noise", "label_only"]))
+            (jobs::ControlChoice::Named(names(&["noise", "label_only"])), names(&["noise", "label_only"]))
         );
-        assert_eq!(with("", true), (vec![], vec![]));
+        assert_eq!(with("", true), (jobs::ControlChoice::Named(vec![]), vec![]));
     }
 
     #[test]

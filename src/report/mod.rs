@@ -88,6 +88,22 @@ mod tests {
         // FIPS 180-2, Appendix B.1: SHA-256("abc").
         assert_eq!(sha256_hex(b"abc"), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
     }
+
+    #[test]
+    fn counts_amounts_and_durations_read_as_people_write_them() {
+        assert_eq!(
+            [thousands(0), thousands(999), thousands(8605), thousands(1234567)],
+            ["0", "999", "8,605", "1,234,567"]
+        );
+        assert_eq!(
+            [compact(950.0), compact(1234.0), compact(12345.0), compact(1_900_000.0)],
+            ["950", "1.2 k", "12 k", "1.9 M"]
+        );
+        assert_eq!(
+            [fmt_duration(0.2), fmt_duration(59.4), fmt_duration(245.0), fmt_duration(3720.0)],
+            ["1 s", "59 s", "4 min 05 s", "1 h 02 min"]
+        );
+    }
 }
 
 /// A flat table: what the CLI prints, what `--csv DIR` writes, and what the page exports.
@@ -132,6 +148,39 @@ pub fn fmt_num(x: f64, decimals: usize) -> String {
         format!("{x:.decimals$}")
     } else {
         "undefined".into()
+    }
+}
+
+/// A count with thousands separated: "8,605".
+pub fn thousands(n: usize) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// A large amount, short: "950", "12.3 k", "1.9 M".
+pub fn compact(x: f64) -> String {
+    match x {
+        x if x >= 1e6 => format!("{:.1} M", x / 1e6),
+        x if x >= 1e4 => format!("{:.0} k", x / 1e3),
+        x if x >= 1e3 => format!("{:.1} k", x / 1e3),
+        x => format!("{x:.0}"),
+    }
+}
+
+/// A duration for people: "8 s", "4 min 05 s", "1 h 02 min".
+pub fn fmt_duration(seconds: f64) -> String {
+    let s = seconds.max(0.0).round() as u64;
+    match s {
+        s if s < 60 => format!("{} s", s.max(1)),
+        s if s < 3600 => format!("{} min {:02} s", s / 60, s % 60),
+        s => format!("{} h {:02} min", s / 3600, (s % 3600) / 60),
     }
 }
 
