@@ -1,7 +1,8 @@
 // The page as a hospital user meets it (issue 28): a keyboard-only run, the Model section's
 // account of what each evaluator can judge, and nothing cut at 1280, 1024 and 768 px with
-// the example loaded, the options and the training panel open, a job's progress area and a
-// ranking's results on screen. One page and one ranking run serve every check.
+// the example loaded, the options and the training panel open, a job's progress area, a
+// ranking's results and then NRP's, Metrics' and Rubric's on screen. One page serves every
+// check.
 //
 // What counts as cut (checked in the page, for every rendered element):
 //  - the page scrolls sideways: document.documentElement.scrollWidth > innerWidth;
@@ -192,7 +193,10 @@ function findCuts() {
     }
     return false;
   };
-  const rendered = (e) => e.getClientRects().length > 0 && getComputedStyle(e).visibility !== 'hidden' && !srOnly(e);
+  // checkVisibility() also leaves out the content of a closed <details>, which keeps
+  // (stale) boxes that getClientRects() still reports.
+  const rendered = (e) =>
+    e.getClientRects().length > 0 && e.checkVisibility({ visibilityProperty: true }) && !srOnly(e);
 
   if (document.documentElement.scrollWidth > innerWidth)
     cuts.push(`the page scrolls sideways: ${document.documentElement.scrollWidth} px in a ${innerWidth} px window`);
@@ -273,7 +277,7 @@ function findCuts() {
   return cuts;
 }
 
-test('nothing is cut at 1280, 1024 and 768 px: files, options, progress, training, results', async () => {
+test('nothing is cut at 1280, 1024 and 768 px: files, options, progress, training, every job’s results', async () => {
   const { page } = app;
   if ((await page.locator('#files tbody tr').count()) === 0) {
     await page.click('#load-example-2');
@@ -325,6 +329,22 @@ test('nothing is cut at 1280, 1024 and 768 px: files, options, progress, trainin
     }
     await page.click('#tabs [role=tab] >> nth=0');
     await screenshot(page, `layout-${width}`);
+  }
+  // The other jobs' views too (each runs in well under a second on the example).
+  for (const [button, job] of [
+    ['#run-nrp', 'NRP'],
+    ['#run-metrics', 'Metrics'],
+    ['#run-rubric', 'Rubric'],
+  ]) {
+    await run(page, button);
+    const titles = await page.locator('#tabs [role=tab]').allTextContents();
+    for (const width of WIDTHS) {
+      await page.setViewportSize({ width, height: 900 });
+      for (const [i, title] of titles.entries()) {
+        await page.click(`#tabs [role=tab] >> nth=${i}`);
+        await check(`${width} px, ${job} tab “${title}”`);
+      }
+    }
   }
   assert.deepEqual(found, []);
 });
