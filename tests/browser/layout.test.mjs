@@ -329,6 +329,11 @@ test('nothing is cut at 1280, 1024 and 768 px: files, options, progress, trainin
     }
     await page.click('#tabs [role=tab] >> nth=0');
     await screenshot(page, `layout-${width}`);
+    // Stacked into cards below 900 px, the files table is still a table to a screen reader.
+    const files = await page.locator('#files').ariaSnapshot();
+    assert.match(files, /^- table "Files added/, `${width} px`);
+    assert.match(files, /columnheader "Kind"/, `${width} px`);
+    assert.match(files, /cell "Argument bundle":\s*- combobox "Kind of bundle\.jsonl"/, `${width} px`);
   }
   // The other jobs' views too (each runs in well under a second on the example).
   for (const [button, job] of [
