@@ -26,6 +26,7 @@ const state = {
   pending: new Map(), // message id -> {resolve, reject, onProgress}
   running: null, // {id, job, started, cancelBuffer}
   lastResult: null,
+  rankCheck: null, // the engine's model-free check of the ranking: {status, result | error}
 };
 
 // ---------------------------------------------------------------- worker -----------------
@@ -144,6 +145,7 @@ async function checkFile(entry) {
     entry.check = { status: 'bad', error };
   }
   renderFiles();
+  scheduleRankCheck();
 }
 
 /** What the engine receives for a file: its name, text, kind and the kind's parameters. */
@@ -198,6 +200,7 @@ function renderFiles() {
       box.addEventListener('change', () => {
         const { control, ...rest } = f.params || {};
         f.params = box.checked ? { ...rest, control: 'true' } : rest;
+        scheduleRankCheck();
       });
       paramsCell.append(el('label', { class: 'muted small' }, box, ' control case'));
     }
@@ -212,6 +215,7 @@ function renderFiles() {
     remove.addEventListener('click', () => {
       state.files = state.files.filter((x) => x !== f);
       renderFiles();
+      scheduleRankCheck();
     });
     tr.append(el('td', {}, remove));
     tbody.append(tr);
@@ -268,6 +272,90 @@ function exampleFiles(index) {
   return index.filter((p) => !skip.some((re) => re.test(p)));
 }
 
+// ---------------------------------------------------------------- ranking check ----------
+// The ranking's checks that need no model (the import of the Ranking-Over-Scoring files, the
+// bundle, the control cases) run whenever files or options change, so a problem shows before
+// the model loads, with what a model run will encode (page::check_rank).
+let rankCheckTimer = null;
+let rankCheckSeq = 0;
+function scheduleRankCheck() {
+  clearTimeout(rankCheckTimer);
+  rankCheckTimer = setTimeout(runRankCheck, 200);
+}
+
+async function runRankCheck() {
+  const files = state.files.filter((f) => f.kind && f.check.status !== 'bad' && f.check.status !== 'pending');
+  const accepts = JOB_INPUTS.rank_systems?.accepts || [];
+  const ranking = files.filter((f) => accepts.includes(f.kind));
+  if (!ranking.some((f) => f.kind === 'bundle' || f.kind === 'ros')) {
+    state.rankCheck = null;
+    renderRankCheck();
+    return;
+  }
+  const withModel = selectedModel().source !== 'predictions';
+  const seq = ++rankCheckSeq;
+  try {
+    const reply = await ask({
+      type: 'check-rank',
+      request: { files: ranking.map(fileForEngine), options: options() },
+      withModel,
+    });
+    if (seq !== rankCheckSeq) return; // a newer check is on its way
+    state.rankCheck = { status: 'ok', result: reply.result, withModel };
+  } catch (error) {
+    if (seq !== rankCheckSeq) return;
+    state.rankCheck = { status: 'bad', error };
+  }
+  renderRankCheck();
+}
+
+function renderRankCheck() {
+  const box = $('#rank-check');
+  const c = state.rankCheck;
+  box.hidden = !c;
+  box.className = `rank-check${c?.status === 'bad' ? ' bad' : ''}`;
+  box.replaceChildren();
+  updateRunButtons();
+  if (!c) return;
+  if (c.status === 'bad') {
+    box.append(el('strong', {}, 'Before ranking: '), formatError(c.error));
+    return;
+  }
+  const { import: imported, model_run: run } = c.result;
+  const parts = [];
+  if (imported)
+    parts.push(`${imported.instances.toLocaleString()} questions imported from the Ranking-Over-Scoring files`);
+  if (run) {
+    parts.push(
+      `${run.instances.toLocaleString()} instances × ${run.systems.length} systems` +
+        (run.generated.length
+          ? `, plus the generated control${run.generated.length === 1 ? '' : 's'} ${run.generated.join(', ')}`
+          : ''),
+    );
+    // The bundled model has no head (the similarity baseline); one trained here has one; a
+    // model from this computer may have either.
+    const model = selectedModel().source;
+    const similarity = run.sequences_similarity?.toLocaleString();
+    const head = run.sequences_head.toLocaleString();
+    parts.push(
+      model === 'bundled'
+        ? `the bundled model encodes ${similarity ?? 'no'} sequences`
+        : model === 'trained'
+          ? `the trained model encodes ${head} sequences`
+          : `the model encodes ${head} sequences with a trained head` +
+            (similarity != null ? `, ${similarity} without one` : ''),
+    );
+  }
+  box.append(el('span', {}, `Ready: ${parts.join('; ')}. `));
+  if (run) box.append(el('span', { class: 'muted' }, 'The time is estimated as the run starts.'));
+  const notes = run?.warnings || [];
+  if (notes.length) {
+    const list = el('ul', {});
+    for (const w of notes) list.append(el('li', {}, formatError(w)));
+    box.append(el('div', { class: 'issue warn' }, `${notes.length} note${notes.length === 1 ? '' : 's'}:`, list));
+  }
+}
+
 // ---------------------------------------------------------------- run --------------------
 function updateRunButtons() {
   trainingUi?.updateButton();
@@ -283,12 +371,15 @@ function updateRunButtons() {
     const usingModel = job === 'rank_systems' && selectedModel().source !== 'predictions';
     const realMissing = missing.filter((alts) => !(usingModel && alts.includes('predictions')));
     const available = !state.engine || state.engine.jobs.includes(job);
-    button.disabled = !!state.running || realMissing.length > 0 || !available;
+    const checkFailed = job === 'rank_systems' && state.rankCheck?.status === 'bad';
+    button.disabled = !!state.running || realMissing.length > 0 || !available || checkFailed;
     button.title = !available
       ? 'This build of the engine does not include this method yet.'
       : realMissing.length
         ? `Needs: ${realMissing.map((alts) => alts.map((k) => KINDS[k].label).join(' or ')).join('; ')}`
-        : `Run ${button.textContent}`;
+        : checkFailed
+          ? 'Fix the problem shown below the buttons first.'
+          : `Run ${button.textContent}`;
   }
 }
 
@@ -341,6 +432,8 @@ export async function runJob(job, extraOptions = {}) {
   };
   const cancelBuffer = state.engine?.sharedCancel ? new SharedArrayBuffer(4) : null;
   state.running = { job, started: performance.now(), cancelBuffer };
+  const startedFrom = document.activeElement;
+  document.body.classList.add('running');
   updateRunButtons();
   showProgress({ stage: 'Starting', done: 0, total: 0 });
   try {
@@ -365,7 +458,11 @@ export async function runJob(job, extraOptions = {}) {
   } finally {
     state.running = null;
     $('#progress').hidden = true;
+    document.body.classList.remove('running');
     updateRunButtons();
+    // The button was disabled while the job ran, which drops keyboard focus to the page:
+    // give it back where the run started.
+    if (document.activeElement === document.body && startedFrom instanceof HTMLElement) startedFrom.focus();
     if (request.model && request.model.source !== 'predictions') refreshModelStatus();
   }
 }
@@ -386,15 +483,12 @@ function showProgress(p) {
   if (p.total > 0) {
     bar.max = p.total;
     bar.value = p.done;
-    $('#progress-count').textContent = `${p.done.toLocaleString()} / ${p.total.toLocaleString()}`;
-    const elapsed = (performance.now() - state.running.started) / 1000;
-    const fraction = p.done / p.total;
-    $('#progress-eta').textContent =
-      fraction > 0.02 && fraction < 1 ? `about ${formatDuration(elapsed / fraction - elapsed)} left` : '';
+    // A share of the work (the model's stage counts arithmetic, not sequences); the
+    // engine's stage text says what is done in words and the time left.
+    $('#progress-count').textContent = `${Math.floor((100 * p.done) / p.total)} %`;
   } else {
     bar.removeAttribute('value'); // indeterminate
     $('#progress-count').textContent = '';
-    $('#progress-eta').textContent = '';
   }
 }
 
@@ -444,10 +538,6 @@ function formatBytes(n) {
   if (n < 1024 * 1024) return `${(n / 1024).toFixed(1)} KB`;
   return `${(n / 1024 / 1024).toFixed(1)} MB`;
 }
-function formatDuration(s) {
-  if (s < 60) return `${Math.max(1, Math.round(s))} s`;
-  return `${Math.floor(s / 60)} min ${Math.round(s % 60)} s`;
-}
 function announce(text) {
   $('#live').textContent = text;
 }
@@ -482,17 +572,26 @@ function wire() {
   $('#clear-files').addEventListener('click', () => {
     state.files = [];
     renderFiles();
+    scheduleRankCheck();
   });
   for (const button of document.querySelectorAll('[data-job]')) {
     button.addEventListener('click', () => runJob(button.dataset.job));
   }
   $('#cancel').addEventListener('click', cancelRun);
-  for (const radio of document.querySelectorAll('input[name=model]'))
-    radio.addEventListener('change', updateRunButtons);
+  // The model choices, the trained models' radios (drawn later by train.js) included.
+  document.addEventListener('change', (event) => {
+    if (event.target.name !== 'model') return;
+    updateRunButtons();
+    scheduleRankCheck();
+  });
+  // The options the ranking's check reads.
+  for (const id of ['#opt-controls', '#opt-keep-empty-options', '#opt-seed'])
+    $(id).addEventListener('change', scheduleRankCheck);
   for (const id of ['#model-files', '#model-folder']) {
     $(id).addEventListener('change', () => {
       document.querySelector('input[name=model][value=local]').checked = true;
       updateRunButtons();
+      scheduleRankCheck();
     });
   }
   $('#clear-models').addEventListener('click', async () => {

@@ -1,8 +1,8 @@
 // The worker: loads the wasm build of the medrank library and runs every heavy job, so the
-// page never freezes. Messages in: {type: 'describe' | 'check' | 'run' | 'bench' | 'workload' | 'gradient-check' |
+// page never freezes. Messages in: {type: 'describe' | 'check' | 'check-rank' | 'run' | 'bench' | 'workload' | 'gradient-check' |
 // 'model-status' | 'clear-models' | 'train' | 'train-cancel' | 'training-choices' |
 // 'trained-list' | 'trained-files' | 'trained-delete', id, ...}; out: 'ready' (with the file
-// kinds and the jobs' inputs, from the library), 'progress', 'described', 'checked', 'result',
+// kinds and the jobs' inputs, from the library), 'progress', 'described', 'checked', 'rank-checked', 'result',
 // 'error', 'fatal' and the training replies (ARCHITECTURE.md). The wasm functions are the same library code as the CLI.
 //
 // Three builds: pkg-threads-relaxed/ (atomics + shared memory, rayon's pool on Web Workers,
@@ -103,6 +103,10 @@ self.onmessage = async (event) => {
     } else if (msg.type === 'check') {
       const result = medrank.check_file(msg.file);
       postMessage({ type: 'checked', id: msg.id, result });
+    } else if (msg.type === 'check-rank') {
+      // The ranking's model-free checks and what a model run will encode (page::check_rank).
+      const result = medrank.check_rank(msg.request, msg.withModel);
+      postMessage({ type: 'rank-checked', id: msg.id, result });
     } else if (msg.type === 'run') {
       cancelFlag = msg.cancelBuffer ? new Int32Array(msg.cancelBuffer) : null;
       await runJob(msg);

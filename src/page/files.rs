@@ -28,8 +28,8 @@ enum ParamDefault {
     /// The name without folder and extension ("gpt4.jsonl" -> "gpt4").
     Stem,
     /// A Ranking-Over-Scoring file's system: the stem less the published files' prefix
-    /// ("en.test_casimedicos_GPT4" -> "GPT4"), a control's name written as medrank writes
-    /// it ("No_Argument" -> "no_argument", the import's base file).
+    /// ("en.test_casimedicos_GPT4" -> "GPT4"); the no-argument file's as medrank writes it
+    /// ("No_Argument" -> "no_argument", the import's base).
     RosSystem,
     /// The word after "qrels" in the name ("qrels.credibility.txt" -> "credibility"), else
     /// "relevance".
@@ -193,9 +193,11 @@ fn ros_system(stem: &str) -> String {
         }
         _ => stem,
     };
+    // The no-argument file is the import's base, found by its system: written as medrank
+    // writes it. The control files keep their own spelling (the tables show `Label_Only`).
     match Control::of_name(unprefixed) {
-        Some(control) => control.system_name().to_string(),
-        None => unprefixed.to_string(),
+        Some(Control::NoArgument) => Control::NoArgument.system_name().to_string(),
+        _ => unprefixed.to_string(),
     }
 }
 
@@ -501,9 +503,9 @@ mod tests {
         assert_eq!(p("ros", "NO-ARGUMENT.JSONL"), [kv("system", "no_argument")]);
         assert_eq!(
             p("ros", "en.dev_casimedicos_Label_Only.jsonl"),
-            [kv("control", "true"), kv("system", "label_only")]
+            [kv("control", "true"), kv("system", "Label_Only")]
         );
-        assert_eq!(p("ros", "IR_Passages.jsonl"), [kv("control", "true"), kv("system", "ir_passages")]);
+        assert_eq!(p("ros", "IR_Passages.jsonl"), [kv("control", "true"), kv("system", "IR_Passages")]);
         assert_eq!(p("ros", "gpt-4o.jsonl"), [kv("system", "gpt-4o")]);
         assert_eq!(p("ros", "v1.2_final_model.jsonl"), [kv("system", "v1.2_final_model")]);
         assert_eq!(p("qrels", "qrels.credibility.txt"), [kv("dimension", "credibility")]);

@@ -221,8 +221,14 @@ pub async fn rank_with_model(
 /// "Encoding with the model: 1,234 of 8,605 sequences (1.9 M tokens) · about 4 min 05 s
 /// left": what the run will encode and how long it may take, from before its first batch.
 pub fn encoding_stage(p: &jobs::EncodeProgress, estimate: &jobs::TimeEstimate, now: f64) -> String {
+    if p.work == 0 {
+        // Before the evaluator's plan: it is tokenizing the inputs.
+        return format!(
+            "Encoding with the model: splitting {} sequences into tokens",
+            crate::report::thousands(p.sequences)
+        );
+    }
     let left = match estimate.seconds_left(p, now) {
-        _ if p.work == 0 => String::new(),
         Some(s) if p.work_done == 0 => {
             format!(" · about {} at this model's last speed", crate::report::fmt_duration(s))
         }

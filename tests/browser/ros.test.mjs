@@ -9,6 +9,9 @@ import { join } from 'node:path';
 import { openApp, run, openTab, waitForChecks, cli, differences, differencesWithin, withoutPaths, EXAMPLES, ROOT, SITE } from './harness.mjs';
 
 const SOURCES = ['gpt-4o', 'llama-3-70b', 'label_only'];
+// How `medrank import` takes each source: label_only is the published label-only control,
+// which the page marks as a control case by its name, as --control-source does.
+const importArgs = (sources) => sources.flatMap((s) => [s === 'label_only' ? '--control-source' : '--source', `${s}=${s}.jsonl`]);
 const GOLD = ['2', '1', '2', '1', '1', '4'];
 
 test('HiTZ files plus predictions rank like medrank import + medrank evaluate', async () => {
@@ -26,7 +29,7 @@ test('HiTZ files plus predictions rank like medrank import + medrank evaluate', 
 
   // The CLI imports into a bundle named as the page names it; then the CLI evaluates it and
   // the page, given the HiTZ files, must give the same report.
-  cli(['import', 'ranking-over-scoring', '--no-argument', 'no_argument.jsonl', ...SOURCES.flatMap((s) => ['--source', `${s}=${s}.jsonl`]),
+  cli(['import', 'ranking-over-scoring', '--no-argument', 'no_argument.jsonl', ...importArgs(SOURCES),
     '--out', 'imported_bundle.jsonl', '--quiet'], dir);
   await pageRanksLikeTheCli(dir, async (page) => {
     assert.match(await page.locator('tr[data-file="gpt-4o.jsonl"] td.check').textContent(), /6 questions in the HiTZ format; system `gpt-4o`/);
@@ -78,7 +81,7 @@ test('source files that shuffle the options, as the published ones do, import li
     const out = s === 'label_only' ? lines : lines.map((l, i) => shuffleLine(l, orders[(i + s.length) % orders.length]));
     writeFileSync(join(dir, `${s}.jsonl`), out.join('\n') + '\n');
   }
-  const sources = SOURCES.flatMap((s) => ['--source', `${s}=${s}.jsonl`]);
+  const sources = importArgs(SOURCES);
   cli(['import', 'ranking-over-scoring', '--no-argument', 'no_argument.jsonl', ...sources, '--out', 'imported_bundle.jsonl', '--json', 'import.json', '--quiet'], dir);
   // The bundle is the one the unshuffled files give, byte for byte.
   const plain = mkdtempSync(join(tmpdir(), 'medrank-ros-plain-'));
@@ -98,8 +101,8 @@ test('source files that shuffle the options, as the published ones do, import li
 
 test('control files marked as control cases in the page count in the verdict and the heatmap, as with medrank import --control-source', async () => {
   // The fixtures with the published files' quirks (shuffled options, an empty fifth option,
-  // the paper's control files), under the paper's control names, which medrank does not know
-  // as control names: only the "control case" switch makes them controls.
+  // the paper's control files), under the paper's control names: the page ticks their
+  // "control case" switch by the name, as `--control-source` marks them.
   const dir = mkdtempSync(join(tmpdir(), 'medrank-ros-control-files-'));
   const fixtures = join(ROOT, 'tests/fixtures/ros_published');
   const systems = ['gpt-4o', 'llama-3-70b'];
@@ -131,7 +134,7 @@ test('control files marked as control cases in the page count in the verdict and
     const files = ['no_argument', ...systems, ...Object.keys(controls)];
     await page.setInputFiles('#file-input', files.map((f) => join(dir, `${f}.jsonl`)).concat(join(dir, 'evaluator.csv')));
     await waitForChecks(page, files.length + 1);
-    for (const c of Object.keys(controls)) await page.check(`tr[data-file="${c}.jsonl"] input.control-case`);
+    for (const c of Object.keys(controls)) assert.equal(await page.isChecked(`tr[data-file="${c}.jsonl"] input.control-case`), true, c);
     await run(page, '#run-rank');
     const report = await page.evaluate(() => window.medrank.state.lastResult.result.report);
     assert.deepEqual(differences(report, expected), []);
