@@ -304,6 +304,9 @@ async function runRankCheck() {
     state.rankCheck = { status: 'ok', result: reply.result, withModel };
   } catch (error) {
     if (seq !== rankCheckSeq) return;
+    // A check that waited behind a job the user cancelled went with the stopped engine: ask
+    // the new one.
+    if (error?.cancelled) return scheduleRankCheck();
     state.rankCheck = { status: 'bad', error };
   }
   renderRankCheck();
