@@ -304,7 +304,7 @@ test(
       (e) => e,
     );
     await page.waitForFunction(
-      () => /Training the head/.test(document.querySelector('#train-stage').textContent),
+      () => /^Epoch \d+ of 400: /.test(document.querySelector('#train-stage').textContent),
       null,
       { timeout: 300000 },
     );
@@ -397,5 +397,133 @@ test(
     } finally {
       await gpuApp.close();
     }
+  },
+);
+
+// Issue 28, the training as a user meets it: top-layer training on an imbalanced fixture
+// (tests/fixtures/train_imbalanced/make.py: claims that do not tell their label, no
+// argument, a dev file of 6 `refuted` and 2 `supported`) with patience 1, on the CPU. The
+// stages are named as they happen, each with the time left for the whole training; the
+// chart marks where early stopping ended it and draws the majority-class baseline, whose
+// figure (macro-F1 3/7 and accuracy 6/8, worked out in make.py) is in the text too; the 12
+// dropped not_enough_evidence ids sit in a disclosure.
+test(
+  'the stages are named as they happen; the chart marks early stopping and the majority-class baseline; dropped ids sit in a disclosure',
+  { skip: !haveModel && 'no default model' },
+  async () => {
+    const { page } = app;
+    const fx = join(ROOT, 'tests/fixtures/train_imbalanced');
+    const c = {
+      file: join(fx, 'train.jsonl'),
+      dev: join(fx, 'dev.jsonl'),
+      task: 'misinformation',
+      arguments: 'none',
+      freeze: 'top:1',
+      settings: { epochs: 8, lr: 0.001, batch: 8, patience: 1, seed: 5, split: 0.2 },
+    };
+    // Every stage and estimate the page shows, in order (consecutive repeats once).
+    await page.evaluate(() => {
+      const seen = (window.__trainSeen = []);
+      const record = () => {
+        const stage = document.querySelector('#train-stage').textContent;
+        const left = document.querySelector('#train-eta').textContent;
+        const last = seen[seen.length - 1];
+        if (!last || last.stage !== stage) seen.push({ stage, lefts: [left] });
+        else if (last.lefts[last.lefts.length - 1] !== left) last.lefts.push(left);
+      };
+      window.__trainObserver = new MutationObserver(record);
+      for (const id of ['#train-stage', '#train-eta'])
+        window.__trainObserver.observe(document.querySelector(id), {
+          childList: true,
+          characterData: true,
+          subtree: true,
+        });
+    });
+    const trained = await pageTrain(page, c, 'page-imbalanced');
+    const seen = await page.evaluate(() => {
+      window.__trainObserver.disconnect();
+      return window.__trainSeen;
+    });
+    const { report, outcome } = trained;
+    const ran = report.curve.length;
+
+    // The stages: the frozen pass, then each epoch's training and dev evaluation, then the
+    // export and the save; the frozen pass's name gone once epoch 1 starts.
+    const stages = seen.map((s) => s.stage).filter((s) => s !== 'Working…' && !/^(Loading|Reading) the model/.test(s));
+    const want = ['Computing features with the frozen encoder'];
+    for (let k = 1; k <= ran; k++) want.push(`Epoch ${k} of 8: training`, `Epoch ${k} of 8: dev evaluation`);
+    want.push('Exporting the trained evaluator', 'Saving the evaluator in this browser');
+    assert.deepEqual(stages, want, JSON.stringify(seen));
+    // Each stage of the training shows the estimate of time left for all of it; an upper
+    // bound while early stopping could still skip an epoch (patience 1 of 8 epochs).
+    const epoch1 = seen.find((s) => s.stage === 'Epoch 1 of 8: training');
+    assert.ok(
+      epoch1.lefts.some((l) =>
+        /^at most (about \d+ (s|min)|less than a second) left \(early stopping may end it sooner\)$/.test(l),
+      ),
+      JSON.stringify(epoch1),
+    );
+
+    // Early stopping: patience 1 ends the run at the first epoch without a better dev
+    // macro-F1; the outcome, the chart's mark and the text say where.
+    assert.ok(ran < 8, `ran ${ran} of 8 epochs`);
+    assert.equal(outcome.stopped_at, ran);
+    assert.equal(outcome.stopped_text, `stopped early at epoch ${ran} of 8: no dev improvement for 1 epoch`);
+    assert.equal(await page.getAttribute('#train-chart svg .stopped-early', 'data-epoch'), String(ran));
+    assert.match(
+      await page.textContent('#train-chart svg .stopped-early'),
+      new RegExp(`stopped early at epoch ${ran} of 8`),
+    );
+    assert.match(await page.textContent('#train-result'), new RegExp(`stopped early at epoch ${ran} of 8`));
+    // The axis still runs to the 8 epochs asked for: the run's end is visibly short of it.
+    const ticks = await page.$$eval('#train-chart svg > text', (ts) => ts.map((t) => t.textContent));
+    assert.ok(ticks.includes('8'), JSON.stringify(ticks));
+
+    // The majority-class baseline, worked out by hand in make.py: always `refuted` scores
+    // macro-F1 3/7 and accuracy 6/8 on the dev file.
+    assert.equal(outcome.baseline.kind, 'majority');
+    assert.equal(outcome.baseline.label, 'refuted');
+    assert.ok(Math.abs(outcome.baseline.metric - 3 / 7) < 1e-12, `${outcome.baseline.metric}`);
+    assert.equal(outcome.baseline.accuracy, 0.75);
+    assert.equal(report.dev_majority_rate, 0.75);
+    assert.ok(Math.abs(Number(await page.getAttribute('#train-chart svg .baseline', 'data-value')) - 3 / 7) < 1e-12);
+    assert.match(await page.textContent('#train-chart svg .baseline'), /majority class \(refuted\) 0\.4286/);
+    const result = await page.textContent('#train-result');
+    assert.match(
+      result,
+      /always predicting `refuted`, the dev set's majority class, scores dev macro-F1 0\.4286 and dev accuracy 0\.7500 \(the majority-class rate\)/,
+    );
+    assert.match(await page.textContent('#train-notes'), /Baseline: always predicting `refuted`/);
+    // The warning appears exactly when the picked epoch is within 0.005 of the baseline or
+    // below it.
+    const noBetter = report.best_dev_metric <= outcome.baseline.metric + 0.005;
+    assert.equal(
+      await page.locator('#train-result .train-baseline-warning').count(),
+      noBetter ? 1 : 0,
+      `${report.best_dev_metric}`,
+    );
+    if (noBetter)
+      assert.match(
+        await page.textContent('#train-result .train-baseline-warning'),
+        /the majority-class baseline 0\.4286: the model does no better than always predicting `refuted`/,
+      );
+
+    // The 12 dropped not_enough_evidence instances: a count, and the ids in a closed
+    // disclosure.
+    const details = page.locator('#train-notes details.train-ids');
+    assert.equal(await details.count(), 1);
+    assert.equal(await details.evaluate((d) => d.open), false);
+    assert.equal(await details.locator('summary').textContent(), '12 instance ids');
+    const ids = (await details.locator('p').textContent()).split(', ');
+    const want12 = readFileSync(c.file, 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l))
+      .filter((r) => r.label === 'not_enough_evidence')
+      .map((r) => r.id);
+    assert.deepEqual(ids, want12);
+    const noteLine = await page.locator('#train-notes div', { has: page.locator('details.train-ids') }).textContent();
+    assert.match(noteLine, /^Note: training data: 12 not_enough_evidence instances dropped/);
+    assert.ok(!noteLine.split('12 instance ids')[0].includes(want12[0]), 'the ids are not inline');
   },
 );
