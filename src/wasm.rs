@@ -256,11 +256,12 @@ impl Model {
     // Training in steps (`page::training`): `train_start`, `train_encode` until finished,
     // `train_epoch` until `undefined`, then `train_finish` (or `train_abort`).
 
-    /// Reads the form (`TrainPageRequest`) and its data, sets up a new head; the summary.
+    /// Reads the form (`TrainPageRequest`) and its data, sets up a new head; the summary
+    /// (`PageSummary`: with the dev baseline).
     pub fn train_start(&mut self, request: JsValue) -> Result<JsValue, JsValue> {
         self.training = None;
         let training = training::PageTraining::start(&from_js(request)?, &self.kept, seconds_now)?;
-        let summary = to_js(training.summary())?;
+        let summary = to_js(&training.page_summary())?;
         self.training = Some(training);
         Ok(summary)
     }
@@ -271,25 +272,30 @@ impl Model {
         Ok(to_js(&training.encode(&mut self.kept, max_batches).await?)?)
     }
 
-    /// One epoch's log, or `undefined` once training is over.
-    pub async fn train_epoch(&mut self) -> Result<JsValue, JsValue> {
+    /// One epoch (`TrainProgress` with its log), or `{over: true}` once training is over;
+    /// `progress(TrainProgress)` sees its stages as they start.
+    pub async fn train_epoch(&mut self, progress: js_sys::Function) -> Result<JsValue, JsValue> {
         let training = self.training.as_mut().ok_or_else(not_started)?;
-        Ok(match training.epoch().await? {
-            Some(log) => to_js(&log)?,
-            None => JsValue::UNDEFINED,
-        })
+        let mut report = |p: &training::TrainProgress| {
+            if let Ok(p) = to_js(p) {
+                let _ = progress.call1(&JsValue::NULL, &p);
+            }
+        };
+        Ok(to_js(&training.epoch(&mut report).await?)?)
     }
 
-    /// The trained evaluator: `{report, files}`, `files` the folder's files by name.
+    /// The trained evaluator: `{report, outcome, files}`, `files` the folder's files by
+    /// name, `outcome` how training ended (`page::training::Outcome`).
     pub async fn train_finish(&mut self) -> Result<JsValue, JsValue> {
         let training = self.training.take().ok_or_else(not_started)?;
-        let trained = training.finish(&self.tokenizer_json).await?;
+        let (trained, outcome) = training.finish(&self.tokenizer_json).await?;
         let files = js_sys::Object::new();
         for (name, bytes) in &trained.files {
             js_sys::Reflect::set(&files, &JsValue::from_str(name), &js_sys::Uint8Array::from(bytes.as_slice()))?;
         }
         let out = js_sys::Object::new();
         js_sys::Reflect::set(&out, &JsValue::from_str("report"), &to_js(&trained)?)?;
+        js_sys::Reflect::set(&out, &JsValue::from_str("outcome"), &to_js(&outcome)?)?;
         js_sys::Reflect::set(&out, &JsValue::from_str("files"), &files)?;
         Ok(out.into())
     }

@@ -249,7 +249,14 @@ export function nrpBars(rows) {
  * @param {{epoch: number, train_loss: number, dev_metric: number}[]} curve
  * @param {{epochs?: number, best?: number, metric?: string}} options
  */
-export function trainingCurve(curve, { epochs = curve.length, best = null, metric = 'accuracy' } = {}) {
+/** The training curve: train loss and the dev metric per epoch on an axis of the epochs asked
+ *  for; `baseline` ({value, label}) draws what a model that learnt nothing scores on dev
+ *  (the majority class or chance) as a flat line; `stopped` ({epoch, text}) marks where
+ *  early stopping ended the training, the epochs after it shaded as not run. */
+export function trainingCurve(
+  curve,
+  { epochs = curve.length, best = null, metric = 'accuracy', baseline = null, stopped = null } = {},
+) {
   const left = 54,
     right = 54,
     top = 20,
@@ -263,6 +270,7 @@ export function trainingCurve(curve, { epochs = curve.length, best = null, metri
   const maxLoss = Math.max(
     ...curve.map((c) => c.train_loss),
     ...(onLossScale ? curve.map((c) => c.dev_metric) : []),
+    ...(onLossScale && baseline ? [baseline.value] : []),
     1e-9,
   );
   const yLoss = (v) => top + plotH - (v / maxLoss) * plotH;
@@ -313,5 +321,37 @@ export function trainingCurve(curve, { epochs = curve.length, best = null, metri
         'stroke-dasharray': '4 3',
       }),
     );
+  if (baseline) {
+    const y = onLossScale ? yLoss(baseline.value) : yAcc(baseline.value);
+    const line = svg('g', { class: 'baseline', 'data-value': baseline.value });
+    line.append(
+      svg('line', { x1: left, x2: left + plotW, y1: y, y2: y, stroke: PALETTE[0], 'stroke-dasharray': '2 4' }),
+      text(left + plotW - 4, y - 4, `${baseline.label} ${fmt(baseline.value, 4)}`, {
+        'text-anchor': 'end',
+        'font-size': 11,
+        fill: PALETTE[0],
+      }),
+    );
+    root.append(line);
+  }
+  if (stopped) {
+    const mark = svg('g', { class: 'stopped-early', 'data-epoch': stopped.epoch });
+    if (stopped.epoch < n)
+      mark.append(
+        svg('rect', {
+          x: x(stopped.epoch),
+          y: top,
+          width: x(n) - x(stopped.epoch),
+          height: plotH,
+          fill: '#888',
+          'fill-opacity': 0.12,
+        }),
+      );
+    mark.append(
+      svg('line', { x1: x(stopped.epoch), x2: x(stopped.epoch), y1: top, y2: top + plotH + 4, stroke: '#b00' }),
+      text(left, top + plotH + 30, stopped.text, { 'font-size': 11, fill: '#b00' }),
+    );
+    root.append(mark);
+  }
   return root;
 }

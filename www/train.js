@@ -122,30 +122,34 @@ export function wireTraining(ctx) {
     $('#train-notes').replaceChildren();
     $('#train-chart').replaceChildren();
     $('#train-result').textContent = '';
-    let stageStarted = { stage: null, at: started };
-    // The dev metric that picks the epoch (the summary names it): the curve draws it.
+    // The dev metric that picks the epoch and the dev baseline (the summary names them): the
+    // curve draws both.
     let metric = 'accuracy';
+    let baseline = null;
+    const drawCurve = (points, extra = {}) =>
+      $('#train-chart').replaceChildren(trainingCurve(points, { epochs: req.epochs, metric, baseline, ...extra }));
     const onProgress = (p) => {
       if (p.summary) {
         metric = METRIC_NAMES[p.summary.select_by] ?? p.summary.select_by;
+        baseline = curveBaseline(p.summary.baseline);
         showSummary(p.summary);
       }
       if (p.epoch) {
         curve.push(p.epoch);
-        $('#train-chart').replaceChildren(trainingCurve(curve, { epochs: req.epochs, metric }));
+        drawCurve(curve);
       }
-      if (p.stage !== stageStarted.stage) stageStarted = { stage: p.stage, at: performance.now() };
-      showProgress(p, stageStarted.at);
+      showProgress(p);
     };
     try {
       const reply = await ctx.ask(
         { type: 'train', model: baseModel(), request: req, name: $('#train-name').value },
         onProgress,
       );
-      const { report, stored, backend, trainedOn } = reply.result;
+      const { report, outcome, stored, backend, trainedOn } = reply.result;
       ctx.state.lastTraining = {
         request: req,
         report,
+        outcome,
         stored,
         backend,
         trainedOn,
@@ -153,22 +157,31 @@ export function wireTraining(ctx) {
         elapsedMs: reply.elapsedMs,
       };
       metric = METRIC_NAMES[report.select_by] ?? report.select_by;
-      $('#train-chart').replaceChildren(
-        trainingCurve(report.curve, { epochs: req.epochs, best: report.best_epoch, metric }),
-      );
-      $('#train-result').textContent =
+      baseline = curveBaseline(outcome.baseline);
+      drawCurve(report.curve, {
+        best: report.best_epoch,
+        stopped: outcome.stopped_at != null ? { epoch: outcome.stopped_at, text: outcome.stopped_text } : null,
+      });
+      const sentences = [
         `Best epoch ${report.best_epoch}: dev ${metric} ${report.best_dev_metric.toFixed(4)}` +
-        (metric === 'accuracy' ? '' : ` (dev accuracy ${report.best_dev_accuracy.toFixed(4)})`) +
-        (report.dev_majority_rate != null
-          ? `; always predicting the most frequent dev label scores accuracy ${report.dev_majority_rate.toFixed(4)}. `
-          : '. ') +
-        report.warnings.map((w) => `Warning: ${w}. `).join('') +
+          (metric === 'accuracy' ? '' : ` (dev accuracy ${report.best_dev_accuracy.toFixed(4)})`) +
+          (outcome.stopped_text ? `; ${outcome.stopped_text}` : '') +
+          '.',
+        outcome.baseline_text && `Beside it, ${outcome.baseline_text}.`,
+        ...report.warnings.map((w) => `Warning: ${w}.`),
         `Features computed on ${describeBackend(backend)}` +
-        (req.freeze === 'head'
-          ? '. '
-          : `; the trained layers ran on ${trainedOn === 'gpu' ? 'the GPU (WebGPU)' : 'the CPU (WebAssembly)'}. `) +
-        `Kept in this browser as “${stored.name}” and chosen as the model above.` +
-        (report.truncation_warning ? ` Note: ${report.truncation_warning}.` : '');
+          (req.freeze === 'head'
+            ? '.'
+            : `; the trained layers ran on ${trainedOn === 'gpu' ? 'the GPU (WebGPU)' : 'the CPU (WebAssembly)'}.`),
+        `Kept in this browser as “${stored.name}” and chosen as the model above.`,
+        report.truncation_warning && `Note: ${report.truncation_warning}.`,
+      ];
+      $('#train-result').replaceChildren(
+        ...(outcome.baseline_warning
+          ? [el('p', { class: 'train-baseline-warning' }, `Warning: ${outcome.baseline_warning}.`)]
+          : []),
+        sentences.filter(Boolean).join(' '),
+      );
       await refreshTrained();
       const radio = document.querySelector(`input[name=model][value="trained:${stored.id}"]`);
       if (radio) radio.checked = true;
@@ -191,33 +204,57 @@ export function wireTraining(ctx) {
     return b.fallback_reason ? `${where}, not the GPU: ${b.fallback_reason}` : where;
   }
 
-  function showSummary(s) {
-    const lines = [
-      `${s.train_examples} training and ${s.dev_examples} dev examples` +
-        (s.dev_split != null ? ` (a ${s.dev_split} split of the training file)` : '') +
-        `; ${s.inputs} inputs through the frozen encoder.`,
-      ...s.warnings.map((w) => `Warning: ${w}`),
-      ...s.notes.map((n) => `Note: ${n}`),
-    ];
-    $('#train-notes').replaceChildren(...lines.map((l) => el('div', {}, l)));
+  /** The summary's or outcome's baseline as the curve draws it. */
+  function curveBaseline(b) {
+    if (!b) return null;
+    return { value: b.metric, label: b.kind === 'majority' ? `majority class (${b.label})` : 'chance' };
   }
 
-  function showProgress(p, stageStart) {
-    $('#train-stage').textContent = p.stage || 'Working…';
+  function showSummary(s) {
+    const line = (text) => el('div', {}, text);
+    // A note on many instances: its sentence, their ids in a disclosure (issue 28: hundreds
+    // of ids inline).
+    const note = (n) =>
+      n.ids.length
+        ? el(
+            'div',
+            {},
+            `Note: ${n.text}.`,
+            el(
+              'details',
+              { class: 'train-ids' },
+              el('summary', {}, `${n.ids.length} instance ${n.ids.length === 1 ? 'id' : 'ids'}`),
+              el('p', {}, n.ids.join(', ')),
+            ),
+          )
+        : line(`Note: ${n.text}`);
+    $('#train-notes').replaceChildren(
+      line(
+        `${s.train_examples} training and ${s.dev_examples} dev examples` +
+          (s.dev_split != null ? ` (a ${s.dev_split} split of the training file)` : '') +
+          `; ${s.inputs} inputs through the frozen encoder.`,
+      ),
+      ...(s.baseline_text ? [line(`Baseline: ${s.baseline_text}.`)] : []),
+      ...s.warnings.map((w) => line(`Warning: ${w}`)),
+      ...s.notes.map(note),
+    );
+  }
+
+  /** A progress report of the worker (`page::training::TrainProgress` for the training's
+   *  own steps): its stage, the stage's count, the time left for the whole training. */
+  function showProgress(p) {
+    if (!p.stage) return;
+    $('#train-stage').textContent = p.stage;
     const bar = $('#train-bar');
     if (p.total > 0) {
       bar.max = p.total;
       bar.value = p.done;
       $('#train-count').textContent = `${p.done} / ${p.total}`;
-      const elapsed = (performance.now() - stageStart) / 1000;
-      const fraction = p.done / p.total;
-      $('#train-eta').textContent =
-        fraction > 0.02 && fraction < 1 ? `about ${Math.max(1, Math.round(elapsed / fraction - elapsed))} s left` : '';
     } else {
       bar.removeAttribute('value');
       $('#train-count').textContent = '';
-      $('#train-eta').textContent = '';
     }
+    $('#train-eta').textContent = p.left ? p.left.text : '';
   }
 
   function showError(error) {

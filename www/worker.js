@@ -354,9 +354,10 @@ async function cancelled() {
 }
 
 /** msg: {model: the base model's choice, request: the form (TrainPageRequest), name}. Posts
- *  'progress' (stage, done, total; with `summary` once the data is read, `epoch` with each
- *  epoch's log), then 'result' {report, stored} or 'error' ({cancelled: true} on cancel; then
- *  nothing is kept). */
+ *  'progress' as the library's steps report it (`page::training::TrainProgress`: stage, done,
+ *  total, `left` the estimate of time left for the whole training; `summary` once the data is
+ *  read, `epoch` with each epoch's log), then 'result' {report, outcome, stored} or 'error'
+ *  ({cancelled: true} on cancel; then nothing is kept). */
 async function runTraining(msg) {
   trainCancel = false;
   const started = performance.now();
@@ -368,7 +369,8 @@ async function runTraining(msg) {
   };
   const { model } = await keptModel(msg.model, progress);
   const summary = model.train_start(msg.request);
-  post({ stage: 'Computing features with the frozen encoder', done: 0, total: summary.inputs, summary });
+  // The data is read: the summary goes out; the frozen pass's first report names its stage.
+  post({ summary });
   const stop = () => {
     model.train_abort();
     postMessage({ type: 'error', id: msg.id, error: { message: 'cancelled', cancelled: true } });
@@ -381,28 +383,25 @@ async function runTraining(msg) {
     const p = await model.train_encode(2);
     backend = p.backend;
     trainedOn = p.trained_on;
-    post({ stage: 'Computing features with the frozen encoder', done: p.done, total: p.total, backend });
+    post({ stage: p.stage, done: p.done, total: p.total, left: p.left, backend });
     if (p.finished) break;
   }
   const encodedMs = performance.now() - started;
   for (;;) {
     if (await cancelled()) return stop();
-    const log = await model.train_epoch();
-    if (log === undefined) break;
-    post({
-      stage: msg.request.freeze === 'head' ? 'Training the head' : 'Training the head and the top layers',
-      done: log.epoch,
-      total: msg.request.epochs,
-      epoch: log,
-    });
+    // The epoch's stages go out as they start (the worker is busy inside the call).
+    const p = await model.train_epoch((q) => post(q));
+    post(p);
+    if (p.over) break;
   }
-  const { report, files } = await model.train_finish();
+  const { report, outcome, files } = await model.train_finish();
+  post({ stage: 'Saving the evaluator in this browser', done: 0, total: 0 });
   const stored = await storeTrained(msg, report, files);
   postMessage({
     type: 'result',
     id: msg.id,
     job: 'train',
-    result: { report, summary, stored, backend, trainedOn },
+    result: { report, outcome, summary, stored, backend, trainedOn },
     featuresMs: encodedMs,
     elapsedMs: performance.now() - started,
   });

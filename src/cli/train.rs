@@ -183,6 +183,7 @@ pub(super) fn train(a: TrainArgs) -> Result<()> {
         TrainEvent::Step { epoch, examples, of, examples_per_second } => {
             eprintln!("  epoch {epoch:>2}  {examples}/{of} examples  {examples_per_second:.1} examples/s")
         }
+        TrainEvent::Dev { .. } => {}
         TrainEvent::Epoch(log) => {
             let f1 = log.dev_macro_f1.map(|f| format!("  dev macro-F1 {f:.4}")).unwrap_or_default();
             eprintln!(

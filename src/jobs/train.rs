@@ -109,9 +109,34 @@ pub struct TrainingSummary {
     /// Inputs the frozen encoder computes once (train and dev).
     pub inputs: usize,
     /// What was left out or not used, one sentence each (the CLI prints them as notes).
-    pub notes: Vec<String>,
+    pub notes: Vec<Note>,
     /// The readers' warnings, with their locations.
     pub warnings: Vec<String>,
+}
+
+/// A note on the data, with the instances it concerns apart: the CLI prints them after the
+/// sentence, the page shows their count with the list in a disclosure (issue 28: hundreds
+/// of ids inline).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Note {
+    pub text: String,
+    pub ids: Vec<String>,
+}
+
+impl From<String> for Note {
+    fn from(text: String) -> Note {
+        Note { text, ids: Vec::new() }
+    }
+}
+
+impl std::fmt::Display for Note {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.text)?;
+        if !self.ids.is_empty() {
+            write!(f, ": {}", self.ids.join(", "))?;
+        }
+        Ok(())
+    }
 }
 
 /// A trained evaluator: its folder's files and what the log says.
@@ -178,12 +203,15 @@ fn read_examples(
             return Err(Error::in_file(&file.name, format!("no {} instance to train on", task.name())));
         }
         if bundle.instances.len() < before {
-            summary.notes.push(format!(
-                "{}: {} instances of other tasks are not used for task {}",
-                file.name,
-                before - bundle.instances.len(),
-                task.name()
-            ));
+            summary.notes.push(
+                format!(
+                    "{}: {} instances of other tasks are not used for task {}",
+                    file.name,
+                    before - bundle.instances.len(),
+                    task.name()
+                )
+                .into(),
+            );
         }
         t::examples_from_bundle(&bundle, source, labels, &base.tokenizer, req.options.seed, &req.conventions)
     } else {
@@ -259,17 +287,22 @@ impl TrainingJob {
         for (what, d) in [("training", &train_data), ("dev", &dev_data)] {
             let c = &d.counts;
             if c.empty_options_left_out > 0 {
-                summary.notes.push(format!(
-                    "{what} data: {} empty options are no candidate (--keep-empty-options keeps them)",
-                    c.empty_options_left_out
-                ));
+                summary.notes.push(
+                    format!(
+                        "{what} data: {} empty options are no candidate (--keep-empty-options keeps them)",
+                        c.empty_options_left_out
+                    )
+                    .into(),
+                );
             }
             if !c.not_enough_evidence_dropped.is_empty() {
-                summary.notes.push(format!(
-                    "{what} data: {} not_enough_evidence instances dropped, as evaluation drops them (--keep-not-enough-evidence keeps them): {}",
-                    c.not_enough_evidence_dropped.len(),
-                    c.not_enough_evidence_dropped.join(", ")
-                ));
+                summary.notes.push(Note {
+                    text: format!(
+                        "{what} data: {} not_enough_evidence instances dropped, as evaluation drops them (--keep-not-enough-evidence keeps them)",
+                        c.not_enough_evidence_dropped.len()
+                    ),
+                    ids: c.not_enough_evidence_dropped.clone(),
+                });
             }
             if d.examples.is_empty() {
                 return Err(Error::invalid(format!("no {what} example is left to train on")));
@@ -297,7 +330,7 @@ impl TrainingJob {
         summary.select_by = trainer.select_by();
         summary.class_weights = labels.iter().cloned().zip(trainer.class_weights().iter().copied()).collect();
         if let Some(weights) = weights_note(&summary.class_weights, &occurring) {
-            summary.notes.push(weights);
+            summary.notes.push(weights.into());
         }
         let initial_files = (req.trace_steps > 0).then(|| trainer.current_files()).transpose()?;
         trainer.trace_steps(req.trace_steps);
@@ -330,7 +363,7 @@ impl TrainingJob {
     pub fn train_on_gpu(&mut self, ctx: crate::gpu::context::GpuContext) -> Result<()> {
         let adapter = ctx.adapter.to_string();
         self.trainer.train_on_gpu(ctx)?;
-        self.summary.notes.push(format!("the trained layers run on {adapter}"));
+        self.summary.notes.push(format!("the trained layers run on {adapter}").into());
         Ok(())
     }
 
@@ -342,6 +375,11 @@ impl TrainingJob {
     /// The epochs logged so far.
     pub fn curve(&self) -> &[EpochLog] {
         self.trainer.curve()
+    }
+
+    /// The trainer, to read its plan and state (the page's time estimate and baseline).
+    pub fn trainer(&self) -> &Trainer {
+        &self.trainer
     }
 
     /// The trained evaluator's folder: the best epoch's weights, the base model's

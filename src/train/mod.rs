@@ -57,6 +57,7 @@
 //! - `gpu/`        the GPU engine ([`gpu::GpuTrainer`]) and its gradient check
 //! - `export.rs`   the trained evaluator's folder ([`trained_files`])
 
+mod baseline;
 mod cpu;
 mod engine;
 mod examples;
@@ -67,6 +68,7 @@ mod options;
 mod result;
 mod trainer;
 
+pub use baseline::{chance_baseline, majority_baseline, Baseline};
 pub use examples::{
     examples_from_bundle, read_hitz_mcqa, task_labels, ArgumentSource, DataCounts, ExampleOptions, TrainData,
     TrainExample,

@@ -67,6 +67,8 @@ pub enum TrainEvent<'a> {
     Cached { inputs: usize, seconds: f64 },
     /// Progress inside an epoch (about every 10 s).
     Step { epoch: usize, examples: usize, of: usize, examples_per_second: f64 },
+    /// An epoch's training steps are done; its dev evaluation starts.
+    Dev { epoch: usize },
     /// An epoch ended.
     Epoch(&'a EpochLog),
 }

@@ -3,6 +3,7 @@
 //! optimiser steps, warm-up then linear decay, the dev figures after each epoch, the epoch
 //! with the best dev metric kept, and early stopping.
 
+use super::baseline::{chance_baseline, majority_baseline, Baseline};
 use super::cpu::CpuEngine;
 use super::engine::{Batches, Engine};
 use super::examples::TrainExample;
@@ -283,8 +284,7 @@ impl Trainer {
     /// a better dev metric); an error before the frozen pass is complete. Async only for
     /// the GPU engine's read-backs; on the CPU it never waits.
     pub async fn run_epoch(&mut self, progress: &mut dyn FnMut(TrainEvent<'_>)) -> Result<Option<EpochLog>> {
-        let epochs = self.opts.epochs;
-        if self.stopped || self.curve.len() >= epochs {
+        if self.is_over() {
             return Ok(None);
         }
         if self.frozen.prepared().is_none() {
@@ -336,6 +336,7 @@ impl Trainer {
             }
         }
         let train_seconds = clock() - started;
+        progress(TrainEvent::Dev { epoch });
         let (predicted, dev_loss) = {
             let (engine, dev) = self.engine_and_batches(true)?;
             engine.dev(dev).await?
@@ -415,6 +416,36 @@ impl Trainer {
         }
     }
 
+    /// What a model that learnt nothing scores on dev with the selecting metric
+    /// ([`super::baseline`]): the majority class for classification, chance for multiple
+    /// choice.
+    pub fn dev_baseline(&self) -> Option<Baseline> {
+        if self.multiple_choice {
+            let options: Vec<usize> = self.dev_set.iter().map(|e| e.inputs.len()).collect();
+            chance_baseline(&options, self.select_by())
+        } else {
+            let golds: Vec<usize> = self.dev_set.iter().map(|e| e.gold).collect();
+            majority_baseline(&self.labels, &golds, self.select_by())
+        }
+    }
+
+    /// Whether training is over: every epoch ran, or early stopping ended it
+    /// ([`Trainer::run_epoch`] returns `None`).
+    pub fn is_over(&self) -> bool {
+        self.stopped || self.curve.len() >= self.opts.epochs
+    }
+
+    /// Epochs since the best dev metric (early stopping comes at `patience`).
+    pub fn since_best(&self) -> usize {
+        self.since_best
+    }
+
+    /// Encoder layers that train (the top ones) and all of them.
+    pub fn layers(&self) -> (usize, usize) {
+        let n = self.model.config.num_layers;
+        (n - self.lower, n)
+    }
+
     /// The metric that picks the best epoch (resolved in [`Trainer::new`]).
     pub fn select_by(&self) -> SelectBy {
         self.opts.select_by.expect("resolved in Trainer::new")
@@ -454,7 +485,12 @@ impl Trainer {
         let picked = &self.curve[best_epoch - 1];
         let best_dev_accuracy = picked.dev_accuracy;
         let confusion = picked.dev_confusion.as_ref().map(|rows| Confusion::of(rows.len(), rows_to_pairs(rows)));
-        let dev_majority_rate = confusion.as_ref().map(Confusion::majority_rate);
+        // The majority-class rate: the accuracy of the classification baseline.
+        let golds: Vec<usize> = self.dev_set.iter().map(|e| e.gold).collect();
+        let dev_majority_rate = (!self.multiple_choice)
+            .then(|| majority_baseline(&self.labels, &golds, SelectBy::Accuracy))
+            .flatten()
+            .map(|b| b.accuracy);
         let mut warnings = Vec::new();
         if let Some(k) = confusion.as_ref().and_then(Confusion::single_predicted_class) {
             warnings.push(format!(
