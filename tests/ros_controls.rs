@@ -109,15 +109,43 @@ fn control_files_are_marked_in_the_bundle_and_the_import_counts_empty_options() 
 }
 
 #[test]
-fn a_generated_control_that_clashes_with_a_control_file_is_explained_with_the_fix() {
+fn a_control_file_stands_for_its_control_and_a_named_clash_is_explained_with_the_fix() {
     // The paper's control files imported under the generated controls' names...
     let bundle = tmp("clash.jsonl");
     import(&bundle, "", &["--quiet"]);
     let report = tmp("clash.json");
+    // ...and `--controls` (all the inputs allow): the files are those controls, so only
+    // no_argument is generated, and each one left out is said (ControlChoice::resolve).
     let out = medrank(&["evaluate", "--bundle", s(&bundle), "--model", MODEL, "--controls", "--json", s(&report)]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    for name in ["label_only", "noise", "ir_passages"] {
+        let said = format!(
+            "warning: the {name} control was not generated: the bundle already has a control case from a file, `{name}`, of that kind"
+        );
+        assert!(stderr.contains(&said), "{said}\n{stderr}");
+    }
+    let r = json(&report);
+    let mut controls: Vec<&str> = systems(&r).into_iter().filter(|(_, c)| *c).map(|(s, _)| s).collect();
+    controls.sort_unstable();
+    assert_eq!(controls, ["ir_passages", "label_only", "no_argument", "noise"]);
+    assert_eq!(r["controls_added"]["added"], serde_json::json!(["no_argument"]));
+    std::fs::remove_file(&report).unwrap();
+
+    // Naming a control the bundle already has is refused with the fix.
+    let out = medrank(&[
+        "evaluate",
+        "--bundle",
+        s(&bundle),
+        "--model",
+        MODEL,
+        "--controls",
+        "no_argument,label_only",
+        "--json",
+        s(&report),
+    ]);
     assert_eq!(out.status.code(), Some(1));
     let stderr = String::from_utf8_lossy(&out.stderr);
-    // ...clash with `--controls` (all the inputs allow: no_argument, label_only, noise).
     assert_eq!(
         stderr.trim(),
         format!(
@@ -130,24 +158,6 @@ fn a_generated_control_that_clashes_with_a_control_file_is_explained_with_the_fi
         )
     );
     assert!(!report.exists(), "a failed run leaves no report");
-
-    // Following the message's second fix ranks: the file controls are the controls.
-    ok(&[
-        "evaluate",
-        "--bundle",
-        s(&bundle),
-        "--model",
-        MODEL,
-        "--controls",
-        "no_argument",
-        "--json",
-        s(&report),
-        "--quiet",
-    ]);
-    let r = json(&report);
-    let mut controls: Vec<&str> = systems(&r).into_iter().filter(|(_, c)| *c).map(|(s, _)| s).collect();
-    controls.sort_unstable();
-    assert_eq!(controls, ["ir_passages", "label_only", "no_argument", "noise"]);
 }
 
 /// (system, is_control) of the MCQA task of the first evaluator.

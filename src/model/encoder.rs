@@ -137,7 +137,7 @@ pub trait Encoder {
     fn encode(&self, batch: &TokenBatch, output_layer: usize) -> impl Future<Output = Result<HiddenStates>>;
     /// Told once by an evaluator, before its first `encode`, every batch it will encode: a
     /// progress wrapper sizes its total from it. Encoders that run the model ignore it.
-    fn plan(&self, _plan: &super::embed::EncodingPlan) {}
+    fn plan(&self, _plan: &super::batching::EncodingPlan) {}
 }
 
 /// The CPU encoder: candle for the embeddings, [`super::cpu::CpuLayers`] for the layers.

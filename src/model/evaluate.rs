@@ -27,7 +27,8 @@
 //! similarity evaluator does share work: each option is embedded once per instance, not
 //! once per system.
 
-use super::embed::{embed_encoded, length_batches, EncodingPlan};
+use super::batching::{length_batches, EncodingPlan};
+use super::embed::embed_encoded;
 use super::encoder::Encoder;
 use super::heads::{logits, softmax};
 use super::load::{EncoderWeights, HeadWeights};

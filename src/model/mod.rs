@@ -12,12 +12,14 @@
 //! - `tokenize.rs` tokenizer.json -> ids, longest-first truncation that never cuts kept parts
 //! - `encoder.rs`  the `Encoder` trait and the CPU forward pass (candle)
 //! - `pooling.rs`  sentence-transformers pooling and normalisation
+//! - `batching.rs` inputs in batches of similar length, and a job's batch plan (progress)
 //! - `embed.rs`    [`TextModel`] (a loaded folder) and `embed_lines` (`medrank embed`)
 //! - `heads.rs`    classification / multiple-choice heads
 //! - `evaluate.rs` proxy-task evaluators -> `data::Prediction`s (and the zero-training one)
 //! - `rankers.rs`, `monot5.rs`, `bertscore.rs`  NRP rankers and BERTScore
 //! - `bench.rs`    throughput and the peer comparison (native only)
 
+pub mod batching;
 #[cfg(not(target_arch = "wasm32"))]
 pub mod bench;
 pub mod bertscore;
@@ -33,8 +35,9 @@ pub mod pooling;
 pub mod rankers;
 pub mod tokenize;
 
+pub use batching::EncodingPlan;
 pub use config::{Activation, Arch, EncoderConfig, HeadKind};
-pub use embed::{embed_lines, embed_texts, run_ready, EncodingPlan, TextModel};
+pub use embed::{embed_lines, embed_texts, run_ready, TextModel};
 pub use encoder::{CpuEncoder, Encoder, HiddenStates, TokenBatch};
 pub use evaluate::{
     evaluate_bundle, evaluate_bundle_on, sequences_to_encode, EvalOutput, EvaluatorKind, TruncatedInput,

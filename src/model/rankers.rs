@@ -11,7 +11,8 @@
 //! one, a document longer than the model's limit loses its end, and the count of cut
 //! documents is returned so reports can show it.
 
-use super::embed::{embed_encoded, length_batches};
+use super::batching::length_batches;
+use super::embed::embed_encoded;
 use super::encoder::Encoder;
 use super::heads::{logits, softmax};
 use super::load::{EncoderWeights, HeadWeights};

@@ -4,8 +4,8 @@
 
 use super::examples::TrainExample;
 use crate::error::Result;
+use crate::model::batching::length_batches;
 use crate::model::config::EncoderConfig;
-use crate::model::embed::length_batches;
 use crate::model::encoder::Encoder;
 use crate::model::tokenize::{Encoded, TextTokenizer};
 use candle_core::{Device, Tensor};
