@@ -43,7 +43,8 @@ impl EncodingPlan {
     /// for a given backend, whatever the lengths, where sequence or token counts are not
     /// (batches run from shortest to longest, and attention grows with L²).
     pub fn batch_work(rows: usize, len: usize, config: &EncoderConfig) -> u64 {
-        (rows * len * (2 * config.hidden_size + config.intermediate_size + len)) as u64
+        // In u64: a base-size model's batch of 1,024 x 512 passes 2^32 (usize on wasm32).
+        rows as u64 * len as u64 * (2 * config.hidden_size + config.intermediate_size + len) as u64
     }
 
     pub fn work(&self, config: &EncoderConfig) -> u64 {
