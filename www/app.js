@@ -24,7 +24,7 @@ const state = {
   workerReady: null,
   engine: null, // {version, jobs, sharedCancel, threads, threadedBuild, threadsWhy, simd}
   pending: new Map(), // message id -> {resolve, reject, onProgress}
-  running: null, // {id, job, started, cancelBuffer}
+  running: null, // {job, cancelBuffer}
   lastResult: null,
   rankCheck: null, // the engine's model-free check of the ranking: {status, result | error}
 };
@@ -434,7 +434,7 @@ export async function runJob(job, extraOptions = {}) {
     model: job === 'rank_systems' ? selectedModel() : undefined,
   };
   const cancelBuffer = state.engine?.sharedCancel ? new SharedArrayBuffer(4) : null;
-  state.running = { job, started: performance.now(), cancelBuffer };
+  state.running = { job, cancelBuffer };
   const startedFrom = document.activeElement;
   document.body.classList.add('running');
   updateRunButtons();

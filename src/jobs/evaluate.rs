@@ -677,12 +677,13 @@ pub async fn evaluate_with_encoder<E: crate::model::Encoder>(
         crate::model::evaluate::EmptyOptions::LeaveOut
     };
     let sequences = crate::model::evaluate::sequences_to_encode(&bundle, kind, empty);
-    if !progress(&EncodeProgress { sequences, ..EncodeProgress::default() }) {
+    let start = EncodeProgress { sequences, ..EncodeProgress::default() };
+    if !progress(&start) {
         return Err(Error::Cancelled);
     }
     let counted = ProgressEncoder {
         inner: encoder,
-        state: std::cell::Cell::new(EncodeProgress { sequences, ..EncodeProgress::default() }),
+        state: std::cell::Cell::new(start),
         cancelled: std::cell::Cell::new(false),
         progress: std::cell::RefCell::new(progress),
     };
