@@ -393,3 +393,46 @@ fn a_kept_plan_gives_the_same_states_as_a_fresh_encoder() {
         }
     }
 }
+
+/// The GPU profile times every dispatch of a pass on the GPU (timestamp queries) and sums
+/// them by step: each step appears with as many dispatches as the pass has of it, and a
+/// profiled pass leaves the encoder's results as they were. On an adapter without
+/// timestamps it refuses with the reason instead of estimating.
+#[test]
+fn the_profile_times_every_dispatch_of_the_pass_by_step() {
+    let Some(ctx) = context() else { return };
+    let (name, config) = tiny_configs().remove(0);
+    let model = random_model_unit_scale(config.clone(), 5);
+    let gpu = GpuEncoder::with_context(ctx, &model).unwrap();
+    let batch = random_batch(&config, &[20, 7, 12], 1);
+    let layers = config.num_layers;
+    let before = encode(&gpu, &batch, layers);
+    let origin = std::time::Instant::now();
+    let now = move || origin.elapsed().as_secs_f64();
+    let result = pollster::block_on(gpu.profile(&batch, layers, &now));
+    if !gpu.context().adapter.timestamps {
+        let err = result.unwrap_err().to_string();
+        assert!(err.contains("no timestamp-query feature"), "{err}");
+        eprintln!("\n!!!!! {} has no timestamp-query: only the refusal was tested !!!!!\n", gpu.context().adapter);
+        return;
+    }
+    let profile = result.unwrap();
+    let gathers = 2 + usize::from(model.weights.token_type_embeddings.is_some());
+    let counts: Vec<(&str, usize)> = profile.steps.iter().map(|s| (s.step, s.dispatches)).collect();
+    assert_eq!(
+        counts,
+        [
+            ("embedding gather", gathers),
+            ("layer norm (+ residual)", 1 + 2 * layers),
+            ("QKV product", layers),
+            ("attention", layers),
+            ("attention output product", layers),
+            ("feed-forward in product (+ activation)", layers),
+            ("feed-forward out product", layers),
+        ],
+        "{name}"
+    );
+    assert!(profile.steps.iter().all(|s| s.seconds.is_finite() && s.seconds >= 0.0), "{profile:?}");
+    assert!(profile.gpu_seconds() > 0.0 && profile.wall_seconds >= profile.readback_seconds, "{profile:?}");
+    assert_eq!(encode(&gpu, &batch, layers).data, before.data, "{name}: a profiled pass changed the results");
+}

@@ -3,7 +3,7 @@
 //! that is lavapipe (software Vulkan). Without any adapter the tests say so loudly and
 //! return, unless MEDRANK_REQUIRE_GPU=1 (CI), where they fail.
 
-use medrank::gpu::ops::{Attention, GatherAdd, LayerNorm, MatMul};
+use medrank::gpu::ops::{Addend, Attention, GatherAdd, LayerNorm, Mat, MatMul, Tile};
 use medrank::gpu::{Activation, GpuContext, GpuTensor};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -61,9 +61,13 @@ fn matmul_reference(x: &[f32], w: &[f32], b: &[f32], m: usize, k: usize, n: usiz
 fn matmul_matches_reference_with_bias_and_each_activation() {
     let Some(ctx) = context() else { return };
     let op = MatMul::new(&ctx);
-    // Sizes that are not multiples of the 64 x 64 tile or the 16-deep k slice, and one
-    // BERT-sized case (hidden 384 -> intermediate 1536) with several tiles in each direction.
-    for (m, k, n, seed) in [(1, 1, 1, 1), (37, 53, 70, 2), (130, 384, 1536, 3)] {
+    // Sizes that are not multiples of the tiles or of their k slices (16 and 8), a
+    // BERT-sized case (hidden 384 -> intermediate 1536) with several tiles in each
+    // direction, and a product large enough for the 128 x 128 tiles.
+    let cases = [(1, 1, 1, 1), (37, 53, 70, 2), (130, 384, 1536, 3), (1100, 53, 1000, 4)];
+    assert_eq!(Tile::for_product(130, 1536), Tile::Small);
+    assert_eq!(Tile::for_product(1100, 1000), Tile::Large);
+    for (m, k, n, seed) in cases {
         let x = random(m * k, seed);
         let w: Vec<f32> = random(n * k, seed + 100).iter().map(|v| v * 0.2).collect();
         let b = random(n, seed + 200);
@@ -75,6 +79,39 @@ fn matmul_matches_reference_with_bias_and_each_activation() {
             assert_close(&got, &matmul_reference(&x, &w, &b, m, k, n, act), &format!("matmul {m}x{k}x{n} {act:?}"));
         }
     }
+}
+
+/// The backward passes' views on both tile sizes: x and w transposed, strided rows, a
+/// matrix addend and accumulation into y (`y += X . W^T + A`, X = x^T, W = w^T).
+#[test]
+fn matmul_on_transposed_strided_views_matches_reference_on_both_tiles() {
+    let Some(ctx) = context() else { return };
+    let op = MatMul::new(&ctx);
+    for (m, k, n, seed) in [(45, 37, 70, 7), (1030, 19, 1100, 8)] {
+        let stride = 3; // X's rows are every third row of a [m * stride, k] tensor, read as x^T below
+        let x_t = random(k * m, seed); // X^T stored [k, m]
+        let w_t: Vec<f32> = random(k * n, seed + 100).iter().map(|v| v * 0.2).collect(); // W^T stored [k, n]
+        let addend = random(m * n, seed + 200);
+        let y0 = random(m * stride * n, seed + 300); // y: every third row of [m * stride, n]
+        let xt = upload(&ctx, &x_t, &[k, m]);
+        let wt = upload(&ctx, &w_t, &[k, n]);
+        let at = upload(&ctx, &addend, &[m, n]);
+        let y = upload(&ctx, &y0, &[m * stride, n]);
+        let (x_view, w_view) = (Mat::of(&xt).unwrap().t(), Mat::of(&wt).unwrap().t());
+        let y_view = Mat::every_nth_row(&y, stride, m).unwrap();
+        let d = op.prepare_product(&ctx, x_view, w_view, Addend::Matrix(&at), Activation::None, true, y_view).unwrap();
+        run(&ctx, d);
+        let mut want: Vec<f64> = y0.iter().map(|&v| v as f64).collect();
+        for r in 0..m {
+            for c in 0..n {
+                let dot: f64 = (0..k).map(|i| x_t[i * m + r] as f64 * w_t[i * n + c] as f64).sum();
+                want[r * stride * n + c] += dot + addend[r * n + c] as f64;
+            }
+        }
+        let tile = Tile::for_product(m, n);
+        assert_close(&ctx.read_f32_blocking(&y).unwrap(), &want, &format!("views {m}x{k}x{n} ({tile:?} tiles)"));
+    }
+    assert_eq!(Tile::for_product(1030, 1100), Tile::Large);
 }
 
 #[test]
@@ -228,9 +265,15 @@ fn attention_matches_reference_with_padding() {
     let Some(ctx) = context() else { return };
     let op = Attention::new(&ctx);
     // (batch, padded length, heads, hidden, real lengths): MiniLM's 12 x 32 heads with
-    // lengths that leave padding, a length over the 128-thread stride, and the maximum.
-    let cases: [(usize, usize, usize, usize, Vec<usize>); 3] =
-        [(3, 20, 12, 384, vec![20, 7, 1]), (2, 150, 4, 64, vec![150, 131]), (1, 512, 2, 16, vec![300])];
+    // lengths that leave padding, a length that is no multiple of the 64-query block or
+    // of the key block, the maximum, and a head of 10 values (not a multiple of 4) over
+    // a sequence whose last key block is part padding.
+    let cases: [(usize, usize, usize, usize, Vec<usize>); 4] = [
+        (3, 20, 12, 384, vec![20, 7, 1]),
+        (2, 150, 4, 64, vec![150, 131]),
+        (1, 512, 2, 16, vec![300]),
+        (2, 37, 3, 30, vec![37, 5]),
+    ];
     for (b, l, heads, hidden, lengths) in cases {
         let qkv: Vec<f32> = random(b * l * 3 * hidden, 31).iter().map(|v| v * 2.0).collect();
         let mask: Vec<f32> = (0..b * l).map(|t| if t % l < lengths[t / l] { 1.0 } else { 0.0 }).collect();

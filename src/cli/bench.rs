@@ -155,6 +155,8 @@ pub struct BenchReport {
     pub encoder: Option<crate::model::bench::BenchReport>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub gpu: Option<GpuBench>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gpu_profile: Option<GpuProfile>,
     /// The end-to-end job (`evaluate` on the CasiMedicos dev bundle), per backend.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub workload: Vec<jobs::WorkloadResult>,
@@ -169,6 +171,126 @@ pub struct GpuBench {
     pub rows: Vec<crate::gpu::bench::BenchRow>,
     /// Cells left out (software adapter without --full-gpu-grid).
     pub skipped: Vec<(usize, usize)>,
+    /// PyTorch on CUDA on the same folder and cells, where it runs.
+    pub peer: Option<TorchPeer>,
+    /// Why there is no peer (no CUDA device, PyTorch missing, ...).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub peer_skipped: Option<String>,
+}
+
+/// The PyTorch CUDA peer's figures (tests/reference/torch_cuda_peer.py).
+#[derive(Debug, Clone, Serialize)]
+pub struct TorchPeer {
+    pub device: String,
+    pub torch: String,
+    pub cells: Vec<TorchPeerCell>,
+}
+
+/// Median tokens/s of one cell, fp32 (TF32 off) and fp16.
+#[derive(Debug, Clone, Serialize)]
+pub struct TorchPeerCell {
+    pub seq_len: usize,
+    pub batch: usize,
+    pub fp32_tokens_per_s: f64,
+    pub fp16_tokens_per_s: f64,
+}
+
+impl TorchPeer {
+    fn cell(&self, seq_len: usize, batch: usize) -> Option<&TorchPeerCell> {
+        self.cells.iter().find(|c| (c.seq_len, c.batch) == (seq_len, batch))
+    }
+}
+
+/// Runs the PyTorch CUDA peer over `cells` (one process for all: CUDA starts once).
+/// `Err` says why it could not run, which the bench reports as a skipped peer.
+fn torch_peer(script: &Path, model_dir: &Path, cells: &[(usize, usize)]) -> std::result::Result<TorchPeer, String> {
+    let grid: Vec<String> = cells.iter().map(|(l, b)| format!("{l}x{b}")).collect();
+    let out = std::process::Command::new("python3")
+        .arg(script)
+        .arg(model_dir)
+        .args(["--grid", &grid.join(","), "--repeats", "5", "--warmup", "3"])
+        .output()
+        .map_err(|e| format!("python3 could not start: {e}"))?;
+    if !out.status.success() {
+        let err = String::from_utf8_lossy(&out.stderr);
+        return Err(err.lines().last().unwrap_or("no message").to_string());
+    }
+    let v: serde_json::Value =
+        serde_json::from_slice(&out.stdout).map_err(|e| format!("{} printed no JSON: {e}", script.display()))?;
+    let median_rate = |cell: &serde_json::Value, key: &str, tokens: usize| -> f64 {
+        let mut times: Vec<f64> =
+            cell[key].as_array().map(|a| a.iter().filter_map(|x| x.as_f64()).collect()).unwrap_or_default();
+        if times.is_empty() {
+            return f64::NAN;
+        }
+        tokens as f64 / crate::model::bench::median(&mut times)
+    };
+    let cells = v["cells"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(|c| {
+                    let (l, b) = (c["seq_len"].as_u64()? as usize, c["batch"].as_u64()? as usize);
+                    Some(TorchPeerCell {
+                        seq_len: l,
+                        batch: b,
+                        fp32_tokens_per_s: median_rate(c, "fp32", l * b),
+                        fp16_tokens_per_s: median_rate(c, "fp16", l * b),
+                    })
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    Ok(TorchPeer {
+        device: v["device"].as_str().unwrap_or("?").to_string(),
+        torch: v["torch"].as_str().unwrap_or("?").to_string(),
+        cells,
+    })
+}
+
+/// The GPU profile: per cell, GPU time per step of the pass.
+#[derive(Debug, Clone, Serialize)]
+pub struct GpuProfile {
+    pub adapter: crate::gpu::context::AdapterSummary,
+    pub rows: Vec<crate::gpu::bench::ProfileRow>,
+    /// Why there are no rows (no timestamp-query on this adapter).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub unavailable: Option<String>,
+}
+
+/// Times every dispatch of the GPU encoder's pass on the GPU (timestamp queries) and sums
+/// them per step. On an adapter without timestamps it says so and measures nothing.
+pub fn gpu_profile(model_dir: &Path, lengths: &[usize], batches: &[usize], full_grid: bool) -> Result<GpuProfile> {
+    let model = crate::model::TextModel::read_dir(model_dir)?;
+    let ctx = crate::gpu::context::GpuContext::new_blocking()?;
+    let adapter = ctx.adapter.clone();
+    eprintln!("  adapter: {adapter}");
+    if !adapter.timestamps {
+        let why = format!("{} has no timestamp-query feature: GPU time per step cannot be measured", adapter.name);
+        eprintln!("  {why}");
+        return Ok(GpuProfile { adapter, rows: Vec::new(), unavailable: Some(why) });
+    }
+    let (lengths, batches) = if adapter.is_fallback && !full_grid {
+        eprintln!("  software adapter: profiling length 128 x batch 1 only (--full-gpu-grid for all); its times are CPU emulation");
+        (vec![128], vec![1])
+    } else {
+        (lengths.to_vec(), batches.to_vec())
+    };
+    let encoder = crate::gpu::encoder::GpuEncoder::with_context(ctx, &model.encoder.model)?;
+    let rows = crate::gpu::bench::profile_grid_blocking(&encoder, &lengths, &batches, 5, |r| {
+        let gpu = r.profile.gpu_seconds();
+        let worst = r.profile.steps.iter().max_by(|a, b| a.seconds.total_cmp(&b.seconds));
+        eprintln!(
+            "  len {} batch {}: {:.2} ms on the GPU, most in {} ({:.0} %); read-back {:.2} ms",
+            r.seq_len,
+            r.batch,
+            gpu * 1e3,
+            worst.map_or("-", |w| w.step),
+            worst.map_or(0.0, |w| 100.0 * w.seconds / gpu.max(f64::MIN_POSITIVE)),
+            r.profile.readback_seconds * 1e3
+        )
+    })?;
+    Ok(GpuProfile { adapter, rows, unavailable: None })
 }
 
 /// The CPU encoder against its peers (ONNX Runtime, NumPy) on the same weights and shapes.
@@ -208,7 +330,13 @@ pub fn profile(model_dir: &Path, lengths: &[usize], batches: &[usize]) -> Result
 }
 
 /// The wgpu encoder on this machine's adapter.
-pub fn gpu(model_dir: &Path, lengths: &[usize], batches: &[usize], full_grid: bool) -> Result<GpuBench> {
+pub fn gpu(
+    model_dir: &Path,
+    peers_dir: &Path,
+    lengths: &[usize],
+    batches: &[usize],
+    full_grid: bool,
+) -> Result<GpuBench> {
     let model = crate::model::TextModel::read_dir(model_dir)?;
     let ctx = crate::gpu::context::GpuContext::new_blocking()?;
     let adapter = ctx.adapter.clone();
@@ -235,7 +363,28 @@ pub fn gpu(model_dir: &Path, lengths: &[usize], batches: &[usize], full_grid: bo
             r.seq_len, r.batch, r.sequences_per_s, r.tokens_per_s
         )
     })?;
-    Ok(GpuBench { adapter, rows, skipped })
+    let cells: Vec<(usize, usize)> = rows.iter().map(|r| (r.seq_len, r.batch)).collect();
+    let (peer, peer_skipped) = if software {
+        (None, Some("a software adapter is not compared with a GPU peer".to_string()))
+    } else {
+        eprintln!("  PyTorch CUDA peer on the same folder and cells:");
+        match torch_peer(&peers_dir.join("torch_cuda_peer.py"), model_dir, &cells) {
+            Ok(p) => {
+                for c in &p.cells {
+                    eprintln!(
+                        "  PyTorch len {} batch {}: fp32 {:.0}, fp16 {:.0} tokens/s",
+                        c.seq_len, c.batch, c.fp32_tokens_per_s, c.fp16_tokens_per_s
+                    );
+                }
+                (Some(p), None)
+            }
+            Err(why) => {
+                eprintln!("  PyTorch peer skipped: {why}");
+                (None, Some(why))
+            }
+        }
+    };
+    Ok(GpuBench { adapter, rows, skipped, peer, peer_skipped })
 }
 
 /// The workload (`jobs::run_workload`, the same job the benchmark page times) on each backend
@@ -278,6 +427,11 @@ pub fn workload(model_dir: &Path, dev: &Path, backends: &[String]) -> Result<Vec
         out.push(result);
     }
     Ok(out)
+}
+
+/// A table's note goes after its title (tables have no other place for one).
+fn note(t: &mut Table, text: &str) {
+    t.title = format!("{}. {text}", t.title);
 }
 
 impl BenchReport {
@@ -335,17 +489,87 @@ impl BenchReport {
                 g.adapter.backend,
                 if g.adapter.is_fallback { ", a software adapter: not the speed target" } else { "" }
             );
-            let mut t = Table::new("bench_gpu", &title, &["length", "batch", "seq/s", "tokens/s"]);
+            let mut headers = vec!["length", "batch", "seq/s", "tokens/s"];
+            if g.peer.is_some() {
+                headers.extend(["PyTorch fp32 tokens/s", "PyTorch fp16 tokens/s", "medrank / PyTorch fp32"]);
+            }
+            let mut t = Table::new("bench_gpu", &title, &headers);
             for r in &g.rows {
-                t.push(vec![
+                let mut row = vec![
                     r.seq_len.to_string(),
                     r.batch.to_string(),
                     format!("{:.2}", r.sequences_per_s),
                     format!("{:.0}", r.tokens_per_s),
-                ]);
+                ];
+                if let Some(peer) = &g.peer {
+                    match peer.cell(r.seq_len, r.batch) {
+                        Some(c) => row.extend([
+                            format!("{:.0}", c.fp32_tokens_per_s),
+                            format!("{:.0}", c.fp16_tokens_per_s),
+                            format!("{:.2}", r.tokens_per_s / c.fp32_tokens_per_s),
+                        ]),
+                        None => row.extend(["n/a".to_string(), "n/a".into(), "n/a".into()]),
+                    }
+                }
+                t.push(row);
             }
             for (l, b) in &g.skipped {
-                t.push(vec![l.to_string(), b.to_string(), "skipped".into(), "(software adapter)".into()]);
+                let mut row = vec![l.to_string(), b.to_string(), "skipped".into(), "(software adapter)".into()];
+                row.resize(headers.len(), String::new());
+                t.push(row);
+            }
+            match (&g.peer, &g.peer_skipped) {
+                (Some(p), _) => note(&mut t, &format!(
+                    "PyTorch {} on {}: AutoModel of the same folder, inference mode, TF32 off for fp32; \
+                     a pass returns the last hidden states to the host as f32, like medrank's; median of 5 after 3 warm-ups",
+                    p.torch, p.device
+                )),
+                (None, Some(why)) => note(&mut t, &format!("no GPU peer: {why}")),
+                (None, None) => {}
+            }
+            tables.push(t);
+        }
+        if let Some(p) = &self.gpu_profile {
+            let title = format!(
+                "Where the GPU encoder's time goes: {} ({}{})",
+                p.adapter.name,
+                p.adapter.backend,
+                if p.adapter.is_fallback { ", a software adapter: CPU emulation, not GPU time" } else { "" }
+            );
+            let mut t = Table::new(
+                "bench_gpu_profile",
+                &title,
+                &["length", "batch", "step", "dispatches", "ms", "% of GPU time"],
+            );
+            for r in &p.rows {
+                let gpu = r.profile.gpu_seconds();
+                let cell = |step: &str, dispatches: String, seconds: f64, share: String| {
+                    vec![
+                        r.seq_len.to_string(),
+                        r.batch.to_string(),
+                        step.to_string(),
+                        dispatches,
+                        format!("{:.3}", seconds * 1e3),
+                        share,
+                    ]
+                };
+                for s in &r.profile.steps {
+                    let share = format!("{:.1}", 100.0 * s.seconds / gpu.max(f64::MIN_POSITIVE));
+                    t.push(cell(s.step, s.dispatches.to_string(), s.seconds, share));
+                }
+                t.push(cell("GPU time, all steps", String::new(), gpu, "100.0".into()));
+                t.push(cell(
+                    "read-back of the states (host clock)",
+                    String::new(),
+                    r.profile.readback_seconds,
+                    String::new(),
+                ));
+                t.push(cell("whole timed pass (host clock)", String::new(), r.profile.wall_seconds, String::new()));
+            }
+            if let Some(why) = &p.unavailable {
+                note(&mut t, why);
+            } else {
+                note(&mut t, "GPU time from timestamp queries, each dispatch in a timed pass of its own; the pass of median GPU time of 5, after one warm-up");
             }
             tables.push(t);
         }
@@ -396,7 +620,8 @@ impl BenchReport {
 
 #[derive(Args, Debug)]
 pub struct BenchArgs {
-    /// Parts to run, comma separated: core, encoder (CPU, with the peers), gpu (wgpu),
+    /// Parts to run, comma separated: core, encoder (CPU, with the peers), gpu (wgpu, with
+    /// PyTorch on CUDA as the peer where it runs), gpu-profile (the GPU's time per step),
     /// workload (`evaluate --model` end to end on the CasiMedicos dev bundle), profile (the
     /// CPU path's time per step, as the bench page reports it).
     #[arg(long, value_delimiter = ',', default_value = "core,encoder,gpu")]
@@ -420,7 +645,8 @@ pub struct BenchArgs {
     /// Timed passes per cell (1 to 1,000; the median is reported).
     #[arg(long, default_value_t = 3, value_parser = super::args::count(1, crate::bounds::MAX_REPEATS))]
     pub repeats: usize,
-    /// Folder of the peer scripts (ONNX Runtime and NumPy forward passes of the same weights).
+    /// Folder of the peer scripts (ONNX Runtime, NumPy and PyTorch CUDA forward passes of
+    /// the same weights).
     #[arg(long, value_name = "DIR", default_value = "tests/reference")]
     pub peers: PathBuf,
     /// On a software adapter (lavapipe, SwiftShader) the GPU grid is cut to length 128 x
@@ -451,7 +677,11 @@ pub(super) fn bench(a: BenchArgs) -> Result<()> {
             }
             "gpu" => {
                 eprintln!("encoder on the GPU (wgpu):");
-                report.gpu = Some(gpu(&a.model, &a.lengths, &a.batches, a.full_gpu_grid)?);
+                report.gpu = Some(gpu(&a.model, &a.peers, &a.lengths, &a.batches, a.full_gpu_grid)?);
+            }
+            "gpu-profile" => {
+                eprintln!("the GPU encoder's time per step (timestamp queries):");
+                report.gpu_profile = Some(gpu_profile(&a.model, &a.lengths, &a.batches, a.full_gpu_grid)?);
             }
             "workload" => {
                 eprintln!("workload: evaluate --model on the CasiMedicos dev bundle:");
@@ -463,7 +693,7 @@ pub(super) fn bench(a: BenchArgs) -> Result<()> {
             }
             other => {
                 return Err(Error::invalid(format!(
-                    "unknown bench part `{other}` (core, encoder, gpu, workload, profile)"
+                    "unknown bench part `{other}` (core, encoder, gpu, gpu-profile, workload, profile)"
                 )))
             }
         }

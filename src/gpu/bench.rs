@@ -126,3 +126,58 @@ pub fn bench_grid_blocking<E: Encoder>(
     }
     Ok(rows)
 }
+
+/// One cell of the GPU profile: the median of `passes` timed passes (by GPU time).
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct ProfileRow {
+    pub seq_len: usize,
+    pub batch: usize,
+    pub passes: usize,
+    pub profile: crate::gpu::PassProfile,
+}
+
+/// Where the GPU encoder's time goes on a `seq_len` x `batch` batch: one untimed warm-up
+/// pass, then `passes` passes with every dispatch timed on the GPU
+/// ([`crate::gpu::GpuEncoder::profile`]); the pass of median GPU time is reported.
+pub async fn profile_encoder(
+    encoder: &crate::gpu::GpuEncoder,
+    seq_len: usize,
+    batch: usize,
+    passes: usize,
+    now: &dyn Fn() -> f64,
+) -> Result<ProfileRow> {
+    let config = encoder.config();
+    let tokens = bench_batch(config.vocab_size, seq_len, batch, 42);
+    let layers = config.num_layers;
+    encoder.encode(&tokens, layers).await?;
+    let mut timed = Vec::with_capacity(passes.max(1));
+    for _ in 0..passes.max(1) {
+        timed.push(encoder.profile(&tokens, layers, now).await?);
+    }
+    timed.sort_by(|a, b| a.gpu_seconds().total_cmp(&b.gpu_seconds()));
+    let profile = timed.swap_remove(timed.len() / 2);
+    Ok(ProfileRow { seq_len, batch, passes: passes.max(1), profile })
+}
+
+/// [`profile_encoder`] over the grid (lengths longer than the model allows are skipped),
+/// natively, blocking; `progress` is told about each cell as it is measured.
+#[cfg(not(target_arch = "wasm32"))]
+pub fn profile_grid_blocking(
+    encoder: &crate::gpu::GpuEncoder,
+    lengths: &[usize],
+    batches: &[usize],
+    passes: usize,
+    mut progress: impl FnMut(&ProfileRow),
+) -> Result<Vec<ProfileRow>> {
+    let origin = std::time::Instant::now();
+    let now = move || origin.elapsed().as_secs_f64();
+    let mut rows = Vec::new();
+    for &seq_len in lengths.iter().filter(|&&l| l <= encoder.config().max_tokens()) {
+        for &batch in batches {
+            let row = pollster::block_on(profile_encoder(encoder, seq_len, batch, passes, &now))?;
+            progress(&row);
+            rows.push(row);
+        }
+    }
+    Ok(rows)
+}

@@ -21,6 +21,9 @@ pub struct AdapterSummary {
     pub is_fallback: bool,
     /// Weights may be stored as f16 (the adapter has `shader-f16`).
     pub shader_f16: bool,
+    /// Dispatches can be timed on the GPU itself (`timestamp-query`): what
+    /// `GpuEncoder::profile` needs.
+    pub timestamps: bool,
 }
 
 impl std::fmt::Display for AdapterSummary {
@@ -105,8 +108,10 @@ impl GpuContext {
             .map_err(|e| Error::model(format!("no WebGPU/wgpu adapter: {e}")))?;
         let info = adapter.get_info();
         let limits = adapter.limits();
-        let shader_f16 = adapter.features().contains(wgpu::Features::SHADER_F16);
-        let required_features = if shader_f16 { wgpu::Features::SHADER_F16 } else { wgpu::Features::empty() };
+        // Optional features, asked for where the adapter has them.
+        let required_features = adapter.features() & (wgpu::Features::SHADER_F16 | wgpu::Features::TIMESTAMP_QUERY);
+        let shader_f16 = required_features.contains(wgpu::Features::SHADER_F16);
+        let timestamps = required_features.contains(wgpu::Features::TIMESTAMP_QUERY);
         let (device, queue) = adapter
             .request_device(&wgpu::DeviceDescriptor {
                 label: Some("medrank"),
@@ -127,6 +132,7 @@ impl GpuContext {
             // it means in practice (lavapipe, SwiftShader, WARP).
             is_fallback: info.device_type == wgpu::DeviceType::Cpu,
             shader_f16,
+            timestamps,
         };
         Ok(GpuContext { device, queue, limits, adapter })
     }
@@ -256,22 +262,41 @@ impl GpuContext {
         if tensor.dtype != DType::F32 {
             return Err(Error::invalid("gpu: read_f32 on a non-f32 tensor"));
         }
-        let bytes = (tensor.len() * 4) as u64;
+        self.read_values(&tensor.buffer, tensor.len()).await
+    }
+
+    /// Copies the first `count` values of a buffer (with `COPY_SRC`) back to the host.
+    pub async fn read_values<T: bytemuck::Pod>(&self, buffer: &wgpu::Buffer, count: usize) -> Result<Vec<T>> {
+        let bytes = (count * std::mem::size_of::<T>()) as u64;
         if bytes == 0 {
             return Ok(Vec::new());
         }
-        let staging = self.device.create_buffer(&wgpu::BufferDescriptor {
+        let staging = self.readback_buffer(bytes);
+        let mut encoder = self.device.create_command_encoder(&Default::default());
+        encoder.copy_buffer_to_buffer(buffer, 0, &staging, 0, bytes);
+        self.queue.submit([encoder.finish()]);
+        self.map_values(&staging, count).await
+    }
+
+    /// A host-readable buffer of `bytes` bytes that copies can target.
+    pub fn readback_buffer(&self, bytes: u64) -> wgpu::Buffer {
+        self.device.create_buffer(&wgpu::BufferDescriptor {
             label: Some("readback"),
             size: bytes,
             usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
             mapped_at_creation: false,
-        });
-        let mut encoder = self.device.create_command_encoder(&Default::default());
-        encoder.copy_buffer_to_buffer(&tensor.buffer, 0, &staging, 0, bytes);
-        self.queue.submit([encoder.finish()]);
+        })
+    }
 
+    /// The first `count` values of a [`Self::readback_buffer`] once the submitted work that
+    /// fills it is done; the buffer is unmapped again, ready for the next copy.
+    pub async fn map_values<T: bytemuck::Pod>(&self, staging: &wgpu::Buffer, count: usize) -> Result<Vec<T>> {
+        let bytes = (count * std::mem::size_of::<T>()) as u64;
+        if bytes == 0 {
+            return Ok(Vec::new());
+        }
         let (sender, receiver) = futures_channel::oneshot::channel();
-        staging.map_async(wgpu::MapMode::Read, .., move |result| {
+        staging.map_async(wgpu::MapMode::Read, ..bytes, move |result| {
             let _ = sender.send(result);
         });
         #[cfg(not(target_arch = "wasm32"))]
@@ -284,9 +309,9 @@ impl GpuContext {
             .map_err(|e| Error::model(format!("gpu: mapping the readback buffer failed: {e}")))?;
         let values = {
             let view = staging
-                .get_mapped_range(..)
+                .get_mapped_range(..bytes)
                 .map_err(|e| Error::model(format!("gpu: reading the mapped buffer: {e}")))?;
-            bytemuck::cast_slice::<u8, f32>(&view).to_vec()
+            bytemuck::cast_slice::<u8, T>(&view).to_vec()
         };
         staging.unmap();
         Ok(values)

@@ -23,7 +23,7 @@ use std::future::Future;
 use candle_core::Tensor;
 
 use super::context::{ChunkedTable, GpuContext, GpuTensor};
-use super::ops::{record, Activation, Attention, Dispatch, Ops};
+use super::ops::{record, record_timed, Activation, Attention, Dispatch, Ops};
 use crate::error::{Error, Result};
 use crate::model::config::Activation as ModelActivation;
 use crate::model::load::{Dense, Norm};
@@ -104,7 +104,50 @@ struct Plan {
     embedded: GpuTensor,
     /// The hidden states after `output_layer` layers.
     x: GpuTensor,
+    /// Where the states are copied for the host to read, kept with the plan.
+    readback: wgpu::Buffer,
     dispatches: Vec<Dispatch>,
+    /// The step of the pass each dispatch belongs to (what a profile sums by).
+    steps: Vec<&'static str>,
+}
+
+/// One step of the forward pass in a [`GpuEncoder::profile`]: GPU seconds summed over its
+/// dispatches (every layer's).
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct StepTime {
+    pub step: &'static str,
+    pub seconds: f64,
+    pub dispatches: usize,
+}
+
+/// Where one forward pass spent its time.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct PassProfile {
+    /// GPU time per step, in the order the pass first runs them.
+    pub steps: Vec<StepTime>,
+    /// Host clock: copying the states back after the GPU finished.
+    pub readback_seconds: f64,
+    /// Host clock: from writing the inputs to having the states (in a timed pass, whose
+    /// one-pass-per-dispatch recording costs more than an untimed pass's).
+    pub wall_seconds: f64,
+}
+
+impl PassProfile {
+    /// The GPU time of every step together.
+    pub fn gpu_seconds(&self) -> f64 {
+        self.steps.iter().map(|s| s.seconds).sum()
+    }
+}
+
+/// The steps of a pass, as a profile names them.
+pub mod step {
+    pub const EMBEDDINGS: &str = "embedding gather";
+    pub const LAYER_NORM: &str = "layer norm (+ residual)";
+    pub const QKV: &str = "QKV product";
+    pub const ATTENTION: &str = "attention";
+    pub const ATTENTION_OUT: &str = "attention output product";
+    pub const FFN_IN: &str = "feed-forward in product (+ activation)";
+    pub const FFN_OUT: &str = "feed-forward out product";
 }
 
 fn host(t: &Tensor) -> Result<Vec<f32>> {
@@ -282,6 +325,28 @@ impl GpuEncoder {
 
     /// One submission for a batch that fits the adapter's limits.
     async fn forward_pass(&self, batch: &TokenBatch, output_layer: usize) -> Result<Vec<f32>> {
+        let (plan, _) = self.submit(batch, output_layer, false).await?;
+        let states = self.ctx.map_values(&plan.readback, plan.x.len()).await;
+        self.keep(plan);
+        states
+    }
+
+    /// Puts the pass's plan back for the next batch of its shape.
+    fn keep(&self, plan: Plan) {
+        if let Ok(mut slot) = self.plan.lock() {
+            *slot = Some(plan);
+        }
+    }
+
+    /// Writes the batch's ids, types and mask into its plan and submits every dispatch of
+    /// the pass; with `timed`, each dispatch in a timed pass of its own, the timestamps
+    /// resolved into the returned buffer (two u64 ticks per dispatch).
+    async fn submit(
+        &self,
+        batch: &TokenBatch,
+        output_layer: usize,
+        timed: bool,
+    ) -> Result<(Plan, Option<wgpu::Buffer>)> {
         let ctx = &self.ctx;
         // Validation and memory errors (an adapter that rejects a kernel, a buffer it cannot
         // allocate) become an `Err` the caller can fall back on, not a panic or garbage.
@@ -292,6 +357,7 @@ impl GpuEncoder {
             Some(p) if (p.rows, p.seq_len, p.output_layer) == (batch.batch, batch.seq_len, output_layer) => Ok(p),
             _ => self.plan(batch.batch, batch.seq_len, output_layer),
         };
+        let mut timestamps = None;
         if let Ok(plan) = &prepared {
             let mask: Vec<f32> = batch.mask.iter().map(|&m| if m != 0 { 1.0 } else { 0.0 }).collect();
             ctx.queue.write_buffer(&plan.ids.buffer, 0, bytemuck::cast_slice(&batch.ids));
@@ -299,7 +365,27 @@ impl GpuEncoder {
             ctx.queue.write_buffer(&plan.mask.buffer, 0, bytemuck::cast_slice(&mask));
             let mut enc = ctx.device.create_command_encoder(&Default::default());
             enc.clear_buffer(&plan.embedded.buffer, 0, None);
-            record(&mut enc, &plan.dispatches);
+            if timed {
+                let count = 2 * plan.dispatches.len() as u32;
+                let queries = ctx.device.create_query_set(&wgpu::QuerySetDescriptor {
+                    label: Some("profile"),
+                    ty: wgpu::QueryType::Timestamp,
+                    count,
+                });
+                let resolved = ctx.device.create_buffer(&wgpu::BufferDescriptor {
+                    label: Some("profile"),
+                    size: count as u64 * 8,
+                    usage: wgpu::BufferUsages::QUERY_RESOLVE | wgpu::BufferUsages::COPY_SRC,
+                    mapped_at_creation: false,
+                });
+                record_timed(&mut enc, &plan.dispatches, &queries);
+                enc.resolve_query_set(&queries, 0..count, &resolved, 0);
+                timestamps = Some(resolved);
+            } else {
+                record(&mut enc, &plan.dispatches);
+            }
+            // The states' copy to the host-readable buffer goes in the same submission.
+            enc.copy_buffer_to_buffer(&plan.x.buffer, 0, &plan.readback, 0, plan.x.len() as u64 * 4);
             ctx.queue.submit([enc.finish()]);
         }
         // Pop both scopes whatever happened, so they stay balanced.
@@ -309,11 +395,53 @@ impl GpuEncoder {
         if let Some(e) = memory_error.or(validation_error) {
             return Err(Error::model(format!("gpu: the forward pass failed on {}: {e}", ctx.adapter)));
         }
-        let states = ctx.read_f32(&plan.x).await?;
-        if let Ok(mut slot) = self.plan.lock() {
-            *slot = Some(plan);
+        Ok((plan, timestamps))
+    }
+
+    /// Where one forward pass of `batch` spends its time on the GPU: every dispatch timed
+    /// by the GPU itself (timestamp queries), summed per step of the pass, and the
+    /// read-back of the states (mapping and copying them once the GPU is done) timed by the
+    /// host clock `now` (seconds from any origin).
+    /// Errors on an adapter without `timestamp-query`: GPU time is never estimated.
+    pub async fn profile(&self, batch: &TokenBatch, output_layer: usize, now: &dyn Fn() -> f64) -> Result<PassProfile> {
+        let ctx = &self.ctx;
+        if !ctx.adapter.timestamps {
+            return Err(Error::model(format!(
+                "gpu: {} cannot time dispatches (no timestamp-query feature); no GPU profile",
+                ctx.adapter
+            )));
         }
-        Ok(states)
+        self.check_batch(batch, output_layer)?;
+        let limit = Attention::MAX_SEQ_LEN.min(self.config.max_tokens());
+        let padded = batch.seq_len.next_multiple_of(LENGTH_BUCKET).min(limit).max(batch.seq_len);
+        if batch.batch == 0 || batch.batch > self.rows_per_pass(padded)? {
+            return Err(Error::invalid("gpu profile: the batch must be non-empty and fit one pass"));
+        }
+        let part = padded_rows(batch, 0..batch.batch, padded);
+        let start = now();
+        let (plan, resolved) = self.submit(&part, output_layer, true).await?;
+        let resolved = resolved.ok_or_else(|| Error::model("gpu profile: no timestamps were recorded"))?;
+        let ticks = ctx.read_values::<u64>(&resolved, 2 * plan.dispatches.len()).await;
+        let read_start = now();
+        let states = ctx.map_values::<f32>(&plan.readback, plan.x.len()).await;
+        let end = now();
+        let steps = plan.steps.clone();
+        self.keep(plan);
+        let (ticks, _) = (ticks?, states?);
+        let tick_seconds = ctx.queue.get_timestamp_period() as f64 * 1e-9;
+        let mut profile =
+            PassProfile { steps: Vec::new(), readback_seconds: end - read_start, wall_seconds: end - start };
+        for (step, pair) in steps.iter().zip(ticks.chunks(2)) {
+            let seconds = pair[1].saturating_sub(pair[0]) as f64 * tick_seconds;
+            match profile.steps.iter_mut().find(|s| s.step == *step) {
+                Some(s) => {
+                    s.seconds += seconds;
+                    s.dispatches += 1;
+                }
+                None => profile.steps.push(StepTime { step, seconds, dispatches: 1 }),
+            }
+        }
+        Ok(profile)
     }
 
     /// Allocates the buffers of a `rows` x `seq_len` pass and prepares its dispatches.
@@ -338,27 +466,34 @@ impl GpuEncoder {
         let inner = ctx.zeros_f32("inner", &[tokens, c.intermediate_size])?;
 
         let mut d = Vec::new();
+        let mut steps = Vec::new();
+        let mut add = |step: &'static str, dispatches: Vec<Dispatch>| {
+            steps.extend(std::iter::repeat_n(step, dispatches.len()));
+            d.extend(dispatches);
+        };
         let eps = c.layer_norm_eps as f32;
-        d.extend(ops.gather_add.prepare(ctx, &ids, &self.word_embeddings, &embedded)?);
-        d.extend(ops.gather_add.prepare(ctx, &position_ids, &self.position_embeddings, &embedded)?);
+        add(step::EMBEDDINGS, ops.gather_add.prepare(ctx, &ids, &self.word_embeddings, &embedded)?);
+        add(step::EMBEDDINGS, ops.gather_add.prepare(ctx, &position_ids, &self.position_embeddings, &embedded)?);
         if let Some(types) = &self.token_type_embeddings {
-            d.extend(ops.gather_add.prepare(ctx, &type_ids, types, &embedded)?);
+            add(step::EMBEDDINGS, ops.gather_add.prepare(ctx, &type_ids, types, &embedded)?);
         }
         let n = &self.embedding_norm;
-        d.extend(ops.layer_norm.prepare(ctx, &embedded, None, &n.gamma, &n.beta, eps, &x)?);
+        add(step::LAYER_NORM, ops.layer_norm.prepare(ctx, &embedded, None, &n.gamma, &n.beta, eps, &x)?);
         let (act, none) = (activation(c.activation), Activation::None);
         for l in self.layers.iter().take(output_layer) {
-            d.extend(ops.matmul.prepare(ctx, &x, &l.qkv.weight, &l.qkv.bias, none, &qkv)?);
-            d.extend(ops.attention.prepare(ctx, &qkv, &mask, c.num_heads, &context)?);
-            d.extend(ops.matmul.prepare(ctx, &context, &l.attn_out.weight, &l.attn_out.bias, none, &projected)?);
+            add(step::QKV, ops.matmul.prepare(ctx, &x, &l.qkv.weight, &l.qkv.bias, none, &qkv)?);
+            add(step::ATTENTION, ops.attention.prepare(ctx, &qkv, &mask, c.num_heads, &context)?);
+            let out = ops.matmul.prepare(ctx, &context, &l.attn_out.weight, &l.attn_out.bias, none, &projected)?;
+            add(step::ATTENTION_OUT, out);
             let n = &l.attn_norm;
-            d.extend(ops.layer_norm.prepare(ctx, &projected, Some(&x), &n.gamma, &n.beta, eps, &x1)?);
-            d.extend(ops.matmul.prepare(ctx, &x1, &l.ffn_in.weight, &l.ffn_in.bias, act, &inner)?);
-            d.extend(ops.matmul.prepare(ctx, &inner, &l.ffn_out.weight, &l.ffn_out.bias, none, &projected)?);
+            add(step::LAYER_NORM, ops.layer_norm.prepare(ctx, &projected, Some(&x), &n.gamma, &n.beta, eps, &x1)?);
+            add(step::FFN_IN, ops.matmul.prepare(ctx, &x1, &l.ffn_in.weight, &l.ffn_in.bias, act, &inner)?);
+            add(step::FFN_OUT, ops.matmul.prepare(ctx, &inner, &l.ffn_out.weight, &l.ffn_out.bias, none, &projected)?);
             let n = &l.ffn_norm;
-            d.extend(ops.layer_norm.prepare(ctx, &projected, Some(&x1), &n.gamma, &n.beta, eps, &x)?);
+            add(step::LAYER_NORM, ops.layer_norm.prepare(ctx, &projected, Some(&x1), &n.gamma, &n.beta, eps, &x)?);
         }
-        Ok(Plan { rows, seq_len, output_layer, ids, type_ids, mask, embedded, x, dispatches: d })
+        let readback = ctx.readback_buffer(x.len() as u64 * 4);
+        Ok(Plan { rows, seq_len, output_layer, ids, type_ids, mask, embedded, x, readback, dispatches: d, steps })
     }
 }
 

@@ -25,6 +25,6 @@ pub mod ops;
 pub mod select;
 
 pub use context::{AdapterSummary, ChunkedTable, DType, GpuContext, GpuTensor};
-pub use encoder::{GpuEncoder, WeightFormat};
+pub use encoder::{GpuEncoder, PassProfile, StepTime, WeightFormat};
 pub use ops::{Activation, Ops};
 pub use select::{open_encoder, select_encoder, AnyEncoder, BackendChoice, BackendReport};

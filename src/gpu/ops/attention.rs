@@ -21,25 +21,54 @@ params! {
 }
 
 /// Multi-head self-attention with the padding mask (kernels/attention.wgsl): scores,
-/// mask, softmax and the weighted sum of values fused in one pass per (query, head).
+/// mask, softmax and the weighted sum of values fused in one pass, one thread per query,
+/// keys and values staged per block of queries (flash attention's online softmax).
 pub struct Attention {
-    kernel: Kernel,
+    /// The forward kernel, compiled per head size (its registers hold one query and one
+    /// output row) on first use.
+    by_head_dim: std::sync::Mutex<std::collections::HashMap<usize, Kernel>>,
 }
 
 impl Attention {
-    /// The kernel keeps one row of scores in workgroup memory (2 KiB).
+    /// The backward kernels keep one row of scores in workgroup memory (2 KiB).
     pub const MAX_SEQ_LEN: usize = 512;
-    /// Threads per (query, head): the usual head size, so the weighted sum of the values
-    /// keeps every thread busy.
+    /// Threads of the backward kernels per (query, head): the usual head size, so the
+    /// weighted sum of the values keeps every thread busy.
     const THREADS: usize = 64;
     const CONSTANTS: [(&'static str, usize); 2] = [("THREADS", Self::THREADS), ("MAX_KEYS", Self::MAX_SEQ_LEN)];
+    /// Queries (threads) per workgroup of the forward kernel.
+    const QUERIES: usize = 64;
+    /// vec4s of keys (and of values) staged per block: 4 KiB each, so a block holds
+    /// 32 keys of a 32-dimensional head, 16 of a 64-dimensional one.
+    const STAGED_VEC4S: usize = 256;
 
-    pub fn new(ctx: &GpuContext) -> Self {
-        Attention { kernel: Self::kernel(ctx, "attention", include_str!("../kernels/attention.wgsl")) }
+    pub fn new(_ctx: &GpuContext) -> Self {
+        Attention { by_head_dim: Default::default() }
     }
 
-    /// An attention kernel (this op's or a backward pass's): one workgroup per (token,
-    /// head), the shared scores and softmax of attention_scores.wgsl.
+    /// The forward kernel for heads of `head_dim` values.
+    fn forward_kernel(&self, ctx: &GpuContext, head_dim: usize) -> Kernel {
+        let mut kernels = self.by_head_dim.lock().unwrap_or_else(|e| e.into_inner());
+        kernels
+            .entry(head_dim)
+            .or_insert_with(|| {
+                let d4 = head_dim.div_ceil(4);
+                let constants =
+                    [("QUERIES", Self::QUERIES), ("KEY_BLOCK", (Self::STAGED_VEC4S / d4).max(1)), ("D4", d4)];
+                let source = Source {
+                    directives: "",
+                    params: Params::WGSL,
+                    constants: &constants,
+                    shared: &[],
+                    body: include_str!("../kernels/attention.wgsl"),
+                };
+                Kernel::new(ctx, "attention", source)
+            })
+            .clone()
+    }
+
+    /// A backward attention kernel: one workgroup per (token, head), the shared scores
+    /// and softmax of attention_scores.wgsl.
     pub(super) fn kernel(ctx: &GpuContext, name: &'static str, body: &str) -> Kernel {
         let source = Source {
             directives: "",
@@ -104,7 +133,10 @@ impl Attention {
         if tokens == 0 {
             return Ok(Vec::new());
         }
-        let groups = (tokens as u32, heads as u32);
-        Ok(vec![self.kernel.bind(ctx, &params, &[&qkv.buffer, &mask.buffer, &out.buffer], groups)])
+        let (batch, seq_len) = mask.dims2("attention mask")?;
+        let blocks = batch * seq_len.div_ceil(Self::QUERIES);
+        let groups = (to_u32(blocks, "attention", "query blocks")?, to_u32(heads, "attention", "heads")?);
+        let kernel = self.forward_kernel(ctx, hidden / heads);
+        Ok(vec![kernel.bind(ctx, &params, &[&qkv.buffer, &mask.buffer, &out.buffer], groups)])
     }
 }

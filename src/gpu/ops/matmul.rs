@@ -102,34 +102,85 @@ fn weight(i: u32) -> f32 { return w[i]; }";
 const F16_WEIGHTS: &str = "@group(0) @binding(2) var<storage, read> w: array<f16>;
 fn weight(i: u32) -> f32 { return f32(w[i]); }";
 
+/// The two tile shapes of kernels/matmul.wgsl: a workgroup of 16 x 16 threads computes a
+/// `size` x `size` block of y, each thread `per_thread` x `per_thread` of it, staging `slice`
+/// values of k at a time (2 x slice x (size + 4) x 4 bytes of workgroup memory: 8.5 KiB for
+/// either, within WebGPU's guaranteed 16 KiB).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Tile {
+    /// 64 x 64, 4 x 4 a thread: four times as many workgroups as `Large` for a small product.
+    Small,
+    /// 128 x 128, 8 x 8 a thread: every staged value is used twice as often.
+    Large,
+}
+
+impl Tile {
+    /// A product takes large tiles when it has at least this many of them: enough
+    /// workgroups to keep every core of a large GPU busy (an H100 has 132 multiprocessors,
+    /// each holding several workgroups), where the higher reuse pays; fewer, and the small
+    /// tiles' four times as many workgroups fill the GPU better.
+    pub const LARGE_MIN_WORKGROUPS: usize = 64;
+
+    /// The tile an `m` x `n` product is computed with. Natively, `MEDRANK_GPU_TILE=small`
+    /// or `=large` forces one for every product (an A/B switch for benchmarks, like
+    /// `MEDRANK_CPU_KERNEL`).
+    pub fn for_product(m: usize, n: usize) -> Tile {
+        #[cfg(not(target_arch = "wasm32"))]
+        match std::env::var("MEDRANK_GPU_TILE").as_deref() {
+            Ok("small") => return Tile::Small,
+            Ok("large") => return Tile::Large,
+            _ => {}
+        }
+        if m.div_ceil(128) * n.div_ceil(128) >= Self::LARGE_MIN_WORKGROUPS {
+            Tile::Large
+        } else {
+            Tile::Small
+        }
+    }
+
+    fn size(self) -> usize {
+        match self {
+            Tile::Small => 64,
+            Tile::Large => 128,
+        }
+    }
+
+    fn per_thread(self) -> usize {
+        match self {
+            Tile::Small => 4,
+            Tile::Large => 8,
+        }
+    }
+
+    fn slice(self) -> usize {
+        match self {
+            Tile::Small => 16,
+            Tile::Large => 8,
+        }
+    }
+}
+
 /// `y[m, n] = activation(x[m, k] . w[n, k]^T + bias[n])`, tiled through workgroup memory
 /// (kernels/matmul.wgsl). `w` is in PyTorch's Linear layout (out x in), f32 or (on
 /// adapters with `shader-f16`) f16.
 pub struct MatMul {
-    kernel: Kernel,
+    /// Indexed by [`Tile`]: small, large.
+    kernels: [Kernel; 2],
     /// Compiled only when the device has `shader-f16`.
-    kernel_f16_weights: Option<Kernel>,
+    kernels_f16_weights: Option<[Kernel; 2]>,
 }
 
 impl MatMul {
-    /// Rows and columns of y per workgroup.
-    const TILE: usize = 64;
-    /// k values staged in workgroup memory at a time.
-    const SLICE: usize = 16;
-    /// Each thread computes a PER_THREAD x PER_THREAD block of y (the kernel's four
-    /// accumulators are written for 4): 16 x 16 threads, 2 x 4 KiB of workgroup memory.
-    const PER_THREAD: usize = 4;
-
     pub fn new(ctx: &GpuContext) -> Self {
         let activations = activations_wgsl();
-        let kernel = |name, directives, weights| {
+        let kernel = |name, tile: Tile, directives, weights| {
             let source = Source {
                 directives,
                 params: Params::WGSL,
                 constants: &[
-                    ("TILE", Self::TILE),
-                    ("SLICE", Self::SLICE),
-                    ("PER_THREAD", Self::PER_THREAD),
+                    ("TILE", tile.size()),
+                    ("SLICE", tile.slice()),
+                    ("PER_THREAD", tile.per_thread()),
                     ("FLAG_TRANS_X", FLAG_TRANS_X),
                     ("FLAG_TRANS_W", FLAG_TRANS_W),
                     ("FLAG_ACCUMULATE", FLAG_ACCUMULATE),
@@ -143,11 +194,16 @@ impl MatMul {
             Kernel::new(ctx, name, source)
         };
         MatMul {
-            kernel: kernel("matmul", "", F32_WEIGHTS),
-            kernel_f16_weights: ctx
-                .adapter
-                .shader_f16
-                .then(|| kernel("matmul_f16_weights", "enable f16;\n", F16_WEIGHTS)),
+            kernels: [
+                kernel("matmul_64", Tile::Small, "", F32_WEIGHTS),
+                kernel("matmul_128", Tile::Large, "", F32_WEIGHTS),
+            ],
+            kernels_f16_weights: ctx.adapter.shader_f16.then(|| {
+                [
+                    kernel("matmul_64_f16_weights", Tile::Small, "enable f16;\n", F16_WEIGHTS),
+                    kernel("matmul_128_f16_weights", Tile::Large, "enable f16;\n", F16_WEIGHTS),
+                ]
+            }),
         }
     }
 
@@ -185,9 +241,9 @@ impl MatMul {
     ) -> Result<Vec<Dispatch>> {
         check_f32(x.tensor, "matmul", "x")?;
         check_f32(y.tensor, "matmul", "y")?;
-        let kernel = match (w.tensor.dtype, &self.kernel_f16_weights) {
-            (DType::F32, _) => &self.kernel,
-            (DType::F16, Some(kernel)) => kernel,
+        let kernels = match (w.tensor.dtype, &self.kernels_f16_weights) {
+            (DType::F32, _) => &self.kernels,
+            (DType::F16, Some(kernels)) => kernels,
             (DType::F16, None) => {
                 return Err(Error::invalid("gpu matmul: f16 weights need an adapter with shader-f16"))
             }
@@ -234,7 +290,9 @@ impl MatMul {
             _pad1: 0,
             _pad2: 0,
         };
-        let groups = (to_u32(n.div_ceil(Self::TILE), "matmul", "n")?, to_u32(m.div_ceil(Self::TILE), "matmul", "m")?);
+        let tile = Tile::for_product(m, n);
+        let kernel = &kernels[tile as usize];
+        let groups = (to_u32(n.div_ceil(tile.size()), "matmul", "n")?, to_u32(m.div_ceil(tile.size()), "matmul", "m")?);
         // A binding may not be both read and written in one dispatch.
         check([x.tensor, w.tensor, bias].iter().all(|t| t.buffer != y.tensor.buffer), "matmul", || {
             "y may not also be an input".to_string()

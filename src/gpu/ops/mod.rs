@@ -10,7 +10,7 @@
 //! WGSL source when it is compiled.
 //!
 //! Workgroup memory and size stay within what WebGPU guarantees on every adapter (16 KiB
-//! of workgroup storage, 256 invocations): matmul 8 KiB / 256, attention 2.3 KiB / 64,
+//! of workgroup storage, 256 invocations): matmul 8.5 KiB / 256, attention 2.3 KiB / 64,
 //! layer norm 1 KiB / 256, attention backward 4.3 KiB / 64. Only the grid is
 //! adapter-specific (`grid`).
 //!
@@ -38,7 +38,7 @@ pub use cross_entropy::CrossEntropy;
 pub use gather_add::GatherAdd;
 pub use layer_norm::LayerNorm;
 pub use layer_norm_backward::{LayerNormBackward, LayerNormGrads};
-pub use matmul::{Activation, Addend, Mat, MatMul};
+pub use matmul::{Activation, Addend, Mat, MatMul, Tile};
 
 use wgpu::util::DeviceExt;
 
@@ -168,6 +168,7 @@ impl Source<'_> {
 
 /// A compiled compute pipeline whose binding 0 is a uniform parameter block and whose
 /// bindings 1.. are storage buffers, in declaration order.
+#[derive(Clone)]
 struct Kernel {
     name: &'static str,
     pipeline: wgpu::ComputePipeline,
@@ -241,7 +242,7 @@ impl Kernel {
             layout: &self.pipeline.get_bind_group_layout(0),
             entries: &entries,
         });
-        Dispatch { pipeline: self.pipeline.clone(), bind_group, groups }
+        Dispatch { kernel: self.name, pipeline: self.pipeline.clone(), bind_group, groups }
     }
 }
 
@@ -250,6 +251,8 @@ impl Kernel {
 /// in a command encoder.
 #[derive(Debug)]
 pub struct Dispatch {
+    /// The kernel's name (what a profile reports where the caller names no step).
+    pub kernel: &'static str,
     pipeline: wgpu::ComputePipeline,
     bind_group: wgpu::BindGroup,
     groups: (u32, u32),
@@ -261,6 +264,27 @@ pub fn record(encoder: &mut wgpu::CommandEncoder, dispatches: &[Dispatch]) {
     let mut pass =
         encoder.begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some("medrank"), timestamp_writes: None });
     for d in dispatches {
+        pass.set_pipeline(&d.pipeline);
+        pass.set_bind_group(0, &d.bind_group, &[]);
+        pass.dispatch_workgroups(d.groups.0, d.groups.1, 1);
+    }
+}
+
+/// [`record`] with every dispatch in a compute pass of its own whose start and end write
+/// timestamps `2 i` and `2 i + 1` of `queries` (WebGPU times passes, not dispatches, and
+/// passes are what both wgpu natively and the browser can time). Needs `timestamp-query`
+/// and a query set of at least `2 * dispatches.len()` timestamps.
+pub fn record_timed(encoder: &mut wgpu::CommandEncoder, dispatches: &[Dispatch], queries: &wgpu::QuerySet) {
+    for (i, d) in dispatches.iter().enumerate() {
+        let at = 2 * i as u32;
+        let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
+            label: Some(d.kernel),
+            timestamp_writes: Some(wgpu::ComputePassTimestampWrites {
+                query_set: queries,
+                beginning_of_pass_write_index: Some(at),
+                end_of_pass_write_index: Some(at + 1),
+            }),
+        });
         pass.set_pipeline(&d.pipeline);
         pass.set_bind_group(0, &d.bind_group, &[]);
         pass.dispatch_workgroups(d.groups.0, d.groups.1, 1);
