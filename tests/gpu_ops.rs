@@ -64,9 +64,9 @@ fn matmul_matches_reference_with_bias_and_each_activation() {
     // Sizes that are not multiples of the tiles or of their k slices (16 and 8), a
     // BERT-sized case (hidden 384 -> intermediate 1536) with several tiles in each
     // direction, and a product large enough for the 128 x 128 tiles.
-    let cases = [(1, 1, 1, 1), (37, 53, 70, 2), (130, 384, 1536, 3), (1100, 53, 1000, 4)];
+    let cases = [(1, 1, 1, 1), (37, 53, 70, 2), (130, 384, 1536, 3), (2100, 53, 2000, 4)];
     assert_eq!(Tile::for_product(130, 1536), Tile::Small);
-    assert_eq!(Tile::for_product(1100, 1000), Tile::Large);
+    assert_eq!(Tile::for_product(2100, 2000), Tile::Large);
     for (m, k, n, seed) in cases {
         let x = random(m * k, seed);
         let w: Vec<f32> = random(n * k, seed + 100).iter().map(|v| v * 0.2).collect();
@@ -87,7 +87,7 @@ fn matmul_matches_reference_with_bias_and_each_activation() {
 fn matmul_on_transposed_strided_views_matches_reference_on_both_tiles() {
     let Some(ctx) = context() else { return };
     let op = MatMul::new(&ctx);
-    for (m, k, n, seed) in [(45, 37, 70, 7), (1030, 19, 1100, 8)] {
+    for (m, k, n, seed) in [(45, 37, 70, 7), (2050, 19, 2100, 8)] {
         let stride = 3; // X's rows are every third row of a [m * stride, k] tensor, read as x^T below
         let x_t = random(k * m, seed); // X^T stored [k, m]
         let w_t: Vec<f32> = random(k * n, seed + 100).iter().map(|v| v * 0.2).collect(); // W^T stored [k, n]
@@ -111,7 +111,7 @@ fn matmul_on_transposed_strided_views_matches_reference_on_both_tiles() {
         let tile = Tile::for_product(m, n);
         assert_close(&ctx.read_f32_blocking(&y).unwrap(), &want, &format!("views {m}x{k}x{n} ({tile:?} tiles)"));
     }
-    assert_eq!(Tile::for_product(1030, 1100), Tile::Large);
+    assert_eq!(Tile::for_product(2050, 2100), Tile::Large);
 }
 
 #[test]
@@ -267,12 +267,15 @@ fn attention_matches_reference_with_padding() {
     // (batch, padded length, heads, hidden, real lengths): MiniLM's 12 x 32 heads with
     // lengths that leave padding, a length that is no multiple of the 64-query block or
     // of the key block, the maximum, and a head of 10 values (not a multiple of 4) over
-    // a sequence whose last key block is part padding.
-    let cases: [(usize, usize, usize, usize, Vec<usize>); 4] = [
+    // a sequence whose last key block is part padding, and heads of 48 and 64 values (the
+    // kernel holds a head in up to four 4 x 4 matrices; 48 stages 20 keys a block).
+    let cases: [(usize, usize, usize, usize, Vec<usize>); 6] = [
         (3, 20, 12, 384, vec![20, 7, 1]),
         (2, 150, 4, 64, vec![150, 131]),
         (1, 512, 2, 16, vec![300]),
         (2, 37, 3, 30, vec![37, 5]),
+        (2, 45, 2, 96, vec![45, 23]),
+        (1, 70, 2, 128, vec![67]),
     ];
     for (b, l, heads, hidden, lengths) in cases {
         let qkv: Vec<f32> = random(b * l * 3 * hidden, 31).iter().map(|v| v * 2.0).collect();
@@ -284,6 +287,16 @@ fn attention_matches_reference_with_padding() {
         let want = attention_reference(&qkv, &mask, b, l, heads, hidden);
         assert_close(&ctx.read_f32_blocking(&out).unwrap(), &want, &format!("attention b={b} l={l}"));
     }
+}
+
+#[test]
+fn attention_refuses_heads_over_64_values() {
+    let Some(ctx) = context() else { return };
+    let qkv = ctx.zeros_f32("qkv", &[4, 3 * 160]).unwrap();
+    let mask = ctx.zeros_f32("mask", &[1, 4]).unwrap();
+    let out = ctx.zeros_f32("out", &[4, 160]).unwrap();
+    let err = Attention::new(&ctx).prepare(&ctx, &qkv, &mask, 2, &out).unwrap_err();
+    assert!(err.to_string().contains("heads of 80 values exceed the kernel's 64"), "{err}");
 }
 
 #[test]

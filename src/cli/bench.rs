@@ -253,6 +253,8 @@ fn torch_peer(script: &Path, model_dir: &Path, cells: &[(usize, usize)]) -> std:
 pub struct GpuProfile {
     pub adapter: crate::gpu::context::AdapterSummary,
     pub rows: Vec<crate::gpu::bench::ProfileRow>,
+    /// Cells that take more than one pass on this adapter (a profile times one).
+    pub skipped: Vec<(usize, usize)>,
     /// Why there are no rows (no timestamp-query on this adapter).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub unavailable: Option<String>,
@@ -268,7 +270,7 @@ pub fn gpu_profile(model_dir: &Path, lengths: &[usize], batches: &[usize], full_
     if !adapter.timestamps {
         let why = format!("{} has no timestamp-query feature: GPU time per step cannot be measured", adapter.name);
         eprintln!("  {why}");
-        return Ok(GpuProfile { adapter, rows: Vec::new(), unavailable: Some(why) });
+        return Ok(GpuProfile { adapter, rows: Vec::new(), skipped: Vec::new(), unavailable: Some(why) });
     }
     let (lengths, batches) = if adapter.is_fallback && !full_grid {
         eprintln!("  software adapter: profiling length 128 x batch 1 only (--full-gpu-grid for all); its times are CPU emulation");
@@ -277,7 +279,7 @@ pub fn gpu_profile(model_dir: &Path, lengths: &[usize], batches: &[usize], full_
         (lengths.to_vec(), batches.to_vec())
     };
     let encoder = crate::gpu::encoder::GpuEncoder::with_context(ctx, &model.encoder.model)?;
-    let rows = crate::gpu::bench::profile_grid_blocking(&encoder, &lengths, &batches, 5, |r| {
+    let (rows, skipped) = crate::gpu::bench::profile_grid_blocking(&encoder, &lengths, &batches, 5, |r| {
         let gpu = r.profile.gpu_seconds();
         let worst = r.profile.steps.iter().max_by(|a, b| a.seconds.total_cmp(&b.seconds));
         eprintln!(
@@ -290,7 +292,10 @@ pub fn gpu_profile(model_dir: &Path, lengths: &[usize], batches: &[usize], full_
             r.profile.readback_seconds * 1e3
         )
     })?;
-    Ok(GpuProfile { adapter, rows, unavailable: None })
+    for (l, b) in &skipped {
+        eprintln!("  len {l} batch {b}: not profiled (more than one pass on this adapter)");
+    }
+    Ok(GpuProfile { adapter, rows, skipped, unavailable: None })
 }
 
 /// The CPU encoder against its peers (ONNX Runtime, NumPy) on the same weights and shapes.
@@ -521,7 +526,7 @@ impl BenchReport {
             match (&g.peer, &g.peer_skipped) {
                 (Some(p), _) => note(&mut t, &format!(
                     "PyTorch {} on {}: AutoModel of the same folder, inference mode, TF32 off for fp32; \
-                     a pass returns the last hidden states to the host as f32, like medrank's; median of 5 after 3 warm-ups",
+                     the forward pass on the GPU with the states left there (medrank's figures include copying them to the host); median of 5 after 3 warm-ups",
                     p.torch, p.device
                 )),
                 (None, Some(why)) => note(&mut t, &format!("no GPU peer: {why}")),
@@ -565,6 +570,16 @@ impl BenchReport {
                     String::new(),
                 ));
                 t.push(cell("whole timed pass (host clock)", String::new(), r.profile.wall_seconds, String::new()));
+            }
+            for (l, b) in &p.skipped {
+                t.push(vec![
+                    l.to_string(),
+                    b.to_string(),
+                    "not profiled: more than one pass on this adapter".into(),
+                    String::new(),
+                    String::new(),
+                    String::new(),
+                ]);
             }
             if let Some(why) = &p.unavailable {
                 note(&mut t, why);

@@ -159,8 +159,10 @@ pub async fn profile_encoder(
     Ok(ProfileRow { seq_len, batch, passes: passes.max(1), profile })
 }
 
-/// [`profile_encoder`] over the grid (lengths longer than the model allows are skipped),
-/// natively, blocking; `progress` is told about each cell as it is measured.
+/// [`profile_encoder`] over the grid, natively, blocking; `progress` is told about each
+/// cell as it is measured. Lengths longer than the model allows are skipped, and so are
+/// cells that take more than one pass of the adapter (a profile times one submission):
+/// those are returned beside the rows.
 #[cfg(not(target_arch = "wasm32"))]
 pub fn profile_grid_blocking(
     encoder: &crate::gpu::GpuEncoder,
@@ -168,16 +170,21 @@ pub fn profile_grid_blocking(
     batches: &[usize],
     passes: usize,
     mut progress: impl FnMut(&ProfileRow),
-) -> Result<Vec<ProfileRow>> {
+) -> Result<(Vec<ProfileRow>, Vec<(usize, usize)>)> {
     let origin = std::time::Instant::now();
     let now = move || origin.elapsed().as_secs_f64();
-    let mut rows = Vec::new();
+    let (mut rows, mut skipped) = (Vec::new(), Vec::new());
     for &seq_len in lengths.iter().filter(|&&l| l <= encoder.config().max_tokens()) {
+        let fits = encoder.rows_per_pass(seq_len.next_multiple_of(crate::gpu::encoder::LENGTH_BUCKET))?;
         for &batch in batches {
+            if batch > fits {
+                skipped.push((seq_len, batch));
+                continue;
+            }
             let row = pollster::block_on(profile_encoder(encoder, seq_len, batch, passes, &now))?;
             progress(&row);
             rows.push(row);
         }
     }
-    Ok(rows)
+    Ok((rows, skipped))
 }

@@ -226,6 +226,13 @@ impl GpuEncoder {
             return Err(Error::model(format!("gpu: f16 weights need shader-f16, which {} lacks", ctx.adapter.name)));
         }
         let config = model.config.clone();
+        let head_dim = config.hidden_size / config.num_heads.max(1);
+        if head_dim > Attention::MAX_HEAD_DIM {
+            return Err(Error::model(format!(
+                "gpu: attention heads of {head_dim} values exceed the GPU kernel's {} (the CPU path runs this model)",
+                Attention::MAX_HEAD_DIM
+            )));
+        }
         let w = &model.weights;
         let ops = Ops::new(&ctx);
         let mut layers = Vec::with_capacity(w.layers.len());
@@ -307,17 +314,24 @@ impl GpuEncoder {
         let (s, h) = (batch.seq_len, self.config.hidden_size);
         let limit = Attention::MAX_SEQ_LEN.min(self.config.max_tokens());
         let padded = s.next_multiple_of(LENGTH_BUCKET).min(limit).max(s);
+        if batch.batch == 0 || s == 0 {
+            return Ok(HiddenStates { batch: batch.batch, seq_len: s, hidden: h, data: Vec::new() });
+        }
+        let rows = self.rows_per_pass(padded)?;
+        if padded == s && batch.batch <= rows {
+            // One pass with nothing to trim: its states are the result as they are (no
+            // second copy of a buffer that can be tens of MB).
+            let data = self.forward_pass(batch, output_layer).await?;
+            return Ok(HiddenStates { batch: batch.batch, seq_len: s, hidden: h, data });
+        }
         let mut data = Vec::with_capacity(batch.batch * s * h);
-        if batch.batch > 0 && s > 0 {
-            let rows = self.rows_per_pass(padded)?;
-            for first in (0..batch.batch).step_by(rows) {
-                let last = (first + rows).min(batch.batch);
-                let part = padded_rows(batch, first..last, padded);
-                let states = self.forward_pass(&part, output_layer).await?;
-                // Keep the first `s` positions of every row.
-                for row in states.chunks(padded * h) {
-                    data.extend_from_slice(&row[..s * h]);
-                }
+        for first in (0..batch.batch).step_by(rows) {
+            let last = (first + rows).min(batch.batch);
+            let part = padded_rows(batch, first..last, padded);
+            let states = self.forward_pass(&part, output_layer).await?;
+            // Keep the first `s` positions of every row.
+            for row in states.chunks(padded * h) {
+                data.extend_from_slice(&row[..s * h]);
             }
         }
         Ok(HiddenStates { batch: batch.batch, seq_len: s, hidden: h, data })

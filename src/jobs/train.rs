@@ -499,8 +499,8 @@ fn trace_json(
 }
 
 /// Training from start to end (`medrank train`): the same steps the page runs one at a
-/// time, the frozen pass on the CPU, the trained part on the CPU or (`on_gpu`) on this
-/// machine's GPU. `events` sees the summary's start, the frozen pass and every epoch.
+/// time, on the CPU or (`on_gpu`) on this machine's GPU, the frozen pass and the trained
+/// part alike. `events` sees the summary's start, the frozen pass and every epoch.
 #[cfg(not(target_arch = "wasm32"))]
 pub fn train(
     req: &TrainRequest,
@@ -510,11 +510,20 @@ pub fn train(
     events: &mut dyn FnMut(TrainEvent),
 ) -> Result<TrainedEvaluator> {
     let mut job = TrainingJob::start(req, base, t::native_clock)?;
-    if req.on_gpu {
-        job.train_on_gpu(crate::gpu::context::GpuContext::new_blocking()?)?;
-    }
+    // With the trained part on the GPU, the frozen layers run there too.
+    let gpu_encoder = match req.on_gpu {
+        true => {
+            let ctx = crate::gpu::context::GpuContext::new_blocking()?;
+            job.train_on_gpu(ctx.clone())?;
+            Some(crate::gpu::GpuEncoder::with_context(ctx, &base.encoder.model)?)
+        }
+        false => None,
+    };
     started(job.summary());
-    crate::model::run_ready(job.encode(&base.encoder, usize::MAX))?;
+    match &gpu_encoder {
+        Some(encoder) => pollster::block_on(job.encode(encoder, usize::MAX))?,
+        None => crate::model::run_ready(job.encode(&base.encoder, usize::MAX))?,
+    };
     if job.trainer.has_frozen_pass() {
         events(TrainEvent::Cached { inputs: job.inputs().1, seconds: job.cache_seconds() });
     }

@@ -87,8 +87,9 @@ pub fn train(
 }
 
 /// [`train`], reporting the cache, progress inside epochs (with examples/s) and epochs:
-/// the [`Trainer`]'s steps run to the end, the frozen pass on the CPU encoder, the trained
-/// part with candle's autograd or, given `gpu`, on that GPU ([`Trainer::train_on_gpu`]).
+/// the [`Trainer`]'s steps run to the end, on the CPU (the trained part with candle's
+/// autograd) or, given `gpu`, on that GPU: the frozen pass on the GPU encoder and the
+/// trained part on [`Trainer::train_on_gpu`].
 #[cfg(not(target_arch = "wasm32"))]
 #[allow(clippy::too_many_arguments)]
 pub fn train_with_events(
@@ -103,7 +104,14 @@ pub fn train_with_events(
 ) -> Result<TrainResult> {
     let mut trainer =
         Trainer::new(base, kind, labels, train_set.to_vec(), dev_set.to_vec(), opts.clone(), native_clock)?;
-    run_ready(trainer.encode_batches(&base.encoder, usize::MAX))?;
+    // With the trained part on the GPU, the frozen layers run there too.
+    match &gpu {
+        Some(ctx) => {
+            let encoder = crate::gpu::GpuEncoder::with_context(ctx.clone(), &base.encoder.model)?;
+            pollster::block_on(trainer.encode_batches(&encoder, usize::MAX))?
+        }
+        None => run_ready(trainer.encode_batches(&base.encoder, usize::MAX))?,
+    };
     if trainer.has_frozen_pass() {
         progress(TrainEvent::Cached { inputs: trainer.inputs().1, seconds: trainer.cache_seconds() });
     }

@@ -10,10 +10,11 @@
 // Each workgroup of 16 x 16 threads computes a TILE x TILE block of y, each thread a
 // PER_THREAD x PER_THREAD part of it: 4 x 4 of a 64-tile, or 8 x 8 of a 128-tile (every
 // staged value is then used twice as often; the Rust side takes it for products large
-// enough to fill the GPU with such tiles). A thread's rows are GROUPS runs of 4: run g is
-// rows g * 64 + 4 * lid.y .. + 3 of the tile, and likewise its columns with lid.x.
+// enough to fill the GPU with such tiles). A thread's rows are GROUPS (1 or 2) runs of 4:
+// run g is rows g * 64 + 4 * lid.y .. + 3 of the tile, and likewise its columns with lid.x.
 //
-// k is walked in slices of SLICE values; the slices of x and w are staged in workgroup
+// k is walked in slices of SLICE values (the next slice is read from global memory while
+// the current one is multiplied); the slices of x and w are staged in workgroup
 // memory k-major, four rows (columns) per vec4: at one k, a thread's four rows are one
 // 16-byte load, the 16 threads that share lid.y read the same vec4 of x (a broadcast) and
 // consecutive lid.x read consecutive vec4s of w, so no two threads of a warp contend for a
@@ -52,60 +53,136 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>,
     let trans_x = (p.flags & FLAG_TRANS_X) != 0u;
     let trans_w = (p.flags & FLAG_TRANS_W) != 0u;
 
-    // acc[(4 * gr + i) * GROUPS + gc]: row i of run gr, the four columns of run gc.
-    var acc: array<vec4<f32>, PER_THREAD * GROUPS>;
+    // The thread's block of y as 4 x 4 blocks held in named matrices (row i of a block is
+    // its column i here), never an array indexed in a loop: drivers may keep such an array
+    // in slow thread-local memory instead of registers. accRC: row run R, column run C;
+    // the small tile uses acc00 alone (GROUPS is a constant, the rest compiles away).
+    var acc00 = mat4x4<f32>();
+    var acc01 = mat4x4<f32>();
+    var acc10 = mat4x4<f32>();
+    var acc11 = mat4x4<f32>();
+    // Each thread stages four values of each operand per slice (TILE * SLICE = 4 *
+    // THREADS for both tiles). The next slice's are loaded from global memory before the
+    // current slice's products, so their latency hides behind the arithmetic.
+    var x_next = load_x_slice(row0, 0u, thread, trans_x);
+    var w_next = load_w_slice(col0, 0u, thread, trans_w);
     for (var k0 = 0u; k0 < p.k; k0 += SLICE) {
-        // Stage TILE * SLICE values of each operand, TILE * SLICE / THREADS per thread;
-        // zeros outside the matrices.
-        for (var i = 0u; i < TILE * SLICE / THREADS; i++) {
-            let e = thread + i * THREADS;
-            // Consecutive threads take consecutive addresses of the stored layout.
-            let r = select(e / SLICE, e % TILE, trans_x);
-            let kx = select(e % SLICE, e / TILE, trans_x);
-            var xv = 0.0;
-            if (row0 + r < p.m && k0 + kx < p.k) {
-                xv = x[x_index(row0 + r, k0 + kx)];
-            }
-            x_tile[kx * ROW + r / 4u][r % 4u] = xv;
-            let c = select(e / SLICE, e % TILE, trans_w);
-            let kw = select(e % SLICE, e / TILE, trans_w);
-            var wv = 0.0;
-            if (col0 + c < p.n && k0 + kw < p.k) {
-                wv = weight(w_index(col0 + c, k0 + kw));
-            }
-            w_tile[kw * ROW + c / 4u][c % 4u] = wv;
-        }
+        stage_x(thread, trans_x, x_next);
+        stage_w(thread, trans_w, w_next);
         workgroupBarrier();
+        if (k0 + SLICE < p.k) {
+            x_next = load_x_slice(row0, k0 + SLICE, thread, trans_x);
+            w_next = load_w_slice(col0, k0 + SLICE, thread, trans_w);
+        }
 
         for (var kk = 0u; kk < SLICE; kk++) {
-            var xs: array<vec4<f32>, GROUPS>;
-            var ws: array<vec4<f32>, GROUPS>;
-            for (var g = 0u; g < GROUPS; g++) {
-                xs[g] = x_tile[kk * ROW + g * THREADS_X + lid.y];
-                ws[g] = w_tile[kk * ROW + g * THREADS_X + lid.x];
-            }
-            for (var gr = 0u; gr < GROUPS; gr++) {
-                for (var i = 0u; i < 4u; i++) {
-                    let xv = xs[gr][i];
-                    for (var gc = 0u; gc < GROUPS; gc++) {
-                        let a = (4u * gr + i) * GROUPS + gc;
-                        acc[a] = fma(vec4<f32>(xv), ws[gc], acc[a]);
-                    }
-                }
+            let x0 = x_tile[kk * ROW + lid.y];
+            let w0 = w_tile[kk * ROW + lid.x];
+            acc00 = accumulate(acc00, x0, w0);
+            if (GROUPS == 2u) {
+                let x1 = x_tile[kk * ROW + THREADS_X + lid.y];
+                let w1 = w_tile[kk * ROW + THREADS_X + lid.x];
+                acc01 = accumulate(acc01, x0, w1);
+                acc10 = accumulate(acc10, x1, w0);
+                acc11 = accumulate(acc11, x1, w1);
             }
         }
         workgroupBarrier();
     }
 
-    for (var gr = 0u; gr < GROUPS; gr++) {
-        for (var i = 0u; i < 4u; i++) {
-            let r = row0 + gr * 4u * THREADS_X + 4u * lid.y + i;
-            for (var gc = 0u; gc < GROUPS; gc++) {
-                let c0 = col0 + gc * 4u * THREADS_X + 4u * lid.x;
-                store_columns(r, c0, acc[(4u * gr + i) * GROUPS + gc]);
-            }
-        }
+    let r0 = row0 + 4u * lid.y;
+    let c0 = col0 + 4u * lid.x;
+    store_block(r0, c0, acc00);
+    if (GROUPS == 2u) {
+        let run = 4u * THREADS_X; // rows (columns) between a thread's two runs
+        store_block(r0, c0 + run, acc01);
+        store_block(r0 + run, c0, acc10);
+        store_block(r0 + run, c0 + run, acc11);
     }
+}
+
+// acc + the outer product of four rows' x values and four columns' w values at one k.
+fn accumulate(acc: mat4x4<f32>, x4: vec4<f32>, w4: vec4<f32>) -> mat4x4<f32> {
+    return mat4x4<f32>(
+        fma(vec4<f32>(x4.x), w4, acc[0]),
+        fma(vec4<f32>(x4.y), w4, acc[1]),
+        fma(vec4<f32>(x4.z), w4, acc[2]),
+        fma(vec4<f32>(x4.w), w4, acc[3]),
+    );
+}
+
+// Stores a thread's 4 x 4 block whose first element is y(r0, c0).
+fn store_block(r0: u32, c0: u32, block: mat4x4<f32>) {
+    store_columns(r0, c0, block[0]);
+    store_columns(r0 + 1u, c0, block[1]);
+    store_columns(r0 + 2u, c0, block[2]);
+    store_columns(r0 + 3u, c0, block[3]);
+}
+
+// Staged element e of a slice: its row (or column) r in the tile and its k in the slice.
+// Consecutive e take consecutive addresses of the stored layout, so the loads coalesce.
+fn slice_row(e: u32, transposed: bool) -> u32 {
+    return select(e / SLICE, e % TILE, transposed);
+}
+
+fn slice_k(e: u32, transposed: bool) -> u32 {
+    return select(e % SLICE, e / TILE, transposed);
+}
+
+// The four values of x that `thread` stages for the slice at k0 (zeros outside x).
+fn load_x_slice(row0: u32, k0: u32, thread: u32, transposed: bool) -> vec4<f32> {
+    return vec4<f32>(x_value(row0, k0, thread, transposed), x_value(row0, k0, thread + THREADS, transposed),
+                     x_value(row0, k0, thread + 2u * THREADS, transposed),
+                     x_value(row0, k0, thread + 3u * THREADS, transposed));
+}
+
+fn x_value(row0: u32, k0: u32, e: u32, transposed: bool) -> f32 {
+    let r = row0 + slice_row(e, transposed);
+    let kk = k0 + slice_k(e, transposed);
+    if (r < p.m && kk < p.k) {
+        return x[x_index(r, kk)];
+    }
+    return 0.0;
+}
+
+fn load_w_slice(col0: u32, k0: u32, thread: u32, transposed: bool) -> vec4<f32> {
+    return vec4<f32>(w_value(col0, k0, thread, transposed), w_value(col0, k0, thread + THREADS, transposed),
+                     w_value(col0, k0, thread + 2u * THREADS, transposed),
+                     w_value(col0, k0, thread + 3u * THREADS, transposed));
+}
+
+fn w_value(col0: u32, k0: u32, e: u32, transposed: bool) -> f32 {
+    let c = col0 + slice_row(e, transposed);
+    let kk = k0 + slice_k(e, transposed);
+    if (c < p.n && kk < p.k) {
+        return weight(w_index(c, kk));
+    }
+    return 0.0;
+}
+
+// Puts a thread's four loaded values into the staged tile, k-major.
+fn stage_x(thread: u32, transposed: bool, v: vec4<f32>) {
+    put_x(thread, transposed, v.x);
+    put_x(thread + THREADS, transposed, v.y);
+    put_x(thread + 2u * THREADS, transposed, v.z);
+    put_x(thread + 3u * THREADS, transposed, v.w);
+}
+
+fn put_x(e: u32, transposed: bool, v: f32) {
+    let r = slice_row(e, transposed);
+    x_tile[slice_k(e, transposed) * ROW + r / 4u][r % 4u] = v;
+}
+
+fn stage_w(thread: u32, transposed: bool, v: vec4<f32>) {
+    put_w(thread, transposed, v.x);
+    put_w(thread + THREADS, transposed, v.y);
+    put_w(thread + 2u * THREADS, transposed, v.z);
+    put_w(thread + 3u * THREADS, transposed, v.w);
+}
+
+fn put_w(e: u32, transposed: bool, v: f32) {
+    let c = slice_row(e, transposed);
+    w_tile[slice_k(e, transposed) * ROW + c / 4u][c % 4u] = v;
 }
 
 // Where X(r, kk) and W(c, kk) are stored, for either layout.

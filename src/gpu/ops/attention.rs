@@ -38,23 +38,24 @@ impl Attention {
     const CONSTANTS: [(&'static str, usize); 2] = [("THREADS", Self::THREADS), ("MAX_KEYS", Self::MAX_SEQ_LEN)];
     /// Queries (threads) per workgroup of the forward kernel.
     const QUERIES: usize = 64;
-    /// vec4s of keys (and of values) staged per block: 4 KiB each, so a block holds
-    /// 32 keys of a 32-dimensional head, 16 of a 64-dimensional one.
-    const STAGED_VEC4S: usize = 256;
+    /// The forward kernel holds a head in at most four 4 x 4 matrices.
+    pub const MAX_HEAD_DIM: usize = 64;
 
     pub fn new(_ctx: &GpuContext) -> Self {
         Attention { by_head_dim: Default::default() }
     }
 
-    /// The forward kernel for heads of `head_dim` values.
+    /// The forward kernel for heads of `head_dim` values (at most [`Self::MAX_HEAD_DIM`]).
     fn forward_kernel(&self, ctx: &GpuContext, head_dim: usize) -> Kernel {
         let mut kernels = self.by_head_dim.lock().unwrap_or_else(|e| e.into_inner());
         kernels
             .entry(head_dim)
             .or_insert_with(|| {
-                let d4 = head_dim.div_ceil(4);
-                let constants =
-                    [("QUERIES", Self::QUERIES), ("KEY_BLOCK", (Self::STAGED_VEC4S / d4).max(1)), ("D4", d4)];
+                let mats = head_dim.div_ceil(16);
+                // Keys staged per block: 4 KiB of keys and 4 KiB of values (64 keys of a
+                // head of up to 16 values, 16 of 64), a multiple of the 4 taken at a time.
+                let key_block = (64 / mats) / 4 * 4;
+                let constants = [("QUERIES", Self::QUERIES), ("KEY_BLOCK", key_block), ("HEAD_MATS", mats)];
                 let source = Source {
                     directives: "",
                     params: Params::WGSL,
@@ -136,7 +137,11 @@ impl Attention {
         let (batch, seq_len) = mask.dims2("attention mask")?;
         let blocks = batch * seq_len.div_ceil(Self::QUERIES);
         let groups = (to_u32(blocks, "attention", "query blocks")?, to_u32(heads, "attention", "heads")?);
-        let kernel = self.forward_kernel(ctx, hidden / heads);
+        let head_dim = hidden / heads;
+        check(head_dim <= Self::MAX_HEAD_DIM, "attention", || {
+            format!("heads of {head_dim} values exceed the kernel's {}", Self::MAX_HEAD_DIM)
+        })?;
+        let kernel = self.forward_kernel(ctx, head_dim);
         Ok(vec![kernel.bind(ctx, &params, &[&qkv.buffer, &mask.buffer, &out.buffer], groups)])
     }
 }

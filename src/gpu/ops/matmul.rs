@@ -114,12 +114,15 @@ pub enum Tile {
     Large,
 }
 
+// kernels/matmul.wgsl stages exactly four values of each operand per thread and slice.
+const _: () = assert!(64 * 16 == 4 * 256 && 128 * 8 == 4 * 256);
+
 impl Tile {
     /// A product takes large tiles when it has at least this many of them: enough
     /// workgroups to keep every core of a large GPU busy (an H100 has 132 multiprocessors,
     /// each holding several workgroups), where the higher reuse pays; fewer, and the small
     /// tiles' four times as many workgroups fill the GPU better.
-    pub const LARGE_MIN_WORKGROUPS: usize = 64;
+    pub const LARGE_MIN_WORKGROUPS: usize = 256;
 
     /// The tile an `m` x `n` product is computed with. Natively, `MEDRANK_GPU_TILE=small`
     /// or `=large` forces one for every product (an A/B switch for benchmarks, like

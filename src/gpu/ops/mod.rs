@@ -166,6 +166,16 @@ impl Source<'_> {
     }
 }
 
+/// Whether wgpu wraps the kernels' loops in iteration counters and their integer
+/// divisions in zero checks (its protection against untrusted shaders). Natively they are
+/// left out: the kernels are this crate's own (see the SAFETY note in [`Kernel::new`]), and
+/// on an H200 (Vulkan) the encoder ran 14-42 % faster without them (BENCHMARKS.md,
+/// 2026-11-26). `MEDRANK_GPU_SHADER_GUARDS=on` puts them back (an A/B switch). In the
+/// browser wgpu hands the WGSL to the browser's own compiler: they stay as asked.
+fn loop_and_division_guards() -> bool {
+    cfg!(target_arch = "wasm32") || std::env::var("MEDRANK_GPU_SHADER_GUARDS").as_deref() == Ok("on")
+}
+
 /// A compiled compute pipeline whose binding 0 is a uniform parameter block and whose
 /// bindings 1.. are storage buffers, in declaration order.
 #[derive(Clone)]
@@ -190,10 +200,26 @@ impl Kernel {
     }
 
     fn new(ctx: &GpuContext, name: &'static str, source: Source) -> Self {
-        let module = ctx.device.create_shader_module(wgpu::ShaderModuleDescriptor {
+        let desc = wgpu::ShaderModuleDescriptor {
             label: Some(name),
             source: wgpu::ShaderSource::Wgsl(source.assemble().into()),
-        });
+        };
+        let module = match loop_and_division_guards() {
+            true => ctx.device.create_shader_module(desc),
+            // SAFETY: the kernels are this crate's own: every loop counts up to a bound
+            // below 2^31 (no infinite loop), and every divisor is a nonzero constant or a
+            // count the op checked to be nonzero. Buffer bounds checks stay on.
+            false => unsafe {
+                ctx.device.create_shader_module_trusted(
+                    desc,
+                    wgpu::ShaderRuntimeChecks {
+                        force_loop_bounding: false,
+                        int_div_checks: false,
+                        ..wgpu::ShaderRuntimeChecks::checked()
+                    },
+                )
+            },
+        };
         let pipeline = ctx.device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
             label: Some(name),
             layout: None,
