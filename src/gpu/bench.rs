@@ -159,6 +159,9 @@ pub async fn profile_encoder(
     Ok(ProfileRow { seq_len, batch, passes: passes.max(1), profile })
 }
 
+/// The profiled cells, and the (length, batch) cells left out for taking several passes.
+pub type ProfiledGrid = (Vec<ProfileRow>, Vec<(usize, usize)>);
+
 /// [`profile_encoder`] over the grid, natively, blocking; `progress` is told about each
 /// cell as it is measured. Lengths longer than the model allows are skipped, and so are
 /// cells that take more than one pass of the adapter (a profile times one submission):
@@ -170,7 +173,7 @@ pub fn profile_grid_blocking(
     batches: &[usize],
     passes: usize,
     mut progress: impl FnMut(&ProfileRow),
-) -> Result<(Vec<ProfileRow>, Vec<(usize, usize)>)> {
+) -> Result<ProfiledGrid> {
     let origin = std::time::Instant::now();
     let now = move || origin.elapsed().as_secs_f64();
     let (mut rows, mut skipped) = (Vec::new(), Vec::new());

@@ -114,9 +114,6 @@ pub enum Tile {
     Large,
 }
 
-// kernels/matmul.wgsl stages exactly four values of each operand per thread and slice.
-const _: () = assert!(64 * 16 == 4 * 256 && 128 * 8 == 4 * 256);
-
 impl Tile {
     /// A product takes large tiles when it has at least this many of them: enough
     /// workgroups to keep every core of a large GPU busy (an H100 has 132 multiprocessors,
@@ -306,5 +303,20 @@ impl MatMul {
             &[&x.tensor.buffer, &w.tensor.buffer, &bias.buffer, &y.tensor.buffer],
             groups,
         )])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Tile;
+
+    /// kernels/matmul.wgsl stages exactly four values of each operand per thread (of 256)
+    /// and slice, whichever the tile.
+    #[test]
+    fn every_tile_stages_four_values_per_thread() {
+        for tile in [Tile::Small, Tile::Large] {
+            assert_eq!(tile.size() * tile.slice(), 4 * 256, "{tile:?}");
+            assert_eq!(tile.size(), 16 * tile.per_thread(), "{tile:?}");
+        }
     }
 }
