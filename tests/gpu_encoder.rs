@@ -340,7 +340,8 @@ fn backend_selection_falls_back_to_the_cpu_only_when_allowed() {
 fn small_binding_limit_splits_vocabulary_and_batch_without_changing_results() {
     let Some(mut ctx) = context() else { return };
     // 64 KiB: the 500 x 64 word table (125 KiB) takes 2 bindings; a token's widest
-    // activation (qkv, 192 floats) allows 85 tokens a pass: 2 rows of 40 -> 3 passes for 5.
+    // activation (qkv, 192 floats) allows 85 tokens a pass: 2 rows of 40 -> 3 passes of 2
+    // rows for 5, the last with a row of padding alone (every pass reuses one plan).
     ctx.limits.max_storage_buffer_binding_size = 64 * 1024;
     let (_, config) = tiny_configs().remove(0);
     let model = random_model_unit_scale(EncoderConfig { max_position_embeddings: 40, ..config.clone() }, 17);

@@ -247,6 +247,39 @@ function renderProfile(cpu) {
   }
 }
 
+/** The WebGPU encoder's GPU time per step (timestamp queries), or why there is none. */
+function renderGpuProfile(gpu) {
+  const head = $('#gpu-profile-table thead');
+  const body = $('#gpu-profile-table tbody');
+  body.replaceChildren();
+  head.replaceChildren();
+  const note = $('#gpu-profile-note');
+  note.textContent = gpu?.gpu_profile_note || '';
+  note.hidden = !gpu?.gpu_profile_note;
+  const rows = gpu?.gpu_profile || [];
+  if (!rows.length) return;
+  const cell = (tag, text, cls) =>
+    Object.assign(document.createElement(tag), { textContent: text, className: cls || '' });
+  const ms = (seconds) => (seconds * 1e3).toFixed(2);
+  const steps = rows[0].profile.steps.map((s) => s.step);
+  const htr = document.createElement('tr');
+  for (const h of ['length', 'batch', ...steps.map((s) => `${s} ms`), 'GPU total ms', 'read-back ms'])
+    htr.append(cell('th', h, 'num'));
+  head.append(htr);
+  for (const r of rows) {
+    const tr = document.createElement('tr');
+    tr.dataset.cell = `${r.seq_len}x${r.batch}`;
+    tr.append(cell('td', String(r.seq_len), 'num'), cell('td', String(r.batch), 'num'));
+    for (const step of steps) {
+      const s = r.profile.steps.find((x) => x.step === step);
+      tr.append(cell('td', s ? ms(s.seconds) : '–', 'num'));
+    }
+    const total = r.profile.steps.reduce((sum, s) => sum + s.seconds, 0);
+    tr.append(cell('td', ms(total), 'num'), cell('td', ms(r.profile.readback_seconds), 'num'));
+    body.append(tr);
+  }
+}
+
 /** tokens/s per "length x batch" from `medrank bench --json` (its encoder.ours rows). */
 function nativeFigures() {
   try {
@@ -265,6 +298,7 @@ function render() {
   const gpu = by.webgpu;
   const native = nativeFigures();
   renderProfile(cpu);
+  renderGpuProfile(gpu);
   const describe = (b, name) => (b ? (b.error ? `${name}: not available (${b.error})` : `${name}: ${b.device}`) : null);
   const peer = by['ort-web'];
   $('#bench-devices').textContent = [

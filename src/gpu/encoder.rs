@@ -324,13 +324,17 @@ impl GpuEncoder {
             let data = self.forward_pass(batch, output_layer).await?;
             return Ok(HiddenStates { batch: batch.batch, seq_len: s, hidden: h, data });
         }
+        // Every pass gets the same number of rows (the last filled up with padding rows), so
+        // all of them reuse one plan instead of preparing a new one for the remainder.
+        let passes = batch.batch.div_ceil(rows);
+        let per_pass = batch.batch.div_ceil(passes);
         let mut data = Vec::with_capacity(batch.batch * s * h);
-        for first in (0..batch.batch).step_by(rows) {
-            let last = (first + rows).min(batch.batch);
-            let part = padded_rows(batch, first..last, padded);
+        for first in (0..batch.batch).step_by(per_pass) {
+            let last = (first + per_pass).min(batch.batch);
+            let part = padded_rows(batch, first..last, padded, per_pass);
             let states = self.forward_pass(&part, output_layer).await?;
-            // Keep the first `s` positions of every row.
-            for row in states.chunks(padded * h) {
+            // Keep the first `s` positions of every real row.
+            for row in states.chunks(padded * h).take(last - first) {
                 data.extend_from_slice(&row[..s * h]);
             }
         }
@@ -431,7 +435,7 @@ impl GpuEncoder {
         if batch.batch == 0 || batch.batch > self.rows_per_pass(padded)? {
             return Err(Error::invalid("gpu profile: the batch must be non-empty and fit one pass"));
         }
-        let part = padded_rows(batch, 0..batch.batch, padded);
+        let part = padded_rows(batch, 0..batch.batch, padded, batch.batch);
         let start = now();
         let (plan, resolved) = self.submit(&part, output_layer, true).await?;
         let resolved = resolved.ok_or_else(|| Error::model("gpu profile: no timestamps were recorded"))?;
@@ -511,15 +515,16 @@ impl GpuEncoder {
     }
 }
 
-/// Rows `range` of `batch`, each padded with masked tokens to `len` positions.
-fn padded_rows(batch: &TokenBatch, range: std::ops::Range<usize>, len: usize) -> TokenBatch {
+/// Rows `range` of `batch`, each padded with masked tokens to `len` positions, then rows of
+/// padding alone up to `rows` rows.
+fn padded_rows(batch: &TokenBatch, range: std::ops::Range<usize>, len: usize, rows: usize) -> TokenBatch {
     let s = batch.seq_len;
     let mut part = TokenBatch {
-        batch: range.len(),
+        batch: rows.max(range.len()),
         seq_len: len,
-        ids: Vec::with_capacity(range.len() * len),
-        type_ids: Vec::with_capacity(range.len() * len),
-        mask: Vec::with_capacity(range.len() * len),
+        ids: Vec::with_capacity(rows * len),
+        type_ids: Vec::with_capacity(rows * len),
+        mask: Vec::with_capacity(rows * len),
     };
     for r in range {
         let row = r * s..(r + 1) * s;
@@ -530,6 +535,10 @@ fn padded_rows(batch: &TokenBatch, range: std::ops::Range<usize>, len: usize) ->
         part.type_ids.resize(part.type_ids.len() + len - s, 0);
         part.mask.resize(part.mask.len() + len - s, 0);
     }
+    let total = part.batch * len;
+    part.ids.resize(total, 0);
+    part.type_ids.resize(total, 0);
+    part.mask.resize(total, 0);
     part
 }
 

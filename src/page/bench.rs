@@ -20,6 +20,13 @@ pub struct BenchBackend {
     /// Threads of the CPU path (0 for WebGPU).
     pub threads: usize,
     pub rows: Vec<BenchRow>,
+    /// WebGPU only: the GPU's time per step of the pass at each cell (timestamp queries,
+    /// `medrank bench --parts gpu-profile`'s function).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub gpu_profile: Vec<crate::gpu::bench::ProfileRow>,
+    /// WebGPU only: why there is no GPU profile, or which cells it leaves out.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gpu_profile_note: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
 }
@@ -60,6 +67,8 @@ pub async fn bench_grid(
                     device: String::new(),
                     threads: 0,
                     rows: vec![],
+                    gpu_profile: vec![],
+                    gpu_profile_note: None,
                     error,
                 });
                 continue;
@@ -78,11 +87,51 @@ pub async fn bench_grid(
                     .await?;
             rows.push(row);
         }
+        let (mut gpu_profile, mut gpu_profile_note) = (Vec::new(), None);
+        if let crate::gpu::AnyEncoder::Gpu(gpu) = encoder {
+            (gpu_profile, gpu_profile_note) = profile_cells(gpu, plan, now, max_tokens).await?;
+        }
         let threads = if on_gpu { 0 } else { threads };
-        out.push(BenchBackend { backend: label.into(), device, threads, rows, error: None });
+        out.push(BenchBackend {
+            backend: label.into(),
+            device,
+            threads,
+            rows,
+            gpu_profile,
+            gpu_profile_note,
+            error: None,
+        });
     }
     progress("Done", total, total)?;
     Ok(out)
+}
+
+/// The GPU profile of every cell of the plan that one pass holds (a profile times one
+/// submission), with a note on what is missing: the whole profile where the adapter has no
+/// `timestamp-query`, or the cells left out.
+async fn profile_cells(
+    gpu: &crate::gpu::GpuEncoder,
+    plan: &BenchPlan<'_>,
+    now: &dyn Fn() -> f64,
+    max_tokens: usize,
+) -> Result<(Vec<crate::gpu::bench::ProfileRow>, Option<String>)> {
+    let adapter = &gpu.context().adapter;
+    if !adapter.timestamps {
+        let note = format!("{} has no timestamp-query: GPU time per step cannot be measured here", adapter.name);
+        return Ok((Vec::new(), Some(note)));
+    }
+    let (mut rows, mut left_out) = (Vec::new(), Vec::new());
+    for &(seq_len, batch) in plan.cells.iter().filter(|(l, _)| *l <= max_tokens) {
+        let padded = seq_len.next_multiple_of(crate::gpu::encoder::LENGTH_BUCKET);
+        if batch > gpu.rows_per_pass(padded)? {
+            left_out.push(format!("{seq_len} x {batch}"));
+            continue;
+        }
+        rows.push(crate::gpu::bench::profile_encoder(gpu, seq_len, batch, 3, now).await?);
+    }
+    let note = (!left_out.is_empty())
+        .then(|| format!("not profiled (more than one pass on this adapter): {}", left_out.join(", ")));
+    Ok((rows, note))
 }
 
 /// The bench page's check of the GPU trainer on the browser's WebGPU adapter (what the

@@ -155,6 +155,26 @@ test('the benchmark page measures the smallest cell on the wasm CPU and on WebGP
     const cores = await page.evaluate(() => navigator.hardwareConcurrency);
     assert.match(devices, new RegExp(`CPU: medrank kernels \\(wasm simd128 \\+ relaxed, ${cores} threads?\\)`));
     assert.match(devices, /WebGPU: .*BrowserWebGpu/);
+    // The WebGPU encoder's GPU time per step (timestamp queries): the steps `medrank bench
+    // --parts gpu-profile` names, or, on an adapter without timestamps, the reason.
+    const profileHead = await page.locator('#gpu-profile-table thead th').allTextContents();
+    if (profileHead.length) {
+      assert.deepEqual(profileHead.slice(2, 9), [
+        'embedding gather ms',
+        'layer norm (+ residual) ms',
+        'QKV product ms',
+        'attention ms',
+        'attention output product ms',
+        'feed-forward in product (+ activation) ms',
+        'feed-forward out product ms',
+      ]);
+      const profiled = await page.locator('#gpu-profile-table tr[data-cell="128x1"] td').allTextContents();
+      const ms = profiled.slice(2).map(Number);
+      assert.ok(ms.every((x) => Number.isFinite(x) && x >= 0) && ms[7] > 0, `GPU profile: ${profiled}`);
+    } else {
+      assert.match(await page.textContent('#gpu-profile-note'), /has no timestamp-query/);
+      console.log('the adapter has no timestamp-query: only the note was checked');
+    }
     // A pasted native `medrank bench --json` adds the wasm/native ratio.
     await page.fill('#native-json', JSON.stringify({ encoder: { ours: [{ seq_len: 128, batch: 1, tokens_per_s: Number(cells[3].replace(/,/g, '')) * 2 }] } }));
     assert.equal((await page.locator('#bench-table tr[data-cell="128x1"] td').allTextContents())[7], '0.50');
