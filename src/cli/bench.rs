@@ -716,3 +716,19 @@ pub(super) fn bench(a: BenchArgs) -> Result<()> {
     let tables = report.tables();
     emit(&report, &tables, &a.output, outputs)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Without a CUDA device (or without PyTorch) the GPU peer says why it did not run,
+    /// and the bench reports it as skipped. On a machine with CUDA it would measure.
+    #[test]
+    fn the_torch_peer_says_why_it_cannot_run() {
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/reference/torch_cuda_peer.py");
+        match torch_peer(&script, Path::new("models/all-MiniLM-L6-v2"), &[(128, 1)]) {
+            Err(why) => assert!(why.starts_with("PyTorch peer"), "{why}"),
+            Ok(peer) => assert_eq!((peer.cells[0].seq_len, peer.cells[0].batch), (128, 1)),
+        }
+    }
+}

@@ -104,7 +104,7 @@ fn weight(i: u32) -> f32 { return f32(w[i]); }";
 
 /// The two tile shapes of kernels/matmul.wgsl: a workgroup of 16 x 16 threads computes a
 /// `size` x `size` block of y, each thread `per_thread` x `per_thread` of it, staging `slice`
-/// values of k at a time (2 x slice x (size + 4) x 4 bytes of workgroup memory: 8.5 KiB for
+/// values of k at a time (2 x slice x (size + 4) x 4 bytes of workgroup memory: at most 8.5 KiB for
 /// either, within WebGPU's guaranteed 16 KiB).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Tile {

@@ -10,7 +10,7 @@
 //! WGSL source when it is compiled.
 //!
 //! Workgroup memory and size stay within what WebGPU guarantees on every adapter (16 KiB
-//! of workgroup storage, 256 invocations): matmul 8.5 KiB / 256, attention 2.3 KiB / 64,
+//! of workgroup storage, 256 invocations): matmul at most 8.5 KiB / 256, attention 8.3 KiB / 64,
 //! layer norm 1 KiB / 256, attention backward 4.3 KiB / 64. Only the grid is
 //! adapter-specific (`grid`).
 //!
