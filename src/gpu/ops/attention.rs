@@ -51,7 +51,7 @@ impl Attention {
         kernels
             .entry(head_dim)
             .or_insert_with(|| {
-                let mats = head_dim.div_ceil(16);
+                let mats = head_dim.div_ceil(16).max(1);
                 // Keys staged per block: 4 KiB of keys and 4 KiB of values (64 keys of a
                 // head of up to 16 values, 16 of 64), a multiple of the 4 taken at a time.
                 let key_block = (64 / mats) / 4 * 4;
