@@ -162,10 +162,31 @@ pub async fn profile_encoder(
 /// The profiled cells, and the (length, batch) cells left out for taking several passes.
 pub type ProfiledGrid = (Vec<ProfileRow>, Vec<(usize, usize)>);
 
-/// [`profile_encoder`] over the grid, natively, blocking; `progress` is told about each
-/// cell as it is measured. Lengths longer than the model allows are skipped, and so are
-/// cells that take more than one pass of the adapter (a profile times one submission):
-/// those are returned beside the rows.
+/// [`profile_encoder`] on each (length, batch) cell; `progress` is told about each cell as
+/// it is measured. Lengths longer than the model allows are skipped, and so are cells that
+/// take more than one pass of the adapter (a profile times one submission): those are
+/// returned beside the rows. The CLI and the bench page both profile through this.
+pub async fn profile_cells(
+    encoder: &crate::gpu::GpuEncoder,
+    cells: &[(usize, usize)],
+    passes: usize,
+    now: &dyn Fn() -> f64,
+    progress: &mut dyn FnMut(&ProfileRow),
+) -> Result<ProfiledGrid> {
+    let (mut rows, mut skipped) = (Vec::new(), Vec::new());
+    for &(seq_len, batch) in cells.iter().filter(|(l, _)| *l <= encoder.config().max_tokens()) {
+        if !encoder.fits_one_pass(seq_len, batch)? {
+            skipped.push((seq_len, batch));
+            continue;
+        }
+        let row = profile_encoder(encoder, seq_len, batch, passes, now).await?;
+        progress(&row);
+        rows.push(row);
+    }
+    Ok((rows, skipped))
+}
+
+/// [`profile_cells`] over the grid `lengths` x `batches`, natively, blocking.
 #[cfg(not(target_arch = "wasm32"))]
 pub fn profile_grid_blocking(
     encoder: &crate::gpu::GpuEncoder,
@@ -176,18 +197,6 @@ pub fn profile_grid_blocking(
 ) -> Result<ProfiledGrid> {
     let origin = std::time::Instant::now();
     let now = move || origin.elapsed().as_secs_f64();
-    let (mut rows, mut skipped) = (Vec::new(), Vec::new());
-    for &seq_len in lengths.iter().filter(|&&l| l <= encoder.config().max_tokens()) {
-        let fits = encoder.rows_per_pass(seq_len.next_multiple_of(crate::gpu::encoder::LENGTH_BUCKET))?;
-        for &batch in batches {
-            if batch > fits {
-                skipped.push((seq_len, batch));
-                continue;
-            }
-            let row = pollster::block_on(profile_encoder(encoder, seq_len, batch, passes, &now))?;
-            progress(&row);
-            rows.push(row);
-        }
-    }
-    Ok((rows, skipped))
+    let cells: Vec<(usize, usize)> = lengths.iter().flat_map(|&l| batches.iter().map(move |&b| (l, b))).collect();
+    pollster::block_on(profile_cells(encoder, &cells, passes, &now, &mut progress))
 }

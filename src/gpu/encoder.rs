@@ -296,6 +296,18 @@ impl GpuEncoder {
         Ok(rows)
     }
 
+    /// The length sequences of `seq_len` tokens run at on the device: the next multiple of
+    /// [`LENGTH_BUCKET`] within the model's and the kernels' limit.
+    fn padded_len(&self, seq_len: usize) -> usize {
+        let limit = Attention::MAX_SEQ_LEN.min(self.config.max_tokens());
+        seq_len.next_multiple_of(LENGTH_BUCKET).min(limit).max(seq_len)
+    }
+
+    /// Whether `batch` sequences of `seq_len` tokens run as one pass (what a profile times).
+    pub fn fits_one_pass(&self, seq_len: usize, batch: usize) -> Result<bool> {
+        Ok(batch <= self.rows_per_pass(self.padded_len(seq_len))?)
+    }
+
     fn check_batch(&self, batch: &TokenBatch, output_layer: usize) -> Result<()> {
         batch.check(&self.config, output_layer)?;
         if batch.seq_len > Attention::MAX_SEQ_LEN {
@@ -312,8 +324,7 @@ impl GpuEncoder {
     pub async fn forward(&self, batch: &TokenBatch, output_layer: usize) -> Result<HiddenStates> {
         self.check_batch(batch, output_layer)?;
         let (s, h) = (batch.seq_len, self.config.hidden_size);
-        let limit = Attention::MAX_SEQ_LEN.min(self.config.max_tokens());
-        let padded = s.next_multiple_of(LENGTH_BUCKET).min(limit).max(s);
+        let padded = self.padded_len(s);
         if batch.batch == 0 || s == 0 {
             return Ok(HiddenStates { batch: batch.batch, seq_len: s, hidden: h, data: Vec::new() });
         }
@@ -430,8 +441,7 @@ impl GpuEncoder {
             )));
         }
         self.check_batch(batch, output_layer)?;
-        let limit = Attention::MAX_SEQ_LEN.min(self.config.max_tokens());
-        let padded = batch.seq_len.next_multiple_of(LENGTH_BUCKET).min(limit).max(batch.seq_len);
+        let padded = self.padded_len(batch.seq_len);
         if batch.batch == 0 || batch.batch > self.rows_per_pass(padded)? {
             return Err(Error::invalid("gpu profile: the batch must be non-empty and fit one pass"));
         }

@@ -511,19 +511,12 @@ pub fn train(
 ) -> Result<TrainedEvaluator> {
     let mut job = TrainingJob::start(req, base, t::native_clock)?;
     // With the trained part on the GPU, the frozen layers run there too.
-    let gpu_encoder = match req.on_gpu {
-        true => {
-            let ctx = crate::gpu::context::GpuContext::new_blocking()?;
-            job.train_on_gpu(ctx.clone())?;
-            Some(crate::gpu::GpuEncoder::with_context(ctx, &base.encoder.model)?)
-        }
-        false => None,
-    };
+    let gpu = if req.on_gpu { Some(crate::gpu::context::GpuContext::new_blocking()?) } else { None };
+    if let Some(ctx) = &gpu {
+        job.train_on_gpu(ctx.clone())?;
+    }
     started(job.summary());
-    match &gpu_encoder {
-        Some(encoder) => pollster::block_on(job.encode(encoder, usize::MAX))?,
-        None => crate::model::run_ready(job.encode(&base.encoder, usize::MAX))?,
-    };
+    job.trainer.frozen_pass_blocking(base, gpu.as_ref())?;
     if job.trainer.has_frozen_pass() {
         events(TrainEvent::Cached { inputs: job.inputs().1, seconds: job.cache_seconds() });
     }

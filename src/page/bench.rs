@@ -89,7 +89,7 @@ pub async fn bench_grid(
         }
         let (mut gpu_profile, mut gpu_profile_note) = (Vec::new(), None);
         if let crate::gpu::AnyEncoder::Gpu(gpu) = encoder {
-            (gpu_profile, gpu_profile_note) = profile_cells(gpu, plan, now, max_tokens).await?;
+            (gpu_profile, gpu_profile_note) = gpu_profile_of(gpu, plan, now).await?;
         }
         let threads = if on_gpu { 0 } else { threads };
         out.push(BenchBackend {
@@ -109,26 +109,18 @@ pub async fn bench_grid(
 /// The GPU profile of every cell of the plan that one pass holds (a profile times one
 /// submission), with a note on what is missing: the whole profile where the adapter has no
 /// `timestamp-query`, or the cells left out.
-async fn profile_cells(
+async fn gpu_profile_of(
     gpu: &crate::gpu::GpuEncoder,
     plan: &BenchPlan<'_>,
     now: &dyn Fn() -> f64,
-    max_tokens: usize,
 ) -> Result<(Vec<crate::gpu::bench::ProfileRow>, Option<String>)> {
     let adapter = &gpu.context().adapter;
     if !adapter.timestamps {
         let note = format!("{} has no timestamp-query: GPU time per step cannot be measured here", adapter.name);
         return Ok((Vec::new(), Some(note)));
     }
-    let (mut rows, mut left_out) = (Vec::new(), Vec::new());
-    for &(seq_len, batch) in plan.cells.iter().filter(|(l, _)| *l <= max_tokens) {
-        let padded = seq_len.next_multiple_of(crate::gpu::encoder::LENGTH_BUCKET);
-        if batch > gpu.rows_per_pass(padded)? {
-            left_out.push(format!("{seq_len} x {batch}"));
-            continue;
-        }
-        rows.push(crate::gpu::bench::profile_encoder(gpu, seq_len, batch, 3, now).await?);
-    }
+    let (rows, skipped) = crate::gpu::bench::profile_cells(gpu, plan.cells, 3, now, &mut |_| {}).await?;
+    let left_out: Vec<String> = skipped.iter().map(|(l, b)| format!("{l} x {b}")).collect();
     let note = (!left_out.is_empty())
         .then(|| format!("not profiled (more than one pass on this adapter): {}", left_out.join(", ")));
     Ok((rows, note))

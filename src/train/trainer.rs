@@ -104,14 +104,7 @@ pub fn train_with_events(
 ) -> Result<TrainResult> {
     let mut trainer =
         Trainer::new(base, kind, labels, train_set.to_vec(), dev_set.to_vec(), opts.clone(), native_clock)?;
-    // With the trained part on the GPU, the frozen layers run there too.
-    match &gpu {
-        Some(ctx) => {
-            let encoder = crate::gpu::GpuEncoder::with_context(ctx.clone(), &base.encoder.model)?;
-            pollster::block_on(trainer.encode_batches(&encoder, usize::MAX))?
-        }
-        None => run_ready(trainer.encode_batches(&base.encoder, usize::MAX))?,
-    };
+    trainer.frozen_pass_blocking(base, gpu.as_ref())?;
     if trainer.has_frozen_pass() {
         progress(TrainEvent::Cached { inputs: trainer.inputs().1, seconds: trainer.cache_seconds() });
     }
@@ -254,6 +247,22 @@ impl Trainer {
     pub async fn encode_batches<E: Encoder>(&mut self, encoder: &E, max_batches: usize) -> Result<bool> {
         let sets = [self.train_set.as_slice(), self.dev_set.as_slice()];
         self.frozen.run(encoder, &self.tokenizer, sets, self.clock, max_batches).await
+    }
+
+    /// The whole frozen pass, natively: on the GPU of `gpu` when the trained part runs
+    /// there (a GPU encoder over `base`), on `base`'s CPU encoder otherwise.
+    #[cfg(not(target_arch = "wasm32"))]
+    pub fn frozen_pass_blocking(&mut self, base: &TextModel, gpu: Option<&GpuContext>) -> Result<()> {
+        match gpu {
+            Some(ctx) => {
+                let encoder = crate::gpu::GpuEncoder::with_context(ctx.clone(), &base.encoder.model)?;
+                pollster::block_on(self.encode_batches(&encoder, usize::MAX))?;
+            }
+            None => {
+                run_ready(self.encode_batches(&base.encoder, usize::MAX))?;
+            }
+        }
+        Ok(())
     }
 
     /// The epochs logged so far.
