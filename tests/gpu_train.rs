@@ -27,13 +27,18 @@ fn model(arch: Arch, layers: usize, head: HeadKind, labels: &[&str], seed: u64) 
 
 /// The library's self-check (`train::gpu::gradient_check`, which the bench page runs on WebGPU):
 /// every trained tensor of BERT multiple-choice, BERT, RoBERTa and DistilBERT
-/// classification models, micro-batches whole and in parts.
+/// classification models, micro-batches whole and in parts, training the top 2 of 3
+/// layers and then every layer with the embeddings.
 #[test]
-fn gradients_of_the_top_layers_and_the_head_match_candle() {
+fn gradients_of_every_trained_tensor_match_candle() {
     let Some(ctx) = context() else { return };
     let checks = pollster::block_on(medrank::train::gpu::gradient_check::gradient_check(&ctx)).unwrap();
-    // 4 models x (whole, in parts) x (the losses + 2 layers of 16 tensors + 4 head tensors).
-    assert_eq!(checks.len(), 4 * 2 * (1 + 2 * 16 + 4));
+    // Top layers: 4 models x (whole, in parts) x (the losses + 2 layers of 16 tensors + 4
+    // head tensors). Every layer: 3 layers, and the word, position and token-type tables and
+    // the embedding norm's two (DistilBERT has no token types).
+    let top = 4 * 2 * (1 + 2 * 16 + 4);
+    let every = 2 * (3 * (1 + 3 * 16 + 4 + 5) + (1 + 3 * 16 + 4 + 4));
+    assert_eq!(checks.len(), top + every);
     for c in &checks {
         eprintln!("{} {}: {:.2e}", c.case, c.tensor, c.difference);
         assert!(c.ok, "{c:?}");
@@ -41,8 +46,13 @@ fn gradients_of_the_top_layers_and_the_head_match_candle() {
             assert!(c.difference <= 1e-3 && c.reference_norm > 1e-7, "{c:?}");
         }
     }
-    // Each run's two key biases, and the multiple-choice classifier's bias in its two runs.
-    assert_eq!(checks.iter().filter(|c| c.zero_by_construction).count(), 4 * 2 * 2 + 2);
+    for table in ["word_embeddings", "position_embeddings", "token_type_embeddings", "embedding_norm.weight"] {
+        let n = checks.iter().filter(|c| c.tensor == table && !c.zero_by_construction).count();
+        assert_eq!(n, if table == "token_type_embeddings" { 6 } else { 8 }, "{table}");
+    }
+    // Each run's key biases (2 or 3 layers), and the multiple-choice classifier's bias in
+    // its four runs.
+    assert_eq!(checks.iter().filter(|c| c.zero_by_construction).count(), 4 * 2 * 2 + 4 * 2 * 3 + 4);
 }
 
 fn tokenizer(cfg: &EncoderConfig) -> TextTokenizer {

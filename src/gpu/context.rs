@@ -80,6 +80,13 @@ pub struct ChunkedTable {
     pub cols: usize,
 }
 
+impl ChunkedTable {
+    /// (first row, block) pairs, as the gather ([`crate::gpu::ops::GatherAdd`]) reads them.
+    pub fn blocks(&self) -> Vec<(usize, &GpuTensor)> {
+        self.chunks.iter().map(|(start, t)| (*start, t)).collect()
+    }
+}
+
 /// The device, its queue and what the adapter allows. A clone shares the device (wgpu's
 /// handles are reference counted): the page's trainer uses the kept encoder's.
 #[derive(Clone)]

@@ -500,10 +500,10 @@ impl GpuEncoder {
             d.extend(dispatches);
         };
         let eps = c.layer_norm_eps as f32;
-        add(step::EMBEDDINGS, ops.gather_add.prepare(ctx, &ids, &self.word_embeddings, &embedded)?);
-        add(step::EMBEDDINGS, ops.gather_add.prepare(ctx, &position_ids, &self.position_embeddings, &embedded)?);
+        add(step::EMBEDDINGS, ops.gather_add.prepare(ctx, &ids, &self.word_embeddings.blocks(), &embedded)?);
+        add(step::EMBEDDINGS, ops.gather_add.prepare(ctx, &position_ids, &self.position_embeddings.blocks(), &embedded)?);
         if let Some(types) = &self.token_type_embeddings {
-            add(step::EMBEDDINGS, ops.gather_add.prepare(ctx, &type_ids, types, &embedded)?);
+            add(step::EMBEDDINGS, ops.gather_add.prepare(ctx, &type_ids, &types.blocks(), &embedded)?);
         }
         let n = &self.embedding_norm;
         add(step::LAYER_NORM, ops.layer_norm.prepare(ctx, &embedded, None, &n.gamma, &n.beta, eps, &x)?);

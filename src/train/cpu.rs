@@ -104,6 +104,22 @@ impl CpuEngine {
         detached(model)
     }
 
+    /// [`Engine::start`]: the optimisers, made once (they keep their moments across epochs).
+    fn make_optimisers(&mut self, opts: &TrainOptions) -> Result<()> {
+        if self.optimisers.is_none() {
+            let params = |lr: f64| ParamsAdamW { lr, weight_decay: opts.weight_decay, ..Default::default() };
+            let head = AdamW::new(self.head_vars.clone(), params(opts.learning_rate))?;
+            let layers = if self.layer_vars.is_empty() {
+                None
+            } else {
+                Some(AdamW::new(self.layer_vars.clone(), params(opts.layer_learning_rate)))
+            }
+            .transpose()?;
+            self.optimisers = Some((head, layers));
+        }
+        Ok(())
+    }
+
     /// [`Engine::dev`], shards in parallel.
     fn dev_now(&self, dev: Batches) -> Result<(Vec<usize>, f64)> {
         // The borrowed fields, not `self`, go to the threads.
@@ -133,19 +149,8 @@ impl CpuEngine {
 }
 
 impl Engine for CpuEngine {
-    fn start(&mut self, _model: &LoadedModel, _lower: usize, opts: &TrainOptions) -> Result<()> {
-        if self.optimisers.is_none() {
-            let params = |lr: f64| ParamsAdamW { lr, weight_decay: opts.weight_decay, ..Default::default() };
-            let head = AdamW::new(self.head_vars.clone(), params(opts.learning_rate))?;
-            let layers = if self.layer_vars.is_empty() {
-                None
-            } else {
-                Some(AdamW::new(self.layer_vars.clone(), params(opts.layer_learning_rate)))
-            }
-            .transpose()?;
-            self.optimisers = Some((head, layers));
-        }
-        Ok(())
+    fn start<'a>(&'a mut self, _model: &'a LoadedModel, _lower: usize, opts: &'a TrainOptions) -> Pending<'a, ()> {
+        Box::pin(std::future::ready(self.make_optimisers(opts)))
     }
 
     fn step<'a>(&'a mut self, train: Batches<'a>, chunk: &'a [usize], lr: f64, layer_lr: f64) -> Pending<'a, f64> {

@@ -41,7 +41,7 @@ pub(super) struct Batches<'a> {
 pub(super) trait Engine {
     /// Before every epoch; only the first does anything (the optimisers, or the GPU
     /// trainer with `model`'s weights uploaded: the frozen pass comes first).
-    fn start(&mut self, model: &LoadedModel, lower: usize, opts: &TrainOptions) -> Result<()>;
+    fn start<'a>(&'a mut self, model: &'a LoadedModel, lower: usize, opts: &'a TrainOptions) -> Pending<'a, ()>;
 
     /// One optimiser step over the training examples `chunk` (micro-batches of
     /// `train.batch_size`, gradients summed, scaled so the step's gradient is the mean over

@@ -310,7 +310,7 @@ impl Trainer {
         let opts = self.opts.clone();
         let per_step = opts.batch_size * opts.grad_accum;
         let (total, warmup) = schedule(self.train_set.len(), &opts);
-        self.engine.start(&self.model, self.lower, &opts)?;
+        self.engine.start(&self.model, self.lower, &opts).await?;
         let epoch = self.curve.len() + 1;
         self.order.shuffle(&mut self.rng);
         let order = self.order.clone();

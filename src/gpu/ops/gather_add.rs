@@ -1,6 +1,6 @@
 use super::{check, check_f32, grid, params, to_u32, Dispatch, Kernel};
 use crate::error::Result;
-use crate::gpu::context::{ChunkedTable, DType, GpuContext, GpuTensor};
+use crate::gpu::context::{DType, GpuContext, GpuTensor};
 
 params! {
     struct Params {
@@ -29,26 +29,28 @@ impl GatherAdd {
         GatherAdd { kernel: Kernel::with_threads(ctx, "gather_add", Params::WGSL, Self::THREADS, &[], body) }
     }
 
-    /// The caller guarantees every id is < `table.rows` (the encoder checks ids on the
-    /// host before uploading them); ids outside the table add nothing.
+    /// `blocks`: the table as (first row, `[rows, cols]` block) pairs, as
+    /// [`crate::gpu::ChunkedTable::blocks`] lists them. The caller guarantees every id lies
+    /// in the table (the encoder checks ids on the host before uploading them); ids outside
+    /// every block add nothing.
     pub fn prepare(
         &self,
         ctx: &GpuContext,
         ids: &GpuTensor,
-        table: &ChunkedTable,
+        blocks: &[(usize, &GpuTensor)],
         out: &GpuTensor,
     ) -> Result<Vec<Dispatch>> {
         check(ids.dtype == DType::U32, "gather_add", || "`ids` must be u32".into())?;
         check_f32(out, "gather_add", "out")?;
         let tokens = ids.len();
-        check(out.shape == [tokens, table.cols], "gather_add", || {
-            format!("out {:?} != [{tokens}, {}]", out.shape, table.cols)
-        })?;
-        let groups = grid(ctx, (tokens * table.cols).div_ceil(Self::THREADS))?;
-        let mut dispatches = Vec::with_capacity(table.chunks.len());
-        for (row_start, chunk) in &table.chunks {
+        let (out_rows, out_cols) = out.dims2("gather_add out")?;
+        check(out_rows == tokens, "gather_add", || format!("out {:?} has not {tokens} rows", out.shape))?;
+        let groups = grid(ctx, (tokens * out_cols).div_ceil(Self::THREADS))?;
+        let mut dispatches = Vec::with_capacity(blocks.len());
+        for (row_start, chunk) in blocks {
+            check_f32(chunk, "gather_add", "table")?;
             let (rows, cols) = chunk.dims2("gather_add table chunk")?;
-            check(cols == table.cols, "gather_add", || "table chunks disagree on columns".into())?;
+            check(cols == out_cols, "gather_add", || format!("a table block of {cols} columns for out {:?}", out.shape))?;
             let params = Params {
                 tokens: to_u32(tokens, "gather_add", "tokens")?,
                 cols: to_u32(cols, "gather_add", "cols")?,

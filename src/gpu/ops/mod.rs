@@ -24,6 +24,7 @@ mod attention;
 mod attention_backward;
 mod column_sum;
 mod cross_entropy;
+mod embedding_backward;
 mod gather_add;
 mod layer_norm;
 mod layer_norm_backward;
@@ -35,6 +36,7 @@ pub use attention::Attention;
 pub use attention_backward::AttentionBackward;
 pub use column_sum::ColumnSum;
 pub use cross_entropy::CrossEntropy;
+pub use embedding_backward::{EmbeddingBackward, TokensById, TokensByIdOnDevice};
 pub use gather_add::GatherAdd;
 pub use layer_norm::LayerNorm;
 pub use layer_norm_backward::{LayerNormBackward, LayerNormGrads};
@@ -72,6 +74,7 @@ pub struct TrainOps {
     pub layer_norm: LayerNormBackward,
     pub attention: AttentionBackward,
     pub cross_entropy: CrossEntropy,
+    pub embedding: EmbeddingBackward,
     pub adamw: AdamW,
 }
 
@@ -83,6 +86,7 @@ impl TrainOps {
             layer_norm: LayerNormBackward::new(ctx),
             attention: AttentionBackward::new(ctx),
             cross_entropy: CrossEntropy::new(ctx),
+            embedding: EmbeddingBackward::new(ctx),
             adamw: AdamW::new(ctx),
         }
     }

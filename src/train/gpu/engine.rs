@@ -1,14 +1,15 @@
 //! The GPU engine: the training loop's steps, dev pass and best weights on a
-//! [`GpuTrainer`], fed with the frozen pass's f16 states of the lower layers.
+//! [`GpuTrainer`], fed with the frozen pass's f16 states of the lower layers (`top:N`) or
+//! with the examples' tokens (every layer).
 
-use super::trainer::GpuTrainer;
+use super::trainer::{GpuTrainer, TrainInput};
 use crate::error::{Error, Result};
 use crate::gpu::context::GpuContext;
 use crate::gpu::ops::AdamWConfig;
 use crate::model::load::LoadedModel;
 use crate::train::engine::{Batches, Engine, Pending};
 use crate::train::examples::TrainExample;
-use crate::train::options::TrainOptions;
+use crate::train::options::{Freeze, TrainOptions};
 use half::f16;
 
 /// The trained part on a GPU.
@@ -29,26 +30,30 @@ impl GpuEngine {
 }
 
 impl Engine for GpuEngine {
-    fn start(&mut self, model: &LoadedModel, lower: usize, opts: &TrainOptions) -> Result<()> {
-        if let GpuEngine::Ready(ctx) = self {
-            let adamw = |lr: f64| AdamWConfig { lr, weight_decay: opts.weight_decay, ..Default::default() };
-            // A context's handles are reference counted: the clone is the same device.
-            let trainer = GpuTrainer::new(
-                (**ctx).clone(),
-                model,
-                lower,
-                adamw(opts.learning_rate),
-                adamw(opts.layer_learning_rate),
-            )?;
-            *self = GpuEngine::Training(Box::new(trainer));
-        }
-        Ok(())
+    fn start<'a>(&'a mut self, model: &'a LoadedModel, lower: usize, opts: &'a TrainOptions) -> Pending<'a, ()> {
+        Box::pin(async move {
+            if let GpuEngine::Ready(ctx) = self {
+                let adamw = |lr: f64| AdamWConfig { lr, weight_decay: opts.weight_decay, ..Default::default() };
+                // A context's handles are reference counted: the clone is the same device.
+                let trainer = GpuTrainer::new(
+                    (**ctx).clone(),
+                    model,
+                    lower,
+                    opts.freeze == Freeze::All,
+                    adamw(opts.learning_rate),
+                    adamw(opts.layer_learning_rate),
+                )
+                .await?;
+                *self = GpuEngine::Training(Box::new(trainer));
+            }
+            Ok(())
+        })
     }
 
     fn step<'a>(&'a mut self, train: Batches<'a>, chunk: &'a [usize], lr: f64, layer_lr: f64) -> Pending<'a, f64> {
         Box::pin(async move {
             let gpu = self.trainer()?;
-            let cached = Cached::new(train.set, train.prepared.lower_states())?;
+            let cached = Cached::new(train.set, train.prepared.lower_states(), train.lower)?;
             let mut sum = 0.0;
             for micro in chunk.chunks(train.batch_size) {
                 let examples: Vec<(usize, usize, f32)> = micro
@@ -71,7 +76,7 @@ impl Engine for GpuEngine {
             let GpuEngine::Training(gpu) = self else {
                 return Err(Error::invalid("the GPU trainer starts with the first epoch"));
             };
-            let cached = Cached::new(dev.set, dev.prepared.lower_states())?;
+            let cached = Cached::new(dev.set, dev.prepared.lower_states(), dev.lower)?;
             dev_outcome(gpu, &cached, dev.batch_size, dev.multiple_choice, dev.class_weights).await
         })
     }
@@ -94,7 +99,8 @@ impl Engine for GpuEngine {
     }
 }
 
-/// Examples by index with their inputs' cached states.
+/// Examples by index with what the trainer starts from: their inputs' cached states
+/// (`top:N`), or their tokens (every layer: no frozen pass).
 struct Cached<'a> {
     set: &'a [TrainExample],
     states: &'a [Vec<f16>],
@@ -103,23 +109,28 @@ struct Cached<'a> {
 }
 
 impl<'a> Cached<'a> {
-    fn new(set: &'a [TrainExample], states: &'a [Vec<f16>]) -> Result<Self> {
+    fn new(set: &'a [TrainExample], states: &'a [Vec<f16>], lower: usize) -> Result<Self> {
         let mut starts = Vec::with_capacity(set.len());
         let mut at = 0;
         for e in set {
             starts.push(at);
             at += e.inputs.len();
         }
-        if at != states.len() {
-            return Err(Error::invalid(format!("{at} inputs but {} cached states", states.len())));
+        let expected = if lower == 0 { 0 } else { at };
+        if expected != states.len() {
+            return Err(Error::invalid(format!("{expected} cached states expected, {} given", states.len())));
         }
         Ok(Cached { set, states, starts })
     }
 
-    fn inputs(&self, idx: &[usize]) -> Vec<&'a [f16]> {
+    fn inputs(&self, idx: &[usize]) -> Vec<TrainInput<'a>> {
+        let set = self.set;
+        if self.states.is_empty() {
+            return idx.iter().flat_map(|&i| set[i].inputs.iter().map(TrainInput::Tokens)).collect();
+        }
         idx.iter()
-            .flat_map(|&i| self.states[self.starts[i]..self.starts[i] + self.set[i].inputs.len()].iter())
-            .map(|s| s.as_slice())
+            .flat_map(|&i| self.states[self.starts[i]..self.starts[i] + set[i].inputs.len()].iter())
+            .map(|s| TrainInput::States(s.as_slice()))
             .collect()
     }
 }

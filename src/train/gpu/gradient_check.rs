@@ -15,14 +15,15 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::Serialize;
 
-use super::trainer::GpuTrainer;
+use super::trainer::{GpuTrainer, TrainInput};
 use crate::error::Result;
 use crate::gpu::context::GpuContext;
 use crate::gpu::ops::AdamWConfig;
 use crate::model::config::{Activation, Arch, EncoderConfig, HeadKind};
-use crate::model::encoder::layers_forward;
+use crate::model::encoder::{forward, layers_forward, TokenBatch};
 use crate::model::heads::head_forward;
 use crate::model::load::{random_model, Dense, HeadWeights, LoadedModel, Norm};
+use crate::model::tokenize::Encoded;
 
 /// The largest relative difference a checked tensor may show.
 pub const TOLERANCE: f64 = 1e-3;
@@ -87,18 +88,40 @@ pub struct TensorCheck {
     pub ok: bool,
 }
 
+/// What the trainer starts from in a check.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Trained {
+    /// The top 2 of 3 layers, from random states (`--freeze top:2`).
+    TopLayers,
+    /// Every layer and the embeddings, from random tokens (`--freeze all`).
+    Everything,
+}
+
 /// Every case, each micro-batch whole and split into one part per example (as one too large
-/// for the adapter's bindings runs). The losses are checked too, as the tensor `losses`.
+/// for the adapter's bindings runs), training the top layers and then everything. The losses
+/// are checked too, as the tensor `losses`.
 pub async fn gradient_check(ctx: &GpuContext) -> Result<Vec<TensorCheck>> {
     let mut out = Vec::new();
-    for (c, case) in CASES.iter().enumerate() {
-        let m = jittered_model(tiny_config(case.arch, 3, case.head, case.labels), 20 + c as u64)?;
-        let first = 1; // the top 2 of 3 layers: the gradient also flows from layer to layer
+    for trained in [Trained::TopLayers, Trained::Everything] {
+        for (c, case) in CASES.iter().enumerate() {
+            out.extend(check_case(ctx, case, c as u64, trained).await?);
+        }
+    }
+    Ok(out)
+}
+
+async fn check_case(ctx: &GpuContext, case: &Case, c: u64, trained: Trained) -> Result<Vec<TensorCheck>> {
+    let mut out = Vec::new();
+    {
+        let m = jittered_model(tiny_config(case.arch, 3, case.head, case.labels), 20 + c)?;
+        // The top 2 of 3 layers (the gradient also flows from layer to layer), or all.
+        let first = if trained == Trained::TopLayers { 1 } else { 0 };
         let h = m.config.hidden_size;
         let n_inputs: usize = case.examples.iter().map(|e| e.0).sum();
         // Lengths with padding in every batch, and a 1-token input.
         let lens: Vec<usize> = (0..n_inputs).map(|i| [7, 12, 1, 9, 5][i % 5]).collect();
-        let states = random_states(&lens, h, 30 + c as u64);
+        let states = random_states(&lens, h, 30 + c);
+        let tokens = random_tokens(&lens, &m.config, 50 + c);
         let step_examples = case.examples.len() + 2; // a micro-batch of a larger step
 
         let mut reference = m.clone();
@@ -107,15 +130,29 @@ pub async fn gradient_check(ctx: &GpuContext) -> Result<Vec<TensorCheck>> {
         // gold), so the weighted loss and its gradient are checked too.
         let examples: Vec<(usize, usize, f32)> =
             case.examples.iter().map(|&(count, gold)| (count, gold, 1.0 + 0.5 * gold as f32)).collect();
-        let (loss, losses) = candle_loss(&reference, first, &states, &examples, step_examples)?;
+        let first_tokens = match trained {
+            Trained::TopLayers => first_tokens_from_states(&reference, first, &states)?,
+            Trained::Everything => first_tokens_from_tokens(&reference, &tokens)?,
+        };
+        let (loss, losses) = candle_loss(&reference, &first_tokens, &examples, step_examples)?;
         let grads = loss.backward()?;
+        let inputs: Vec<TrainInput> = match trained {
+            Trained::TopLayers => states.iter().map(|s| TrainInput::States(s)).collect(),
+            Trained::Everything => tokens.iter().map(TrainInput::Tokens).collect(),
+        };
         for split in [false, true] {
-            let mut trainer = GpuTrainer::new(ctx.clone(), &m, first, AdamWConfig::default(), AdamWConfig::default())?;
+            let everything = trained == Trained::Everything;
+            let (head, layers) = (AdamWConfig::default(), AdamWConfig::default());
+            let mut trainer = GpuTrainer::new(ctx.clone(), &m, first, everything, head, layers).await?;
             if split {
                 trainer.set_max_pass_bytes(1);
             }
-            let name = format!("{}{}", case.name, if split { ", in parts" } else { "" });
-            let inputs: Vec<&[f16]> = states.iter().map(|s| s.as_slice()).collect();
+            let name = format!(
+                "{}{}{}",
+                case.name,
+                if everything { ", every layer" } else { "" },
+                if split { ", in parts" } else { "" }
+            );
             let got_losses = trainer.accumulate(&inputs, &examples, step_examples).await?;
             let (r, norm) = relative(&got_losses, &losses);
             out.push(TensorCheck {
@@ -174,6 +211,28 @@ pub async fn gradient_check(ctx: &GpuContext) -> Result<Vec<TensorCheck>> {
     Ok(out)
 }
 
+/// Random token ids (never the pad id, as a tokenizer's real tokens) and, for models with
+/// token types, a second segment of type 1 from the middle on.
+fn random_tokens(lens: &[usize], config: &EncoderConfig, seed: u64) -> Vec<Encoded> {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let pad = config.pad_token_id;
+    let typed = config.arch != Arch::DistilBert && config.type_vocab_size > 1;
+    lens.iter()
+        .map(|&n| {
+            let ids = (0..n)
+                .map(|_| loop {
+                    let id = rng.gen_range(0..config.vocab_size as u32);
+                    if id != pad {
+                        break id;
+                    }
+                })
+                .collect();
+            let type_ids = (0..n).map(|k| u32::from(typed && k >= n.div_ceil(2))).collect();
+            Encoded { ids, type_ids, cut_per_part: Vec::new() }
+        })
+        .collect()
+}
+
 /// A tiny encoder (hidden 32, 4 heads, GELU) of `arch` with `head`: fast on any adapter.
 pub fn tiny_config(arch: Arch, layers: usize, head: HeadKind, labels: &[&str]) -> EncoderConfig {
     EncoderConfig {
@@ -187,8 +246,9 @@ pub fn tiny_config(arch: Arch, layers: usize, head: HeadKind, labels: &[&str]) -
         type_vocab_size: if arch == Arch::DistilBert { 0 } else { 2 },
         layer_norm_eps: 1e-12,
         activation: Activation::Gelu,
-        pad_token_id: 0,
-        position_offset: 0,
+        // RoBERTa's pad id and first position as in its checkpoints.
+        pad_token_id: if arch == Arch::Roberta { 1 } else { 0 },
+        position_offset: if arch == Arch::Roberta { 2 } else { 0 },
         head,
         labels: labels.iter().map(|s| s.to_string()).collect(),
     }
@@ -230,6 +290,16 @@ fn make_vars(m: &mut LoadedModel, first: usize) -> Result<Vec<(String, Var)>> {
         vars.push((name, v));
         Ok(())
     };
+    if first == 0 {
+        let w = &mut m.weights;
+        var("word_embeddings".into(), &mut w.word_embeddings)?;
+        var("position_embeddings".into(), &mut w.position_embeddings)?;
+        if let (Some(t), false) = (w.token_type_embeddings.as_mut(), m.config.arch == Arch::DistilBert) {
+            var("token_type_embeddings".into(), t)?;
+        }
+        var("embedding_norm.weight".into(), &mut w.embedding_norm.weight)?;
+        var("embedding_norm.bias".into(), &mut w.embedding_norm.bias)?;
+    }
     for (i, l) in m.weights.layers.iter_mut().enumerate().skip(first) {
         let dense: [(&str, &mut Dense); 6] = [
             ("query", &mut l.query),
@@ -272,14 +342,9 @@ fn make_vars(m: &mut LoadedModel, first: usize) -> Result<Vec<(String, Var)>> {
     Ok(vars)
 }
 
-/// The CPU trainer's loss for one micro-batch, and each example's loss.
-fn candle_loss(
-    m: &LoadedModel,
-    first: usize,
-    states: &[Vec<f16>],
-    examples: &[(usize, usize, f32)],
-    step_examples: usize,
-) -> Result<(Tensor, Vec<f32>)> {
+/// The last layer's first tokens `[inputs, hidden]` from the lower layers' states, as the
+/// CPU trainer computes them under `top:N`.
+fn first_tokens_from_states(m: &LoadedModel, first: usize, states: &[Vec<f16>]) -> Result<Tensor> {
     let h = m.config.hidden_size;
     let s = states.iter().map(|v| v.len() / h).max().unwrap_or(0);
     let mut x = vec![0f32; states.len() * s * h];
@@ -292,9 +357,28 @@ fn candle_loss(
     }
     let x = Tensor::from_vec(x, (states.len(), s, h), &Device::Cpu)?;
     let top = layers_forward(&m.config, &m.weights.layers[first..], x, &mask, true)?;
-    let cls = top.i((.., 0, ..))?.contiguous()?;
+    Ok(top.i((.., 0, ..))?.contiguous()?)
+}
+
+/// The last layer's first tokens from tokens, as the CPU trainer computes them under
+/// `--freeze all`.
+fn first_tokens_from_tokens(m: &LoadedModel, tokens: &[Encoded]) -> Result<Tensor> {
+    let seqs: Vec<(&[u32], &[u32])> = tokens.iter().map(|e| (e.ids.as_slice(), e.type_ids.as_slice())).collect();
+    let batch = TokenBatch::from_sequences(&seqs, m.config.pad_token_id);
+    let top = forward(&m.config, &m.weights, &batch, m.config.num_layers)?;
+    Ok(top.i((.., 0, ..))?.contiguous()?)
+}
+
+/// The CPU trainer's loss for one micro-batch from its inputs' first tokens, and each
+/// example's loss.
+fn candle_loss(
+    m: &LoadedModel,
+    cls: &Tensor,
+    examples: &[(usize, usize, f32)],
+    step_examples: usize,
+) -> Result<(Tensor, Vec<f32>)> {
     let head = m.head.as_ref().ok_or_else(|| crate::Error::model("the checked model has no head"))?;
-    let logits = head_forward(head, m.weights.pooler.as_ref(), &cls)?;
+    let logits = head_forward(head, m.weights.pooler.as_ref(), cls)?;
     let flat = logits.flatten_all()?;
     let n_out = logits.dims2()?.1;
     let (mut at, mut losses) = (0, Vec::new());

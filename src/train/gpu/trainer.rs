@@ -1,9 +1,14 @@
-//! [`GpuTrainer`]: the top N encoder layers and the head on the GPU, with the forward pass,
-//! the backward pass and AdamW as WGSL kernels (`crate::gpu::ops::TrainOps`); the same
-//! arithmetic as the CPU engine's candle autograd with `Freeze::TopLayers(n)`.
+//! [`GpuTrainer`]: the top N encoder layers and the head on the GPU, or the whole encoder
+//! with its embeddings, with the forward pass, the backward pass and AdamW as WGSL kernels
+//! (`crate::gpu::ops::TrainOps`); the same arithmetic as the CPU engine's candle autograd
+//! with `Freeze::TopLayers(n)` or `Freeze::All`.
 //!
-//! The lower layers are frozen and their outputs computed once (the states the frozen pass
-//! caches: real tokens only, f16). A micro-batch uploads those states, and one submission
+//! With top layers, the lower layers are frozen and their outputs computed once (the states
+//! the frozen pass caches: real tokens only, f16), and a micro-batch uploads those states.
+//! With every layer, a micro-batch uploads its token ids, and the pass starts with the
+//! embedding gather and its layer norm; backward ends with the embedding tables' gradients
+//! (one thread per (id, column) over the tokens that carry the id: WGSL has no float
+//! atomics). Either way one submission
 //! runs the top layers forward (keeping what backward needs; the last layer computes the
 //! first tokens only after its attention, as the CPU engine does), the head, the loss, the
 //! backward pass of the head and of every trained layer, and adds the gradients to the
@@ -17,12 +22,15 @@ use half::f16;
 
 use crate::error::{Error, Result};
 use crate::gpu::context::{GpuContext, GpuTensor};
+use crate::gpu::context::row_chunks;
 use crate::gpu::ops::{
     record, Activation, AdamWConfig, AdamWStep, Addend, AttentionBackward, CrossEntropy, Dispatch, LayerNormGrads, Mat,
-    Ops, TrainOps,
+    Ops, TokensById, TrainOps,
 };
-use crate::model::config::{Activation as ModelActivation, EncoderConfig};
+use crate::model::config::{Activation as ModelActivation, Arch, EncoderConfig};
+use crate::model::encoder::TokenBatch;
 use crate::model::load::{Dense, HeadWeights, LoadedModel, Norm};
+use crate::model::tokenize::Encoded;
 use candle_core::{Device, Tensor};
 
 /// A trained tensor on the device with its gradient (summed over a step's micro-batches)
@@ -49,6 +57,19 @@ impl Param {
         })
     }
 
+    /// A tensor that only feeds the trained ones (embeddings under `top:N` of every
+    /// layer): no gradient, moments or copy (one-value placeholders).
+    fn constant(ctx: &GpuContext, name: String, data: &[f32], shape: &[usize]) -> Result<Self> {
+        Ok(Param {
+            value: ctx.upload_f32(&name, data, shape)?,
+            grad: ctx.zeros_f32(&name, &[1])?,
+            m: ctx.zeros_f32(&name, &[1])?,
+            v: ctx.zeros_f32(&name, &[1])?,
+            best: ctx.zeros_f32(&name, &[1])?,
+            name,
+        })
+    }
+
     fn from_tensor(ctx: &GpuContext, name: String, t: &Tensor) -> Result<Self> {
         let shape = t.dims().to_vec();
         Param::new(ctx, name, &host(t)?, &shape)
@@ -56,6 +77,79 @@ impl Param {
 
     fn bytes(&self) -> u64 {
         (self.value.len().max(1) * 4) as u64
+    }
+}
+
+/// An embedding table as row blocks, each small enough for one storage binding (a large
+/// vocabulary's table is larger than one), each block a [`Param`] of its own.
+struct Table {
+    /// (first row, block)
+    blocks: Vec<(usize, Param)>,
+}
+
+impl Table {
+    fn new(ctx: &GpuContext, name: &str, t: &Tensor, trained: bool) -> Result<Self> {
+        let (rows, cols) = t.dims2()?;
+        let data = host(t)?;
+        let mut blocks = Vec::new();
+        for r in row_chunks(rows, cols * 4, ctx.max_binding_bytes())? {
+            let block = &data[r.start * cols..r.end * cols];
+            let (name, shape) = (name.to_string(), [r.len(), cols]);
+            let p = if trained { Param::new(ctx, name, block, &shape)? } else { Param::constant(ctx, name, block, &shape)? };
+            blocks.push((r.start, p));
+        }
+        Ok(Table { blocks })
+    }
+
+    fn values(&self) -> Vec<(usize, &GpuTensor)> {
+        self.blocks.iter().map(|(start, p)| (*start, &p.value)).collect()
+    }
+
+    fn grads(&self) -> Vec<(usize, &GpuTensor)> {
+        self.blocks.iter().map(|(start, p)| (*start, &p.grad)).collect()
+    }
+}
+
+/// The embeddings, on the device when every layer is on it (the pass starts from tokens).
+struct Embeddings {
+    word: Table,
+    position: Table,
+    /// None for DistilBERT, which has no token types.
+    token_type: Option<Table>,
+    norm_g: Param,
+    norm_b: Param,
+    /// Whether they train (`Freeze::All`), or only feed the trained layers.
+    trained: bool,
+}
+
+impl Embeddings {
+    fn params(&self) -> impl Iterator<Item = &Param> {
+        let tables = [Some(&self.word), Some(&self.position), self.token_type.as_ref()];
+        tables
+            .into_iter()
+            .flatten()
+            .flat_map(|t| t.blocks.iter().map(|(_, p)| p))
+            .chain([&self.norm_g, &self.norm_b])
+    }
+}
+
+/// One input of a micro-batch, as the trainer starts from it.
+#[derive(Debug, Clone, Copy)]
+pub enum TrainInput<'a> {
+    /// The frozen lower layers' states of its real tokens (`len x hidden`), for a trainer
+    /// of the top layers.
+    States(&'a [f16]),
+    /// Its tokens, for a trainer of every layer.
+    Tokens(&'a Encoded),
+}
+
+impl TrainInput<'_> {
+    /// Its tokens (`hidden`: the states' width).
+    fn len(&self, hidden: usize) -> usize {
+        match self {
+            TrainInput::States(s) => s.len() / hidden.max(1),
+            TrainInput::Tokens(e) => e.len(),
+        }
     }
 }
 
@@ -128,16 +222,148 @@ struct Saved {
     out: GpuTensor,
 }
 
+/// The gradient buffers of one layer's backward pass (`rows`: all tokens, or the last
+/// layer's one per sequence), reused by every layer of that shape.
+struct Scratch {
+    ds2: GpuTensor,
+    /// `dy * xhat` between a layer norm's backward kernels.
+    norm: GpuTensor,
+    dact: GpuTensor,
+    dpre: GpuTensor,
+    dy: GpuTensor,
+    ds1: GpuTensor,
+    /// Always all tokens.
+    dctx: GpuTensor,
+}
+
+impl Scratch {
+    fn new(ctx: &GpuContext, rows: usize, tokens: usize, hidden: usize, inter: usize) -> Result<Self> {
+        Ok(Scratch {
+            ds2: ctx.zeros_f32("ds2", &[rows, hidden])?,
+            norm: ctx.zeros_f32("norm scratch", &[rows, hidden])?,
+            dact: ctx.zeros_f32("dact", &[rows, inter])?,
+            dpre: ctx.zeros_f32("dpre", &[rows, inter])?,
+            dy: ctx.zeros_f32("dy", &[rows, hidden])?,
+            ds1: ctx.zeros_f32("ds1", &[rows, hidden])?,
+            dctx: ctx.zeros_f32("dctx", &[tokens, hidden])?,
+        })
+    }
+}
+
 /// A recorded forward pass over one micro-batch.
 struct Forward {
     batch: usize,
     seq_len: usize,
     mask: GpuTensor,
+    /// From tokens: the batch and the embedding sum before its layer norm.
+    tokens: Option<(TokenBatch, GpuTensor)>,
+    /// The first trained layer's input.
     input: GpuTensor,
     saved: Vec<Saved>,
     pooled: GpuTensor,
     logits: GpuTensor,
     dispatches: Vec<Dispatch>,
+}
+
+/// What a GPU training run holds on the device, shown before it starts. WebGPU does not
+/// tell how much memory an adapter has: the figure is what a user compares with their card,
+/// and an adapter that cannot allocate it refuses with it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub struct GpuMemory {
+    /// Bytes of the trained tensors with their gradients, AdamW's two moments and the best
+    /// epoch's copy (and of the embeddings that only feed the trained layers).
+    pub parameters: u64,
+    /// Bytes of the activations of the largest micro-batch, forward and backward.
+    pub activations: u64,
+    /// That micro-batch: its inputs, and the tokens of the longest.
+    pub inputs: usize,
+    pub longest: usize,
+}
+
+impl GpuMemory {
+    /// The figure for `config` with a head of `n_out` outputs, layers from `first_layer`
+    /// on (with the embeddings when 0, trained with `train_embeddings`), and micro-batches
+    /// of at most `inputs` inputs of at most `longest` tokens. It counts the buffers that
+    /// [`GpuTrainer`] allocates, as it allocates them.
+    pub fn estimate(
+        config: &EncoderConfig,
+        n_out: usize,
+        first_layer: usize,
+        train_embeddings: bool,
+        inputs: usize,
+        longest: usize,
+    ) -> Self {
+        let (h, i) = (config.hidden_size as u64, config.intermediate_size as u64);
+        let layers = config.num_layers.saturating_sub(first_layer) as u64;
+        let n = n_out as u64;
+        // Values of a layer: QKV, output, two norms, feed-forward in and out.
+        let layer = 4 * h * h + 2 * h * i + 9 * h + i;
+        let head = h * h + h + n * h + n;
+        let types = if config.arch == Arch::DistilBert { 0 } else { config.type_vocab_size as u64 };
+        let tables = (config.vocab_size as u64 + config.max_position_embeddings as u64 + types) * h + 2 * h;
+        let embeddings = match (first_layer, train_embeddings) {
+            (0, true) => 5 * tables,
+            (0, false) => tables,
+            _ => 0,
+        };
+        let parameters = 4 * (5 * (layers * layer + head) + embeddings);
+
+        let (b, t) = (inputs as u64, (inputs * longest) as u64);
+        let heads = config.num_heads as u64;
+        // The forward pass: the input and mask, the embedding sum and the ids, each
+        // layer's kept tensors (the last one's from attention on at one row a sequence),
+        // the head.
+        let mut values = h * t + t;
+        if first_layer == 0 {
+            values += h * t + 3 * t;
+        }
+        let kept = |rows: u64| 4 * h * t + (4 * h + 2 * i) * rows;
+        values += layers.saturating_sub(1) * kept(t) + kept(b) + h * b;
+        values += h * b + n * b;
+        // The loss, then backward: the head's gradients, attention's statistics and dQKV,
+        // the last layer's buffers and the shared ones of the others, the two input
+        // gradients, the first tokens' residual, the embeddings' id lists.
+        values += 4 * b + n * b + 3 * h * b;
+        values += 2 * t * heads + 3 * h * t;
+        let scratch = |rows: u64| (4 * h + 2 * i) * rows + h * t;
+        values += scratch(b);
+        if layers > 1 || first_layer == 0 {
+            values += scratch(t);
+        }
+        values += 3 * h * t;
+        if first_layer == 0 && train_embeddings {
+            values += 3 * (3 * t + 1);
+        }
+        GpuMemory { parameters, activations: 4 * values, inputs, longest }
+    }
+
+    /// Both, in bytes.
+    pub fn total(&self) -> u64 {
+        self.parameters + self.activations
+    }
+
+    /// One line: `1.6 GiB on the GPU: 1.2 GiB for the trained weights ...`.
+    pub fn describe(&self) -> String {
+        format!(
+            "{} on the GPU: {} for the trained weights, their gradients, AdamW's moments and the best epoch's copy, \
+             and {} of activations for a micro-batch of {} inputs of up to {} tokens",
+            bytes_text(self.total()),
+            bytes_text(self.parameters),
+            bytes_text(self.activations),
+            self.inputs,
+            self.longest
+        )
+    }
+}
+
+/// Bytes in MiB, or GiB from 1 GiB on.
+pub fn bytes_text(bytes: u64) -> String {
+    let mib = bytes as f64 / (1u64 << 20) as f64;
+    if mib >= 1024.0 {
+        format!("{:.1} GiB", mib / 1024.0)
+    } else {
+        format!("{mib:.1} MiB")
+    }
 }
 
 /// The top layers and the head of a model on the GPU, with their optimisers.
@@ -148,6 +374,8 @@ pub struct GpuTrainer {
     config: EncoderConfig,
     /// Index of the first trained layer (the frozen ones below it are not on the device).
     first_layer: usize,
+    /// With `first_layer == 0`.
+    embeddings: Option<Embeddings>,
     layers: Vec<Layer>,
     head: Head,
     head_opt: (AdamWConfig, AdamWStep),
@@ -165,12 +393,46 @@ pub struct GpuTrainer {
 
 impl GpuTrainer {
     /// Uploads the top `config.num_layers - first_layer` layers and the head of `model`
-    /// (which must have one). `head_opt` and `layer_opt`: the AdamW settings of the head
-    /// and of the layers (the learning rates are set again at every step).
-    pub fn new(
+    /// (which must have one), and with `first_layer == 0` the embeddings, which train with
+    /// `train_embeddings` (`--freeze all`). `head_opt` and `layer_opt`: the AdamW settings
+    /// of the head and of the layers and embeddings (the learning rates are set again at
+    /// every step). An adapter that cannot hold the trained tensors, their gradients and
+    /// their optimiser's state is refused with the memory they need.
+    pub async fn new(
         ctx: GpuContext,
         model: &LoadedModel,
         first_layer: usize,
+        train_embeddings: bool,
+        head_opt: AdamWConfig,
+        layer_opt: AdamWConfig,
+    ) -> Result<Self> {
+        if train_embeddings && first_layer != 0 {
+            return Err(Error::invalid("gpu train: the embeddings train only with every layer"));
+        }
+        // Buffers the device cannot allocate become a refusal, not a panic (natively) or
+        // garbage (in the browser). The scopes' pops take effect at once; their answers
+        // are awaited after the uploads.
+        let out_of_memory = ctx.device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
+        let made = Self::upload(ctx.clone(), model, first_layer, train_embeddings, head_opt, layer_opt);
+        let memory_error = out_of_memory.pop().await;
+        let trainer = made?;
+        if let Some(e) = memory_error {
+            let need = trainer.parameter_bytes();
+            return Err(Error::model(format!(
+                "gpu train: {} could not hold the trained tensors: {} for the weights, their gradients, AdamW's \
+                 two moments and the best epoch's copy ({e}); train fewer layers (--freeze top:N) or on the CPU",
+                ctx.adapter.name,
+                bytes_text(need)
+            )));
+        }
+        Ok(trainer)
+    }
+
+    fn upload(
+        ctx: GpuContext,
+        model: &LoadedModel,
+        first_layer: usize,
+        train_embeddings: bool,
         head_opt: AdamWConfig,
         layer_opt: AdamWConfig,
     ) -> Result<Self> {
@@ -188,6 +450,32 @@ impl GpuTrainer {
             )));
         }
         let w = &model.weights;
+        let embeddings = if first_layer == 0 {
+            let trained = train_embeddings;
+            let norm = |part: &str, t: &Tensor| {
+                let name = format!("embedding_norm.{part}");
+                if trained {
+                    Param::from_tensor(&ctx, name, t)
+                } else {
+                    Param::constant(&ctx, name, &host(t)?, t.dims())
+                }
+            };
+            Some(Embeddings {
+                word: Table::new(&ctx, "word_embeddings", &w.word_embeddings, trained)?,
+                position: Table::new(&ctx, "position_embeddings", &w.position_embeddings, trained)?,
+                token_type: match (&w.token_type_embeddings, config.arch) {
+                    (Some(t), arch) if arch != Arch::DistilBert => {
+                        Some(Table::new(&ctx, "token_type_embeddings", t, trained)?)
+                    }
+                    _ => None,
+                },
+                norm_g: norm("weight", &w.embedding_norm.weight)?,
+                norm_b: norm("bias", &w.embedding_norm.bias)?,
+                trained,
+            })
+        } else {
+            None
+        };
         let mut layers = Vec::new();
         for (i, l) in w.layers.iter().enumerate().skip(first_layer) {
             let name = |part: &str| format!("layer{i}.{part}");
@@ -261,16 +549,16 @@ impl GpuTrainer {
         for p in [&head.dense_w, &head.dense_b, &head.out_w, &head.out_b] {
             optimiser.extend(train.adamw.prepare(&ctx, &head_step, &p.value, &p.grad, &p.m, &p.v)?);
         }
-        for l in &layers {
-            for p in l.params() {
-                optimiser.extend(train.adamw.prepare(&ctx, &layer_step, &p.value, &p.grad, &p.m, &p.v)?);
-            }
+        let trained_embeddings = embeddings.as_ref().filter(|e| e.trained);
+        for p in layers.iter().flat_map(|l| l.params()).chain(trained_embeddings.into_iter().flat_map(|e| e.params())) {
+            optimiser.extend(train.adamw.prepare(&ctx, &layer_step, &p.value, &p.grad, &p.m, &p.v)?);
         }
         Ok(GpuTrainer {
             ops: Ops::new(&ctx),
             train,
             config,
             first_layer,
+            embeddings,
             layers,
             head,
             head_opt: (head_opt, head_step),
@@ -300,43 +588,101 @@ impl GpuTrainer {
         self.head.n_out
     }
 
+    /// Every trained tensor: the head's, the layers', the embeddings' when they train.
     fn params(&self) -> impl Iterator<Item = &Param> {
+        let embeddings = self.embeddings.as_ref().filter(|e| e.trained);
         [&self.head.dense_w, &self.head.dense_b, &self.head.out_w, &self.head.out_b]
             .into_iter()
             .chain(self.layers.iter().flat_map(|l| l.params()))
+            .chain(embeddings.into_iter().flat_map(|e| e.params()))
     }
 
-    /// Records the forward pass of the trained layers and the head over `inputs` (each
-    /// the states of one input after the frozen layers, `len x hidden`), padded to the
-    /// longest.
-    fn forward(&self, inputs: &[&[f16]]) -> Result<Forward> {
+    /// Bytes of the trained tensors with their gradients, moments and best copies, and of
+    /// the tensors that only feed them.
+    fn parameter_bytes(&self) -> u64 {
+        let all = self.params().map(|p| 5 * p.bytes()).sum::<u64>();
+        let constants = self.embeddings.as_ref().filter(|e| !e.trained).map(|e| e.params().map(|p| p.bytes()).sum());
+        all + constants.unwrap_or(0)
+    }
+
+    /// Records the forward pass of the trained layers and the head over `inputs`, padded
+    /// to the longest: the states after the frozen layers, or (every layer on the device)
+    /// tokens through the embeddings first.
+    fn forward(&self, inputs: &[TrainInput]) -> Result<Forward> {
         let ctx = &self.ctx;
         let h = self.config.hidden_size;
         let batch = inputs.len();
         if batch == 0 {
             return Err(Error::invalid("gpu train: an empty micro-batch"));
         }
-        if let Some(i) = inputs.iter().position(|s| s.is_empty() || s.len() % h != 0) {
-            return Err(Error::invalid(format!(
-                "gpu train: input {i} holds {} values, not a whole number (> 0) of {h}-wide states",
-                inputs[i].len()
-            )));
-        }
-        let seq_len = inputs.iter().map(|s| s.len() / h).max().unwrap_or(0);
-        let tokens = batch * seq_len;
-        let mut x = vec![0f32; tokens * h];
-        let mut mask = vec![0f32; tokens];
-        for (b, states) in inputs.iter().enumerate() {
-            for (dst, src) in x[b * seq_len * h..].iter_mut().zip(states.iter()) {
-                *dst = src.to_f32();
-            }
-            mask[b * seq_len..b * seq_len + states.len() / h].fill(1.0);
-        }
-        let input = ctx.upload_f32("train input", &x, &[tokens, h])?;
-        let mask = ctx.upload_f32("train mask", &mask, &[batch, seq_len])?;
         let eps = self.config.layer_norm_eps as f32;
         let inter = self.config.intermediate_size;
         let mut dispatches = Vec::new();
+        let (input, mask, seq_len, tokens_in) = match &self.embeddings {
+            None => {
+                let states = inputs
+                    .iter()
+                    .enumerate()
+                    .map(|(i, input)| match input {
+                        TrainInput::States(s) if !s.is_empty() && s.len() % h == 0 => Ok(*s),
+                        TrainInput::States(s) => Err(Error::invalid(format!(
+                            "gpu train: input {i} holds {} values, not a whole number (> 0) of {h}-wide states",
+                            s.len()
+                        ))),
+                        TrainInput::Tokens(_) => Err(Error::invalid(
+                            "gpu train: a trainer of the top layers starts from the frozen layers' states, not tokens",
+                        )),
+                    })
+                    .collect::<Result<Vec<_>>>()?;
+                let seq_len = states.iter().map(|s| s.len() / h).max().unwrap_or(0);
+                let tokens = batch * seq_len;
+                let mut x = vec![0f32; tokens * h];
+                let mut mask = vec![0f32; tokens];
+                for (b, states) in states.iter().enumerate() {
+                    for (dst, src) in x[b * seq_len * h..].iter_mut().zip(states.iter()) {
+                        *dst = src.to_f32();
+                    }
+                    mask[b * seq_len..b * seq_len + states.len() / h].fill(1.0);
+                }
+                let input = ctx.upload_f32("train input", &x, &[tokens, h])?;
+                (input, mask, seq_len, None)
+            }
+            Some(e) => {
+                let seqs = inputs
+                    .iter()
+                    .enumerate()
+                    .map(|(i, input)| match input {
+                        TrainInput::Tokens(t) if !t.is_empty() => Ok((t.ids.as_slice(), t.type_ids.as_slice())),
+                        TrainInput::Tokens(_) => Err(Error::invalid(format!("gpu train: input {i} has no token"))),
+                        TrainInput::States(_) => Err(Error::invalid(
+                            "gpu train: a trainer of every layer starts from tokens, not a frozen pass's states",
+                        )),
+                    })
+                    .collect::<Result<Vec<_>>>()?;
+                let cfg = &self.config;
+                let tb = TokenBatch::from_sequences(&seqs, cfg.pad_token_id);
+                tb.check(cfg, cfg.num_layers)?;
+                let (seq_len, tokens) = (tb.seq_len, tb.batch * tb.seq_len);
+                let positions: Vec<u32> = (0..tokens).map(|t| (t % seq_len + cfg.position_offset) as u32).collect();
+                let ids = ctx.upload_u32("train ids", &tb.ids, &[tokens])?;
+                let positions = ctx.upload_u32("train positions", &positions, &[tokens])?;
+                let types = ctx.upload_u32("train types", &tb.type_ids, &[tokens])?;
+                let embedded = ctx.zeros_f32("embedded", &[tokens, h])?;
+                let gather = &self.ops.gather_add;
+                dispatches.extend(gather.prepare(ctx, &ids, &e.word.values(), &embedded)?);
+                dispatches.extend(gather.prepare(ctx, &positions, &e.position.values(), &embedded)?);
+                if let Some(table) = &e.token_type {
+                    dispatches.extend(gather.prepare(ctx, &types, &table.values(), &embedded)?);
+                }
+                let input = ctx.zeros_f32("train input", &[tokens, h])?;
+                let (g, b) = (&e.norm_g.value, &e.norm_b.value);
+                dispatches.extend(self.ops.layer_norm.prepare(ctx, &embedded, None, g, b, eps, &input)?);
+                let mask = tb.mask.iter().map(|&m| if m != 0 { 1.0 } else { 0.0 }).collect();
+                (input, mask, seq_len, Some((tb, embedded)))
+            }
+        };
+        let tokens = batch * seq_len;
+        let mask = ctx.upload_f32("train mask", &mask, &[batch, seq_len])?;
         let mut saved: Vec<Saved> = Vec::new();
         for (l, layer) in self.layers.iter().enumerate() {
             let x_in = saved.last().map(|s| &s.out).unwrap_or(&input);
@@ -416,7 +762,7 @@ impl GpuTrainer {
             Activation::None,
             &logits,
         )?);
-        Ok(Forward { batch, seq_len, mask, input, saved, pooled, logits, dispatches })
+        Ok(Forward { batch, seq_len, mask, tokens: tokens_in, input, saved, pooled, logits, dispatches })
     }
 
     /// All rows of `t`, or (the last layer) the first token's of each sequence.
@@ -445,7 +791,7 @@ impl GpuTrainer {
     /// widest activation tensor (`inputs x longest x max(3 hidden, intermediate)`) fits
     /// `max_pass_bytes` and its tokens the grid: item ranges. An item too large alone is a
     /// part of its own (its upload then says what does not fit).
-    fn parts(&self, items: &[&[&[f16]]]) -> Vec<std::ops::Range<usize>> {
+    fn parts(&self, items: &[&[TrainInput]]) -> Vec<std::ops::Range<usize>> {
         let h = self.config.hidden_size;
         let widest = (3 * h).max(self.config.intermediate_size) as u64 * 4;
         // Attention runs one workgroup per token along one grid dimension.
@@ -453,7 +799,7 @@ impl GpuTrainer {
         let mut parts = Vec::new();
         let (mut start, mut inputs, mut longest) = (0, 0u64, 0u64);
         for (i, item) in items.iter().enumerate() {
-            let len = item.iter().map(|s| s.len() / h).max().unwrap_or(0) as u64;
+            let len = item.iter().map(|s| s.len(h)).max().unwrap_or(0) as u64;
             let (n, l) = (inputs + item.len() as u64, longest.max(len));
             if i > start && (n * l * widest > self.max_pass_bytes || n * l > max_tokens) {
                 parts.push(start..i);
@@ -469,8 +815,8 @@ impl GpuTrainer {
     }
 
     /// The head's outputs for `inputs` (no gradient): `[inputs][outputs]`.
-    pub async fn logits(&self, inputs: &[&[f16]]) -> Result<Vec<Vec<f32>>> {
-        let items: Vec<&[&[f16]]> = inputs.chunks(1).collect();
+    pub async fn logits(&self, inputs: &[TrainInput<'_>]) -> Result<Vec<Vec<f32>>> {
+        let items: Vec<&[TrainInput]> = inputs.chunks(1).collect();
         let mut out = Vec::with_capacity(inputs.len());
         for part in self.parts(&items) {
             let f = self.forward(&inputs[part])?;
@@ -491,7 +837,7 @@ impl GpuTrainer {
     /// bindings runs in parts (the summed gradients are the same).
     pub async fn accumulate(
         &self,
-        inputs: &[&[f16]],
+        inputs: &[TrainInput<'_>],
         examples: &[(usize, usize, f32)],
         step_examples: usize,
     ) -> Result<Vec<f32>> {
@@ -503,7 +849,7 @@ impl GpuTrainer {
         if n_out > 1 && examples.iter().any(|e| e.0 != 1) {
             return Err(Error::invalid("gpu train: a classification example has exactly one input"));
         }
-        let mut items: Vec<&[&[f16]]> = Vec::with_capacity(examples.len());
+        let mut items: Vec<&[TrainInput]> = Vec::with_capacity(examples.len());
         let mut at = 0;
         for &(count, _, _) in examples {
             items.push(&inputs[at..at + count]);
@@ -521,7 +867,7 @@ impl GpuTrainer {
 
     async fn accumulate_part(
         &self,
-        inputs: &[&[f16]],
+        inputs: &[TrainInput<'_>],
         examples: &[(usize, usize, f32)],
         step_examples: usize,
     ) -> Result<Vec<f32>> {
@@ -588,19 +934,26 @@ impl GpuTrainer {
         let heads = self.config.num_heads;
         let stats = ctx.zeros_f32("attention stats", &[AttentionBackward::stats_len(tokens, heads)])?;
         let dqkv = ctx.zeros_f32("dqkv", &[tokens, 3 * h])?;
-        let mut dout = dlast;
+        // The layers' gradient buffers, shared by every layer but the last (the dispatches
+        // of one submission run in order, and every one overwrites what it writes): the
+        // pass's memory does not grow with the layers. The last layer's are one row per
+        // sequence, its `dctx` zero at the rows it does not compute.
+        let last_scratch = Scratch::new(ctx, batch, tokens, h, inter)?;
+        let full_scratch = if self.layers.len() > 1 || f.tokens.is_some() {
+            Some(Scratch::new(ctx, tokens, tokens, h, inter)?)
+        } else {
+            None
+        };
+        // A layer's input gradient and the one above's alternate between these two.
+        let dx_pair = [ctx.zeros_f32("dx", &[tokens, h])?, ctx.zeros_f32("dx", &[tokens, h])?];
+        let ds1_rows = ctx.zeros_f32("ds1 rows", &[tokens, h])?;
+        let mut dout = &dlast;
+        let train_embeddings = self.embeddings.as_ref().is_some_and(|e| e.trained);
         for (i, (layer, s)) in self.layers.iter().zip(&f.saved).enumerate().rev() {
             let last = i + 1 == self.layers.len();
-            let rows = if last { batch } else { tokens };
             let x_in = if i == 0 { &f.input } else { &f.saved[i - 1].out };
-            let ds2 = ctx.zeros_f32("ds2", &[rows, h])?;
-            let scratch = ctx.zeros_f32("norm scratch", &[rows, h])?;
-            let dact = ctx.zeros_f32("dact", &[rows, inter])?;
-            let dpre_ffn = ctx.zeros_f32("dpre", &[rows, inter])?;
-            let dy = ctx.zeros_f32("dy", &[rows, h])?;
-            let ds1 = ctx.zeros_f32("ds1", &[rows, h])?;
-            // Zero at the rows the last layer does not compute.
-            let dctx = ctx.zeros_f32("dctx", &[tokens, h])?;
+            let scratch = if last { &last_scratch } else { full_scratch.as_ref().expect("made with several layers") };
+            let Scratch { ds2, norm: norm_scratch, dact, dpre: dpre_ffn, dy, ds1, dctx } = scratch;
             // The gradients of a post-norm `LayerNorm(x + residual)` with its (gamma, beta).
             let norm_grads = |x: &GpuTensor,
                               residual: &GpuTensor,
@@ -614,40 +967,70 @@ impl GpuTrainer {
                     eps,
                     dy,
                     dx,
-                    scratch: &scratch,
+                    scratch: norm_scratch,
                     dgamma: &gamma.grad,
                     dbeta: &beta.grad,
                 };
                 t.layer_norm.prepare(ctx, &grads)
             };
-            d.extend(norm_grads(&s.ffn, &s.y, (&layer.norm2_g, &layer.norm2_b), &dout, &ds2)?);
-            weight_grads(d, Mat::of(&ds2)?, Mat::of(&s.act)?, &layer.ffn_w, &layer.ffn_b, &ds2)?;
-            input_grads(d, Mat::of(&ds2)?, &layer.ffn_w, Addend::None, Mat::of(&dact)?)?;
-            d.extend(t.activation.prepare(ctx, Activation::Gelu, &s.pre, &dact, &dpre_ffn)?);
-            weight_grads(d, Mat::of(&dpre_ffn)?, Mat::of(&s.y)?, &layer.in_w, &layer.in_b, &dpre_ffn)?;
+            d.extend(norm_grads(&s.ffn, &s.y, (&layer.norm2_g, &layer.norm2_b), dout, ds2)?);
+            weight_grads(d, Mat::of(ds2)?, Mat::of(&s.act)?, &layer.ffn_w, &layer.ffn_b, ds2)?;
+            input_grads(d, Mat::of(ds2)?, &layer.ffn_w, Addend::None, Mat::of(dact)?)?;
+            d.extend(t.activation.prepare(ctx, Activation::Gelu, &s.pre, dact, dpre_ffn)?);
+            weight_grads(d, Mat::of(dpre_ffn)?, Mat::of(&s.y)?, &layer.in_w, &layer.in_b, dpre_ffn)?;
             // y feeds the feed-forward block and its residual.
-            input_grads(d, Mat::of(&dpre_ffn)?, &layer.in_w, Addend::Matrix(&ds2), Mat::of(&dy)?)?;
+            input_grads(d, Mat::of(dpre_ffn)?, &layer.in_w, Addend::Matrix(ds2), Mat::of(dy)?)?;
             let residual = s.x_first.as_ref().unwrap_or(x_in);
-            d.extend(norm_grads(&s.attn, residual, (&layer.norm1_g, &layer.norm1_b), &dy, &ds1)?);
+            d.extend(norm_grads(&s.attn, residual, (&layer.norm1_g, &layer.norm1_b), dy, ds1)?);
             let ctx_rows = self.rows_of(&s.ctx, last, seq_len, batch)?;
-            weight_grads(d, Mat::of(&ds1)?, ctx_rows, &layer.out_w, &layer.out_b, &ds1)?;
-            input_grads(d, Mat::of(&ds1)?, &layer.out_w, Addend::None, self.rows_of(&dctx, last, seq_len, batch)?)?;
-            d.extend(t.attention.prepare(ctx, &s.qkv, &f.mask, heads, &dctx, &stats, &dqkv)?);
+            weight_grads(d, Mat::of(ds1)?, ctx_rows, &layer.out_w, &layer.out_b, ds1)?;
+            input_grads(d, Mat::of(ds1)?, &layer.out_w, Addend::None, self.rows_of(dctx, last, seq_len, batch)?)?;
+            d.extend(t.attention.prepare(ctx, &s.qkv, &f.mask, heads, dctx, &stats, &dqkv)?);
             weight_grads(d, Mat::of(&dqkv)?, Mat::of(x_in)?, &layer.qkv_w, &layer.qkv_b, &dqkv)?;
-            if i > 0 {
+            if i > 0 || train_embeddings {
                 // The layer's input feeds attention and the residual (at every row, or the
-                // first tokens' in the last layer); it is the output of the layer below,
-                // whose backward pass comes next.
+                // first tokens' in the last layer); it is the output of the layer below
+                // (or of the embeddings), whose backward pass comes next.
                 let residual = if last {
-                    let full = ctx.zeros_f32("ds1 rows", &[tokens, h])?;
-                    d.extend(self.copy_rows(Mat::of(&ds1)?, Mat::every_nth_row(&full, seq_len, batch)?)?);
-                    full
+                    d.extend(self.copy_rows(Mat::of(ds1)?, Mat::every_nth_row(&ds1_rows, seq_len, batch)?)?);
+                    &ds1_rows
                 } else {
                     ds1
                 };
-                let dx = ctx.zeros_f32("dx", &[tokens, h])?;
-                input_grads(d, Mat::of(&dqkv)?, &layer.qkv_w, Addend::Matrix(&residual), Mat::of(&dx)?)?;
+                let dx = &dx_pair[i % 2];
+                input_grads(d, Mat::of(&dqkv)?, &layer.qkv_w, Addend::Matrix(residual), Mat::of(dx)?)?;
                 dout = dx;
+            }
+        }
+        if let (Some(e), Some((batch_tokens, embedded))) = (self.embeddings.as_ref().filter(|e| e.trained), &f.tokens)
+        {
+            // The embeddings' layer norm, then each table's rows from the sum's gradient.
+            let scratch = full_scratch.as_ref().expect("made with embeddings");
+            let dsum = &scratch.ds2;
+            d.extend(t.layer_norm.prepare(
+                ctx,
+                &LayerNormGrads {
+                    x: embedded,
+                    residual: None,
+                    gamma: &e.norm_g.value,
+                    eps,
+                    dy: dout,
+                    dx: dsum,
+                    scratch: &scratch.norm,
+                    dgamma: &e.norm_g.grad,
+                    dbeta: &e.norm_b.grad,
+                },
+            )?);
+            let tb = batch_tokens;
+            let positions: Vec<u32> =
+                (0..tokens).map(|t| (t % seq_len + self.config.position_offset) as u32).collect();
+            let mut tables = vec![(&tb.ids, &e.word, "word ids"), (&positions, &e.position, "positions")];
+            if let Some(types) = &e.token_type {
+                tables.push((&tb.type_ids, types, "token types"));
+            }
+            for (ids, table, label) in tables {
+                let lists = TokensById::new(ids, &tb.mask)?.upload(ctx, label)?;
+                d.extend(t.embedding.prepare(ctx, &lists, dsum, &table.grads())?);
             }
         }
         Ok(())
@@ -694,11 +1077,12 @@ impl GpuTrainer {
 
     /// The summed gradients, by the checkpoint-style names of `model.weights` (query, key
     /// and value apart): `layer{i}.query.weight`, ..., `pooler.weight`, `classifier.bias`.
+    /// An embedding table's blocks come back as one tensor, `word_embeddings`, ...
     pub async fn gradients(&self) -> Result<Vec<(String, Vec<f32>)>> {
         let mut out = Vec::new();
         for p in self.params() {
             let g = self.ctx.read_f32(&p.grad).await?;
-            out.extend(split_qkv(&p.name, g, self.config.hidden_size));
+            push_joined(&mut out, split_qkv(&p.name, g, self.config.hidden_size));
         }
         Ok(out)
     }
@@ -706,13 +1090,12 @@ impl GpuTrainer {
     /// `model` with the trained tensors in place of its top layers and head (`model` is
     /// the one the trainer was built from).
     pub async fn to_model(&self, model: &LoadedModel) -> Result<LoadedModel> {
-        let mut values = std::collections::HashMap::new();
+        let mut read = Vec::new();
         for p in self.params() {
             let v = self.ctx.read_f32(&p.value).await?;
-            for (name, v) in split_qkv(&p.name, v, self.config.hidden_size) {
-                values.insert(name, v);
-            }
+            push_joined(&mut read, split_qkv(&p.name, v, self.config.hidden_size));
         }
+        let mut values: std::collections::HashMap<String, Vec<f32>> = read.into_iter().collect();
         let mut take = |name: String, like: &Tensor| -> Result<Tensor> {
             let v = values.remove(&name).ok_or_else(|| Error::model(format!("gpu train: no tensor {name}")))?;
             Ok(Tensor::from_vec(v, like.dims(), &Device::Cpu)?)
@@ -742,6 +1125,17 @@ impl GpuTrainer {
             l.ffn_out = dense(&mut take, n("ffn_out"), &l.ffn_out)?;
             l.ffn_norm = norm(&mut take, n("ffn_norm"), &l.ffn_norm)?;
         }
+        if self.embeddings.as_ref().is_some_and(|e| e.trained) {
+            let w = &mut m.weights;
+            w.word_embeddings = take("word_embeddings".into(), &w.word_embeddings)?;
+            w.position_embeddings = take("position_embeddings".into(), &w.position_embeddings)?;
+            if self.embeddings.as_ref().is_some_and(|e| e.token_type.is_some()) {
+                if let Some(t) = w.token_type_embeddings.as_mut() {
+                    *t = take("token_type_embeddings".into(), t)?;
+                }
+            }
+            w.embedding_norm = norm(&mut take, "embedding_norm".into(), &w.embedding_norm)?;
+        }
         match m.head.as_mut().ok_or_else(|| Error::invalid("no head"))? {
             HeadWeights::PooledLinear { classifier } => {
                 let pooler = m.weights.pooler.as_mut().ok_or_else(|| Error::model("no pooler"))?;
@@ -758,6 +1152,17 @@ impl GpuTrainer {
             }
         }
         Ok(m)
+    }
+}
+
+/// Appends `parts` to `out`, a part named as the last one extending it (the row blocks of
+/// an embedding table come in order, one after the other).
+fn push_joined(out: &mut Vec<(String, Vec<f32>)>, parts: Vec<(String, Vec<f32>)>) {
+    for (name, values) in parts {
+        match out.last_mut() {
+            Some((last, v)) if *last == name => v.extend(values),
+            _ => out.push((name, values)),
+        }
     }
 }
 
