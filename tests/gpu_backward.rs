@@ -8,8 +8,8 @@
 use candle_core::{Device, Tensor, Var, D};
 use candle_nn::{AdamW as CandleAdamW, Optimizer, ParamsAdamW};
 use medrank::gpu::ops::{
-    ActivationBackward, AdamW, AdamWConfig, Addend, AttentionBackward, ColumnSum, CrossEntropy, LayerNormBackward,
-    LayerNormGrads, Mat, MatMul,
+    ActivationBackward, AdamW, AdamWConfig, Addend, AttentionBackward, ColumnSum, CrossEntropy, EmbeddingBackward,
+    LayerNormBackward, LayerNormGrads, Mat, MatMul, TokensById,
 };
 use medrank::gpu::{Activation, GpuContext, GpuTensor};
 
@@ -341,5 +341,45 @@ fn adamw_steps_match_candle_nn() {
         // The update itself (theta_t - theta_0) is what the optimiser computes: compare that.
         let upd = |x: &[f32]| -> Vec<f32> { x.iter().zip(&theta).map(|(a, b)| a - b).collect() };
         assert_rel(&upd(&got), &upd(&want), &format!("adamw step {step}"));
+    }
+}
+
+/// The embedding gradient (`EmbeddingBackward`) against candle's autograd through
+/// `Tensor::embedding`: repeated ids, padding left out, and a table of 37 rows in blocks
+/// of 10, 10, 10 and 7 (as a vocabulary larger than one binding is kept), each block
+/// written only for its own ids, the gradient added to what it held.
+#[test]
+fn embedding_backward_sums_each_ids_tokens_into_its_row_block_by_block() {
+    let Some(ctx) = context() else { return };
+    let op = EmbeddingBackward::new(&ctx);
+    let (rows, cols) = (37, 24);
+    // 3 sequences of 6; id 9 in every sequence, 36 (the last block) twice, padding (0).
+    let ids: Vec<u32> = vec![9, 3, 36, 9, 12, 0, 9, 36, 25, 20, 0, 0, 9, 1, 5, 30, 11, 19];
+    let mask: Vec<u32> = vec![1, 1, 1, 1, 1, 0, 1, 1, 1, 1, 0, 0, 1, 1, 1, 1, 1, 1];
+    let dy = random(ids.len() * cols, 7);
+    let before = random(rows * cols, 8);
+
+    // candle: the gradient of sum(embedding(real ids) * dy) with respect to the table.
+    let table = var(&random(rows * cols, 9), &[rows, cols]);
+    let real: Vec<u32> = ids.iter().zip(&mask).filter(|(_, &m)| m != 0).map(|(&i, _)| i).collect();
+    let real_dy: Vec<f32> =
+        (0..ids.len()).filter(|&t| mask[t] != 0).flat_map(|t| dy[t * cols..(t + 1) * cols].to_vec()).collect();
+    let gathered = table.as_tensor().embedding(&Tensor::new(real.as_slice(), &Device::Cpu).unwrap()).unwrap();
+    let want_grad = &grads(&gathered, &real_dy, &[&table])[0];
+    let want: Vec<f32> = before.iter().zip(want_grad).map(|(b, g)| b + g).collect();
+
+    let lists = TokensById::new(&ids, &mask).unwrap().upload(&ctx, "test").unwrap();
+    let dy_gpu = upload(&ctx, &dy, &[ids.len(), cols]);
+    let blocks: Vec<(usize, GpuTensor)> = [0..10, 10..20, 20..30, 30..37]
+        .into_iter()
+        .map(|r| (r.start, upload(&ctx, &before[r.start * cols..r.end * cols], &[r.len(), cols])))
+        .collect();
+    let views: Vec<(usize, &GpuTensor)> = blocks.iter().map(|(s, t)| (*s, t)).collect();
+    run(&ctx, op.prepare(&ctx, &lists, &dy_gpu, &views).unwrap());
+    let got: Vec<f32> = blocks.iter().flat_map(|(_, t)| ctx.read_f32_blocking(t).unwrap()).collect();
+    assert_rel(&got, &want, "embedding table gradient");
+    // Rows no real token carries (id 0 is only padding here) keep what they held, exactly.
+    for row in [0, 2, 4, 35] {
+        assert_eq!(got[row * cols..(row + 1) * cols], before[row * cols..(row + 1) * cols], "row {row}");
     }
 }

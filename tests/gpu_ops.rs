@@ -208,9 +208,9 @@ fn embedding_gather_sums_tables_and_handles_a_split_vocabulary() {
     let pos_t = ctx.upload_u32("pos_ids", &pos_ids, &[tokens]).unwrap();
     let type_t = ctx.upload_u32("type_ids", &type_ids, &[tokens]).unwrap();
     let dispatches = [
-        op.prepare(&ctx, &id_t, &word_table, &out).unwrap(),
-        op.prepare(&ctx, &pos_t, &pos_table, &out).unwrap(),
-        op.prepare(&ctx, &type_t, &type_table, &out).unwrap(),
+        op.prepare(&ctx, &id_t, &word_table.blocks(), &out).unwrap(),
+        op.prepare(&ctx, &pos_t, &pos_table.blocks(), &out).unwrap(),
+        op.prepare(&ctx, &type_t, &type_table.blocks(), &out).unwrap(),
     ];
     run(&ctx, dispatches.into_iter().flatten().collect());
     let mut want = vec![0.0f64; tokens * cols];

@@ -5,11 +5,13 @@
 //! order and hyper-parameters. Runs on lavapipe here; without an adapter the tests say so
 //! loudly and return, unless MEDRANK_REQUIRE_GPU=1, where they fail.
 
+use medrank::gpu::ops::AdamWConfig;
 use medrank::model::config::{Arch, EncoderConfig, HeadKind};
 use medrank::model::embed::TextModel;
 use medrank::model::load::{HeadWeights, LoadedModel};
 use medrank::model::{CpuEncoder, Part, Pooling, TextTokenizer};
 use medrank::train::gpu::gradient_check::{jittered_model, relative, tiny_config};
+use medrank::train::gpu::{GpuMemory, GpuTrainer};
 use medrank::train::{train, train_with_events, Freeze, TrainExample, TrainOptions};
 use std::path::PathBuf;
 
@@ -66,6 +68,16 @@ fn tokenizer(cfg: &EncoderConfig) -> TextTokenizer {
 /// into a step, warm-up, two learning rates), and the trained weights close to candle's.
 #[test]
 fn a_few_epochs_on_the_gpu_give_the_cpu_trainers_losses() {
+    gpu_and_cpu_train_alike(Freeze::TopLayers(2));
+}
+
+/// The same with `--freeze all`: every layer and the embeddings train on the GPU.
+#[test]
+fn a_few_epochs_of_every_layer_on_the_gpu_give_the_cpu_trainers_losses() {
+    gpu_and_cpu_train_alike(Freeze::All);
+}
+
+fn gpu_and_cpu_train_alike(freeze: Freeze) {
     let Some(ctx) = context() else { return };
     let base_model = model(Arch::Bert, 3, HeadKind::None, &[], 40);
     let tok = tokenizer(&base_model.config);
@@ -96,7 +108,7 @@ fn a_few_epochs_on_the_gpu_give_the_cpu_trainers_losses() {
     };
     let (train_set, dev_set) = (make(14, 0), make(9, 3));
     let opts = TrainOptions {
-        freeze: Freeze::TopLayers(2),
+        freeze,
         epochs: 3,
         batch_size: 3,
         grad_accum: 2,
@@ -125,21 +137,54 @@ fn a_few_epochs_on_the_gpu_give_the_cpu_trainers_losses() {
     assert_eq!(gpu.best_epoch, cpu.best_epoch);
     // The loss moved: the steps did something (the comparison above is not of constants).
     assert!(cpu.curve[0].train_loss != cpu.curve[2].train_loss);
-    // The trained top layer and head match; the frozen bottom layer is untouched.
+    // The trained top layer and head match (and with `all`, the bottom layer and the
+    // embeddings); a frozen bottom layer is untouched.
+    let flat = |t: &candle_core::Tensor| -> Vec<f32> { t.flatten_all().unwrap().to_vec1().unwrap() };
     let pick = |m: &LoadedModel| -> Vec<Vec<f32>> {
-        let l = &m.weights.layers[2];
+        let (l, w) = (&m.weights.layers[2], &m.weights);
         let head = match m.head.as_ref().unwrap() {
-            HeadWeights::PooledLinear { classifier } => classifier.weight.flatten_all().unwrap().to_vec1().unwrap(),
+            HeadWeights::PooledLinear { classifier } => flat(&classifier.weight),
             _ => unreachable!(),
         };
-        vec![l.query.weight.flatten_all().unwrap().to_vec1().unwrap(), l.ffn_norm.weight.to_vec1().unwrap(), head]
+        let mut picked = vec![flat(&l.query.weight), flat(&l.ffn_norm.weight), head];
+        if freeze == Freeze::All {
+            picked.extend([
+                flat(&w.layers[0].key.weight),
+                flat(&w.word_embeddings),
+                flat(&w.position_embeddings),
+                flat(w.token_type_embeddings.as_ref().unwrap()),
+                flat(&w.embedding_norm.weight),
+            ]);
+        }
+        picked
     };
     for (g, c) in pick(&gpu.model).iter().zip(pick(&cpu.model)) {
         let (r, _) = relative(g, &c);
         assert!(r <= REL_TOL, "trained weights differ by {r:e}");
     }
-    assert_eq!(
-        gpu.model.weights.layers[0].query.weight.to_vec2::<f32>().unwrap(),
-        base.encoder.model.weights.layers[0].query.weight.to_vec2::<f32>().unwrap()
-    );
+    let bottom = |m: &LoadedModel| flat(&m.weights.layers[0].query.weight);
+    let words = |m: &LoadedModel| flat(&m.weights.word_embeddings);
+    if freeze == Freeze::All {
+        // Training moved them (the comparison above is not of the base's values).
+        assert_ne!(bottom(&gpu.model), bottom(&base.encoder.model));
+        assert_ne!(words(&gpu.model), words(&base.encoder.model));
+    } else {
+        assert_eq!(bottom(&gpu.model), bottom(&base.encoder.model));
+    }
+}
+
+/// The memory figure shown before training counts what the trainer allocates: its weights'
+/// bytes (with gradients, moments and best copies) equal the figure's, for the top layers,
+/// every layer, and every layer with frozen embeddings.
+#[test]
+fn the_memory_figure_is_what_the_trainer_allocates() {
+    let Some(ctx) = context() else { return };
+    for (first, embeddings) in [(1, false), (0, true), (0, false)] {
+        let m =
+            jittered_model(tiny_config(Arch::Roberta, 3, HeadKind::SequenceClassification, &["a", "b"]), 3).unwrap();
+        let (head, layers) = (AdamWConfig::default(), AdamWConfig::default());
+        let trainer = pollster::block_on(GpuTrainer::new(ctx.clone(), &m, first, embeddings, head, layers)).unwrap();
+        let figure = GpuMemory::estimate(&m.config, 2, first, embeddings, 1, 1);
+        assert_eq!(trainer.parameter_bytes(), figure.parameters, "first layer {first}, embeddings {embeddings}");
+    }
 }

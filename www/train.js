@@ -138,6 +138,12 @@ export function wireTraining(ctx) {
         curve.push(p.epoch);
         drawCurve(curve);
       }
+      // Once the trained part is placed on the GPU: what it holds there, before training.
+      if (p.gpuMemory && !$('#train-gpu-memory')) {
+        $('#train-notes').append(
+          el('div', { id: 'train-gpu-memory' }, `The trained layers run on the GPU (WebGPU); they need ${p.gpuMemory}.`),
+        );
+      }
       showProgress(p);
     };
     try {

@@ -383,7 +383,7 @@ async function runTraining(msg) {
     const p = await model.train_encode(2);
     backend = p.backend;
     trainedOn = p.trained_on;
-    post({ stage: p.stage, done: p.done, total: p.total, left: p.left, backend });
+    post({ stage: p.stage, done: p.done, total: p.total, left: p.left, backend, gpuMemory: p.gpu_memory });
     if (p.finished) break;
   }
   const encodedMs = performance.now() - started;

@@ -95,9 +95,10 @@ pub struct TrainArgs {
     /// evaluation, they are dropped; the head keeps the label, never as a target).
     #[arg(long)]
     pub keep_not_enough_evidence: bool,
-    /// Where the trained layers run with --freeze top:N: cpu (candle's autograd, the
-    /// reference) or gpu (the WGSL forward and backward kernels and AdamW through wgpu; an
-    /// error when there is no adapter). The lower layers run once on the CPU either way.
+    /// Where the trained layers run with --freeze top:N or all: cpu (candle's autograd, the
+    /// reference) or gpu (the WGSL forward and backward kernels and AdamW through wgpu, the
+    /// frozen lower layers' pass on the same GPU; an error when there is no adapter). The
+    /// memory the GPU needs is printed before training starts.
     #[arg(long, default_value = "cpu", value_parser = ["cpu", "gpu"])]
     pub backend: String,
 }

@@ -501,7 +501,10 @@ impl GpuEncoder {
         };
         let eps = c.layer_norm_eps as f32;
         add(step::EMBEDDINGS, ops.gather_add.prepare(ctx, &ids, &self.word_embeddings.blocks(), &embedded)?);
-        add(step::EMBEDDINGS, ops.gather_add.prepare(ctx, &position_ids, &self.position_embeddings.blocks(), &embedded)?);
+        add(
+            step::EMBEDDINGS,
+            ops.gather_add.prepare(ctx, &position_ids, &self.position_embeddings.blocks(), &embedded)?,
+        );
         if let Some(types) = &self.token_type_embeddings {
             add(step::EMBEDDINGS, ops.gather_add.prepare(ctx, &type_ids, &types.blocks(), &embedded)?);
         }

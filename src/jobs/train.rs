@@ -363,7 +363,8 @@ impl TrainingJob {
     pub fn train_on_gpu(&mut self, ctx: crate::gpu::context::GpuContext) -> Result<()> {
         let adapter = ctx.adapter.to_string();
         self.trainer.train_on_gpu(ctx)?;
-        self.summary.notes.push(format!("the trained layers run on {adapter}").into());
+        let memory = self.trainer.gpu_memory().describe();
+        self.summary.notes.push(format!("the trained layers run on {adapter}; they need {memory}").into());
         Ok(())
     }
 

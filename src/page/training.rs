@@ -279,6 +279,9 @@ pub struct EncodeProgress<'a> {
     pub backend: &'a BackendReport,
     /// Where the trained part runs: cpu | gpu.
     pub trained_on: &'static str,
+    /// On the GPU, what it holds there ([`crate::train::gpu::GpuMemory::describe`]),
+    /// shown before the first epoch.
+    pub gpu_memory: Option<String>,
     pub stage: String,
     pub left: Option<TimeLeft>,
 }
@@ -435,16 +438,19 @@ impl PageTraining {
             finished,
             backend: report,
             trained_on: self.trained_on,
+            gpu_memory: (self.trained_on == "gpu").then(|| self.job.trainer().gpu_memory().describe()),
             stage: Stage::Frozen.text(),
             left,
         })
     }
 
-    /// Where the trained part runs, once the frozen pass is done: trained top layers go to
-    /// the GPU whose encoder computed the frozen part (the same device, its states already
-    /// there); the head alone, or a CPU encoder, keeps it on the CPU.
+    /// Where the trained part runs, once the frozen pass is done: trained layers (the top
+    /// ones, or all with the embeddings) go to the GPU whose encoder computed the frozen
+    /// part (the same device, its states already there); the head alone, or a CPU
+    /// encoder, keeps it on the CPU.
     fn place(&mut self, encoder: &AnyEncoder) -> Result<()> {
-        if let (AnyEncoder::Gpu(gpu), Freeze::TopLayers(_)) = (encoder, self.job.summary().freeze) {
+        let trains_layers = matches!(self.job.summary().freeze, Freeze::TopLayers(_) | Freeze::All);
+        if let (AnyEncoder::Gpu(gpu), true) = (encoder, trains_layers) {
             self.job.train_on_gpu(gpu.context().clone())?;
             self.trained_on = "gpu";
         }

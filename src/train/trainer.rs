@@ -254,11 +254,13 @@ impl Trainer {
     #[cfg(not(target_arch = "wasm32"))]
     pub fn frozen_pass_blocking(&mut self, base: &TextModel, gpu: Option<&GpuContext>) -> Result<()> {
         match gpu {
-            Some(ctx) => {
+            // Without frozen layers there is nothing to encode on the GPU (and no reason to
+            // upload the base model there too).
+            Some(ctx) if self.has_frozen_pass() => {
                 let encoder = crate::gpu::GpuEncoder::with_context(ctx.clone(), &base.encoder.model)?;
                 pollster::block_on(self.encode_batches(&encoder, usize::MAX))?;
             }
-            None => {
+            _ => {
                 run_ready(self.encode_batches(&base.encoder, usize::MAX))?;
             }
         }
@@ -276,23 +278,38 @@ impl Trainer {
     }
 
     /// Runs the trained layers and the head on the GPU ([`super::gpu::GpuTrainer`]: WGSL
-    /// forward and backward kernels, AdamW on the device) instead of candle's autograd.
-    /// Only `top:N`, whose lower layers come from this trainer's frozen pass; before the
-    /// first epoch.
+    /// forward and backward kernels, AdamW on the device) instead of candle's autograd:
+    /// `top:N` (the lower layers from this trainer's frozen pass) or `all` (every layer and
+    /// the embeddings, from the tokens); before the first epoch.
     pub fn train_on_gpu(&mut self, ctx: GpuContext) -> Result<()> {
-        let n_layers = self.model.config.num_layers;
-        if !matches!(self.opts.freeze, Freeze::TopLayers(n) if n > 0) || self.lower == 0 || self.lower >= n_layers {
-            return Err(Error::invalid(format!(
-                "--backend gpu trains the top layers: use it with --freeze top:N (N from 1 to {}), not {:?}",
-                n_layers - 1,
-                self.opts.freeze
-            )));
+        if self.opts.freeze == Freeze::HeadOnly {
+            return Err(Error::invalid(
+                "--backend gpu trains encoder layers: use it with --freeze top:N or all (the head alone trains on the CPU)",
+            ));
         }
         if !self.curve.is_empty() {
             return Err(Error::invalid("the GPU engine is chosen before the first epoch"));
         }
         self.engine = Box::new(GpuEngine::Ready(Box::new(ctx)));
         Ok(())
+    }
+
+    /// What training on the GPU holds there ([`super::gpu::GpuMemory`]): the trained
+    /// tensors with their optimiser's state, and the largest micro-batch's activations
+    /// (`batch_size` examples of the most inputs, all of the longest input's length).
+    pub fn gpu_memory(&self) -> super::gpu::GpuMemory {
+        let sets = || self.train_set.iter().chain(&self.dev_set);
+        let per_example = sets().map(|e| e.inputs.len()).max().unwrap_or(1);
+        let longest = sets().flat_map(|e| e.inputs.iter().map(|i| i.len())).max().unwrap_or(1);
+        let n_out = if self.multiple_choice { 1 } else { self.labels.len() };
+        super::gpu::GpuMemory::estimate(
+            &self.model.config,
+            n_out,
+            self.lower,
+            self.opts.freeze == Freeze::All,
+            self.opts.batch_size * per_example,
+            longest,
+        )
     }
 
     /// One epoch: the optimiser steps over the shuffled training set, then the dev

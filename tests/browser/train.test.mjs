@@ -11,6 +11,7 @@ import { execFileSync } from 'node:child_process';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { openApp, upload, run, cli, ROOT, SITE, EXAMPLES } from './harness.mjs';
+import { writeRandomBert } from './random-model.mjs';
 
 const MODEL = join(ROOT, 'models/all-MiniLM-L6-v2');
 const haveModel =
@@ -59,7 +60,7 @@ function cliTrain(c, out) {
   cli([
     'train',
     '--model',
-    MODEL,
+    c.model || MODEL,
     '--train',
     c.file,
     ...dev,
@@ -394,6 +395,116 @@ test(
       // The loss moved: the comparison is not of two constants.
       assert.notEqual(report.curve[0].train_loss, report.curve[1].train_loss);
       assert.match(await gpuApp.page.textContent('#train-result'), /the trained layers ran on the GPU \(WebGPU\)/);
+    } finally {
+      await gpuApp.close();
+    }
+  },
+);
+
+// Issue 25: the whole encoder, its embeddings too, fine-tuned on WebGPU in the page (the
+// GPU trainer from token ids: embedding gather and norm, every layer, the embedding tables'
+// gradients), against `medrank train --freeze all` (candle's autograd on the CPU). A tiny
+// random BERT (hidden 32, 2 layers; the default tokenizer's vocabulary) picked from disk
+// keeps SwiftShader's share short; the NLI slice of the top:1 test.
+test(
+  'every layer and the embeddings fine-tuned on WebGPU (SwiftShader) give `medrank train --freeze all`’s curve within 1e-3',
+  { skip: !haveModel && 'no default model' },
+  async () => {
+    const files = writeRandomBert(join(work, 'tiny-bert'), join(MODEL, 'tokenizer.json'), {
+      layers: 2,
+      hidden: 32,
+      heads: 4,
+      seed: 11,
+    });
+    const fx = join(ROOT, 'tests/fixtures/train_nli');
+    const c = {
+      model: join(work, 'tiny-bert'),
+      file: firstLines(join(fx, 'train.jsonl'), 16, 'nli-train-16.jsonl'),
+      dev: firstLines(join(fx, 'dev.jsonl'), 8, 'nli-dev-8.jsonl'),
+      task: 'nli',
+      arguments: 'system:informative',
+      freeze: 'all',
+      settings: { epochs: 3, lr: 0.01, batch: 8, patience: 3, seed: 5, split: 0.2 },
+    };
+    const cliLog = cliTrain(c, join(work, 'cli-nli-all'));
+    const gpuApp = await openApp({ webgpu: true });
+    try {
+      await gpuApp.page.setInputFiles('#model-files', files);
+      const trained = await pageTrain(gpuApp.page, c, 'page-nli-all-webgpu', 'gpu');
+      assert.equal(trained.trainedOn, 'gpu', 'every layer ran on the GPU');
+      const { report } = trained;
+      assert.equal(report.curve.length, cliLog.curve.length);
+      report.curve.forEach((e, i) => {
+        const want = cliLog.curve[i];
+        assert.ok(
+          Math.abs(e.train_loss - want.train_loss) <= 1e-3,
+          `epoch ${i + 1} loss ${e.train_loss} vs ${want.train_loss}`,
+        );
+        assert.ok(Math.abs(e.dev_loss - want.dev_loss) <= 1e-3, `epoch ${i + 1} dev loss ${e.dev_loss} vs ${want.dev_loss}`);
+        assert.equal(e.dev_accuracy, want.dev_accuracy, `epoch ${i + 1} dev accuracy`);
+        assert.equal(e.steps, want.steps);
+      });
+      // The loss moved: the comparison is not of two constants.
+      assert.notEqual(report.curve[0].train_loss, report.curve[2].train_loss);
+      // What the GPU holds was shown before the first step.
+      assert.match(
+        await gpuApp.page.textContent('#train-gpu-memory'),
+        /^The trained layers run on the GPU \(WebGPU\); they need [\d.]+ MiB on the GPU: [\d.]+ MiB for the trained weights/,
+      );
+      assert.match(await gpuApp.page.textContent('#train-result'), /the trained layers ran on the GPU \(WebGPU\)/);
+    } finally {
+      await gpuApp.close();
+    }
+  },
+);
+
+// Issue 25: the paper's recipe at its size, a base-size encoder (BERT-base shape: 12
+// layers of 768, 110M parameters, random weights) fine-tuned end to end on WebGPU in the
+// page: a few steps on SwiftShader, or a refusal that names the memory it needs.
+test(
+  'a base-size random BERT fine-tunes every layer for a few steps on WebGPU, or is refused with the memory it needs',
+  { skip: !haveModel && 'no default model' },
+  async () => {
+    const files = writeRandomBert(join(work, 'base-bert'), join(MODEL, 'tokenizer.json'), {
+      layers: 12,
+      hidden: 768,
+      heads: 12,
+      seed: 12,
+      scale: 0.02,
+    });
+    const fx = join(ROOT, 'tests/fixtures/train_nli');
+    const c = {
+      file: firstLines(join(fx, 'train.jsonl'), 4, 'nli-train-4.jsonl'),
+      dev: firstLines(join(fx, 'dev.jsonl'), 2, 'nli-dev-2.jsonl'),
+      task: 'nli',
+      arguments: 'system:informative',
+      freeze: 'all',
+      settings: { epochs: 1, lr: 0.001, batch: 2, patience: 1, seed: 5, split: 0.2 },
+    };
+    const gpuApp = await openApp({ webgpu: true });
+    try {
+      await gpuApp.page.setInputFiles('#model-files', files);
+      let trained = null;
+      let refusal = null;
+      try {
+        trained = await pageTrain(gpuApp.page, c, 'page-nli-base-webgpu', 'gpu');
+      } catch (e) {
+        refusal = e.message;
+      }
+      const memory = await gpuApp.page.textContent('#train-gpu-memory');
+      // Parameters by hand: 12 layers of 4 x 768^2 + 2 x 768 x 3072 + 9 x 768 + 3072 =
+      // 7,087,872 values, the pooler and the 2-label NLI classifier 590,592 + 1,538, the
+      // embeddings (30522 + 512 + 2) x 768 + 1,536 = 23,837,184: 109,483,778 values, five
+      // f32 copies each (value, gradient, two moments, best): 2,189,675,560 bytes = 2.0 GiB.
+      assert.match(memory, /they need [\d.]+ GiB on the GPU: 2\.0 GiB for the trained weights/, memory);
+      if (refusal) {
+        assert.match(refusal, /could not hold the trained tensors: 2\.0 GiB/, refusal);
+      } else {
+        assert.equal(trained.trainedOn, 'gpu');
+        assert.equal(trained.report.curve.length, 1);
+        assert.equal(trained.report.curve[0].steps, 2);
+        assert.ok(Number.isFinite(trained.report.curve[0].train_loss), JSON.stringify(trained.report.curve[0]));
+      }
     } finally {
       await gpuApp.close();
     }

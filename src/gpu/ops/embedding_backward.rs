@@ -113,15 +113,16 @@ impl EmbeddingBackward {
         for (row_start, block) in grad_blocks {
             check_f32(block, op, "grad")?;
             let (rows, block_cols) = block.dims2("embedding_backward grad block")?;
-            check(block_cols == cols, op, || format!("a gradient block of {block_cols} columns for dy {:?}", dy.shape))?;
+            check(block_cols == cols, op, || {
+                format!("a gradient block of {block_cols} columns for dy {:?}", dy.shape)
+            })?;
             let params = Params {
                 distinct_ids: to_u32(lists.distinct_ids, op, "distinct ids")?,
                 cols: to_u32(cols, op, "cols")?,
                 row_start: to_u32(*row_start, op, "row_start")?,
                 row_count: to_u32(rows, op, "rows")?,
             };
-            let buffers =
-                [&lists.ids.buffer, &lists.starts.buffer, &lists.tokens.buffer, &dy.buffer, &block.buffer];
+            let buffers = [&lists.ids.buffer, &lists.starts.buffer, &lists.tokens.buffer, &dy.buffer, &block.buffer];
             dispatches.push(self.kernel.bind(ctx, &params, &buffers, groups));
         }
         Ok(dispatches)

@@ -50,7 +50,9 @@ impl GatherAdd {
         for (row_start, chunk) in blocks {
             check_f32(chunk, "gather_add", "table")?;
             let (rows, cols) = chunk.dims2("gather_add table chunk")?;
-            check(cols == out_cols, "gather_add", || format!("a table block of {cols} columns for out {:?}", out.shape))?;
+            check(cols == out_cols, "gather_add", || {
+                format!("a table block of {cols} columns for out {:?}", out.shape)
+            })?;
             let params = Params {
                 tokens: to_u32(tokens, "gather_add", "tokens")?,
                 cols: to_u32(cols, "gather_add", "cols")?,

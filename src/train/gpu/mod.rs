@@ -1,5 +1,6 @@
 //! Training on a GPU through wgpu (WebGPU in the page, Vulkan / Metal / DX12 natively): the
-//! top N layers and the head, whose lower layers come from the trainer's frozen pass.
+//! top N layers and the head, whose lower layers come from the trainer's frozen pass, or
+//! the whole encoder with its embeddings.
 //!
 //! - `trainer`: [`GpuTrainer`], the trained tensors on the device with their optimisers
 //!   (micro-batches, steps, logits, gradients, the trained model), built on the kernels of
@@ -13,4 +14,4 @@ pub mod gradient_check;
 mod trainer;
 
 pub(super) use engine::GpuEngine;
-pub use trainer::GpuTrainer;
+pub use trainer::{bytes_text, GpuMemory, GpuTrainer, TrainInput};

@@ -21,8 +21,8 @@
 use half::f16;
 
 use crate::error::{Error, Result};
-use crate::gpu::context::{GpuContext, GpuTensor};
 use crate::gpu::context::row_chunks;
+use crate::gpu::context::{GpuContext, GpuTensor};
 use crate::gpu::ops::{
     record, Activation, AdamWConfig, AdamWStep, Addend, AttentionBackward, CrossEntropy, Dispatch, LayerNormGrads, Mat,
     Ops, TokensById, TrainOps,
@@ -95,7 +95,11 @@ impl Table {
         for r in row_chunks(rows, cols * 4, ctx.max_binding_bytes())? {
             let block = &data[r.start * cols..r.end * cols];
             let (name, shape) = (name.to_string(), [r.len(), cols]);
-            let p = if trained { Param::new(ctx, name, block, &shape)? } else { Param::constant(ctx, name, block, &shape)? };
+            let p = if trained {
+                Param::new(ctx, name, block, &shape)?
+            } else {
+                Param::constant(ctx, name, block, &shape)?
+            };
             blocks.push((r.start, p));
         }
         Ok(Table { blocks })
@@ -125,11 +129,7 @@ struct Embeddings {
 impl Embeddings {
     fn params(&self) -> impl Iterator<Item = &Param> {
         let tables = [Some(&self.word), Some(&self.position), self.token_type.as_ref()];
-        tables
-            .into_iter()
-            .flatten()
-            .flat_map(|t| t.blocks.iter().map(|(_, p)| p))
-            .chain([&self.norm_g, &self.norm_b])
+        tables.into_iter().flatten().flat_map(|t| t.blocks.iter().map(|(_, p)| p)).chain([&self.norm_g, &self.norm_b])
     }
 }
 
@@ -598,8 +598,9 @@ impl GpuTrainer {
     }
 
     /// Bytes of the trained tensors with their gradients, moments and best copies, and of
-    /// the tensors that only feed them.
-    fn parameter_bytes(&self) -> u64 {
+    /// the tensors that only feed them, as allocated ([`GpuMemory::estimate`] computes it
+    /// from the configuration).
+    pub fn parameter_bytes(&self) -> u64 {
         let all = self.params().map(|p| 5 * p.bytes()).sum::<u64>();
         let constants = self.embeddings.as_ref().filter(|e| !e.trained).map(|e| e.params().map(|p| p.bytes()).sum());
         all + constants.unwrap_or(0)
@@ -819,12 +820,37 @@ impl GpuTrainer {
         let items: Vec<&[TrainInput]> = inputs.chunks(1).collect();
         let mut out = Vec::with_capacity(inputs.len());
         for part in self.parts(&items) {
-            let f = self.forward(&inputs[part])?;
-            self.submit(&f.dispatches, &[]);
-            let values = self.ctx.read_f32(&f.logits).await?;
+            let part = &inputs[part];
+            let scope = self.ctx.device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
+            let f = self.forward(part).inspect(|f| self.submit(&f.dispatches, &[]));
+            self.refuse_if_out_of_memory(scope.pop().await, part)?;
+            let values = self.ctx.read_f32(&f?.logits).await?;
             out.extend(values.chunks(self.head.n_out).map(|r| r.to_vec()));
         }
         Ok(out)
+    }
+
+    /// An allocation the device refused while a micro-batch ran (`error`, from an
+    /// out-of-memory scope) as an error naming what the micro-batch needs.
+    fn refuse_if_out_of_memory(&self, error: Option<wgpu::Error>, inputs: &[TrainInput]) -> Result<()> {
+        let Some(e) = error else { return Ok(()) };
+        let longest = inputs.iter().map(|i| i.len(self.config.hidden_size)).max().unwrap_or(0);
+        let train_embeddings = self.embeddings.as_ref().is_some_and(|e| e.trained);
+        let need = GpuMemory::estimate(
+            &self.config,
+            self.head.n_out,
+            self.first_layer,
+            train_embeddings,
+            inputs.len(),
+            longest,
+        );
+        Err(Error::model(format!(
+            "gpu train: {} ran out of memory for a micro-batch of {} inputs of up to {longest} tokens ({e}): it needs {}; \
+             use a smaller --batch-size or shorter inputs",
+            self.ctx.adapter.name,
+            inputs.len(),
+            need.describe()
+        )))
     }
 
     /// One micro-batch: forward, loss and backward over `inputs`, whose examples are
@@ -875,17 +901,24 @@ impl GpuTrainer {
         let segments: Vec<(usize, usize, f32)> =
             examples.iter().map(|&(count, gold, w)| (count * n_out, gold, w)).collect();
         let segments = CrossEntropy::weighted_segments(&segments)?;
-        let mut f = self.forward(inputs)?;
         let ctx = &self.ctx;
-        let mut d = std::mem::take(&mut f.dispatches);
-        let loss = ctx.zeros_f32("loss", &[examples.len()])?;
-        let dlogits = ctx.zeros_f32("dlogits", &[f.batch, n_out])?;
-        let segments = ctx.upload_u32("segments", &segments, &[segments.len()])?;
-        let scale = 1.0 / step_examples.max(1) as f32;
-        d.extend(self.train.cross_entropy.prepare(ctx, &f.logits, &segments, scale, &loss, &dlogits)?);
-        self.backward(&f, &dlogits, &mut d)?;
-        self.submit(&d, &[]);
-        ctx.read_f32(&loss).await
+        // Every buffer of the pass is allocated here; one the device cannot hold is a
+        // refusal with the figure, not a panic or garbage.
+        let scope = ctx.device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
+        let recorded = (|| -> Result<GpuTensor> {
+            let mut f = self.forward(inputs)?;
+            let mut d = std::mem::take(&mut f.dispatches);
+            let loss = ctx.zeros_f32("loss", &[examples.len()])?;
+            let dlogits = ctx.zeros_f32("dlogits", &[f.batch, n_out])?;
+            let segments = ctx.upload_u32("segments", &segments, &[segments.len()])?;
+            let scale = 1.0 / step_examples.max(1) as f32;
+            d.extend(self.train.cross_entropy.prepare(ctx, &f.logits, &segments, scale, &loss, &dlogits)?);
+            self.backward(&f, &dlogits, &mut d)?;
+            self.submit(&d, &[]);
+            Ok(loss)
+        })();
+        self.refuse_if_out_of_memory(scope.pop().await, inputs)?;
+        ctx.read_f32(&recorded?).await
     }
 
     /// Records the backward pass from the logits' gradient down to the first trained layer.
@@ -1002,8 +1035,7 @@ impl GpuTrainer {
                 dout = dx;
             }
         }
-        if let (Some(e), Some((batch_tokens, embedded))) = (self.embeddings.as_ref().filter(|e| e.trained), &f.tokens)
-        {
+        if let (Some(e), Some((batch_tokens, embedded))) = (self.embeddings.as_ref().filter(|e| e.trained), &f.tokens) {
             // The embeddings' layer norm, then each table's rows from the sum's gradient.
             let scratch = full_scratch.as_ref().expect("made with embeddings");
             let dsum = &scratch.ds2;
@@ -1022,8 +1054,7 @@ impl GpuTrainer {
                 },
             )?);
             let tb = batch_tokens;
-            let positions: Vec<u32> =
-                (0..tokens).map(|t| (t % seq_len + self.config.position_offset) as u32).collect();
+            let positions: Vec<u32> = (0..tokens).map(|t| (t % seq_len + self.config.position_offset) as u32).collect();
             let mut tables = vec![(&tb.ids, &e.word, "word ids"), (&positions, &e.position, "positions")];
             if let Some(types) = &e.token_type {
                 tables.push((&tb.type_ids, types, "token types"));
@@ -1180,5 +1211,34 @@ fn split_qkv(name: &str, values: Vec<f32>, hidden: usize) -> Vec<(String, Vec<f3
                 .collect()
         }
         None => vec![(name.to_string(), values)],
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::GpuMemory;
+    use crate::model::config::{Arch, HeadKind};
+    use crate::train::gpu::gradient_check::tiny_config;
+
+    #[test]
+    fn the_memory_figure_counts_weights_gradients_moments_and_copies() {
+        // Hidden 32, feed-forward 64, 3 layers, 64 words, 64 positions, 2 token types,
+        // multiple choice (one output). Values by hand: a layer 3*32*32 + 96 (QKV) + 1024 +
+        // 32 (output) + 64 (norm) + 2048 + 64 (in) + 2048 + 32 (out) + 64 (norm) = 8544; the
+        // head 1024 + 32 (pooler) + 32 + 1 (classifier) = 1089; the embeddings (64 + 64 + 2)
+        // * 32 + 64 (norm) = 4224. Five f32 copies of each trained value (value, gradient,
+        // two moments, best), one of an embedding that only feeds the layers.
+        let c = tiny_config(Arch::Bert, 3, HeadKind::MultipleChoice, &[]);
+        let all = GpuMemory::estimate(&c, 1, 0, true, 4, 10);
+        assert_eq!(all.parameters, (3 * 8544 + 1089 + 4224) * 5 * 4);
+        assert_eq!(GpuMemory::estimate(&c, 1, 0, false, 4, 10).parameters, (3 * 8544 + 1089) * 5 * 4 + 4224 * 4);
+        assert_eq!(GpuMemory::estimate(&c, 1, 1, false, 4, 10).parameters, (2 * 8544 + 1089) * 5 * 4);
+        // Activations grow with the micro-batch's tokens, and the total adds both.
+        let twice = GpuMemory::estimate(&c, 1, 0, true, 8, 10);
+        assert!(twice.activations > all.activations && twice.activations <= 2 * all.activations);
+        assert_eq!(all.total(), all.parameters + all.activations);
+        assert!(all.describe().starts_with(&format!("{} on the GPU", super::bytes_text(all.total()))));
+        assert_eq!(super::bytes_text(3 << 19), "1.5 MiB");
+        assert_eq!(super::bytes_text(5 << 29), "2.5 GiB");
     }
 }
