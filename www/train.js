@@ -141,7 +141,11 @@ export function wireTraining(ctx) {
       // Once the trained part is placed on the GPU: what it holds there, before training.
       if (p.gpuMemory && !$('#train-gpu-memory')) {
         $('#train-notes').append(
-          el('div', { id: 'train-gpu-memory' }, `The trained layers run on the GPU (WebGPU); they need ${p.gpuMemory}.`),
+          el(
+            'div',
+            { id: 'train-gpu-memory' },
+            `The trained layers run on the GPU (WebGPU); they need ${p.gpuMemory}.`,
+          ),
         );
       }
       showProgress(p);
