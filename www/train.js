@@ -155,12 +155,13 @@ export function wireTraining(ctx) {
         { type: 'train', model: baseModel(), request: req, name: $('#train-name').value },
         onProgress,
       );
-      const { report, outcome, stored, backend, trainedOn } = reply.result;
+      const { report, outcome, stored, notStored, backend, trainedOn } = reply.result;
       ctx.state.lastTraining = {
         request: req,
         report,
         outcome,
         stored,
+        notStored: notStored && { reason: notStored.reason, name: notStored.name },
         backend,
         trainedOn,
         featuresMs: reply.featuresMs,
@@ -183,7 +184,9 @@ export function wireTraining(ctx) {
           (req.freeze === 'head'
             ? '.'
             : `; the trained layers ran on ${trainedOn === 'gpu' ? 'the GPU (WebGPU)' : 'the CPU (WebAssembly)'}.`),
-        `Kept in this browser as “${stored.name}” and chosen as the model above.`,
+        stored
+          ? `Kept in this browser as “${stored.name}” and chosen as the model above.`
+          : `This browser refused to keep it (${notStored.reason}): download it now, it is not kept after this page closes.`,
         report.truncation_warning && `Note: ${report.truncation_warning}.`,
       ];
       $('#train-result').replaceChildren(
@@ -191,9 +194,10 @@ export function wireTraining(ctx) {
           ? [el('p', { class: 'train-baseline-warning' }, `Warning: ${outcome.baseline_warning}.`)]
           : []),
         sentences.filter(Boolean).join(' '),
+        ...(notStored ? [' ', downloadButton(notStored.name, notStored.files)] : []),
       );
       await refreshTrained();
-      const radio = document.querySelector(`input[name=model][value="trained:${stored.id}"]`);
+      const radio = stored && document.querySelector(`input[name=model][value="trained:${stored.id}"]`);
       if (radio) radio.checked = true;
       ctx.announce(`Training finished in ${((performance.now() - started) / 1000).toFixed(1)} s`);
     } catch (error) {
@@ -330,12 +334,23 @@ export function wireTraining(ctx) {
   /** The evaluator's model folder in a .zip: `medrank evaluate --model <unzipped folder>`. */
   async function downloadTrained(id) {
     const { meta, files } = (await ctx.ask({ type: 'trained-files', trainedId: id })).result;
-    const folder = meta.name.replace(/[^A-Za-z0-9._-]+/g, '-');
-    const entries = ['config.json', 'tokenizer.json', 'model.safetensors', 'train_log.json'].map((name) => [
-      `${folder}/${name}`,
-      files[name],
+    downloadFolder(meta.name, files);
+  }
+
+  function downloadFolder(name, files) {
+    const folder = name.replace(/[^A-Za-z0-9._-]+/g, '-');
+    const entries = ['config.json', 'tokenizer.json', 'model.safetensors', 'train_log.json'].map((f) => [
+      `${folder}/${f}`,
+      files[f],
     ]);
     download(`${folder}.zip`, zipStored(entries), 'application/zip');
+  }
+
+  /** A button that downloads an evaluator the browser would not keep (its files in memory). */
+  function downloadButton(name, files) {
+    const button = el('button', { type: 'button', id: 'train-download-unkept' }, 'Download it (.zip)');
+    button.addEventListener('click', () => downloadFolder(name, files));
+    return button;
   }
 
   ctx.state.workerReady.then(refreshTrained);

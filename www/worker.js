@@ -396,12 +396,20 @@ async function runTraining(msg) {
   }
   const { report, outcome, files } = await model.train_finish();
   post({ stage: 'Saving the evaluator in this browser', done: 0, total: 0 });
-  const stored = await storeTrained(msg, report, files);
+  // A browser may refuse to keep it (its storage quota; a base-size model is 440 MB): the
+  // trained evaluator is not lost then, its files go to the page to be downloaded.
+  let stored = null;
+  let notStored = null;
+  try {
+    stored = await storeTrained(msg, report, files);
+  } catch (e) {
+    notStored = { reason: e.message || String(e), name: trainedName(msg), files };
+  }
   postMessage({
     type: 'result',
     id: msg.id,
     job: 'train',
-    result: { report, outcome, summary, stored, backend, trainedOn },
+    result: { report, outcome, summary, stored, notStored, backend, trainedOn },
     featuresMs: encodedMs,
     elapsedMs: performance.now() - started,
   });
@@ -412,12 +420,19 @@ function trainedKey(id, name) {
 }
 
 /** Keeps a trained evaluator's files and its meta.json; returns the meta. */
+/** The name the user gave the evaluator, or evaluator-TASK-DATE. */
+function trainedName(msg) {
+  return (msg.name || '').trim() || `evaluator-${msg.request.task}-${new Date().toISOString().slice(0, 16)}`;
+}
+
+/** Keeps a trained evaluator's files and meta.json in the Cache API; on a refusal, removes
+ *  what was written (nothing half-kept is listed) and throws. */
 async function storeTrained(msg, report, files) {
   const cache = await caches.open(TRAINED_CACHE);
   const id = `${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 8)}`;
   const meta = {
     id,
-    name: (msg.name || '').trim() || `evaluator-${msg.request.task}-${new Date().toISOString().slice(0, 16)}`,
+    name: trainedName(msg),
     created: new Date().toISOString(),
     task: msg.request.task,
     arguments: msg.request.arguments,
@@ -425,9 +440,14 @@ async function storeTrained(msg, report, files) {
     best_epoch: report.best_epoch,
     best_dev_accuracy: report.best_dev_accuracy,
   };
-  for (const name of TRAINED_FILES) await cache.put(trainedKey(id, name), new Response(files[name]));
-  // meta.json last: a listed evaluator has all its files.
-  await cache.put(trainedKey(id, 'meta.json'), new Response(JSON.stringify(meta)));
+  try {
+    for (const name of TRAINED_FILES) await cache.put(trainedKey(id, name), new Response(files[name]));
+    // meta.json last: a listed evaluator has all its files.
+    await cache.put(trainedKey(id, 'meta.json'), new Response(JSON.stringify(meta)));
+  } catch (e) {
+    for (const name of [...TRAINED_FILES, 'meta.json']) await cache.delete(trainedKey(id, name));
+    throw e;
+  }
   return meta;
 }
 

@@ -25,7 +25,11 @@ function generator(seed) {
  * positions, 2 token types, a pooler. Weights uniform in +-`scale` (norms 1 and 0), from
  * `seed`. Returns the three file paths (what the page's model picker takes).
  */
-export function writeRandomBert(dir, tokenizerJson, { layers, hidden, heads, intermediate = 4 * hidden, seed = 1, scale = 0.05 }) {
+export function writeRandomBert(
+  dir,
+  tokenizerJson,
+  { layers, hidden, heads, intermediate = 4 * hidden, seed = 1, scale = 0.05 },
+) {
   mkdirSync(dir, { recursive: true });
   const vocab = 30522;
   const positions = 512;
@@ -48,7 +52,8 @@ export function writeRandomBert(dir, tokenizerJson, { layers, hidden, heads, int
 
   // (name, shape, kind): random, ones or zeros.
   const tensors = [];
-  const dense = (name, out, inp) => tensors.push([`${name}.weight`, [out, inp], 'random'], [`${name}.bias`, [out], 'random']);
+  const dense = (name, out, inp) =>
+    tensors.push([`${name}.weight`, [out, inp], 'random'], [`${name}.bias`, [out], 'random']);
   const norm = (name) => tensors.push([`${name}.weight`, [hidden], 'ones'], [`${name}.bias`, [hidden], 'zeros']);
   tensors.push(['embeddings.word_embeddings.weight', [vocab, hidden], 'random']);
   tensors.push(['embeddings.position_embeddings.weight', [positions, hidden], 'random']);

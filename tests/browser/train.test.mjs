@@ -464,7 +464,7 @@ test(
 test(
   'a base-size random BERT fine-tunes every layer for a few steps on WebGPU, or is refused with the memory it needs',
   { skip: !haveModel && 'no default model' },
-  async () => {
+  async (t) => {
     const files = writeRandomBert(join(work, 'base-bert'), join(MODEL, 'tokenizer.json'), {
       layers: 12,
       hidden: 768,
@@ -492,6 +492,8 @@ test(
         refusal = e.message;
       }
       const memory = await gpuApp.page.textContent('#train-gpu-memory');
+      t.diagnostic(`${memory} ${refusal ? `Refused: ${refusal}` : `Trained: ${JSON.stringify(trained.report.curve[0])}`}`);
+      if (trained) t.diagnostic(trained.stored ? 'kept in the browser' : `not kept: ${trained.notStored.reason}`);
       // Parameters by hand: 12 layers of 4 x 768^2 + 2 x 768 x 3072 + 9 x 768 + 3072 =
       // 7,087,872 values, the pooler and the 2-label NLI classifier 590,592 + 1,538, the
       // embeddings (30522 + 512 + 2) x 768 + 1,536 = 23,837,184: 109,483,778 values, five
@@ -504,6 +506,13 @@ test(
         assert.equal(trained.report.curve.length, 1);
         assert.equal(trained.report.curve[0].steps, 2);
         assert.ok(Number.isFinite(trained.report.curve[0].train_loss), JSON.stringify(trained.report.curve[0]));
+        // 440 MB of weights: a browser may refuse to keep them (Chromium's test profile
+        // does); the evaluator is then offered for download instead of lost.
+        if (!trained.stored) {
+          assert.ok(trained.notStored?.reason, JSON.stringify(trained.notStored));
+          assert.match(await gpuApp.page.textContent('#train-result'), /This browser refused to keep it/);
+          assert.equal(await gpuApp.page.isVisible('#train-download-unkept'), true);
+        }
       }
     } finally {
       await gpuApp.close();
