@@ -1,6 +1,7 @@
 // The GPU trainer's backward kernels and loss on WebGPU in Chromium (SwiftShader here),
 // through the bench page's check: every trained tensor of tiny random BERT (multiple
-// choice and classification), RoBERTa and DistilBERT models, its gradient after one
+// choice and classification), RoBERTa and DistilBERT models, training the top layers and
+// then every layer with the embeddings, its gradient after one
 // micro-batch against candle's autograd computed in the same wasm module on the CPU,
 // relative difference <= 1e-3 per tensor (`train::gpu::gradient_check`, which
 // tests/gpu_train.rs runs natively on lavapipe).
@@ -22,14 +23,19 @@ test('the GPU trainer’s gradients on WebGPU match candle’s autograd within 1
     const error = await page.$eval('#gradcheck-error', (e) => (e.hidden ? null : e.textContent));
     assert.equal(error, null);
     const { adapter, checks } = await page.evaluate(() => window.__gradientCheck);
-    // 4 models x (whole, in parts) x (the losses + 2 layers of 16 tensors + 4 head tensors).
-    assert.equal(checks.length, 4 * 2 * (1 + 2 * 16 + 4), adapter.name);
+    // Top layers: 4 models x (whole, in parts) x (the losses + 2 layers of 16 tensors + 4 head
+    // tensors). Every layer: 3 layers, and the word, position and token-type tables and the
+    // embedding norm's two (DistilBERT has no token types).
+    const top = 4 * 2 * (1 + 2 * 16 + 4);
+    const every = 2 * (3 * (1 + 3 * 16 + 4 + 5) + (1 + 3 * 16 + 4 + 4));
+    assert.equal(checks.length, top + every, adapter.name);
+    assert.equal(checks.filter((c) => c.tensor === 'word_embeddings' && !c.zero_by_construction).length, 8);
     for (const c of checks) {
       assert.ok(c.ok, JSON.stringify(c));
       if (!c.zero_by_construction) assert.ok(c.difference <= 1e-3 && c.reference_norm > 1e-7, JSON.stringify(c));
       else assert.ok(c.difference < 1e-6, JSON.stringify(c));
     }
-    assert.match(await page.textContent('#gradcheck-summary'), /296 of 296 checks within the limit/);
+    assert.match(await page.textContent('#gradcheck-summary'), /758 of 758 checks within the limit/);
   } finally {
     await app.close();
   }
