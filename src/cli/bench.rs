@@ -163,6 +163,9 @@ pub struct BenchReport {
     /// The CPU path's seconds per step, per cell, timed by the bench page's own function.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub profile: Vec<crate::gpu::bench::BenchRow>,
+    /// Whole-encoder fine-tuning, CPU and GPU trainers and the PyTorch peer.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub train: Option<super::bench_train::TrainBench>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -626,6 +629,9 @@ impl BenchReport {
             }
             tables.push(t);
         }
+        if let Some(t) = &self.train {
+            tables.push(t.table());
+        }
         tables
     }
 }
@@ -638,7 +644,8 @@ pub struct BenchArgs {
     /// Parts to run, comma separated: core, encoder (CPU, with the peers), gpu (wgpu, with
     /// PyTorch on CUDA as the peer where it runs), gpu-profile (the GPU's time per step),
     /// workload (`evaluate --model` end to end on the CasiMedicos dev bundle), profile (the
-    /// CPU path's time per step, as the bench page reports it).
+    /// CPU path's time per step, as the bench page reports it), train (fine-tuning every
+    /// layer on the CPU and GPU trainers, with PyTorch on CUDA as the peer where it runs).
     #[arg(long, value_delimiter = ',', default_value = "core,encoder,gpu")]
     pub parts: Vec<String>,
     /// The CasiMedicos dev file the workload's bundle is made from.
@@ -664,6 +671,12 @@ pub struct BenchArgs {
     /// the same weights).
     #[arg(long, value_name = "DIR", default_value = "tests/reference")]
     pub peers: PathBuf,
+    /// Sequence lengths of the `train` part (each 1 to 512, and at most the model's limit).
+    #[arg(long, value_delimiter = ',', default_value = "256,512", value_parser = super::args::count(1, crate::bounds::MAX_BENCH_LENGTH))]
+    pub train_lengths: Vec<usize>,
+    /// Questions (of five options each) per optimiser step in the `train` part (1 to 1,024).
+    #[arg(long, default_value_t = 16, value_parser = super::args::count(1, crate::bounds::MAX_BATCH))]
+    pub train_questions: usize,
     /// On a software adapter (lavapipe, SwiftShader) the GPU grid is cut to length 128 x
     /// batch 1 and 8 (the full grid takes tens of minutes); this runs it all anyway.
     #[arg(long)]
@@ -706,9 +719,14 @@ pub(super) fn bench(a: BenchArgs) -> Result<()> {
                 eprintln!("the CPU path's time per step:");
                 report.profile = profile(&a.model, &a.lengths, &a.batches)?;
             }
+            "train" => {
+                eprintln!("fine-tuning every layer, CPU and GPU trainers:");
+                report.train =
+                    Some(super::bench_train::train_bench(&a.model, &a.peers, &a.train_lengths, a.train_questions)?);
+            }
             other => {
                 return Err(Error::invalid(format!(
-                    "unknown bench part `{other}` (core, encoder, gpu, gpu-profile, workload, profile)"
+                    "unknown bench part `{other}` (core, encoder, gpu, gpu-profile, workload, profile, train)"
                 )))
             }
         }

@@ -7,6 +7,7 @@ use clap::Parser;
 mod agreement;
 mod args;
 mod bench;
+mod bench_train;
 mod commands;
 mod controls;
 mod embed;

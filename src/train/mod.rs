@@ -58,6 +58,8 @@
 //! - `export.rs`   the trained evaluator's folder ([`trained_files`])
 
 mod baseline;
+#[cfg(not(target_arch = "wasm32"))]
+pub mod bench;
 mod cpu;
 mod engine;
 mod examples;
