@@ -1,7 +1,8 @@
-//! `medrank train --freeze top:N --backend gpu` end to end on a tiny random BERT saved as a
-//! model folder: the GPU run's training log has the CPU run's curve (losses within 1e-3,
-//! the same dev accuracies and best epoch) on the NLI fixture, and its evaluator folder
-//! loads and ranks. Runs on lavapipe here; without an adapter the test says so loudly and
+//! `medrank train --freeze top:N --backend gpu` and `--freeze all --backend gpu` end to end
+//! on a tiny random BERT saved as a model folder: the GPU run's training log has the CPU
+//! run's curve (losses within 1e-3, the same dev accuracies and best epoch) on the NLI
+//! fixture, its evaluator folder loads and ranks, and the memory the GPU needs is printed
+//! before training. Runs on lavapipe here; without an adapter the test says so loudly and
 //! returns, unless MEDRANK_REQUIRE_GPU=1, where it fails.
 
 mod common;
@@ -40,13 +41,22 @@ fn tiny_model_dir() -> PathBuf {
 
 #[test]
 fn gpu_training_of_the_top_layers_logs_the_cpu_curve_and_saves_an_evaluator() {
+    gpu_training_logs_the_cpu_curve("top:2");
+}
+
+#[test]
+fn gpu_training_of_every_layer_logs_the_cpu_curve_and_saves_an_evaluator() {
+    gpu_training_logs_the_cpu_curve("all");
+}
+
+fn gpu_training_logs_the_cpu_curve(freeze: &str) {
     let Some(_) = context() else { return };
     let model = tiny_model_dir();
     let fx = "tests/fixtures/train_nli";
     let run = |backend: &str| {
-        let out = tmp(&format!("evaluator-{backend}"));
+        let out = tmp(&format!("evaluator-{freeze}-{backend}"));
         let (train, dev) = (format!("{fx}/train.jsonl"), format!("{fx}/dev.jsonl"));
-        ok(&[
+        let args = [
             "train",
             "--model",
             s(&model),
@@ -59,7 +69,7 @@ fn gpu_training_of_the_top_layers_logs_the_cpu_curve_and_saves_an_evaluator() {
             "--arguments",
             "system:informative",
             "--freeze",
-            "top:2",
+            freeze,
             "--epochs",
             "3",
             "--batch-size",
@@ -74,7 +84,18 @@ fn gpu_training_of_the_top_layers_logs_the_cpu_curve_and_saves_an_evaluator() {
             backend,
             "--out",
             s(&out),
-        ]);
+        ];
+        let run = medrank(&args);
+        let stderr = String::from_utf8_lossy(&run.stderr).to_string();
+        assert!(run.status.success(), "medrank {args:?} failed:\n{stderr}");
+        if backend == "gpu" {
+            // Before the first epoch: what the GPU holds (weights, gradients, moments and
+            // copy; the largest micro-batch's activations, 8 examples of 1 input each).
+            let note = stderr.find("they need ").expect(&stderr);
+            let epoch = stderr.find("epoch  1").expect(&stderr);
+            assert!(note < epoch, "{stderr}");
+            assert!(stderr.contains("for a micro-batch of 8 inputs of up to "), "{stderr}");
+        }
         out
     };
     let (cpu, gpu) = (run("cpu"), run("gpu"));
@@ -99,7 +120,7 @@ fn gpu_training_of_the_top_layers_logs_the_cpu_curve_and_saves_an_evaluator() {
 }
 
 #[test]
-fn the_gpu_backend_trains_top_layers_only() {
+fn the_gpu_backend_trains_layers_not_the_head_alone() {
     let out = medrank(&[
         "train",
         "--model",
@@ -119,6 +140,6 @@ fn the_gpu_backend_trains_top_layers_only() {
     ]);
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("--backend gpu trains the top layers: use it with --freeze top:N"), "{err}");
+    assert!(err.contains("--backend gpu trains encoder layers: use it with --freeze top:N or all"), "{err}");
     assert!(!tmp("never").exists(), "a failed run leaves no output behind");
 }
