@@ -13,6 +13,8 @@ use std::path::Path;
 use std::path::PathBuf;
 use std::time::Instant;
 
+use crate::gpu::encoder::GpuEncoder;
+
 #[derive(Debug, Clone, Serialize)]
 pub struct Timing {
     pub step: String,
@@ -265,11 +267,20 @@ pub struct GpuProfile {
 
 /// Times every dispatch of the GPU encoder's pass on the GPU (timestamp queries) and sums
 /// them per step. On an adapter without timestamps it says so and measures nothing.
-pub fn gpu_profile(model_dir: &Path, lengths: &[usize], batches: &[usize], full_grid: bool) -> Result<GpuProfile> {
-    let model = crate::model::TextModel::read_dir(model_dir)?;
-    let ctx = crate::gpu::context::GpuContext::new_blocking()?;
-    let adapter = ctx.adapter.clone();
-    eprintln!("  adapter: {adapter}");
+/// The model folder's GPU encoder on this machine's adapter, opened once for every GPU part
+/// of a bench run (the weights are uploaded once).
+fn open_gpu<'a>(slot: &'a mut Option<GpuEncoder>, model_dir: &Path) -> Result<&'a GpuEncoder> {
+    if slot.is_none() {
+        let model = crate::model::TextModel::read_dir(model_dir)?;
+        let ctx = crate::gpu::context::GpuContext::new_blocking()?;
+        eprintln!("  adapter: {}", ctx.adapter);
+        *slot = Some(GpuEncoder::with_context(ctx, &model.encoder.model)?);
+    }
+    Ok(slot.as_ref().expect("opened above"))
+}
+
+pub fn gpu_profile(encoder: &GpuEncoder, lengths: &[usize], batches: &[usize], full_grid: bool) -> Result<GpuProfile> {
+    let adapter = encoder.context().adapter.clone();
     if !adapter.timestamps {
         let why = format!("{} has no timestamp-query feature: GPU time per step cannot be measured", adapter.name);
         eprintln!("  {why}");
@@ -281,8 +292,7 @@ pub fn gpu_profile(model_dir: &Path, lengths: &[usize], batches: &[usize], full_
     } else {
         (lengths.to_vec(), batches.to_vec())
     };
-    let encoder = crate::gpu::encoder::GpuEncoder::with_context(ctx, &model.encoder.model)?;
-    let (rows, skipped) = crate::gpu::bench::profile_grid_blocking(&encoder, &lengths, &batches, 5, |r| {
+    let (rows, skipped) = crate::gpu::bench::profile_grid_blocking(encoder, &lengths, &batches, 5, |r| {
         let gpu = r.profile.gpu_seconds();
         let worst = r.profile.steps.iter().max_by(|a, b| a.seconds.total_cmp(&b.seconds));
         eprintln!(
@@ -337,18 +347,16 @@ pub fn profile(model_dir: &Path, lengths: &[usize], batches: &[usize]) -> Result
     })
 }
 
-/// The wgpu encoder on this machine's adapter.
+/// The wgpu encoder of `model_dir` on this machine's adapter.
 pub fn gpu(
+    encoder: &GpuEncoder,
     model_dir: &Path,
     peers_dir: &Path,
     lengths: &[usize],
     batches: &[usize],
     full_grid: bool,
 ) -> Result<GpuBench> {
-    let model = crate::model::TextModel::read_dir(model_dir)?;
-    let ctx = crate::gpu::context::GpuContext::new_blocking()?;
-    let adapter = ctx.adapter.clone();
-    eprintln!("  adapter: {} ({}, {:?})", adapter.name, adapter.backend, adapter.device_type);
+    let adapter = encoder.context().adapter.clone();
     let software = adapter.is_fallback;
     let mut skipped = Vec::new();
     let (lengths, batches): (Vec<usize>, Vec<usize>) = if software && !full_grid {
@@ -364,8 +372,7 @@ pub fn gpu(
     } else {
         (lengths.to_vec(), batches.to_vec())
     };
-    let encoder = crate::gpu::encoder::GpuEncoder::with_context(ctx, &model.encoder.model)?;
-    let rows = crate::gpu::bench::bench_grid_blocking(&encoder, "wgpu", &adapter.name, &lengths, &batches, 1.0, |r| {
+    let rows = crate::gpu::bench::bench_grid_blocking(encoder, "wgpu", &adapter.name, &lengths, &batches, 1.0, |r| {
         eprintln!(
             "  len {} batch {}: {:.1} seq/s, {:.0} tokens/s",
             r.seq_len, r.batch, r.sequences_per_s, r.tokens_per_s
@@ -693,6 +700,7 @@ pub(super) fn bench(a: BenchArgs) -> Result<()> {
         );
     }
     let mut report = BenchReport::default();
+    let mut gpu_encoder = None;
     for part in &a.parts {
         match part.as_str() {
             "core" => {
@@ -705,11 +713,13 @@ pub(super) fn bench(a: BenchArgs) -> Result<()> {
             }
             "gpu" => {
                 eprintln!("encoder on the GPU (wgpu):");
-                report.gpu = Some(gpu(&a.model, &a.peers, &a.lengths, &a.batches, a.full_gpu_grid)?);
+                let encoder = open_gpu(&mut gpu_encoder, &a.model)?;
+                report.gpu = Some(gpu(encoder, &a.model, &a.peers, &a.lengths, &a.batches, a.full_gpu_grid)?);
             }
             "gpu-profile" => {
                 eprintln!("the GPU encoder's time per step (timestamp queries):");
-                report.gpu_profile = Some(gpu_profile(&a.model, &a.lengths, &a.batches, a.full_gpu_grid)?);
+                let encoder = open_gpu(&mut gpu_encoder, &a.model)?;
+                report.gpu_profile = Some(gpu_profile(encoder, &a.lengths, &a.batches, a.full_gpu_grid)?);
             }
             "workload" => {
                 eprintln!("workload: evaluate --model on the CasiMedicos dev bundle:");

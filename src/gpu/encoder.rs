@@ -477,9 +477,7 @@ impl GpuEncoder {
         let (ctx, ops, c) = (&self.ctx, &self.ops, &self.config);
         let (s, h) = (seq_len, c.hidden_size);
         let tokens = rows * s;
-        // Positions count from the model's offset (2 for RoBERTa) in every row, as the
-        // CPU path does; padding sits at the end and is masked out of attention.
-        let positions: Vec<u32> = (0..tokens).map(|t| (t % s + c.position_offset) as u32).collect();
+        let positions = c.position_ids(rows, s);
         let ids = ctx.upload_u32("ids", &vec![0; tokens], &[tokens])?;
         let position_ids = ctx.upload_u32("position_ids", &positions, &[tokens])?;
         let type_ids = ctx.upload_u32("type_ids", &vec![0; tokens], &[tokens])?;

@@ -188,6 +188,12 @@ impl EncoderConfig {
         self.max_position_embeddings.saturating_sub(self.position_offset)
     }
 
+    /// Each token's position id in `rows` right-padded rows of `seq_len` tokens: counted
+    /// from the offset (2 for RoBERTa) in every row; padding sits at the end, masked out.
+    pub fn position_ids(&self, rows: usize, seq_len: usize) -> Vec<u32> {
+        (0..rows * seq_len).map(|t| (t % seq_len.max(1) + self.position_offset) as u32).collect()
+    }
+
     pub fn head_dim(&self) -> usize {
         self.hidden_size / self.num_heads
     }

@@ -664,7 +664,7 @@ impl GpuTrainer {
                 let tb = TokenBatch::from_sequences(&seqs, cfg.pad_token_id);
                 tb.check(cfg, cfg.num_layers)?;
                 let (seq_len, tokens) = (tb.seq_len, tb.batch * tb.seq_len);
-                let positions: Vec<u32> = (0..tokens).map(|t| (t % seq_len + cfg.position_offset) as u32).collect();
+                let positions = cfg.position_ids(tb.batch, seq_len);
                 let ids = ctx.upload_u32("train ids", &tb.ids, &[tokens])?;
                 let positions = ctx.upload_u32("train positions", &positions, &[tokens])?;
                 let types = ctx.upload_u32("train types", &tb.type_ids, &[tokens])?;
@@ -1054,7 +1054,7 @@ impl GpuTrainer {
                 },
             )?);
             let tb = batch_tokens;
-            let positions: Vec<u32> = (0..tokens).map(|t| (t % seq_len + self.config.position_offset) as u32).collect();
+            let positions = self.config.position_ids(batch, seq_len);
             let mut tables = vec![(&tb.ids, &e.word, "word ids"), (&positions, &e.position, "positions")];
             if let Some(types) = &e.token_type {
                 tables.push((&tb.type_ids, types, "token types"));
