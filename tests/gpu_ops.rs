@@ -13,6 +13,10 @@ const TOL: f64 = 1e-4;
 mod common;
 use common::{context, random, run};
 
+/// The f16-arithmetic products' bound, absolute (|y| reaches about 5 here): lavapipe gave
+/// 1.4e-3 (k = 53) to 5.1e-3 (k = 384, 24 slices).
+const F16_MATH_TOL: f64 = 1e-2;
+
 fn assert_close(got: &[f32], want: &[f64], what: &str) {
     assert_eq!(got.len(), want.len(), "{what}: length");
     let (mut worst, mut at) = (0.0f64, 0);
@@ -135,6 +139,38 @@ fn matmul_with_f16_weights_matches_reference_on_the_rounded_weights() {
         let rounded: Vec<f32> = w.iter().map(|&v| half::f16::from_f32(v).to_f32()).collect();
         let want = matmul_reference(&x, &rounded, &b, m, k, n, Activation::Gelu);
         assert_close(&ctx.read_f32_blocking(&y).unwrap(), &want, &format!("matmul f16 weights {m}x{k}x{n}"));
+    }
+}
+
+/// f16 arithmetic (`MatMul::with_f16_math`, the encoder's `WeightFormat::F16Math`): x and
+/// the weights rounded to f16, each slice's products summed in f16, f32 across slices. The
+/// reference is the exact product (f64) of the f16-rounded operands, so what is measured is
+/// the f16 summation alone; on both tiles, with k not a multiple of either slice.
+#[test]
+fn matmul_with_f16_math_stays_within_its_tolerance_on_both_tiles() {
+    let Some(ctx) = context() else { return };
+    if !ctx.adapter.shader_f16 {
+        eprintln!("\n!!!!! SKIPPED: {} has no shader-f16 !!!!!\n", ctx.adapter.name);
+        return;
+    }
+    let op = MatMul::with_f16_math(&ctx, true);
+    let round = |v: &[f32]| -> Vec<f32> { v.iter().map(|&x| half::f16::from_f32(x).to_f32()).collect() };
+    for (m, k, n, seed) in [(37, 53, 70, 21), (130, 384, 1536, 22), (2100, 53, 2000, 23)] {
+        let x = random(m * k, seed);
+        let w: Vec<f32> = random(n * k, seed + 100).iter().map(|v| v * 0.2).collect();
+        let b = random(n, seed + 200);
+        let (xt, bt) = (upload(&ctx, &x, &[m, k]), upload(&ctx, &b, &[n]));
+        let wt = ctx.upload_f16("w", &w, &[n, k]).unwrap();
+        let y = ctx.zeros_f32("y", &[m, n]).unwrap();
+        run(&ctx, op.prepare(&ctx, &xt, &wt, &bt, Activation::None, &y).unwrap());
+        let want = matmul_reference(&round(&x), &round(&w), &b, m, k, n, Activation::None);
+        let got = ctx.read_f32_blocking(&y).unwrap();
+        let worst = got.iter().zip(&want).map(|(g, w)| (*g as f64 - w).abs()).fold(0.0, f64::max);
+        let tile = Tile::for_product(m, n);
+        eprintln!("f16 math {m}x{k}x{n} ({tile:?} tiles): max abs diff {worst:e}");
+        assert!(worst <= F16_MATH_TOL, "f16 math {m}x{k}x{n}: max abs diff {worst:e}");
+        // Not the f32 kernel by mistake: f32 arithmetic on the same operands is far closer.
+        assert!(worst > 1e-5, "f16 math {m}x{k}x{n}: as exact as f32 ({worst:e})");
     }
 }
 

@@ -173,6 +173,8 @@ pub struct BenchReport {
 #[derive(Debug, Clone, Serialize)]
 pub struct GpuBench {
     pub adapter: crate::gpu::context::AdapterSummary,
+    /// The linear layers' weights and arithmetic (`MEDRANK_GPU_PRECISION`; f32 unless asked).
+    pub weight_format: crate::gpu::encoder::WeightFormat,
     pub rows: Vec<crate::gpu::bench::BenchRow>,
     /// Cells left out (software adapter without --full-gpu-grid).
     pub skipped: Vec<(usize, usize)>,
@@ -399,7 +401,7 @@ pub fn gpu(
             }
         }
     };
-    Ok(GpuBench { adapter, rows, skipped, peer, peer_skipped })
+    Ok(GpuBench { adapter, weight_format: encoder.weight_format(), rows, skipped, peer, peer_skipped })
 }
 
 /// The workload (`jobs::run_workload`, the same job the benchmark page times) on each backend
@@ -499,10 +501,11 @@ impl BenchReport {
         }
         if let Some(g) = &self.gpu {
             let title = format!(
-                "Encoder on the GPU (wgpu): {} ({}{})",
+                "Encoder on the GPU (wgpu): {} ({}{}); weights {:?}",
                 g.adapter.name,
                 g.adapter.backend,
-                if g.adapter.is_fallback { ", a software adapter: not the speed target" } else { "" }
+                if g.adapter.is_fallback { ", a software adapter: not the speed target" } else { "" },
+                g.weight_format
             );
             let mut headers = vec!["length", "batch", "seq/s", "tokens/s"];
             if g.peer.is_some() {

@@ -37,9 +37,30 @@ pub enum WeightFormat {
     /// Half the memory and bandwidth; needs `shader-f16`. Rounding the weights costs
     /// accuracy (measured in tests/gpu_encoder.rs), activations stay f32.
     F16,
+    /// f16 weights and f16 arithmetic: each product's inputs staged in f16 and summed in
+    /// f16 over a slice of 8 or 16, with f32 accumulation across slices (kernels/matmul.wgsl);
+    /// needs `shader-f16`. Looser still (measured in tests/gpu_encoder.rs); unmeasured on a
+    /// GPU for speed.
+    F16Math,
 }
 
 impl WeightFormat {
+    /// Natively, `MEDRANK_GPU_PRECISION=f16` (f16 weights) or `=f16-math` (f16 weights and
+    /// arithmetic) instead of the exact default, `f32`: an A/B switch for benchmarks, like
+    /// `MEDRANK_GPU_TILE`. The browser always takes f32.
+    pub fn from_env() -> Result<Self> {
+        #[cfg(not(target_arch = "wasm32"))]
+        match std::env::var("MEDRANK_GPU_PRECISION").as_deref() {
+            Err(_) | Ok("f32") => {}
+            Ok("f16") => return Ok(WeightFormat::F16),
+            Ok("f16-math") => return Ok(WeightFormat::F16Math),
+            Ok(other) => {
+                return Err(Error::invalid(format!("MEDRANK_GPU_PRECISION={other}: expected f32, f16 or f16-math")))
+            }
+        }
+        Ok(WeightFormat::F32)
+    }
+
     /// F16 where the adapter has `shader-f16`, F32 otherwise.
     pub fn fastest_for(ctx: &GpuContext) -> Self {
         if ctx.adapter.shader_f16 {
@@ -168,7 +189,7 @@ fn vector(ctx: &GpuContext, label: &str, t: &Tensor) -> Result<GpuTensor> {
 fn weight(ctx: &GpuContext, format: WeightFormat, label: &str, w: &[f32], shape: &[usize]) -> Result<GpuTensor> {
     match format {
         WeightFormat::F32 => ctx.upload_f32(label, w, shape),
-        WeightFormat::F16 => ctx.upload_f16(label, w, shape),
+        WeightFormat::F16 | WeightFormat::F16Math => ctx.upload_f16(label, w, shape),
     }
 }
 
@@ -215,14 +236,15 @@ impl GpuEncoder {
         Self::with_context(GpuContext::new().await?, model)
     }
 
-    /// Uploads the model's encoder weights (f32) to an already opened device.
+    /// Uploads the model's encoder weights (f32; natively `MEDRANK_GPU_PRECISION` may ask
+    /// for another [`WeightFormat`]) to an already opened device.
     pub fn with_context(ctx: GpuContext, model: &LoadedModel) -> Result<Self> {
-        Self::with_weight_format(ctx, model, WeightFormat::F32)
+        Self::with_weight_format(ctx, model, WeightFormat::from_env()?)
     }
 
     /// Uploads the model's encoder weights, the linear layers' in `format`.
     pub fn with_weight_format(ctx: GpuContext, model: &LoadedModel, format: WeightFormat) -> Result<Self> {
-        if format == WeightFormat::F16 && !ctx.adapter.shader_f16 {
+        if format != WeightFormat::F32 && !ctx.adapter.shader_f16 {
             return Err(Error::model(format!("gpu: f16 weights need shader-f16, which {} lacks", ctx.adapter.name)));
         }
         let config = model.config.clone();
@@ -234,7 +256,7 @@ impl GpuEncoder {
             )));
         }
         let w = &model.weights;
-        let ops = Ops::new(&ctx);
+        let ops = Ops::with_f16_math(&ctx, format == WeightFormat::F16Math);
         let mut layers = Vec::with_capacity(w.layers.len());
         for (i, l) in w.layers.iter().enumerate() {
             let name = |part: &str| format!("layer{i}.{part}");

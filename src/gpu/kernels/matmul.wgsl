@@ -25,6 +25,18 @@
 // Binding 2, the weights, is declared by the Rust side (ops/matmul.rs) in front of this
 // file, with an accessor `weight(i) -> f32`: f32 storage, or f16 storage (half the memory
 // and bandwidth) on adapters with `shader-f16`. Accumulation is f32 either way.
+//
+// F16_MATH (with f16 weights, chosen by the encoder's weight format): the staged slices are
+// f16 (x rounded to f16 as it is staged), the products of one slice are summed in f16 (16
+// products with the 64-tile, 8 with the 128-tile), and those partial sums are added to the
+// f32 accumulators once per slice. Why it should pay, unmeasured on a GPU so far (see
+// BENCHMARKS.md): GPUs without tensor cores in WGSL's reach run packed f16 FMA at twice the
+// f32 rate (NVIDIA since Pascal's GP100 and Ampere, AMD since Vega, Apple, Intel Xe), and
+// the staged tiles take half the workgroup memory and its bandwidth; the f32 sum across
+// slices bounds the error to one slice's f16 rounding (the tolerance is measured in
+// tests/gpu_ops.rs and tests/gpu_encoder.rs). Otherwise `Stage` is vec4<f32>, `Part`
+// mat4x4<f32>, and only the f32 branch runs (F16_MATH is a constant: the other compiles away).
+// `Scalar`, `Stage`, `Part` and F16_MATH come from the Rust side.
 
 // `p` (binding 0, a `Params` block), TILE, SLICE, PER_THREAD, the FLAG_* bits and BIAS_*
 // modes come from the Rust side (ops/matmul.rs), and `activate` with the activation codes
@@ -41,8 +53,8 @@ const GROUPS: u32 = PER_THREAD / 4u;
 // vec4s per staged k row: TILE / 4 and one of padding.
 const ROW: u32 = TILE / 4u + 1u;
 
-var<workgroup> x_tile: array<vec4<f32>, SLICE * ROW>;
-var<workgroup> w_tile: array<vec4<f32>, SLICE * ROW>;
+var<workgroup> x_tile: array<Stage, SLICE * ROW>;
+var<workgroup> w_tile: array<Stage, SLICE * ROW>;
 
 @compute @workgroup_size(THREADS_X, THREADS_X)
 fn main(@builtin(workgroup_id) wid: vec3<u32>,
@@ -75,16 +87,42 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>,
             w_next = load_w_slice(col0, k0 + SLICE, thread, trans_w);
         }
 
-        for (var kk = 0u; kk < SLICE; kk++) {
-            let x0 = x_tile[kk * ROW + lid.y];
-            let w0 = w_tile[kk * ROW + lid.x];
-            acc00 = accumulate(acc00, x0, w0);
+        if (F16_MATH) {
+            // One slice's products summed in f16, then added to the f32 accumulators.
+            var part00 = Part();
+            var part01 = Part();
+            var part10 = Part();
+            var part11 = Part();
+            for (var kk = 0u; kk < SLICE; kk++) {
+                let x0 = x_tile[kk * ROW + lid.y];
+                let w0 = w_tile[kk * ROW + lid.x];
+                part00 = accumulate_part(part00, x0, w0);
+                if (GROUPS == 2u) {
+                    let x1 = x_tile[kk * ROW + THREADS_X + lid.y];
+                    let w1 = w_tile[kk * ROW + THREADS_X + lid.x];
+                    part01 = accumulate_part(part01, x0, w1);
+                    part10 = accumulate_part(part10, x1, w0);
+                    part11 = accumulate_part(part11, x1, w1);
+                }
+            }
+            acc00 += widen(part00);
             if (GROUPS == 2u) {
-                let x1 = x_tile[kk * ROW + THREADS_X + lid.y];
-                let w1 = w_tile[kk * ROW + THREADS_X + lid.x];
-                acc01 = accumulate(acc01, x0, w1);
-                acc10 = accumulate(acc10, x1, w0);
-                acc11 = accumulate(acc11, x1, w1);
+                acc01 += widen(part01);
+                acc10 += widen(part10);
+                acc11 += widen(part11);
+            }
+        } else {
+            for (var kk = 0u; kk < SLICE; kk++) {
+                let x0 = vec4<f32>(x_tile[kk * ROW + lid.y]);
+                let w0 = vec4<f32>(w_tile[kk * ROW + lid.x]);
+                acc00 = accumulate(acc00, x0, w0);
+                if (GROUPS == 2u) {
+                    let x1 = vec4<f32>(x_tile[kk * ROW + THREADS_X + lid.y]);
+                    let w1 = vec4<f32>(w_tile[kk * ROW + THREADS_X + lid.x]);
+                    acc01 = accumulate(acc01, x0, w1);
+                    acc10 = accumulate(acc10, x1, w0);
+                    acc11 = accumulate(acc11, x1, w1);
+                }
             }
         }
         workgroupBarrier();
@@ -109,6 +147,22 @@ fn accumulate(acc: mat4x4<f32>, x4: vec4<f32>, w4: vec4<f32>) -> mat4x4<f32> {
         fma(vec4<f32>(x4.z), w4, acc[2]),
         fma(vec4<f32>(x4.w), w4, acc[3]),
     );
+}
+
+// The same in the staged precision (F16_MATH: f16).
+fn accumulate_part(acc: Part, x4: Stage, w4: Stage) -> Part {
+    return Part(
+        fma(Stage(x4.x), w4, acc[0]),
+        fma(Stage(x4.y), w4, acc[1]),
+        fma(Stage(x4.z), w4, acc[2]),
+        fma(Stage(x4.w), w4, acc[3]),
+    );
+}
+
+// A partial block in f32, column by column (vector conversions are what every WGSL
+// compiler supports).
+fn widen(part: Part) -> mat4x4<f32> {
+    return mat4x4<f32>(vec4<f32>(part[0]), vec4<f32>(part[1]), vec4<f32>(part[2]), vec4<f32>(part[3]));
 }
 
 // Stores a thread's 4 x 4 block whose first element is y(r0, c0).
@@ -170,7 +224,7 @@ fn stage_x(thread: u32, transposed: bool, v: vec4<f32>) {
 
 fn put_x(e: u32, transposed: bool, v: f32) {
     let r = slice_row(e, transposed);
-    x_tile[slice_k(e, transposed) * ROW + r / 4u][r % 4u] = v;
+    x_tile[slice_k(e, transposed) * ROW + r / 4u][r % 4u] = Scalar(v);
 }
 
 fn stage_w(thread: u32, transposed: bool, v: vec4<f32>) {
@@ -182,7 +236,7 @@ fn stage_w(thread: u32, transposed: bool, v: vec4<f32>) {
 
 fn put_w(e: u32, transposed: bool, v: f32) {
     let c = slice_row(e, transposed);
-    w_tile[slice_k(e, transposed) * ROW + c / 4u][c % 4u] = v;
+    w_tile[slice_k(e, transposed) * ROW + c / 4u][c % 4u] = Scalar(v);
 }
 
 // Where X(r, kk) and W(c, kk) are stored, for either layout.

@@ -102,6 +102,16 @@ fn weight(i: u32) -> f32 { return w[i]; }";
 const F16_WEIGHTS: &str = "@group(0) @binding(2) var<storage, read> w: array<f16>;
 fn weight(i: u32) -> f32 { return f32(w[i]); }";
 
+/// The precision of the staged slices and of one slice's sums (see kernels/matmul.wgsl).
+const F32_MATH: &str = "alias Scalar = f32;
+alias Stage = vec4<f32>;
+alias Part = mat4x4<f32>;
+const F16_MATH: bool = false;";
+const F16_MATH: &str = "alias Scalar = f16;
+alias Stage = vec4<f16>;
+alias Part = mat4x4<f16>;
+const F16_MATH: bool = true;";
+
 /// The two tile shapes of kernels/matmul.wgsl: a workgroup of 16 x 16 threads computes a
 /// `size` x `size` block of y, each thread `per_thread` x `per_thread` of it, staging `slice`
 /// values of k at a time (2 x slice x (size + 4) x 4 bytes of workgroup memory: at most 8.5 KiB for
@@ -166,14 +176,23 @@ impl Tile {
 pub struct MatMul {
     /// Indexed by [`Tile`]: small, large.
     kernels: [Kernel; 2],
-    /// Compiled only when the device has `shader-f16`.
+    /// Compiled only when the device has `shader-f16`: f32 arithmetic, or (made with
+    /// [`MatMul::with_f16_math`]) f16 products summed per slice.
     kernels_f16_weights: Option<[Kernel; 2]>,
 }
 
 impl MatMul {
+    /// Every product in f32 arithmetic, whatever the weights' storage.
     pub fn new(ctx: &GpuContext) -> Self {
+        Self::with_f16_math(ctx, false)
+    }
+
+    /// With `f16_math`, products with f16 weights stage x in f16 and sum each slice's
+    /// products in f16 before the f32 accumulation (kernels/matmul.wgsl); f32 weights
+    /// keep f32 arithmetic.
+    pub fn with_f16_math(ctx: &GpuContext, f16_math: bool) -> Self {
         let activations = activations_wgsl();
-        let kernel = |name, tile: Tile, directives, weights| {
+        let kernel = |name, tile: Tile, directives, weights, math| {
             let source = Source {
                 directives,
                 params: Params::WGSL,
@@ -188,20 +207,21 @@ impl MatMul {
                     ("BIAS_ROW", BIAS_ROW),
                     ("BIAS_MATRIX", BIAS_MATRIX),
                 ],
-                shared: &[weights, &activations],
+                shared: &[weights, math, &activations],
                 body: include_str!("../kernels/matmul.wgsl"),
             };
             Kernel::new(ctx, name, source)
         };
         MatMul {
             kernels: [
-                kernel("matmul_64", Tile::Small, "", F32_WEIGHTS),
-                kernel("matmul_128", Tile::Large, "", F32_WEIGHTS),
+                kernel("matmul_64", Tile::Small, "", F32_WEIGHTS, F32_MATH),
+                kernel("matmul_128", Tile::Large, "", F32_WEIGHTS, F32_MATH),
             ],
             kernels_f16_weights: ctx.adapter.shader_f16.then(|| {
+                let math = if f16_math { F16_MATH } else { F32_MATH };
                 [
-                    kernel("matmul_64_f16_weights", Tile::Small, "enable f16;\n", F16_WEIGHTS),
-                    kernel("matmul_128_f16_weights", Tile::Large, "enable f16;\n", F16_WEIGHTS),
+                    kernel("matmul_64_f16_weights", Tile::Small, "enable f16;\n", F16_WEIGHTS, math),
+                    kernel("matmul_128_f16_weights", Tile::Large, "enable f16;\n", F16_WEIGHTS, math),
                 ]
             }),
         }

@@ -57,9 +57,14 @@ pub struct Ops {
 
 impl Ops {
     pub fn new(ctx: &GpuContext) -> Self {
+        Self::with_f16_math(ctx, false)
+    }
+
+    /// With `f16_math`, products with f16 weights sum in f16 per slice ([`MatMul::with_f16_math`]).
+    pub fn with_f16_math(ctx: &GpuContext, f16_math: bool) -> Self {
         Ops {
             gather_add: GatherAdd::new(ctx),
-            matmul: MatMul::new(ctx),
+            matmul: MatMul::with_f16_math(ctx, f16_math),
             layer_norm: LayerNorm::new(ctx),
             attention: Attention::new(ctx),
         }
