@@ -12,8 +12,10 @@ use medrank::model::config::{Activation, Arch, EncoderConfig, HeadKind};
 use medrank::model::load::{random_model, to_safetensors};
 use std::path::PathBuf;
 
-/// A 3-layer BERT with hidden size 32 and the MiniLM tokenizer, written as a model folder.
-fn tiny_model_dir() -> PathBuf {
+/// A 3-layer BERT with hidden size 32 and the MiniLM tokenizer, written as the model folder
+/// `name` (one per test: tests run in parallel and must not read each other's half-written
+/// files).
+fn tiny_model_dir(name: &str) -> PathBuf {
     let config = EncoderConfig {
         arch: Arch::Bert,
         vocab_size: 30522,
@@ -31,7 +33,7 @@ fn tiny_model_dir() -> PathBuf {
         labels: vec![],
     };
     let model = random_model(config, 5).unwrap();
-    let dir = tmp("tiny-bert");
+    let dir = tmp(name);
     std::fs::create_dir_all(&dir).unwrap();
     std::fs::write(dir.join("config.json"), model.config.to_json()).unwrap();
     std::fs::write(dir.join("model.safetensors"), to_safetensors(&model).unwrap()).unwrap();
@@ -51,7 +53,7 @@ fn gpu_training_of_every_layer_logs_the_cpu_curve_and_saves_an_evaluator() {
 
 fn gpu_training_logs_the_cpu_curve(freeze: &str) {
     let Some(_) = context() else { return };
-    let model = tiny_model_dir();
+    let model = tiny_model_dir(&format!("tiny-bert-{freeze}"));
     let fx = "tests/fixtures/train_nli";
     let run = |backend: &str| {
         let out = tmp(&format!("evaluator-{freeze}-{backend}"));

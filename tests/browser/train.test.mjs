@@ -6,7 +6,7 @@
 // nothing.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync, mkdtempSync, readFileSync, writeFileSync, readdirSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, writeFileSync, readdirSync, rmSync } from 'node:fs';
 import { execFileSync } from 'node:child_process';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -52,6 +52,8 @@ before(async () => {
 });
 after(async () => {
   await app?.close();
+  // The work folder holds trained models and a 440 MB base-size checkpoint.
+  rmSync(work, { recursive: true, force: true });
 });
 
 function cliTrain(c, out) {

@@ -26,9 +26,30 @@ pub fn ok(args: &[&str]) -> String {
 
 /// A path in this test binary's own scratch folder.
 pub fn tmp(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("medrank-{}-{}", env!("CARGO_CRATE_NAME"), std::process::id()));
+    let prefix = format!("medrank-{}-", env!("CARGO_CRATE_NAME"));
+    static SWEPT: std::sync::Once = std::sync::Once::new();
+    SWEPT.call_once(|| remove_stale(&prefix));
+    let dir = std::env::temp_dir().join(format!("{prefix}{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     dir.join(name)
+}
+
+/// Removes the scratch folders (`PREFIX<pid>`) of earlier runs of this test binary whose
+/// process is gone: a test process cannot clean up after itself (statics are never
+/// dropped), and some folders hold trained models of a gigabyte, which filled the disk
+/// over many runs. Where there is no /proc to ask, nothing is removed.
+fn remove_stale(prefix: &str) {
+    if !Path::new("/proc/self").exists() {
+        return;
+    }
+    let Ok(entries) = std::fs::read_dir(std::env::temp_dir()) else { return };
+    for entry in entries.flatten() {
+        let name = entry.file_name().to_string_lossy().to_string();
+        let Some(pid) = name.strip_prefix(prefix).and_then(|p| p.parse::<u32>().ok()) else { continue };
+        if pid != std::process::id() && !Path::new(&format!("/proc/{pid}")).exists() {
+            let _ = std::fs::remove_dir_all(entry.path());
+        }
+    }
 }
 
 pub fn json(path: &Path) -> Value {

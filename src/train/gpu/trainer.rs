@@ -265,6 +265,15 @@ struct Forward {
     dispatches: Vec<Dispatch>,
 }
 
+/// Where a micro-batch's pass starts: the first trained layer's input, the mask (1 per real
+/// token) and the padded length, and from tokens the batch and the embedding sum.
+struct Start {
+    input: GpuTensor,
+    mask: Vec<f32>,
+    seq_len: usize,
+    tokens: Option<(TokenBatch, GpuTensor)>,
+}
+
 /// What a GPU training run holds on the device, shown before it starts. WebGPU does not
 /// tell how much memory an adapter has: the figure is what a user compares with their card,
 /// and an adapter that cannot allocate it refuses with it.
@@ -619,68 +628,9 @@ impl GpuTrainer {
         let eps = self.config.layer_norm_eps as f32;
         let inter = self.config.intermediate_size;
         let mut dispatches = Vec::new();
-        let (input, mask, seq_len, tokens_in) = match &self.embeddings {
-            None => {
-                let states = inputs
-                    .iter()
-                    .enumerate()
-                    .map(|(i, input)| match input {
-                        TrainInput::States(s) if !s.is_empty() && s.len() % h == 0 => Ok(*s),
-                        TrainInput::States(s) => Err(Error::invalid(format!(
-                            "gpu train: input {i} holds {} values, not a whole number (> 0) of {h}-wide states",
-                            s.len()
-                        ))),
-                        TrainInput::Tokens(_) => Err(Error::invalid(
-                            "gpu train: a trainer of the top layers starts from the frozen layers' states, not tokens",
-                        )),
-                    })
-                    .collect::<Result<Vec<_>>>()?;
-                let seq_len = states.iter().map(|s| s.len() / h).max().unwrap_or(0);
-                let tokens = batch * seq_len;
-                let mut x = vec![0f32; tokens * h];
-                let mut mask = vec![0f32; tokens];
-                for (b, states) in states.iter().enumerate() {
-                    for (dst, src) in x[b * seq_len * h..].iter_mut().zip(states.iter()) {
-                        *dst = src.to_f32();
-                    }
-                    mask[b * seq_len..b * seq_len + states.len() / h].fill(1.0);
-                }
-                let input = ctx.upload_f32("train input", &x, &[tokens, h])?;
-                (input, mask, seq_len, None)
-            }
-            Some(e) => {
-                let seqs = inputs
-                    .iter()
-                    .enumerate()
-                    .map(|(i, input)| match input {
-                        TrainInput::Tokens(t) if !t.is_empty() => Ok((t.ids.as_slice(), t.type_ids.as_slice())),
-                        TrainInput::Tokens(_) => Err(Error::invalid(format!("gpu train: input {i} has no token"))),
-                        TrainInput::States(_) => Err(Error::invalid(
-                            "gpu train: a trainer of every layer starts from tokens, not a frozen pass's states",
-                        )),
-                    })
-                    .collect::<Result<Vec<_>>>()?;
-                let cfg = &self.config;
-                let tb = TokenBatch::from_sequences(&seqs, cfg.pad_token_id);
-                tb.check(cfg, cfg.num_layers)?;
-                let (seq_len, tokens) = (tb.seq_len, tb.batch * tb.seq_len);
-                let positions = cfg.position_ids(tb.batch, seq_len);
-                let ids = ctx.upload_u32("train ids", &tb.ids, &[tokens])?;
-                let positions = ctx.upload_u32("train positions", &positions, &[tokens])?;
-                let types = ctx.upload_u32("train types", &tb.type_ids, &[tokens])?;
-                let embedded = ctx.zeros_f32("embedded", &[tokens, h])?;
-                let gather = &self.ops.gather_add;
-                dispatches.extend(gather.prepare(ctx, &ids, &e.word.values(), &embedded)?);
-                dispatches.extend(gather.prepare(ctx, &positions, &e.position.values(), &embedded)?);
-                if let Some(table) = &e.token_type {
-                    dispatches.extend(gather.prepare(ctx, &types, &table.values(), &embedded)?);
-                }
-                let input = ctx.zeros_f32("train input", &[tokens, h])?;
-                let (g, b) = (&e.norm_g.value, &e.norm_b.value);
-                dispatches.extend(self.ops.layer_norm.prepare(ctx, &embedded, None, g, b, eps, &input)?);
-                let mask = tb.mask.iter().map(|&m| if m != 0 { 1.0 } else { 0.0 }).collect();
-                (input, mask, seq_len, Some((tb, embedded)))
-            }
+        let Start { input, mask, seq_len, tokens: tokens_in } = match &self.embeddings {
+            None => self.start_from_states(inputs)?,
+            Some(e) => self.start_from_tokens(e, inputs, &mut dispatches)?,
         };
         let tokens = batch * seq_len;
         let mask = ctx.upload_f32("train mask", &mask, &[batch, seq_len])?;
@@ -764,6 +714,77 @@ impl GpuTrainer {
             &logits,
         )?);
         Ok(Forward { batch, seq_len, mask, tokens: tokens_in, input, saved, pooled, logits, dispatches })
+    }
+
+    /// A top-layer trainer's micro-batch: the frozen layers' states, padded to the longest.
+    fn start_from_states(&self, inputs: &[TrainInput]) -> Result<Start> {
+        let (h, batch) = (self.config.hidden_size, inputs.len());
+        let states = inputs
+            .iter()
+            .enumerate()
+            .map(|(i, input)| match input {
+                TrainInput::States(s) if !s.is_empty() && s.len() % h == 0 => Ok(*s),
+                TrainInput::States(s) => Err(Error::invalid(format!(
+                    "gpu train: input {i} holds {} values, not a whole number (> 0) of {h}-wide states",
+                    s.len()
+                ))),
+                TrainInput::Tokens(_) => Err(Error::invalid(
+                    "gpu train: a trainer of the top layers starts from the frozen layers' states, not tokens",
+                )),
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let seq_len = states.iter().map(|s| s.len() / h).max().unwrap_or(0);
+        let tokens = batch * seq_len;
+        let mut x = vec![0f32; tokens * h];
+        let mut mask = vec![0f32; tokens];
+        for (b, states) in states.iter().enumerate() {
+            for (dst, src) in x[b * seq_len * h..].iter_mut().zip(states.iter()) {
+                *dst = src.to_f32();
+            }
+            mask[b * seq_len..b * seq_len + states.len() / h].fill(1.0);
+        }
+        let input = self.ctx.upload_f32("train input", &x, &[tokens, h])?;
+        Ok(Start { input, mask, seq_len, tokens: None })
+    }
+
+    /// An all-layer trainer's micro-batch: tokens padded to the longest, through the
+    /// embedding gather and layer norm (recorded into `dispatches`).
+    fn start_from_tokens(
+        &self,
+        e: &Embeddings,
+        inputs: &[TrainInput],
+        dispatches: &mut Vec<Dispatch>,
+    ) -> Result<Start> {
+        let (ctx, cfg) = (&self.ctx, &self.config);
+        let seqs = inputs
+            .iter()
+            .enumerate()
+            .map(|(i, input)| match input {
+                TrainInput::Tokens(t) if !t.is_empty() => Ok((t.ids.as_slice(), t.type_ids.as_slice())),
+                TrainInput::Tokens(_) => Err(Error::invalid(format!("gpu train: input {i} has no token"))),
+                TrainInput::States(_) => Err(Error::invalid(
+                    "gpu train: a trainer of every layer starts from tokens, not a frozen pass's states",
+                )),
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let tb = TokenBatch::from_sequences(&seqs, cfg.pad_token_id);
+        tb.check(cfg, cfg.num_layers)?;
+        let (seq_len, tokens, h) = (tb.seq_len, tb.batch * tb.seq_len, cfg.hidden_size);
+        let ids = ctx.upload_u32("train ids", &tb.ids, &[tokens])?;
+        let positions = ctx.upload_u32("train positions", &cfg.position_ids(tb.batch, seq_len), &[tokens])?;
+        let types = ctx.upload_u32("train types", &tb.type_ids, &[tokens])?;
+        let embedded = ctx.zeros_f32("embedded", &[tokens, h])?;
+        let gather = &self.ops.gather_add;
+        dispatches.extend(gather.prepare(ctx, &ids, &e.word.values(), &embedded)?);
+        dispatches.extend(gather.prepare(ctx, &positions, &e.position.values(), &embedded)?);
+        if let Some(table) = &e.token_type {
+            dispatches.extend(gather.prepare(ctx, &types, &table.values(), &embedded)?);
+        }
+        let input = ctx.zeros_f32("train input", &[tokens, h])?;
+        let (g, b, eps) = (&e.norm_g.value, &e.norm_b.value, cfg.layer_norm_eps as f32);
+        dispatches.extend(self.ops.layer_norm.prepare(ctx, &embedded, None, g, b, eps, &input)?);
+        let mask = tb.mask.iter().map(|&m| if m != 0 { 1.0 } else { 0.0 }).collect();
+        Ok(Start { input, mask, seq_len, tokens: Some((tb, embedded)) })
     }
 
     /// All rows of `t`, or (the last layer) the first token's of each sequence.
