@@ -429,7 +429,7 @@ impl GpuTrainer {
             let need = trainer.parameter_bytes();
             return Err(Error::model(format!(
                 "gpu train: {} could not hold the trained tensors: {} for the weights, their gradients, AdamW's \
-                 two moments and the best epoch's copy ({e}); train fewer layers (--freeze top:N) or on the CPU",
+                 two moments and the best epoch's copy ({e}); train fewer layers (top:N) or on the CPU",
                 ctx.adapter.name,
                 bytes_text(need)
             )));
@@ -867,7 +867,7 @@ impl GpuTrainer {
         );
         Err(Error::model(format!(
             "gpu train: {} ran out of memory for a micro-batch of {} inputs of up to {longest} tokens ({e}): it needs {}; \
-             use a smaller --batch-size or shorter inputs",
+             use a smaller batch size (--batch-size) or shorter inputs",
             self.ctx.adapter.name,
             inputs.len(),
             need.describe()
