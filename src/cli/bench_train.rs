@@ -92,20 +92,10 @@ fn torch_train_peer(
     questions: usize,
 ) -> std::result::Result<TorchTrainPeer, String> {
     let lengths_arg: Vec<String> = lengths.iter().map(|l| l.to_string()).collect();
-    let out = std::process::Command::new("python3")
-        .arg(script)
-        .arg(model_dir)
-        .args(["--lengths", &lengths_arg.join(",")])
-        .args(["--questions", &questions.to_string(), "--options", &OPTIONS.to_string()])
-        .args(["--repeats", "3", "--warmup", "1"])
-        .output()
-        .map_err(|e| format!("python3 could not start: {e}"))?;
-    if !out.status.success() {
-        let err = String::from_utf8_lossy(&out.stderr);
-        return Err(err.lines().last().unwrap_or("no message").to_string());
-    }
-    let v: serde_json::Value =
-        serde_json::from_slice(&out.stdout).map_err(|e| format!("{} printed no JSON: {e}", script.display()))?;
+    let (questions_arg, options_arg) = (questions.to_string(), OPTIONS.to_string());
+    let args = ["--lengths", &lengths_arg.join(","), "--questions", &questions_arg, "--options", &options_arg];
+    let v =
+        super::bench::run_peer_script(script, model_dir, &[&args[..], &["--repeats", "3", "--warmup", "1"]].concat())?;
     let cells = v["cells"]
         .as_array()
         .map(|a| {

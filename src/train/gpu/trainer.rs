@@ -597,9 +597,14 @@ impl GpuTrainer {
         self.head.n_out
     }
 
+    /// The embeddings when they train (`--freeze all`).
+    fn trained_embeddings(&self) -> Option<&Embeddings> {
+        self.embeddings.as_ref().filter(|e| e.trained)
+    }
+
     /// Every trained tensor: the head's, the layers', the embeddings' when they train.
     fn params(&self) -> impl Iterator<Item = &Param> {
-        let embeddings = self.embeddings.as_ref().filter(|e| e.trained);
+        let embeddings = self.trained_embeddings();
         [&self.head.dense_w, &self.head.dense_b, &self.head.out_w, &self.head.out_b]
             .into_iter()
             .chain(self.layers.iter().flat_map(|l| l.params()))
@@ -856,7 +861,7 @@ impl GpuTrainer {
     fn refuse_if_out_of_memory(&self, error: Option<wgpu::Error>, inputs: &[TrainInput]) -> Result<()> {
         let Some(e) = error else { return Ok(()) };
         let longest = inputs.iter().map(|i| i.len(self.config.hidden_size)).max().unwrap_or(0);
-        let train_embeddings = self.embeddings.as_ref().is_some_and(|e| e.trained);
+        let train_embeddings = self.trained_embeddings().is_some();
         let need = GpuMemory::estimate(
             &self.config,
             self.head.n_out,
@@ -1002,7 +1007,7 @@ impl GpuTrainer {
         let dx_pair = [ctx.zeros_f32("dx", &[tokens, h])?, ctx.zeros_f32("dx", &[tokens, h])?];
         let ds1_rows = ctx.zeros_f32("ds1 rows", &[tokens, h])?;
         let mut dout = &dlast;
-        let train_embeddings = self.embeddings.as_ref().is_some_and(|e| e.trained);
+        let train_embeddings = self.trained_embeddings().is_some();
         for (i, (layer, s)) in self.layers.iter().zip(&f.saved).enumerate().rev() {
             let last = i + 1 == self.layers.len();
             let x_in = if i == 0 { &f.input } else { &f.saved[i - 1].out };
@@ -1056,7 +1061,7 @@ impl GpuTrainer {
                 dout = dx;
             }
         }
-        if let (Some(e), Some((batch_tokens, embedded))) = (self.embeddings.as_ref().filter(|e| e.trained), &f.tokens) {
+        if let (Some(e), Some((batch_tokens, embedded))) = (self.trained_embeddings(), &f.tokens) {
             // The embeddings' layer norm, then each table's rows from the sum's gradient.
             let scratch = full_scratch.as_ref().expect("made with embeddings");
             let dsum = &scratch.ds2;
@@ -1177,7 +1182,7 @@ impl GpuTrainer {
             l.ffn_out = dense(&mut take, n("ffn_out"), &l.ffn_out)?;
             l.ffn_norm = norm(&mut take, n("ffn_norm"), &l.ffn_norm)?;
         }
-        if self.embeddings.as_ref().is_some_and(|e| e.trained) {
+        if self.trained_embeddings().is_some() {
             let w = &mut m.weights;
             w.word_embeddings = take("word_embeddings".into(), &w.word_embeddings)?;
             w.position_embeddings = take("position_embeddings".into(), &w.position_embeddings)?;
