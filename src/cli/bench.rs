@@ -208,32 +208,15 @@ impl TorchPeer {
     }
 }
 
-/// Runs a PyTorch peer script (`python3 SCRIPT MODEL_DIR ARGS...`) and reads the JSON it
-/// prints; `Err` is the script's last line on stderr (its reason to skip: no CUDA, no
-/// PyTorch) or why it could not start.
-pub(super) fn run_peer_script(
-    script: &Path,
-    model_dir: &Path,
-    args: &[&str],
-) -> std::result::Result<serde_json::Value, String> {
-    let out = std::process::Command::new("python3")
-        .arg(script)
-        .arg(model_dir)
-        .args(args)
-        .output()
-        .map_err(|e| format!("python3 could not start: {e}"))?;
-    if !out.status.success() {
-        let err = String::from_utf8_lossy(&out.stderr);
-        return Err(err.lines().last().unwrap_or("no message").to_string());
-    }
-    serde_json::from_slice(&out.stdout).map_err(|e| format!("{} printed no JSON: {e}", script.display()))
-}
-
 /// Runs the PyTorch CUDA peer over `cells` (one process for all: CUDA starts once).
 /// `Err` says why it could not run, which the bench reports as a skipped peer.
 fn torch_peer(script: &Path, model_dir: &Path, cells: &[(usize, usize)]) -> std::result::Result<TorchPeer, String> {
     let grid: Vec<String> = cells.iter().map(|(l, b)| format!("{l}x{b}")).collect();
-    let v = run_peer_script(script, model_dir, &["--grid", &grid.join(","), "--repeats", "5", "--warmup", "3"])?;
+    let v = super::peers::run_peer_script(
+        script,
+        model_dir,
+        &["--grid", &grid.join(","), "--repeats", "5", "--warmup", "3"],
+    )?;
     let median_rate = |cell: &serde_json::Value, key: &str, tokens: usize| -> f64 {
         let mut times: Vec<f64> =
             cell[key].as_array().map(|a| a.iter().filter_map(|x| x.as_f64()).collect()).unwrap_or_default();

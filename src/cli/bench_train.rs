@@ -95,7 +95,7 @@ fn torch_train_peer(
     let (questions_arg, options_arg) = (questions.to_string(), OPTIONS.to_string());
     let args = ["--lengths", &lengths_arg.join(","), "--questions", &questions_arg, "--options", &options_arg];
     let v =
-        super::bench::run_peer_script(script, model_dir, &[&args[..], &["--repeats", "3", "--warmup", "1"]].concat())?;
+        super::peers::run_peer_script(script, model_dir, &[&args[..], &["--repeats", "3", "--warmup", "1"]].concat())?;
     let cells = v["cells"]
         .as_array()
         .map(|a| {

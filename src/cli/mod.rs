@@ -16,6 +16,7 @@ mod import;
 mod metrics;
 mod nrp;
 mod output;
+mod peers;
 pub mod serve;
 mod train;
 
