@@ -69,6 +69,14 @@ pub fn select_encoder(
     if choice == BackendChoice::Cpu {
         return Ok(cpu(model, None));
     }
+    // The int8 products are CPU kernels (wasm SIMD, AVX2, VNNI); the GPU path is f32 only.
+    if model.precision == crate::model::Precision::Int8 {
+        let why = "int8 precision runs on the CPU path (the GPU kernels are f32); choose f32 to use the GPU";
+        return match choice {
+            BackendChoice::Gpu => Err(Error::model(format!("the GPU backend was requested but cannot run: {why}"))),
+            _ => Ok(cpu(model, Some(why.into()))),
+        };
+    }
     // Auto means "faster": a software adapter (lavapipe, SwiftShader) is correct but far
     // slower than the CPU path, so Auto only takes a hardware adapter; Gpu takes any.
     let opened = gpu().and_then(|ctx| {

@@ -353,6 +353,15 @@ impl KeptModel {
         Ok((encoder, report))
     }
 
+    /// Run the kept model in `precision` from now on (the page's Options, the CLI's
+    /// `--precision`): the encoder is opened again at the next job.
+    pub fn set_precision(&mut self, precision: crate::model::Precision) {
+        if self.model.encoder.model.precision != precision {
+            self.opened = None;
+            self.model.set_precision(precision);
+        }
+    }
+
     /// [`evaluate_with_backend`] on the kept encoder.
     pub async fn evaluate(
         &mut self,
@@ -383,6 +392,7 @@ async fn evaluate_on(
     let (mut outcome, predictions) =
         evaluate_with_encoder(req, model, encoder, model_inputs, model_options, progress).await?;
     outcome.report.provenance.conventions.push(("backend".into(), describe_backend(backend)));
+    outcome.report.provenance.conventions.push(("precision".into(), describe_precision(model, backend)));
     Ok((outcome, predictions))
 }
 
@@ -394,6 +404,14 @@ pub fn parse_backend(name: &str) -> Result<crate::gpu::BackendChoice> {
         "cpu" => Ok(BackendChoice::Cpu),
         "gpu" | "webgpu" => Ok(BackendChoice::Gpu),
         other => Err(Error::invalid(format!("unknown backend `{other}` (known: auto, cpu, gpu)"))),
+    }
+}
+
+/// The arithmetic that ran: the model's precision on the CPU, f32 on the GPU.
+pub fn describe_precision(model: &crate::model::TextModel, backend: &crate::gpu::BackendReport) -> String {
+    match backend.backend.as_str() {
+        "gpu" => crate::model::Precision::F32.describe(),
+        _ => model.encoder.model.precision.describe(),
     }
 }
 

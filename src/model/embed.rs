@@ -37,6 +37,17 @@ impl TextModel {
         Ok(TextModel { name: files.name.clone(), tokenizer, encoder: CpuEncoder::new(model), pooling })
     }
 
+    /// The same model run in `precision` (the CPU layers are rebuilt on first use; an int8
+    /// folder's weights were widened at load, so it runs in f32 too).
+    pub fn set_precision(&mut self, precision: super::Precision) {
+        if self.encoder.model.precision != precision {
+            // Tensors are shared, not copied, by the clone.
+            let mut model = self.encoder.model.clone();
+            model.precision = precision;
+            self.encoder = CpuEncoder::new(model);
+        }
+    }
+
     /// Load a model folder (native only).
     #[cfg(not(target_arch = "wasm32"))]
     pub fn read_dir(dir: &std::path::Path) -> Result<TextModel> {

@@ -157,7 +157,7 @@ impl CpuEncoder {
 
     fn layers(&self) -> Result<&CpuLayers> {
         if self.layers.get().is_none() {
-            let built = CpuLayers::new(&self.model.config, &self.model.weights)?;
+            let built = CpuLayers::new(&self.model.config, &self.model.weights, self.model.precision)?;
             // Another thread may have won the race; both built the same thing.
             let _ = self.layers.set(std::sync::Arc::new(built));
         }

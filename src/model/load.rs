@@ -129,6 +129,9 @@ pub struct LoadedModel {
     pub head: Option<HeadWeights>,
     /// Known-but-unused tensors that were skipped (see the module doc).
     pub warnings: Vec<Warning>,
+    /// The arithmetic the CPU encoder runs: int8 when the file holds int8 weights
+    /// (`medrank quantize`), f32 otherwise, unless the user chose (`--precision`).
+    pub precision: super::precision::Precision,
 }
 
 /// The files of a Hugging Face style model folder, as bytes.
@@ -217,7 +220,8 @@ impl ModelFiles {
     }
 }
 
-/// Parse safetensors bytes into f32 CPU tensors (f16/bf16 are widened).
+/// Parse safetensors bytes into f32 CPU tensors (f16/bf16 are widened; int8 weights with
+/// their `weight_scale` beside them, as `medrank quantize` writes, become `q * scale`).
 pub fn read_safetensors(file: &str, bytes: &[u8]) -> Result<HashMap<String, Tensor>> {
     if bytes.starts_with(b"PK") || bytes.starts_with(&[0x80, 0x02]) {
         return Err(Error::in_file(
@@ -226,14 +230,53 @@ pub fn read_safetensors(file: &str, bytes: &[u8]) -> Result<HashMap<String, Tens
         ));
     }
     check_weights(file, bytes)?;
-    let raw = candle_core::safetensors::load_buffer(bytes, &Device::Cpu)
-        .map_err(|e| Error::in_file(file, format!("not a readable safetensors file: {e}")))?;
-    raw.into_iter()
-        .map(|(k, t)| {
-            let t = if t.dtype() == DType::F32 { t } else { t.to_dtype(DType::F32)? };
-            Ok((k, t))
-        })
-        .collect()
+    let unreadable = |e: &dyn std::fmt::Display| Error::in_file(file, format!("not a readable safetensors file: {e}"));
+    let st = safetensors::SafeTensors::deserialize(bytes).map_err(|e| unreadable(&format!("{e:?}")))?;
+    let mut out = HashMap::new();
+    for (name, view) in st.tensors() {
+        if name.ends_with(INT8_SCALE_SUFFIX) && st.tensor(&int8_weight_name(&name)).is_ok_and(is_int8) {
+            continue; // read with its weight
+        }
+        let t = if is_int8(view.clone()) {
+            let scale = st
+                .tensor(&format!("{name}{}", &INT8_SCALE_SUFFIX[".weight".len()..]))
+                .map_err(|e| unreadable(&format!("{e:?}")))?;
+            let scales: Vec<f32> =
+                scale.data().chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect();
+            let q: Vec<i8> = view.data().iter().map(|&b| b as i8).collect();
+            let values = super::cpu::int8::dequantize_rows(&q, &scales);
+            Tensor::from_vec(values, view.shape(), &Device::Cpu)?
+        } else {
+            let t = <safetensors::tensor::TensorView as candle_core::safetensors::Load>::load(&view, &Device::Cpu)
+                .map_err(|e| unreadable(&e))?;
+            if t.dtype() == DType::F32 {
+                t
+            } else {
+                t.to_dtype(DType::F32)?
+            }
+        };
+        out.insert(name, t);
+    }
+    Ok(out)
+}
+
+/// The name of an int8 weight's scales: `X.weight` -> `X.weight_scale` (one f32 per row),
+/// the convention of the compressed-tensors checkpoints.
+pub const INT8_SCALE_SUFFIX: &str = ".weight_scale";
+
+fn int8_weight_name(scale_name: &str) -> String {
+    format!("{}.weight", &scale_name[..scale_name.len() - INT8_SCALE_SUFFIX.len()])
+}
+
+fn is_int8(view: safetensors::tensor::TensorView) -> bool {
+    view.dtype() == safetensors::Dtype::I8
+}
+
+/// Whether safetensors bytes hold int8 weights (a folder `medrank quantize` wrote).
+pub fn holds_int8(bytes: &[u8]) -> bool {
+    safetensors::SafeTensors::deserialize(bytes)
+        .map(|st| st.tensors().into_iter().any(|(_, v)| is_int8(v)))
+        .unwrap_or(false)
 }
 
 /// Integer buffers a Hugging Face checkpoint may carry beside its weights (BERT's and
@@ -269,6 +312,10 @@ pub fn check_weights(file: &str, bytes: &[u8]) -> Result<()> {
             {
                 continue
             }
+            Dtype::I8 => {
+                check_int8(file, &tensors, &name, &view)?;
+                continue;
+            }
             other => {
                 return Err(Error::in_file(
                     file,
@@ -287,6 +334,44 @@ pub fn check_weights(file: &str, bytes: &[u8]) -> Result<()> {
                 ),
             ));
         }
+    }
+    Ok(())
+}
+
+/// An int8 tensor is a weight `X.weight` of two dimensions with `X.weight_scale` beside it:
+/// F32, one positive finite scale per row.
+fn check_int8(
+    file: &str,
+    tensors: &safetensors::SafeTensors,
+    name: &str,
+    view: &safetensors::tensor::TensorView,
+) -> Result<()> {
+    let refuse = |why: String| Err(Error::in_file(file, format!("int8 tensor `{name}`: {why}")));
+    let Some(stem) = name.strip_suffix(".weight") else {
+        return refuse("only weights (`….weight`) may be stored as int8".into());
+    };
+    if view.shape().len() != 2 {
+        return refuse(format!("an int8 weight has two dimensions, this one has shape {:?}", view.shape()));
+    }
+    let scale_name = format!("{stem}{INT8_SCALE_SUFFIX}");
+    let Ok(scale) = tensors.tensor(&scale_name) else {
+        return refuse(format!("its scales `{scale_name}` are missing (medrank quantize writes one f32 per row)"));
+    };
+    if scale.dtype() != safetensors::Dtype::F32 || scale.shape() != [view.shape()[0]] {
+        return refuse(format!(
+            "its scales `{scale_name}` must be F32 of shape [{}], found {:?} {:?}",
+            view.shape()[0],
+            scale.dtype(),
+            scale.shape()
+        ));
+    }
+    let bad = scale
+        .data()
+        .chunks_exact(4)
+        .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+        .position(|v| !(v.is_finite() && v > 0.0));
+    if let Some(row) = bad {
+        return refuse(format!("scale of row {row} in `{scale_name}` is not a positive finite number"));
     }
     Ok(())
 }
@@ -320,7 +405,11 @@ fn first_non_finite(data: &[u8], size: usize, exponent: u64) -> Option<usize> {
 /// Build a [`LoadedModel`] from a parsed config and safetensors bytes.
 pub fn load_model(config: EncoderConfig, file: &str, safetensors: &[u8]) -> Result<LoadedModel> {
     let tensors = read_safetensors(file, safetensors)?;
-    from_tensors(config, file, tensors)
+    let mut model = from_tensors(config, file, tensors)?;
+    if holds_int8(safetensors) {
+        model.precision = super::precision::Precision::Int8;
+    }
+    Ok(model)
 }
 
 /// Build a [`LoadedModel`] from named tensors (checkpoint names, prefixed or bare).
@@ -415,7 +504,7 @@ pub fn from_tensors(config: EncoderConfig, file: &str, tensors: HashMap<String, 
             format!("tensor `{name}` belongs to a part medrank does not use; skipped"),
         ));
     }
-    Ok(LoadedModel { config, weights, head, warnings })
+    Ok(LoadedModel { config, weights, head, warnings, precision: Default::default() })
 }
 
 /// Takes tensors out of the name map, checking names and shapes.
@@ -514,19 +603,44 @@ pub fn to_safetensors(model: &LoadedModel) -> Result<Vec<u8>> {
 /// header of dtype/shape/offsets, then raw little-endian f32 data): the `safetensors`
 /// crate version in Cargo.toml differs from candle's, so its `View` impls do not meet.
 pub fn write_safetensors(tensors: &[(String, Tensor)]) -> Result<Vec<u8>> {
+    let raw = tensors
+        .iter()
+        .map(|(name, t)| {
+            let values: Vec<f32> = t.to_dtype(DType::F32)?.flatten_all()?.to_vec1()?;
+            Ok(RawTensor::f32(name.clone(), t.dims().to_vec(), &values))
+        })
+        .collect::<Result<Vec<_>>>()?;
+    write_raw_safetensors(raw)
+}
+
+/// One tensor to write: its name, safetensors dtype, shape and little-endian bytes.
+pub struct RawTensor {
+    pub name: String,
+    pub dtype: &'static str,
+    pub shape: Vec<usize>,
+    pub bytes: Vec<u8>,
+}
+
+impl RawTensor {
+    pub fn f32(name: String, shape: Vec<usize>, values: &[f32]) -> RawTensor {
+        RawTensor { name, dtype: "F32", shape, bytes: values.iter().flat_map(|v| v.to_le_bytes()).collect() }
+    }
+    pub fn i8(name: String, shape: Vec<usize>, values: &[i8]) -> RawTensor {
+        RawTensor { name, dtype: "I8", shape, bytes: values.iter().map(|&v| v as u8).collect() }
+    }
+}
+
+/// [`write_safetensors`] for tensors of any dtype, sorted by name.
+pub fn write_raw_safetensors(mut tensors: Vec<RawTensor>) -> Result<Vec<u8>> {
+    tensors.sort_by(|a, b| a.name.cmp(&b.name));
     let mut header = serde_json::Map::new();
     let mut data: Vec<u8> = Vec::new();
-    let mut sorted: Vec<&(String, Tensor)> = tensors.iter().collect();
-    sorted.sort_by(|a, b| a.0.cmp(&b.0));
-    for (name, t) in sorted {
-        let values: Vec<f32> = t.to_dtype(DType::F32)?.flatten_all()?.to_vec1()?;
+    for t in tensors {
         let start = data.len();
-        for v in values {
-            data.extend_from_slice(&v.to_le_bytes());
-        }
+        data.extend_from_slice(&t.bytes);
         header.insert(
-            name.clone(),
-            serde_json::json!({"dtype": "F32", "shape": t.dims(), "data_offsets": [start, data.len()]}),
+            t.name,
+            serde_json::json!({"dtype": t.dtype, "shape": t.shape, "data_offsets": [start, data.len()]}),
         );
     }
     let mut head = serde_json::to_vec(&serde_json::Value::Object(header))
@@ -538,6 +652,21 @@ pub fn write_safetensors(tensors: &[(String, Tensor)]) -> Result<Vec<u8>> {
     out.extend_from_slice(&head);
     out.extend_from_slice(&data);
     Ok(out)
+}
+
+/// The names of the tensors `medrank quantize` stores as int8: every linear weight of the
+/// encoder layers (the products the int8 path runs) and the word embeddings (row by row:
+/// the largest tensor of a small encoder, widened to f32 at load; the embeddings are
+/// computed in f32).
+pub fn int8_tensor_names(cfg: &EncoderConfig) -> Vec<String> {
+    let (prefix, names) = layer_names(cfg.arch);
+    let mut out = vec!["embeddings.word_embeddings.weight".to_string()];
+    for i in 0..cfg.num_layers {
+        for name in [names.query, names.key, names.value, names.attn_out, names.ffn_in, names.ffn_out] {
+            out.push(format!("{prefix}.{i}.{name}.weight"));
+        }
+    }
+    out
 }
 
 /// A model with seeded random weights (normal, std 0.02 like HF's init; norms at 1/0):
@@ -600,7 +729,7 @@ pub fn random_model(config: EncoderConfig, seed: u64) -> Result<LoadedModel> {
         layers,
         pooler,
     };
-    Ok(LoadedModel { config, weights, head, warnings: Vec::new() })
+    Ok(LoadedModel { config, weights, head, warnings: Vec::new(), precision: Default::default() })
 }
 
 /// A standard normal draw (Box-Muller) from a seeded generator: value-stable across

@@ -14,6 +14,7 @@
 //! - `pooling.rs`  sentence-transformers pooling and normalisation
 //! - `batching.rs` inputs in batches of similar length, and a job's batch plan (progress)
 //! - `embed.rs`    [`TextModel`] (a loaded folder) and `embed_lines` (`medrank embed`)
+//! - `precision.rs` f32 or int8 products (`--precision`)
 //! - `heads.rs`    classification / multiple-choice heads
 //! - `evaluate.rs` proxy-task evaluators -> `data::Prediction`s (and the zero-training one)
 //! - `rankers.rs`, `monot5.rs`, `bertscore.rs`  NRP rankers and BERTScore
@@ -32,6 +33,7 @@ pub mod heads;
 pub mod load;
 pub mod monot5;
 pub mod pooling;
+pub mod precision;
 pub mod rankers;
 pub mod tokenize;
 
@@ -44,4 +46,5 @@ pub use evaluate::{
 };
 pub use load::{EncoderWeights, HeadWeights, LoadedModel, ModelFiles};
 pub use pooling::{Pooling, PoolingMode};
+pub use precision::Precision;
 pub use tokenize::{Cut, Encoded, Part, TextTokenizer};

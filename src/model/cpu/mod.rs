@@ -15,6 +15,7 @@
 //! candle stays the path for training (autograd) and the reference of the tests.
 
 mod attention;
+pub mod int8;
 pub mod math;
 pub mod matmul;
 #[cfg_attr(not(target_arch = "wasm32"), allow(dead_code))]
@@ -24,8 +25,10 @@ pub mod view;
 
 use super::config::{Activation, EncoderConfig};
 use super::load::{Dense, EncoderWeights, Norm};
+use super::precision::Precision;
 use crate::error::Result;
 use attention::{self_attention, AttentionShape};
+use int8::Int8Linear;
 use matmul::Linear;
 use profile::{time, time_on, Step};
 use rayon::prelude::*;
@@ -33,12 +36,36 @@ use rayon::prelude::*;
 /// One encoder layer with its weights laid out for the CPU path.
 #[derive(Debug, Clone)]
 struct Layer {
-    qkv: Linear,
-    attn_out: Linear,
+    qkv: Projection,
+    attn_out: Projection,
     attn_norm: (Vec<f32>, Vec<f32>),
-    ffn_in: Linear,
-    ffn_out: Linear,
+    ffn_in: Projection,
+    ffn_out: Projection,
     ffn_norm: (Vec<f32>, Vec<f32>),
+}
+
+/// A linear layer in the precision the encoder runs: f32 ([`Linear`]) or int8
+/// ([`Int8Linear`]); both start from the bias and split the work in the same tiles.
+#[derive(Debug, Clone)]
+enum Projection {
+    F32(Linear),
+    Int8(Int8Linear),
+}
+
+impl Projection {
+    fn outputs(&self) -> usize {
+        match self {
+            Projection::F32(l) => l.outputs,
+            Projection::Int8(l) => l.outputs,
+        }
+    }
+
+    fn forward(&self, x: &[f32], rows: usize, out: &mut [f32], threads: usize) {
+        match self {
+            Projection::F32(l) => l.forward(x, rows, out, threads),
+            Projection::Int8(l) => l.forward(x, rows, out, threads),
+        }
+    }
 }
 
 /// The encoder layers, copied out of candle tensors once at load (about the size of the
@@ -55,11 +82,16 @@ fn values(t: &candle_core::Tensor) -> Result<Vec<f32>> {
     Ok(t.to_dtype(candle_core::DType::F32)?.flatten_all()?.to_vec1()?)
 }
 
-fn linear(parts: &[&Dense], inputs: usize) -> Result<Linear> {
+fn linear(parts: &[&Dense], inputs: usize, precision: Precision) -> Result<Projection> {
     let data: Vec<(Vec<f32>, Vec<f32>)> =
         parts.iter().map(|d| Ok((values(&d.weight)?, values(&d.bias)?))).collect::<Result<_>>()?;
     let refs: Vec<(&[f32], &[f32])> = data.iter().map(|(w, b)| (w.as_slice(), b.as_slice())).collect();
-    Ok(Linear::from_torch(&refs, inputs))
+    Ok(match precision {
+        Precision::F32 => Projection::F32(Linear::from_torch(&refs, inputs)),
+        // Weights read from an int8 folder were widened to q * scale at load; quantizing
+        // them again gives back the same q (every row's largest |q| is 127).
+        Precision::Int8 => Projection::Int8(Int8Linear::from_torch(&refs, inputs)),
+    })
 }
 
 fn norm(n: &Norm) -> Result<(Vec<f32>, Vec<f32>)> {
@@ -67,18 +99,18 @@ fn norm(n: &Norm) -> Result<(Vec<f32>, Vec<f32>)> {
 }
 
 impl CpuLayers {
-    pub fn new(cfg: &EncoderConfig, w: &EncoderWeights) -> Result<CpuLayers> {
+    pub fn new(cfg: &EncoderConfig, w: &EncoderWeights, precision: Precision) -> Result<CpuLayers> {
         let h = cfg.hidden_size;
         let layers = w
             .layers
             .iter()
             .map(|l| {
                 Ok(Layer {
-                    qkv: linear(&[&l.query, &l.key, &l.value], h)?,
-                    attn_out: linear(&[&l.attn_out], h)?,
+                    qkv: linear(&[&l.query, &l.key, &l.value], h, precision)?,
+                    attn_out: linear(&[&l.attn_out], h, precision)?,
                     attn_norm: norm(&l.attn_norm)?,
-                    ffn_in: linear(&[&l.ffn_in], h)?,
-                    ffn_out: linear(&[&l.ffn_out], cfg.intermediate_size)?,
+                    ffn_in: linear(&[&l.ffn_in], h, precision)?,
+                    ffn_out: linear(&[&l.ffn_out], cfg.intermediate_size, precision)?,
                     ffn_norm: norm(&l.ffn_norm)?,
                 })
             })
@@ -90,7 +122,7 @@ impl CpuLayers {
     /// embedding layer's output) in place. `mask` is `[batch, seq_len]`, 1 = real token.
     pub fn run(&self, hidden: &mut [f32], batch: usize, seq_len: usize, mask: &[u32], n_layers: usize) {
         let Some(first) = self.layers.first() else { return };
-        let h = first.attn_out.outputs;
+        let h = first.attn_out.outputs();
         assert_eq!(hidden.len(), batch * seq_len * h, "hidden states shape");
         assert_eq!(mask.len(), batch * seq_len, "mask shape");
         if hidden.is_empty() {
@@ -124,7 +156,7 @@ impl CpuLayers {
     /// the rest of the layer: two parallel steps per layer instead of eight.
     fn run_on(&self, hidden: &mut [f32], batch: usize, seq_len: usize, mask: &[u32], n_layers: usize, threads: usize) {
         let first = &self.layers[0];
-        let (h, inter) = (first.attn_out.outputs, first.ffn_in.outputs);
+        let (h, inter) = (first.attn_out.outputs(), first.ffn_in.outputs());
         let tokens = batch * seq_len;
         let shape = AttentionShape { batch, seq_len, heads: self.heads, head_dim: h / self.heads };
         let rows_per_task = tokens.div_ceil(threads).max(1);
