@@ -103,6 +103,24 @@ pub(super) fn numbers<T: std::str::FromStr>(flag: &str, value: &str, expected: &
         .collect()
 }
 
+/// `--precision f32|int8` (clap lists the two names; the page's field goes through the
+/// same [`Precision::parse`](crate::model::Precision::parse)): `None`, without the flag, runs
+/// the model folder's own precision (int8 for a folder written by `medrank quantize`).
+pub(super) fn precision(name: Option<&str>) -> Result<Option<crate::model::Precision>> {
+    name.map(crate::model::Precision::parse).transpose()
+}
+
+/// The model run in the precision `--precision` asked for, or in its folder's own.
+pub(super) fn with_precision(
+    mut model: crate::model::TextModel,
+    name: Option<&str>,
+) -> Result<crate::model::TextModel> {
+    if let Some(p) = precision(name)? {
+        model.set_precision(p);
+    }
+    Ok(model)
+}
+
 pub(super) fn warn_all(warnings: &[crate::Warning], quiet: bool) {
     if quiet {
         return;

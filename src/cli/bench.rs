@@ -306,19 +306,41 @@ pub fn gpu_profile(encoder: &GpuEncoder, lengths: &[usize], batches: &[usize], f
     Ok(GpuProfile { adapter, rows, skipped, unavailable: None })
 }
 
-/// The CPU encoder against its peers (ONNX Runtime, NumPy) on the same weights and shapes.
+/// The CPU encoder in each of `precisions` against its peers of the same precision on the
+/// same weights and shapes: ONNX Runtime and NumPy in f32, ONNX Runtime's dynamic int8
+/// quantization of the same graph (`minilm_onnx.py --int8`) in int8.
 pub fn encoder(
     model_dir: &Path,
     peers_dir: &Path,
+    precisions: &[crate::model::Precision],
     lengths: &[usize],
     batches: &[usize],
     repeats: usize,
 ) -> Result<crate::model::bench::BenchReport> {
+    use crate::model::bench::PeerScript;
+    use crate::model::Precision;
     let model = crate::model::TextModel::read_dir(model_dir)?;
-    let peers = [("onnxruntime", peers_dir.join("minilm_onnx.py")), ("numpy", peers_dir.join("minilm_numpy.py"))];
-    crate::model::bench::bench_with_peers(&model.encoder, model_dir, &peers, lengths, batches, repeats, &mut |line| {
-        eprintln!("  {line}")
-    })
+    let peer = |name: &str, script: &str, args: &[&str], precision| PeerScript {
+        name: name.into(),
+        script: peers_dir.join(script),
+        args: args.iter().map(|a| a.to_string()).collect(),
+        precision,
+    };
+    let peers = [
+        peer("onnxruntime", "minilm_onnx.py", &[], Precision::F32),
+        peer("numpy", "minilm_numpy.py", &[], Precision::F32),
+        peer("onnxruntime", "minilm_onnx.py", &["--int8"], Precision::Int8),
+    ];
+    crate::model::bench::bench_with_peers(
+        &model.encoder.model,
+        precisions,
+        model_dir,
+        &peers,
+        lengths,
+        batches,
+        repeats,
+        &mut |line| eprintln!("  {line}"),
+    )
 }
 
 /// Where the CPU path's time goes, per cell: the same `gpu::bench::bench_encoder` as the bench
@@ -439,6 +461,94 @@ pub fn workload(model_dir: &Path, dev: &Path, backends: &[String]) -> Result<Vec
     Ok(out)
 }
 
+/// The CPU encoder's grid: a row per shape and precision (f32 and int8 of a shape next to
+/// each other), each peer's column showing its run of the row's precision ("-" where the
+/// peer has none, as NumPy in int8), medrank over the fastest peer of that precision, and
+/// on int8 rows int8 over f32 tokens/s for medrank and for each peer run in both.
+fn encoder_table(e: &crate::model::bench::BenchReport) -> Table {
+    use crate::model::Precision;
+    let mut names: Vec<&str> = Vec::new();
+    for p in &e.peers {
+        if !names.contains(&p.name.as_str()) {
+            names.push(&p.name);
+        }
+    }
+    let (shapes, precisions) = e.shapes_and_precisions();
+    let both = precisions.contains(&Precision::F32) && precisions.contains(&Precision::Int8);
+    // A peer's int8 / f32 column only where it ran in both precisions.
+    let speedup_peers: Vec<&str> = names
+        .iter()
+        .copied()
+        .filter(|n| {
+            both && [Precision::F32, Precision::Int8]
+                .iter()
+                .all(|&q| e.peers.iter().any(|r| r.name == *n && r.precision == q))
+        })
+        .collect();
+    let mut headers = vec![
+        "length".to_string(),
+        "batch".into(),
+        "precision".into(),
+        "medrank seq/s".into(),
+        "medrank tokens/s".into(),
+    ];
+    headers.extend(names.iter().map(|n| format!("{n} tokens/s")));
+    headers.push("medrank / fastest peer".into());
+    if both {
+        headers.push("medrank int8 / f32".into());
+        headers.extend(speedup_peers.iter().map(|n| format!("{n} int8 / f32")));
+    }
+    let refs: Vec<&str> = headers.iter().map(String::as_str).collect();
+    let kernels = match e.int8_kernel {
+        Some(k) => format!("{} f32 kernel, {k} int8 kernel", e.kernel),
+        None => e.kernel.to_string(),
+    };
+    let title = format!(
+        "Encoder on the CPU ({} threads, {kernels}): medrank and peers of the same precision on the same weights and inputs",
+        e.threads
+    );
+    let mut t = Table::new("bench_encoder", &title, &refs);
+    let ratio = |r: Option<f64>| r.map_or("n/a".to_string(), |r| format!("{r:.2}"));
+    for (len, batch) in shapes {
+        for &precision in &precisions {
+            let Some(p) = e.point(len, batch, precision) else { continue };
+            let mut row = vec![
+                len.to_string(),
+                batch.to_string(),
+                precision.name().to_string(),
+                format!("{:.1}", p.sequences_per_s),
+                format!("{:.0}", p.tokens_per_s),
+            ];
+            for name in &names {
+                let run = e.peers.iter().find(|r| r.name == *name && r.precision == precision);
+                row.push(match run {
+                    None => "-".into(),
+                    Some(run) => match run.points.iter().find(|q| (q.seq_len, q.batch) == (len, batch)) {
+                        Some(q) => format!("{:.0}", q.tokens_per_s),
+                        None => run.error.clone().map_or("n/a".into(), |e| format!("n/a ({e})")),
+                    },
+                });
+            }
+            row.push(ratio(e.ratio_to_fastest_peer(len, batch, precision)));
+            if both {
+                let int8 = precision == Precision::Int8;
+                row.push(if int8 { ratio(e.int8_speedup(len, batch, None)) } else { String::new() });
+                for name in &speedup_peers {
+                    row.push(if int8 { ratio(e.int8_speedup(len, batch, Some(name))) } else { String::new() });
+                }
+            }
+            t.push(row);
+        }
+    }
+    if e.int8_kernel.is_some() {
+        note(
+            &mut t,
+            "int8: medrank's weights per output channel with 7-bit activations per token; ONNX Runtime's quantize_dynamic (per channel, QInt8) of the same graph's linear layers, uint8 activations per tensor",
+        );
+    }
+    t
+}
+
 /// A table's note goes after its title (tables have no other place for one).
 fn note(t: &mut Table, text: &str) {
     t.title = format!("{}. {text}", t.title);
@@ -459,33 +569,7 @@ impl BenchReport {
             tables.push(t);
         }
         if let Some(e) = &self.encoder {
-            let mut headers =
-                vec!["length".to_string(), "batch".into(), "medrank seq/s".into(), "medrank tokens/s".into()];
-            headers.extend(e.peers.iter().map(|p| format!("{} tokens/s", p.name)));
-            headers.push("medrank / fastest peer".into());
-            let refs: Vec<&str> = headers.iter().map(String::as_str).collect();
-            let title = format!(
-                "Encoder on the CPU ({} threads, {}): medrank and peers on the same weights and inputs",
-                e.threads, e.kernel
-            );
-            let mut t = Table::new("bench_encoder", &title, &refs);
-            for p in &e.ours {
-                let mut row = vec![
-                    p.seq_len.to_string(),
-                    p.batch.to_string(),
-                    format!("{:.1}", p.sequences_per_s),
-                    format!("{:.0}", p.tokens_per_s),
-                ];
-                for peer in &e.peers {
-                    row.push(match peer.points.iter().find(|q| q.seq_len == p.seq_len && q.batch == p.batch) {
-                        Some(q) => format!("{:.0}", q.tokens_per_s),
-                        None => peer.error.clone().map_or("n/a".into(), |e| format!("n/a ({e})")),
-                    });
-                }
-                row.push(e.ratio_to_fastest_peer(p.seq_len, p.batch).map_or("n/a".into(), |r| format!("{r:.2}")));
-                t.push(row);
-            }
-            tables.push(t);
+            tables.push(encoder_table(e));
             if let Some(m) = e.peak_memory_bytes {
                 let mut t = Table::new("bench_memory", "Peak memory", &["process", "peak resident MiB"]);
                 t.push(vec!["medrank".into(), format!("{:.0}", m as f64 / 1048576.0)]);
@@ -667,6 +751,12 @@ pub struct BenchArgs {
     /// Batch sizes of the encoder grid (each 1 to 1,024).
     #[arg(long, value_delimiter = ',', default_value = "1,8,32", value_parser = super::args::count(1, crate::bounds::MAX_BATCH))]
     pub batches: Vec<usize>,
+    /// Precisions of the CPU encoder grid (the `encoder` part), comma separated: each shape
+    /// runs in each, printed side by side with int8 / f32 tokens/s, and each is compared with
+    /// peers of the same precision (ONNX Runtime and NumPy in f32; ONNX Runtime's dynamic
+    /// int8 quantization of the same weights in int8).
+    #[arg(long, value_name = "LIST", value_delimiter = ',', default_value = "f32,int8", value_parser = ["f32", "int8"])]
+    pub precision: Vec<String>,
     /// Timed passes per cell (1 to 1,000; the median is reported).
     #[arg(long, default_value_t = 3, value_parser = super::args::count(1, crate::bounds::MAX_REPEATS))]
     pub repeats: usize,
@@ -705,7 +795,14 @@ pub(super) fn bench(a: BenchArgs) -> Result<()> {
             }
             "encoder" => {
                 eprintln!("encoder on the CPU and its peers on the same weights:");
-                report.encoder = Some(encoder(&a.model, &a.peers, &a.lengths, &a.batches, a.repeats)?);
+                let mut precisions = Vec::new();
+                for name in &a.precision {
+                    let p = crate::model::Precision::parse(name)?;
+                    if !precisions.contains(&p) {
+                        precisions.push(p);
+                    }
+                }
+                report.encoder = Some(encoder(&a.model, &a.peers, &precisions, &a.lengths, &a.batches, a.repeats)?);
             }
             "gpu" => {
                 eprintln!("encoder on the GPU (wgpu):");

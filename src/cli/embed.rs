@@ -20,11 +20,16 @@ pub struct EmbedArgs {
     /// Sequences per forward pass (1 to 1,024).
     #[arg(long, default_value_t = crate::model::embed::DEFAULT_BATCH, value_parser = count(1, crate::bounds::MAX_BATCH))]
     pub batch_size: usize,
+    /// The encoder's arithmetic: f32, or int8 (weights int8 per output channel, activations
+    /// 7-bit per token, exact integer sums). Default: the folder's own (int8 for a folder
+    /// written by `medrank quantize`, else f32). Printed on stderr.
+    #[arg(long, value_parser = ["f32", "int8"])]
+    pub precision: Option<String>,
 }
 
 pub(super) fn embed(a: EmbedArgs) -> Result<()> {
     let mut outputs = Outputs::plan(&[&a.model, &a.input], &OutputArgs::default(), &[&a.out], &[])?;
-    let model = crate::model::TextModel::read_dir(&a.model)?;
+    let model = with_precision(crate::model::TextModel::read_dir(&a.model)?, a.precision.as_deref())?;
     let input = named(&a.input)?;
     let lines: Vec<&str> = input.text.lines().collect();
     let (vectors, cut) = crate::model::run_ready(crate::model::embed_texts(
@@ -42,6 +47,7 @@ pub(super) fn embed(a: EmbedArgs) -> Result<()> {
     }
     outputs.file(&a.out, out.as_bytes())?;
     outputs.commit()?;
+    eprintln!("encoder precision: {}", model.encoder.model.precision.describe());
     let truncated: Vec<String> =
         cut.iter().enumerate().filter(|(_, c)| **c > 0).map(|(i, _)| (i + 1).to_string()).collect();
     if !truncated.is_empty() {

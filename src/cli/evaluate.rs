@@ -71,6 +71,15 @@ pub struct EvaluateArgs {
     /// which ran.
     #[arg(long, default_value = "cpu", value_parser = ["auto", "cpu", "gpu"], requires = "model")]
     pub backend: String,
+    /// With --model: the encoder's arithmetic on the CPU: f32, or int8 (weights int8 per
+    /// output channel, activations 7-bit per token, exact integer sums). Default: the
+    /// folder's own (int8 for a folder written by `medrank quantize`, else f32). The GPU
+    /// runs f32 only: --backend gpu refuses int8, auto then runs on the CPU. The report's
+    /// provenance names the precision that ran.
+    // `requires` alone lets it pass beside --predictions (clap takes a present conflict of
+    // --model as meeting the requirement), hence the conflict.
+    #[arg(long, value_parser = ["f32", "int8"], requires = "model", conflicts_with = "predictions")]
+    pub precision: Option<String>,
     /// Documents for the IR-passages control (JSONL {"docno","text"} or TSV docno<TAB>text).
     #[arg(long, value_name = "FILE")]
     pub corpus: Option<PathBuf>,
@@ -127,7 +136,7 @@ pub(super) fn evaluate(a: EvaluateArgs) -> Result<()> {
 
 fn evaluate_with_model(a: &EvaluateArgs, dir: &Path, mut outputs: Outputs) -> Result<()> {
     let files = crate::model::ModelFiles::read_dir(dir)?;
-    let model = crate::model::TextModel::from_files(&files)?;
+    let model = with_precision(crate::model::TextModel::from_files(&files)?, a.precision.as_deref())?;
     let controls = a.controls.as_deref().map(jobs::ControlChoice::parse).unwrap_or_default();
     let req = jobs::EvaluateRequest {
         bundle: named(&a.bundle)?,
@@ -163,6 +172,7 @@ fn evaluate_with_model(a: &EvaluateArgs, dir: &Path, mut outputs: Outputs) -> Re
         pollster::block_on(jobs::evaluate_with_backend(&req, &model, choice, fingerprints, &options, &mut progress))?;
     if !a.output.quiet {
         eprintln!("encoder backend: {}", jobs::describe_backend(&backend));
+        eprintln!("encoder precision: {}", jobs::describe_precision(&model, &backend));
     }
     if let Some(path) = &a.save_predictions {
         outputs.file(path, crate::data::write_predictions_csv(&predictions).as_bytes())?;

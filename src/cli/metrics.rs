@@ -38,6 +38,11 @@ pub struct MetricsArgs {
     /// three finite numbers below 1 (the rescale divides by 1 - b).
     #[arg(long, value_name = "P,R,F", requires = "bertscore", value_parser = baseline)]
     pub bertscore_baseline: Option<(f64, f64, f64)>,
+    /// BERTScore's encoder arithmetic: f32, or int8 (weights int8 per output channel,
+    /// activations 7-bit per token, exact integer sums). Default: the folder's own (int8 for
+    /// a folder written by `medrank quantize`, else f32). Recorded in the report's provenance.
+    #[arg(long, value_parser = ["f32", "int8"], requires = "bertscore")]
+    pub precision: Option<String>,
     #[command(flatten)]
     pub bootstrap: BootstrapArgs,
     #[command(flatten)]
@@ -78,7 +83,7 @@ pub(super) fn metrics(a: MetricsArgs) -> Result<()> {
         None => jobs::metrics(&req)?,
         Some(dir) => {
             let files = crate::model::ModelFiles::read_dir(dir)?;
-            let model = crate::model::TextModel::from_files(&files)?;
+            let model = with_precision(crate::model::TextModel::from_files(&files)?, a.precision.as_deref())?;
             let settings = jobs::BertScoreRequest {
                 layer: a.bertscore_layer,
                 idf: a.bertscore_idf,

@@ -47,6 +47,13 @@ pub struct NrpArgs {
     /// A monoT5 ranker (a T5 folder: config.json, tokenizer.json, model.safetensors), as NAME=DIR.
     #[arg(long = "monot5", value_name = "NAME=DIR", value_parser = key_value)]
     pub monot5: Vec<(String, String)>,
+    /// The encoder's arithmetic in the --dense-ranker and --cross-encoder rankers: f32, or
+    /// int8 (weights int8 per output channel, activations 7-bit per token, exact integer
+    /// sums). Default: each folder's own (int8 for a folder written by `medrank quantize`,
+    /// else f32). monoT5 (candle's T5) runs f32 only: int8 is refused with --monot5.
+    /// Recorded in the report's provenance.
+    #[arg(long, value_parser = ["f32", "int8"])]
+    pub precision: Option<String>,
     /// Score long texts with the neural rankers by their best window of WORDS words every
     /// STRIDE words, as WORDS,STRIDE (WORDS 1 to 10,000, STRIDE 1 to WORDS; default: one
     /// pass, long texts lose their end, counted). Recorded in the report's provenance.
@@ -108,6 +115,26 @@ fn window(s: &str) -> std::result::Result<(usize, usize), String> {
     }
 }
 
+/// `--precision` applies to the rankers that run our encoder: refused without any neural
+/// ranker, and int8 refused with monoT5 (candle's T5, f32 only), before any model is read.
+fn check_precision(a: &NrpArgs) -> Result<()> {
+    let Some(p) = precision(a.precision.as_deref())? else { return Ok(()) };
+    if a.dense_rankers.is_empty() && a.cross_encoders.is_empty() && a.monot5.is_empty() {
+        return Err(Error::invalid(format!(
+            "--precision {}: only the neural rankers (--dense-ranker, --cross-encoder) run an encoder, and none is given",
+            p.name()
+        )));
+    }
+    if p == crate::model::Precision::Int8 {
+        if let Some((name, _)) = a.monot5.first() {
+            return Err(Error::invalid(format!(
+                "--precision int8: the monoT5 ranker `{name}` runs candle's T5 in f32 only (int8 products are for the BERT-family encoder of --dense-ranker and --cross-encoder); leave out --precision or give f32, or rank without --monot5"
+            )));
+        }
+    }
+    Ok(())
+}
+
 /// Every file and model folder the run reads (for the output check before any work).
 fn input_paths(a: &NrpArgs) -> Vec<&Path> {
     let mut inputs: Vec<&Path> = vec![&a.topics];
@@ -121,6 +148,7 @@ fn input_paths(a: &NrpArgs) -> Vec<&Path> {
 
 pub(super) fn nrp(a: NrpArgs) -> Result<()> {
     let outputs = Outputs::plan(&input_paths(&a), &a.output, &[], &[])?;
+    check_precision(&a)?;
     let mut qrels = Vec::new();
     for (dimension, file) in &a.qrels {
         qrels.push(jobs::QrelsFile { dimension: Some(dimension.clone()), file: named(Path::new(file))? });
@@ -169,7 +197,7 @@ pub(super) fn nrp(a: NrpArgs) -> Result<()> {
     let mut models = Vec::new();
     for (name, dir) in a.dense_rankers.iter().chain(&a.cross_encoders) {
         let files = crate::model::ModelFiles::read_dir(Path::new(dir))?;
-        let model = crate::model::TextModel::from_files(&files)?;
+        let model = with_precision(crate::model::TextModel::from_files(&files)?, a.precision.as_deref())?;
         let ranker = if a.dense_rankers.iter().any(|(n, d)| n == name && d == dir) {
             jobs::rankers::NeuralRanker::Dense(model)
         } else {

@@ -101,11 +101,22 @@ pub struct TrainArgs {
     /// memory the GPU needs is printed before training starts.
     #[arg(long, default_value = "cpu", value_parser = ["cpu", "gpu"])]
     pub backend: String,
+    /// Training runs in f32 (candle's autograd and the GPU trainer compute gradients in
+    /// f32): only f32 is accepted. For an int8 evaluator, quantize the trained folder
+    /// afterwards with `medrank quantize`.
+    #[arg(long, default_value = "f32", value_parser = ["f32", "int8"])]
+    pub precision: String,
 }
 
 pub(super) fn train(a: TrainArgs) -> Result<()> {
     use crate::jobs::{self, DevData};
     use crate::train::{ExampleOptions, TrainEvent, TrainOptions};
+    if precision(Some(&a.precision))? == Some(crate::model::Precision::Int8) {
+        return Err(Error::invalid(format!(
+            "--precision int8: training runs in f32 (gradients through int8 products are not computed); train without --precision, then quantize the trained folder with `medrank quantize` ({} will hold the f32 evaluator)",
+            a.out.display()
+        )));
+    }
     let inputs: Vec<&Path> =
         [Some(a.model.as_path()), Some(a.train.as_path()), a.dev.as_deref()].into_iter().flatten().collect();
     let outs: Vec<&Path> = [Some(a.out.as_path()), a.trace.as_deref()].into_iter().flatten().collect();

@@ -337,6 +337,7 @@ pub fn nrp_with_models(
             None => "none: each text in one pass, a text longer than the model's limit loses its end (counted)".into(),
         };
         report.provenance.conventions.push(("window".into(), windows));
+        report.provenance.conventions.push(("precision".into(), rankers_precision(models)));
     }
     for spec in &specs {
         report.provenance.conventions.push((
@@ -412,6 +413,20 @@ pub fn parse_unscored(s: &str) -> Result<Unscored> {
         "drop" => Ok(Unscored::Drop),
         _ => Err(Error::invalid(format!("unknown treatment of unscored judged documents `{s}` (below, drop)"))),
     }
+}
+
+/// The arithmetic of the neural rankers: one precision when they share it, else each
+/// ranker's.
+fn rankers_precision(models: &[(String, super::rankers::NeuralRanker, Vec<Fingerprint>)]) -> String {
+    let first = models[0].1.precision();
+    if models.iter().all(|(_, r, _)| r.precision() == first) {
+        return first.describe();
+    }
+    models
+        .iter()
+        .map(|(name, r, _)| format!("ranker {name}: {}", r.precision().describe()))
+        .collect::<Vec<_>>()
+        .join("; ")
 }
 
 /// The grade convention in words, for the provenance.

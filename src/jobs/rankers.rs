@@ -29,6 +29,15 @@ impl NeuralRanker {
         }
     }
 
+    /// The arithmetic it runs: the model's precision for the rankers on our CPU encoder;
+    /// monoT5 (candle's T5) runs f32 only.
+    pub fn precision(&self) -> crate::model::Precision {
+        match self {
+            NeuralRanker::Dense(m) | NeuralRanker::CrossEncoder(m) => m.encoder.model.precision,
+            NeuralRanker::MonoT5(_) => crate::model::Precision::F32,
+        }
+    }
+
     fn score(&self, query: &str, texts: &[&str], window: Option<Window>) -> Result<(Vec<f64>, usize)> {
         let request = RankQuery { query, docs: texts, window, batch_size: crate::model::embed::DEFAULT_BATCH };
         let out = match self {

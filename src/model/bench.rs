@@ -1,14 +1,17 @@
 //! Encoder throughput (`medrank bench`): sequences/s and tokens/s of the CPU encoder at
 //! several lengths and batch sizes, on seeded random token ids (speed does not depend on
-//! the ids), plus the process's peak memory, and the same shapes through a peer
-//! implementation for a ratio. Native only (timing and child processes).
+//! the ids), in each precision asked for (f32, int8), plus the process's peak memory, and
+//! the same shapes through peer implementations of the same precision for a ratio. Native
+//! only (timing and child processes).
 //!
 //! Peers (in `tests/reference/`): `minilm_onnx.py` runs the same weights in ONNX Runtime
-//! (when `pip install onnxruntime onnx` works), `minilm_numpy.py --bench` in NumPy. Both
-//! print `{"seconds": [...]}` for repeated forward passes of one batch; the median is used
-//! on both sides, after one warm-up pass.
+//! (when `pip install onnxruntime onnx` works), with `--int8` quantized by ONNX Runtime's
+//! `quantize_dynamic` (the int8 peer); `minilm_numpy.py --bench` in NumPy (f32). All print
+//! `{"seconds": [...]}` for repeated forward passes of one batch; the median is used on
+//! both sides, after one warm-up pass.
 
 use super::encoder::{CpuEncoder, TokenBatch};
+use super::Precision;
 use crate::error::{Error, Result};
 use rand::{Rng, SeedableRng};
 use serde::Serialize;
@@ -19,6 +22,8 @@ use std::time::Instant;
 pub struct BenchPoint {
     pub seq_len: usize,
     pub batch: usize,
+    /// The arithmetic that ran (f32, or int8 products).
+    pub precision: Precision,
     /// Median seconds per forward pass of the batch.
     pub seconds: f64,
     pub sequences_per_s: f64,
@@ -26,10 +31,11 @@ pub struct BenchPoint {
 }
 
 impl BenchPoint {
-    pub fn from_seconds(seq_len: usize, batch: usize, seconds: f64) -> BenchPoint {
+    pub fn from_seconds(seq_len: usize, batch: usize, precision: Precision, seconds: f64) -> BenchPoint {
         BenchPoint {
             seq_len,
             batch,
+            precision,
             seconds,
             sequences_per_s: batch as f64 / seconds,
             tokens_per_s: (batch * seq_len) as f64 / seconds,
@@ -61,8 +67,8 @@ pub fn median(xs: &mut [f64]) -> f64 {
     }
 }
 
-/// Time the CPU encoder at every (length, batch): one warm-up, then `repeats` passes.
-/// `progress` sees each point as it is measured.
+/// Time the CPU encoder at every (length, batch) in its model's precision: one warm-up,
+/// then `repeats` passes. `progress` sees each point as it is measured.
 pub fn bench_cpu(
     encoder: &CpuEncoder,
     lengths: &[usize],
@@ -85,7 +91,7 @@ pub fn bench_cpu(
                 encoder.hidden_states(&batch, cfg.num_layers)?;
                 times.push(t0.elapsed().as_secs_f64());
             }
-            let p = BenchPoint::from_seconds(len, b, median(&mut times));
+            let p = BenchPoint::from_seconds(len, b, encoder.model.precision, median(&mut times));
             progress(&p);
             out.push(p);
         }
@@ -101,21 +107,33 @@ pub fn peak_memory_bytes() -> Option<u64> {
     Some(kb * 1024)
 }
 
-/// Run a peer script: `python3 SCRIPT MODEL_DIR --bench LEN BATCH REPEATS` printing
-/// `{"seconds": [...]}` (the first pass is dropped as warm-up). Returns the point, or an
-/// error saying why the peer could not run (e.g. the package is not installed).
+/// A peer implementation: `python3 SCRIPT MODEL_DIR --bench LEN BATCH REPEATS ARGS...`
+/// printing `{"seconds": [...]}`, in `precision`.
+#[derive(Debug, Clone)]
+pub struct PeerScript {
+    pub name: String,
+    pub script: std::path::PathBuf,
+    /// Given after the shape (`--int8` for ONNX Runtime's int8 graph).
+    pub args: Vec<String>,
+    pub precision: Precision,
+}
+
+/// Run a peer script at one shape (the first pass is dropped as warm-up). Returns the
+/// point, or an error saying why the peer could not run (e.g. the package is not installed).
 pub fn bench_peer(
-    script: &std::path::Path,
+    peer: &PeerScript,
     model_dir: &std::path::Path,
     seq_len: usize,
     batch: usize,
     repeats: usize,
 ) -> Result<BenchPoint> {
+    let script = &peer.script;
     let out = std::process::Command::new("python3")
         .arg(script)
         .arg(model_dir)
         .arg("--bench")
         .args([seq_len.to_string(), batch.to_string(), (repeats + 1).to_string()])
+        .args(&peer.args)
         .output()
         .map_err(|e| Error::io(script.display().to_string(), e))?;
     if !out.status.success() {
@@ -133,7 +151,7 @@ pub fn bench_peer(
     if times.is_empty() {
         return Err(Error::model(format!("peer {} reported no timings", script.display())));
     }
-    Ok(BenchPoint::from_seconds(seq_len, batch, median(&mut times)))
+    Ok(BenchPoint::from_seconds(seq_len, batch, peer.precision, median(&mut times)))
 }
 
 #[cfg(test)]
@@ -142,8 +160,9 @@ mod tests {
 
     #[test]
     fn points_and_medians() {
-        let p = BenchPoint::from_seconds(128, 8, 0.5);
+        let p = BenchPoint::from_seconds(128, 8, Precision::Int8, 0.5);
         assert_eq!((p.sequences_per_s, p.tokens_per_s), (16.0, 2048.0));
+        assert_eq!(serde_json::to_value(&p).unwrap()["precision"], "int8");
         assert_eq!(median(&mut [3.0, 1.0, 2.0]), 2.0);
         assert_eq!(median(&mut [4.0, 1.0, 2.0, 3.0]), 2.5);
         let b = random_batch(30522, 4, 2, 0);
@@ -157,6 +176,8 @@ mod tests {
 #[derive(Debug, Clone, Serialize)]
 pub struct PeerRun {
     pub name: String,
+    /// The precision of its points: a peer is compared with medrank's rows of the same.
+    pub precision: Precision,
     pub points: Vec<BenchPoint>,
     /// Set when the peer could not run (not installed, failed); no ratio then.
     pub error: Option<String>,
@@ -169,6 +190,10 @@ pub struct BenchReport {
     pub threads: usize,
     /// The product kernel of medrank's CPU path on this machine (`matmul::Kernel::name`).
     pub kernel: &'static str,
+    /// The int8 product kernel (`int8::Int8Kernel::name`), when int8 rows were measured.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub int8_kernel: Option<&'static str>,
+    /// Every shape in each precision (all f32 points first, then all int8 ones).
     pub ours: Vec<BenchPoint>,
     pub peers: Vec<PeerRun>,
     /// Peak resident memory of the medrank process (bytes), when the OS reports it.
@@ -176,42 +201,89 @@ pub struct BenchReport {
 }
 
 impl BenchReport {
-    /// ours tokens/s divided by the fastest peer's at the same shape (> 1: medrank faster).
-    pub fn ratio_to_fastest_peer(&self, seq_len: usize, batch: usize) -> Option<f64> {
-        let ours = self.ours.iter().find(|p| p.seq_len == seq_len && p.batch == batch)?;
+    /// Ours at one shape in one precision.
+    pub fn point(&self, seq_len: usize, batch: usize, precision: Precision) -> Option<&BenchPoint> {
+        find(&self.ours, seq_len, batch, precision)
+    }
+
+    /// The shapes measured, in order, and the precisions, in order.
+    pub fn shapes_and_precisions(&self) -> (Vec<(usize, usize)>, Vec<Precision>) {
+        let (mut shapes, mut precisions) = (Vec::new(), Vec::new());
+        for p in &self.ours {
+            if !shapes.contains(&(p.seq_len, p.batch)) {
+                shapes.push((p.seq_len, p.batch));
+            }
+            if !precisions.contains(&p.precision) {
+                precisions.push(p.precision);
+            }
+        }
+        (shapes, precisions)
+    }
+
+    /// ours tokens/s divided by the fastest peer's of the same precision at the same shape
+    /// (> 1: medrank faster).
+    pub fn ratio_to_fastest_peer(&self, seq_len: usize, batch: usize, precision: Precision) -> Option<f64> {
+        let ours = self.point(seq_len, batch, precision)?;
         let best = self
             .peers
             .iter()
-            .flat_map(|r| r.points.iter())
-            .filter(|p| p.seq_len == seq_len && p.batch == batch)
+            .filter_map(|r| find(&r.points, seq_len, batch, precision))
             .map(|p| p.tokens_per_s)
             .fold(None, |m: Option<f64>, x| Some(m.map_or(x, |m| m.max(x))))?;
         Some(ours.tokens_per_s / best)
     }
 
-    /// A plain-text table (the CLI prints it).
-    pub fn table(&self) -> String {
-        let mut s = String::from("len  batch  medrank seq/s  tok/s");
-        for r in &self.peers {
-            s.push_str(&format!("  | {} tok/s", r.name));
-        }
-        s.push_str("  | ratio (medrank / fastest peer)\n");
-        for p in &self.ours {
-            s.push_str(&format!("{:>4} {:>5} {:>14.1} {:>7.0}", p.seq_len, p.batch, p.sequences_per_s, p.tokens_per_s));
-            for r in &self.peers {
-                match r.points.iter().find(|q| q.seq_len == p.seq_len && q.batch == p.batch) {
-                    Some(q) => s.push_str(&format!("  | {:>8.0}", q.tokens_per_s)),
-                    None => s.push_str("  |      n/a"),
-                }
+    /// int8 tokens/s over f32 tokens/s at one shape: medrank's (`peer` None) or a peer's
+    /// whose name has both precisions (> 1: int8 faster).
+    pub fn int8_speedup(&self, seq_len: usize, batch: usize, peer: Option<&str>) -> Option<f64> {
+        let at = |precision| match peer {
+            None => self.point(seq_len, batch, precision),
+            Some(name) => {
+                self.peers.iter().filter(|r| r.name == name).find_map(|r| find(&r.points, seq_len, batch, precision))
             }
-            match self.ratio_to_fastest_peer(p.seq_len, p.batch) {
-                Some(r) => s.push_str(&format!("  | {r:.2}\n")),
-                None => s.push_str("  | n/a\n"),
+        };
+        Some(at(Precision::Int8)?.tokens_per_s / at(Precision::F32)?.tokens_per_s)
+    }
+
+    /// A plain-text table: a row per shape and precision, the peers of that precision
+    /// beside medrank.
+    pub fn table(&self) -> String {
+        let mut s = String::from("len  batch  precision  medrank seq/s  tok/s");
+        for r in &self.peers {
+            s.push_str(&format!("  | {} {} tok/s", r.name, r.precision.name()));
+        }
+        s.push_str("  | ratio (medrank / fastest peer)  | int8 / f32\n");
+        let (shapes, precisions) = self.shapes_and_precisions();
+        for (len, batch) in shapes {
+            for &precision in &precisions {
+                let Some(p) = self.point(len, batch, precision) else { continue };
+                s.push_str(&format!(
+                    "{:>4} {:>5}  {:>9} {:>14.1} {:>7.0}",
+                    len,
+                    batch,
+                    precision.name(),
+                    p.sequences_per_s,
+                    p.tokens_per_s
+                ));
+                for r in &self.peers {
+                    match find(&r.points, len, batch, precision) {
+                        Some(q) => s.push_str(&format!("  | {:>8.0}", q.tokens_per_s)),
+                        None => s.push_str("  |      n/a"),
+                    }
+                }
+                match self.ratio_to_fastest_peer(len, batch, precision) {
+                    Some(r) => s.push_str(&format!("  | {r:.2}")),
+                    None => s.push_str("  | n/a"),
+                }
+                match self.int8_speedup(len, batch, None).filter(|_| precision == Precision::Int8) {
+                    Some(r) => s.push_str(&format!("  | {r:.2}\n")),
+                    None => s.push_str("  |\n"),
+                }
             }
         }
         for r in &self.peers {
             if let Some(e) = &r.error {
-                s.push_str(&format!("peer {}: not measured ({e})\n", r.name));
+                s.push_str(&format!("peer {} {}: not measured ({e})\n", r.name, r.precision.name()));
             }
         }
         if let Some(m) = self.peak_memory_bytes {
@@ -221,27 +293,47 @@ impl BenchReport {
     }
 }
 
-/// Bench the CPU encoder and each peer script (`(name, script path)`) at the same shapes.
-/// `model_dir` is the folder the peers read (the same weights).
+fn find(points: &[BenchPoint], seq_len: usize, batch: usize, precision: Precision) -> Option<&BenchPoint> {
+    points.iter().find(|p| (p.seq_len, p.batch, p.precision) == (seq_len, batch, precision))
+}
+
+/// Bench the model's CPU encoder in each of `precisions` (one after the other, each
+/// encoder built from the same weights and dropped before the next), then each peer script
+/// of one of those precisions at the same shapes. `model_dir` is the folder the peers read
+/// (the same weights).
+#[allow(clippy::too_many_arguments)]
 pub fn bench_with_peers(
-    encoder: &CpuEncoder,
+    model: &super::load::LoadedModel,
+    precisions: &[Precision],
     model_dir: &std::path::Path,
-    peers: &[(&str, std::path::PathBuf)],
+    peers: &[PeerScript],
     lengths: &[usize],
     batches: &[usize],
     repeats: usize,
     progress: &mut dyn FnMut(&str),
 ) -> Result<BenchReport> {
-    let ours = bench_cpu(encoder, lengths, batches, repeats, &mut |p| {
-        progress(&format!("medrank len {} batch {}: {:.0} tokens/s", p.seq_len, p.batch, p.tokens_per_s))
-    })?;
+    let mut ours = Vec::new();
+    for &precision in precisions {
+        // The tensors are shared by the clone; the CPU layers are built on first use.
+        let encoder = CpuEncoder::new(super::load::LoadedModel { precision, ..model.clone() });
+        ours.extend(bench_cpu(&encoder, lengths, batches, repeats, &mut |p| {
+            progress(&format!(
+                "medrank {} len {} batch {}: {:.0} tokens/s",
+                p.precision.name(),
+                p.seq_len,
+                p.batch,
+                p.tokens_per_s
+            ))
+        })?);
+    }
     let peak_memory_bytes = peak_memory_bytes();
     let mut runs = Vec::new();
-    for (name, script) in peers {
-        let mut run = PeerRun { name: name.to_string(), points: Vec::new(), error: None };
+    for peer in peers.iter().filter(|p| precisions.contains(&p.precision)) {
+        let name = format!("{} {}", peer.name, peer.precision.name());
+        let mut run = PeerRun { name: peer.name.clone(), precision: peer.precision, points: Vec::new(), error: None };
         'shapes: for &len in lengths {
             for &b in batches {
-                match bench_peer(script, model_dir, len, b, repeats) {
+                match bench_peer(peer, model_dir, len, b, repeats) {
                     Ok(p) => {
                         progress(&format!("{name} len {len} batch {b}: {:.0} tokens/s", p.tokens_per_s));
                         run.points.push(p);
@@ -256,5 +348,7 @@ pub fn bench_with_peers(
         runs.push(run);
     }
     let (threads, kernel) = (super::cpu::worker_threads(), super::cpu::matmul::Kernel::this_machine().name());
-    Ok(BenchReport { threads, kernel, ours, peers: runs, peak_memory_bytes })
+    let int8_kernel =
+        precisions.contains(&Precision::Int8).then(|| super::cpu::int8::Int8Kernel::this_machine().name());
+    Ok(BenchReport { threads, kernel, int8_kernel, ours, peers: runs, peak_memory_bytes })
 }

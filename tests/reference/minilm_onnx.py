@@ -6,15 +6,23 @@ BERT graph itself with onnx.helper (Gather embeddings, LayerNormalization, MatMu
 attention with an additive mask, erf GELU) from model.safetensors, and lets ONNX Runtime
 optimise it (ORT_ENABLE_ALL, all cores). Needs: pip install onnxruntime onnx numpy.
 
+With --int8 the graph is first quantized by ONNX Runtime's own tool,
+onnxruntime.quantization.quantize_dynamic(per_channel=True, weight_type=QInt8), on the
+linear layers' MatMuls only (as medrank's int8 path: the embeddings, attention products,
+LayerNorm and GELU stay f32): the same weights as int8 per output channel, activations
+quantized per tensor at run time (uint8), i32 sums. The peer of `medrank bench`'s int8 rows.
+
 Usage:
-  minilm_onnx.py MODEL_DIR --bench SEQ_LEN BATCH REPEATS -> {"seconds": [...]}
-  minilm_onnx.py MODEL_DIR --check -> max abs difference to the NumPy reference (sanity)
-  minilm_onnx.py MODEL_DIR --export OUT.onnx -> the graph itself (for onnxruntime-web)
+  minilm_onnx.py MODEL_DIR --bench SEQ_LEN BATCH REPEATS [--int8] -> {"seconds": [...]}
+  minilm_onnx.py MODEL_DIR --check [--int8] -> max abs difference to the NumPy reference (sanity)
+  minilm_onnx.py MODEL_DIR --export OUT.onnx [--int8] -> the graph itself (for onnxruntime-web;
+      the bench page reads peer/minilm.onnx and, with --int8, peer/minilm-int8.onnx)
 """
 import json
 import math
 import os
 import sys
+import tempfile
 import time
 
 import numpy as np
@@ -41,7 +49,7 @@ def graph(W, cfg):
 
     def node(op, ins, attrs=None, name=None):
         out = name or f"t{len(nodes)}"
-        nodes.append(helper.make_node(op, ins, [out], **(attrs or {})))
+        nodes.append(helper.make_node(op, ins, [out], name=f"n{len(nodes)}", **(attrs or {})))
         return out
 
     def linear(x, key):
@@ -93,25 +101,48 @@ def graph(W, cfg):
     return model
 
 
-def build(W, cfg):
-    """An ONNX Runtime session of `graph(W, cfg)` with every graph optimisation."""
+def quantized(model):
+    """`model` with its linear layers' MatMuls (constant weights) quantized by
+    quantize_dynamic: int8 weights per output channel, dynamic uint8 activations."""
+    import logging
+
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    logging.getLogger().setLevel(logging.ERROR)  # its advice to pre-process (shape inference) is for CNNs
+    linear = [n.name for n in model.graph.node if n.op_type == "MatMul" and n.input[1].endswith(".wT")]
+    with tempfile.TemporaryDirectory() as tmp:
+        src, out = os.path.join(tmp, "f32.onnx"), os.path.join(tmp, "int8.onnx")
+        onnx.save(model, src)
+        quantize_dynamic(src, out, op_types_to_quantize=["MatMul"], nodes_to_quantize=linear,
+                         per_channel=True, weight_type=QuantType.QInt8)
+        return onnx.load(out)
+
+
+def build(W, cfg, int8=False):
+    """An ONNX Runtime session of `graph(W, cfg)` (quantized with `int8`) with every graph
+    optimisation."""
     model = graph(W, cfg)
+    if int8:
+        model = quantized(model)
     opts = ort.SessionOptions()
     opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
     return ort.InferenceSession(model.SerializeToString(), opts, providers=["CPUExecutionProvider"])
 
 
 def main():
-    model_dir = sys.argv[1]
+    args = [a for a in sys.argv if a != "--int8"]
+    int8 = len(args) < len(sys.argv)
+    model_dir = args[1]
     cfg = json.load(open(f"{model_dir}/config.json"))
     W = load_safetensors(f"{model_dir}/model.safetensors")
-    if sys.argv[2] == "--export":
-        # The same graph for onnxruntime-web (the benchmark page's peer).
-        with open(sys.argv[3], "wb") as f:
-            f.write(graph(W, cfg).SerializeToString())
+    if args[2] == "--export":
+        # The same graph for onnxruntime-web (the benchmark page's peer), int8 with --int8.
+        model = graph(W, cfg)
+        with open(args[3], "wb") as f:
+            f.write((quantized(model) if int8 else model).SerializeToString())
         return
-    sess = build(W, cfg)
-    if sys.argv[2] == "--check":
+    sess = build(W, cfg, int8)
+    if args[2] == "--check":
         rng = np.random.default_rng(1)
         ids = rng.integers(1000, cfg["vocab_size"], size=(2, 16))
         mask = np.ones_like(ids)
@@ -121,7 +152,7 @@ def main():
         diff = max(np.abs(ours[0] - ref[0]).max(), np.abs(ours[1, :10] - ref[1, :10]).max())
         print(json.dumps({"max_abs_diff": float(diff)}))
         return
-    seq, batch, repeats = map(int, sys.argv[3:6])
+    seq, batch, repeats = map(int, args[3:6])
     rng = np.random.default_rng(0)
     feed = {"input_ids": rng.integers(1000, cfg["vocab_size"], size=(batch, seq)), "attention_mask": np.ones((batch, seq), dtype=np.int64)}
     times = []
