@@ -173,6 +173,15 @@ pub async fn gpu_gradient_check() -> Result<String, JsValue> {
     Ok(page::bench::gradient_check().await?)
 }
 
+/// The int8 kernels of this build against the scheme's formula on odd shapes
+/// (`model::cpu::int8::self_check`): the names of the kernels checked, or the first
+/// difference as an error (the bench page's "Check the int8 kernels").
+#[wasm_bindgen]
+pub fn int8_self_check() -> Result<JsValue, JsValue> {
+    let checked = crate::model::cpu::int8::self_check().map_err(Error::model)?;
+    Ok(to_js(&checked)?)
+}
+
 // ------------------------------------------------------------------ the kept model -----------
 
 /// A model the worker keeps across jobs (`jobs::KeptModel`: the weights and the encoder it
@@ -184,6 +193,8 @@ pub struct Model {
     tokenizer_json: Vec<u8>,
     /// A training on this model under way (`train_*` methods).
     training: Option<training::PageTraining>,
+    /// The precision the model's folder holds (int8 weights or not): a training runs in it.
+    folder_precision: crate::model::Precision,
 }
 
 /// The model's files as the worker loaded them: `{name, config, tokenizer, weights:
@@ -213,7 +224,8 @@ impl Model {
     pub fn new(files: JsValue) -> Result<Model, JsValue> {
         let files = model_files(&files)?;
         let kept = jobs::KeptModel::from_files(&files)?;
-        Ok(Model { kept, tokenizer_json: files.tokenizer_json, training: None })
+        let folder_precision = kept.model.encoder.model.precision;
+        Ok(Model { kept, tokenizer_json: files.tokenizer_json, training: None, folder_precision })
     }
 
     /// The name reports give the evaluator (the folder's name or path).
@@ -228,16 +240,24 @@ impl Model {
         Ok(page::rank_with_model(&mut self.kept, &request, &seconds_now, &mut progress_of(&progress)).await?)
     }
 
-    /// The bench page's encoder grid (`cells` flat: length, batch, length, batch, ...).
+    /// The bench page's encoder grid (`cells` flat: length, batch, length, batch, ...), each
+    /// backend in each precision.
     pub async fn bench(
         &mut self,
         backends: Vec<String>,
+        precisions: Vec<String>,
         cells: Vec<u32>,
         min_seconds: f64,
         progress: js_sys::Function,
     ) -> Result<String, JsValue> {
         let cells: Vec<(usize, usize)> = cells.chunks_exact(2).map(|c| (c[0] as usize, c[1] as usize)).collect();
-        let plan = page::bench::BenchPlan { backends: &backends, cells: &cells, min_seconds, cpu_device: &cpu_kernels };
+        let plan = page::bench::BenchPlan {
+            backends: &backends,
+            precisions: &precisions,
+            cells: &cells,
+            min_seconds,
+            cpu_device: &cpu_kernels,
+        };
         let rows = page::bench::bench_grid(&mut self.kept, &plan, &seconds_now, &mut progress_of(&progress)).await?;
         Ok(page::json(&rows)?)
     }
@@ -260,7 +280,8 @@ impl Model {
     /// (`PageSummary`: with the dev baseline).
     pub fn train_start(&mut self, request: JsValue) -> Result<JsValue, JsValue> {
         self.training = None;
-        let training = training::PageTraining::start(&from_js(request)?, &self.kept, seconds_now)?;
+        let training =
+            training::PageTraining::start(&from_js(request)?, &mut self.kept, self.folder_precision, seconds_now)?;
         let summary = to_js(&training.page_summary())?;
         self.training = Some(training);
         Ok(summary)

@@ -420,6 +420,9 @@ function options() {
     controls: $('#opt-controls').value,
     not_judgeable_grades: $('#opt-not-judgeable').value,
     backend: $('#opt-backend').value,
+    // f32 | int8, read by the engine as the CLI reads --precision; the worker also picks the
+    // bundled model's 8-bit copy by it.
+    precision: $('#opt-precision').value,
     keep_empty_options: $('#opt-keep-empty-options').checked,
   };
 }
@@ -449,7 +452,8 @@ export async function runJob(job, extraOptions = {}) {
       modelLoaded: reply.modelLoaded,
     };
     renderResults(state.lastResult, { runJob, formatError });
-    if (reply.result.backend) $('#backend-used').textContent = describeBackend(reply.result.backend);
+    if (reply.result.backend)
+      $('#backend-used').textContent = describeBackend(reply.result.backend, reply.result.precision);
     $('#report-buttons').hidden = false;
     announce(`Finished in ${(reply.elapsedMs / 1000).toFixed(1)} s`);
     return reply.result;
@@ -470,12 +474,13 @@ export async function runJob(job, extraOptions = {}) {
   }
 }
 
-/** "Ran on the GPU: <adapter>" or "Ran on the CPU (WebAssembly)", with the fallback reason. */
-function describeBackend(b) {
+/** "Ran on the GPU: <adapter>" or "Ran on the CPU (WebAssembly)", in 8-bit when int8 ran,
+ *  with the fallback reason. */
+function describeBackend(b, precision) {
   const where =
     b.backend === 'gpu'
       ? `Ran on the GPU (WebGPU): ${b.device.trim()}`
-      : `Ran on the CPU (WebAssembly) on ${threadsPhrase(state.engine)}`;
+      : `Ran on the CPU (WebAssembly) on ${threadsPhrase(state.engine)}${precision === 'int8' ? ', in 8-bit (int8)' : ''}`;
   return b.fallback_reason ? `${where} — not on the GPU: ${b.fallback_reason}` : where;
 }
 

@@ -1,5 +1,5 @@
 // The encoder benchmark page: asks the worker (the same wasm engine as the app) to time the
-// bundled model on the WebAssembly CPU and on WebGPU, and shows the figures side by side,
+// bundled model on the WebAssembly CPU (in f32 and int8) and on WebGPU, and shows the figures side by side,
 // with the wasm CPU as a ratio of a pasted native `medrank bench --json` when given.
 import { registerServiceWorker, describeThreads, workerUrl } from './isolation.js';
 
@@ -59,7 +59,9 @@ function ask(message, onDone, { button, progress, error }) {
 function run() {
   const backends = [...($('#bench-cpu').checked ? ['cpu'] : []), ...($('#bench-gpu').checked ? ['gpu'] : [])];
   if (!backends.length) return;
-  const message = { type: 'bench', backends, cells: GRID[$('#bench-grid').value], minSeconds: 1.0 };
+  // f32, and int8 beside it (the CPU only: the GPU path is f32).
+  const precisions = $('#bench-int8').checked ? ['f32', 'int8'] : ['f32'];
+  const message = { type: 'bench', backends, precisions, cells: GRID[$('#bench-grid').value], minSeconds: 1.0 };
   ask(
     message,
     (result) => {
@@ -84,16 +86,27 @@ function runPeer(cells) {
     }
     peer.terminate();
     $('#bench-run').disabled = false;
-    const entry =
+    // The f32 graph, and the int8 graph when the bench build has it.
+    const entries =
       msg.type === 'result'
-        ? { backend: 'ort-web', ...msg.result }
-        : { backend: 'ort-web', device: '', threads: 0, rows: [], error: msg.error.message };
-    last = [...last.filter((b) => b.backend !== 'ort-web'), entry];
+        ? [
+            { backend: 'ort-web', ...msg.result },
+            ...(msg.int8 ? [{ backend: 'ort-web-int8', precision: 'int8', ...msg.int8 }] : []),
+          ]
+        : [{ backend: 'ort-web', device: '', threads: 0, rows: [], error: msg.error.message }];
+    last = [...last.filter((b) => !b.backend.startsWith('ort-web')), ...entries];
     window.__benchLast = last;
     $('#bench-progress').textContent = 'Done (with the peer).';
     render();
   };
-  peer.postMessage({ type: 'bench', id: 1, cells, threads: engine?.threads || 1, minSeconds: 1.0 });
+  peer.postMessage({
+    type: 'bench',
+    id: 1,
+    cells,
+    threads: engine?.threads || 1,
+    minSeconds: 1.0,
+    int8: $('#bench-int8').checked,
+  });
 }
 
 // The peer is there only in a bench build (scripts/build-web.sh --bench-peer).
@@ -148,6 +161,20 @@ function runGradientCheck() {
       }
     },
     { button: $('#gradcheck-run'), progress: $('#gradcheck-progress'), error: $('#gradcheck-error') },
+  );
+}
+
+/** This build's int8 kernels against the plain formula (`int8_self_check`). */
+function runInt8Check() {
+  ask(
+    { type: 'int8-check' },
+    (result) => {
+      window.__int8Check = { ...result, engine }; // for the browser tests
+      $('#int8check-summary').textContent =
+        `SIMD ${engine.simd}${engine.threadedBuild ? ', threaded build' : ''}: ` +
+        `${result.kernels.join(', ')} equal the formula on every shape.`;
+    },
+    { button: $('#int8check-run'), progress: $('#int8check-progress'), error: $('#int8check-error') },
   );
 }
 
@@ -295,16 +322,20 @@ function render() {
   if (!last) return;
   const by = Object.fromEntries(last.map((b) => [b.backend, b]));
   const cpu = by['wasm-cpu'];
+  const cpu8 = by['wasm-cpu-int8'];
   const gpu = by.webgpu;
   const native = nativeFigures();
   renderProfile(cpu);
   renderGpuProfile(gpu);
   const describe = (b, name) => (b ? (b.error ? `${name}: not available (${b.error})` : `${name}: ${b.device}`) : null);
   const peer = by['ort-web'];
+  const peer8 = by['ort-web-int8'];
   $('#bench-devices').textContent = [
     describe(cpu, 'CPU'),
+    describe(cpu8, 'CPU int8'),
     describe(gpu, 'WebGPU'),
     describe(peer, `Peer (${peer?.threads} thread${peer?.threads === 1 ? '' : 's'})`),
+    describe(peer8, 'Peer int8'),
   ]
     .filter(Boolean)
     .join(' · ');
@@ -319,6 +350,8 @@ function render() {
   body.replaceChildren();
   for (const [key, c] of cells) {
     const c1 = c['wasm-cpu'];
+    const q1 = c['wasm-cpu-int8'];
+    const o8 = c['ort-web-int8'];
     const g1 = c.webgpu;
     const values = [
       c.seq_len,
@@ -331,6 +364,10 @@ function render() {
       c1 && native.has(key) ? `${(c1.tokens_per_s / native.get(key)).toFixed(2)}` : '—',
       fmt(c['ort-web']?.tokens_per_s, 0),
       c1 && c['ort-web'] ? `${(c1.tokens_per_s / c['ort-web'].tokens_per_s).toFixed(2)}` : '—',
+      fmt(q1?.tokens_per_s, 0),
+      c1 && q1 ? `${(q1.tokens_per_s / c1.tokens_per_s).toFixed(2)}×` : '—',
+      fmt(o8?.tokens_per_s, 0),
+      q1 && o8 ? `${(q1.tokens_per_s / o8.tokens_per_s).toFixed(2)}` : '—',
     ];
     const tr = document.createElement('tr');
     tr.dataset.cell = key;
@@ -347,6 +384,7 @@ function render() {
 $('#bench-run').addEventListener('click', run);
 $('#workload-run').addEventListener('click', runWorkload);
 $('#gradcheck-run').addEventListener('click', runGradientCheck);
+$('#int8check-run').addEventListener('click', runInt8Check);
 $('#native-json').addEventListener('input', () => {
   render();
   renderWorkload();

@@ -1,5 +1,5 @@
 // The worker: loads the wasm build of the medrank library and runs every heavy job, so the
-// page never freezes. Messages in: {type: 'describe' | 'check' | 'check-rank' | 'run' | 'bench' | 'workload' | 'gradient-check' |
+// page never freezes. Messages in: {type: 'describe' | 'check' | 'check-rank' | 'run' | 'bench' | 'workload' | 'gradient-check' | 'int8-check' |
 // 'model-status' | 'clear-models' | 'train' | 'train-cancel' | 'training-choices' |
 // 'trained-list' | 'trained-files' | 'trained-delete', id, ...}; out: 'ready' (with the file
 // kinds and the jobs' inputs, from the library), 'progress', 'described', 'checked', 'rank-checked', 'result',
@@ -15,6 +15,9 @@
 
 const MODEL_CACHE = 'medrank-models-v1';
 const BUNDLED_MODEL = 'models/all-MiniLM-L6-v2/';
+// Its 8-bit copy (int8 weights, a quarter of the download), loaded for the int8 precision
+// when the site has it; without it the f32 folder loads and is quantized as it loads.
+const BUNDLED_INT8 = 'models/all-MiniLM-L6-v2-int8/';
 const MODEL_FILES = ['config.json', 'tokenizer.json', 'model.safetensors'];
 // sentence-transformers' pooling settings, read when the model has them (as the CLI does).
 const OPTIONAL_MODEL_FILES = ['1_Pooling/config.json', 'modules.json', 'sentence_bert_config.json'];
@@ -117,6 +120,9 @@ self.onmessage = async (event) => {
     } else if (msg.type === 'gradient-check') {
       // The GPU trainer's gradients against candle's autograd on this adapter.
       postMessage({ type: 'result', id: msg.id, result: JSON.parse(await medrank.gpu_gradient_check()) });
+    } else if (msg.type === 'int8-check') {
+      // This build's int8 kernels against the scheme's formula: the kernels' names, or an error.
+      postMessage({ type: 'result', id: msg.id, result: { kernels: medrank.int8_self_check() } });
     } else if (msg.type === 'clear-models') {
       const removed = await caches.delete(MODEL_CACHE);
       postMessage({ type: 'models-cleared', id: msg.id, removed });
@@ -161,8 +167,9 @@ async function runJob(msg) {
   let reply;
   let modelLoaded = null;
   if (msg.job === 'rank_systems' && request.model && request.model.source !== 'predictions') {
-    // The model is the evaluator: WebGPU or the wasm CPU runs it (request.options.backend).
-    const { model, loaded } = await keptModel(request.model, progress);
+    // The model is the evaluator: WebGPU or the wasm CPU runs it (request.options.backend),
+    // in request.options.precision (the library switches the kept model to it).
+    const { model, loaded } = await keptModel(request.model, progress, request.options?.precision);
     modelLoaded = loaded;
     delete request.model;
     reply = await model.evaluate(request, progress);
@@ -188,8 +195,16 @@ async function runBench(msg) {
     postMessage({ type: 'progress', id: msg.id, stage, done, total });
     return true;
   };
+  // The f32 folder: the grid's int8 runs quantize it as the page's Options would.
   const { model } = await keptModel({ source: 'bundled' }, progress);
-  const reply = await model.bench(msg.backends, new Uint32Array(msg.cells.flat()), msg.minSeconds, progress);
+  const precisions = msg.precisions || ['f32'];
+  const reply = await model.bench(
+    msg.backends,
+    precisions,
+    new Uint32Array(msg.cells.flat()),
+    msg.minSeconds,
+    progress,
+  );
   postMessage({ type: 'result', id: msg.id, result: JSON.parse(reply) });
 }
 
@@ -219,16 +234,19 @@ async function runWorkload(msg) {
 // picks another one: a second job with the same model starts encoding at once.
 let kept = null; // {key, model}
 
-/** Identifies a model choice: the bundled one, or picked files by name, size and date. */
+/** Identifies a model choice: the bundled one (by its folder), or picked files by name, size
+ *  and date. */
 function modelKey(choice) {
-  if (choice.source === 'bundled') return 'bundled';
+  if (choice.source === 'bundled') return `bundled:${choice.folder}`;
   if (choice.source === 'trained') return `trained:${choice.id}`;
   const files = (choice.files || []).map((f) => `${f.webkitRelativePath || f.name}:${f.size}:${f.lastModified}`).sort();
   return `local:${choice.label}:${files.join('|')}`;
 }
 
-/** The kept model for `choice`, loading it (and freeing the previous one) when it differs. */
-async function keptModel(choice, progress) {
+/** The kept model for `choice`, loading it (and freeing the previous one) when it differs.
+ *  The bundled model's folder depends on the precision (its 8-bit copy for int8). */
+async function keptModel(choice, progress, precision = 'f32') {
+  if (choice.source === 'bundled') choice = { ...choice, folder: await bundledFolder(precision) };
   const key = modelKey(choice);
   if (kept && kept.key === key) return { model: kept.model, loaded: false };
   if (kept) {
@@ -242,6 +260,31 @@ async function keptModel(choice, progress) {
   return { model: kept.model, loaded: true };
 }
 
+let int8Served = null; // whether this site serves the bundled model's 8-bit copy (asked once)
+
+/** The bundled model's folder for `precision`: the 8-bit copy for int8 when the site has it
+ *  (its config.json answers; kept in the Cache API like the model's files), else the f32
+ *  folder, which the library quantizes as it loads. */
+async function bundledFolder(precision) {
+  if (precision !== 'int8') return BUNDLED_MODEL;
+  if (int8Served === null) {
+    const url = new URL(BUNDLED_INT8 + 'config.json', self.location.href).href;
+    const cache = await caches.open(MODEL_CACHE);
+    if (await cache.match(url)) {
+      int8Served = true;
+    } else {
+      try {
+        const fetched = await fetch(url);
+        int8Served = fetched.ok;
+        if (fetched.ok) await keep(cache, url, fetched);
+      } catch {
+        int8Served = false;
+      }
+    }
+  }
+  return int8Served ? BUNDLED_INT8 : BUNDLED_MODEL;
+}
+
 /** The model's files as {config, tokenizer, weights}, from the Cache API when stored there. */
 async function loadModel(choice, progress) {
   if (choice.source === 'trained') return loadTrained(choice.id);
@@ -251,7 +294,7 @@ async function loadModel(choice, progress) {
     progress(`Loading the model: ${name}`, i, MODEL_FILES.length);
     let response;
     if (choice.source === 'bundled') {
-      const url = new URL(BUNDLED_MODEL + name, self.location.href).href;
+      const url = new URL(choice.folder + name, self.location.href).href;
       response = await cache.match(url);
       if (!response) {
         const fetched = await fetch(url);
@@ -282,7 +325,7 @@ async function loadModel(choice, progress) {
   return {
     // The name reports use for the evaluator and the model's fingerprints: the bundled
     // model's site path equals the repo path the CLI is given (models/all-MiniLM-L6-v2).
-    name: choice.source === 'bundled' ? BUNDLED_MODEL.replace(/\/$/, '') : choice.label,
+    name: choice.source === 'bundled' ? choice.folder.replace(/\/$/, '') : choice.label,
     config: text('config.json'),
     tokenizer: text('tokenizer.json'),
     weights: files['model.safetensors'],
@@ -297,7 +340,7 @@ async function loadModel(choice, progress) {
  *  told apart from the model's own config.json). */
 async function optionalModelFile(choice, cache, name) {
   if (choice.source === 'bundled') {
-    const url = new URL(BUNDLED_MODEL + name, self.location.href).href;
+    const url = new URL(choice.folder + name, self.location.href).href;
     let response = await cache.match(url);
     if (!response) {
       const fetched = await fetch(url);

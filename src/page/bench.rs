@@ -9,12 +9,15 @@ use crate::error::Result;
 use crate::gpu::bench::BenchRow;
 use crate::gpu::BackendChoice;
 use crate::jobs::KeptModel;
+use crate::model::Precision;
 
 /// One backend's part of the benchmark page: its rows, or why it could not run.
 #[derive(Debug, Serialize)]
 pub struct BenchBackend {
-    /// "wasm-cpu" or "webgpu".
+    /// "wasm-cpu", "wasm-cpu-int8" or "webgpu".
     pub backend: String,
+    /// The encoder's arithmetic: "f32" or "int8" (`model::Precision`).
+    pub precision: &'static str,
     /// The adapter's name (WebGPU) or what runs the CPU path (`cpu_device`).
     pub device: String,
     /// Threads of the CPU path (0 for WebGPU).
@@ -35,6 +38,9 @@ pub struct BenchBackend {
 pub struct BenchPlan<'a> {
     /// Backend names as the page's select has them ("cpu", "gpu").
     pub backends: &'a [String],
+    /// Precisions as the page's Options name them ("f32", "int8"): each backend runs in
+    /// each, side by side, except int8 on the GPU (the GPU path is f32 only).
+    pub precisions: &'a [String],
     /// (sequence length, batch) cells; lengths over the model's limit are skipped.
     pub cells: &'a [(usize, usize)],
     /// At least this many seconds of passes per cell.
@@ -51,19 +57,34 @@ pub async fn bench_grid(
     now: &dyn Fn() -> f64,
     progress: &mut dyn FnMut(&str, usize, usize) -> Result<()>,
 ) -> Result<Vec<BenchBackend>> {
-    let total = plan.cells.len() * plan.backends.len();
+    let mut runs = Vec::new();
+    for precision in plan.precisions {
+        let precision = Precision::parse(precision)?;
+        for name in plan.backends {
+            let choice = crate::jobs::parse_backend(name)?;
+            if precision == Precision::F32 || choice == BackendChoice::Cpu {
+                runs.push((precision, choice));
+            }
+        }
+    }
+    let total = plan.cells.len() * runs.len();
     let max_tokens = kept.model.encoder.model.config.max_tokens();
     let threads = crate::model::cpu::worker_threads();
     let mut out = Vec::new();
-    for (k, name) in plan.backends.iter().enumerate() {
-        let choice = crate::jobs::parse_backend(name)?;
-        let label = if choice == BackendChoice::Cpu { "wasm-cpu" } else { "webgpu" };
+    for (k, &(precision, choice)) in runs.iter().enumerate() {
+        let label = match (choice, precision) {
+            (BackendChoice::Cpu, Precision::Int8) => "wasm-cpu-int8",
+            (BackendChoice::Cpu, _) => "wasm-cpu",
+            _ => "webgpu",
+        };
+        kept.set_precision(precision);
         let (encoder, report) = match kept.encoder(choice).await {
             Ok(x) => x,
             Err(e) => {
                 let error = Some(e.to_string());
                 out.push(BenchBackend {
                     backend: label.into(),
+                    precision: precision.name(),
                     device: String::new(),
                     threads: 0,
                     rows: vec![],
@@ -94,6 +115,7 @@ pub async fn bench_grid(
         let threads = if on_gpu { 0 } else { threads };
         out.push(BenchBackend {
             backend: label.into(),
+            precision: precision.name(),
             device,
             threads,
             rows,

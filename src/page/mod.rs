@@ -191,9 +191,17 @@ pub async fn rank_with_model(
         backend: &'a crate::gpu::BackendReport,
         /// Threads the CPU path used (1 in the single-threaded build).
         threads: usize,
+        /// The precision the model ran in (`f32`, `int8`; the provenance says how).
+        precision: &'static str,
     }
+    let precision = request.options.precision()?;
     let (bundle_text, imported) = request.bundle()?;
     let (req, model_options, choice) = request.evaluate_with_model(bundle_text.clone())?;
+    if kept.model.encoder.model.precision != precision {
+        // The last run's speed was another arithmetic's.
+        kept.last_rate = None;
+    }
+    kept.set_precision(precision);
     let prior_rate = kept.last_rate.filter(|(kept_choice, _)| *kept_choice == choice).map(|(_, rate)| rate);
     let estimate = jobs::TimeEstimate { started: now(), prior_rate };
     let mut last = jobs::EncodeProgress::default();
@@ -215,6 +223,8 @@ pub async fn rank_with_model(
         rank: rank_views(&outcome, &imported, &bundle, &controls, &flat),
         backend: &backend,
         threads: crate::model::cpu::worker_threads(),
+        // The GPU refuses int8 (or Auto falls back to the CPU): the model's precision ran.
+        precision: kept.model.encoder.model.precision.name(),
     };
     reply(&outcome, views)
 }
@@ -288,6 +298,9 @@ pub async fn workload(
     progress: Progress<'_>,
 ) -> Result<String> {
     let choice = jobs::parse_backend(backend)?;
+    // As `medrank bench --parts workload` by default: f32 (the bench grid may have left
+    // the kept model in int8).
+    kept.set_precision(crate::model::Precision::F32);
     let dev = NamedText::new("data/casimedicos/dev.jsonl", dev_text);
     let stage = format!("workload on {backend}");
     let mut on_batch = |done: usize, total: usize| progress(&stage, done, total).is_ok();

@@ -51,6 +51,9 @@ pub struct PageOptions {
     pub not_judgeable_grades: String,
     /// Where a model evaluation runs the encoder: auto | cpu | gpu (`--backend`).
     pub backend: String,
+    /// The encoder's arithmetic in a model job: f32 | int8 (`--precision`,
+    /// `model::Precision::parse`).
+    pub precision: String,
     /// Keep empty MCQA options as candidates (`--keep-empty-options`).
     pub keep_empty_options: bool,
 }
@@ -62,6 +65,7 @@ impl Default for PageOptions {
             controls: "all".into(),
             not_judgeable_grades: String::new(),
             backend: "auto".into(),
+            precision: crate::model::Precision::default().name().into(),
             keep_empty_options: false,
         }
     }
@@ -70,6 +74,10 @@ impl Default for PageOptions {
 impl PageOptions {
     pub fn controls(&self) -> jobs::ControlChoice {
         jobs::ControlChoice::parse(&self.controls)
+    }
+    /// The precision a model job runs the encoder in (`--precision`).
+    pub fn precision(&self) -> Result<crate::model::Precision> {
+        crate::model::Precision::parse(&self.precision)
     }
     /// The ranking options of `medrank evaluate` these stand for.
     pub fn ranking(&self) -> jobs::ProxyOptions {
@@ -238,6 +246,7 @@ mod tests {
         assert_eq!(o.nrp.fuse_scope, nrp.fuse_scope);
         assert_eq!(o.controls(), jobs::ControlChoice::All);
         assert_eq!(o.ranking(), jobs::ProxyOptions::default());
+        assert_eq!(o.precision().unwrap(), crate::model::Precision::F32);
         // The three bootstrap fields arrive flat, as the CLI's flags.
         let o: PageOptions =
             serde_json::from_value(serde_json::json!({"seed": 7, "resamples": 50, "confidence": 0.9})).unwrap();
@@ -268,6 +277,16 @@ mod tests {
             (jobs::ControlChoice::Named(names(&["noise", "label_only"])), names(&["noise", "label_only"]))
         );
         assert_eq!(with("", true), (jobs::ControlChoice::Named(vec![]), vec![]));
+    }
+
+    #[test]
+    fn the_precision_field_reads_as_the_clis_precision_flag() {
+        let precision = |value: &str| {
+            serde_json::from_value::<PageOptions>(serde_json::json!({ "precision": value })).unwrap().precision()
+        };
+        assert_eq!(precision("int8").unwrap(), crate::model::Precision::Int8);
+        assert_eq!(precision("f32").unwrap(), crate::model::Precision::F32);
+        assert_eq!(precision("f16").unwrap_err().to_string(), "precision `f16`: expected f32 or int8");
     }
 
     #[test]

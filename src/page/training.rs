@@ -387,9 +387,17 @@ pub struct PageTraining {
 }
 
 impl PageTraining {
-    /// Reads the training data and sets up a new head on `kept`'s model.
-    pub fn start(request: &TrainPageRequest, kept: &KeptModel, clock: fn() -> f64) -> Result<PageTraining> {
+    /// Reads the training data and sets up a new head on `kept`'s model, run in the
+    /// precision its folder holds (`folder_precision`), as `medrank train` runs it: the
+    /// evaluation Options' precision is not the training's.
+    pub fn start(
+        request: &TrainPageRequest,
+        kept: &mut KeptModel,
+        folder_precision: crate::model::Precision,
+        clock: fn() -> f64,
+    ) -> Result<PageTraining> {
         let (req, backend) = request.to_request()?;
+        kept.set_precision(folder_precision);
         let job = jobs::TrainingJob::start(&req, &kept.model, clock)?;
         let s = job.summary();
         let (trained_layers, layers) = job.trainer().layers();

@@ -203,3 +203,28 @@ export function withoutPaths(report) {
   return copy;
 }
 
+/** Static files a page may request once a job has started (same origin, no content). */
+export const STATIC = /\.(html|js|mjs|css|wasm|json|jsonl|csv|tsv|txt|xml|svg|png|ico|safetensors)$|\/$/;
+
+/**
+ * Privacy by construction, on a recorded request log (`openApp().requests`): every request
+ * goes to the page's own origin, as a GET without a body or a query string; from `since` on
+ * (a job started), only static files. Throws naming the first request that breaks a rule.
+ */
+export function assertOwnStaticFilesOnly(requests, origin, since) {
+  if (!requests.length) throw new Error('the recorder saw no request');
+  for (const r of requests) {
+    const url = new URL(r.url);
+    // blob: URLs are the page's own exports, created in memory.
+    if (url.protocol === 'blob:' || url.protocol === 'data:') continue;
+    if (url.origin !== origin) throw new Error(`request to another origin: ${r.url}`);
+    if (r.method !== 'GET') throw new Error(`${r.method} ${r.url}`);
+    if (r.postData !== null) throw new Error(`request with a body: ${r.url}`);
+    if (url.search !== '') throw new Error(`query string carrying content: ${r.url}`);
+    if (r.time >= since) {
+      const path = url.pathname;
+      if (!STATIC.test(path)) throw new Error(`not a static file after the job started: ${r.url}`);
+      if (/^\/(api|upload|collect|log)/.test(path)) throw new Error(r.url);
+    }
+  }
+}
