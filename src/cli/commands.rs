@@ -9,6 +9,7 @@ use super::evaluate::EvaluateArgs;
 use super::import::ImportCommand;
 use super::metrics::{MetricsArgs, RubricArgs};
 use super::nrp::NrpArgs;
+use super::quantize::QuantizeArgs;
 use super::train::TrainArgs;
 use crate::{Error, Result};
 use clap::{Args, Subcommand};
@@ -41,6 +42,9 @@ pub enum Command {
     /// Train a proxy-task evaluator (a multiple-choice or classification head, optionally the
     /// top layers or everything) with AdamW, warm-up and linear decay, early stopping on dev.
     Train(TrainArgs),
+    /// An int8 copy of a model folder (`--precision int8` runs it; about a quarter of the
+    /// download), with its accuracy against the f32 model measured and kept in the folder.
+    Quantize(QuantizeArgs),
     /// Throughput of the core (statistics, ranking, NRP at 100,000 arguments and 1,000,000
     /// qrels lines) and of the encoder (CPU, GPU, and peers). Use a release build.
     Bench(BenchArgs),
@@ -59,6 +63,7 @@ pub fn run(command: Command) -> Result<()> {
         Command::Rubric(a) => super::metrics::rubric(a),
         Command::Embed(a) => super::embed::embed(a),
         Command::Train(a) => super::train::train(a),
+        Command::Quantize(a) => super::quantize::quantize(a),
         Command::Bench(a) => super::bench::bench(a),
         Command::Serve(a) => {
             let limits = super::serve::Limits {

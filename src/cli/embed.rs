@@ -47,7 +47,7 @@ pub(super) fn embed(a: EmbedArgs) -> Result<()> {
     }
     outputs.file(&a.out, out.as_bytes())?;
     outputs.commit()?;
-    eprintln!("encoder precision: {}", model.encoder.model.precision.describe());
+    eprintln!("encoder precision: {}", crate::model::describe_precision(model.encoder.model.precision));
     let truncated: Vec<String> =
         cut.iter().enumerate().filter(|(_, c)| **c > 0).map(|(i, _)| (i + 1).to_string()).collect();
     if !truncated.is_empty() {

@@ -17,6 +17,7 @@ mod metrics;
 mod nrp;
 mod output;
 mod peers;
+mod quantize;
 pub mod serve;
 mod train;
 

@@ -218,25 +218,18 @@ impl Outputs {
         if self.staged.iter().any(|(_, t)| t == path) {
             return Err(Error::invalid(format!("{name}: written twice by this run")));
         }
-        if self.out_dirs.iter().any(|dir| parent.starts_with(dir) && parent != *dir && !dir.is_dir()) {
-            return Err(Error::invalid(format!(
-                "{name}: outputs in a sub-folder of a new output folder are not supported"
-            )));
-        }
-        // Inside an output folder (`--csv`) that does not exist yet, stage into the folder's
-        // stand-in; other missing folders above an output are created (and removed again
-        // should the run fail).
-        let folder = match self.new_dirs.iter().find(|(target, _)| *target == parent) {
-            Some((_, temp)) => temp.clone(),
-            None if parent.is_dir() => parent.clone(),
-            None if self.out_dirs.contains(&parent) => {
-                let (grand, dir_name) = split_path(&parent)?;
-                self.create_parents(&grand)?;
-                let temp = grand.join(temporary_name(&dir_name));
-                std::fs::create_dir(&temp).map_err(|e| Error::io(parent.display().to_string(), e))?;
-                self.new_dirs.push((parent.clone(), temp.clone()));
-                temp
+        // Inside an output folder that does not exist yet, stage into the folder's stand-in
+        // (its sub-folders too: a model folder's `1_Pooling/config.json`); other missing
+        // folders above an output are created (and removed again should the run fail).
+        let new_out_dir = self.out_dirs.iter().find(|dir| parent.starts_with(dir) && !dir.is_dir()).cloned();
+        let folder = match new_out_dir {
+            Some(dir) => {
+                let stand_in = self.stand_in(&dir)?;
+                let inside = stand_in.join(parent.strip_prefix(&dir).expect("checked by starts_with"));
+                std::fs::create_dir_all(&inside).map_err(|e| Error::io(parent.display().to_string(), e))?;
+                inside
             }
+            None if parent.is_dir() => parent.clone(),
             None => {
                 self.create_parents(&parent)?;
                 parent.clone()
@@ -265,6 +258,20 @@ impl Outputs {
             self.staged.push((temp, path.to_path_buf()));
         }
         Ok(())
+    }
+
+    /// The temporary folder that stands in for the new output folder `dir` until the
+    /// commit renames it into place (made at its first file).
+    fn stand_in(&mut self, dir: &Path) -> Result<PathBuf> {
+        if let Some((_, temp)) = self.new_dirs.iter().find(|(target, _)| target == dir) {
+            return Ok(temp.clone());
+        }
+        let (grand, dir_name) = split_path(dir)?;
+        self.create_parents(&grand)?;
+        let temp = grand.join(temporary_name(&dir_name));
+        std::fs::create_dir(&temp).map_err(|e| Error::io(dir.display().to_string(), e))?;
+        self.new_dirs.push((dir.to_path_buf(), temp.clone()));
+        Ok(temp)
     }
 
     /// Creates the missing folders above an output, remembering them for a rollback.

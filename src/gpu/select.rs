@@ -104,6 +104,8 @@ pub fn select_encoder(
 
 /// [`select_encoder`] opening the GPU itself (awaits the adapter; never blocks).
 pub async fn open_encoder(model: LoadedModel, choice: BackendChoice) -> Result<(AnyEncoder, BackendReport)> {
-    let gpu = if choice == BackendChoice::Cpu { None } else { Some(GpuContext::new().await) };
+    // int8 never runs on the GPU (select_encoder refuses or falls back): no adapter to open.
+    let wanted = choice != BackendChoice::Cpu && model.precision != crate::model::Precision::Int8;
+    let gpu = if wanted { Some(GpuContext::new().await) } else { None };
     select_encoder(model, choice, move || gpu.unwrap_or_else(|| Err(Error::model("not requested"))))
 }

@@ -410,8 +410,8 @@ pub fn parse_backend(name: &str) -> Result<crate::gpu::BackendChoice> {
 /// The arithmetic that ran: the model's precision on the CPU, f32 on the GPU.
 pub fn describe_precision(model: &crate::model::TextModel, backend: &crate::gpu::BackendReport) -> String {
     match backend.backend.as_str() {
-        "gpu" => crate::model::Precision::F32.describe(),
-        _ => model.encoder.model.precision.describe(),
+        "gpu" => crate::model::describe_precision(crate::model::Precision::F32),
+        _ => crate::model::describe_precision(model.encoder.model.precision),
     }
 }
 

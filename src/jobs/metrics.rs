@@ -60,7 +60,10 @@ pub fn metrics_with_bertscore(
             })
             .collect();
         report.provenance.inputs.extend(fingerprints);
-        report.provenance.conventions.push(("precision".into(), model.encoder.model.precision.describe()));
+        report
+            .provenance
+            .conventions
+            .push(("precision".into(), crate::model::describe_precision(model.encoder.model.precision)));
         report.provenance.conventions.push((
             "bertscore".into(),
             format!(

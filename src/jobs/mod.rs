@@ -9,6 +9,7 @@
 //! `agreement`, `controls`, `nrp` (with `rankers` for neural rankers), `import`, `metrics`
 //! (and rubric); `tables` turns every report into the tables all front ends show;
 //! `train` trains an evaluator (step-wise, so the page can show progress and stop);
+//! `quantize` makes an int8 model folder and measures it against the f32 one;
 //! `workload` is the end-to-end benchmark both front ends time. What only the page needs
 //! (the kinds of input file, its requests and views) is the page's front end, `crate::page`.
 
@@ -18,6 +19,7 @@ mod evaluate;
 mod import;
 mod metrics;
 mod nrp;
+mod quantize;
 pub mod rankers;
 pub mod tables;
 mod train;
@@ -29,6 +31,7 @@ pub use evaluate::*;
 pub use import::*;
 pub use metrics::*;
 pub use nrp::*;
+pub use quantize::*;
 pub use train::*;
 pub use workload::*;
 

@@ -420,11 +420,11 @@ pub fn parse_unscored(s: &str) -> Result<Unscored> {
 fn rankers_precision(models: &[(String, super::rankers::NeuralRanker, Vec<Fingerprint>)]) -> String {
     let first = models[0].1.precision();
     if models.iter().all(|(_, r, _)| r.precision() == first) {
-        return first.describe();
+        return crate::model::describe_precision(first);
     }
     models
         .iter()
-        .map(|(name, r, _)| format!("ranker {name}: {}", r.precision().describe()))
+        .map(|(name, r, _)| format!("ranker {name}: {}", crate::model::describe_precision(r.precision())))
         .collect::<Vec<_>>()
         .join("; ")
 }

@@ -140,6 +140,18 @@ pub trait Encoder {
     fn plan(&self, _plan: &super::batching::EncodingPlan) {}
 }
 
+/// What a report's provenance says of the arithmetic: the precision and, for int8, the
+/// scheme and this machine's kernel.
+pub fn describe_precision(precision: super::Precision) -> String {
+    match precision {
+        super::Precision::F32 => "f32".into(),
+        super::Precision::Int8 => format!(
+            "int8 (weights per output channel, activations 7-bit per token, i32 sums; {} kernel)",
+            super::cpu::int8::Int8Kernel::this_machine().name()
+        ),
+    }
+}
+
 /// The CPU encoder: candle for the embeddings, [`super::cpu::CpuLayers`] for the layers.
 /// Also the reference the GPU encoder is tested against.
 #[derive(Debug, Clone)]
@@ -148,11 +160,15 @@ pub struct CpuEncoder {
     /// layers' CPU copy is made from it on first use).
     pub model: LoadedModel,
     layers: std::sync::OnceLock<std::sync::Arc<CpuLayers>>,
+    /// For int8: the weights with the word embeddings rounded through int8 row by row, as
+    /// `medrank quantize` stores them, so that an f32 folder run in int8 computes what its
+    /// int8 folder computes.
+    int8_weights: std::sync::OnceLock<EncoderWeights>,
 }
 
 impl CpuEncoder {
     pub fn new(model: LoadedModel) -> Self {
-        CpuEncoder { model, layers: std::sync::OnceLock::new() }
+        CpuEncoder { model, layers: std::sync::OnceLock::new(), int8_weights: std::sync::OnceLock::new() }
     }
 
     fn layers(&self) -> Result<&CpuLayers> {
@@ -164,6 +180,21 @@ impl CpuEncoder {
         Ok(self.layers.get().expect("set above"))
     }
 
+    /// The weights the embedding layer reads in this precision.
+    fn embedding_weights(&self) -> Result<&EncoderWeights> {
+        if self.model.precision == super::Precision::F32 {
+            return Ok(&self.model.weights);
+        }
+        if self.int8_weights.get().is_none() {
+            let table = &self.model.weights.word_embeddings;
+            let (rows, cols) = table.dims2()?;
+            let (q, scales) = super::quant::quantize_weight_rows(&table.flatten_all()?.to_vec1()?, cols);
+            let rounded = Tensor::from_vec(super::quant::dequantize_rows(&q, &scales), (rows, cols), &Device::Cpu)?;
+            let _ = self.int8_weights.set(EncoderWeights { word_embeddings: rounded, ..self.model.weights.clone() });
+        }
+        Ok(self.int8_weights.get().expect("set above"))
+    }
+
     /// Synchronous form of [`Encoder::encode`].
     pub fn hidden_states(&self, batch: &TokenBatch, output_layer: usize) -> Result<HiddenStates> {
         let cfg = &self.model.config;
@@ -171,7 +202,7 @@ impl CpuEncoder {
         let (ids, types, _) = batch_tensors(batch);
         let mut data: Vec<f32> = super::cpu::profile::time(super::cpu::profile::Step::Embeddings, || {
             Ok::<_, crate::error::Error>(
-                embeddings(cfg, &self.model.weights, &ids, &types, false)?.flatten_all()?.to_vec1()?,
+                embeddings(cfg, self.embedding_weights()?, &ids, &types, false)?.flatten_all()?.to_vec1()?,
             )
         })?;
         self.layers()?.run(&mut data, batch.batch, batch.seq_len, &batch.mask, output_layer);

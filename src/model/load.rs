@@ -244,7 +244,7 @@ pub fn read_safetensors(file: &str, bytes: &[u8]) -> Result<HashMap<String, Tens
             let scales: Vec<f32> =
                 scale.data().chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect();
             let q: Vec<i8> = view.data().iter().map(|&b| b as i8).collect();
-            let values = super::cpu::int8::dequantize_rows(&q, &scales);
+            let values = super::quant::dequantize_rows(&q, &scales);
             Tensor::from_vec(values, view.shape(), &Device::Cpu)?
         } else {
             let t = <safetensors::tensor::TensorView as candle_core::safetensors::Load>::load(&view, &Device::Cpu)

@@ -14,7 +14,7 @@
 //! - `pooling.rs`  sentence-transformers pooling and normalisation
 //! - `batching.rs` inputs in batches of similar length, and a job's batch plan (progress)
 //! - `embed.rs`    [`TextModel`] (a loaded folder) and `embed_lines` (`medrank embed`)
-//! - `precision.rs` f32 or int8 products (`--precision`)
+//! - `precision.rs` f32 or int8 products (`--precision`); `quant.rs` int8 weights per row
 //! - `heads.rs`    classification / multiple-choice heads
 //! - `evaluate.rs` proxy-task evaluators -> `data::Prediction`s (and the zero-training one)
 //! - `rankers.rs`, `monot5.rs`, `bertscore.rs`  NRP rankers and BERTScore
@@ -34,13 +34,14 @@ pub mod load;
 pub mod monot5;
 pub mod pooling;
 pub mod precision;
+pub mod quant;
 pub mod rankers;
 pub mod tokenize;
 
 pub use batching::EncodingPlan;
 pub use config::{Activation, Arch, EncoderConfig, HeadKind};
 pub use embed::{embed_lines, embed_texts, run_ready, TextModel};
-pub use encoder::{CpuEncoder, Encoder, HiddenStates, TokenBatch};
+pub use encoder::{describe_precision, CpuEncoder, Encoder, HiddenStates, TokenBatch};
 pub use evaluate::{
     evaluate_bundle, evaluate_bundle_on, sequences_to_encode, EvalOutput, EvaluatorKind, TruncatedInput,
 };

@@ -31,18 +31,6 @@ impl Precision {
             Precision::Int8 => "int8",
         }
     }
-
-    /// What the provenance says: the precision and, for int8, the scheme and this
-    /// machine's kernel.
-    pub fn describe(self) -> String {
-        match self {
-            Precision::F32 => "f32".into(),
-            Precision::Int8 => format!(
-                "int8 (weights per output channel, activations 7-bit per token, i32 sums; {} kernel)",
-                super::cpu::int8::Int8Kernel::this_machine().name()
-            ),
-        }
-    }
 }
 
 #[cfg(test)]

@@ -28,38 +28,15 @@
 //! depth is padded to a multiple of four with zero weights (and zero activations).
 
 use super::matmul::tiles;
+pub use crate::model::quant::{dequantize_rows, quantize_weight_rows};
 use rayon::prelude::*;
 
-/// The largest weight magnitude (symmetric; -128 is never used).
-pub const WEIGHT_LEVELS: f32 = 127.0;
 /// Activations take `0..=ACTIVATION_MAX` (7 bits).
 pub const ACTIVATION_MAX: i32 = 127;
 /// The widest panel of any kernel (two AVX2 vectors of eight i32 sums).
 const MAX_PANEL: usize = 16;
 /// Rows of A per pass over the panels (kept in L2 while the panels stream past).
 const MC: usize = 256;
-
-/// Quantize a `[rows, cols]` matrix (PyTorch's `[out, in]` weight) row by row, symmetric:
-/// `(q, scales)` with `w ≈ q * scale` per row. A row of zeros gets scale 1 and zeros.
-pub fn quantize_weight_rows(w: &[f32], cols: usize) -> (Vec<i8>, Vec<f32>) {
-    assert!(cols > 0 && w.len() % cols == 0, "weight shape");
-    let mut q = Vec::with_capacity(w.len());
-    let mut scales = Vec::with_capacity(w.len() / cols);
-    for row in w.chunks_exact(cols) {
-        let max = row.iter().fold(0.0f32, |m, v| m.max(v.abs()));
-        let scale = if max > 0.0 { max / WEIGHT_LEVELS } else { 1.0 };
-        q.extend(row.iter().map(|v| (v / scale).round().clamp(-WEIGHT_LEVELS, WEIGHT_LEVELS) as i8));
-        scales.push(scale);
-    }
-    (q, scales)
-}
-
-/// `q * scale` per row: the f32 weights an int8 matrix stands for.
-pub fn dequantize_rows(q: &[i8], scales: &[f32]) -> Vec<f32> {
-    assert!(!scales.is_empty() && q.len() % scales.len() == 0, "scales per row");
-    let cols = q.len() / scales.len();
-    q.chunks_exact(cols).zip(scales).flat_map(|(row, &s)| row.iter().map(move |&v| v as f32 * s)).collect()
-}
 
 /// Round to the nearest integer, ties to even, for |v| < 2^22: adding and subtracting
 /// 1.5 x 2^23 leaves no fraction bits. Plain f32 adds give the same result in every build

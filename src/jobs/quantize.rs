@@ -1,0 +1,274 @@
+//! `medrank quantize`: an int8 copy of a model folder (FORMATS.md §8) and the measured cost
+//! of it, so that nobody has to assume the 8-bit encoder is as good as the f32 one:
+//! - the cosine of each text's int8 embedding with its f32 embedding (the example texts);
+//! - the evaluate accuracy of both on a dev file (the CasiMedicos dev bundle);
+//! - the order of the systems of argument bundles (the examples) under both.
+//!
+//! The figures are printed and kept in the folder's `quantization.json`.
+
+use super::*;
+use crate::model::load::{int8_tensor_names, to_named_tensors, write_raw_safetensors, RawTensor};
+use crate::model::{ModelFiles, Precision, TextModel};
+
+/// What to quantize and what to measure it on.
+pub struct QuantizeRequest<'a> {
+    pub model: &'a ModelFiles,
+    /// Texts whose embeddings are compared (one per line of each file).
+    pub texts: Vec<NamedText>,
+    /// A dev file in the HiTZ MCQA format (CasiMedicos), evaluated with both precisions.
+    pub dev: Option<NamedText>,
+    /// Argument bundles whose system order is compared.
+    pub bundles: Vec<NamedText>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct QuantizeReport {
+    pub provenance: Provenance,
+    /// "medrank-int8/1": the format of FORMATS.md §8.
+    pub format: String,
+    pub weights: String,
+    pub activations: String,
+    /// Tensors stored as int8 (with a `.weight_scale` beside each).
+    pub int8_tensors: Vec<String>,
+    pub f32_bytes: usize,
+    pub int8_bytes: usize,
+    pub embeddings: Option<EmbeddingCheck>,
+    pub dev: Option<DevCheck>,
+    pub system_order: Vec<OrderCheck>,
+    pub warnings: Vec<Warning>,
+}
+
+/// int8 against f32 embeddings of the same texts.
+#[derive(Debug, Clone, Serialize)]
+pub struct EmbeddingCheck {
+    pub texts: usize,
+    pub worst_cosine: f64,
+    pub mean_cosine: f64,
+    /// The text with the worst cosine (file and line).
+    pub worst_text: String,
+}
+
+/// The dev file's accuracy under both precisions.
+#[derive(Debug, Clone, Serialize)]
+pub struct DevCheck {
+    pub file: String,
+    pub instances: usize,
+    pub f32_accuracy: f64,
+    pub int8_accuracy: f64,
+}
+
+/// One task of one bundle: its systems best first under each precision.
+#[derive(Debug, Clone, Serialize)]
+pub struct OrderCheck {
+    pub bundle: String,
+    pub task: String,
+    pub f32_order: Vec<String>,
+    pub int8_order: Vec<String>,
+    pub same: bool,
+}
+
+/// The int8 `model.safetensors` of a loaded model: the tensors of [`int8_tensor_names`]
+/// quantized per row with their scales, every other tensor as f32.
+pub fn int8_safetensors(model: &crate::model::LoadedModel) -> Result<Vec<u8>> {
+    let int8 = int8_tensor_names(&model.config);
+    let mut raw = Vec::new();
+    for (name, tensor) in to_named_tensors(model) {
+        let dims = tensor.dims().to_vec();
+        let values: Vec<f32> = tensor.to_dtype(candle_core::DType::F32)?.flatten_all()?.to_vec1()?;
+        if int8.contains(&name) && dims.len() == 2 {
+            let (q, scales) = crate::model::quant::quantize_weight_rows(&values, dims[1]);
+            let stem = name.strip_suffix(".weight").expect("int8 names are weights");
+            raw.push(RawTensor::f32(
+                format!("{stem}{}", crate::model::load::INT8_SCALE_SUFFIX),
+                vec![dims[0]],
+                &scales,
+            ));
+            raw.push(RawTensor::i8(name, dims, &q));
+        } else {
+            raw.push(RawTensor::f32(name, dims, &values));
+        }
+    }
+    write_raw_safetensors(raw)
+}
+
+/// Quantize the folder's model and measure the int8 encoder against the f32 one. Returns
+/// the files of the int8 folder (the f32 folder's other files unchanged, `model.safetensors`
+/// int8, `quantization.json` the report) and the report.
+/// A folder's files: (name inside the folder, bytes).
+pub type FolderFiles = Vec<(String, Vec<u8>)>;
+
+/// Each task of a bundle with its systems, best first.
+type TaskOrders = Vec<(String, Vec<String>)>;
+
+pub fn quantize_model(req: &QuantizeRequest) -> Result<(FolderFiles, QuantizeReport)> {
+    let f32_model = TextModel::from_files(req.model)?;
+    if f32_model.encoder.model.precision == Precision::Int8 {
+        return Err(Error::invalid(format!(
+            "{}: this folder is already int8 (its model.safetensors holds int8 weights); quantize the f32 folder it came from",
+            req.model.name
+        )));
+    }
+    let weights = int8_safetensors(&f32_model.encoder.model)?;
+    // The int8 model as a user will load it: from the bytes written, not from memory.
+    let int8_files = ModelFiles { weights: weights.clone(), weights_source: None, ..req.model.clone() };
+    let int8_model = TextModel::from_files(&int8_files)?;
+    assert_eq!(int8_model.encoder.model.precision, Precision::Int8, "int8 weights load as int8");
+
+    let mut provenance = Provenance::new(0);
+    for fp in model_fingerprints(req.model) {
+        provenance = provenance.input(fp);
+    }
+    for t in req.texts.iter().chain(&req.dev).chain(&req.bundles) {
+        provenance = provenance.input(t.fingerprint());
+    }
+    provenance = provenance.convention("precision", crate::model::describe_precision(Precision::Int8));
+    let embeddings = embedding_check(&f32_model, &int8_model, &req.texts)?;
+    let dev = req.dev.as_ref().map(|dev| dev_check(&f32_model, &int8_model, dev)).transpose()?;
+    let mut system_order = Vec::new();
+    let mut warnings = Vec::new();
+    for bundle in &req.bundles {
+        let (orders, w) = order_check(&f32_model, &int8_model, bundle)?;
+        system_order.extend(orders);
+        warnings.extend(w);
+    }
+    let report = QuantizeReport {
+        provenance,
+        format: "medrank-int8/1".into(),
+        weights: "int8, symmetric per output channel (row of the [out, in] weight), scale = max|w| / 127".into(),
+        activations: "quantized at run time: per token row, 7-bit asymmetric over [min(x, 0), max(x, 0)], i32 sums"
+            .into(),
+        int8_tensors: int8_tensor_names(&f32_model.encoder.model.config),
+        f32_bytes: req.model.weights.len(),
+        int8_bytes: weights.len(),
+        embeddings,
+        dev,
+        system_order,
+        warnings,
+    };
+    let mut files = vec![
+        ("config.json".to_string(), req.model.config_json.clone()),
+        ("tokenizer.json".to_string(), req.model.tokenizer_json.clone()),
+        ("model.safetensors".to_string(), weights),
+    ];
+    let optional = [
+        ("1_Pooling/config.json", &req.model.pooling_json),
+        ("modules.json", &req.model.modules_json),
+        ("sentence_bert_config.json", &req.model.sentence_config_json),
+    ];
+    for (name, bytes) in optional {
+        if let Some(b) = bytes {
+            files.push((name.to_string(), b.clone()));
+        }
+    }
+    files.push(("quantization.json".into(), serde_json::to_vec_pretty(&report).expect("serialisable")));
+    Ok((files, report))
+}
+
+fn cosine(a: &[f32], b: &[f32]) -> f64 {
+    let dot: f64 = a.iter().zip(b).map(|(x, y)| *x as f64 * *y as f64).sum();
+    let norm = |v: &[f32]| v.iter().map(|x| (*x as f64).powi(2)).sum::<f64>().sqrt();
+    let n = norm(a) * norm(b);
+    if n > 0.0 {
+        dot / n
+    } else {
+        1.0 // two zero vectors (an empty line under mean pooling of nothing) agree
+    }
+}
+
+fn embedding_check(
+    f32_model: &TextModel,
+    int8_model: &TextModel,
+    texts: &[NamedText],
+) -> Result<Option<EmbeddingCheck>> {
+    let lines: Vec<(String, &str)> = texts
+        .iter()
+        .flat_map(|t| {
+            t.text
+                .lines()
+                .enumerate()
+                .filter(|(_, l)| !l.trim().is_empty())
+                .map(|(i, l)| (format!("{}:{}", t.name, i + 1), l))
+        })
+        .collect();
+    if lines.is_empty() {
+        return Ok(None);
+    }
+    let texts: Vec<&str> = lines.iter().map(|(_, l)| *l).collect();
+    let a = crate::model::embed_lines(f32_model, &texts)?;
+    let b = crate::model::embed_lines(int8_model, &texts)?;
+    let cos: Vec<f64> = a.iter().zip(&b).map(|(x, y)| cosine(x, y)).collect();
+    let (worst, worst_cosine) =
+        cos.iter().enumerate().fold((0, f64::INFINITY), |(wi, w), (i, &c)| if c < w { (i, c) } else { (wi, w) });
+    Ok(Some(EmbeddingCheck {
+        texts: cos.len(),
+        worst_cosine,
+        mean_cosine: cos.iter().sum::<f64>() / cos.len() as f64,
+        worst_text: lines[worst].0.clone(),
+    }))
+}
+
+fn dev_check(f32_model: &TextModel, int8_model: &TextModel, dev: &NamedText) -> Result<DevCheck> {
+    let bundle = workload_bundle(dev)?;
+    let req = EvaluateRequest {
+        bundle,
+        predictions: Vec::new(),
+        rankings: None,
+        corpus: None,
+        options: ProxyOptions { controls: Vec::new(), ..Default::default() },
+    };
+    let accuracy = |model: &TextModel| -> Result<(f64, usize)> {
+        let (outcome, _) = evaluate_with_model(&req, model, Vec::new(), &ModelOptions::default())?;
+        let task = outcome.report.evaluators.first().and_then(|e| e.report.tasks.first());
+        let system = task.and_then(|t| t.systems.iter().find(|s| s.system == WORKLOAD_SYSTEM));
+        match (task, system.map(|s| &s.score)) {
+            (Some(t), Some(crate::stats::Stat::Defined(x))) => Ok((*x, t.n_instances)),
+            _ => Err(Error::invalid(format!("{}: no accuracy came out of the dev file", dev.name))),
+        }
+    };
+    let (f32_accuracy, instances) = accuracy(f32_model)?;
+    let (int8_accuracy, _) = accuracy(int8_model)?;
+    Ok(DevCheck { file: dev.name.clone(), instances, f32_accuracy, int8_accuracy })
+}
+
+fn order_check(
+    f32_model: &TextModel,
+    int8_model: &TextModel,
+    bundle: &NamedText,
+) -> Result<(Vec<OrderCheck>, Vec<Warning>)> {
+    let req = EvaluateRequest {
+        bundle: bundle.clone(),
+        predictions: Vec::new(),
+        rankings: None,
+        corpus: None,
+        options: ProxyOptions::default(),
+    };
+    let order = |model: &TextModel| -> Result<(TaskOrders, Vec<Warning>)> {
+        let (outcome, _) = evaluate_with_model(&req, model, Vec::new(), &ModelOptions::default())?;
+        let tasks = outcome
+            .report
+            .evaluators
+            .iter()
+            .flat_map(|e| &e.report.tasks)
+            .map(|t| {
+                let mut systems: Vec<&crate::eval::proxy::SystemScore> = t.systems.iter().collect();
+                systems.sort_by(|a, b| a.rank.total_cmp(&b.rank).then_with(|| a.system.cmp(&b.system)));
+                (t.task.name().to_string(), systems.iter().map(|s| s.system.clone()).collect())
+            })
+            .collect();
+        Ok((tasks, outcome.report.warnings))
+    };
+    let (a, warnings) = order(f32_model)?;
+    let (b, _) = order(int8_model)?;
+    let checks = a
+        .into_iter()
+        .zip(b)
+        .map(|((task, f32_order), (_, int8_order))| OrderCheck {
+            bundle: bundle.name.clone(),
+            same: f32_order == int8_order,
+            task,
+            f32_order,
+            int8_order,
+        })
+        .collect();
+    Ok((checks, warnings))
+}
