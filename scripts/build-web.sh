@@ -167,6 +167,16 @@ if [ -f "$MODEL_SRC/model.safetensors" ]; then
 else
   log "no $MODEL_SRC (run scripts/setup.sh model): the site ships without a bundled model"
 fi
+# Its 8-bit copy (scripts/quantize-model.sh), which the page loads when int8 is chosen;
+# without it the page quantizes the f32 weights on load (the same numbers, a larger download).
+INT8_SRC="models/all-MiniLM-L6-v2-int8"
+if [ -f "$INT8_SRC/model.safetensors" ]; then
+  for f in config.json tokenizer.json model.safetensors quantization.json modules.json 1_Pooling/config.json sentence_bert_config.json; do
+    [ -f "$INT8_SRC/$f" ] || continue
+    mkdir -p "$(dirname "$OUT/$INT8_SRC/$f")"
+    cp "$INT8_SRC/$f" "$OUT/$INT8_SRC/$f"
+  done
+fi
 
 # The bench build's peer: onnxruntime-web's wasm build and the same weights as an ONNX graph
 # (built from the safetensors by the native bench's own script).
@@ -179,6 +189,8 @@ if [ $PEER = 1 ]; then
   cp tests/browser/node_modules/onnxruntime-web/LICENSE "$OUT/peer/ort/LICENSE" 2>/dev/null || true
   log "exporting the ONNX graph of $MODEL_SRC for the peer"
   python3 tests/reference/minilm_onnx.py "$MODEL_SRC" --export "$OUT/peer/minilm.onnx"
+  # The int8 peer: ONNX Runtime's dynamic quantization of the same graph's linear layers.
+  python3 tests/reference/minilm_onnx.py "$MODEL_SRC" --export "$OUT/peer/minilm-int8.onnx" --int8
 fi
 
 # Manifests the page and the service worker read (generated, so they never go stale):

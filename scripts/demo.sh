@@ -30,6 +30,8 @@ echo "== NRP of generated answers (BM25 and a precomputed ranker)"
   --expert-rankings examples/nrp/expert_rankings.csv --json "$OUT/nrp.json" --csv "$OUT/nrp" --quiet
 echo "   full NRP report: $OUT/nrp.json"
 
+echo "== the 8-bit copy of the default model (the page's int8 choice), measured against f32"
+scripts/quantize-model.sh
 echo "== building the browser app"
 scripts/build-web.sh
 echo "== reports of this run are in $OUT; the page computes the same numbers in the browser"

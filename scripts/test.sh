@@ -41,6 +41,7 @@ MEDRANK_REQUIRE_GPU=1 MEDRANK_REQUIRE_REFERENCE=1 cargo test --all-targets --no-
 
 phase "browser tests (Debian's Chromium, headless)"
 cargo build --bin medrank
+scripts/quantize-model.sh --quick
 scripts/build-web.sh
 MEDRANK_BIN="$MEDRANK_BIN" tests/browser/run.sh
 phase "done"
