@@ -33,10 +33,17 @@ use rayon::prelude::*;
 
 /// Activations take `0..=ACTIVATION_MAX` (7 bits).
 pub const ACTIVATION_MAX: i32 = 127;
-/// The widest panel of any kernel (two AVX2 vectors of eight i32 sums).
-const MAX_PANEL: usize = 16;
+/// The widest panel of any kernel (two AVX-512 vectors of sixteen i32 sums).
+const MAX_PANEL: usize = 32;
+/// The most rows of any microkernel.
+const MAX_ROWS: usize = 8;
+/// One microkernel call's sums: `[row][output of the panel]`.
+type BlockSums = [[i32; MAX_PANEL]; MAX_ROWS];
 /// Rows of A per pass over the panels (kept in L2 while the panels stream past).
 const MC: usize = 256;
+/// Quads (four inputs each) per pass over a panel: 96 x 4 x 32 outputs = 12 KiB of the
+/// widest panel stays in L1 while every row block passes over it.
+const MAX_QUADS: usize = 96;
 
 /// Round to the nearest integer, ties to even, for |v| < 2^22: adding and subtracting
 /// 1.5 x 2^23 leaves no fraction bits. Plain f32 adds give the same result in every build
@@ -91,6 +98,9 @@ pub enum Int8Kernel {
     /// x86-64 AVX-512 VNNI (with VL, on 256-bit vectors): `vpdpbusd`, 16-output panels.
     #[cfg(target_arch = "x86_64")]
     Vnni,
+    /// AVX-512 VNNI on 512-bit vectors: `vpdpbusd`, 32-output panels, 8 rows.
+    #[cfg(target_arch = "x86_64")]
+    Vnni512,
     /// wasm SIMD128: bytes widened to i16, `i32x4.dot_i16x8_s`, 8-output panels.
     #[cfg(target_arch = "wasm32")]
     WasmDot16,
@@ -145,6 +155,7 @@ impl Int8Kernel {
             }
             if std::arch::is_x86_feature_detected!("avx512vnni") && std::arch::is_x86_feature_detected!("avx512vl") {
                 all.push(Int8Kernel::Vnni);
+                all.push(Int8Kernel::Vnni512);
             }
         }
         #[cfg(target_arch = "wasm32")]
@@ -162,6 +173,8 @@ impl Int8Kernel {
             Int8Kernel::Avx2 => "avx2",
             #[cfg(target_arch = "x86_64")]
             Int8Kernel::Vnni => "vnni",
+            #[cfg(target_arch = "x86_64")]
+            Int8Kernel::Vnni512 => "vnni512",
             #[cfg(target_arch = "wasm32")]
             Int8Kernel::WasmDot16 => "wasm-simd128-dot",
             #[cfg(all(target_arch = "wasm32", target_feature = "relaxed-simd"))]
@@ -175,6 +188,8 @@ impl Int8Kernel {
             Int8Kernel::Portable => 8,
             #[cfg(target_arch = "x86_64")]
             Int8Kernel::Avx2 | Int8Kernel::Vnni => 16,
+            #[cfg(target_arch = "x86_64")]
+            Int8Kernel::Vnni512 => 32,
             #[cfg(target_arch = "wasm32")]
             Int8Kernel::WasmDot16 => 8,
             #[cfg(all(target_arch = "wasm32", target_feature = "relaxed-simd"))]
@@ -190,6 +205,8 @@ impl Int8Kernel {
             Int8Kernel::Avx2 => 4,
             #[cfg(target_arch = "x86_64")]
             Int8Kernel::Vnni => 6,
+            #[cfg(target_arch = "x86_64")]
+            Int8Kernel::Vnni512 => 8,
             #[cfg(target_arch = "wasm32")]
             Int8Kernel::WasmDot16 => 2,
             #[cfg(all(target_arch = "wasm32", target_feature = "relaxed-simd"))]
@@ -197,32 +214,44 @@ impl Int8Kernel {
         }
     }
 
-    /// The integer sums of `m` (at most [`Self::rows`]) activation rows (`u`, row stride
-    /// `depth`) with one packed panel, into `acc[r][j]` for the panel's output `j`.
+    /// The integer sums of `m` (at most [`Self::rows`]) activation rows (`u`, `stride`
+    /// bytes apart) over `quads` groups of four inputs with one packed panel (from that
+    /// depth on), into `acc[r][j]` for the panel's output `j`.
     ///
     /// # Safety
-    /// `u` readable for `m` rows of `depth` bytes; `panel` for `depth * self.panel()` bytes;
+    /// `u` readable for `m` rows of `4 * quads` bytes; `panel` for `4 * quads * self.panel()`;
     /// the CPU has the kernel's instructions (it came from [`Self::available`]).
-    unsafe fn block(self, m: usize, u: *const u8, depth: usize, panel: *const i8, acc: &mut [[i32; MAX_PANEL]; 6]) {
+    unsafe fn block(
+        self,
+        m: usize,
+        u: *const u8,
+        (stride, quads): (usize, usize),
+        panel: *const i8,
+        acc: &mut BlockSums,
+    ) {
         macro_rules! rows {
             ($f:ident, $max:expr) => {
                 match m {
-                    1 => kernels::$f::<1>(u, depth, panel, acc),
-                    2 => kernels::$f::<2>(u, depth, panel, acc),
-                    3 if $max >= 3 => kernels::$f::<3>(u, depth, panel, acc),
-                    4 if $max >= 4 => kernels::$f::<4>(u, depth, panel, acc),
-                    5 if $max >= 5 => kernels::$f::<5>(u, depth, panel, acc),
-                    6 if $max >= 6 => kernels::$f::<6>(u, depth, panel, acc),
+                    1 => kernels::$f::<1>(u, stride, quads, panel, acc),
+                    2 => kernels::$f::<2>(u, stride, quads, panel, acc),
+                    3 if $max >= 3 => kernels::$f::<3>(u, stride, quads, panel, acc),
+                    4 if $max >= 4 => kernels::$f::<4>(u, stride, quads, panel, acc),
+                    5 if $max >= 5 => kernels::$f::<5>(u, stride, quads, panel, acc),
+                    6 if $max >= 6 => kernels::$f::<6>(u, stride, quads, panel, acc),
+                    7 if $max >= 7 => kernels::$f::<7>(u, stride, quads, panel, acc),
+                    8 if $max >= 8 => kernels::$f::<8>(u, stride, quads, panel, acc),
                     _ => unreachable!("block of {m} rows"),
                 }
             };
         }
         match self {
-            Int8Kernel::Portable => kernels::portable(m, u, depth, panel, self.panel(), acc),
+            Int8Kernel::Portable => kernels::portable(m, u, stride, quads, panel, self.panel(), acc),
             #[cfg(target_arch = "x86_64")]
             Int8Kernel::Avx2 => rows!(avx2, 4),
             #[cfg(target_arch = "x86_64")]
             Int8Kernel::Vnni => rows!(vnni, 6),
+            #[cfg(target_arch = "x86_64")]
+            Int8Kernel::Vnni512 => rows!(vnni512, 8),
             #[cfg(target_arch = "wasm32")]
             Int8Kernel::WasmDot16 => rows!(wasm_dot16, 2),
             #[cfg(all(target_arch = "wasm32", target_feature = "relaxed-simd"))]
@@ -315,27 +344,62 @@ impl Int8Linear {
     unsafe fn tile(&self, a: &QuantizedRows, (r0, r1): (usize, usize), (c0, c1): (usize, usize), dst: SharedOut) {
         let (nr, mr, depth, n) = (self.kernel.panel(), self.kernel.rows(), a.depth, self.outputs);
         assert!(c0 % nr == 0, "tiles start on a panel");
-        let mut acc = [[0i32; MAX_PANEL]; 6];
+        // A deep product passes over each panel in (nearly) equal slices of at most
+        // MAX_QUADS quads, the slice of the panel staying in L1 while every row block meets
+        // it (1,536 inputs: four passes of 384), the sums kept per row in `partial`.
+        let quads = depth / 4;
+        let passes = quads.div_ceil(MAX_QUADS).max(1);
+        let per_pass = quads.div_ceil(passes);
+        let mut partial = vec![0i32; if passes > 1 { MC.min(r1 - r0) * nr } else { 0 }];
+        let mut acc: BlockSums = [[0i32; MAX_PANEL]; MAX_ROWS];
         for m0 in (r0..r1).step_by(MC) {
             let m1 = (m0 + MC).min(r1);
             for p0 in (c0..c1).step_by(nr) {
                 let panel = self.packed.as_ptr().add(p0 / nr * nr * depth);
                 let width = nr.min(c1 - p0);
-                for b0 in (m0..m1).step_by(mr) {
-                    let m = mr.min(m1 - b0);
-                    self.kernel.block(m, a.values.as_ptr().add(b0 * depth), depth, panel, &mut acc);
-                    for (r, sums) in acc.iter().take(m).enumerate() {
-                        let row = b0 + r;
-                        let (t, z) = (a.scales[row], a.zeros[row]);
-                        let out = dst.at(row * n + p0);
-                        for (j, &s) in sums.iter().take(width).enumerate() {
-                            let o = p0 + j;
-                            // The one epilogue of every kernel: exact integers, then two
-                            // f32 roundings in a fixed order.
-                            let integer = s - z * self.sums[o];
-                            *out.add(j) = self.bias[o] + (t * self.scales[o]) * integer as f32;
+                let finish = |row: usize, sums: &[i32]| {
+                    let (bias, scales, weight_sums) =
+                        (&self.bias[p0..p0 + width], &self.scales[p0..p0 + width], &self.sums[p0..p0 + width]);
+                    let (t, z) = (a.scales[row], a.zeros[row]);
+                    let out = std::slice::from_raw_parts_mut(dst.at(row * n + p0), width);
+                    // The one epilogue of every kernel: exact integers, then f32 roundings in
+                    // a fixed order (no fused multiply-add: Rust never contracts). Slices of
+                    // one width, so the loop vectorises.
+                    for ((((o, &acc), &b), &s), &w) in
+                        out.iter_mut().zip(&sums[..width]).zip(bias).zip(scales).zip(weight_sums)
+                    {
+                        *o = b + (t * s) * (acc - z * w) as f32;
+                    }
+                };
+                if passes == 1 {
+                    for b0 in (m0..m1).step_by(mr) {
+                        let m = mr.min(m1 - b0);
+                        self.kernel.block(m, a.values.as_ptr().add(b0 * depth), (depth, quads), panel, &mut acc);
+                        for (r, sums) in acc.iter().take(m).enumerate() {
+                            finish(b0 + r, sums);
                         }
                     }
+                    continue;
+                }
+                for (pass, q0) in (0..quads).step_by(per_pass).enumerate() {
+                    let count = per_pass.min(quads - q0);
+                    let slice = panel.add(q0 * 4 * nr);
+                    for b0 in (m0..m1).step_by(mr) {
+                        let m = mr.min(m1 - b0);
+                        let u = a.values.as_ptr().add(b0 * depth + 4 * q0);
+                        self.kernel.block(m, u, (depth, count), slice, &mut acc);
+                        for (r, sums) in acc.iter().take(m).enumerate() {
+                            let kept = &mut partial[(b0 - m0 + r) * nr..][..nr];
+                            if pass == 0 {
+                                kept.copy_from_slice(&sums[..nr]);
+                            } else {
+                                kept.iter_mut().zip(sums).for_each(|(k, s)| *k += s);
+                            }
+                        }
+                    }
+                }
+                for row in m0..m1 {
+                    finish(row, &partial[(row - m0) * nr..][..nr]);
                 }
             }
         }
@@ -363,22 +427,23 @@ impl SharedOut {
 /// The microkernels: `M` rows of 7-bit activations against one panel, every quad of the
 /// depth, into exact i32 sums.
 mod kernels {
-    use super::MAX_PANEL;
+    use super::BlockSums;
 
     /// Plain loops over the packed layout (any panel width).
     pub(super) unsafe fn portable(
         m: usize,
         u: *const u8,
-        depth: usize,
+        stride: usize,
+        quads: usize,
         panel: *const i8,
         nr: usize,
-        acc: &mut [[i32; MAX_PANEL]; 6],
+        acc: &mut BlockSums,
     ) {
         for (r, sums) in acc.iter_mut().take(m).enumerate() {
-            let row = std::slice::from_raw_parts(u.add(r * depth), depth);
+            let row = std::slice::from_raw_parts(u.add(r * stride), 4 * quads);
             for (j, sum) in sums.iter_mut().take(nr).enumerate() {
                 let mut s = 0i32;
-                for q in 0..depth / 4 {
+                for q in 0..quads {
                     for t in 0..4 {
                         s += row[4 * q + t] as i32 * *panel.add(q * nr * 4 + j * 4 + t) as i32;
                     }
@@ -395,18 +460,19 @@ mod kernels {
     #[target_feature(enable = "avx2")]
     pub(super) unsafe fn avx2<const M: usize>(
         u: *const u8,
-        depth: usize,
+        stride: usize,
+        quads: usize,
         panel: *const i8,
-        acc: &mut [[i32; MAX_PANEL]; 6],
+        acc: &mut BlockSums,
     ) {
         use std::arch::x86_64::*;
         let ones = _mm256_set1_epi16(1);
         let mut sums = [[_mm256_setzero_si256(); 2]; M];
-        for q in 0..depth / 4 {
+        for q in 0..quads {
             let b0 = _mm256_loadu_si256(panel.add(q * 64) as *const __m256i);
             let b1 = _mm256_loadu_si256(panel.add(q * 64 + 32) as *const __m256i);
             for (r, s) in sums.iter_mut().enumerate() {
-                let a = _mm256_set1_epi32((u.add(r * depth + 4 * q) as *const i32).read_unaligned());
+                let a = _mm256_set1_epi32((u.add(r * stride + 4 * q) as *const i32).read_unaligned());
                 s[0] = _mm256_add_epi32(s[0], _mm256_madd_epi16(_mm256_maddubs_epi16(a, b0), ones));
                 s[1] = _mm256_add_epi32(s[1], _mm256_madd_epi16(_mm256_maddubs_epi16(a, b1), ones));
             }
@@ -423,17 +489,18 @@ mod kernels {
     #[target_feature(enable = "avx2,avx512f,avx512vl,avx512vnni")]
     pub(super) unsafe fn vnni<const M: usize>(
         u: *const u8,
-        depth: usize,
+        stride: usize,
+        quads: usize,
         panel: *const i8,
-        acc: &mut [[i32; MAX_PANEL]; 6],
+        acc: &mut BlockSums,
     ) {
         use std::arch::x86_64::*;
         let mut sums = [[_mm256_setzero_si256(); 2]; M];
-        for q in 0..depth / 4 {
+        for q in 0..quads {
             let b0 = _mm256_loadu_si256(panel.add(q * 64) as *const __m256i);
             let b1 = _mm256_loadu_si256(panel.add(q * 64 + 32) as *const __m256i);
             for (r, s) in sums.iter_mut().enumerate() {
-                let a = _mm256_set1_epi32((u.add(r * depth + 4 * q) as *const i32).read_unaligned());
+                let a = _mm256_set1_epi32((u.add(r * stride + 4 * q) as *const i32).read_unaligned());
                 s[0] = _mm256_dpbusd_epi32(s[0], a, b0);
                 s[1] = _mm256_dpbusd_epi32(s[1], a, b1);
             }
@@ -444,6 +511,35 @@ mod kernels {
         }
     }
 
+    /// AVX-512 VNNI on 512-bit vectors: a panel quad is 128 bytes, two vectors of sixteen
+    /// outputs; 8 rows x 2 accumulators, the two weight vectors and a broadcast are 19 of
+    /// the 32 registers.
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx512f,avx512vnni")]
+    pub(super) unsafe fn vnni512<const M: usize>(
+        u: *const u8,
+        stride: usize,
+        quads: usize,
+        panel: *const i8,
+        acc: &mut BlockSums,
+    ) {
+        use std::arch::x86_64::*;
+        let mut sums = [[_mm512_setzero_si512(); 2]; M];
+        for q in 0..quads {
+            let b0 = _mm512_loadu_si512(panel.add(q * 128) as *const __m512i);
+            let b1 = _mm512_loadu_si512(panel.add(q * 128 + 64) as *const __m512i);
+            for (r, s) in sums.iter_mut().enumerate() {
+                let a = _mm512_set1_epi32((u.add(r * stride + 4 * q) as *const i32).read_unaligned());
+                s[0] = _mm512_dpbusd_epi32(s[0], a, b0);
+                s[1] = _mm512_dpbusd_epi32(s[1], a, b1);
+            }
+        }
+        for (r, s) in sums.iter().enumerate() {
+            _mm512_storeu_si512(acc[r].as_mut_ptr() as *mut __m512i, s[0]);
+            _mm512_storeu_si512(acc[r].as_mut_ptr().add(16) as *mut __m512i, s[1]);
+        }
+    }
+
     /// wasm SIMD128: a panel quad is 32 bytes, four outputs x four inputs per vector. Each
     /// vector is widened to two i16 vectors (two outputs each), the four broadcast
     /// activations widened likewise, and `i32x4.dot_i16x8_s` adds each output's products in
@@ -451,13 +547,14 @@ mod kernels {
     #[cfg(target_arch = "wasm32")]
     pub(super) unsafe fn wasm_dot16<const M: usize>(
         u: *const u8,
-        depth: usize,
+        stride: usize,
+        quads: usize,
         panel: *const i8,
-        acc: &mut [[i32; MAX_PANEL]; 6],
+        acc: &mut BlockSums,
     ) {
         use core::arch::wasm32::*;
         let mut sums = [[i32x4_splat(0); 4]; M];
-        for q in 0..depth / 4 {
+        for q in 0..quads {
             let b0 = v128_load(panel.add(q * 32) as *const v128);
             let b1 = v128_load(panel.add(q * 32 + 16) as *const v128);
             let w = [
@@ -467,7 +564,7 @@ mod kernels {
                 i16x8_extend_high_i8x16(b1),
             ];
             for (r, s) in sums.iter_mut().enumerate() {
-                let a = u16x8_extend_low_u8x16(v128_load32_splat(u.add(r * depth + 4 * q) as *const u32));
+                let a = u16x8_extend_low_u8x16(v128_load32_splat(u.add(r * stride + 4 * q) as *const u32));
                 for (s, w) in s.iter_mut().zip(w) {
                     *s = i32x4_add(*s, i32x4_dot_i16x8(w, a));
                 }
@@ -487,17 +584,18 @@ mod kernels {
     #[cfg(all(target_arch = "wasm32", target_feature = "relaxed-simd"))]
     pub(super) unsafe fn wasm_relaxed<const M: usize>(
         u: *const u8,
-        depth: usize,
+        stride: usize,
+        quads: usize,
         panel: *const i8,
-        acc: &mut [[i32; MAX_PANEL]; 6],
+        acc: &mut BlockSums,
     ) {
         use core::arch::wasm32::*;
         let mut sums = [[i32x4_splat(0); 2]; M];
-        for q in 0..depth / 4 {
+        for q in 0..quads {
             let b0 = v128_load(panel.add(q * 32) as *const v128);
             let b1 = v128_load(panel.add(q * 32 + 16) as *const v128);
             for (r, s) in sums.iter_mut().enumerate() {
-                let a = v128_load32_splat(u.add(r * depth + 4 * q) as *const u32);
+                let a = v128_load32_splat(u.add(r * stride + 4 * q) as *const u32);
                 s[0] = i32x4_relaxed_dot_i8x16_i7x16_add(b0, a, s[0]);
                 s[1] = i32x4_relaxed_dot_i8x16_i7x16_add(b1, a, s[1]);
             }
