@@ -133,7 +133,7 @@ fn an_int8_folder_is_not_quantized_again_and_a_damaged_one_is_named() {
     let scale = h.remove("encoder.layer.3.output.dense.weight_scale").unwrap();
     h.insert("encoder.layer.3.output.dense.scales".into(), scale);
     let mut head = serde_json::to_vec(&h).unwrap();
-    while head.len() % 8 != 0 {
+    while !head.len().is_multiple_of(8) {
         head.push(b' ');
     }
     let mut out = (head.len() as u64).to_le_bytes().to_vec();
