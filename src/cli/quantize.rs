@@ -81,17 +81,24 @@ pub(super) fn quantize(a: QuantizeArgs) -> Result<()> {
     }
     for o in &report.system_order {
         let order = |v: &[String]| v.join(" > ");
-        if o.same {
-            println!("system order, {} {}: the same under both ({})", o.bundle, o.task, order(&o.f32_order));
+        let pairs = |v: &[(String, String)]| v.iter().map(|(a, b)| format!("{a} / {b}")).collect::<Vec<_>>().join(", ");
+        let what = if o.same {
+            format!("the same under both ({})", order(&o.f32_order))
         } else {
-            println!(
-                "system order, {} {}: DIFFERS: f32 {} | int8 {}",
-                o.bundle,
-                o.task,
-                order(&o.f32_order),
-                order(&o.int8_order)
-            );
-        }
+            let mut parts = vec![format!("f32 {} | int8 {}", order(&o.f32_order), order(&o.int8_order))];
+            parts.push(match o.reversed.len() {
+                0 => "no pair reversed".into(),
+                _ => format!("REVERSED: {}", pairs(&o.reversed)),
+            });
+            if !o.f32_ties_broken.is_empty() {
+                parts.push(format!("tied under f32, apart under int8: {}", pairs(&o.f32_ties_broken)));
+            }
+            if !o.int8_ties_made.is_empty() {
+                parts.push(format!("apart under f32, tied under int8: {}", pairs(&o.int8_ties_made)));
+            }
+            parts.join("; ")
+        };
+        println!("system order, {} {}: {what}", o.bundle, o.task);
     }
     if report.system_order.is_empty() {
         println!("system order: not compared (no --bundle)");

@@ -57,14 +57,43 @@ pub struct DevCheck {
     pub int8_accuracy: f64,
 }
 
-/// One task of one bundle: its systems best first under each precision.
+/// One task of one bundle: its systems best first under each precision (ties by name),
+/// and how the two orders differ: pairs one precision ranks strictly and the other the
+/// opposite way (`reversed`), and pairs tied in one precision and not in the other.
 #[derive(Debug, Clone, Serialize)]
 pub struct OrderCheck {
     pub bundle: String,
     pub task: String,
     pub f32_order: Vec<String>,
     pub int8_order: Vec<String>,
+    /// The same ranks, ties included.
     pub same: bool,
+    pub reversed: Vec<(String, String)>,
+    /// Tied under f32, apart under int8.
+    pub f32_ties_broken: Vec<(String, String)>,
+    /// Apart under f32, tied under int8.
+    pub int8_ties_made: Vec<(String, String)>,
+}
+
+/// Compares two rankings of the same systems, given as (system, rank).
+fn compare_orders(a: &[(String, f64)], b: &[(String, f64)]) -> (bool, [Vec<(String, String)>; 3]) {
+    let rank_b = |name: &str| b.iter().find(|(s, _)| s == name).map(|(_, r)| *r);
+    let (mut reversed, mut broken, mut made) = (Vec::new(), Vec::new(), Vec::new());
+    for (i, (x, rx)) in a.iter().enumerate() {
+        for (y, ry) in &a[i + 1..] {
+            let (Some(bx), Some(by)) = (rank_b(x), rank_b(y)) else { continue };
+            let pair = (x.clone(), y.clone());
+            match (rx.total_cmp(ry), bx.total_cmp(&by)) {
+                (std::cmp::Ordering::Equal, std::cmp::Ordering::Equal) => {}
+                (std::cmp::Ordering::Equal, _) => broken.push(pair),
+                (_, std::cmp::Ordering::Equal) => made.push(pair),
+                (p, q) if p != q => reversed.push(pair),
+                _ => {}
+            }
+        }
+    }
+    let same = reversed.is_empty() && broken.is_empty() && made.is_empty() && a.len() == b.len();
+    (same, [reversed, broken, made])
 }
 
 /// The int8 `model.safetensors` of a loaded model: the tensors of [`int8_tensor_names`]
@@ -98,7 +127,7 @@ pub fn int8_safetensors(model: &crate::model::LoadedModel) -> Result<Vec<u8>> {
 pub type FolderFiles = Vec<(String, Vec<u8>)>;
 
 /// Each task of a bundle with its systems, best first.
-type TaskOrders = Vec<(String, Vec<String>)>;
+type TaskOrders = Vec<(String, Vec<(String, f64)>)>;
 
 pub fn quantize_model(req: &QuantizeRequest) -> Result<(FolderFiles, QuantizeReport)> {
     let f32_model = TextModel::from_files(req.model)?;
@@ -162,6 +191,32 @@ pub fn quantize_model(req: &QuantizeRequest) -> Result<(FolderFiles, QuantizeRep
     }
     files.push(("quantization.json".into(), serde_json::to_vec_pretty(&report).expect("serialisable")));
     Ok((files, report))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::compare_orders;
+
+    #[test]
+    fn orders_differ_by_reversed_pairs_and_ties() {
+        let r = |v: &[(&str, f64)]| v.iter().map(|(s, r)| (s.to_string(), *r)).collect::<Vec<_>>();
+        let pair = |a: &str, b: &str| (a.to_string(), b.to_string());
+        // f32: a 1, b 2, c 3.5, d 3.5; int8: a 1, b 3, c 2, d 4 -> (b, c) reversed,
+        // (c, d) tie broken, nothing tied by int8.
+        let (same, [reversed, broken, made]) = compare_orders(
+            &r(&[("a", 1.0), ("b", 2.0), ("c", 3.5), ("d", 3.5)]),
+            &r(&[("a", 1.0), ("c", 2.0), ("b", 3.0), ("d", 4.0)]),
+        );
+        assert!(!same);
+        assert_eq!(reversed, [pair("b", "c")]);
+        assert_eq!(broken, [pair("c", "d")]);
+        assert!(made.is_empty());
+        let (same, lists) = compare_orders(&r(&[("a", 1.5), ("b", 1.5)]), &r(&[("b", 1.5), ("a", 1.5)]));
+        assert!(same && lists.iter().all(Vec::is_empty));
+        let (same, [_, _, made]) = compare_orders(&r(&[("a", 1.0), ("b", 2.0)]), &r(&[("a", 1.5), ("b", 1.5)]));
+        assert!(!same);
+        assert_eq!(made, [pair("a", "b")]);
+    }
 }
 
 fn cosine(a: &[f32], b: &[f32]) -> f64 {
@@ -252,7 +307,7 @@ fn order_check(
             .map(|t| {
                 let mut systems: Vec<&crate::eval::proxy::SystemScore> = t.systems.iter().collect();
                 systems.sort_by(|a, b| a.rank.total_cmp(&b.rank).then_with(|| a.system.cmp(&b.system)));
-                (t.task.name().to_string(), systems.iter().map(|s| s.system.clone()).collect())
+                (t.task.name().to_string(), systems.iter().map(|s| (s.system.clone(), s.rank)).collect())
             })
             .collect();
         Ok((tasks, outcome.report.warnings))
@@ -262,12 +317,19 @@ fn order_check(
     let checks = a
         .into_iter()
         .zip(b)
-        .map(|((task, f32_order), (_, int8_order))| OrderCheck {
-            bundle: bundle.name.clone(),
-            same: f32_order == int8_order,
-            task,
-            f32_order,
-            int8_order,
+        .map(|((task, f32_ranks), (_, int8_ranks))| {
+            let (same, [reversed, f32_ties_broken, int8_ties_made]) = compare_orders(&f32_ranks, &int8_ranks);
+            let names = |ranks: Vec<(String, f64)>| ranks.into_iter().map(|(s, _)| s).collect();
+            OrderCheck {
+                bundle: bundle.name.clone(),
+                task,
+                f32_order: names(f32_ranks),
+                int8_order: names(int8_ranks),
+                same,
+                reversed,
+                f32_ties_broken,
+                int8_ties_made,
+            }
         })
         .collect();
     Ok((checks, warnings))
