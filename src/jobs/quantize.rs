@@ -193,32 +193,6 @@ pub fn quantize_model(req: &QuantizeRequest) -> Result<(FolderFiles, QuantizeRep
     Ok((files, report))
 }
 
-#[cfg(test)]
-mod tests {
-    use super::compare_orders;
-
-    #[test]
-    fn orders_differ_by_reversed_pairs_and_ties() {
-        let r = |v: &[(&str, f64)]| v.iter().map(|(s, r)| (s.to_string(), *r)).collect::<Vec<_>>();
-        let pair = |a: &str, b: &str| (a.to_string(), b.to_string());
-        // f32: a 1, b 2, c 3.5, d 3.5; int8: a 1, b 3, c 2, d 4 -> (b, c) reversed,
-        // (c, d) tie broken, nothing tied by int8.
-        let (same, [reversed, broken, made]) = compare_orders(
-            &r(&[("a", 1.0), ("b", 2.0), ("c", 3.5), ("d", 3.5)]),
-            &r(&[("a", 1.0), ("c", 2.0), ("b", 3.0), ("d", 4.0)]),
-        );
-        assert!(!same);
-        assert_eq!(reversed, [pair("b", "c")]);
-        assert_eq!(broken, [pair("c", "d")]);
-        assert!(made.is_empty());
-        let (same, lists) = compare_orders(&r(&[("a", 1.5), ("b", 1.5)]), &r(&[("b", 1.5), ("a", 1.5)]));
-        assert!(same && lists.iter().all(Vec::is_empty));
-        let (same, [_, _, made]) = compare_orders(&r(&[("a", 1.0), ("b", 2.0)]), &r(&[("a", 1.5), ("b", 1.5)]));
-        assert!(!same);
-        assert_eq!(made, [pair("a", "b")]);
-    }
-}
-
 fn cosine(a: &[f32], b: &[f32]) -> f64 {
     let dot: f64 = a.iter().zip(b).map(|(x, y)| *x as f64 * *y as f64).sum();
     let norm = |v: &[f32]| v.iter().map(|x| (*x as f64).powi(2)).sum::<f64>().sqrt();
@@ -333,4 +307,30 @@ fn order_check(
         })
         .collect();
     Ok((checks, warnings))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::compare_orders;
+
+    #[test]
+    fn orders_differ_by_reversed_pairs_and_ties() {
+        let r = |v: &[(&str, f64)]| v.iter().map(|(s, r)| (s.to_string(), *r)).collect::<Vec<_>>();
+        let pair = |a: &str, b: &str| (a.to_string(), b.to_string());
+        // f32: a 1, b 2, c 3.5, d 3.5; int8: a 1, b 3, c 2, d 4 -> (b, c) reversed,
+        // (c, d) tie broken, nothing tied by int8.
+        let (same, [reversed, broken, made]) = compare_orders(
+            &r(&[("a", 1.0), ("b", 2.0), ("c", 3.5), ("d", 3.5)]),
+            &r(&[("a", 1.0), ("c", 2.0), ("b", 3.0), ("d", 4.0)]),
+        );
+        assert!(!same);
+        assert_eq!(reversed, [pair("b", "c")]);
+        assert_eq!(broken, [pair("c", "d")]);
+        assert!(made.is_empty());
+        let (same, lists) = compare_orders(&r(&[("a", 1.5), ("b", 1.5)]), &r(&[("b", 1.5), ("a", 1.5)]));
+        assert!(same && lists.iter().all(Vec::is_empty));
+        let (same, [_, _, made]) = compare_orders(&r(&[("a", 1.0), ("b", 2.0)]), &r(&[("a", 1.5), ("b", 1.5)]));
+        assert!(!same);
+        assert_eq!(made, [pair("a", "b")]);
+    }
 }
