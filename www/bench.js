@@ -311,7 +311,8 @@ function renderGpuProfile(gpu) {
 function nativeFigures() {
   try {
     const report = JSON.parse($('#native-json').value);
-    const rows = report?.encoder?.ours || [];
+    // The f32 rows (reports before int8 have no precision field): the page's f32 grid's peer.
+    const rows = (report?.encoder?.ours || []).filter((r) => (r.precision ?? 'f32') === 'f32');
     return new Map(rows.map((r) => [`${r.seq_len}x${r.batch}`, r.tokens_per_s]));
   } catch {
     return new Map();

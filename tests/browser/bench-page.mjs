@@ -84,14 +84,26 @@ async function runAndRead(page, button, progress, error, read) {
 function ratios(page) {
   if (!native) return null;
   const cpu = page.grid.find((b) => b.backend === 'wasm-cpu');
+  const cpu8 = page.grid.find((b) => b.backend === 'wasm-cpu-int8');
+  // Native rows of one precision (reports before int8 have no precision field: f32).
+  const nativeRow = (r, precision) =>
+    native.encoder?.ours?.find(
+      (o) => o.seq_len === r.seq_len && o.batch === r.batch && (o.precision ?? 'f32') === precision,
+    );
   const cells = (cpu?.rows || []).map((r) => {
-    const n = native.encoder?.ours?.find((o) => o.seq_len === r.seq_len && o.batch === r.batch);
+    const n = nativeRow(r, 'f32');
+    const p8 = cpu8?.rows?.find((o) => o.seq_len === r.seq_len && o.batch === r.batch);
+    const n8 = nativeRow(r, 'int8');
     return {
       seq_len: r.seq_len,
       batch: r.batch,
       page_tokens_per_s: r.tokens_per_s,
       native_tokens_per_s: n?.tokens_per_s ?? null,
       ratio: n ? r.tokens_per_s / n.tokens_per_s : null,
+      page_int8_tokens_per_s: p8?.tokens_per_s ?? null,
+      page_int8_over_f32: p8 ? p8.tokens_per_s / r.tokens_per_s : null,
+      native_int8_tokens_per_s: n8?.tokens_per_s ?? null,
+      int8_ratio: p8 && n8 ? p8.tokens_per_s / n8.tokens_per_s : null,
     };
   });
   const ort = page.grid.find((b) => b.backend === 'ort-web');
