@@ -419,6 +419,7 @@ mod tests {
         outputs.file(&d.0.join("old.json"), b"new").unwrap();
         outputs.file(&d.0.join("new/tables/a.csv"), b"a").unwrap();
         outputs.file(&d.0.join("new/tables/b.csv"), b"b").unwrap();
+        outputs.file(&d.0.join("new/tables/deeper/c.csv"), b"c").unwrap();
         outputs.file(&d.0.join("x/bundle.jsonl"), b"{}").unwrap();
         // Staged: the old report is untouched, the targets do not exist yet.
         assert_eq!(std::fs::read_to_string(d.0.join("old.json")).unwrap(), "old");
@@ -438,9 +439,14 @@ mod tests {
         outputs.file(&d.0.join("r.json"), b"{}").unwrap();
         outputs.file(&d.0.join("tables/a.csv"), b"new a").unwrap();
         outputs.file(&d.0.join("model/config.json"), b"c").unwrap();
-        outputs.file(&d.0.join("model/sub/w.bin"), b"w").unwrap_err(); // no nesting in a new folder's stand-in
+        // A sub-folder of a new folder is made inside its stand-in (a model's 1_Pooling/).
+        outputs.file(&d.0.join("model/sub/w.bin"), b"w").unwrap();
+        assert!(!d.0.join("model").exists(), "nothing in place before the commit");
         outputs.commit().unwrap();
-        assert_eq!(tree(&d.0), ["model", "model/config.json", "r.json", "tables", "tables/a.csv"]);
+        assert_eq!(
+            tree(&d.0),
+            ["model", "model/config.json", "model/sub", "model/sub/w.bin", "r.json", "tables", "tables/a.csv"]
+        );
         assert_eq!(std::fs::read_to_string(d.0.join("tables/a.csv")).unwrap(), "new a");
     }
 
