@@ -25,7 +25,9 @@
 //! **Layout:** the weights are packed once in panels of `NR` outputs: per group of four
 //! inputs (a "quad"), the four weights of each output of the panel in turn, so that one
 //! 32-bit broadcast of four activations meets `NR` outputs' quads in one or two vectors. The
-//! depth is padded to a multiple of four with zero weights (and zero activations).
+//! depth is padded to a multiple of four with zero weights (and zero activations). wasm's
+//! SIMD128 kernel multiplies 16-bit lanes: its weights are packed widened, in pairs of
+//! inputs instead of quads, and each product widens its activations once.
 
 use super::matmul::tiles;
 pub use crate::model::quant::{dequantize_rows, quantize_weight_rows};
@@ -59,6 +61,9 @@ fn round_small(v: f32) -> f32 {
 #[derive(Debug, Default, Clone)]
 pub struct QuantizedRows {
     pub values: Vec<u8>,
+    /// The same values widened to 16 bits, for the kernels that read them so
+    /// ([`Int8Kernel::wide`]); empty otherwise.
+    pub wide: Vec<u16>,
     pub scales: Vec<f32>,
     pub zeros: Vec<i32>,
     pub depth: usize,
@@ -182,6 +187,17 @@ impl Int8Kernel {
         }
     }
 
+    /// Whether this kernel reads weights and activations widened to 16 bits (wasm's
+    /// SIMD128 dot multiplies i16: widened once at load and once per product, the inner
+    /// loop has no widening left), in pairs of inputs rather than quads.
+    fn wide(self) -> bool {
+        #[cfg(target_arch = "wasm32")]
+        if self == Int8Kernel::WasmDot16 {
+            return true;
+        }
+        false
+    }
+
     /// Outputs per packed panel.
     fn panel(self) -> usize {
         match self {
@@ -208,7 +224,7 @@ impl Int8Kernel {
             #[cfg(target_arch = "x86_64")]
             Int8Kernel::Vnni512 => 8,
             #[cfg(target_arch = "wasm32")]
-            Int8Kernel::WasmDot16 => 2,
+            Int8Kernel::WasmDot16 => 4,
             #[cfg(all(target_arch = "wasm32", target_feature = "relaxed-simd"))]
             Int8Kernel::WasmRelaxedDot => 4,
         }
@@ -253,7 +269,7 @@ impl Int8Kernel {
             #[cfg(target_arch = "x86_64")]
             Int8Kernel::Vnni512 => rows!(vnni512, 8),
             #[cfg(target_arch = "wasm32")]
-            Int8Kernel::WasmDot16 => rows!(wasm_dot16, 2),
+            Int8Kernel::WasmDot16 => rows!(wasm_dot16, 4),
             #[cfg(all(target_arch = "wasm32", target_feature = "relaxed-simd"))]
             Int8Kernel::WasmRelaxedDot => rows!(wasm_relaxed, 4),
         }
@@ -263,8 +279,9 @@ impl Int8Kernel {
 /// A linear layer with int8 weights for one [`Int8Kernel`], and what its epilogue needs.
 #[derive(Debug, Clone)]
 pub struct Int8Linear {
-    /// Panels of `kernel.panel()` outputs (see the module doc).
-    packed: Vec<i8>,
+    /// Panels of `kernel.panel()` outputs (see the module doc), as bytes: i8 in quads, or
+    /// for a [wide](Int8Kernel::wide) kernel little-endian i16 in pairs.
+    packed: Vec<u8>,
     /// Per output: the weight scale and the sum of its quantized weights (for the zero point).
     scales: Vec<f32>,
     sums: Vec<i32>,
@@ -302,11 +319,17 @@ impl Int8Linear {
         assert_eq!(q.len(), outputs * inputs, "weight shape");
         assert_eq!(scales.len(), outputs, "one scale per output");
         let (nr, depth) = (kernel.panel(), inputs.next_multiple_of(4));
-        let mut packed = vec![0i8; outputs.div_ceil(nr) * nr * depth];
+        let mut packed = vec![0u8; outputs.div_ceil(nr) * nr * depth * if kernel.wide() { 2 } else { 1 }];
         for o in 0..outputs {
-            let panel = &mut packed[o / nr * nr * depth..][..nr * depth];
+            let panel = o / nr * nr * depth;
             for (i, &v) in q[o * inputs..][..inputs].iter().enumerate() {
-                panel[i / 4 * nr * 4 + (o % nr) * 4 + i % 4] = v;
+                if kernel.wide() {
+                    // Pairs: per two inputs, the two weights of each output of the panel.
+                    let at = 2 * (panel + i / 2 * nr * 2 + (o % nr) * 2 + i % 2);
+                    packed[at..at + 2].copy_from_slice(&(v as i16).to_le_bytes());
+                } else {
+                    packed[panel + i / 4 * nr * 4 + (o % nr) * 4 + i % 4] = v as u8;
+                }
             }
         }
         let sums = q.chunks_exact(inputs.max(1)).map(|row| row.iter().map(|&v| v as i32).sum()).collect();
@@ -323,6 +346,9 @@ impl Int8Linear {
         }
         let mut quantized = QuantizedRows::default();
         quantize_activations(x, rows, self.inputs, &mut quantized);
+        if self.kernel.wide() {
+            quantized.wide = quantized.values.iter().map(|&v| v as u16).collect();
+        }
         let tiles = tiles(rows, self.outputs, threads);
         let dst = SharedOut(out.as_mut_ptr());
         let tile = |&(r0, r1, c0, c1): &(usize, usize, usize, usize)| {
@@ -352,10 +378,15 @@ impl Int8Linear {
         let per_pass = quads.div_ceil(passes);
         let mut partial = vec![0i32; if passes > 1 { MC.min(r1 - r0) * nr } else { 0 }];
         let mut acc: BlockSums = [[0i32; MAX_PANEL]; MAX_ROWS];
+        // Element offsets are the same in both layouts (a quad of inputs is two pairs); a
+        // wide kernel's elements are two bytes.
+        let bytes = if self.kernel.wide() { 2 } else { 1 };
+        let activations = if bytes == 2 { a.wide.as_ptr() as *const u8 } else { a.values.as_ptr() };
+        let act = |row: usize, q0: usize| activations.add(bytes * (row * depth + 4 * q0));
         for m0 in (r0..r1).step_by(MC) {
             let m1 = (m0 + MC).min(r1);
             for p0 in (c0..c1).step_by(nr) {
-                let panel = self.packed.as_ptr().add(p0 / nr * nr * depth);
+                let panel = self.packed.as_ptr().add(bytes * (p0 / nr * nr * depth)) as *const i8;
                 let width = nr.min(c1 - p0);
                 let finish = |row: usize, sums: &[i32]| {
                     let (bias, scales, weight_sums) =
@@ -374,7 +405,7 @@ impl Int8Linear {
                 if passes == 1 {
                     for b0 in (m0..m1).step_by(mr) {
                         let m = mr.min(m1 - b0);
-                        self.kernel.block(m, a.values.as_ptr().add(b0 * depth), (depth, quads), panel, &mut acc);
+                        self.kernel.block(m, act(b0, 0), (bytes * depth, quads), panel, &mut acc);
                         for (r, sums) in acc.iter().take(m).enumerate() {
                             finish(b0 + r, sums);
                         }
@@ -383,11 +414,10 @@ impl Int8Linear {
                 }
                 for (pass, q0) in (0..quads).step_by(per_pass).enumerate() {
                     let count = per_pass.min(quads - q0);
-                    let slice = panel.add(q0 * 4 * nr);
+                    let slice = panel.add(bytes * q0 * 4 * nr);
                     for b0 in (m0..m1).step_by(mr) {
                         let m = mr.min(m1 - b0);
-                        let u = a.values.as_ptr().add(b0 * depth + 4 * q0);
-                        self.kernel.block(m, u, (depth, count), slice, &mut acc);
+                        self.kernel.block(m, act(b0, q0), (bytes * depth, count), slice, &mut acc);
                         for (r, sums) in acc.iter().take(m).enumerate() {
                             let kept = &mut partial[(b0 - m0 + r) * nr..][..nr];
                             if pass == 0 {
@@ -540,10 +570,11 @@ mod kernels {
         }
     }
 
-    /// wasm SIMD128: a panel quad is 32 bytes, four outputs x four inputs per vector. Each
-    /// vector is widened to two i16 vectors (two outputs each), the four broadcast
-    /// activations widened likewise, and `i32x4.dot_i16x8_s` adds each output's products in
-    /// pairs: lanes (o, inputs 0-1), (o, 2-3), (o', 0-1), (o', 2-3), summed pairwise at the end.
+    /// wasm SIMD128 on the wide layout: per pair of inputs, the eight outputs' two i16
+    /// weights in two vectors, and the row's two activations broadcast as one 32-bit lane;
+    /// `i32x4.dot_i16x8_s` multiplies and adds each output's pair into its own lane (no
+    /// widening or horizontal sum in the loop). 4 rows x 2 accumulators, two weight vectors
+    /// and a broadcast: 11 of x86-64's 16 vector registers.
     #[cfg(target_arch = "wasm32")]
     pub(super) unsafe fn wasm_dot16<const M: usize>(
         u: *const u8,
@@ -553,29 +584,20 @@ mod kernels {
         acc: &mut BlockSums,
     ) {
         use core::arch::wasm32::*;
-        let mut sums = [[i32x4_splat(0); 4]; M];
-        for q in 0..quads {
-            let b0 = v128_load(panel.add(q * 32) as *const v128);
-            let b1 = v128_load(panel.add(q * 32 + 16) as *const v128);
-            let w = [
-                i16x8_extend_low_i8x16(b0),
-                i16x8_extend_high_i8x16(b0),
-                i16x8_extend_low_i8x16(b1),
-                i16x8_extend_high_i8x16(b1),
-            ];
+        let mut sums = [[i32x4_splat(0); 2]; M];
+        for p in 0..2 * quads {
+            // 8 outputs x 2 inputs x 2 bytes per pair.
+            let b0 = v128_load(panel.add(p * 32) as *const v128);
+            let b1 = v128_load(panel.add(p * 32 + 16) as *const v128);
             for (r, s) in sums.iter_mut().enumerate() {
-                let a = u16x8_extend_low_u8x16(v128_load32_splat(u.add(r * stride + 4 * q) as *const u32));
-                for (s, w) in s.iter_mut().zip(w) {
-                    *s = i32x4_add(*s, i32x4_dot_i16x8(w, a));
-                }
+                let a = v128_load32_splat(u.add(r * stride + 4 * p) as *const u32);
+                s[0] = i32x4_add(s[0], i32x4_dot_i16x8(b0, a));
+                s[1] = i32x4_add(s[1], i32x4_dot_i16x8(b1, a));
             }
         }
         for (r, s) in sums.iter().enumerate() {
-            for half in 0..2 {
-                let (x, y) = (s[2 * half], s[2 * half + 1]);
-                let pairs = i32x4_add(i32x4_shuffle::<0, 2, 4, 6>(x, y), i32x4_shuffle::<1, 3, 5, 7>(x, y));
-                v128_store(acc[r].as_mut_ptr().add(4 * half) as *mut v128, pairs);
-            }
+            v128_store(acc[r].as_mut_ptr() as *mut v128, s[0]);
+            v128_store(acc[r].as_mut_ptr().add(4) as *mut v128, s[1]);
         }
     }
 
