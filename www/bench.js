@@ -180,7 +180,11 @@ function runInt8Check() {
 
 /** The workload: `evaluate` on the CasiMedicos dev bundle, end to end, per backend. */
 function runWorkload() {
-  const backends = [...($('#workload-cpu').checked ? ['cpu'] : []), ...($('#workload-gpu').checked ? ['gpu'] : [])];
+  const backends = [
+    ...($('#workload-cpu').checked ? ['cpu'] : []),
+    ...($('#workload-int8').checked ? ['cpu-int8'] : []),
+    ...($('#workload-gpu').checked ? ['gpu'] : []),
+  ];
   if (!backends.length) return;
   ask(
     { type: 'workload', backends },
@@ -196,18 +200,19 @@ function runWorkload() {
 let lastWorkload = null;
 function renderWorkload() {
   if (!lastWorkload) return;
-  const native = nativeWorkload();
   const body = $('#workload-table tbody');
   body.replaceChildren();
   for (const w of lastWorkload) {
+    const native = nativeWorkload(w.precision ?? 'f32');
     const ratio =
       w.backend === 'cpu' && native
         ? `${(w.sequences_per_s / native.sequences_per_s).toFixed(2)} (native: ${native.threads} thread${native.threads === 1 ? '' : 's'})`
         : '—';
+    const name = w.precision === 'int8' ? `${w.backend} (int8)` : w.backend;
     const values = w.error
       ? [w.backend, `not run: ${w.error}`, '', '', '', '', '', '']
       : [
-          w.backend,
+          name,
           w.device,
           w.threads,
           w.sequences,
@@ -227,10 +232,12 @@ function renderWorkload() {
   }
 }
 
-/** The native CPU workload row of a pasted `medrank bench --parts workload --json` file. */
-function nativeWorkload() {
+/** The native CPU workload row of a precision in a pasted `medrank bench --parts workload
+ *  --json` file (rows before int8 have no precision: f32). */
+function nativeWorkload(precision) {
   try {
-    return (JSON.parse($('#native-json').value)?.workload || []).find((w) => w.backend === 'cpu') || null;
+    const rows = JSON.parse($('#native-json').value)?.workload || [];
+    return rows.find((w) => w.backend === 'cpu' && (w.precision ?? 'f32') === precision) || null;
   } catch {
     return null;
   }

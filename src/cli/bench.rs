@@ -421,15 +421,26 @@ pub fn gpu(
 
 /// The workload (`jobs::run_workload`, the same job the benchmark page times) on each backend
 /// of `backends` ("cpu", "gpu"); a backend that cannot start is reported and skipped.
-pub fn workload(model_dir: &Path, dev: &Path, backends: &[String]) -> Result<Vec<jobs::WorkloadResult>> {
+pub fn workload(
+    model_dir: &Path,
+    dev: &Path,
+    backends: &[String],
+    precisions: &[crate::model::Precision],
+) -> Result<Vec<jobs::WorkloadResult>> {
     let files = crate::model::ModelFiles::read_dir(model_dir)?;
     let mut model = jobs::KeptModel::from_files(&files)?;
     let dev = super::output::read_input(dev)?;
     let clock = Instant::now();
     let now = || clock.elapsed().as_secs_f64();
     let mut out = Vec::new();
-    for name in backends {
+    let runs = precisions.iter().flat_map(|&p| backends.iter().map(move |b| (p, b)));
+    for (precision, name) in runs {
         let choice = jobs::parse_backend(name)?;
+        if precision == crate::model::Precision::Int8 && choice != crate::gpu::BackendChoice::Cpu {
+            continue; // int8 runs on the CPU only (its CPU row is there)
+        }
+        model.set_precision(precision);
+        let name = &format!("{name} {}", precision.name());
         if choice != crate::gpu::BackendChoice::Cpu {
             // `auto` takes a hardware adapter only; when it falls back, the CPU row is there already.
             match pollster::block_on(model.encoder(choice)) {
@@ -700,11 +711,12 @@ impl BenchReport {
             let mut t = Table::new(
                 "bench_workload",
                 "Workload: evaluate --model on the CasiMedicos dev bundle (+ no_argument control), end to end",
-                &["backend", "device", "threads", "instances", "sequences", "seconds", "sequences/s", "accuracy"],
+                &["backend", "precision", "device", "threads", "instances", "sequences", "seconds", "sequences/s", "accuracy"],
             );
             for w in &self.workload {
                 t.push(vec![
                     w.backend.clone(),
+                    w.precision.clone(),
                     w.device.clone(),
                     w.threads.to_string(),
                     w.instances.to_string(),
@@ -751,10 +763,11 @@ pub struct BenchArgs {
     /// Batch sizes of the encoder grid (each 1 to 1,024).
     #[arg(long, value_delimiter = ',', default_value = "1,8,32", value_parser = super::args::count(1, crate::bounds::MAX_BATCH))]
     pub batches: Vec<usize>,
-    /// Precisions of the CPU encoder grid (the `encoder` part), comma separated: each shape
-    /// runs in each, printed side by side with int8 / f32 tokens/s, and each is compared with
-    /// peers of the same precision (ONNX Runtime and NumPy in f32; ONNX Runtime's dynamic
-    /// int8 quantization of the same weights in int8).
+    /// Precisions of the CPU encoder grid (the `encoder` part) and of the workload,
+    /// comma separated: each shape runs in each, printed side by side with int8 / f32
+    /// tokens/s, and each is compared with peers of the same precision (ONNX Runtime and
+    /// NumPy in f32; ONNX Runtime's dynamic int8 quantization of the same weights in int8);
+    /// the workload runs the CPU in each and the GPU in f32.
     #[arg(long, value_name = "LIST", value_delimiter = ',', default_value = "f32,int8", value_parser = ["f32", "int8"])]
     pub precision: Vec<String>,
     /// Timed passes per cell (1 to 1,000; the median is reported).
@@ -787,6 +800,14 @@ pub(super) fn bench(a: BenchArgs) -> Result<()> {
     }
     let mut report = BenchReport::default();
     let mut gpu_encoder = None;
+    // `--precision`: the encoder grid's and the workload's (each once, in the order given).
+    let mut precisions = Vec::new();
+    for name in &a.precision {
+        let p = crate::model::Precision::parse(name)?;
+        if !precisions.contains(&p) {
+            precisions.push(p);
+        }
+    }
     for part in &a.parts {
         match part.as_str() {
             "core" => {
@@ -795,13 +816,6 @@ pub(super) fn bench(a: BenchArgs) -> Result<()> {
             }
             "encoder" => {
                 eprintln!("encoder on the CPU and its peers on the same weights:");
-                let mut precisions = Vec::new();
-                for name in &a.precision {
-                    let p = crate::model::Precision::parse(name)?;
-                    if !precisions.contains(&p) {
-                        precisions.push(p);
-                    }
-                }
                 report.encoder = Some(encoder(&a.model, &a.peers, &precisions, &a.lengths, &a.batches, a.repeats)?);
             }
             "gpu" => {
@@ -816,7 +830,7 @@ pub(super) fn bench(a: BenchArgs) -> Result<()> {
             }
             "workload" => {
                 eprintln!("workload: evaluate --model on the CasiMedicos dev bundle:");
-                report.workload = workload(&a.model, &a.workload_data, &a.workload_backends)?;
+                report.workload = workload(&a.model, &a.workload_data, &a.workload_backends, &precisions)?;
             }
             "profile" => {
                 eprintln!("the CPU path's time per step:");

@@ -50,6 +50,8 @@ pub struct WorkloadResult {
     pub device: String,
     /// Threads of the CPU path (0 on the GPU).
     pub threads: usize,
+    /// The encoder's arithmetic: "f32" or "int8" (the GPU runs f32).
+    pub precision: String,
     /// Dev accuracy of the evaluator with the argument (a check that the run did real work).
     pub accuracy: Option<f64>,
 }
@@ -97,6 +99,7 @@ pub async fn run_workload(
         backend: backend.backend.clone(),
         device: backend.device.trim().to_string(),
         threads,
+        precision: if backend.backend == "gpu" { "f32" } else { model.model.encoder.model.precision.name() }.into(),
         accuracy,
     })
 }

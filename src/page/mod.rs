@@ -297,10 +297,14 @@ pub async fn workload(
     cpu_device: &dyn Fn(usize) -> String,
     progress: Progress<'_>,
 ) -> Result<String> {
-    let choice = jobs::parse_backend(backend)?;
-    // As `medrank bench --parts workload` by default: f32 (the bench grid may have left
-    // the kept model in int8).
-    kept.set_precision(crate::model::Precision::F32);
+    // "cpu-int8": the CPU in int8; any other backend in f32 (the bench grid may have left
+    // the kept model in int8), as `medrank bench --parts workload --precision f32,int8`.
+    let (name, precision) = match backend.strip_suffix("-int8") {
+        Some(name) => (name, crate::model::Precision::Int8),
+        None => (backend, crate::model::Precision::F32),
+    };
+    let choice = jobs::parse_backend(name)?;
+    kept.set_precision(precision);
     let dev = NamedText::new("data/casimedicos/dev.jsonl", dev_text);
     let stage = format!("workload on {backend}");
     let mut on_batch = |done: usize, total: usize| progress(&stage, done, total).is_ok();

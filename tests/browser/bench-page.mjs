@@ -57,6 +57,7 @@ async function measure(threads, { webgpu, plain = false }) {
     });
     if (!webgpu && workload) {
       await page.setChecked('#workload-cpu', true);
+      await page.setChecked('#workload-int8', true);
       await page.setChecked('#workload-gpu', false);
       result.workload = await runAndRead(page, '#workload-run', '#workload-progress', '#workload-error', () =>
         page.evaluate(() => window.__workloadLast),
@@ -126,8 +127,12 @@ function ratios(page) {
     c.ort_web_tokens_per_s = o?.tokens_per_s ?? null;
     c.ratio_to_ort_web = o ? c.page_tokens_per_s / o.tokens_per_s : null;
   }
-  const w = page.workload?.find((x) => x.backend === 'cpu');
-  const nw = native.workload?.find((x) => x.backend === 'cpu');
+  const cpuWorkload = (rows, precision) =>
+    rows?.find((x) => x.backend === 'cpu' && (x.precision ?? 'f32') === precision);
+  const w = cpuWorkload(page.workload, 'f32');
+  const nw = cpuWorkload(native.workload, 'f32');
+  const w8 = cpuWorkload(page.workload, 'int8');
+  const nw8 = cpuWorkload(native.workload, 'int8');
   return {
     native_threads: native.encoder?.threads ?? null,
     page_threads: cpu?.threads ?? null,
@@ -140,6 +145,10 @@ function ratios(page) {
             native_sequences_per_s: nw.sequences_per_s,
             native_threads: nw.threads,
             ratio: w.sequences_per_s / nw.sequences_per_s,
+            page_int8_sequences_per_s: w8?.sequences_per_s ?? null,
+            page_int8_over_f32: w8 ? w8.sequences_per_s / w.sequences_per_s : null,
+            native_int8_sequences_per_s: nw8?.sequences_per_s ?? null,
+            int8_ratio: w8 && nw8 ? w8.sequences_per_s / nw8.sequences_per_s : null,
           }
         : null,
   };
