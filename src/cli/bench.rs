@@ -711,7 +711,17 @@ impl BenchReport {
             let mut t = Table::new(
                 "bench_workload",
                 "Workload: evaluate --model on the CasiMedicos dev bundle (+ no_argument control), end to end",
-                &["backend", "precision", "device", "threads", "instances", "sequences", "seconds", "sequences/s", "accuracy"],
+                &[
+                    "backend",
+                    "precision",
+                    "device",
+                    "threads",
+                    "instances",
+                    "sequences",
+                    "seconds",
+                    "sequences/s",
+                    "accuracy",
+                ],
             );
             for w in &self.workload {
                 t.push(vec![
