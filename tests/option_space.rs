@@ -79,6 +79,7 @@ fn kind(sub: &str, long: &str) -> Kind {
         ("train", "freeze") => Numeric(&["top:{}"]),
         ("train", "arguments") => Other("the argument source: none, system:NAME or random:A,B"),
         ("bench", "workload-data") => Input(ONE),
+        ("quantize", "texts" | "dev" | "bundle") => Input(ONE),
         ("bench", "lengths" | "batches" | "repeats") => Numeric(ONE),
         ("bench", "parts" | "workload-backends") => Other("names of benchmark parts or backends"),
         ("bench", "peers") => Other("the folder of the peer scripts (Python files run by path)"),
@@ -164,6 +165,7 @@ fn base(sub: &str, long: &str, out: &Path) -> Vec<String> {
         // Fails at once on the missing model should a value be accepted.
         "bench" => vec![("parts", "workload".into()), ("model", format!("{out}-no-model")), ("json", out)],
         "serve" => return vec!["serve".into(), s(&site()).into()],
+        "quantize" => vec![("model", MODEL.into()), ("out", out)],
         other => panic!("no base command for `{other}`: add one"),
     };
     let mut args = match sub {
