@@ -120,15 +120,15 @@ pub fn int8_safetensors(model: &crate::model::LoadedModel) -> Result<Vec<u8>> {
     write_raw_safetensors(raw)
 }
 
-/// Quantize the folder's model and measure the int8 encoder against the f32 one. Returns
-/// the files of the int8 folder (the f32 folder's other files unchanged, `model.safetensors`
-/// int8, `quantization.json` the report) and the report.
 /// A folder's files: (name inside the folder, bytes).
 pub type FolderFiles = Vec<(String, Vec<u8>)>;
 
 /// Each task of a bundle with its systems, best first.
 type TaskOrders = Vec<(String, Vec<(String, f64)>)>;
 
+/// Quantize the folder's model and measure the int8 encoder against the f32 one. Returns
+/// the files of the int8 folder (the f32 folder's other files unchanged, `model.safetensors`
+/// int8, `quantization.json` the report) and the report.
 pub fn quantize_model(req: &QuantizeRequest) -> Result<(FolderFiles, QuantizeReport)> {
     let f32_model = TextModel::from_files(req.model)?;
     if f32_model.encoder.model.precision == Precision::Int8 {
