@@ -247,10 +247,9 @@ fn dev_check(f32_model: &TextModel, int8_model: &TextModel, dev: &NamedText) -> 
     };
     let accuracy = |model: &TextModel| -> Result<(f64, usize)> {
         let (outcome, _) = evaluate_with_model(&req, model, Vec::new(), &ModelOptions::default())?;
-        let task = outcome.report.evaluators.first().and_then(|e| e.report.tasks.first());
-        let system = task.and_then(|t| t.systems.iter().find(|s| s.system == WORKLOAD_SYSTEM));
-        match (task, system.map(|s| &s.score)) {
-            (Some(t), Some(crate::stats::Stat::Defined(x))) => Ok((*x, t.n_instances)),
+        let instances = outcome.report.evaluators.first().and_then(|e| e.report.tasks.first()).map(|t| t.n_instances);
+        match (workload_accuracy(&outcome.report), instances) {
+            (Some(x), Some(n)) => Ok((x, n)),
             _ => Err(Error::invalid(format!("{}: no accuracy came out of the dev file", dev.name))),
         }
     };

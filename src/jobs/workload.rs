@@ -56,6 +56,17 @@ pub struct WorkloadResult {
     pub accuracy: Option<f64>,
 }
 
+/// The evaluator's accuracy with the dev file's arguments (system [`WORKLOAD_SYSTEM`]) in
+/// an evaluation of the workload bundle, when it is defined.
+pub fn workload_accuracy(report: &EvaluateReport) -> Option<f64> {
+    let e = report.evaluators.first()?;
+    let system = e.report.tasks.iter().flat_map(|t| t.systems.iter()).find(|s| s.system == WORKLOAD_SYSTEM)?;
+    match system.score {
+        crate::stats::Stat::Defined(x) => Some(x),
+        crate::stats::Stat::Undefined(_) => None,
+    }
+}
+
 /// Runs the workload once on `model` with the backend `choice`; `now()` is the front end's
 /// clock in seconds (`Instant` natively, `performance.now()` in the page).
 pub async fn run_workload(
@@ -83,13 +94,7 @@ pub async fn run_workload(
     let ((outcome, _), backend) = model.evaluate(&req, choice, &options, &mut counting).await?;
     let seconds = now() - started;
     let report = &outcome.report;
-    let accuracy = report.evaluators.first().and_then(|e| {
-        let system = e.report.tasks.iter().flat_map(|t| t.systems.iter()).find(|s| s.system == WORKLOAD_SYSTEM)?;
-        match system.score {
-            crate::stats::Stat::Defined(x) => Some(x),
-            crate::stats::Stat::Undefined(_) => None,
-        }
-    });
+    let accuracy = workload_accuracy(report);
     let threads = if backend.backend == "gpu" { 0 } else { crate::model::cpu::worker_threads() };
     Ok(WorkloadResult {
         instances: report.evaluators.first().map_or(0, |e| e.report.tasks.iter().map(|t| t.n_instances).sum()),
