@@ -193,17 +193,6 @@ pub fn quantize_model(req: &QuantizeRequest) -> Result<(FolderFiles, QuantizeRep
     Ok((files, report))
 }
 
-fn cosine(a: &[f32], b: &[f32]) -> f64 {
-    let dot: f64 = a.iter().zip(b).map(|(x, y)| *x as f64 * *y as f64).sum();
-    let norm = |v: &[f32]| v.iter().map(|x| (*x as f64).powi(2)).sum::<f64>().sqrt();
-    let n = norm(a) * norm(b);
-    if n > 0.0 {
-        dot / n
-    } else {
-        1.0 // two zero vectors (an empty line under mean pooling of nothing) agree
-    }
-}
-
 fn embedding_check(
     f32_model: &TextModel,
     int8_model: &TextModel,
@@ -225,7 +214,7 @@ fn embedding_check(
     let texts: Vec<&str> = lines.iter().map(|(_, l)| *l).collect();
     let a = crate::model::embed_lines(f32_model, &texts)?;
     let b = crate::model::embed_lines(int8_model, &texts)?;
-    let cos: Vec<f64> = a.iter().zip(&b).map(|(x, y)| cosine(x, y)).collect();
+    let cos: Vec<f64> = a.iter().zip(&b).map(|(x, y)| crate::model::pooling::cosine(x, y) as f64).collect();
     let (worst, worst_cosine) =
         cos.iter().enumerate().fold((0, f64::INFINITY), |(wi, w), (i, &c)| if c < w { (i, c) } else { (wi, w) });
     Ok(Some(EmbeddingCheck {
