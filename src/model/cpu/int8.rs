@@ -82,10 +82,11 @@ pub fn quantize_activations(x: &[f32], rows: usize, cols: usize, out: &mut Quant
     for (row, dst) in x.chunks_exact(cols.max(1)).take(rows).zip(out.values.chunks_exact_mut(depth)) {
         let (lo, hi) = row.iter().fold((0.0f32, 0.0f32), |(lo, hi), &v| (lo.min(v), hi.max(v)));
         let range = hi - lo;
-        let (scale, inverse) = if range > 0.0 { (range / 127.0, 127.0 / range) } else { (1.0, 0.0) };
+        let levels = ACTIVATION_MAX as f32;
+        let (scale, inverse) = if range > 0.0 { (range / levels, levels / range) } else { (1.0, 0.0) };
         let zero = round_small(-lo * inverse);
         for (d, &v) in dst.iter_mut().zip(row) {
-            *d = (round_small(v * inverse) + zero).clamp(0.0, 127.0) as u8;
+            *d = (round_small(v * inverse) + zero).clamp(0.0, levels) as u8;
         }
         out.scales.push(scale);
         out.zeros.push(zero as i32);
@@ -433,11 +434,6 @@ impl Int8Linear {
                 }
             }
         }
-    }
-
-    /// The bytes of the weights as this kernel holds them.
-    pub fn weight_bytes(&self) -> usize {
-        self.packed.len() + 8 * self.outputs
     }
 }
 
