@@ -2,7 +2,7 @@
 //! criteria a grader said it meets (FORMATS.md, section 7). Scored by `eval::rubric`.
 
 use crate::data::common::{check_line_ends, content_lines, nothing_to_read};
-use crate::data::json::{parse_record, Record};
+use crate::data::json::{parse_record, Json, Record};
 use crate::error::{Result, Warning};
 use crate::stats::Stat;
 use serde::Serialize;
@@ -49,16 +49,102 @@ impl GradedResponse {
     }
 }
 
-const KNOWN_FIELDS: [&str; 5] = ["id", "system", "prompt_id", "tags", "criteria"];
-const CRITERION_FIELDS: [&str; 4] = ["criterion", "points", "tags", "met"];
+/// One message of a conversation (HealthBench's `prompt` items).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Message {
+    pub role: String,
+    pub content: String,
+}
+
+/// What the response answers: a plain text, or a conversation.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(untagged)]
+pub enum Prompt {
+    Text(String),
+    Messages(Vec<Message>),
+}
+
+/// A criterion of a rubric file of any kind (graded, ungraded, judged by several people).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RubricCriterion {
+    pub criterion: String,
+    /// None only where the file gives no points (a meta-evaluation file: FORMATS.md §7).
+    pub points: Option<f64>,
+    pub tags: Vec<String>,
+    /// The judgement `medrank rubric` scores; None in an ungraded file.
+    pub met: Option<bool>,
+    /// Judgements of named graders (people), in file order: (grader, met).
+    pub met_by: Vec<(String, bool)>,
+}
+
+/// A response of a rubric file of any kind, as read (FORMATS.md §7).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RubricResponse {
+    pub id: String,
+    pub system: String,
+    pub prompt_id: Option<String>,
+    pub tags: Vec<String>,
+    pub prompt: Option<Prompt>,
+    pub response: Option<String>,
+    pub criteria: Vec<RubricCriterion>,
+    /// 1-based line in the input.
+    pub line: usize,
+}
+
+const KNOWN_FIELDS: [&str; 7] = ["id", "system", "prompt_id", "tags", "prompt", "response", "criteria"];
+const CRITERION_FIELDS: [&str; 5] = ["criterion", "points", "tags", "met", "met_by"];
+
+/// What a reader asks of a file: `Graded` is what scoring needs (points and `met` on every
+/// criterion, sums finite: `medrank rubric`); `Any` takes ungraded files and files without
+/// points too (the import's output, `rubric-agreement`'s inputs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    Graded,
+    Any,
+}
 
 /// Parses graded responses (JSONL; blank lines skipped). Errors name file, line and field
 /// (`criteria[2].met`; a key twice in one object is one); unknown fields give one warning
 /// per name.
 pub fn parse_graded(name: &str, text: &str) -> Result<(Vec<GradedResponse>, Vec<Warning>)> {
-    let mut responses: Vec<GradedResponse> = Vec::new();
+    let (responses, warnings) = read(name, text, Mode::Graded)?;
+    let graded = responses
+        .into_iter()
+        .map(|r| GradedResponse {
+            id: r.id,
+            system: r.system,
+            prompt_id: r.prompt_id,
+            tags: r.tags,
+            criteria: r
+                .criteria
+                .into_iter()
+                .map(|c| Criterion {
+                    criterion: c.criterion,
+                    // `Mode::Graded` has refused a criterion without them.
+                    points: c.points.expect("graded: points"),
+                    tags: c.tags,
+                    met: c.met.expect("graded: met"),
+                })
+                .collect(),
+            line: r.line,
+        })
+        .collect();
+    Ok((graded, warnings))
+}
+
+/// Parses a rubric file of any kind (FORMATS.md §7): graded (every criterion has `met`) or
+/// ungraded (none has; a mix is an error at the first criterion that differs), with or
+/// without `points`, `met_by`, `prompt` and `response`.
+pub fn parse_rubric(name: &str, text: &str) -> Result<(Vec<RubricResponse>, Vec<Warning>)> {
+    read(name, text, Mode::Any)
+}
+
+fn read(name: &str, text: &str, mode: Mode) -> Result<(Vec<RubricResponse>, Vec<Warning>)> {
+    let mut responses: Vec<RubricResponse> = Vec::new();
     let mut seen: HashMap<(String, String), usize> = HashMap::new();
     let mut unknown: BTreeMap<String, (usize, usize)> = BTreeMap::new();
+    // Whether the file's first criterion has `met`, and where it is: every other must agree.
+    let mut graded: Option<(bool, usize)> = None;
     check_line_ends(name, text)?;
     for (line, row) in content_lines(text) {
         let record = parse_record(name, line, row)?;
@@ -68,12 +154,28 @@ pub fn parse_graded(name: &str, text: &str) -> Result<(Vec<GradedResponse>, Vec<
             return Err(record.error("id", format!("system `{system}` already has a response `{id}` (line {first})")));
         }
         let tags = tag_list(&record)?;
-        let criteria = criteria(&record, &mut unknown)?;
-        check_finite_scores(&record, &criteria)?;
+        let criteria = criteria(&record, mode, &mut graded, &mut unknown)?;
+        if mode == Mode::Graded {
+            let scored: Vec<Criterion> = criteria
+                .iter()
+                .map(|c| Criterion {
+                    criterion: String::new(),
+                    points: c.points.unwrap_or(0.0),
+                    tags: c.tags.clone(),
+                    met: c.met.unwrap_or(false),
+                })
+                .collect();
+            check_finite_scores(&record, &scored)?;
+        }
         for key in record.unknown_fields(&KNOWN_FIELDS) {
             unknown.entry(key.to_string()).or_insert((line, 0)).1 += 1;
         }
-        responses.push(GradedResponse {
+        let prompt = prompt(&record, &mut unknown)?;
+        let response = match record.get("response") {
+            Some(_) => Some(record.string("response")?.to_string()),
+            None => None,
+        };
+        responses.push(RubricResponse {
             id,
             system,
             prompt_id: match record.get("prompt_id") {
@@ -81,6 +183,8 @@ pub fn parse_graded(name: &str, text: &str) -> Result<(Vec<GradedResponse>, Vec<
                 None => None,
             },
             tags,
+            prompt,
+            response,
             criteria,
             line,
         });
@@ -98,6 +202,101 @@ pub fn parse_graded(name: &str, text: &str) -> Result<(Vec<GradedResponse>, Vec<
         })
         .collect();
     Ok((responses, warnings))
+}
+
+/// The optional `prompt`: a string, or an array of `{role, content}` messages.
+fn prompt(record: &Record, unknown: &mut BTreeMap<String, (usize, usize)>) -> Result<Option<Prompt>> {
+    match record.get("prompt") {
+        None => Ok(None),
+        Some(Json::String(s)) => Ok(Some(Prompt::Text(s.clone()))),
+        Some(Json::Array(_)) => Ok(Some(Prompt::Messages(messages(record, "prompt", unknown)?))),
+        Some(other) => Err(record.error(
+            "prompt",
+            format!("expected a string or an array of {{role, content}} messages, found {}", other.kind()),
+        )),
+    }
+}
+
+/// An array of `{role, content}` messages (HealthBench's `prompt`): role a non-empty
+/// string, content a string; other keys are warned about as `FIELD[].KEY`.
+pub(crate) fn messages(
+    record: &Record,
+    field: &str,
+    unknown: &mut BTreeMap<String, (usize, usize)>,
+) -> Result<Vec<Message>> {
+    record
+        .objects(field)?
+        .iter()
+        .map(|m| {
+            let role = m.string("role")?;
+            if role.trim().is_empty() {
+                return Err(m.error("role", "`role` is empty"));
+            }
+            let content = m.string("content")?.to_string();
+            for key in m.unknown_fields(&["role", "content"]) {
+                unknown.entry(format!("{field}[].{key}")).or_insert((m.line, 0)).1 += 1;
+            }
+            Ok(Message { role: role.to_string(), content })
+        })
+        .collect()
+}
+
+/// Writes responses as §7 JSONL, fields in the order of FORMATS.md (absent ones left out);
+/// [`parse_rubric`] reads back equal values.
+pub fn write_rubric_jsonl(responses: &[RubricResponse]) -> String {
+    use serde_json::{Map, Value};
+    let strings = |v: &[String]| Value::Array(v.iter().map(|t| Value::String(t.clone())).collect());
+    let mut out = String::new();
+    for r in responses {
+        let mut o = Map::new();
+        o.insert("id".into(), r.id.clone().into());
+        o.insert("system".into(), r.system.clone().into());
+        if let Some(p) = &r.prompt_id {
+            o.insert("prompt_id".into(), p.clone().into());
+        }
+        if !r.tags.is_empty() {
+            o.insert("tags".into(), strings(&r.tags));
+        }
+        if let Some(p) = &r.prompt {
+            o.insert("prompt".into(), serde_json::to_value(p).expect("a prompt serializes"));
+        }
+        if let Some(text) = &r.response {
+            o.insert("response".into(), text.clone().into());
+        }
+        let criteria = r
+            .criteria
+            .iter()
+            .map(|c| {
+                let mut o = Map::new();
+                o.insert("criterion".into(), c.criterion.clone().into());
+                if let Some(points) = c.points {
+                    o.insert("points".into(), points_value(points));
+                }
+                o.insert("tags".into(), strings(&c.tags));
+                if let Some(met) = c.met {
+                    o.insert("met".into(), met.into());
+                }
+                if !c.met_by.is_empty() {
+                    let by: Map<String, Value> = c.met_by.iter().map(|(g, m)| (g.clone(), Value::Bool(*m))).collect();
+                    o.insert("met_by".into(), Value::Object(by));
+                }
+                Value::Object(o)
+            })
+            .collect();
+        o.insert("criteria".into(), Value::Array(criteria));
+        out.push_str(&Value::Object(o).to_string());
+        out.push('\n');
+    }
+    out
+}
+
+/// Whole points as integers (`5`, not `5.0`), as HealthBench writes them.
+fn points_value(points: f64) -> serde_json::Value {
+    if points.fract() == 0.0 && points.abs() < 9.0e15 {
+        serde_json::Value::from(points as i64)
+    } else {
+        serde_json::Value::from(points)
+    }
 }
 
 /// Points achieved over points possible for a set of criteria.
@@ -158,7 +357,12 @@ fn check_finite_scores(record: &Record, criteria: &[Criterion]) -> Result<()> {
     Ok(())
 }
 
-fn criteria(record: &Record, unknown: &mut BTreeMap<String, (usize, usize)>) -> Result<Vec<Criterion>> {
+fn criteria(
+    record: &Record,
+    mode: Mode,
+    graded: &mut Option<(bool, usize)>,
+    unknown: &mut BTreeMap<String, (usize, usize)>,
+) -> Result<Vec<RubricCriterion>> {
     let items = record.objects("criteria")?;
     if items.is_empty() {
         return Err(record.error("criteria", "needs at least one criterion"));
@@ -170,32 +374,74 @@ fn criteria(record: &Record, unknown: &mut BTreeMap<String, (usize, usize)>) -> 
             if criterion.trim().is_empty() {
                 return Err(item.error("criterion", "`criterion` is empty"));
             }
-            let points = item.number("points")?;
-            if item.get("met").is_none() {
-                return Err(item.error("met", "missing field `met` (was the criterion graded?)"));
+            let points = match (mode, item.get("points")) {
+                (Mode::Any, None) => None,
+                _ => Some(item.number("points")?),
+            };
+            let met = match (mode, item.get("met")) {
+                (Mode::Graded, None) => {
+                    return Err(item.error("met", "missing field `met` (was the criterion graded?)"));
+                }
+                (Mode::Any, None) => None,
+                _ => Some(item.boolean("met")?),
+            };
+            // A file is graded or ungraded throughout: a criterion without `met` in a graded
+            // file would otherwise be scored as not met, or left out, without a word.
+            match *graded {
+                None => *graded = Some((met.is_some(), item.line)),
+                Some((first, line)) if first != met.is_some() => {
+                    let (has, lacks) = if first { ("has", "has none") } else { ("has none", "has one") };
+                    return Err(item.error(
+                        "met",
+                        format!(
+                            "the file's first criterion (line {line}) {has} `met` and this one {lacks}: a file is \
+                             graded (every criterion has `met`) or ungraded (none has) throughout"
+                        ),
+                    ));
+                }
+                Some(_) => {}
             }
-            let met = item.boolean("met")?;
             let tags = tag_list(item)?;
+            let met_by = match item.get("met_by") {
+                None => Vec::new(),
+                Some(_) => {
+                    let judged = item.boolean_map("met_by")?;
+                    if judged.is_empty() {
+                        return Err(
+                            item.error("met_by", "`met_by` is empty: leave it out where nobody judged the criterion")
+                        );
+                    }
+                    if let Some((grader, _)) = judged.iter().find(|(g, _)| g.trim().is_empty()) {
+                        return Err(item.error(&format!("met_by.{grader}"), "empty grader name"));
+                    }
+                    judged
+                }
+            };
             for key in item.unknown_fields(&CRITERION_FIELDS) {
                 unknown.entry(format!("criteria[].{key}")).or_insert((item.line, 0)).1 += 1;
             }
-            Ok(Criterion { criterion: criterion.to_string(), points, tags, met })
+            Ok(RubricCriterion { criterion: criterion.to_string(), points, tags, met, met_by })
         })
         .collect()
 }
 
 /// The optional `tags` of a record: an array of distinct, non-empty strings.
-fn tag_list(record: &Record) -> Result<Vec<String>> {
-    if record.get("tags").is_none() {
+pub(crate) fn tag_list(record: &Record) -> Result<Vec<String>> {
+    tags_in(record, "tags")
+}
+
+/// The optional tag array `field` of a record (`tags`; HealthBench's `example_tags`).
+pub(crate) fn tags_in(record: &Record, field: &str) -> Result<Vec<String>> {
+    if record.get(field).is_none() {
         return Ok(Vec::new());
     }
-    let tags = record.string_array("tags")?;
+    let tags = record.string_array(field)?;
     for (i, tag) in tags.iter().enumerate() {
         if tag.trim().is_empty() {
-            return Err(record.error(&format!("tags[{i}]"), "empty tag"));
+            return Err(record.error(&format!("{field}[{i}]"), "empty tag"));
         }
         if tags[..i].contains(tag) {
-            return Err(record.error(&format!("tags[{i}]"), format!("tag `{tag}` is listed twice")));
+            return Err(record.error(&format!("{field}[{i}]"), format!("tag `{tag}` is listed twice")));
         }
     }
     Ok(tags)

@@ -220,6 +220,20 @@ impl<'a> Record<'a> {
             .collect()
     }
 
+    /// An object field whose values are all `true` or `false`, as (key, value) in file order.
+    pub(crate) fn boolean_map(&self, field: &str) -> Result<Vec<(String, bool)>> {
+        let entries = self.object(field)?;
+        entries
+            .iter()
+            .map(|(k, v)| match v {
+                Json::Bool(b) => Ok((k.clone(), *b)),
+                other => {
+                    Err(self.error(&format!("{field}.{k}"), format!("expected true or false, found {}", other.kind())))
+                }
+            })
+            .collect()
+    }
+
     /// An array field whose items are all strings, in file order (may be empty).
     pub(crate) fn string_array(&self, field: &str) -> Result<Vec<String>> {
         let items = self.array(field, "an array of strings")?;
