@@ -7,8 +7,8 @@
 //! for all of the task's query rows of that sequence; the scores of a block of query rows
 //! (at most `BLOCK` x keys) stay in a small buffer that fits the L1/L2 cache.
 
-use super::math::softmax_unnormalised;
-use super::matmul::{matmul_packed, PackedRhs};
+use super::math::{softmax_unnormalised, Arithmetic};
+use super::matmul::{matmul_packed, Kernel, PackedRhs};
 use super::view::{View, ViewMut};
 
 /// Query rows per block of scores: 32 x 512 keys x 4 bytes = 64 KiB. With `gemm`, 32 rows
@@ -46,8 +46,16 @@ fn keys_of(mask: &[u32]) -> Keys {
 /// `ctx[t, h*d..(h+1)*d] = softmax(q_h k_h^T / sqrt d, masked) v_h` for the query tokens
 /// `first_token ..` (counted over the whole batch) that fill `ctx` (`[rows, hidden]`).
 /// `qkv` is `[batch * seq_len, 3 * hidden]` and `mask` `[batch, seq_len]` (1 = real token).
-/// Callers run disjoint row ranges in parallel; rows may span several sequences.
-pub fn self_attention(qkv: &[f32], mask: &[u32], shape: AttentionShape, first_token: usize, ctx: &mut [f32]) {
+/// Callers run disjoint row ranges in parallel; rows may span several sequences. Products,
+/// softmax and scaling round as `arithmetic` says.
+pub fn self_attention(
+    arithmetic: Arithmetic,
+    qkv: &[f32],
+    mask: &[u32],
+    shape: AttentionShape,
+    first_token: usize,
+    ctx: &mut [f32],
+) {
     let AttentionShape { batch, seq_len: s, heads, head_dim: d } = shape;
     let hidden = heads * d;
     let stride = 3 * hidden;
@@ -57,7 +65,8 @@ pub fn self_attention(qkv: &[f32], mask: &[u32], shape: AttentionShape, first_to
     let end_token = first_token + ctx.len() / hidden.max(1);
     assert!(end_token <= batch * s, "query rows past the batch");
     let scale = 1.0 / (d as f32).sqrt();
-    let (mut kt, mut v, mut scores) = (PackedRhs::default(), PackedRhs::default(), Vec::new());
+    let kernel = Kernel::for_arithmetic(arithmetic);
+    let (mut kt, mut v, mut scores) = (PackedRhs::for_kernel(kernel), PackedRhs::for_kernel(kernel), Vec::new());
     let mut inverse_sums = Vec::with_capacity(BLOCK);
     let mut token = first_token;
     while token < end_token {
@@ -99,7 +108,9 @@ pub fn self_attention(qkv: &[f32], mask: &[u32], shape: AttentionShape, first_to
                 let dst = ViewMut { data: &mut scores, offset: 0, rows: block, cols: nk, row_stride: nk };
                 matmul_packed(dst, false, q, &kt, scale);
                 inverse_sums.clear();
-                inverse_sums.extend(scores.chunks_exact_mut(nk).map(|row| softmax_unnormalised(row, keep.as_deref())));
+                inverse_sums.extend(
+                    scores.chunks_exact_mut(nk).map(|row| softmax_unnormalised(arithmetic, row, keep.as_deref())),
+                );
                 let p = View::row_major(&scores, block, nk);
                 let first_out = (token - first_token + r0) * hidden + head * d;
                 let dst = ViewMut { data: ctx, offset: first_out, rows: block, cols: d, row_stride: hidden };
@@ -166,14 +177,16 @@ mod tests {
         mask[140 + 10..140 + 20].iter_mut().for_each(|m| *m = 0);
         mask[210..280].iter_mut().for_each(|m| *m = 0);
         // In uneven row ranges that cross sequence and block boundaries, as threads get them.
-        let mut ctx = vec![0.0; 4 * 70 * 15];
-        let mut first = 0;
-        for part in ctx.chunks_mut(15 * 93) {
-            self_attention(&qkv, &mask, sh, first, part);
-            first += part.len() / 15;
-        }
         let want = naive(&qkv, &mask, sh);
-        let worst = ctx.iter().zip(&want).map(|(a, b)| (a - b).abs()).fold(0.0, f32::max);
-        assert!(worst < 1e-5, "max abs difference {worst}");
+        for arithmetic in [Arithmetic::Fastest, Arithmetic::Reproducible] {
+            let mut ctx = vec![0.0; 4 * 70 * 15];
+            let mut first = 0;
+            for part in ctx.chunks_mut(15 * 93) {
+                self_attention(arithmetic, &qkv, &mask, sh, first, part);
+                first += part.len() / 15;
+            }
+            let worst = ctx.iter().zip(&want).map(|(a, b)| (a - b).abs()).fold(0.0, f32::max);
+            assert!(worst < 1e-5, "{arithmetic:?}: max abs difference {worst}");
+        }
     }
 }

@@ -57,6 +57,20 @@ impl MulAdd for Contracted {
     }
 }
 
+/// How the kernels below round: the choice of the caller, per encoder.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Arithmetic {
+    /// Fastest on this target: fused multiply-add where the CPU (or the relaxed-SIMD
+    /// browser build) has it. Native and browser results then differ in their last bits.
+    Fastest,
+    /// A multiply, then an add, on every target, in the same order: the same bits natively
+    /// and in every browser build. The int8 path takes it: its activations are rounded to
+    /// 7 bits per token before each product, and a last-bit difference that moves a value
+    /// across a rounding boundary would otherwise grow into a visible one (0.036 in a
+    /// probability, measured) between the page and the CLI.
+    Reproducible,
+}
+
 /// The form of the kernels' last branch (builds without a run-time FMA check, and CPUs
 /// without FMA): [`Contracted`] in the relaxed-SIMD wasm build, [`Unfused`] elsewhere.
 #[cfg(all(target_arch = "wasm32", target_feature = "relaxed-simd"))]
@@ -106,20 +120,24 @@ pub fn erf<M: MulAdd>(x: f32) -> f32 {
 
 /// Define a kernel compiled three times — for AVX-512, for AVX2 with FMA and for the
 /// baseline — and pick the widest the CPU has at run time (the check is a cached flag).
-/// The body is plain scalar Rust over the [`MulAdd`] named in `<...>` (fused in the first
-/// two, [`Baseline`] in the last); the compiler vectorises it for each target.
+/// The body is plain scalar Rust over the [`MulAdd`] named in `<...>`: for
+/// [`Arithmetic::Fastest`] fused in the first two and [`Baseline`] in the last, for
+/// [`Arithmetic::Reproducible`] [`Unfused`] in all three. The compiler vectorises it for
+/// each target; element-wise steps and sums in a fixed number of lanes round the same at
+/// any vector width, so only the multiply-add form changes the bits.
 macro_rules! multiversion {
     ($(#[$meta:meta])* pub fn $name:ident<$m:ident>($($arg:ident: $ty:ty),* $(,)?) $(-> $ret:ty)? $body:block) => {
         $(#[$meta])*
-        pub fn $name($($arg: $ty),*) $(-> $ret)? {
+        pub fn $name(arithmetic: Arithmetic, $($arg: $ty),*) $(-> $ret)? {
             #[inline(always)]
             fn body<$m: MulAdd>($($arg: $ty),*) $(-> $ret)? $body
+            let reproducible = arithmetic == Arithmetic::Reproducible;
             #[cfg(target_arch = "x86_64")]
             {
                 #[target_feature(enable = "avx512f,avx512vl,avx512dq,avx512bw,fma")]
-                fn v4($($arg: $ty),*) $(-> $ret)? { body::<Fused>($($arg),*) }
+                fn v4<$m: MulAdd>($($arg: $ty),*) $(-> $ret)? { body::<$m>($($arg),*) }
                 #[target_feature(enable = "avx2,fma")]
-                fn v3($($arg: $ty),*) $(-> $ret)? { body::<Fused>($($arg),*) }
+                fn v3<$m: MulAdd>($($arg: $ty),*) $(-> $ret)? { body::<$m>($($arg),*) }
                 if std::arch::is_x86_feature_detected!("avx512f")
                     && std::arch::is_x86_feature_detected!("avx512vl")
                     && std::arch::is_x86_feature_detected!("avx512dq")
@@ -127,14 +145,18 @@ macro_rules! multiversion {
                     && std::arch::is_x86_feature_detected!("fma")
                 {
                     // SAFETY: the CPU has the features v4 was compiled for.
-                    return unsafe { v4($($arg),*) };
+                    return unsafe {
+                        if reproducible { v4::<Unfused>($($arg),*) } else { v4::<Fused>($($arg),*) }
+                    };
                 }
                 if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma") {
                     // SAFETY: as above, for v3.
-                    return unsafe { v3($($arg),*) };
+                    return unsafe {
+                        if reproducible { v3::<Unfused>($($arg),*) } else { v3::<Fused>($($arg),*) }
+                    };
                 }
             }
-            body::<Baseline>($($arg),*)
+            if reproducible { body::<Unfused>($($arg),*) } else { body::<Baseline>($($arg),*) }
         }
     };
 }
@@ -311,17 +333,19 @@ mod tests {
     #[test]
     fn gelu_forms_match_their_definitions() {
         let xs: Vec<f32> = (-80..=80).map(|i| i as f32 * 0.1).collect();
-        let mut a = xs.clone();
-        gelu_erf(&mut a);
-        let mut b = xs.clone();
-        gelu_tanh(&mut b);
-        for ((&x, &ge), &gt) in xs.iter().zip(&a).zip(&b) {
-            let x64 = x as f64;
-            let want_erf = 0.5 * x64 * (1.0 + statrs::function::erf::erf(x64 / 2f64.sqrt()));
-            let u = (2.0 / std::f64::consts::PI).sqrt() * (x64 + 0.044715 * x64.powi(3));
-            let want_tanh = 0.5 * x64 * (1.0 + u.tanh());
-            assert!((ge as f64 - want_erf).abs() < 2e-6, "gelu_erf({x})");
-            assert!((gt as f64 - want_tanh).abs() < 2e-6, "gelu_tanh({x})");
+        for arithmetic in [Arithmetic::Fastest, Arithmetic::Reproducible] {
+            let mut a = xs.clone();
+            gelu_erf(arithmetic, &mut a);
+            let mut b = xs.clone();
+            gelu_tanh(arithmetic, &mut b);
+            for ((&x, &ge), &gt) in xs.iter().zip(&a).zip(&b) {
+                let x64 = x as f64;
+                let want_erf = 0.5 * x64 * (1.0 + statrs::function::erf::erf(x64 / 2f64.sqrt()));
+                let u = (2.0 / std::f64::consts::PI).sqrt() * (x64 + 0.044715 * x64.powi(3));
+                let want_tanh = 0.5 * x64 * (1.0 + u.tanh());
+                assert!((ge as f64 - want_erf).abs() < 2e-6, "gelu_erf({x})");
+                assert!((gt as f64 - want_tanh).abs() < 2e-6, "gelu_tanh({x})");
+            }
         }
     }
 
@@ -331,20 +355,20 @@ mod tests {
         let z = 1.0 + 1f64.exp() + 2f64.exp();
         let want = [1.0 / z, 1f64.exp() / z, 0.0, 2f64.exp() / z];
         let mut row = vec![0.0, 1.0, 5.0, 2.0];
-        let inv = softmax_unnormalised(&mut row, Some(&[true, true, false, true]));
+        let inv = softmax_unnormalised(Arithmetic::Fastest, &mut row, Some(&[true, true, false, true]));
         for (g, w) in row.iter().zip(want) {
             assert!((*g as f64 * inv as f64 - w).abs() < 1e-7, "{row:?} times {inv}");
         }
         assert_eq!(row[2], 0.0);
         let mut all_masked = vec![3.0, 4.0];
-        assert_eq!(softmax_unnormalised(&mut all_masked, Some(&[false, false])), 0.5);
+        assert_eq!(softmax_unnormalised(Arithmetic::Fastest, &mut all_masked, Some(&[false, false])), 0.5);
         assert_eq!(all_masked, vec![1.0, 1.0]);
         // Without a mask, on a row longer than the lanes of the one-pass sum (16) and not a
         // multiple of them: the values 0, 0.1, ..., 3.6 against the f64 softmax.
         let xs: Vec<f32> = (0..37).map(|i| i as f32 * 0.1).collect();
         let z: f64 = xs.iter().map(|&x| (x as f64).exp()).sum();
         let mut row = xs.clone();
-        let inv = softmax_unnormalised(&mut row, None);
+        let inv = softmax_unnormalised(Arithmetic::Fastest, &mut row, None);
         for (&x, &g) in xs.iter().zip(&row) {
             let want = (x as f64).exp() / z;
             assert!((g as f64 * inv as f64 - want).abs() < 1e-6 * want, "{x}");
@@ -355,7 +379,14 @@ mod tests {
     fn add_layer_norm_by_hand() {
         // x + r = [1, 2, 3, 6]: mean 3, variance (4 + 1 + 0 + 9) / 4 = 3.5.
         let mut x = vec![0.0, 1.0, 1.0, 3.0];
-        add_layer_norm_row(&mut x, &[1.0, 1.0, 2.0, 3.0], &[1.0, 2.0, 1.0, 1.0], &[0.0, 0.0, 0.5, 0.0], 0.0);
+        add_layer_norm_row(
+            Arithmetic::Fastest,
+            &mut x,
+            &[1.0, 1.0, 2.0, 3.0],
+            &[1.0, 2.0, 1.0, 1.0],
+            &[0.0, 0.0, 0.5, 0.0],
+            0.0,
+        );
         let s = 3.5f64.sqrt();
         // Row: (x - 3) / sqrt(3.5) * gamma + beta.
         let want = [-2.0 / s, -2.0 / s, 0.5, 3.0 / s];

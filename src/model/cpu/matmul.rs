@@ -30,6 +30,9 @@ pub enum Kernel {
     /// The panel kernel over wasm SIMD (8-column panels, 4-row blocks).
     #[cfg(target_arch = "wasm32")]
     WasmPanels,
+    /// The panel kernel over plain lanes, a multiply then an add: the same bits on every
+    /// target (see [`super::math::Arithmetic::Reproducible`]), never the fastest.
+    Reproducible,
 }
 
 impl Kernel {
@@ -70,6 +73,14 @@ impl Kernel {
         Kernel::GemmStrips
     }
 
+    /// The kernel for products in this arithmetic.
+    pub fn for_arithmetic(arithmetic: super::math::Arithmetic) -> Kernel {
+        match arithmetic {
+            super::math::Arithmetic::Fastest => Kernel::this_machine(),
+            super::math::Arithmetic::Reproducible => Kernel::Reproducible,
+        }
+    }
+
     /// How the benchmarks name it.
     pub fn name(self) -> &'static str {
         match self {
@@ -79,6 +90,7 @@ impl Kernel {
             Kernel::Avx2Panels => "AVX2 panels",
             #[cfg(target_arch = "wasm32")]
             Kernel::WasmPanels => "wasm SIMD panels",
+            Kernel::Reproducible => "reproducible panels",
         }
     }
 
@@ -102,6 +114,7 @@ impl Kernel {
             Kernel::Avx2Panels => super::panel_kernel::pack_b::<super::panel_kernel::Avx2>(b, out),
             #[cfg(target_arch = "wasm32")]
             Kernel::WasmPanels => super::panel_kernel::pack_b::<super::panel_kernel::Simd>(b, out),
+            Kernel::Reproducible => super::panel_kernel::pack_b::<super::panel_kernel::Reproducible>(b, out),
         }
     }
 
@@ -163,6 +176,10 @@ impl Kernel {
                 // SIMD128 is on for the whole wasm build: no target-feature wrapper needed.
                 gemm_packed::<Simd, SIMD_ROWS>(m, n, k, a, a_rs, a_cs, b, dst, dst_rs, accumulate, scale)
             }
+            Kernel::Reproducible => {
+                let _ = (b_rs, b_cs);
+                super::panel_kernel::gemm_reproducible(m, n, k, a, a_rs, a_cs, b, dst, dst_rs, accumulate, scale)
+            }
         }
     }
 
@@ -176,6 +193,7 @@ impl Kernel {
             Kernel::Avx2Panels => Some(super::panel_kernel::Avx2::PANEL),
             #[cfg(target_arch = "wasm32")]
             Kernel::WasmPanels => Some(super::panel_kernel::Simd::PANEL),
+            Kernel::Reproducible => Some(super::panel_kernel::Reproducible::PANEL),
         }
     }
 }
@@ -228,6 +246,11 @@ impl Default for PackedRhs {
 }
 
 impl PackedRhs {
+    /// An empty operand for `kernel`'s layout.
+    pub fn for_kernel(kernel: Kernel) -> Self {
+        PackedRhs { kernel, ..PackedRhs::default() }
+    }
+
     /// Copy `b` in, reusing this buffer's memory.
     pub fn pack(&mut self, b: View) {
         assert!(b.extent() <= b.data.len(), "operand out of bounds");
@@ -462,7 +485,7 @@ mod tests {
 
     /// Every kernel this CPU can run (the machine's own choice is one of them).
     fn kernels() -> Vec<Kernel> {
-        let mut all = vec![Kernel::GemmStrips];
+        let mut all = vec![Kernel::GemmStrips, Kernel::Reproducible];
         #[cfg(target_arch = "x86_64")]
         if super::super::panel_kernel::has_avx2() {
             all.push(Kernel::Avx2Panels);

@@ -76,6 +76,8 @@ pub struct CpuLayers {
     heads: usize,
     eps: f32,
     activation: Activation,
+    /// How the f32 steps round: fastest in f32, reproducible in int8.
+    arithmetic: math::Arithmetic,
 }
 
 fn values(t: &candle_core::Tensor) -> Result<Vec<f32>> {
@@ -115,7 +117,19 @@ impl CpuLayers {
                 })
             })
             .collect::<Result<_>>()?;
-        Ok(CpuLayers { layers, heads: cfg.num_heads, eps: cfg.layer_norm_eps as f32, activation: cfg.activation })
+        // int8 rounds activations to 7 bits before each product: every f32 step before one
+        // must give the same bits in the page and the CLI (see `Arithmetic::Reproducible`).
+        let arithmetic = match precision {
+            Precision::F32 => math::Arithmetic::Fastest,
+            Precision::Int8 => math::Arithmetic::Reproducible,
+        };
+        Ok(CpuLayers {
+            layers,
+            heads: cfg.num_heads,
+            eps: cfg.layer_norm_eps as f32,
+            activation: cfg.activation,
+            arithmetic,
+        })
     }
 
     /// Run the first `n_layers` layers over `hidden` (`[batch * seq_len, hidden]`, the
@@ -169,7 +183,7 @@ impl CpuLayers {
             let qkv = &qkv;
             let rest = |(task, (((states, ctx), branch), inner)): TaskRows| {
                 let rows = states.len() / h;
-                time(Step::Attention, || self_attention(qkv, mask, shape, task * rows_per_task, ctx));
+                time(Step::Attention, || self_attention(self.arithmetic, qkv, mask, shape, task * rows_per_task, ctx));
                 time(Step::AttentionOutput, || layer.attn_out.forward(ctx, rows, branch, 1));
                 time(Step::AddNorm, || self.add_norm(states, branch, &layer.attn_norm));
                 time(Step::FeedForwardIn, || layer.ffn_in.forward(states, rows, inner, 1));
@@ -195,14 +209,14 @@ impl CpuLayers {
     fn add_norm(&self, x: &mut [f32], branch: &[f32], (gamma, beta): &(Vec<f32>, Vec<f32>)) {
         let h = gamma.len();
         for (row, b) in x.chunks_exact_mut(h).zip(branch.chunks_exact(h)) {
-            math::add_layer_norm_row(row, b, gamma, beta, self.eps);
+            math::add_layer_norm_row(self.arithmetic, row, b, gamma, beta, self.eps);
         }
     }
 
     fn activate(&self, x: &mut [f32]) {
         match self.activation {
-            Activation::Gelu => math::gelu_erf(x),
-            Activation::GeluTanh => math::gelu_tanh(x),
+            Activation::Gelu => math::gelu_erf(self.arithmetic, x),
+            Activation::GeluTanh => math::gelu_tanh(self.arithmetic, x),
             Activation::Relu => math::relu(x),
         }
     }

@@ -189,6 +189,67 @@ pub unsafe fn gemm_avx2(
     gemm_packed::<Avx2, AVX2_ROWS>(m, n, k, a, a_rs, a_cs, bp, dst, dst_rs, accumulate, scale)
 }
 
+/// The lanes of the reproducible product ([`gemm_reproducible`]): plain arrays, a multiply
+/// then an add (Rust never fuses them), so each output is the same sum in the same order,
+/// rounded the same way, on every target and at every vector width: the depth passes
+/// (`MAX_DEPTH`, one constant everywhere) are the only split of a sum. Four lanes in the
+/// browser (one SIMD128 vector), eight natively (one AVX2 vector where the CPU has it).
+#[cfg(target_arch = "wasm32")]
+pub type Reproducible = Portable<4>;
+#[cfg(not(target_arch = "wasm32"))]
+pub type Reproducible = Portable<8>;
+
+/// Rows of the reproducible microkernel (as the fused kernels of each target).
+#[cfg(target_arch = "wasm32")]
+const REPRODUCIBLE_ROWS: usize = SIMD_ROWS;
+#[cfg(not(target_arch = "wasm32"))]
+const REPRODUCIBLE_ROWS: usize = 6;
+
+/// The product over [`Reproducible`] lanes, B packed by [`pack_b::<Reproducible>`](pack_b):
+/// the same bits natively and in every browser build (the int8 path's attention).
+///
+/// # Safety
+/// As [`gemm_packed`].
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn gemm_reproducible(
+    m: usize,
+    n: usize,
+    k: usize,
+    a: *const f32,
+    a_rs: usize,
+    a_cs: usize,
+    bp: *const f32,
+    dst: *mut f32,
+    dst_rs: usize,
+    accumulate: bool,
+    scale: f32,
+) {
+    // The same code with AVX2 vectors where the CPU has them (wider, not fused).
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2")]
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn avx2(
+        m: usize,
+        n: usize,
+        k: usize,
+        a: *const f32,
+        a_rs: usize,
+        a_cs: usize,
+        bp: *const f32,
+        dst: *mut f32,
+        dst_rs: usize,
+        accumulate: bool,
+        scale: f32,
+    ) {
+        gemm_packed::<Reproducible, REPRODUCIBLE_ROWS>(m, n, k, a, a_rs, a_cs, bp, dst, dst_rs, accumulate, scale)
+    }
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("avx2") {
+        return avx2(m, n, k, a, a_rs, a_cs, bp, dst, dst_rs, accumulate, scale);
+    }
+    gemm_packed::<Reproducible, REPRODUCIBLE_ROWS>(m, n, k, a, a_rs, a_cs, bp, dst, dst_rs, accumulate, scale)
+}
+
 /// Length of `b` packed by [`pack_b`]: whole panels of `V::PANEL` columns.
 pub fn packed_len<V: Lanes>(rows: usize, cols: usize) -> usize {
     cols.div_ceil(V::PANEL) * V::PANEL * rows
@@ -445,6 +506,46 @@ mod tests {
         // lanes, blocks of 6), over plain arrays.
         check_ragged_shapes::<Portable<4>>(gemm_packed::<Portable<4>, 4>);
         check_ragged_shapes::<Portable<8>>(gemm_packed::<Portable<8>, 6>);
+    }
+
+    #[test]
+    fn reproducible_product_gives_the_browsers_bits() {
+        // The browser's reproducible product (4 lanes, blocks of 4 rows) and this machine's
+        // (8 lanes, AVX2 where present, blocks of 6) on the ragged shapes, bit for bit:
+        // each output is one sum in one order whatever the width and the blocking.
+        check_ragged_shapes::<Reproducible>(gemm_reproducible);
+        let (m, n, k) = (13, 35, 1000);
+        let a: Vec<f32> = (0..m * k).map(|i| ((i * 37 % 101) as f32 - 50.0) / 25.3).collect();
+        let b: Vec<f32> = (0..k * n).map(|i| ((i * 53 % 97) as f32 - 48.0) / 24.7).collect();
+        let product = |wide: bool| {
+            let mut packed = Vec::new();
+            let mut dst: Vec<f32> = (0..m * n).map(|i| i as f32 * 0.01).collect();
+            let b = View::row_major(&b, k, n);
+            // SAFETY: shapes as stated.
+            unsafe {
+                if wide {
+                    pack_b::<Reproducible>(b, &mut packed);
+                    gemm_reproducible(m, n, k, a.as_ptr(), k, 1, packed.as_ptr(), dst.as_mut_ptr(), n, true, 0.7);
+                } else {
+                    pack_b::<Portable<4>>(b, &mut packed);
+                    gemm_packed::<Portable<4>, 4>(
+                        m,
+                        n,
+                        k,
+                        a.as_ptr(),
+                        k,
+                        1,
+                        packed.as_ptr(),
+                        dst.as_mut_ptr(),
+                        n,
+                        true,
+                        0.7,
+                    );
+                }
+            }
+            dst.iter().map(|x| x.to_bits()).collect::<Vec<_>>()
+        };
+        assert_eq!(product(true), product(false));
     }
 
     #[cfg(target_arch = "x86_64")]
