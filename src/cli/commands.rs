@@ -10,6 +10,7 @@ use super::import::ImportCommand;
 use super::metrics::{MetricsArgs, RubricArgs};
 use super::nrp::NrpArgs;
 use super::quantize::QuantizeArgs;
+use super::rubric_agreement::RubricAgreementArgs;
 use super::train::TrainArgs;
 use crate::{Error, Result};
 use clap::{Args, Subcommand};
@@ -17,7 +18,7 @@ use std::path::PathBuf;
 
 #[derive(Subcommand, Debug)]
 pub enum Command {
-    /// Import files of other tools into an argument bundle.
+    /// Import files of other tools: into an argument bundle, or a rubric file.
     #[command(subcommand)]
     Import(ImportCommand),
     /// Add control cases (no_argument, label_only, noise, ir_passages) to a bundle.
@@ -36,6 +37,10 @@ pub enum Command {
     Metrics(MetricsArgs),
     /// Rubric grading (HealthBench style): points of met criteria over positive points.
     Rubric(RubricArgs),
+    /// A rubric grader's agreement with people (HealthBench's meta-evaluation: macro-F1 of
+    /// met / not met and Cohen's kappa over pairs of labels), beside each person's agreement
+    /// with the others; overall, per theme, axis and cluster tag.
+    RubricAgreement(RubricAgreementArgs),
     /// Sentence embeddings of every line of a text file (JSONL out), e.g. for parity checks
     /// against other implementations. Pooling and normalisation follow the model folder.
     Embed(EmbedArgs),
@@ -55,12 +60,14 @@ pub enum Command {
 pub fn run(command: Command) -> Result<()> {
     match command {
         Command::Import(ImportCommand::RankingOverScoring(a)) => super::import::import_ros(a),
+        Command::Import(ImportCommand::Healthbench(a)) => super::import::import_healthbench(a),
         Command::Controls(a) => super::controls::controls(a),
         Command::Evaluate(a) => super::evaluate::evaluate(a),
         Command::Agreement(a) => super::agreement::agreement(a),
         Command::Nrp(a) => super::nrp::nrp(a),
         Command::Metrics(a) => super::metrics::metrics(a),
         Command::Rubric(a) => super::metrics::rubric(a),
+        Command::RubricAgreement(a) => super::rubric_agreement::rubric_agreement(a),
         Command::Embed(a) => super::embed::embed(a),
         Command::Train(a) => super::train::train(a),
         Command::Quantize(a) => super::quantize::quantize(a),

@@ -1,4 +1,5 @@
-//! `medrank import ranking-over-scoring`: the public Ranking-Over-Scoring (HiTZ) files into a bundle.
+//! `medrank import ranking-over-scoring`: the public Ranking-Over-Scoring (HiTZ) files into a
+//! bundle; `medrank import healthbench`: HealthBench's files into a rubric file (§7).
 
 use super::args::*;
 use super::output::{emit, OutputArgs, Outputs};
@@ -13,6 +14,47 @@ pub enum ImportCommand {
     /// the argument appended to the question). Instances match by line order; the argument
     /// is what follows the no-argument question; any mismatch refuses the import.
     RankingOverScoring(ImportRosArgs),
+    /// HealthBench's JSONL (openai/simple-evals) into a rubric file (FORMATS.md §7, §10): an
+    /// eval file (prompts with rubrics) with a completions file, as ungraded responses; or
+    /// the meta-evaluation file, with the physicians' labels as human judgements.
+    Healthbench(ImportHealthBenchArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct ImportHealthBenchArgs {
+    /// A HealthBench eval file (`..._oss_eval.jsonl`, consensus, hard) or the
+    /// meta-evaluation file (`..._oss_meta_eval.jsonl`); which one is read from its first line.
+    #[arg(long, value_name = "FILE")]
+    pub input: PathBuf,
+    /// The responses to grade, for an eval file: JSONL {"prompt_id", "system", "response"},
+    /// one per system and prompt (FORMATS.md §10).
+    #[arg(long, value_name = "FILE")]
+    pub completions: Option<PathBuf>,
+    /// Where to write the rubric file (JSONL, FORMATS.md §7).
+    #[arg(long, value_name = "FILE")]
+    pub out: PathBuf,
+    #[command(flatten)]
+    pub output: OutputArgs,
+}
+
+pub(super) fn import_healthbench(a: ImportHealthBenchArgs) -> Result<()> {
+    let inputs: Vec<&Path> = std::iter::once(a.input.as_path()).chain(a.completions.as_deref()).collect();
+    let mut outputs = Outputs::plan(&inputs, &a.output, &[&a.out], &[])?;
+    let req = jobs::HealthBenchImportRequest { input: named(&a.input)?, completions: named_opt(&a.completions)? };
+    let outcome = jobs::import_healthbench(&req)?;
+    outputs.file(&a.out, outcome.rubric_jsonl.as_bytes())?;
+    warn_all(&outcome.report.warnings, a.output.quiet);
+    emit(&outcome.report, &outcome.tables, &a.output, outputs)?;
+    if !a.output.quiet {
+        println!(
+            "wrote {} responses ({} criteria, {} human judgements) to {}",
+            outcome.report.responses,
+            outcome.report.criteria,
+            outcome.report.human_judgements,
+            a.out.display()
+        );
+    }
+    Ok(())
 }
 
 #[derive(Args, Debug)]

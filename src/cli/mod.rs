@@ -18,6 +18,7 @@ mod nrp;
 mod output;
 mod peers;
 mod quantize;
+mod rubric_agreement;
 pub mod serve;
 mod train;
 

@@ -390,11 +390,11 @@ fn criteria(
             match *graded {
                 None => *graded = Some((met.is_some(), item.line)),
                 Some((first, line)) if first != met.is_some() => {
-                    let (has, lacks) = if first { ("has", "has none") } else { ("has none", "has one") };
+                    let (has, lacks) = if first { ("has `met`", "has none") } else { ("has no `met`", "has one") };
                     return Err(item.error(
                         "met",
                         format!(
-                            "the file's first criterion (line {line}) {has} `met` and this one {lacks}: a file is \
+                            "the file's first criterion (line {line}) {has} and this one {lacks}: a file is \
                              graded (every criterion has `met`) or ungraded (none has) throughout"
                         ),
                     ));
@@ -445,4 +445,109 @@ pub(crate) fn tags_in(record: &Record, field: &str) -> Result<Vec<String>> {
         }
     }
     Ok(tags)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const LINE: &str = r#"{"id": "r", "system": "s", "criteria": [{"criterion": "a", "points": 1}, {"criterion": "b", "points": -2, "tags": ["axis:accuracy"]}]}"#;
+
+    fn err(text: &str) -> String {
+        parse_rubric("g.jsonl", text).unwrap_err().to_string()
+    }
+
+    #[test]
+    fn ungraded_files_with_prompts_read_and_write_back() {
+        let text = r#"{"id": "r1", "system": "s", "prompt": "Is 38.5 °C a fever?", "response": "Yes.", "criteria": [{"criterion": "a", "points": 1}]}
+{"id": "r2", "system": "s", "prompt": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "?"}], "criteria": [{"criterion": "a", "met_by": {"x": true, "y": false}}]}"#;
+        let (rs, warnings) = parse_rubric("g.jsonl", text).unwrap();
+        assert!(warnings.is_empty(), "{warnings:?}");
+        assert_eq!(rs[0].prompt, Some(Prompt::Text("Is 38.5 °C a fever?".into())));
+        assert_eq!(rs[0].response.as_deref(), Some("Yes."));
+        assert_eq!((rs[0].criteria[0].points, rs[0].criteria[0].met), (Some(1.0), None));
+        let Some(Prompt::Messages(m)) = &rs[1].prompt else { panic!("messages") };
+        assert_eq!((m[1].role.as_str(), m[1].content.as_str()), ("assistant", "?"));
+        assert_eq!(rs[1].criteria[0].met_by, [("x".to_string(), true), ("y".to_string(), false)]);
+        assert_eq!(rs[1].criteria[0].points, None);
+        let (back, _) = parse_rubric("g.jsonl", &write_rubric_jsonl(&rs)).unwrap();
+        assert_eq!(back, rs);
+        // Scoring needs `met` and points: the ungraded file is refused by `medrank rubric`.
+        assert_eq!(
+            parse_graded("g.jsonl", LINE).unwrap_err().to_string(),
+            "g.jsonl:1: field `criteria[0].met`: missing field `met` (was the criterion graded?)"
+        );
+        let no_points = r#"{"id": "r", "system": "s", "criteria": [{"criterion": "a", "met": true}]}"#;
+        assert_eq!(
+            parse_graded("g.jsonl", no_points).unwrap_err().to_string(),
+            "g.jsonl:1: field `criteria[0].points`: missing field `points`"
+        );
+    }
+
+    #[test]
+    fn graded_files_read_as_before_with_met_by_beside_met() {
+        // `met_by` and `prompt` are fields of the format now: no warning, and `met` is scored.
+        let text = r#"{"id": "r", "system": "s", "prompt": "q", "criteria": [{"criterion": "a", "points": 1, "met": false, "met_by": {"x": true}}]}"#;
+        let (rs, warnings) = parse_graded("g.jsonl", text).unwrap();
+        assert!(warnings.is_empty(), "{warnings:?}");
+        assert!(!rs[0].criteria[0].met);
+    }
+
+    #[test]
+    fn mixing_graded_and_ungraded_criteria_is_an_error() {
+        let graded_first = "{\"id\": \"r0\", \"system\": \"s\", \"criteria\": [{\"criterion\": \"a\", \"points\": 1, \"met\": true}]}\n";
+        assert_eq!(
+            err(&format!("{graded_first}{LINE}")),
+            "g.jsonl:2: field `criteria[0].met`: the file's first criterion (line 1) has `met` and this one has none: \
+             a file is graded (every criterion has `met`) or ungraded (none has) throughout"
+        );
+        // `met: null` is no judgement (null counts as a missing field).
+        let null_met = r#"{"id": "r", "system": "s", "criteria": [{"criterion": "a", "points": 1, "met": null}, {"criterion": "b", "points": 1, "met": false}]}"#;
+        assert_eq!(
+            err(null_met),
+            "g.jsonl:1: field `criteria[1].met`: the file's first criterion (line 1) has no `met` and this one has one: \
+             a file is graded (every criterion has `met`) or ungraded (none has) throughout"
+        );
+    }
+
+    #[test]
+    fn bad_prompts_and_judgements_name_their_field() {
+        let with = |extra: &str, criterion: &str| {
+            format!(
+                r#"{{"id": "r", "system": "s"{extra}, "criteria": [{{"criterion": "a", "points": 1{criterion}}}]}}"#
+            )
+        };
+        assert_eq!(
+            err(&with(r#", "prompt": 3"#, "")),
+            "g.jsonl:1: field `prompt`: expected a string or an array of {role, content} messages, found a number"
+        );
+        assert_eq!(
+            err(&with(r#", "prompt": [{"role": "", "content": "x"}]"#, "")),
+            "g.jsonl:1: field `prompt[0].role`: `role` is empty"
+        );
+        assert_eq!(
+            err(&with(r#", "prompt": [{"role": "user"}]"#, "")),
+            "g.jsonl:1: field `prompt[0].content`: missing field `content`"
+        );
+        assert_eq!(
+            err(&with(r#", "response": 1"#, "")),
+            "g.jsonl:1: field `response`: expected a string, found a number"
+        );
+        assert_eq!(
+            err(&with("", r#", "met_by": {"x": "yes"}"#)),
+            "g.jsonl:1: field `criteria[0].met_by.x`: expected true or false, found a string"
+        );
+        assert_eq!(
+            err(&with("", r#", "met_by": {"x": true, "x": false}"#)),
+            "g.jsonl:1: field `criteria[0].met_by.x`: duplicate key `x`"
+        );
+        assert_eq!(
+            err(&with("", r#", "met_by": {}"#)),
+            "g.jsonl:1: field `criteria[0].met_by`: `met_by` is empty: leave it out where nobody judged the criterion"
+        );
+        assert_eq!(
+            err(&with("", r#", "met_by": {" ": true}"#)),
+            "g.jsonl:1: field `criteria[0].met_by. `: empty grader name"
+        );
+    }
 }

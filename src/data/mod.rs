@@ -13,6 +13,7 @@ pub mod bundle;
 pub mod candidates;
 pub mod controls;
 pub mod graded;
+pub mod healthbench;
 pub mod predictions;
 pub mod rankings;
 pub mod ros_import;

@@ -8,3 +8,4 @@ pub mod metrics;
 pub mod nrp;
 pub mod proxy;
 pub mod rubric;
+pub mod rubric_agreement;

@@ -176,3 +176,89 @@ pub fn import_ranking_over_scoring(req: &ImportRequest) -> Result<ImportOutcome>
     };
     Ok(ImportOutcome { bundle_jsonl: data::write_bundle_jsonl(&bundle), report, tables: vec![table] })
 }
+
+/// `medrank import healthbench`: a HealthBench eval file with completions, or its
+/// meta-evaluation file, as a §7 rubric file (FORMATS.md §10).
+#[derive(Debug, Clone, Deserialize, Serialize)]
+pub struct HealthBenchImportRequest {
+    pub input: NamedText,
+    #[serde(default)]
+    pub completions: Option<NamedText>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct HealthBenchImportReport {
+    pub provenance: Provenance,
+    pub kind: data::healthbench::FileKind,
+    /// Lines read from the HealthBench file (prompts, or labelled pairs).
+    pub records: usize,
+    pub responses: usize,
+    pub criteria: usize,
+    /// Per system: responses written.
+    pub systems: Vec<Reordered>,
+    /// Human judgements written (`met_by` entries).
+    pub human_judgements: usize,
+    pub warnings: Vec<Warning>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct HealthBenchImportOutcome {
+    pub rubric_jsonl: String,
+    pub report: HealthBenchImportReport,
+    pub tables: Vec<Table>,
+}
+
+pub fn import_healthbench(req: &HealthBenchImportRequest) -> Result<HealthBenchImportOutcome> {
+    let completions = req.completions.as_ref().map(|c| (c.name.as_str(), c.text.as_str()));
+    let imported = data::healthbench::import_healthbench((&req.input.name, &req.input.text), completions)?;
+    let mut provenance = Provenance::new(0)
+        .convention(
+            "eval file",
+            "one ungraded response per completion (id = prompt_id), carrying its prompt's conversation, example tags and rubric",
+        )
+        .convention(
+            "meta-evaluation file",
+            format!(
+                "one response per completion_id (system `{}`), one criterion per labelled line: rubric text, tag cluster:NAME from the category, physicians' labels in met_by, no points; theme:NAME where the cluster's name starts with a HealthBench theme",
+                data::healthbench::META_EVAL_SYSTEM
+            ),
+        );
+    let inputs: Vec<&NamedText> = std::iter::once(&req.input).chain(&req.completions).collect();
+    fingerprint_all(&mut provenance, &inputs);
+    let systems = crate::data::common::first_appearance(imported.responses.iter().map(|r| r.system.clone()));
+    let per_system: Vec<Reordered> = systems
+        .iter()
+        .map(|s| Reordered { system: s.clone(), records: imported.responses.iter().filter(|r| &r.system == s).count() })
+        .collect();
+    let criteria: usize = imported.responses.iter().map(|r| r.criteria.len()).sum();
+    let human_judgements: usize = imported.responses.iter().flat_map(|r| &r.criteria).map(|c| c.met_by.len()).sum();
+    let mut table = Table::new(
+        "import_healthbench",
+        "Imported HealthBench responses",
+        &["system", "responses", "criteria", "human judgements"],
+    );
+    for s in &per_system {
+        let mine = || imported.responses.iter().filter(|r| r.system == s.system);
+        table.push(vec![
+            s.system.clone(),
+            s.records.to_string(),
+            mine().map(|r| r.criteria.len()).sum::<usize>().to_string(),
+            mine().flat_map(|r| &r.criteria).map(|c| c.met_by.len()).sum::<usize>().to_string(),
+        ]);
+    }
+    let report = HealthBenchImportReport {
+        provenance,
+        kind: imported.kind,
+        records: imported.records,
+        responses: imported.responses.len(),
+        criteria,
+        systems: per_system,
+        human_judgements,
+        warnings: imported.warnings,
+    };
+    Ok(HealthBenchImportOutcome {
+        rubric_jsonl: data::graded::write_rubric_jsonl(&imported.responses),
+        report,
+        tables: vec![table],
+    })
+}

@@ -98,3 +98,25 @@ pub fn rubric(req: &RubricRequest) -> Result<Outcome<crate::eval::rubric::Rubric
     let tables = tables::rubric(&report);
     Ok(Outcome { report, tables })
 }
+
+/// Agreement of a rubric grader with people, and of people with each other
+/// (`medrank rubric-agreement`).
+#[derive(Debug, Clone, Deserialize, Serialize)]
+pub struct RubricAgreementRequest {
+    /// Criteria with human judgements (FORMATS.md §7: `met_by`, or `met`).
+    pub file: NamedText,
+    /// The grader's graded file: the same responses and criteria, with `met`.
+    #[serde(default)]
+    pub grader_file: Option<NamedText>,
+}
+
+pub fn rubric_agreement(
+    req: &RubricAgreementRequest,
+) -> Result<Outcome<crate::eval::rubric_agreement::RubricAgreementReport>> {
+    let grader = req.grader_file.as_ref().map(|f| (f.name.as_str(), f.text.as_str()));
+    let mut report = crate::eval::rubric_agreement::agreement((&req.file.name, &req.file.text), grader)?;
+    let inputs: Vec<&NamedText> = std::iter::once(&req.file).chain(&req.grader_file).collect();
+    fingerprint_all(&mut report.provenance, &inputs);
+    let tables = tables::rubric_agreement(&report);
+    Ok(Outcome { report, tables })
+}

@@ -7,6 +7,7 @@ use crate::eval::metrics::{Metric, MetricsReport};
 use crate::eval::nrp::{NrpReport, Unscored};
 use crate::eval::proxy::{HumanAgreement, ProxyReport};
 use crate::eval::rubric::RubricReport;
+use crate::eval::rubric_agreement::{PairAgreement, RubricAgreementReport};
 use crate::jobs::EvaluateReport;
 use crate::report::{fmt_num, fmt_p_value, fmt_stat, PValueDigits, Table};
 use crate::stats::{Interval, Stat};
@@ -533,4 +534,58 @@ pub fn rubric(report: &RubricReport) -> Vec<Table> {
         }
     }
     vec![responses, systems]
+}
+
+/// The grader beside the people, per group; and each person against the others, per group.
+pub fn rubric_agreement(report: &RubricAgreementReport) -> Vec<Table> {
+    let mut groups = Table::new(
+        "rubric_agreement",
+        "Agreement with human judgements per group: the grader against every person, each person against the others (mean)",
+        &[
+            "group",
+            "items",
+            "grader pairs",
+            "grader macro-F1",
+            "grader kappa",
+            "people",
+            "human mean macro-F1",
+            "human mean kappa",
+        ],
+    );
+    let mut people = Table::new(
+        "rubric_agreement_humans",
+        "Each person against the others, per group",
+        &["group", "grader", "pairs", "F1 met", "F1 not met", "macro-F1", "kappa"],
+    );
+    let cells = |a: &PairAgreement| {
+        [
+            a.pairs.to_string(),
+            fmt_stat(&a.f1_met, D),
+            fmt_stat(&a.f1_not_met, D),
+            fmt_stat(&a.macro_f1, D),
+            fmt_stat(&a.kappa, D),
+        ]
+    };
+    for g in &report.groups {
+        let (pairs, f1, kappa) = match &g.grader {
+            Some(a) => (a.pairs.to_string(), fmt_stat(&a.macro_f1, D), fmt_stat(&a.kappa, D)),
+            None => ("-".into(), "- (no grader file)".into(), "-".into()),
+        };
+        groups.push(vec![
+            g.group.clone(),
+            g.items.to_string(),
+            pairs,
+            f1,
+            kappa,
+            g.humans.len().to_string(),
+            fmt_stat(&g.human_mean_macro_f1, D),
+            fmt_stat(&g.human_mean_kappa, D),
+        ]);
+        for h in &g.humans {
+            let mut row = vec![g.group.clone(), h.grader.clone()];
+            row.extend(cells(&h.agreement));
+            people.push(row);
+        }
+    }
+    vec![groups, people]
 }
