@@ -588,6 +588,106 @@ fn metrics_with_bertscore_on_the_default_model() {
     assert_eq!(r["bertscore"]["layer"], 6);
 }
 
+/// HealthBench's meta-evaluation file imported, then a grader's agreement with the
+/// physicians: the figures of tests/reference/rubric_agreement_reference.py (scikit-learn
+/// 1.9.1) on the raw file, `--meta-eval examples/rubric/healthbench/meta_eval.jsonl
+/// examples/rubric/healthbench/meta_eval_grader.jsonl`; a broken input leaves nothing.
+#[test]
+fn import_healthbench_then_rubric_agreement() {
+    let imported = tmp("hb_meta.jsonl");
+    let _ = std::fs::remove_file(&imported);
+    ok(&[
+        "import",
+        "healthbench",
+        "--input",
+        "examples/rubric/healthbench/meta_eval.jsonl",
+        "--out",
+        s(&imported),
+        "--quiet",
+    ]);
+    let report = tmp("hb_agreement.json");
+    let csv_dir = tmp("hb_agreement_csv");
+    let _ = std::fs::remove_dir_all(&csv_dir);
+    ok(&[
+        "rubric-agreement",
+        "--input",
+        s(&imported),
+        "--grader-file",
+        "examples/rubric/healthbench/meta_eval_grader.jsonl",
+        "--json",
+        s(&report),
+        "--csv",
+        s(&csv_dir),
+        "--quiet",
+    ]);
+    let r = json(&report);
+    let all = &r["groups"][0];
+    assert_eq!(all["group"], "all");
+    assert_eq!(all["items"], 14);
+    let grader = &all["grader"];
+    assert_eq!(grader["pairs"], 32);
+    assert_eq!(grader["macro_f1"].as_f64().unwrap(), 0.716256157635468);
+    assert_eq!(grader["f1_met"].as_f64().unwrap(), 0.6896551724137931);
+    assert_eq!(grader["f1_not_met"].as_f64().unwrap(), 0.7428571428571429);
+    assert_eq!(grader["kappa"].as_f64().unwrap(), 0.4586466165413534);
+    let people: Vec<(String, f64, f64)> = all["humans"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| {
+            let a = &h["agreement"];
+            (h["grader"].as_str().unwrap().to_owned(), a["macro_f1"].as_f64().unwrap(), a["kappa"].as_f64().unwrap())
+        })
+        .collect();
+    let expected = [
+        ("phys-17", 0.6388888888888888, 0.35),
+        ("phys-29", 0.5833333333333333, 0.19999999999999996),
+        ("phys-11", 0.325, -0.34999999999999987),
+        ("phys-03", 0.5555555555555556, 0.1428571428571429),
+    ];
+    assert_eq!(people, expected.map(|(g, f, k)| (g.to_owned(), f, k)));
+    assert_eq!(r["provenance"]["inputs"].as_array().unwrap().len(), 2);
+    let table = std::fs::read_to_string(csv_dir.join("rubric_agreement.csv")).unwrap();
+    assert!(table.lines().nth(1).unwrap().starts_with("all,14,32,0.7163,0.4586,4,"), "{table}");
+    assert!(csv_dir.join("rubric_agreement_humans.csv").exists());
+
+    // The eval file with completions: ungraded responses, which `rubric` refuses to score.
+    let ungraded = tmp("hb_eval.jsonl");
+    let _ = std::fs::remove_file(&ungraded);
+    ok(&[
+        "import",
+        "healthbench",
+        "--input",
+        "examples/rubric/healthbench/eval.jsonl",
+        "--completions",
+        "examples/rubric/healthbench/completions.jsonl",
+        "--out",
+        s(&ungraded),
+        "--quiet",
+    ]);
+    assert_eq!(std::fs::read_to_string(&ungraded).unwrap().lines().count(), 5);
+    fails_with(&["rubric", "--input", s(&ungraded)], "field `criteria[0].met`: missing field `met`");
+
+    // A broken line: located, and no output left.
+    let out = tmp("hb_broken.jsonl");
+    let _ = std::fs::remove_file(&out);
+    fails_with(
+        &[
+            "import",
+            "healthbench",
+            "--input",
+            "tests/fixtures/healthbench/eval_broken.jsonl",
+            "--completions",
+            "examples/rubric/healthbench/completions.jsonl",
+            "--out",
+            s(&out),
+        ],
+        "tests/fixtures/healthbench/eval_broken.jsonl:2: invalid JSON at column 201",
+    );
+    assert!(!out.exists());
+    assert!(leftovers(out.parent().unwrap()).iter().all(|n| !n.contains("hb_broken")));
+}
+
 /// Whatever a run leaves in `dir` that a staged output would be named like.
 fn leftovers(dir: &Path) -> Vec<String> {
     std::fs::read_dir(dir)

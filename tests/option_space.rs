@@ -68,6 +68,8 @@ fn kind(sub: &str, long: &str) -> Kind {
         ("nrp", "fuse") => Other("a fusion of rankers by name, [NAME=]rrf:A,B"),
         ("nrp", "force-ranker") => Other("DIMENSION=RANKER, two names"),
         ("metrics" | "rubric" | "embed", "input") => Input(ONE),
+        ("healthbench", "input" | "completions") => Input(ONE),
+        ("rubric-agreement", "input" | "grader-file") => Input(ONE),
         ("metrics", "kappa-bins") => Numeric(&["rougeL=1..5:{}", "rougeL={}..5:0.2,0.4,0.6,0.8"]),
         ("metrics", "bertscore-layer") => Numeric(ONE),
         ("metrics", "bertscore-baseline") => Numeric(&["{},0.5,0.5"]),
@@ -137,6 +139,16 @@ fn base(sub: &str, long: &str, out: &Path) -> Vec<String> {
             p
         }
         "rubric" => vec![("input", "examples/rubric/graded.jsonl".into()), ("json", out)],
+        "healthbench" => vec![
+            ("input", "examples/rubric/healthbench/eval.jsonl".into()),
+            ("completions", "examples/rubric/healthbench/completions.jsonl".into()),
+            ("out", out),
+        ],
+        "rubric-agreement" => vec![
+            ("input", "examples/rubric/judged.jsonl".into()),
+            ("grader-file", "examples/rubric/grader.jsonl".into()),
+            ("json", out),
+        ],
         "embed" => vec![("model", MODEL.into()), ("input", "examples/sentences.txt".into()), ("out", out)],
         "train" => {
             let mut p = vec![
@@ -169,7 +181,7 @@ fn base(sub: &str, long: &str, out: &Path) -> Vec<String> {
         other => panic!("no base command for `{other}`: add one"),
     };
     let mut args = match sub {
-        "ranking-over-scoring" => vec!["import".to_owned(), sub.to_owned()],
+        "ranking-over-scoring" | "healthbench" => vec!["import".to_owned(), sub.to_owned()],
         _ => vec![sub.to_owned()],
     };
     for (flag, value) in pairs.into_iter().filter(|(f, _)| *f != long) {

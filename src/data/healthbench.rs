@@ -406,9 +406,9 @@ mod tests {
     use super::*;
     use crate::data::graded::{parse_rubric, write_rubric_jsonl};
 
-    const EVAL: &str = include_str!("../../tests/fixtures/healthbench/eval.jsonl");
-    const COMPLETIONS: &str = include_str!("../../tests/fixtures/healthbench/completions.jsonl");
-    const META: &str = include_str!("../../tests/fixtures/healthbench/meta_eval.jsonl");
+    const EVAL: &str = include_str!("../../examples/rubric/healthbench/eval.jsonl");
+    const COMPLETIONS: &str = include_str!("../../examples/rubric/healthbench/completions.jsonl");
+    const META: &str = include_str!("../../examples/rubric/healthbench/meta_eval.jsonl");
     const BROKEN: &str = include_str!("../../tests/fixtures/healthbench/eval_broken.jsonl");
 
     fn err(input: (&str, &str), completions: Option<(&str, &str)>) -> String {

@@ -463,6 +463,33 @@ mod tests {
     }
 
     #[test]
+    fn prompts_responses_and_human_judgements_leave_the_scores_as_they_were() {
+        // The example with the §7 fields of issue 27 on every line (a conversation, the
+        // response, each criterion's people in `met_by`, judging against `met`): the same
+        // responses, tags and system means, to the bit, as the hand-worked figures above.
+        let with_fields: String = EXAMPLE
+            .lines()
+            .map(|l| {
+                l.replacen(
+                    r#""criteria": ["#,
+                    r#""prompt": [{"role": "user", "content": "¿Qué hago?"}], "response": "…", "criteria": ["#,
+                    1,
+                )
+                .replace(r#""met": true"#, r#""met": true, "met_by": {"dr-a": false, "dr-b": true}"#)
+                .replace(r#""met": false"#, r#""met": false, "met_by": {"dr-a": true}"#)
+                    + "\n"
+            })
+            .collect();
+        assert_ne!(with_fields, EXAMPLE);
+        let plain = grade("graded.jsonl", EXAMPLE, &RubricOptions::default()).unwrap();
+        let rich = grade("graded.jsonl", &with_fields, &RubricOptions::default()).unwrap();
+        assert_eq!(rich.responses, plain.responses);
+        assert_eq!(rich.system_scores, plain.system_scores);
+        assert_eq!(rich.tags, plain.tags);
+        assert!(rich.warnings.is_empty(), "{:?}", rich.warnings);
+    }
+
+    #[test]
     fn tables_and_options() {
         let r = grade("graded.jsonl", EXAMPLE, &RubricOptions::default()).unwrap();
         let t = crate::jobs::tables::rubric(&r);

@@ -364,8 +364,8 @@ pub fn pair_agreement(pairs: impl IntoIterator<Item = (bool, bool)>) -> PairAgre
 mod tests {
     use super::*;
 
-    const HUMANS: &str = include_str!("../../tests/fixtures/rubric_agreement/humans.jsonl");
-    const GRADER: &str = include_str!("../../tests/fixtures/rubric_agreement/grader.jsonl");
+    const HUMANS: &str = include_str!("../../examples/rubric/judged.jsonl");
+    const GRADER: &str = include_str!("../../examples/rubric/grader.jsonl");
 
     /// (pairs, macro-F1, F1 not met, F1 met, kappa), None where undefined.
     type Expected = (usize, Option<(f64, f64, f64, f64)>);
@@ -389,7 +389,7 @@ mod tests {
         // files (scikit-learn 1.9.1: f1_score(average="macro"), f1_score(average=None,
         // labels=[0, 1]), cohen_kappa_score over the pairs built as simple-evals'
         // healthbench_meta_eval.py builds them).
-        let r = agreement(("humans.jsonl", HUMANS), Some(("grader.jsonl", GRADER))).unwrap();
+        let r = agreement(("judged.jsonl", HUMANS), Some(("grader.jsonl", GRADER))).unwrap();
         assert_eq!(r.human_graders, ["p1", "p2", "p3"]);
         assert_eq!((r.items, r.unjudged_criteria), (23, 1));
         let group = |name: &str| r.groups.iter().find(|g| g.group == name).unwrap();
@@ -462,7 +462,7 @@ mod tests {
 
     #[test]
     fn people_alone_and_a_lone_met() {
-        let r = agreement(("humans.jsonl", HUMANS), None).unwrap();
+        let r = agreement(("judged.jsonl", HUMANS), None).unwrap();
         assert!(r.groups.iter().all(|g| g.grader.is_none()));
         check(
             &r.groups[0].humans[0].agreement,

@@ -1,6 +1,7 @@
-"""Reference figures for `medrank rubric-agreement` (tests/rubric_agreement.rs), computed
-independently with scikit-learn from the fixtures' JSON, the pairs built as simple-evals'
-healthbench_meta_eval.py builds them (compute_metrics_for_rater_by_class): every (rater
+"""Reference figures for `medrank rubric-agreement` (the expected numbers of the tests in
+src/eval/rubric_agreement.rs and tests/cli.rs), computed independently with scikit-learn
+from the example files' JSON, the pairs built as simple-evals' healthbench_meta_eval.py
+builds them (compute_metrics_for_rater_by_class): every (rater
 label, other label) pair on an item, pooled over items.
 
     python3 tests/reference/rubric_agreement_reference.py HUMANS.jsonl GRADER.jsonl
@@ -66,7 +67,7 @@ def figures(rater, other):
     f1 = f1_score(other, rater, average="macro")
     per = f1_score(other, rater, average=None, labels=[0, 1])
     kappa = cohen_kappa_score(rater, other)
-    return f"pairs {len(rater)} macro_f1 {f1!r} f1_not_met {per[0]!r} f1_met {per[1]!r} kappa {kappa!r}"
+    return f"pairs {len(rater)} macro_f1 {f1!r} f1_not_met {float(per[0])!r} f1_met {float(per[1])!r} kappa {kappa!r}"
 
 
 def main():
