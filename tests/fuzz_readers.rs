@@ -356,6 +356,18 @@ fn fuzz_metrics_input() {
 }
 
 #[test]
+fn fuzz_rubric_files_and_healthbench() {
+    // Graded, ungraded and judged files through the one reader of §7.
+    let files = [example!("rubric/graded.jsonl"), example!("rubric/judged.jsonl"), example!("rubric/grader.jsonl")];
+    fuzz("parse_rubric", 17, &files, medrank::data::graded::parse_rubric);
+    // HealthBench's meta-evaluation file (it carries its completions; the eval file's
+    // errors may be at its completions file's lines, so it is not fuzzed alone).
+    fuzz("import_healthbench", 18, &[example!("rubric/healthbench/meta_eval.jsonl")], |n, t| {
+        data::healthbench::import_healthbench((n, t), None)
+    });
+}
+
+#[test]
 fn fuzz_rubric() {
     fuzz("parse_graded", 16, &[example!("rubric/graded.jsonl")], medrank::data::graded::parse_graded);
     // Reading and scoring: overflowing points must be refused, not reported as null.

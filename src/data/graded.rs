@@ -1,5 +1,7 @@
-//! Graded rubric responses (HealthBench style): JSONL, one response per line with the
-//! criteria a grader said it meets (FORMATS.md, section 7). Scored by `eval::rubric`.
+//! Rubric responses (HealthBench style): JSONL, one response per line with its rubric's
+//! criteria; graded (the criteria a grader said it meets, scored by `eval::rubric`) or
+//! ungraded, optionally with the conversation, the response text and several people's
+//! judgements per criterion (read by `eval::rubric_agreement`). FORMATS.md, section 7.
 
 use crate::data::common::{check_line_ends, content_lines, nothing_to_read};
 use crate::data::json::{parse_record, Json, Record};
@@ -18,7 +20,9 @@ id, system: string or whole number; (system, id) unique. prompt_id (optional): r
 the same prompt share it; the bootstrap resamples prompts (default: id). tags (optional):
 response-level tags scored with the response score. criteria: non-empty array; criterion:
 string; points: number (negative = penalty); tags: optional array of distinct strings; met: boolean.
-A response whose points do not add up to finite sums and scores (e.g. 1e308 + 1e308) is refused."#;
+A response whose points do not add up to finite sums and scores (e.g. 1e308 + 1e308) is refused.
+Optional: prompt (a string or [{"role", "content"}] messages), response (a string), and per
+criterion met_by ({"grader": true|false}: people's judgements, read by rubric-agreement)."#;
 
 /// One graded criterion.
 #[derive(Debug, Clone, PartialEq, Serialize)]
