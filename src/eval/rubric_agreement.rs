@@ -278,7 +278,7 @@ fn items(
     if unjudged > 0 {
         warnings.push(Warning::at(
             crate::Location::file(human_file),
-            format!("{unjudged} criteria have no human judgement (no `met_by`, no `met`): left out"),
+            format!("criteria without a human judgement (no `met_by`, no `met`), left out: {unjudged}"),
         ));
     }
     Ok((items, unjudged, warnings))
@@ -308,7 +308,7 @@ fn group_agreement(group: String, items: &[&Item], people: &[String], has_grader
     let mean = |f: fn(&PairAgreement) -> &Stat<f64>| {
         let values: Vec<f64> = humans.iter().filter_map(|h| f(&h.agreement).value().copied()).collect();
         if values.is_empty() {
-            Stat::undefined("no person with a defined value (each needs items another person judged too)")
+            Stat::undefined("no person with a defined value")
         } else {
             Stat::Defined(values.iter().sum::<f64>() / values.len() as f64)
         }
@@ -457,7 +457,10 @@ mod tests {
         );
         check(&group("theme:hedging").humans[2].agreement, (6, Some((1.0, 1.0, 1.0, 1.0))), "p3, theme:hedging");
         assert_eq!(r.warnings.len(), 1);
-        assert!(r.warnings[0].message.starts_with("1 criteria have no human judgement"), "{:?}", r.warnings);
+        assert_eq!(
+            r.warnings[0].to_string(),
+            "judged.jsonl: criteria without a human judgement (no `met_by`, no `met`), left out: 1"
+        );
     }
 
     #[test]

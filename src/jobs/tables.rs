@@ -555,7 +555,7 @@ pub fn rubric_agreement(report: &RubricAgreementReport) -> Vec<Table> {
     let mut people = Table::new(
         "rubric_agreement_humans",
         "Each person against the others, per group",
-        &["group", "grader", "pairs", "F1 met", "F1 not met", "macro-F1", "kappa"],
+        &["group", "person", "pairs", "F1 met", "F1 not met", "macro-F1", "kappa"],
     );
     let cells = |a: &PairAgreement| {
         [
