@@ -27,8 +27,9 @@ use super::view::View;
 /// thread: 16,384 rows at 512 x 32) read all of A from memory once per panel, 2.5x slower
 /// per row (BENCHMARKS.md).
 const MC: usize = 256;
-/// The widest panel any [`Lanes`] makes (two AVX2 vectors): the size of the edge buffer.
-const MAX_PANEL: usize = 16;
+/// The widest panel any [`Lanes`] makes (two [`Reproducible`] vectors natively): the size of
+/// the edge buffer.
+const MAX_PANEL: usize = 32;
 
 /// One SIMD vector of `WIDTH` f32 lanes.
 pub trait Lanes: Copy {
@@ -193,20 +194,17 @@ pub unsafe fn gemm_avx2(
 /// then an add (Rust never fuses them), so each output is the same sum in the same order,
 /// rounded the same way, on every target and at every vector width: the depth passes
 /// (`MAX_DEPTH`, one constant everywhere) are the only split of a sum. Four lanes in the
-/// browser (one SIMD128 vector), eight natively (one AVX2 vector where the CPU has it).
+/// browser (one SIMD128 vector); natively sixteen (one AVX-512 vector, or two AVX2 ones),
+/// which won back half of what giving up fused multiply-add cost the int8 path's attention.
 #[cfg(target_arch = "wasm32")]
 pub type Reproducible = Portable<4>;
 #[cfg(not(target_arch = "wasm32"))]
-pub type Reproducible = Portable<8>;
-
-/// Rows of the reproducible microkernel (as the fused kernels of each target).
-#[cfg(target_arch = "wasm32")]
-const REPRODUCIBLE_ROWS: usize = SIMD_ROWS;
-#[cfg(not(target_arch = "wasm32"))]
-const REPRODUCIBLE_ROWS: usize = 6;
+pub type Reproducible = Portable<16>;
 
 /// The product over [`Reproducible`] lanes, B packed by [`pack_b::<Reproducible>`](pack_b):
-/// the same bits natively and in every browser build (the int8 path's attention).
+/// the same bits natively and in every browser build (the int8 path's attention). The rows
+/// per block change nothing but the speed: 4 in the browser (as [`SIMD_ROWS`]), natively 8
+/// with AVX-512 (16 accumulators of its 32 registers) and 3 with AVX2 (12 of 16).
 ///
 /// # Safety
 /// As [`gemm_packed`].
@@ -224,30 +222,53 @@ pub unsafe fn gemm_reproducible(
     accumulate: bool,
     scale: f32,
 ) {
-    // The same code with AVX2 vectors where the CPU has them (wider, not fused).
     #[cfg(target_arch = "x86_64")]
-    #[target_feature(enable = "avx2")]
-    #[allow(clippy::too_many_arguments)]
-    unsafe fn avx2(
-        m: usize,
-        n: usize,
-        k: usize,
-        a: *const f32,
-        a_rs: usize,
-        a_cs: usize,
-        bp: *const f32,
-        dst: *mut f32,
-        dst_rs: usize,
-        accumulate: bool,
-        scale: f32,
-    ) {
-        gemm_packed::<Reproducible, REPRODUCIBLE_ROWS>(m, n, k, a, a_rs, a_cs, bp, dst, dst_rs, accumulate, scale)
+    {
+        #[target_feature(enable = "avx512f")]
+        #[allow(clippy::too_many_arguments)]
+        unsafe fn avx512(
+            m: usize,
+            n: usize,
+            k: usize,
+            a: *const f32,
+            a_rs: usize,
+            a_cs: usize,
+            bp: *const f32,
+            dst: *mut f32,
+            dst_rs: usize,
+            accumulate: bool,
+            scale: f32,
+        ) {
+            gemm_packed::<Reproducible, 8>(m, n, k, a, a_rs, a_cs, bp, dst, dst_rs, accumulate, scale)
+        }
+        #[target_feature(enable = "avx2")]
+        #[allow(clippy::too_many_arguments)]
+        unsafe fn avx2(
+            m: usize,
+            n: usize,
+            k: usize,
+            a: *const f32,
+            a_rs: usize,
+            a_cs: usize,
+            bp: *const f32,
+            dst: *mut f32,
+            dst_rs: usize,
+            accumulate: bool,
+            scale: f32,
+        ) {
+            gemm_packed::<Reproducible, 3>(m, n, k, a, a_rs, a_cs, bp, dst, dst_rs, accumulate, scale)
+        }
+        if std::arch::is_x86_feature_detected!("avx512f") {
+            return avx512(m, n, k, a, a_rs, a_cs, bp, dst, dst_rs, accumulate, scale);
+        }
+        if std::arch::is_x86_feature_detected!("avx2") {
+            return avx2(m, n, k, a, a_rs, a_cs, bp, dst, dst_rs, accumulate, scale);
+        }
     }
-    #[cfg(target_arch = "x86_64")]
-    if std::arch::is_x86_feature_detected!("avx2") {
-        return avx2(m, n, k, a, a_rs, a_cs, bp, dst, dst_rs, accumulate, scale);
-    }
-    gemm_packed::<Reproducible, REPRODUCIBLE_ROWS>(m, n, k, a, a_rs, a_cs, bp, dst, dst_rs, accumulate, scale)
+    #[cfg(target_arch = "wasm32")]
+    gemm_packed::<Reproducible, SIMD_ROWS>(m, n, k, a, a_rs, a_cs, bp, dst, dst_rs, accumulate, scale);
+    #[cfg(not(target_arch = "wasm32"))]
+    gemm_packed::<Reproducible, 4>(m, n, k, a, a_rs, a_cs, bp, dst, dst_rs, accumulate, scale);
 }
 
 /// Length of `b` packed by [`pack_b`]: whole panels of `V::PANEL` columns.
