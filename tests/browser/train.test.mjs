@@ -474,10 +474,25 @@ test(
       seed: 12,
       scale: 0.02,
     });
-    const fx = join(ROOT, 'tests/fixtures/train_nli');
+    // One step of two pairs of a few tokens each: what is tested is the size of the model,
+    // and on SwiftShader a step of BERT-base took ~80 s with the NLI fixture's ~80 tokens per
+    // pair, ~45 s with these 15 (the rest is AdamW and the gradients of 110M parameters).
+    const nli = (name, rows) => {
+      const out = join(work, name);
+      const line = ([id, statement, evidence, label, argument]) =>
+        JSON.stringify({ id, task: 'nli', statement, evidence, label, arguments: { informative: argument } });
+      writeFileSync(out, rows.map(line).join('\n') + '\n');
+      return out;
+    };
     const c = {
-      file: firstLines(join(fx, 'train.jsonl'), 4, 'nli-train-4.jsonl'),
-      dev: firstLines(join(fx, 'dev.jsonl'), 2, 'nli-dev-2.jsonl'),
+      file: nli('nli-train-2.jsonl', [
+        ['t1', 'Aspirin allowed.', 'Aspirin allowed.', 'entailment', 'True.'],
+        ['t2', 'Statins banned.', 'Statins allowed.', 'contradiction', 'False.'],
+      ]),
+      dev: nli('nli-dev-2.jsonl', [
+        ['d1', 'Warfarin allowed.', 'Warfarin allowed.', 'entailment', 'True.'],
+        ['d2', 'Digoxin banned.', 'Digoxin allowed.', 'contradiction', 'False.'],
+      ]),
       task: 'nli',
       arguments: 'system:informative',
       freeze: 'all',
@@ -506,7 +521,7 @@ test(
       } else {
         assert.equal(trained.trainedOn, 'gpu');
         assert.equal(trained.report.curve.length, 1);
-        assert.equal(trained.report.curve[0].steps, 2);
+        assert.equal(trained.report.curve[0].steps, 1);
         assert.ok(Number.isFinite(trained.report.curve[0].train_loss), JSON.stringify(trained.report.curve[0]));
         // 440 MB of weights: a browser may refuse to keep them (Chromium's test profile
         // does); the evaluator is then offered for download instead of lost.
