@@ -596,6 +596,7 @@ fn metrics_with_bertscore_on_the_default_model() {
 fn import_healthbench_then_rubric_agreement() {
     let imported = tmp("hb_meta.jsonl");
     let _ = std::fs::remove_file(&imported);
+    let import_report = tmp("hb_import.json");
     ok(&[
         "import",
         "healthbench",
@@ -603,8 +604,16 @@ fn import_healthbench_then_rubric_agreement() {
         "examples/rubric/healthbench/meta_eval.jsonl",
         "--out",
         s(&imported),
+        "--json",
+        s(&import_report),
         "--quiet",
     ]);
+    // 14 labelled lines of 6 completions, 32 physician labels (2 or 3 per line).
+    let r = json(&import_report);
+    assert_eq!(
+        (&r["kind"], &r["records"], &r["responses"], &r["criteria"], &r["human_judgements"]),
+        (&Value::from("meta_eval"), &Value::from(14), &Value::from(6), &Value::from(14), &Value::from(32))
+    );
     let report = tmp("hb_agreement.json");
     let csv_dir = tmp("hb_agreement_csv");
     let _ = std::fs::remove_dir_all(&csv_dir);

@@ -160,6 +160,8 @@ fn read(name: &str, text: &str, mode: Mode) -> Result<(Vec<RubricResponse>, Vec<
         let tags = tag_list(&record)?;
         let criteria = criteria(&record, mode, &mut graded, &mut unknown)?;
         if mode == Mode::Graded {
+            // The finite-sum check runs the scoring formula, which reads points, tags and
+            // `met` only (both present here: `Mode::Graded` refused a criterion without).
             let scored: Vec<Criterion> = criteria
                 .iter()
                 .map(|c| Criterion {

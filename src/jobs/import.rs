@@ -195,10 +195,16 @@ pub struct HealthBenchImportReport {
     pub responses: usize,
     pub criteria: usize,
     /// Per system: responses written.
-    pub systems: Vec<Reordered>,
+    pub systems: Vec<SystemResponses>,
     /// Human judgements written (`met_by` entries).
     pub human_judgements: usize,
     pub warnings: Vec<Warning>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct SystemResponses {
+    pub system: String,
+    pub responses: usize,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -226,9 +232,12 @@ pub fn import_healthbench(req: &HealthBenchImportRequest) -> Result<HealthBenchI
     let inputs: Vec<&NamedText> = std::iter::once(&req.input).chain(&req.completions).collect();
     fingerprint_all(&mut provenance, &inputs);
     let systems = crate::data::common::first_appearance(imported.responses.iter().map(|r| r.system.clone()));
-    let per_system: Vec<Reordered> = systems
+    let per_system: Vec<SystemResponses> = systems
         .iter()
-        .map(|s| Reordered { system: s.clone(), records: imported.responses.iter().filter(|r| &r.system == s).count() })
+        .map(|s| SystemResponses {
+            system: s.clone(),
+            responses: imported.responses.iter().filter(|r| &r.system == s).count(),
+        })
         .collect();
     let criteria: usize = imported.responses.iter().map(|r| r.criteria.len()).sum();
     let human_judgements: usize = imported.responses.iter().flat_map(|r| &r.criteria).map(|c| c.met_by.len()).sum();
@@ -241,7 +250,7 @@ pub fn import_healthbench(req: &HealthBenchImportRequest) -> Result<HealthBenchI
         let mine = || imported.responses.iter().filter(|r| r.system == s.system);
         table.push(vec![
             s.system.clone(),
-            s.records.to_string(),
+            s.responses.to_string(),
             mine().map(|r| r.criteria.len()).sum::<usize>().to_string(),
             mine().flat_map(|r| &r.criteria).map(|c| c.met_by.len()).sum::<usize>().to_string(),
         ]);
