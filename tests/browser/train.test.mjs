@@ -362,21 +362,22 @@ test(
 // Fine-tuning in the page: the top layer and the head train on WebGPU (SwiftShader here)
 // through the WGSL backward kernels and AdamW, from the frozen layers' states computed on
 // the GPU; the CLI trains the same top layer with candle's autograd on the CPU. NLI, whose
-// label is in the argument only: the first 16 training and 8 dev examples of the fixture of
-// tests/train_top_layers.rs (all 88 took 4-7 minutes on SwiftShader, most of it the frozen
-// pass; the curve's comparison needs a few steps, not many).
+// label is in the argument only: the first 8 training and 4 dev examples of the fixture of
+// tests/train_top_layers.rs, two steps of 4 per epoch (all 88 took 4-7 minutes on
+// SwiftShader, 16 and 8 about a minute, most of it the frozen pass; the curve's comparison
+// needs a few steps, not many).
 test(
   'top:1 fine-tuning on WebGPU (SwiftShader) gives the CPU trainer’s curve within 1e-3',
   { skip: !haveModel && 'no default model' },
   async () => {
     const fx = join(ROOT, 'tests/fixtures/train_nli');
     const c = {
-      file: firstLines(join(fx, 'train.jsonl'), 16, 'nli-train-16.jsonl'),
-      dev: firstLines(join(fx, 'dev.jsonl'), 8, 'nli-dev-8.jsonl'),
+      file: firstLines(join(fx, 'train.jsonl'), 8, 'nli-train-8.jsonl'),
+      dev: firstLines(join(fx, 'dev.jsonl'), 4, 'nli-dev-4.jsonl'),
       task: 'nli',
       arguments: 'system:informative',
       freeze: 'top:1',
-      settings: { epochs: 2, lr: 0.01, batch: 8, patience: 2, seed: 5, split: 0.2 },
+      settings: { epochs: 2, lr: 0.01, batch: 4, patience: 2, seed: 5, split: 0.2 },
     };
     const cliLog = cliTrain(c, join(work, 'cli-nli-top1'));
     const gpuApp = await openApp({ webgpu: true });
