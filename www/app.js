@@ -266,9 +266,20 @@ async function loadExample() {
 
 /** The example set: everything under examples/ the page knows how to read, except the
  *  duplicated formats (topics.jsonl repeats topics.xml, answers.jsonl the per-file CSVs,
- *  the combined qrels the per-dimension ones) and the HiTZ importer's files. */
+ *  the combined qrels the per-dimension ones), the HiTZ importer's files, and the inputs of
+ *  CLI commands the page does not run yet (`import healthbench`, `rubric-agreement`: a
+ *  second graded file would make the Rubric job ask which one to score). */
 function exampleFiles(index) {
-  const skip = [/^ros\//, /^nrp\/topics\.jsonl$/, /^nrp\/answers\.jsonl$/, /^nrp\/qrels\.combined/, /README/i, /\.md$/];
+  const skip = [
+    /^ros\//,
+    /^nrp\/topics\.jsonl$/,
+    /^nrp\/answers\.jsonl$/,
+    /^nrp\/qrels\.combined/,
+    /^rubric\/(grader|judged)\.jsonl$/,
+    /^rubric\/healthbench\//,
+    /README/i,
+    /\.md$/,
+  ];
   return index.filter((p) => !skip.some((re) => re.test(p)));
 }
 
