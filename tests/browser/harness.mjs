@@ -78,29 +78,48 @@ export const CHROMIUM_ARGS = ['--no-sandbox', '--disable-background-networking',
 /**
  * A browser page on the served site, with every request and console error recorded.
  * `requests` holds {url, method, postData, resourceType, time} in order.
+ *
+ * If opening fails, the browser and the server are closed before the error is thrown: a
+ * server left running kept a test file's process alive, and a CI run waited on it until its
+ * time limit. If the whole browser process went away while the page was first loading
+ * (seen once in CI: "Target page, context or browser has been closed" 0.4 s after launch,
+ * every test before and after it passing), it is started once more and says so on stderr;
+ * a page that crashes while the browser lives is never retried.
  */
-export async function openApp({ webgpu = false, staticServer = false, serviceWorkers = 'allow' } = {}) {
+export async function openApp({ webgpu = false, staticServer = false, serviceWorkers = 'allow' } = {}, retried = false) {
   const server = staticServer ? await startStaticServer() : await startServer();
-  const browser = await chromium.launch({
-    executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
-    args: [...CHROMIUM_ARGS, ...(webgpu ? ['--enable-unsafe-webgpu'] : [])],
-  });
-  const context = await browser.newContext({ viewport: { width: 1280, height: 900 }, acceptDownloads: true, serviceWorkers });
-  const requests = [];
-  const consoleErrors = [];
-  context.on('request', (r) => requests.push({ url: r.url(), method: r.method(), postData: r.postData(), resourceType: r.resourceType(), time: Date.now() }));
-  const page = await context.newPage();
-  page.on('console', (m) => {
-    if (m.type() === 'error') consoleErrors.push(m.text());
-  });
-  page.on('pageerror', (e) => consoleErrors.push(String(e)));
-  await page.goto(server.url);
-  await page.waitForFunction(() => document.querySelector('#version')?.textContent !== '—', null, { timeout: 60000 });
-  const close = async () => {
-    await browser.close();
+  let browser = null;
+  try {
+    browser = await chromium.launch({
+      executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
+      args: [...CHROMIUM_ARGS, ...(webgpu ? ['--enable-unsafe-webgpu'] : [])],
+    });
+    const context = await browser.newContext({ viewport: { width: 1280, height: 900 }, acceptDownloads: true, serviceWorkers });
+    const requests = [];
+    const consoleErrors = [];
+    context.on('request', (r) => requests.push({ url: r.url(), method: r.method(), postData: r.postData(), resourceType: r.resourceType(), time: Date.now() }));
+    const page = await context.newPage();
+    page.on('console', (m) => {
+      if (m.type() === 'error') consoleErrors.push(m.text());
+    });
+    page.on('pageerror', (e) => consoleErrors.push(String(e)));
+    await page.goto(server.url);
+    await page.waitForFunction(() => document.querySelector('#version')?.textContent !== '—', null, { timeout: 60000 });
+    const close = async () => {
+      await browser.close();
+      server.stop();
+    };
+    return { page, context, browser, server, requests, consoleErrors, close };
+  } catch (e) {
+    const browserGone = browser !== null && !browser.isConnected();
+    await browser?.close().catch(() => {});
     server.stop();
-  };
-  return { page, context, browser, server, requests, consoleErrors, close };
+    if (browserGone && !retried) {
+      process.stderr.write(`openApp: the browser process exited while the page loaded (${e.message.split('\n')[0]}); starting it once more\n`);
+      return openApp({ webgpu, staticServer, serviceWorkers }, true);
+    }
+    throw e;
+  }
 }
 
 /** Upload files (paths relative to examples/) through the page's file picker. */
