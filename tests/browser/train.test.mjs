@@ -463,9 +463,9 @@ test(
 
 // Issue 25: the paper's recipe at its size, a base-size encoder (BERT-base shape: 12
 // layers of 768, 110M parameters, random weights) fine-tuned end to end on WebGPU in the
-// page: a few steps on SwiftShader, or a refusal that names the memory it needs.
+// page: one step on SwiftShader, or a refusal that names the memory it needs.
 test(
-  'a base-size random BERT fine-tunes every layer for a few steps on WebGPU, or is refused with the memory it needs',
+  'a base-size random BERT fine-tunes every layer for one step on WebGPU, or is refused with the memory it needs',
   { skip: !haveModel && 'no default model' },
   async (t) => {
     const files = writeRandomBert(join(work, 'base-bert'), join(MODEL, 'tokenizer.json'), {
