@@ -81,6 +81,19 @@ pub struct RubricCriterion {
     pub met_by: Vec<(String, bool)>,
 }
 
+impl RubricCriterion {
+    /// The criterion as `medrank rubric` scores it. Only for criteria read in
+    /// `Mode::Graded`, which refuses one without points or `met`.
+    fn graded(&self) -> Criterion {
+        Criterion {
+            criterion: self.criterion.clone(),
+            points: self.points.expect("a graded criterion has points"),
+            tags: self.tags.clone(),
+            met: self.met.expect("a graded criterion has `met`"),
+        }
+    }
+}
+
 /// A response of a rubric file of any kind, as read (FORMATS.md §7).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct RubricResponse {
@@ -119,17 +132,7 @@ pub fn parse_graded(name: &str, text: &str) -> Result<(Vec<GradedResponse>, Vec<
             system: r.system,
             prompt_id: r.prompt_id,
             tags: r.tags,
-            criteria: r
-                .criteria
-                .into_iter()
-                .map(|c| Criterion {
-                    criterion: c.criterion,
-                    // `Mode::Graded` has refused a criterion without them.
-                    points: c.points.expect("graded: points"),
-                    tags: c.tags,
-                    met: c.met.expect("graded: met"),
-                })
-                .collect(),
+            criteria: r.criteria.iter().map(RubricCriterion::graded).collect(),
             line: r.line,
         })
         .collect();
@@ -160,17 +163,8 @@ fn read(name: &str, text: &str, mode: Mode) -> Result<(Vec<RubricResponse>, Vec<
         let tags = tag_list(&record)?;
         let criteria = criteria(&record, mode, &mut graded, &mut unknown)?;
         if mode == Mode::Graded {
-            // The finite-sum check runs the scoring formula, which reads points, tags and
-            // `met` only (both present here: `Mode::Graded` refused a criterion without).
-            let scored: Vec<Criterion> = criteria
-                .iter()
-                .map(|c| Criterion {
-                    criterion: String::new(),
-                    points: c.points.unwrap_or(0.0),
-                    tags: c.tags.clone(),
-                    met: c.met.unwrap_or(false),
-                })
-                .collect();
+            // The finite-sum check runs the scoring formula over the criteria as scored.
+            let scored: Vec<Criterion> = criteria.iter().map(RubricCriterion::graded).collect();
             check_finite_scores(&record, &scored)?;
         }
         for key in record.unknown_fields(&KNOWN_FIELDS) {
