@@ -310,7 +310,7 @@ fn group_agreement(group: String, items: &[&Item], people: &[String], has_grader
         if values.is_empty() {
             Stat::undefined("no person with a defined value")
         } else {
-            Stat::Defined(values.iter().sum::<f64>() / values.len() as f64)
+            crate::stats::describe::mean(&values)
         }
     };
     GroupAgreement {
