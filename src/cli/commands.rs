@@ -6,6 +6,7 @@ use super::bench::BenchArgs;
 use super::controls::ControlsArgs;
 use super::embed::EmbedArgs;
 use super::evaluate::EvaluateArgs;
+use super::grade::GradeArgs;
 use super::import::ImportCommand;
 use super::metrics::{MetricsArgs, RubricArgs};
 use super::nrp::NrpArgs;
@@ -41,6 +42,10 @@ pub enum Command {
     /// met / not met and Cohen's kappa over pairs of labels), beside each person's agreement
     /// with the others; overall, per theme, axis and cluster tag.
     RubricAgreement(RubricAgreementArgs),
+    /// Grade rubric criteria with a model (a grader trained with `train --task criterion`,
+    /// or an NLI model zero-shot): P(met) per criterion, HealthBench scores whose intervals
+    /// carry the grader's uncertainty, and the graded file (--out).
+    Grade(GradeArgs),
     /// Sentence embeddings of every line of a text file (JSONL out), e.g. for parity checks
     /// against other implementations. Pooling and normalisation follow the model folder.
     Embed(EmbedArgs),
@@ -68,6 +73,7 @@ pub fn run(command: Command) -> Result<()> {
         Command::Metrics(a) => super::metrics::metrics(a),
         Command::Rubric(a) => super::metrics::rubric(a),
         Command::RubricAgreement(a) => super::rubric_agreement::rubric_agreement(a),
+        Command::Grade(a) => super::grade::grade(a),
         Command::Embed(a) => super::embed::embed(a),
         Command::Train(a) => super::train::train(a),
         Command::Quantize(a) => super::quantize::quantize(a),

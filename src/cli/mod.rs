@@ -12,6 +12,7 @@ mod commands;
 mod controls;
 mod embed;
 mod evaluate;
+mod grade;
 mod import;
 mod metrics;
 mod nrp;

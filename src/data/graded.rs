@@ -22,7 +22,8 @@ response-level tags scored with the response score. criteria: non-empty array; c
 string; points: number (negative = penalty); tags: optional array of distinct strings; met: boolean.
 A response whose points do not add up to finite sums and scores (e.g. 1e308 + 1e308) is refused.
 Optional: prompt (a string or [{"role", "content"}] messages), response (a string), and per
-criterion met_by ({"grader": true|false}: people's judgements, read by rubric-agreement)."#;
+criterion met_by ({"grader": true|false}: people's judgements, read by rubric-agreement) and
+p_met (a model grader's P(met), 0 to 1: `medrank grade` writes it)."#;
 
 /// One graded criterion.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -79,6 +80,9 @@ pub struct RubricCriterion {
     pub met: Option<bool>,
     /// Judgements of named graders (people), in file order: (grader, met).
     pub met_by: Vec<(String, bool)>,
+    /// A model grader's probability that the criterion is met (`medrank grade` writes it
+    /// beside `met`), in [0, 1].
+    pub p_met: Option<f64>,
 }
 
 impl RubricCriterion {
@@ -109,7 +113,7 @@ pub struct RubricResponse {
 }
 
 const KNOWN_FIELDS: [&str; 7] = ["id", "system", "prompt_id", "tags", "prompt", "response", "criteria"];
-const CRITERION_FIELDS: [&str; 5] = ["criterion", "points", "tags", "met", "met_by"];
+const CRITERION_FIELDS: [&str; 6] = ["criterion", "points", "tags", "met", "met_by", "p_met"];
 
 /// What a reader asks of a file: `Graded` is what scoring needs (points and `met` on every
 /// criterion, sums finite: `medrank rubric`); `Any` takes ungraded files and files without
@@ -276,6 +280,9 @@ pub fn write_rubric_jsonl(responses: &[RubricResponse]) -> String {
                 if let Some(met) = c.met {
                     o.insert("met".into(), met.into());
                 }
+                if let Some(p) = c.p_met {
+                    o.insert("p_met".into(), p.into());
+                }
                 if !c.met_by.is_empty() {
                     let by: Map<String, Value> = c.met_by.iter().map(|(g, m)| (g.clone(), Value::Bool(*m))).collect();
                     o.insert("met_by".into(), Value::Object(by));
@@ -417,10 +424,20 @@ fn criteria(
                     judged
                 }
             };
+            let p_met = match item.get("p_met") {
+                None | Some(Json::Null) => None,
+                Some(_) => {
+                    let p = item.number("p_met")?;
+                    if !(0.0..=1.0).contains(&p) {
+                        return Err(item.error("p_met", format!("{p} is not a probability (0 to 1)")));
+                    }
+                    Some(p)
+                }
+            };
             for key in item.unknown_fields(&CRITERION_FIELDS) {
                 unknown.entry(format!("criteria[].{key}")).or_insert((item.line, 0)).1 += 1;
             }
-            Ok(RubricCriterion { criterion: criterion.to_string(), points, tags, met, met_by })
+            Ok(RubricCriterion { criterion: criterion.to_string(), points, tags, met, met_by, p_met })
         })
         .collect()
 }
@@ -455,6 +472,18 @@ mod tests {
 
     fn err(text: &str) -> String {
         parse_rubric("g.jsonl", text).unwrap_err().to_string()
+    }
+
+    #[test]
+    fn a_model_graders_probability_reads_and_writes_back() {
+        let text = r#"{"id": "r", "system": "s", "criteria": [{"criterion": "a", "points": 1, "tags": [], "met": true, "p_met": 0.75}, {"criterion": "b", "points": 2, "tags": [], "met": false, "p_met": null}]}
+"#;
+        let (rs, warnings) = parse_rubric("g.jsonl", text).unwrap();
+        assert!(warnings.is_empty(), "{warnings:?}");
+        assert_eq!((rs[0].criteria[0].p_met, rs[0].criteria[1].p_met), (Some(0.75), None));
+        assert_eq!(parse_rubric("g.jsonl", &write_rubric_jsonl(&rs)).unwrap().0, rs);
+        let e = err(r#"{"id": "r", "system": "s", "criteria": [{"criterion": "a", "points": 1, "p_met": 1.5}]}"#);
+        assert!(e.ends_with("g.jsonl:1: field `criteria[0].p_met`: 1.5 is not a probability (0 to 1)"), "{e}");
     }
 
     #[test]

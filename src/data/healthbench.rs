@@ -178,6 +178,7 @@ fn eval<'t>(
                     tags,
                     met: None,
                     met_by: vec![],
+                    p_met: None,
                 })
             })
             .collect::<Result<Vec<_>>>()?;
@@ -302,6 +303,7 @@ fn meta_eval<'t>(
             tags: cluster.iter().cloned().collect(),
             met: None,
             met_by: physicians.into_iter().zip(labels).collect(),
+            p_met: None,
         };
         let theme = cluster.as_deref().and_then(theme_of);
         match by_completion.get(&completion_id) {

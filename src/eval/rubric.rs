@@ -17,6 +17,14 @@
 //!
 //! Input: JSONL, one graded response per line, read by `data::graded` (FORMATS.md section
 //! 7, and `examples/rubric/README.md`); example in `examples/rubric/graded.jsonl`.
+//!
+//! **A model grader's uncertainty** ([`grade_with_probabilities`], `medrank grade`): each
+//! criterion comes with P(met). `met` is P(met) >= 0.5, so the means are what `medrank
+//! rubric` gives on the graded file the grader writes; the interval's bootstrap resamples
+//! prompts as above and, in every resample, draws each drawn response's `met` from its
+//! P(met) (independently per criterion), so a grader that is unsure widens the interval.
+//! `expected_mean` is the clipped mean of the responses' expected scores
+//! (Σ points·P(met) / Σ positive points): the centre of the drawn scores.
 
 pub use crate::data::graded::{parse_graded, Criterion, GradedResponse, FORMAT};
 // The HealthBench formula lives with the graded records it sums (the reader checks that
@@ -26,6 +34,8 @@ use crate::error::{Error, Result, Warning};
 use crate::report::{Provenance, SingleInputReport};
 use crate::stats::bootstrap::Bootstrap;
 use crate::stats::{describe, Interval, Stat};
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap};
 
@@ -87,8 +97,12 @@ pub struct ScoreMean {
     pub mean: Stat<f64>,
     /// The mean before clipping (may be below 0 or above 1).
     pub unclipped_mean: Stat<f64>,
-    /// Percentile bootstrap interval of the clipped mean.
+    /// Percentile bootstrap interval of the clipped mean (with a model grader: of the
+    /// clipped mean with `met` drawn from P(met)).
     pub interval: Stat<Interval>,
+    /// With a model grader only: the mean of the responses' expected scores, clipped.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub expected_mean: Option<Stat<f64>>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -126,6 +140,31 @@ impl SingleInputReport for RubricReport {
 
 /// Grades parsed responses (the provenance lists no input: [`grade`] adds it).
 pub fn grade_responses(responses: &[GradedResponse], options: &RubricOptions) -> Result<RubricReport> {
+    score_all(responses, None, options)
+}
+
+/// Grades responses whose `met` a model decided, with its P(met) per criterion
+/// (`p_met[response][criterion]`, in [0, 1]): the means of [`grade_responses`], intervals
+/// that also draw `met` from P(met), and the expected means (see the module doc).
+pub fn grade_with_probabilities(
+    responses: &[GradedResponse],
+    p_met: &[Vec<f64>],
+    options: &RubricOptions,
+) -> Result<RubricReport> {
+    let shapes_match = responses.len() == p_met.len()
+        && responses.iter().zip(p_met).all(|(r, p)| r.criteria.len() == p.len())
+        && p_met.iter().flatten().all(|p| (0.0..=1.0).contains(p));
+    if !shapes_match {
+        return Err(Error::invalid("one P(met) in [0, 1] is needed per criterion of every response"));
+    }
+    score_all(responses, Some(p_met), options)
+}
+
+fn score_all(
+    responses: &[GradedResponse],
+    p_met: Option<&[Vec<f64>]>,
+    options: &RubricOptions,
+) -> Result<RubricReport> {
     crate::stats::bootstrap::check_settings(options.bootstrap.resamples, options.bootstrap.confidence)
         .map_err(Error::invalid)?;
     let systems = crate::data::common::first_appearance(responses.iter().map(|r| r.system.clone()));
@@ -148,16 +187,24 @@ pub fn grade_responses(responses: &[GradedResponse], options: &RubricOptions) ->
         )));
     }
 
-    let system_scores = system_scores(responses, &scored, &systems, &tags, options);
+    let system_scores = system_scores(responses, &scored, p_met, &systems, &tags, options);
+    let drawn = if p_met.is_some() { ", met drawn from the grader's P(met) in every resample" } else { "" };
+    let mut provenance = Provenance::new(options.bootstrap.seed);
+    if p_met.is_some() {
+        provenance = provenance.convention("met", "the grader's P(met) >= 0.5").convention(
+            "expected mean",
+            "mean over responses of Σ points·P(met) / Σ positive points, clipped to [0, 1]",
+        );
+    }
     Ok(RubricReport {
-        provenance: Provenance::new(options.bootstrap.seed)
+        provenance: provenance
             .convention("response score", "Σ points met (penalties included) / Σ positive points; not clipped; undefined without positive points")
             .convention("tag score", "the same over the criteria carrying the tag; response-level tags take the response score")
             .convention("system score", "mean over responses with a defined score, clipped to [0, 1]")
             .convention(
                 "interval",
                 format!(
-                    "percentile bootstrap of the clipped mean per system and score, over the prompts (prompt_id, else id) with a defined value, {} resamples, {}% confidence",
+                    "percentile bootstrap of the clipped mean per system and score, over the prompts (prompt_id, else id) with a defined value{drawn}, {} resamples, {}% confidence",
                     options.bootstrap.resamples,
                     options.bootstrap.confidence * 100.0
                 ),
@@ -192,9 +239,16 @@ fn clip01(x: f64) -> f64 {
     x.clamp(0.0, 1.0)
 }
 
+/// The criteria a score sums for one response: all of them for the overall score and
+/// response-level tags, those carrying the tag for a criterion tag.
+fn counts_for(r: &GradedResponse, c: &Criterion, score: &str) -> bool {
+    score == OVERALL || r.tags.iter().any(|t| t == score) || c.tags.iter().any(|t| t == score)
+}
+
 fn system_scores(
     responses: &[GradedResponse],
     scored: &[ResponseScore],
+    p_met: Option<&[Vec<f64>]>,
     systems: &[String],
     tags: &[String],
     options: &RubricOptions,
@@ -203,34 +257,84 @@ fn system_scores(
     let bootstrap = options.bootstrap;
     systems
         .iter()
-        .map(|system| SystemScore {
+        .enumerate()
+        .map(|(system_index, system)| SystemScore {
             system: system.clone(),
             responses: scored.iter().filter(|r| &r.system == system).count(),
             scores: names
                 .iter()
-                .filter_map(|score| {
+                .enumerate()
+                .filter_map(|(score_index, score)| {
                     let clusters = prompt_clusters(responses, scored, system, score);
                     if clusters.is_empty() && *score != OVERALL {
                         return None; // the tag never applies to this system
                     }
-                    let values: Vec<f64> = clusters.concat();
+                    let value = |r: usize| scored[r].value(score).expect("clusters hold defined values");
+                    let values: Vec<f64> = clusters.iter().flatten().map(|&r| value(r)).collect();
                     let unclipped = describe::mean(&values);
+                    // With P(met): each response's criteria for this score as (points, P(met)),
+                    // and its positive points (the denominator does not depend on `met`).
+                    let weighted: Option<Vec<(Vec<(f64, f64)>, f64)>> = p_met.map(|p| {
+                        (0..responses.len())
+                            .map(|r| {
+                                let items: Vec<(f64, f64)> = responses[r]
+                                    .criteria
+                                    .iter()
+                                    .zip(&p[r])
+                                    .filter(|(c, _)| counts_for(&responses[r], c, score))
+                                    .map(|(c, p)| (c.points, *p))
+                                    .collect();
+                                let possible = items.iter().filter(|(pts, _)| *pts > 0.0).map(|(pts, _)| pts).sum();
+                                (items, possible)
+                            })
+                            .collect()
+                    });
                     let interval = if clusters.is_empty() {
                         Stat::undefined("no response with a defined score")
                     } else {
+                        // The draws of (system, score) pair k come from stream k of the seed:
+                        // the same on every platform, independent of the resampling's.
+                        let mut rng = ChaCha8Rng::seed_from_u64(bootstrap.seed);
+                        rng.set_stream((system_index * names.len() + score_index) as u64);
                         let result = bootstrap.run(clusters.len(), |drawn| {
-                            let (sum, n) =
-                                drawn.iter().flat_map(|&c| &clusters[c]).fold((0.0, 0), |(s, n), v| (s + v, n + 1));
+                            let (mut sum, mut n) = (0.0, 0usize);
+                            for &r in drawn.iter().flat_map(|&c| &clusters[c]) {
+                                sum += match &weighted {
+                                    None => value(r),
+                                    Some(w) => {
+                                        let (items, possible) = &w[r];
+                                        let achieved: f64 = items
+                                            .iter()
+                                            .filter(|(_, p)| rng.gen::<f64>() < *p)
+                                            .map(|(pts, _)| pts)
+                                            .sum();
+                                        achieved / possible
+                                    }
+                                };
+                                n += 1;
+                            }
                             vec![clip01(sum / n as f64)]
                         });
                         result.intervals.into_iter().next().expect("one statistic")
                     };
+                    let expected_mean = weighted.as_ref().map(|w| {
+                        let expected: Vec<f64> = clusters
+                            .iter()
+                            .flatten()
+                            .map(|&r| {
+                                let (items, possible) = &w[r];
+                                items.iter().map(|(pts, p)| pts * p).sum::<f64>() / possible
+                            })
+                            .collect();
+                        describe::mean(&expected).map(clip01)
+                    });
                     Some(ScoreMean {
                         score: score.to_string(),
                         n: values.len(),
                         mean: unclipped.clone().map(clip01),
                         unclipped_mean: unclipped,
                         interval,
+                        expected_mean,
                     })
                 })
                 .collect(),
@@ -238,25 +342,28 @@ fn system_scores(
         .collect()
 }
 
-/// The values of one score for one system, grouped by prompt (in order of appearance;
-/// prompts without a value left out): the units the bootstrap resamples. With one
-/// response per prompt this is HealthBench's bootstrap over responses; repeated responses
-/// to a prompt stay together.
-fn prompt_clusters(responses: &[GradedResponse], scored: &[ResponseScore], system: &str, score: &str) -> Vec<Vec<f64>> {
+/// The responses (indices) with a value of one score for one system, grouped by prompt (in
+/// order of appearance; prompts without a value left out): the units the bootstrap
+/// resamples. With one response per prompt this is HealthBench's bootstrap over responses;
+/// repeated responses to a prompt stay together.
+fn prompt_clusters(
+    responses: &[GradedResponse],
+    scored: &[ResponseScore],
+    system: &str,
+    score: &str,
+) -> Vec<Vec<usize>> {
     let mut index: HashMap<&str, usize> = HashMap::new();
-    let mut clusters: Vec<Vec<f64>> = Vec::new();
-    for (r, s) in responses.iter().zip(scored) {
-        if s.system != system {
+    let mut clusters: Vec<Vec<usize>> = Vec::new();
+    for (i, (r, s)) in responses.iter().zip(scored).enumerate() {
+        if s.system != system || s.value(score).is_none() {
             continue;
         }
-        if let Some(v) = s.value(score) {
-            let next = clusters.len();
-            let c = *index.entry(r.unit()).or_insert(next);
-            if c == clusters.len() {
-                clusters.push(Vec::new());
-            }
-            clusters[c].push(v);
+        let next = clusters.len();
+        let c = *index.entry(r.unit()).or_insert(next);
+        if c == clusters.len() {
+            clusters.push(Vec::new());
         }
+        clusters[c].push(i);
     }
     clusters
 }
@@ -505,5 +612,54 @@ mod tests {
             &RubricOptions { bootstrap: Bootstrap { confidence: 0.0, ..Bootstrap::default() } }
         )
         .is_err());
+    }
+
+    #[test]
+    fn certain_probabilities_give_the_graded_intervals() {
+        // P(met) of exactly 1 or 0 draws `met` as it is (a draw u in [0, 1) is < 1, never
+        // < 0): the intervals are those of the graded file, and the expected mean is the mean.
+        let (responses, _) = parse_graded("graded.jsonl", EXAMPLE).unwrap();
+        let p: Vec<Vec<f64>> =
+            responses.iter().map(|r| r.criteria.iter().map(|c| if c.met { 1.0 } else { 0.0 }).collect()).collect();
+        let plain = grade_responses(&responses, &RubricOptions::default()).unwrap();
+        let drawn = grade_with_probabilities(&responses, &p, &RubricOptions::default()).unwrap();
+        assert_eq!(drawn.responses, plain.responses);
+        for (a, b) in drawn.system_scores.iter().zip(&plain.system_scores) {
+            for (x, y) in a.scores.iter().zip(&b.scores) {
+                assert_eq!((&x.mean, &x.interval), (&y.mean, &y.interval), "{} {}", a.system, x.score);
+                let expected = x.expected_mean.as_ref().unwrap().value().copied().unwrap();
+                assert!((expected - y.mean.value().copied().unwrap()).abs() < 1e-12);
+            }
+        }
+    }
+
+    #[test]
+    fn uncertain_grader_by_hand() {
+        // One system, two prompts. r1: points 10 (P 0.8), -5 (P 0.4); r2: 4 (P 0.5), 6 (P 0.3).
+        // met = P >= 0.5: r1 10/10 = 1, r2 4/10 = 0.4; mean 0.7.
+        // Expected: r1 (8 - 2) / 10 = 0.6, r2 (2 + 1.8) / 10 = 0.38; mean 0.49.
+        let c = |points: f64, met: bool| Criterion { criterion: "x".into(), points, tags: vec![], met };
+        let r = |id: &str, criteria| GradedResponse {
+            id: id.into(),
+            system: "s".into(),
+            prompt_id: None,
+            tags: vec![],
+            criteria,
+            line: 1,
+        };
+        let responses = [r("r1", vec![c(10.0, true), c(-5.0, false)]), r("r2", vec![c(4.0, true), c(6.0, false)])];
+        let p = [vec![0.8, 0.4], vec![0.5, 0.3]];
+        let report = grade_with_probabilities(&responses, &p, &RubricOptions::default()).unwrap();
+        let overall = &report.system_scores[0].scores[0];
+        assert!(close(*overall.mean.value().unwrap(), 0.7));
+        assert!(close(*overall.expected_mean.as_ref().unwrap().value().unwrap(), 0.49));
+        // Draws widen the interval beyond the two responses' values (0.4 and 1 without them):
+        // r1 can score 10/10 - 5/10 = 0.5 or -0.5, r2 0 to 1.
+        let Stat::Defined(i) = &overall.interval else { panic!("{:?}", overall.interval) };
+        assert!(i.lo < 0.4 && i.lo >= 0.0 && i.hi <= 1.0, "{i:?}");
+        // A probability outside [0, 1] or a missing one is refused.
+        assert!(grade_with_probabilities(&responses, &[vec![0.8, 1.5], vec![0.5, 0.3]], &RubricOptions::default())
+            .is_err());
+        assert!(grade_with_probabilities(&responses, &[vec![0.8]], &RubricOptions::default()).is_err());
     }
 }

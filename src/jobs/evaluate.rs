@@ -376,6 +376,20 @@ impl KeptModel {
         let outcome = evaluate_on(req, &self.model, encoder, backend, fingerprints, model_options, progress).await?;
         Ok((outcome, backend.clone()))
     }
+
+    /// [`super::grade_with_backend`]'s work on the kept encoder: the kept model grades.
+    pub async fn grade(
+        &mut self,
+        req: &super::GradeRequest,
+        choice: crate::gpu::BackendChoice,
+        progress: &mut dyn FnMut(&EncodeProgress) -> bool,
+    ) -> Result<(super::GradeOutcome, crate::gpu::BackendReport)> {
+        let fingerprints = self.fingerprints.clone();
+        self.encoder(choice).await?;
+        let (_, encoder, backend) = self.opened.as_ref().expect("opened above");
+        let outcome = super::grade::grade_on(req, &self.model, encoder, backend, fingerprints, progress).await?;
+        Ok((outcome, backend.clone()))
+    }
 }
 
 /// [`evaluate_with_encoder`] on an opened backend, its description added to the report's
@@ -490,11 +504,27 @@ impl TimeEstimate {
 /// Counts what an encoder has encoded and reports it after every batch; the callback's
 /// `false` stops the evaluation with [`Error::Cancelled`]. The evaluator's plan (told
 /// before its first batch) gives the totals.
-struct ProgressEncoder<'a, E> {
+pub(super) struct ProgressEncoder<'a, E> {
     inner: &'a E,
     state: std::cell::Cell<EncodeProgress>,
     cancelled: std::cell::Cell<bool>,
     progress: std::cell::RefCell<&'a mut dyn FnMut(&EncodeProgress) -> bool>,
+}
+
+impl<'a, E> ProgressEncoder<'a, E> {
+    /// Wraps `inner`; `start` is what is known before the evaluator's plan.
+    pub(super) fn new(
+        inner: &'a E,
+        start: EncodeProgress,
+        progress: &'a mut dyn FnMut(&EncodeProgress) -> bool,
+    ) -> Self {
+        ProgressEncoder {
+            inner,
+            state: std::cell::Cell::new(start),
+            cancelled: std::cell::Cell::new(false),
+            progress: std::cell::RefCell::new(progress),
+        }
+    }
 }
 
 impl<E: crate::model::Encoder> crate::model::Encoder for ProgressEncoder<'_, E> {
@@ -699,12 +729,7 @@ pub async fn evaluate_with_encoder<E: crate::model::Encoder>(
     if !progress(&start) {
         return Err(Error::Cancelled);
     }
-    let counted = ProgressEncoder {
-        inner: encoder,
-        state: std::cell::Cell::new(start),
-        cancelled: std::cell::Cell::new(false),
-        progress: std::cell::RefCell::new(progress),
-    };
+    let counted = ProgressEncoder::new(encoder, start, progress);
     let (output, kind) =
         crate::model::evaluate::evaluate_bundle_on(model, &counted, &bundle, model_options.batch_size.max(1), empty)
             .await?;

@@ -6,7 +6,7 @@
 
 //!
 //! One file per method: `evaluate` (ranking over scoring, from predictions or a model),
-//! `agreement`, `controls`, `nrp` (with `rankers` for neural rankers), `import`, `metrics`
+//! `agreement`, `controls`, `grade` (a model grades rubric criteria), `nrp` (with `rankers` for neural rankers), `import`, `metrics`
 //! (and rubric); `tables` turns every report into the tables all front ends show;
 //! `train` trains an evaluator (step-wise, so the page can show progress and stop);
 //! `quantize` makes an int8 model folder and measures it against the f32 one;
@@ -16,6 +16,7 @@
 mod agreement;
 mod controls;
 mod evaluate;
+mod grade;
 mod import;
 mod metrics;
 mod nrp;
@@ -28,6 +29,7 @@ mod workload;
 pub use agreement::*;
 pub use controls::*;
 pub use evaluate::*;
+pub use grade::*;
 pub use import::*;
 pub use metrics::*;
 pub use nrp::*;

@@ -495,13 +495,21 @@ pub fn metrics(report: &MetricsReport) -> Vec<Table> {
 
 /// Per-response and per-system tables (CLI printing, `--csv`, the page's export).
 pub fn rubric(report: &RubricReport) -> Vec<Table> {
-    let mut responses = Table::new(
+    rubric_scores(&report.responses, &report.system_scores)
+}
+
+/// [`rubric`]'s tables from the scores alone (a model grader's report has them too).
+pub fn rubric_scores(
+    responses: &[crate::eval::rubric::ResponseScore],
+    system_scores: &[crate::eval::rubric::SystemScore],
+) -> Vec<Table> {
+    let mut per_response = Table::new(
         "rubric_responses",
         "Score per response (unclipped)",
         &["id", "system", "prompt_id", "line", "achieved", "possible", "score"],
     );
-    for r in &report.responses {
-        responses.push(vec![
+    for r in responses {
+        per_response.push(vec![
             r.id.clone(),
             r.system.clone(),
             r.prompt_id.clone().unwrap_or_default(),
@@ -511,29 +519,43 @@ pub fn rubric(report: &RubricReport) -> Vec<Table> {
             fmt_stat(&r.overall.score, 4),
         ]);
     }
+    // A model grader's report has the expected means (met drawn from P(met)) too.
+    let graded_by_model = system_scores.iter().flat_map(|s| &s.scores).any(|m| m.expected_mean.is_some());
+    let mut headers = vec!["system", "score", "n", "mean", "unclipped_mean"];
+    if graded_by_model {
+        headers.push("expected_mean");
+    }
+    headers.extend(["low", "high"]);
     let mut systems = Table::new(
         "rubric_systems",
-        "Mean per system, clipped to [0, 1], with bootstrap interval",
-        &["system", "score", "n", "mean", "unclipped_mean", "low", "high"],
+        if graded_by_model {
+            "Mean per system, clipped to [0, 1] (met = P(met) >= 0.5), the expected mean, and the bootstrap interval with met drawn from P(met)"
+        } else {
+            "Mean per system, clipped to [0, 1], with bootstrap interval"
+        },
+        &headers,
     );
-    for s in &report.system_scores {
+    for s in system_scores {
         for m in &s.scores {
             let (low, high) = match &m.interval {
                 Stat::Defined(i) => (fmt_num(i.lo, 4), fmt_num(i.hi, 4)),
                 Stat::Undefined(r) => (format!("undefined ({r})"), String::new()),
             };
-            systems.push(vec![
+            let mut row = vec![
                 s.system.clone(),
                 m.score.clone(),
                 m.n.to_string(),
                 fmt_stat(&m.mean, 4),
                 fmt_stat(&m.unclipped_mean, 4),
-                low,
-                high,
-            ]);
+            ];
+            if graded_by_model {
+                row.push(m.expected_mean.as_ref().map(|e| fmt_stat(e, 4)).unwrap_or_default());
+            }
+            row.extend([low, high]);
+            systems.push(row);
         }
     }
-    vec![responses, systems]
+    vec![per_response, systems]
 }
 
 /// The grader beside the people, per group; and each person against the others, per group.

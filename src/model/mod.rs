@@ -17,6 +17,7 @@
 //! - `precision.rs` f32 or int8 products (`--precision`); `quant.rs` int8 weights per row
 //! - `heads.rs`    classification / multiple-choice heads
 //! - `evaluate.rs` proxy-task evaluators -> `data::Prediction`s (and the zero-training one)
+//! - `grade.rs`    the rubric criterion grader: P(met) per (response, criterion)
 //! - `rankers.rs`, `monot5.rs`, `bertscore.rs`  NRP rankers and BERTScore
 //! - `bench.rs`    throughput and the peer comparison (native only)
 
@@ -29,6 +30,7 @@ pub mod cpu;
 pub mod embed;
 pub mod encoder;
 pub mod evaluate;
+pub mod grade;
 pub mod heads;
 pub mod load;
 pub mod monot5;

@@ -1,0 +1,86 @@
+//! `medrank grade`: a model grades every criterion of a rubric file (P(met)), then the
+//! HealthBench scores with the grader's uncertainty in the intervals.
+
+use super::args::*;
+use super::output::{emit, OutputArgs, Outputs};
+use crate::jobs;
+use crate::Result;
+use clap::Args;
+use std::path::PathBuf;
+
+#[derive(Args, Debug)]
+pub struct GradeArgs {
+    /// Rubric responses with their text: `{"id", "system", "prompt", "response", "criteria":
+    /// [{"criterion", "points", "tags"}]}` per line, `met` absent or ignored (format:
+    /// src/data/FORMATS.md, section 7; `medrank import healthbench` writes HealthBench's
+    /// files so).
+    #[arg(long, value_name = "FILE")]
+    pub rubric: PathBuf,
+    /// The criterion grader, a model folder with a sequence-classification head: one trained
+    /// with `medrank train --task criterion` (labels met / not_met), or an NLI model used
+    /// zero-shot (its id2label names `entailment`; BERT, RoBERTa or DistilBERT).
+    #[arg(long, value_name = "DIR")]
+    pub grader: PathBuf,
+    /// Write the graded file here: the rubric with each criterion's `met` (P(met) >= 0.5)
+    /// and `p_met`, for `medrank rubric` and `medrank rubric-agreement --grader-file`.
+    #[arg(long, value_name = "FILE")]
+    pub out: Option<PathBuf>,
+    /// Pairs per forward pass (1 to 1,024).
+    #[arg(long, default_value_t = crate::model::embed::DEFAULT_BATCH, value_parser = count(1, crate::bounds::MAX_BATCH))]
+    pub batch_size: usize,
+    /// Where the encoder runs: cpu (the reference), gpu (wgpu; an error when no adapter),
+    /// or auto. The report's provenance says which ran.
+    #[arg(long, default_value = "cpu", value_parser = ["auto", "cpu", "gpu"])]
+    pub backend: String,
+    /// The encoder's arithmetic on the CPU: f32 or int8 (default: the folder's own).
+    #[arg(long, value_parser = ["f32", "int8"])]
+    pub precision: Option<String>,
+    #[command(flatten)]
+    pub bootstrap: BootstrapArgs,
+    #[command(flatten)]
+    pub output: OutputArgs,
+}
+
+pub(super) fn grade(a: GradeArgs) -> Result<()> {
+    let written: Vec<&std::path::Path> = a.out.iter().map(PathBuf::as_path).collect();
+    let mut outputs = Outputs::plan(&[&a.rubric, &a.grader], &a.output, &written, &[])?;
+    let files = crate::model::ModelFiles::read_dir(&a.grader)?;
+    let model = with_precision(crate::model::TextModel::from_files(&files)?, a.precision.as_deref())?;
+    let req = jobs::GradeRequest {
+        rubric: named(&a.rubric)?,
+        options: jobs::GradeOptions {
+            rubric: crate::eval::rubric::RubricOptions { bootstrap: a.bootstrap.settings() },
+            batch_size: a.batch_size,
+        },
+    };
+    let choice = jobs::parse_backend(&a.backend)?;
+    let quiet = a.output.quiet;
+    let clock = std::time::Instant::now();
+    let mut last = 0.0f64;
+    let mut progress = |p: &jobs::EncodeProgress| {
+        let t = clock.elapsed().as_secs_f64();
+        let finished = p.sequences_done == p.sequences;
+        if !quiet && p.sequences_done > 0 && (t - last >= 2.0 || finished) {
+            last = t;
+            eprintln!("  graded {}, {} elapsed", p.describe(), crate::report::fmt_duration(t));
+        }
+        true
+    };
+    let (graded, backend) = pollster::block_on(jobs::grade_with_backend(
+        &req,
+        &model,
+        choice,
+        jobs::model_fingerprints(&files),
+        &mut progress,
+    ))?;
+    if !quiet {
+        eprintln!("encoder backend: {}", jobs::describe_backend(&backend));
+        eprintln!("encoder precision: {}", jobs::describe_precision(&model, &backend));
+    }
+    if let Some(path) = &a.out {
+        outputs.file(path, graded.graded_jsonl.as_bytes())?;
+    }
+    let outcome = graded.outcome;
+    warn_all(&outcome.report.warnings, quiet);
+    emit(&outcome.report, &outcome.tables, &a.output, outputs)
+}
