@@ -12,7 +12,7 @@
 //! (with one epoch for training), so this stays at a minute or two on 2 cores.
 
 mod common;
-use common::cli::{root, s, tmp};
+use common::cli::{root, s, tiny_bert_folder, tmp};
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -45,7 +45,7 @@ fn kind(sub: &str, long: &str) -> Kind {
     use Kind::*;
     match (sub, long) {
         (_, "json" | "csv" | "out" | "save-predictions" | "trace") => OUTPUT,
-        (_, "model" | "bertscore") => MODEL_DIR,
+        (_, "model" | "bertscore" | "grader") => MODEL_DIR,
         (_, "seed" | "resamples" | "confidence") => Numeric(ONE),
         (_, "control-systems" | "which" | "controls") => Other("names of control systems"),
         ("ranking-over-scoring", "no-argument") => Input(ONE),
@@ -55,7 +55,8 @@ fn kind(sub: &str, long: &str) -> Kind {
         ("controls" | "evaluate", "corpus") => Input(ONE),
         ("evaluate", "predictions") => Input(&["{}", "judge={}"]),
         ("evaluate" | "agreement", "rankings") => Input(ONE),
-        ("evaluate" | "embed" | "train", "batch-size") => Numeric(ONE),
+        ("evaluate" | "embed" | "train" | "grade", "batch-size") => Numeric(ONE),
+        ("grade", "rubric") => Input(ONE),
         ("nrp", "topics" | "qrels-combined" | "docs" | "answers" | "expert-rankings") => Input(ONE),
         ("nrp", "qrels") => Input(&["relevance={}"]),
         ("nrp", "ranker") => {
@@ -150,6 +151,11 @@ fn base(sub: &str, long: &str, out: &Path) -> Vec<String> {
             ("json", out),
         ],
         "embed" => vec![("model", MODEL.into()), ("input", "examples/sentences.txt".into()), ("out", out)],
+        "grade" => vec![
+            ("rubric", "examples/rubric/conversations.jsonl".into()),
+            ("grader", s(&tiny_grader()).into()),
+            ("json", out),
+        ],
         "train" => {
             let mut p = vec![
                 ("model", MODEL.to_owned()),
@@ -189,6 +195,15 @@ fn base(sub: &str, long: &str, out: &Path) -> Vec<String> {
         args.push(value);
     }
     args
+}
+
+/// A criterion grader for `grade`: a random BERT with met / not_met labels (fast).
+fn tiny_grader() -> PathBuf {
+    static DIR: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    DIR.get_or_init(|| {
+        tiny_bert_folder("grader", medrank::model::HeadKind::SequenceClassification, &["met", "not_met"], 512)
+    })
+    .clone()
 }
 
 /// A folder for `serve` (an index page).

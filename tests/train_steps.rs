@@ -61,7 +61,7 @@ fn step_wise_training_gives_the_curve_of_the_one_call_trainer() {
     let req = TrainRequest {
         train: NamedText::new("train", train_text),
         dev: DevData::File(NamedText::new("dev", dev_text)),
-        task: Task::Mcqa,
+        task: medrank::jobs::TrainTask::Proxy(Task::Mcqa),
         arguments: "none".into(),
         options: opts.clone(),
         conventions: conv,
@@ -106,7 +106,7 @@ fn an_epoch_before_the_frozen_pass_is_an_error() {
     let req = TrainRequest {
         train: NamedText::new("train", first_lines("data/casimedicos/train.jsonl", 4)),
         dev: DevData::Split(0.5),
-        task: Task::Mcqa,
+        task: medrank::jobs::TrainTask::Proxy(Task::Mcqa),
         arguments: "none".into(),
         options: TrainOptions::default(),
         conventions: ExampleOptions::default(),

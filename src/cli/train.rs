@@ -12,7 +12,9 @@ pub struct TrainArgs {
     #[arg(long, value_name = "DIR")]
     pub model: PathBuf,
     /// Training data: a HiTZ MCQA file ({"question", "options", "correct_option"}, the
-    /// argument already in the question) or an argument bundle (then see --task, --arguments).
+    /// argument already in the question), an argument bundle (then see --task, --arguments),
+    /// or with --task criterion a rubric file whose criteria are judged (`met`, or people's
+    /// `met_by`: the majority) and whose responses carry their text.
     #[arg(long, value_name = "FILE")]
     pub train: PathBuf,
     /// Development data in the same format; the epoch with the best dev metric (see
@@ -27,8 +29,9 @@ pub struct TrainArgs {
     /// Output folder: config.json, model.safetensors, tokenizer.json, train_log.json.
     #[arg(long, value_name = "DIR")]
     pub out: PathBuf,
-    /// With a bundle: the proxy task to train (its instances are used).
-    #[arg(long, default_value = "mcqa", value_parser = ["mcqa", "misinformation", "nli"])]
+    /// With a bundle: the proxy task to train (its instances are used). `criterion`: a
+    /// rubric criterion grader (labels met / not_met) from a rubric file, for `medrank grade`.
+    #[arg(long, default_value = "mcqa", value_parser = crate::jobs::TrainTask::NAMES)]
     pub task: String,
     /// With a bundle: the argument each training instance carries. `none` = the baseline
     /// evaluator; `system:NAME` = one system's arguments (e.g. system:expert, the
@@ -144,7 +147,7 @@ pub(super) fn train(a: TrainArgs) -> Result<()> {
             (None, Some(fraction)) => DevData::Split(fraction),
             (None, None) => unreachable!("clap requires --dev or --dev-split"),
         },
-        task: crate::data::Task::parse(&a.task).expect("clap checked the value"),
+        task: jobs::TrainTask::parse(&a.task).expect("clap checked the value"),
         arguments: a.arguments.clone(),
         options: TrainOptions {
             freeze: jobs::parse_freeze(&a.freeze)?,
@@ -230,14 +233,19 @@ pub(super) fn train(a: TrainArgs) -> Result<()> {
     } else {
         format!(", dev accuracy {:.4}", result.best_dev_accuracy)
     };
+    // A criterion grader grades rubric files; the others evaluate bundles.
+    let (what, usage) = if a.task == "criterion" {
+        ("criterion grader", format!("medrank grade --grader {} --rubric FILE", a.out.display()))
+    } else {
+        ("evaluator", format!("medrank evaluate --model {}", a.out.display()))
+    };
     println!(
-        "best epoch {} with dev {} {:.4}{accuracy} ({} dev examples); the evaluator is in {} (use: medrank evaluate --model {})",
+        "best epoch {} with dev {} {:.4}{accuracy} ({} dev examples); the {what} is in {} (use: {usage})",
         result.best_epoch,
         result.select_by.name(),
         result.best_dev_metric,
         dev_examples,
         a.out.display(),
-        a.out.display()
     );
     Ok(())
 }

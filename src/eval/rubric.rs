@@ -245,6 +245,13 @@ fn counts_for(r: &GradedResponse, c: &Criterion, score: &str) -> bool {
     score == OVERALL || r.tags.iter().any(|t| t == score) || c.tags.iter().any(|t| t == score)
 }
 
+/// One response's criteria for one score as a model grader judged them: (points, P(met))
+/// each, and the positive points (the denominator does not depend on `met`).
+struct Uncertain {
+    items: Vec<(f64, f64)>,
+    possible: f64,
+}
+
 fn system_scores(
     responses: &[GradedResponse],
     scored: &[ResponseScore],
@@ -272,9 +279,7 @@ fn system_scores(
                     let value = |r: usize| scored[r].value(score).expect("clusters hold defined values");
                     let values: Vec<f64> = clusters.iter().flatten().map(|&r| value(r)).collect();
                     let unclipped = describe::mean(&values);
-                    // With P(met): each response's criteria for this score as (points, P(met)),
-                    // and its positive points (the denominator does not depend on `met`).
-                    let weighted: Option<Vec<(Vec<(f64, f64)>, f64)>> = p_met.map(|p| {
+                    let weighted: Option<Vec<Uncertain>> = p_met.map(|p| {
                         (0..responses.len())
                             .map(|r| {
                                 let items: Vec<(f64, f64)> = responses[r]
@@ -285,7 +290,7 @@ fn system_scores(
                                     .map(|(c, p)| (c.points, *p))
                                     .collect();
                                 let possible = items.iter().filter(|(pts, _)| *pts > 0.0).map(|(pts, _)| pts).sum();
-                                (items, possible)
+                                Uncertain { items, possible }
                             })
                             .collect()
                     });
@@ -302,7 +307,7 @@ fn system_scores(
                                 sum += match &weighted {
                                     None => value(r),
                                     Some(w) => {
-                                        let (items, possible) = &w[r];
+                                        let Uncertain { items, possible } = &w[r];
                                         let achieved: f64 = items
                                             .iter()
                                             .filter(|(_, p)| rng.gen::<f64>() < *p)
@@ -322,7 +327,7 @@ fn system_scores(
                             .iter()
                             .flatten()
                             .map(|&r| {
-                                let (items, possible) = &w[r];
+                                let Uncertain { items, possible } = &w[r];
                                 items.iter().map(|(pts, p)| pts * p).sum::<f64>() / possible
                             })
                             .collect();
@@ -658,8 +663,9 @@ mod tests {
         let Stat::Defined(i) = &overall.interval else { panic!("{:?}", overall.interval) };
         assert!(i.lo < 0.4 && i.lo >= 0.0 && i.hi <= 1.0, "{i:?}");
         // A probability outside [0, 1] or a missing one is refused.
-        assert!(grade_with_probabilities(&responses, &[vec![0.8, 1.5], vec![0.5, 0.3]], &RubricOptions::default())
-            .is_err());
+        assert!(
+            grade_with_probabilities(&responses, &[vec![0.8, 1.5], vec![0.5, 0.3]], &RubricOptions::default()).is_err()
+        );
         assert!(grade_with_probabilities(&responses, &[vec![0.8]], &RubricOptions::default()).is_err());
     }
 }

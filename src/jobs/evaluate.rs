@@ -377,18 +377,12 @@ impl KeptModel {
         Ok((outcome, backend.clone()))
     }
 
-    /// [`super::grade_with_backend`]'s work on the kept encoder: the kept model grades.
-    pub async fn grade(
-        &mut self,
-        req: &super::GradeRequest,
-        choice: crate::gpu::BackendChoice,
-        progress: &mut dyn FnMut(&EncodeProgress) -> bool,
-    ) -> Result<(super::GradeOutcome, crate::gpu::BackendReport)> {
-        let fingerprints = self.fingerprints.clone();
-        self.encoder(choice).await?;
-        let (_, encoder, backend) = self.opened.as_ref().expect("opened above");
-        let outcome = super::grade::grade_on(req, &self.model, encoder, backend, fingerprints, progress).await?;
-        Ok((outcome, backend.clone()))
+    /// The model with the encoder [`KeptModel::encoder`] last opened, for the other jobs
+    /// that run the kept model (`grade`); None before it was opened.
+    pub(super) fn opened(
+        &self,
+    ) -> Option<(&crate::model::TextModel, &crate::gpu::AnyEncoder, &crate::gpu::BackendReport)> {
+        self.opened.as_ref().map(|(_, encoder, report)| (&self.model, encoder, report))
     }
 }
 

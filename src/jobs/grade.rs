@@ -102,8 +102,8 @@ pub struct GradeOutcome {
 }
 
 /// The rubric's responses, checked for what grading needs: every response's text, every
-/// criterion's points.
-fn read_rubric(file: &NamedText, warnings: &mut Vec<Warning>) -> Result<Vec<RubricResponse>> {
+/// criterion's points (the page's check of a file to grade reads it so too).
+pub fn read_rubric(file: &NamedText, warnings: &mut Vec<Warning>) -> Result<Vec<RubricResponse>> {
     let (responses, w) = parse_rubric(&file.name, &file.text)?;
     warnings.extend(w);
     for r in &responses {
@@ -298,8 +298,24 @@ pub async fn grade_with_encoder<E: crate::model::Encoder>(
     })
 }
 
+impl super::KeptModel {
+    /// [`grade_with_backend`] on the kept model's encoder (the page's Grade step).
+    pub async fn grade(
+        &mut self,
+        req: &GradeRequest,
+        choice: crate::gpu::BackendChoice,
+        progress: &mut dyn FnMut(&EncodeProgress) -> bool,
+    ) -> Result<(GradeOutcome, crate::gpu::BackendReport)> {
+        let fingerprints = self.fingerprints.clone();
+        self.encoder(choice).await?;
+        let (model, encoder, backend) = self.opened().expect("opened above");
+        let outcome = grade_on(req, model, encoder, backend, fingerprints, progress).await?;
+        Ok((outcome, backend.clone()))
+    }
+}
+
 /// [`grade_with_encoder`] on an opened backend, its description added to the provenance.
-pub(super) async fn grade_on(
+async fn grade_on(
     req: &GradeRequest,
     model: &crate::model::TextModel,
     encoder: &crate::gpu::AnyEncoder,

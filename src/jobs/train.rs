@@ -1,6 +1,7 @@
 //! Training an evaluator (`medrank train`, the page's "Train an evaluator"): the data read
-//! the same way for both front ends (a HiTZ MCQA file or an argument bundle, a dev file or a
-//! seeded dev split of the training file), then the step-wise [`Trainer`]: the CLI runs its
+//! the same way for both front ends (a HiTZ MCQA file, an argument bundle, or a rubric file
+//! with judged criteria for a criterion grader; a dev file or a seeded dev split of the
+//! training file), then the step-wise [`Trainer`]: the CLI runs its
 //! steps in one loop ([`train`]), the page's worker one call at a time so it can show
 //! progress and stop. The trained evaluator is the model folder's files (config.json,
 //! tokenizer.json, model.safetensors, train_log.json).
@@ -28,13 +29,50 @@ pub enum DevData {
     Split(f64),
 }
 
+/// What an evaluator learns: a proxy task of argument bundles (or HiTZ MCQA files), or
+/// `criterion`, grading rubric criteria (a rubric file with judged criteria; the grader
+/// `medrank grade` runs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TrainTask {
+    Proxy(Task),
+    Criterion,
+}
+
+impl TrainTask {
+    /// Every task's name, as `--task` and the page's form take them.
+    pub const NAMES: [&'static str; 4] = ["mcqa", "misinformation", "nli", "criterion"];
+
+    pub fn parse(name: &str) -> Option<TrainTask> {
+        match name {
+            "criterion" => Some(TrainTask::Criterion),
+            other => Task::parse(other).map(TrainTask::Proxy),
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            TrainTask::Proxy(task) => task.name(),
+            TrainTask::Criterion => "criterion",
+        }
+    }
+
+    /// The labels of the classification head (none for multiple choice).
+    pub fn labels(self) -> Vec<String> {
+        match self {
+            TrainTask::Proxy(task) => t::task_labels(task),
+            TrainTask::Criterion => crate::model::grade::CRITERION_LABELS.iter().map(|s| s.to_string()).collect(),
+        }
+    }
+}
+
 #[derive(Debug, Clone)]
 pub struct TrainRequest {
-    /// A HiTZ MCQA file (the argument already in the question) or an argument bundle.
+    /// A HiTZ MCQA file (the argument already in the question), an argument bundle, or
+    /// (task `criterion`) a rubric file with judged criteria.
     pub train: NamedText,
     pub dev: DevData,
-    /// With a bundle: the proxy task whose instances train.
-    pub task: Task,
+    /// With a bundle: the proxy task whose instances train; `criterion` with a rubric file.
+    pub task: TrainTask,
     /// With a bundle: `none`, `system:NAME` or `random:A,B,C` (as `--arguments`).
     pub arguments: String,
     pub options: TrainOptions,
@@ -84,8 +122,8 @@ pub fn parse_arguments(s: &str) -> Result<ArgumentSource> {
 }
 
 /// The head a task trains: multiple choice for MCQA, else classification over its labels.
-pub fn head_of(task: Task) -> HeadKind {
-    if task == Task::Mcqa {
+pub fn head_of(task: TrainTask) -> HeadKind {
+    if task == TrainTask::Proxy(Task::Mcqa) {
         HeadKind::MultipleChoice
     } else {
         HeadKind::SequenceClassification
@@ -184,6 +222,11 @@ fn is_bundle(text: &str) -> bool {
     text.lines().find(|l| !l.trim().is_empty()).is_some_and(|l| l.contains("\"task\""))
 }
 
+/// Whether a file is a rubric file (its first record has `criteria`, FORMATS.md §7).
+fn is_rubric(text: &str) -> bool {
+    text.lines().find(|l| !l.trim().is_empty()).is_some_and(|l| l.contains("\"criteria\""))
+}
+
 /// Examples of one file, with notes on what was not used.
 fn read_examples(
     file: &NamedText,
@@ -193,7 +236,24 @@ fn read_examples(
     base: &TextModel,
     summary: &mut TrainingSummary,
 ) -> Result<TrainData> {
-    let task = req.task;
+    let task = match req.task {
+        TrainTask::Criterion => {
+            if !is_rubric(&file.text) {
+                return Err(Error::in_file(
+                    &file.name,
+                    "task criterion trains on a rubric file (FORMATS.md §7: responses with their text and judged criteria)",
+                ));
+            }
+            if *source != ArgumentSource::None {
+                return Err(Error::invalid("--arguments applies to bundles only, not to task criterion"));
+            }
+            return t::examples_from_rubric(&file.name, &file.text, &base.tokenizer);
+        }
+        TrainTask::Proxy(task) => task,
+    };
+    if is_rubric(&file.text) {
+        return Err(Error::in_file(&file.name, "a rubric file trains a criterion grader: choose task criterion"));
+    }
     if is_bundle(&file.text) {
         let (mut bundle, warnings) = crate::data::parse_bundle(&file.name, &file.text)?;
         summary.warnings.extend(warnings.iter().map(|w| w.to_string()));
@@ -258,7 +318,7 @@ impl TrainingJob {
     /// trainer (a new seeded head). `clock` gives seconds (for examples/s only).
     pub fn start(req: &TrainRequest, base: &TextModel, clock: fn() -> f64) -> Result<TrainingJob> {
         let source = parse_arguments(&req.arguments)?;
-        let labels = t::task_labels(req.task);
+        let labels = req.task.labels();
         let mut summary = TrainingSummary {
             task: req.task.name(),
             arguments: req.arguments.trim().to_string(),
@@ -294,6 +354,24 @@ impl TrainingJob {
                     )
                     .into(),
                 );
+            }
+            if c.criteria_unjudged > 0 {
+                summary.notes.push(
+                    format!(
+                        "{what} data: {} criteria nobody judged (no met, no met_by) are not examples",
+                        c.criteria_unjudged
+                    )
+                    .into(),
+                );
+            }
+            if !c.criteria_tied.is_empty() {
+                summary.notes.push(Note {
+                    text: format!(
+                        "{what} data: {} criteria whose people split evenly (met_by) are left out",
+                        c.criteria_tied.len()
+                    ),
+                    ids: c.criteria_tied.clone(),
+                });
             }
             if !c.not_enough_evidence_dropped.is_empty() {
                 summary.notes.push(Note {
@@ -417,6 +495,7 @@ impl TrainingJob {
             let what = match self.summary.task {
                 "mcqa" => "the case or argument, never the option",
                 "nli" => "the longest of statement, evidence and argument first",
+                "criterion" => "the conversation's earliest turns first, then the response's end; never the criterion",
                 _ => "the longer of claim and argument first",
             };
             format!("{cut_train} training and {cut_dev} dev examples had inputs cut to the model's token limit ({what}); train_log.json records the counts")
@@ -530,7 +609,7 @@ pub fn train(
 /// HiTZ MCQA file, the tasks of its instances and the systems whose arguments it holds.
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct TrainingChoices {
-    /// "bundle" or "hitz".
+    /// "bundle", "hitz" or "rubric".
     pub format: &'static str,
     pub tasks: Vec<&'static str>,
     pub systems: Vec<String>,
@@ -539,6 +618,15 @@ pub struct TrainingChoices {
 
 /// The choices one training file allows (it is read with the trainer's own readers).
 pub fn training_choices(file: &NamedText) -> Result<TrainingChoices> {
+    if is_rubric(&file.text) {
+        let examples = t::examples_from_rubric_count(&file.name, &file.text)?;
+        return Ok(TrainingChoices {
+            format: "rubric",
+            tasks: vec!["criterion"],
+            systems: Vec::new(),
+            instances: examples,
+        });
+    }
     if is_bundle(&file.text) {
         let (bundle, _) = crate::data::parse_bundle(&file.name, &file.text)?;
         let tasks = crate::data::common::first_appearance(bundle.instances.iter().map(|i| i.problem.task().name()));

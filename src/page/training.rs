@@ -79,8 +79,9 @@ impl TrainPageRequest {
             (Some(_), Some(_)) => return Err(Error::invalid("give a dev file or a dev split, not both")),
             (None, None) => return Err(Error::invalid("add a dev file or choose a dev split")),
         };
-        let task = crate::data::Task::parse(&self.task)
-            .ok_or_else(|| Error::invalid(format!("unknown task `{}` (mcqa, misinformation, nli)", self.task)))?;
+        let task = jobs::TrainTask::parse(&self.task).ok_or_else(|| {
+            Error::invalid(format!("unknown task `{}` ({})", self.task, jobs::TrainTask::NAMES.join(", ")))
+        })?;
         let options = TrainOptions {
             freeze: jobs::parse_freeze(&self.freeze)?,
             epochs: self.epochs,
@@ -554,7 +555,7 @@ mod tests {
         }))
         .to_request()
         .unwrap();
-        assert_eq!(req.task, crate::data::Task::Nli);
+        assert_eq!(req.task, jobs::TrainTask::Proxy(crate::data::Task::Nli));
         assert_eq!(req.options.freeze, Freeze::TopLayers(2));
         assert_eq!(req.options.select_by, Some(SelectBy::MacroF1));
         assert!(matches!(req.options.class_weights, Some(ClassWeights::Equal)));

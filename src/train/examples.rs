@@ -2,9 +2,11 @@
 //! read from a HiTZ MCQA file or an argument bundle (with the argument source that makes
 //! the baseline, expert-trained or LLM-trained evaluator), and what the readers leave out.
 
+use crate::data::graded::parse_rubric;
 use crate::data::{Bundle, Problem, Task};
 use crate::error::{Error, Result};
 use crate::model::evaluate::{classification_parts, mcqa_parts};
+use crate::model::grade::{conversation_text, encode_pair, CRITERION_LABELS};
 use crate::model::tokenize::{Encoded, TextTokenizer};
 use rand::seq::SliceRandom;
 use rand::SeedableRng;
@@ -47,6 +49,16 @@ pub struct DataCounts {
     pub empty_options_left_out: usize,
     /// Misinformation instances labelled `not_enough_evidence`, dropped (their ids).
     pub not_enough_evidence_dropped: Vec<String>,
+    /// Rubric criteria nobody judged (no `met`, no `met_by`): not examples.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub criteria_unjudged: usize,
+    /// Rubric criteria whose people split evenly (`met_by`), left out (their ids).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub criteria_tied: Vec<String>,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 /// Inputs of one MCQA item: one per candidate option, the gold index among them, and how
@@ -178,6 +190,60 @@ pub fn examples_from_bundle(
     }
     out.counts.examples = out.examples.len();
     Ok(out)
+}
+
+/// Examples of the `criterion` task from a rubric file (FORMATS.md §7) whose criteria
+/// are judged: the grader's input pair (`model::grade::encode_pair`: conversation and
+/// response, then the criterion) and its label, `met` or `not_met` ([`CRITERION_LABELS`]
+/// order). The label is the criterion's `met`, else the majority of its `met_by`; an even
+/// split is left out (listed), and so is a criterion nobody judged (counted). Each
+/// response needs its text. Example ids: `ID@SYSTEM#criteria[i]`.
+pub fn examples_from_rubric(file: &str, text: &str, tokenizer: &TextTokenizer) -> Result<TrainData> {
+    let (responses, _warnings) = parse_rubric(file, text)?;
+    let mut out = TrainData::default();
+    for r in &responses {
+        let Some(response) = r.response.as_deref() else {
+            return Err(Error::input(
+                file,
+                r.line,
+                "response",
+                "missing field `response`: the grader reads the response's text",
+            ));
+        };
+        let conversation = conversation_text(r.prompt.as_ref());
+        for (i, c) in r.criteria.iter().enumerate() {
+            let id = format!("{}@{}#criteria[{i}]", r.id, r.system);
+            let met = match c.met {
+                Some(met) => met,
+                None if c.met_by.is_empty() => {
+                    out.counts.criteria_unjudged += 1;
+                    continue;
+                }
+                None => {
+                    let yes = c.met_by.iter().filter(|(_, m)| *m).count();
+                    let no = c.met_by.len() - yes;
+                    if yes == no {
+                        out.counts.criteria_tied.push(id);
+                        continue;
+                    }
+                    yes > no
+                }
+            };
+            let input = encode_pair(tokenizer, &conversation, response, &c.criterion)
+                .map_err(|e| Error::input(file, r.line, &format!("criteria[{i}].criterion"), e.to_string()))?;
+            let label = if met { "met" } else { "not_met" };
+            let gold = CRITERION_LABELS.iter().position(|l| *l == label).expect("a criterion label");
+            out.examples.push(TrainExample { id, inputs: vec![input.encoded], gold });
+        }
+    }
+    out.counts.examples = out.examples.len();
+    Ok(out)
+}
+
+/// How many responses a rubric file holds (the training form's count; it is read with
+/// the reader [`examples_from_rubric`] uses).
+pub fn examples_from_rubric_count(file: &str, text: &str) -> Result<usize> {
+    Ok(parse_rubric(file, text)?.0.len())
 }
 
 /// The label list a task's classification head uses.

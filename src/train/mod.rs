@@ -72,8 +72,8 @@ mod trainer;
 
 pub use baseline::{chance_baseline, majority_baseline, Baseline};
 pub use examples::{
-    examples_from_bundle, read_hitz_mcqa, task_labels, ArgumentSource, DataCounts, ExampleOptions, TrainData,
-    TrainExample,
+    examples_from_bundle, examples_from_rubric, examples_from_rubric_count, read_hitz_mcqa, task_labels,
+    ArgumentSource, DataCounts, ExampleOptions, TrainData, TrainExample,
 };
 pub use export::{trained_files, trained_files_with};
 pub use options::{schedule, scheduled_lr, ClassWeights, Freeze, SelectBy, TrainOptions, DEFAULT_LAYER_LR};

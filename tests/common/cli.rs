@@ -101,3 +101,35 @@ pub fn nrp_report(dir: &Path, extra: &[&str], report: &str) -> Value {
     assert!(out.status.success(), "medrank nrp {extra:?}: {}", String::from_utf8_lossy(&out.stderr));
     json(&dir.join(report))
 }
+
+/// A model folder of a 2-layer random BERT (hidden 32, seed 11) with the MiniLM tokenizer,
+/// `head` with `labels`, and `positions` position embeddings: a fast stand-in wherever the
+/// real model's numbers are not what a test checks. Written under `name` in the scratch
+/// folder on every call (call it once per test binary, e.g. from a `OnceLock`).
+pub fn tiny_bert_folder(name: &str, head: medrank::model::HeadKind, labels: &[&str], positions: usize) -> PathBuf {
+    use medrank::model::config::{Activation, Arch, EncoderConfig};
+    use medrank::model::load::{random_model, to_safetensors};
+    let config = EncoderConfig {
+        arch: Arch::Bert,
+        vocab_size: 30522,
+        hidden_size: 32,
+        num_layers: 2,
+        num_heads: 4,
+        intermediate_size: 64,
+        max_position_embeddings: positions,
+        type_vocab_size: 2,
+        layer_norm_eps: 1e-12,
+        activation: Activation::Gelu,
+        pad_token_id: 0,
+        position_offset: 0,
+        head,
+        labels: labels.iter().map(|l| l.to_string()).collect(),
+    };
+    let model = random_model(config, 11).unwrap();
+    let dir = tmp(name);
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("config.json"), model.config.to_json()).unwrap();
+    std::fs::write(dir.join("model.safetensors"), to_safetensors(&model).unwrap()).unwrap();
+    std::fs::copy(root().join("models/all-MiniLM-L6-v2/tokenizer.json"), dir.join("tokenizer.json")).unwrap();
+    dir
+}
