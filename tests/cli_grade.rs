@@ -236,3 +236,61 @@ fn training_labels_come_from_met_or_the_peoples_majority() {
     assert!(err.contains("1 criteria nobody judged (no met, no met_by) are not examples"), "{err}");
     assert!(err.contains("1 criteria whose people split evenly (met_by) are left out: r1@a#criteria[1]"), "{err}");
 }
+
+/// Statement checks: every answer's figures follow from its judgements as K-QA defines
+/// them (recomputed here from the report's judgement rows), the system means from the
+/// answers, and a model that cannot say "contradiction" is refused.
+#[test]
+fn statement_checks_follow_from_the_judgements() {
+    let model = tiny_nli_model();
+    let report_path = tmp("statements.json");
+    ok(&[
+        "statements",
+        "--input",
+        "examples/statements/answers.jsonl",
+        "--nli",
+        s(&model),
+        "--json",
+        s(&report_path),
+        "-q",
+    ]);
+    let report = json(&report_path);
+    let judgements = report["judgements"].as_array().unwrap();
+    // 3 prompts x 2 systems; statements 4, 3, 2 per prompt: (4 + 3 + 2) x 2 = 18 pairs.
+    assert_eq!(judgements.len(), 18);
+    let answers = report["answers"].as_array().unwrap();
+    assert_eq!(answers.len(), 6);
+    for a in answers {
+        let own: Vec<&Value> = judgements.iter().filter(|j| j["id"] == a["id"] && j["system"] == a["system"]).collect();
+        let must: Vec<&&Value> = own.iter().filter(|j| j["must_have"] == true).collect();
+        let entailed = must.iter().filter(|j| j["entailed"] == true).count();
+        let contradicted = own.iter().filter(|j| j["contradicted"] == true).count();
+        assert_eq!(a["must_have"].as_u64().unwrap() as usize, must.len());
+        assert_eq!(a["entailed_must_have"].as_u64().unwrap() as usize, entailed);
+        assert_eq!(a["contradicted"].as_u64().unwrap() as usize, contradicted);
+        assert_eq!(a["comprehensiveness"].as_f64().unwrap(), entailed as f64 / must.len() as f64);
+        assert_eq!(a["hallucination"].as_f64().unwrap(), contradicted as f64 / own.len() as f64);
+        for j in own {
+            // A judgement is at most one of the two, and the probabilities are a softmax's.
+            assert!(!(j["entailed"] == true && j["contradicted"] == true));
+            let (pe, pc) = (j["p_entailment"].as_f64().unwrap(), j["p_contradiction"].as_f64().unwrap());
+            assert!(pe > 0.0 && pc > 0.0 && pe + pc < 1.0, "{j}");
+        }
+    }
+    for s in report["systems"].as_array().unwrap() {
+        let own: Vec<&Value> = answers.iter().filter(|a| a["system"] == s["system"]).collect();
+        let mean = |field: &str| own.iter().map(|a| a[field].as_f64().unwrap()).sum::<f64>() / own.len() as f64;
+        let figure =
+            |name: &str| s["figures"].as_array().unwrap().iter().find(|f| f["figure"] == name).unwrap().clone();
+        assert!((figure("comprehensiveness")["mean"].as_f64().unwrap() - mean("comprehensiveness")).abs() < 1e-12);
+        assert!((figure("hallucination")["mean"].as_f64().unwrap() - mean("hallucination")).abs() < 1e-12);
+        assert!((figure("contradicted")["mean"].as_f64().unwrap() - mean("contradicted")).abs() < 1e-12);
+    }
+    // A head without a contradiction label cannot check for contradictions.
+    static TWO: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    let two = TWO.get_or_init(|| {
+        tiny_bert_folder("tiny-rte", HeadKind::SequenceClassification, &["entailment", "not_entailment"], 64)
+    });
+    let e = fails(&["statements", "--input", "examples/statements/answers.jsonl", "--nli", s(two)]);
+    assert!(e.contains("do not name both `entailment` and `contradiction`"), "{e}");
+}

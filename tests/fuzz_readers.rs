@@ -358,8 +358,15 @@ fn fuzz_metrics_input() {
 #[test]
 fn fuzz_rubric_files_and_healthbench() {
     // Graded, ungraded and judged files through the one reader of §7.
-    let files = [example!("rubric/graded.jsonl"), example!("rubric/judged.jsonl"), example!("rubric/grader.jsonl")];
+    let files = [
+        example!("rubric/graded.jsonl"),
+        example!("rubric/judged.jsonl"),
+        example!("rubric/grader.jsonl"),
+        example!("rubric/conversations.jsonl"),
+    ];
     fuzz("parse_rubric", 17, &files, medrank::data::graded::parse_rubric);
+    // Answers with expert statements (statement checks).
+    fuzz("parse_statements", 19, &[example!("statements/answers.jsonl")], medrank::data::statements::parse_statements);
     // HealthBench's meta-evaluation file (it carries its completions; the eval file's
     // errors may be at its completions file's lines, so it is not fuzzed alone).
     fuzz("import_healthbench", 18, &[example!("rubric/healthbench/meta_eval.jsonl")], |n, t| {

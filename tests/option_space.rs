@@ -45,7 +45,7 @@ fn kind(sub: &str, long: &str) -> Kind {
     use Kind::*;
     match (sub, long) {
         (_, "json" | "csv" | "out" | "save-predictions" | "trace") => OUTPUT,
-        (_, "model" | "bertscore" | "grader") => MODEL_DIR,
+        (_, "model" | "bertscore" | "grader" | "nli") => MODEL_DIR,
         (_, "seed" | "resamples" | "confidence") => Numeric(ONE),
         (_, "control-systems" | "which" | "controls") => Other("names of control systems"),
         ("ranking-over-scoring", "no-argument") => Input(ONE),
@@ -55,7 +55,8 @@ fn kind(sub: &str, long: &str) -> Kind {
         ("controls" | "evaluate", "corpus") => Input(ONE),
         ("evaluate", "predictions") => Input(&["{}", "judge={}"]),
         ("evaluate" | "agreement", "rankings") => Input(ONE),
-        ("evaluate" | "embed" | "train" | "grade", "batch-size") => Numeric(ONE),
+        ("evaluate" | "embed" | "train" | "grade" | "statements", "batch-size") => Numeric(ONE),
+        ("statements", "input") => Input(ONE),
         ("grade", "rubric") => Input(ONE),
         ("nrp", "topics" | "qrels-combined" | "docs" | "answers" | "expert-rankings") => Input(ONE),
         ("nrp", "qrels") => Input(&["relevance={}"]),
@@ -151,6 +152,9 @@ fn base(sub: &str, long: &str, out: &Path) -> Vec<String> {
             ("json", out),
         ],
         "embed" => vec![("model", MODEL.into()), ("input", "examples/sentences.txt".into()), ("out", out)],
+        "statements" => {
+            vec![("input", "examples/statements/answers.jsonl".into()), ("nli", s(&tiny_nli()).into()), ("json", out)]
+        }
         "grade" => vec![
             ("rubric", "examples/rubric/conversations.jsonl".into()),
             ("grader", s(&tiny_grader()).into()),
@@ -195,6 +199,20 @@ fn base(sub: &str, long: &str, out: &Path) -> Vec<String> {
         args.push(value);
     }
     args
+}
+
+/// An NLI model for `statements`: a random BERT with MNLI's three labels (fast).
+fn tiny_nli() -> PathBuf {
+    static DIR: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    DIR.get_or_init(|| {
+        tiny_bert_folder(
+            "nli",
+            medrank::model::HeadKind::SequenceClassification,
+            &["contradiction", "neutral", "entailment"],
+            512,
+        )
+    })
+    .clone()
 }
 
 /// A criterion grader for `grade`: a random BERT with met / not_met labels (fast).

@@ -12,6 +12,7 @@ use super::metrics::{MetricsArgs, RubricArgs};
 use super::nrp::NrpArgs;
 use super::quantize::QuantizeArgs;
 use super::rubric_agreement::RubricAgreementArgs;
+use super::statements::StatementsArgs;
 use super::train::TrainArgs;
 use crate::{Error, Result};
 use clap::{Args, Subcommand};
@@ -46,6 +47,10 @@ pub enum Command {
     /// or an NLI model zero-shot): P(met) per criterion, HealthBench scores whose intervals
     /// carry the grader's uncertainty, and the graded file (--out).
     Grade(GradeArgs),
+    /// Check answers against expert statements with an NLI model (K-QA): the share of
+    /// must-have statements each answer entails (comprehensiveness), the statements it
+    /// contradicts (hallucination), per system with intervals.
+    Statements(StatementsArgs),
     /// Sentence embeddings of every line of a text file (JSONL out), e.g. for parity checks
     /// against other implementations. Pooling and normalisation follow the model folder.
     Embed(EmbedArgs),
@@ -74,6 +79,7 @@ pub fn run(command: Command) -> Result<()> {
         Command::Rubric(a) => super::metrics::rubric(a),
         Command::RubricAgreement(a) => super::rubric_agreement::rubric_agreement(a),
         Command::Grade(a) => super::grade::grade(a),
+        Command::Statements(a) => super::statements::statements(a),
         Command::Embed(a) => super::embed::embed(a),
         Command::Train(a) => super::train::train(a),
         Command::Quantize(a) => super::quantize::quantize(a),

@@ -21,6 +21,7 @@ mod peers;
 mod quantize;
 mod rubric_agreement;
 pub mod serve;
+mod statements;
 mod train;
 
 #[derive(Parser, Debug)]

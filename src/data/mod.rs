@@ -17,6 +17,7 @@ pub mod healthbench;
 pub mod predictions;
 pub mod rankings;
 pub mod ros_import;
+pub mod statements;
 pub mod trec;
 
 pub use answers::{

@@ -9,3 +9,4 @@ pub mod nrp;
 pub mod proxy;
 pub mod rubric;
 pub mod rubric_agreement;
+pub mod statements;

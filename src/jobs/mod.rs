@@ -6,7 +6,7 @@
 
 //!
 //! One file per method: `evaluate` (ranking over scoring, from predictions or a model),
-//! `agreement`, `controls`, `grade` (a model grades rubric criteria), `nrp` (with `rankers` for neural rankers), `import`, `metrics`
+//! `agreement`, `controls`, `grade` (a model grades rubric criteria), `statements` (answers against expert statements), `nrp` (with `rankers` for neural rankers), `import`, `metrics`
 //! (and rubric); `tables` turns every report into the tables all front ends show;
 //! `train` trains an evaluator (step-wise, so the page can show progress and stop);
 //! `quantize` makes an int8 model folder and measures it against the f32 one;
@@ -22,6 +22,7 @@ mod metrics;
 mod nrp;
 mod quantize;
 pub mod rankers;
+mod statements;
 pub mod tables;
 mod train;
 mod workload;
@@ -34,6 +35,7 @@ pub use import::*;
 pub use metrics::*;
 pub use nrp::*;
 pub use quantize::*;
+pub use statements::*;
 pub use train::*;
 pub use workload::*;
 

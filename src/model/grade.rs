@@ -149,20 +149,79 @@ pub async fn grade_inputs<E: Encoder>(
     inputs: &[&Encoded],
     batch_size: usize,
 ) -> Result<Vec<f64>> {
+    let logits = head_logits(encoder, weights, head, tokenizer, inputs, batch_size).await?;
+    Ok(logits.iter().map(|l| kind.p_met(l)).collect())
+}
+
+/// The head's logits of every input, computed in length-sorted batches on any backend.
+pub async fn head_logits<E: Encoder>(
+    encoder: &E,
+    weights: &EncoderWeights,
+    head: &HeadWeights,
+    tokenizer: &TextTokenizer,
+    inputs: &[&Encoded],
+    batch_size: usize,
+) -> Result<Vec<Vec<f32>>> {
     let lens: Vec<usize> = inputs.iter().map(|e| e.len()).collect();
     let mut plan = EncodingPlan::default();
     plan.add(&lens, batch_size);
     encoder.plan(&plan);
-    let mut out = vec![f64::NAN; inputs.len()];
+    let mut out = vec![Vec::new(); inputs.len()];
     for group in length_batches(&lens, batch_size) {
         let items: Vec<&Encoded> = group.iter().map(|&i| inputs[i]).collect();
         let batch = tokenizer.batch(&items);
         let hidden = encoder.encode(&batch, encoder.config().num_layers).await?;
         for (l, &i) in logits(head, weights, &hidden)?.into_iter().zip(&group) {
-            out[i] = kind.p_met(&l);
+            out[i] = l;
         }
     }
     Ok(out)
+}
+
+/// The three-way reading of an NLI head for statement checks: which logit is entailment
+/// and which contradiction (the others, e.g. neutral, are neither).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct NliLabels {
+    pub entailment: usize,
+    pub contradiction: usize,
+}
+
+/// What an NLI head says of one (answer, statement) pair.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct NliJudgement {
+    /// Softmax over every label.
+    pub p_entailment: f64,
+    pub p_contradiction: f64,
+    /// The label with the largest logit (the first on a tie) is entailment / contradiction.
+    pub entailed: bool,
+    pub contradicted: bool,
+}
+
+impl NliLabels {
+    /// An NLI head's entailment and contradiction labels; an error names the labels when
+    /// one of the two is missing.
+    pub fn of_labels(labels: &[String]) -> Result<NliLabels> {
+        let norm = |s: &str| s.trim().to_lowercase();
+        let find = |name: &str| labels.iter().position(|l| norm(l) == name);
+        match (find("entailment"), find("contradiction")) {
+            (Some(entailment), Some(contradiction)) => Ok(NliLabels { entailment, contradiction }),
+            _ => Err(Error::invalid(format!(
+                "the model's labels {labels:?} do not name both `entailment` and `contradiction`: statement \
+                 checks need an NLI model (e.g. one trained on MNLI)"
+            ))),
+        }
+    }
+
+    pub fn judge(&self, logits: &[f32]) -> NliJudgement {
+        let p = softmax(logits, 1.0);
+        let best = logits.iter().enumerate().fold(0, |b, (i, l)| if *l > logits[b] { i } else { b });
+        NliJudgement {
+            p_entailment: p[self.entailment],
+            p_contradiction: p[self.contradiction],
+            entailed: best == self.entailment,
+            contradicted: best == self.contradiction,
+        }
+    }
 }
 
 #[cfg(test)]
@@ -205,6 +264,21 @@ mod tests {
         // Without contradiction: softmax over all, [0, 0, ln 2] -> 2 / 4 = 0.5.
         let k = GraderKind::ZeroShotNli { entailment: 2, contradiction: None };
         assert!((k.p_met(&[0.0, 0.0, std::f32::consts::LN_2]) - 0.5).abs() < 1e-7);
+    }
+
+    #[test]
+    fn nli_three_way_by_hand() {
+        // roberta-large-mnli's order: contradiction, neutral, entailment.
+        let nli = NliLabels::of_labels(&labels(&["CONTRADICTION", "NEUTRAL", "ENTAILMENT"])).unwrap();
+        assert_eq!(nli, NliLabels { entailment: 2, contradiction: 0 });
+        // logits [0, ln 2, ln 5]: softmax [1/8, 2/8, 5/8]; entailment wins.
+        let j = nli.judge(&[0.0, std::f32::consts::LN_2, 5f32.ln()]);
+        assert!((j.p_entailment - 0.625).abs() < 1e-7 && (j.p_contradiction - 0.125).abs() < 1e-7);
+        assert!(j.entailed && !j.contradicted);
+        // Neutral largest: neither.
+        let j = nli.judge(&[0.0, 3.0, 1.0]);
+        assert!(!j.entailed && !j.contradicted);
+        assert!(NliLabels::of_labels(&labels(&["entailment", "not_entailment"])).is_err());
     }
 
     #[test]

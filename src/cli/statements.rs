@@ -1,0 +1,58 @@
+//! `medrank statements`: answers checked against expert statements by an NLI model
+//! (K-QA's comprehensiveness and hallucination).
+
+use super::args::*;
+use super::output::{emit, OutputArgs, Outputs};
+use crate::jobs;
+use crate::Result;
+use clap::Args;
+use std::path::PathBuf;
+
+#[derive(Args, Debug)]
+pub struct StatementsArgs {
+    /// Answers with expert statements, one per line: `{"id", "system", "prompt_id"?,
+    /// "prompt"?, "response", "must_have": [..], "nice_to_have": [..]}` (format:
+    /// src/data/FORMATS.md, section 11).
+    #[arg(long, value_name = "FILE")]
+    pub input: PathBuf,
+    /// An NLI model folder (a sequence-classification head whose labels name `entailment`
+    /// and `contradiction`; BERT, RoBERTa or DistilBERT).
+    #[arg(long, value_name = "DIR")]
+    pub nli: PathBuf,
+    /// Pairs per forward pass (1 to 1,024).
+    #[arg(long, default_value_t = crate::model::embed::DEFAULT_BATCH, value_parser = count(1, crate::bounds::MAX_BATCH))]
+    pub batch_size: usize,
+    /// Where the encoder runs: cpu (the reference), gpu, or auto.
+    #[arg(long, default_value = "cpu", value_parser = ["auto", "cpu", "gpu"])]
+    pub backend: String,
+    /// The encoder's arithmetic on the CPU: f32 or int8 (default: the folder's own).
+    #[arg(long, value_parser = ["f32", "int8"])]
+    pub precision: Option<String>,
+    #[command(flatten)]
+    pub bootstrap: BootstrapArgs,
+    #[command(flatten)]
+    pub output: OutputArgs,
+}
+
+pub(super) fn statements(a: StatementsArgs) -> Result<()> {
+    let outputs = Outputs::plan(&[&a.input, &a.nli], &a.output, &[], &[])?;
+    let files = crate::model::ModelFiles::read_dir(&a.nli)?;
+    let model = with_precision(crate::model::TextModel::from_files(&files)?, a.precision.as_deref())?;
+    let req = jobs::StatementRequest {
+        answers: named(&a.input)?,
+        options: jobs::StatementOptions { bootstrap: a.bootstrap.settings(), batch_size: a.batch_size },
+    };
+    let choice = jobs::parse_backend(&a.backend)?;
+    let (outcome, backend) = pollster::block_on(jobs::check_statements_with_backend(
+        &req,
+        &model,
+        choice,
+        jobs::model_fingerprints(&files),
+        &mut |_| true,
+    ))?;
+    if !a.output.quiet {
+        eprintln!("encoder backend: {}", jobs::describe_backend(&backend));
+    }
+    warn_all(&outcome.report.warnings, a.output.quiet);
+    emit(&outcome.report, &outcome.tables, &a.output, outputs)
+}

@@ -1,0 +1,294 @@
+//! Statement checks (`medrank statements`): an NLI model checks each answer against the
+//! expert statements of its question (K-QA's comprehensiveness and hallucination,
+//! `eval::statements`); the answer (after its question or conversation) is the premise,
+//! each statement the hypothesis (`model::grade::encode_pair`, the grader's input).
+
+use super::evaluate::{describe_backend, describe_precision, EncodeProgress, ProgressEncoder};
+use super::{NamedText, Outcome};
+use crate::data::statements::parse_statements;
+use crate::eval::statements::{answer_checks, system_checks, AnswerChecks, SystemChecks};
+use crate::model::grade::{conversation_text, encode_pair, head_logits, GradeInput, NliJudgement, NliLabels};
+use crate::report::{fmt_num, fmt_stat, Fingerprint, Provenance, Table};
+use crate::stats::bootstrap::Bootstrap;
+use crate::stats::Stat;
+use crate::{Error, Result, Warning};
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(default)]
+pub struct StatementOptions {
+    #[serde(flatten)]
+    pub bootstrap: Bootstrap,
+    /// Pairs per forward pass.
+    pub batch_size: usize,
+}
+
+impl Default for StatementOptions {
+    fn default() -> Self {
+        StatementOptions {
+            bootstrap: Bootstrap { seed: 42, ..Bootstrap::default() },
+            batch_size: crate::model::embed::DEFAULT_BATCH,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize)]
+pub struct StatementRequest {
+    /// Answers with statements (FORMATS.md §11).
+    pub answers: NamedText,
+    #[serde(default)]
+    pub options: StatementOptions,
+}
+
+/// One (answer, statement) judgement.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct StatementJudgement {
+    pub id: String,
+    pub system: String,
+    pub line: usize,
+    pub statement: String,
+    pub must_have: bool,
+    #[serde(flatten)]
+    pub judgement: NliJudgement,
+}
+
+/// A pair cut to the model's limit.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CutStatement {
+    pub id: String,
+    pub system: String,
+    pub line: usize,
+    pub statement: String,
+    pub prompt_tokens_cut: usize,
+    pub response_tokens_cut: usize,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct StatementReport {
+    pub provenance: Provenance,
+    pub model: String,
+    pub labels: NliLabels,
+    pub judgements: Vec<StatementJudgement>,
+    pub answers: Vec<AnswerChecks>,
+    pub systems: Vec<SystemChecks>,
+    pub truncated: Vec<CutStatement>,
+    pub warnings: Vec<Warning>,
+}
+
+/// Checks every answer of `req.answers` against its statements with `model` on `encoder`.
+pub async fn check_statements<E: crate::model::Encoder>(
+    req: &StatementRequest,
+    model: &crate::model::TextModel,
+    encoder: &E,
+    model_inputs: Vec<Fingerprint>,
+    progress: &mut dyn FnMut(&EncodeProgress) -> bool,
+) -> Result<Outcome<StatementReport>> {
+    crate::stats::bootstrap::check_settings(req.options.bootstrap.resamples, req.options.bootstrap.confidence)
+        .map_err(Error::invalid)?;
+    let loaded = &model.encoder.model;
+    let head = match (&loaded.head, loaded.config.head) {
+        (Some(head), crate::model::HeadKind::SequenceClassification) => head,
+        _ => {
+            return Err(Error::invalid(format!(
+                "{} has no sequence-classification head: statement checks need an NLI model",
+                model.name
+            )))
+        }
+    };
+    let labels = NliLabels::of_labels(&loaded.config.labels)?;
+    let (answers, mut warnings) = parse_statements(&req.answers.name, &req.answers.text)?;
+    let mut inputs: Vec<GradeInput> = Vec::new();
+    for a in &answers {
+        let prompt = conversation_text(a.prompt.as_ref());
+        for (i, (statement, must)) in a.statements().enumerate() {
+            let field =
+                if must { format!("must_have[{i}]") } else { format!("nice_to_have[{}]", i - a.must_have.len()) };
+            inputs.push(
+                encode_pair(&model.tokenizer, &prompt, &a.response, statement)
+                    .map_err(|e| Error::input(&req.answers.name, a.line, &field, e.to_string()))?,
+            );
+        }
+    }
+    let start = EncodeProgress { sequences: inputs.len(), ..EncodeProgress::default() };
+    if !progress(&start) {
+        return Err(Error::Cancelled);
+    }
+    let counted = ProgressEncoder::new(encoder, start, progress);
+    let encoded: Vec<&crate::model::Encoded> = inputs.iter().map(|i| &i.encoded).collect();
+    let batch = req.options.batch_size.clamp(1, crate::bounds::MAX_BATCH);
+    let logits = head_logits(&counted, &loaded.weights, head, &model.tokenizer, &encoded, batch).await?;
+
+    let (mut judged, mut judgements, mut truncated) = (Vec::new(), Vec::new(), Vec::new());
+    let mut next = 0;
+    for a in &answers {
+        let mut of_answer = Vec::new();
+        for (statement, must) in a.statements() {
+            let j = labels.judge(&logits[next]);
+            let input = &inputs[next];
+            if input.conversation_cut + input.response_cut > 0 {
+                truncated.push(CutStatement {
+                    id: a.id.clone(),
+                    system: a.system.clone(),
+                    line: a.line,
+                    statement: statement.to_string(),
+                    prompt_tokens_cut: input.conversation_cut,
+                    response_tokens_cut: input.response_cut,
+                });
+            }
+            judgements.push(StatementJudgement {
+                id: a.id.clone(),
+                system: a.system.clone(),
+                line: a.line,
+                statement: statement.to_string(),
+                must_have: must,
+                judgement: j,
+            });
+            of_answer.push(j);
+            next += 1;
+        }
+        judged.push(of_answer);
+    }
+    if !truncated.is_empty() {
+        warnings.push(Warning::new(format!(
+            "{} of {} (answer, statement) pairs were longer than the model's {}-token limit and were cut: the \
+             question first, the answer's end only when it alone did not fit, the statement never (all listed in \
+             the table statement_truncated)",
+            truncated.len(),
+            inputs.len(),
+            loaded.config.max_tokens()
+        )));
+    }
+    let checks = answer_checks(&answers, &judged);
+    let systems = system_checks(&answers, &checks, req.options.bootstrap);
+    let b = req.options.bootstrap;
+    let mut provenance = Provenance::new(b.seed)
+        .convention("judgement", "NLI with the answer (after its question) as premise and the statement as hypothesis; the label with the largest logit")
+        .convention("comprehensiveness", "must-have statements entailed / must-have statements (K-QA's Comp)")
+        .convention("contradicted", "statements (must-have and nice-to-have) contradicted, counted (K-QA's Hall)")
+        .convention("hallucination", "statements contradicted / statements")
+        .convention(
+            "interval",
+            format!(
+                "percentile bootstrap of the mean per system, over the prompts (prompt_id, else id), {} resamples, {}% confidence",
+                b.resamples,
+                b.confidence * 100.0
+            ),
+        );
+    provenance.inputs.push(req.answers.fingerprint());
+    provenance.inputs.extend(model_inputs);
+    let report = StatementReport {
+        provenance,
+        model: model.name.clone(),
+        labels,
+        judgements,
+        answers: checks,
+        systems,
+        truncated,
+        warnings,
+    };
+    let tables = statement_tables(&report);
+    Ok(Outcome { report, tables })
+}
+
+/// [`check_statements`] on the backend `choice` asks for (the CLI's `--backend`).
+pub async fn check_statements_with_backend(
+    req: &StatementRequest,
+    model: &crate::model::TextModel,
+    choice: crate::gpu::BackendChoice,
+    model_inputs: Vec<Fingerprint>,
+    progress: &mut dyn FnMut(&EncodeProgress) -> bool,
+) -> Result<(Outcome<StatementReport>, crate::gpu::BackendReport)> {
+    let (encoder, backend) = crate::gpu::open_encoder(model.encoder.model.clone(), choice).await?;
+    let mut outcome = check_statements(req, model, &encoder, model_inputs, progress).await?;
+    let conventions = &mut outcome.report.provenance.conventions;
+    conventions.push(("backend".into(), describe_backend(&backend)));
+    conventions.push(("precision".into(), describe_precision(model, &backend)));
+    Ok((outcome, backend))
+}
+
+/// The judgements, the answers' figures, the systems' means, and the cut pairs.
+pub fn statement_tables(report: &StatementReport) -> Vec<Table> {
+    let mut judgements = Table::new(
+        "statement_judgements",
+        "Each (answer, statement): P(entailment), P(contradiction) and the NLI label",
+        &["id", "system", "statement", "must_have", "P(entailment)", "P(contradiction)", "label"],
+    );
+    for j in &report.judgements {
+        let label = match (j.judgement.entailed, j.judgement.contradicted) {
+            (true, _) => "entailed",
+            (_, true) => "contradicted",
+            _ => "neither",
+        };
+        judgements.push(vec![
+            j.id.clone(),
+            j.system.clone(),
+            j.statement.clone(),
+            if j.must_have { "yes" } else { "no" }.into(),
+            fmt_num(j.judgement.p_entailment, 4),
+            fmt_num(j.judgement.p_contradiction, 4),
+            label.into(),
+        ]);
+    }
+    let mut answers = Table::new(
+        "statement_answers",
+        "Per answer: must-have statements entailed, statements contradicted",
+        &[
+            "id",
+            "system",
+            "line",
+            "must_have",
+            "entailed",
+            "comprehensiveness",
+            "statements",
+            "contradicted",
+            "hallucination",
+        ],
+    );
+    for a in &report.answers {
+        answers.push(vec![
+            a.id.clone(),
+            a.system.clone(),
+            a.line.to_string(),
+            a.must_have.to_string(),
+            a.entailed_must_have.to_string(),
+            fmt_stat(&a.comprehensiveness, 4),
+            a.statements.to_string(),
+            a.contradicted.to_string(),
+            fmt_num(a.hallucination, 4),
+        ]);
+    }
+    let mut systems = Table::new(
+        "statement_systems",
+        "Mean per system with bootstrap interval",
+        &["system", "figure", "n", "mean", "low", "high"],
+    );
+    for s in &report.systems {
+        for f in &s.figures {
+            let (low, high) = match &f.interval {
+                Stat::Defined(i) => (fmt_num(i.lo, 4), fmt_num(i.hi, 4)),
+                Stat::Undefined(r) => (format!("undefined ({r})"), String::new()),
+            };
+            systems.push(vec![s.system.clone(), f.figure.into(), f.n.to_string(), fmt_stat(&f.mean, 4), low, high]);
+        }
+    }
+    let mut out = vec![judgements, answers, systems];
+    if !report.truncated.is_empty() {
+        let mut cut = Table::new(
+            "statement_truncated",
+            "Pairs cut to the model's token limit",
+            &["id", "system", "line", "statement", "question tokens cut", "answer tokens cut"],
+        );
+        for c in &report.truncated {
+            cut.push(vec![
+                c.id.clone(),
+                c.system.clone(),
+                c.line.to_string(),
+                c.statement.clone(),
+                c.prompt_tokens_cut.to_string(),
+                c.response_tokens_cut.to_string(),
+            ]);
+        }
+        out.push(cut);
+    }
+    out
+}
