@@ -65,9 +65,13 @@ export function wireTraining(ctx) {
           `a random system's per instance (${choices.systems.join(', ')})`,
         ),
       );
-    const what = choices.format === 'bundle' ? 'argument bundle' : 'HiTZ MCQA file (the argument is in the question)';
+    const what = {
+      bundle: 'instances, argument bundle',
+      hitz: 'instances, HiTZ MCQA file (the argument is in the question)',
+      rubric: 'responses, rubric file (the criteria judged by met or met_by train a grader for the Grade step)',
+    }[choices.format];
     $('#train-file-info').textContent =
-      `${choices.instances} instances, ${what}` +
+      `${choices.instances} ${what}` +
       (choices.systems.length ? `; systems: ${choices.systems.join(', ')}` : '') +
       `; tasks: ${choices.tasks.join(', ')}`;
   }

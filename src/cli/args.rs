@@ -129,3 +129,19 @@ pub(super) fn warn_all(warnings: &[crate::Warning], quiet: bool) {
         eprintln!("warning: {w}");
     }
 }
+
+/// Where and how a model job runs its encoder over (text, text) pairs (`grade`,
+/// `statements`).
+#[derive(Args, Debug, Clone)]
+pub struct PairRunArgs {
+    /// Pairs per forward pass (1 to 1,024).
+    #[arg(long, default_value_t = crate::model::embed::DEFAULT_BATCH, value_parser = count(1, crate::bounds::MAX_BATCH))]
+    pub batch_size: usize,
+    /// Where the encoder runs: cpu (the reference), gpu (wgpu; an error when no adapter),
+    /// or auto. The report's provenance says which ran.
+    #[arg(long, default_value = "cpu", value_parser = ["auto", "cpu", "gpu"])]
+    pub backend: String,
+    /// The encoder's arithmetic on the CPU: f32 or int8 (default: the folder's own).
+    #[arg(long, value_parser = ["f32", "int8"])]
+    pub precision: Option<String>,
+}

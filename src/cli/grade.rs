@@ -25,16 +25,8 @@ pub struct GradeArgs {
     /// and `p_met`, for `medrank rubric` and `medrank rubric-agreement --grader-file`.
     #[arg(long, value_name = "FILE")]
     pub out: Option<PathBuf>,
-    /// Pairs per forward pass (1 to 1,024).
-    #[arg(long, default_value_t = crate::model::embed::DEFAULT_BATCH, value_parser = count(1, crate::bounds::MAX_BATCH))]
-    pub batch_size: usize,
-    /// Where the encoder runs: cpu (the reference), gpu (wgpu; an error when no adapter),
-    /// or auto. The report's provenance says which ran.
-    #[arg(long, default_value = "cpu", value_parser = ["auto", "cpu", "gpu"])]
-    pub backend: String,
-    /// The encoder's arithmetic on the CPU: f32 or int8 (default: the folder's own).
-    #[arg(long, value_parser = ["f32", "int8"])]
-    pub precision: Option<String>,
+    #[command(flatten)]
+    pub run: PairRunArgs,
     #[command(flatten)]
     pub bootstrap: BootstrapArgs,
     #[command(flatten)]
@@ -45,15 +37,15 @@ pub(super) fn grade(a: GradeArgs) -> Result<()> {
     let written: Vec<&std::path::Path> = a.out.iter().map(PathBuf::as_path).collect();
     let mut outputs = Outputs::plan(&[&a.rubric, &a.grader], &a.output, &written, &[])?;
     let files = crate::model::ModelFiles::read_dir(&a.grader)?;
-    let model = with_precision(crate::model::TextModel::from_files(&files)?, a.precision.as_deref())?;
+    let model = with_precision(crate::model::TextModel::from_files(&files)?, a.run.precision.as_deref())?;
     let req = jobs::GradeRequest {
         rubric: named(&a.rubric)?,
         options: jobs::GradeOptions {
             rubric: crate::eval::rubric::RubricOptions { bootstrap: a.bootstrap.settings() },
-            batch_size: a.batch_size,
+            batch_size: a.run.batch_size,
         },
     };
-    let choice = jobs::parse_backend(&a.backend)?;
+    let choice = jobs::parse_backend(&a.run.backend)?;
     let quiet = a.output.quiet;
     let clock = std::time::Instant::now();
     let mut last = 0.0f64;

@@ -19,15 +19,8 @@ pub struct StatementsArgs {
     /// and `contradiction`; BERT, RoBERTa or DistilBERT).
     #[arg(long, value_name = "DIR")]
     pub nli: PathBuf,
-    /// Pairs per forward pass (1 to 1,024).
-    #[arg(long, default_value_t = crate::model::embed::DEFAULT_BATCH, value_parser = count(1, crate::bounds::MAX_BATCH))]
-    pub batch_size: usize,
-    /// Where the encoder runs: cpu (the reference), gpu, or auto.
-    #[arg(long, default_value = "cpu", value_parser = ["auto", "cpu", "gpu"])]
-    pub backend: String,
-    /// The encoder's arithmetic on the CPU: f32 or int8 (default: the folder's own).
-    #[arg(long, value_parser = ["f32", "int8"])]
-    pub precision: Option<String>,
+    #[command(flatten)]
+    pub run: PairRunArgs,
     #[command(flatten)]
     pub bootstrap: BootstrapArgs,
     #[command(flatten)]
@@ -37,12 +30,12 @@ pub struct StatementsArgs {
 pub(super) fn statements(a: StatementsArgs) -> Result<()> {
     let outputs = Outputs::plan(&[&a.input, &a.nli], &a.output, &[], &[])?;
     let files = crate::model::ModelFiles::read_dir(&a.nli)?;
-    let model = with_precision(crate::model::TextModel::from_files(&files)?, a.precision.as_deref())?;
+    let model = with_precision(crate::model::TextModel::from_files(&files)?, a.run.precision.as_deref())?;
     let req = jobs::StatementRequest {
         answers: named(&a.input)?,
-        options: jobs::StatementOptions { bootstrap: a.bootstrap.settings(), batch_size: a.batch_size },
+        options: jobs::StatementOptions { bootstrap: a.bootstrap.settings(), batch_size: a.run.batch_size },
     };
-    let choice = jobs::parse_backend(&a.backend)?;
+    let choice = jobs::parse_backend(&a.run.backend)?;
     let (outcome, backend) = pollster::block_on(jobs::check_statements_with_backend(
         &req,
         &model,

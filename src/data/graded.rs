@@ -196,7 +196,12 @@ fn read(name: &str, text: &str, mode: Mode) -> Result<(Vec<RubricResponse>, Vec<
     if responses.is_empty() {
         return Err(nothing_to_read(name, text, "no graded responses (the file has no non-blank line)"));
     }
-    let warnings = unknown
+    Ok((responses, unknown_field_warnings(name, unknown)))
+}
+
+/// One warning per unknown field name: `unknown` maps it to (first line, lines with it).
+pub(crate) fn unknown_field_warnings(name: &str, unknown: BTreeMap<String, (usize, usize)>) -> Vec<Warning> {
+    unknown
         .into_iter()
         .map(|(key, (first, count))| {
             Warning::at(
@@ -204,12 +209,11 @@ fn read(name: &str, text: &str, mode: Mode) -> Result<(Vec<RubricResponse>, Vec<
                 format!("ignored unknown field `{key}` on {count} line(s)"),
             )
         })
-        .collect();
-    Ok((responses, warnings))
+        .collect()
 }
 
 /// The optional `prompt`: a string, or an array of `{role, content}` messages.
-fn prompt(record: &Record, unknown: &mut BTreeMap<String, (usize, usize)>) -> Result<Option<Prompt>> {
+pub(crate) fn prompt(record: &Record, unknown: &mut BTreeMap<String, (usize, usize)>) -> Result<Option<Prompt>> {
     match record.get("prompt") {
         None => Ok(None),
         Some(Json::String(s)) => Ok(Some(Prompt::Text(s.clone()))),

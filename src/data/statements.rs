@@ -3,8 +3,8 @@
 //! none): JSONL, one answer per line.
 
 use crate::data::common::{check_line_ends, content_lines, nothing_to_read};
-use crate::data::graded::{messages, Prompt};
-use crate::data::json::{parse_record, Json, Record};
+use crate::data::graded::{prompt, unknown_field_warnings, Prompt};
+use crate::data::json::{parse_record, Record};
 use crate::error::{Result, Warning};
 use serde::Serialize;
 use std::collections::{BTreeMap, HashMap};
@@ -62,17 +62,7 @@ pub fn parse_statements(name: &str, text: &str) -> Result<(Vec<StatementAnswer>,
         if must_have.is_empty() && nice_to_have.is_empty() {
             return Err(record.error("must_have", "no statement to check (must_have and nice_to_have are both empty)"));
         }
-        let prompt = match record.get("prompt") {
-            None => None,
-            Some(Json::String(s)) => Some(Prompt::Text(s.clone())),
-            Some(Json::Array(_)) => Some(Prompt::Messages(messages(&record, "prompt", &mut unknown)?)),
-            Some(other) => {
-                return Err(record.error(
-                    "prompt",
-                    format!("expected a string or an array of {{role, content}} messages, found {}", other.kind()),
-                ))
-            }
-        };
+        let prompt = prompt(&record, &mut unknown)?;
         for key in record.unknown_fields(&KNOWN_FIELDS) {
             unknown.entry(key.to_string()).or_insert((line, 0)).1 += 1;
         }
@@ -93,16 +83,7 @@ pub fn parse_statements(name: &str, text: &str) -> Result<(Vec<StatementAnswer>,
     if answers.is_empty() {
         return Err(nothing_to_read(name, text, "no answers (the file has no non-blank line)"));
     }
-    let warnings = unknown
-        .into_iter()
-        .map(|(key, (first, count))| {
-            Warning::at(
-                crate::Location::at(name, first, key.as_str()),
-                format!("ignored unknown field `{key}` on {count} line(s)"),
-            )
-        })
-        .collect();
-    Ok((answers, warnings))
+    Ok((answers, unknown_field_warnings(name, unknown)))
 }
 
 /// An optional array of non-empty statements.
