@@ -93,6 +93,12 @@ pub const FILE_KINDS: &[FileKind] = &[
     kind("expert_rankings", "Expert rankings (NRP)", "instance = query, system = item", &[]),
     kind("metrics", "Candidates with references (metrics)", "candidate, references, human scores", &[]),
     kind("rubric", "Graded rubric responses", "criteria with points, met or not", &[]),
+    kind(
+        "rubric_responses",
+        "Rubric responses to grade",
+        "response texts and criteria with points; the model grades them",
+        &[],
+    ),
 ];
 
 /// Which kinds a job reads: every kind in `accepts`; of each group in `required`, at least
@@ -131,6 +137,10 @@ pub const JOB_INPUTS: &[JobInputs] = &[
     },
     JobInputs { job: "metrics", accepts: &["metrics"], required: &[&["metrics"]] },
     JobInputs { job: "rubric", accepts: &["rubric"], required: &[&["rubric"]] },
+    // A graded file scores as it is (Rubric); a file with the responses' text and no `met`
+    // is graded by the model first (Grade: `medrank grade`). A graded file with texts can be
+    // graded again when the user gives it this kind.
+    JobInputs { job: "grade", accepts: &["rubric_responses"], required: &[&["rubric_responses"]] },
 ];
 
 /// Everything the page needs to know about kinds and jobs.
@@ -249,7 +259,18 @@ fn guess(lower: &str, text: &str) -> Option<&'static str> {
         } else if has(&["correct_option"]) {
             "ros"
         } else if has(&["criteria"]) {
-            "rubric"
+            // The responses' text and no `met` on the first criterion: a file to grade.
+            let first_met = obj
+                .get("criteria")
+                .and_then(|c| c.as_array())
+                .and_then(|c| c.first())
+                .and_then(|c| c.as_object())
+                .map(|c| c.contains_key("met"));
+            if has(&["response"]) && first_met == Some(false) {
+                "rubric_responses"
+            } else {
+                "rubric"
+            }
         } else if has(&["candidate"]) {
             "metrics"
         } else if has(&["instance", "predicted"]) {
@@ -426,6 +447,19 @@ pub fn check_file(f: &KindedFile) -> Result<FileSummary> {
             let systems = distinct(responses.iter().map(|r| r.system.as_str()));
             (format!("{}, {}", plural(responses.len(), "graded response"), plural(systems, "system")), warnings)
         }
+        "rubric_responses" => {
+            let mut warnings = Vec::new();
+            let responses = crate::jobs::read_rubric(&crate::jobs::NamedText::new(name, text), &mut warnings)?;
+            let systems = distinct(responses.iter().map(|r| r.system.as_str()));
+            let criteria = match responses.iter().map(|r| r.criteria.len()).sum::<usize>() {
+                1 => "1 criterion".to_string(),
+                n => format!("{n} criteria"),
+            };
+            (
+                format!("{} to grade ({criteria}), {}", plural(responses.len(), "response"), plural(systems, "system")),
+                warnings,
+            )
+        }
         "ros" => {
             let (items, warnings) = data::parse_hitz(name, text)?;
             let system = f.param("system")?;
@@ -467,6 +501,14 @@ mod tests {
             ("b.jsonl", r#"{"id": "1", "task": "mcqa", "arguments": {}}"#, Some("bundle")),
             ("gpt4.jsonl", r#"{"question": "q", "options": {}, "correct_option": 1}"#, Some("ros")),
             ("r.jsonl", r#"{"criteria": []}"#, Some("rubric")),
+            ("g.jsonl", r#"{"response": "t", "criteria": [{"criterion": "c", "met": true}]}"#, Some("rubric")),
+            (
+                "u.jsonl",
+                r#"{"response": "t", "criteria": [{"criterion": "c", "points": 1}]}"#,
+                Some("rubric_responses"),
+            ),
+            // People's judgements without the response's text: nothing for a model to read.
+            ("j.jsonl", r#"{"criteria": [{"criterion": "c", "met_by": {"p": true}}]}"#, Some("rubric")),
             ("m.jsonl", r#"{"candidate": "c"}"#, Some("metrics")),
             ("p.jsonl", r#"{"instance": "1", "predicted": "A"}"#, Some("predictions")),
             ("a.jsonl", r#"{"qid": "1", "text": "t", "system": "s"}"#, Some("answers_jsonl")),
@@ -489,6 +531,26 @@ mod tests {
         for (name, first, want) in cases {
             assert_eq!(guess_kind(name, &format!("\n{first}\nmore")).kind, *want, "{name}: {first}");
         }
+    }
+
+    #[test]
+    fn the_example_rubric_files_are_told_apart_graded_from_to_grade() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/rubric");
+        let no_params = BTreeMap::new();
+        for (name, kind, summary) in [
+            ("graded.jsonl", "rubric", "8 graded responses, 2 systems"),
+            ("conversations.jsonl", "rubric_responses", "12 responses to grade (46 criteria), 2 systems"),
+        ] {
+            let text = std::fs::read_to_string(root.join(name)).unwrap();
+            assert_eq!(guess_kind(name, &text).kind, Some(kind), "{name}");
+            let file = KindedFile { name, text: &text, kind, params: &no_params };
+            assert_eq!(check_file(&file).unwrap().summary, summary);
+        }
+        // A file without the responses' text cannot be graded: the check says which line and field.
+        let text = r#"{"id": "r1", "system": "s", "criteria": [{"criterion": "c", "points": 1}]}"#;
+        let file = KindedFile { name: "u.jsonl", text, kind: "rubric_responses", params: &no_params };
+        let e = check_file(&file).unwrap_err();
+        assert_eq!(e.location().map(|l| (l.line, l.field.clone())), Some((Some(1), Some("response".to_string()))));
     }
 
     #[test]
