@@ -250,14 +250,7 @@ pub fn encoding_stage(p: &jobs::EncodeProgress, estimate: &jobs::TimeEstimate, n
             crate::report::thousands(p.sequences)
         );
     }
-    let left = match estimate.seconds_left(p, now) {
-        Some(s) if p.work_done == 0 => {
-            format!(" · about {} at this model's last speed", crate::report::fmt_duration(s))
-        }
-        Some(s) => format!(" · about {} left", crate::report::fmt_duration(s)),
-        None => " · timing the first batches to estimate the time".into(),
-    };
-    format!("Encoding with the model: {}{left}", p.describe())
+    format!("Encoding with the model: {}{}", p.describe(), time_left(p, estimate, now))
 }
 
 // ------------------------------------------------------------------ NRP, metrics, rubric ----
@@ -281,10 +274,99 @@ pub fn metrics(request: &JobRequest, progress: Progress) -> Result<String> {
     between(progress, "Scoring candidates", || reply(&jobs::metrics(&req)?, ()))
 }
 
+/// The rubric's Scores tab, for the Rubric and the Grade job.
+#[derive(Serialize)]
+struct RubricViews<'a> {
+    rubric_view: views::RubricView<'a>,
+}
+
 /// Rubric grading over one file of graded responses (`medrank rubric`).
 pub fn rubric(request: &JobRequest, progress: Progress) -> Result<String> {
     let req = request.rubric()?;
-    between(progress, "Grading responses", || reply(&jobs::rubric(&req)?, ()))
+    between(progress, "Scoring the graded responses", || {
+        let outcome = jobs::rubric(&req)?;
+        let confidence = req.options.bootstrap.confidence;
+        reply(&outcome, RubricViews { rubric_view: views::rubric_view(&outcome.report.system_scores, confidence) })
+    })
+}
+
+/// A rubric file graded by the kept model (`medrank grade --rubric --grader --backend`):
+/// P(met) for every (response, criterion) pair, then the HealthBench scores with met =
+/// P(met) >= 0.5, expected means and intervals that draw met from P(met). On WebGPU when
+/// the options allow it and the browser gives an adapter, else on the CPU, in the options'
+/// precision; the reply says which, and carries the graded file (the CLI's `--out`).
+///
+/// Progress and cancelling as [`rank_with_model`]: the grading stage reports work done of
+/// work in all, the pairs and tokens, and the time left.
+pub async fn grade_with_model(
+    kept: &mut KeptModel,
+    request: &JobRequest,
+    now: &dyn Fn() -> f64,
+    progress: Progress<'_>,
+) -> Result<String> {
+    #[derive(Serialize)]
+    struct GradeViews<'a> {
+        grade_view: views::GradeView<'a>,
+        #[serde(flatten)]
+        rubric: RubricViews<'a>,
+        backend: &'a crate::gpu::BackendReport,
+        threads: usize,
+        precision: &'static str,
+    }
+    let precision = request.options.precision()?;
+    let (req, choice) = request.grade()?;
+    if kept.model.encoder.model.precision != precision {
+        kept.last_rate = None;
+    }
+    kept.set_precision(precision);
+    let prior_rate = kept.last_rate.filter(|(kept_choice, _)| *kept_choice == choice).map(|(_, rate)| rate);
+    let estimate = jobs::TimeEstimate { started: now(), prior_rate };
+    let mut last = jobs::EncodeProgress::default();
+    let mut on_batch = |p: &jobs::EncodeProgress| {
+        last = *p;
+        let (done, total) = progress_parts(p);
+        progress(&grading_stage(p, &estimate, now()), done, total).is_ok()
+    };
+    let (graded, backend) = kept.grade(&req, choice, &mut on_batch).await?;
+    if let Some(rate) = estimate.rate(&last, now()) {
+        kept.last_rate = Some((choice, rate));
+    }
+    progress("Scoring the graded responses", 1, 1)?;
+    let outcome = &graded.outcome;
+    let max_tokens = kept.model.encoder.model.config.max_tokens();
+    let views = GradeViews {
+        grade_view: views::grade_view(&outcome.report, &graded.graded_jsonl, &req.rubric.name, max_tokens),
+        rubric: RubricViews {
+            rubric_view: views::rubric_view(&outcome.report.system_scores, req.options.rubric.bootstrap.confidence),
+        },
+        backend: &backend,
+        threads: crate::model::cpu::worker_threads(),
+        precision: kept.model.encoder.model.precision.name(),
+    };
+    reply(outcome, views)
+}
+
+/// "Grading with the model: 12 of 46 sequences (5.1 k tokens) · about 3 s left": one
+/// sequence per (response, criterion) pair.
+pub fn grading_stage(p: &jobs::EncodeProgress, estimate: &jobs::TimeEstimate, now: f64) -> String {
+    if p.work == 0 {
+        return format!(
+            "Grading with the model: {} (response, criterion) pairs",
+            crate::report::thousands(p.sequences)
+        );
+    }
+    format!("Grading with the model: {}{}", p.describe(), time_left(p, estimate, now))
+}
+
+/// " · about 4 min 05 s left" (the stage's tail, measured or from the model's last speed).
+fn time_left(p: &jobs::EncodeProgress, estimate: &jobs::TimeEstimate, now: f64) -> String {
+    match estimate.seconds_left(p, now) {
+        Some(s) if p.work_done == 0 => {
+            format!(" · about {} at this model's last speed", crate::report::fmt_duration(s))
+        }
+        Some(s) => format!(" · about {} left", crate::report::fmt_duration(s)),
+        None => " · timing the first batches to estimate the time".into(),
+    }
 }
 
 /// The benchmark page's workload (`jobs::run_workload`, as `medrank bench --parts
@@ -397,5 +479,195 @@ mod tests {
             ),
             "{e}"
         );
+    }
+
+    // ------------------------------------------------------------------ grade ----------------
+
+    /// A kept 2-layer random BERT (64 positions: the example's pairs get cut) with the
+    /// MiniLM tokenizer and a head of `labels` (none when empty).
+    fn tiny_grader(labels: &[&str]) -> KeptModel {
+        use crate::model::config::{Activation, Arch, EncoderConfig, HeadKind};
+        let config = EncoderConfig {
+            arch: Arch::Bert,
+            vocab_size: 30522,
+            hidden_size: 32,
+            num_layers: 2,
+            num_heads: 4,
+            intermediate_size: 64,
+            max_position_embeddings: 64,
+            type_vocab_size: 2,
+            layer_norm_eps: 1e-12,
+            activation: Activation::Gelu,
+            pad_token_id: 0,
+            position_offset: 0,
+            head: if labels.is_empty() { HeadKind::None } else { HeadKind::SequenceClassification },
+            labels: labels.iter().map(|l| l.to_string()).collect(),
+        };
+        let model = crate::model::load::random_model(config, 11).unwrap();
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+        let files = crate::model::ModelFiles {
+            name: "tiny-grader".into(),
+            config_json: model.config.to_json().into_bytes(),
+            tokenizer_json: std::fs::read(root.join("models/all-MiniLM-L6-v2/tokenizer.json")).unwrap(),
+            weights: crate::model::load::to_safetensors(&model).unwrap(),
+            pooling_json: None,
+            modules_json: None,
+            sentence_config_json: None,
+            weights_source: None,
+        };
+        KeptModel::from_files(&files).unwrap()
+    }
+
+    /// The example rubric to grade, as the page sends it, with `options`.
+    fn grade_request(options: serde_json::Value) -> JobRequest {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+        let text = std::fs::read_to_string(root.join("examples/rubric/conversations.jsonl")).unwrap();
+        let graded = std::fs::read_to_string(root.join("examples/rubric/graded.jsonl")).unwrap();
+        let file = |name: &str, text: String, kind: &str| request::InputFile {
+            name: name.into(),
+            text,
+            kind: kind.into(),
+            params: Default::default(),
+        };
+        JobRequest {
+            // The graded example beside it is the Rubric job's: Grade reads only its own kind.
+            files: vec![file("graded.jsonl", graded, "rubric"), file("conversations.jsonl", text, "rubric_responses")],
+            options: serde_json::from_value(options).unwrap(),
+        }
+    }
+
+    /// The page's Grade on `kept`: the reply as JSON and the stages it reported.
+    fn page_grade(kept: &mut KeptModel, request: &JobRequest) -> Result<(serde_json::Value, Vec<String>)> {
+        let mut stages = Vec::new();
+        let mut progress = |stage: &str, _: usize, _: usize| {
+            stages.push(stage.to_string());
+            Ok(())
+        };
+        let reply = pollster::block_on(grade_with_model(kept, request, &|| 0.0, &mut progress))?;
+        Ok((serde_json::from_str(&reply).unwrap(), stages))
+    }
+
+    #[test]
+    fn the_pages_grade_is_the_jobs_grade_with_its_views_and_the_graded_file() {
+        let mut kept = tiny_grader(&["contradiction", "neutral", "entailment"]);
+        let request = grade_request(serde_json::json!({"seed": 3, "resamples": 40, "backend": "cpu"}));
+        let (reply, stages) = page_grade(&mut kept, &request).unwrap();
+
+        // The job as the CLI runs it (`grade_with_backend`, the same request and backend).
+        let (req, choice) = request.grade().unwrap();
+        let mut all_right = |_: &jobs::EncodeProgress| true;
+        let (cli, _) = pollster::block_on(jobs::grade_with_backend(
+            &req,
+            &kept.model,
+            choice,
+            kept.fingerprints.clone(),
+            &mut all_right,
+        ))
+        .unwrap();
+        // Both through JSON text (serde_json reads some floats back one bit apart).
+        let cli_report: serde_json::Value =
+            serde_json::from_str(&serde_json::to_string(&cli.outcome.report).unwrap()).unwrap();
+        assert_eq!(reply["report"], cli_report, "the same report");
+        let csv: Vec<&str> = reply["tables"].as_array().unwrap().iter().map(|t| t["csv"].as_str().unwrap()).collect();
+        assert_eq!(csv, cli.outcome.tables.iter().map(|t| t.to_csv()).collect::<Vec<_>>(), "the same CSV");
+        let view = &reply["grade_view"];
+        assert_eq!(view["graded_jsonl"], cli.graded_jsonl.as_str(), "the graded file is the CLI's --out");
+        assert_eq!(view["graded_name"], "conversations.graded.jsonl");
+        assert_eq!(view["grader"]["kind"], "zero_shot_nli");
+        assert!(view["grader"]["description"].as_str().unwrap().starts_with("an NLI model, zero-shot"));
+
+        // Every criterion once, under its response, in file order; each response's score.
+        let responses = view["responses"].as_array().unwrap();
+        assert_eq!(responses.len(), 12);
+        let flat: Vec<&serde_json::Value> =
+            responses.iter().flat_map(|r| r["criteria"].as_array().unwrap().iter()).collect();
+        assert_eq!(flat, cli_report["criteria"].as_array().unwrap().iter().collect::<Vec<_>>());
+        for (v, r) in responses.iter().zip(cli_report["responses"].as_array().unwrap()) {
+            assert_eq!((&v["id"], &v["line"]), (&r["id"], &r["line"]));
+            assert_eq!(v["score"], r["overall"]["score"]);
+        }
+        let report = &cli.outcome.report;
+        // 64 positions: the conversations are cut, and the view says so in a sentence.
+        assert!(!report.truncated.is_empty());
+        let note = view["truncation"].as_str().unwrap();
+        assert!(
+            note.starts_with(&format!(
+                "{} of {} (response, criterion) pairs",
+                report.truncated.len(),
+                report.criteria.len()
+            )),
+            "{note}"
+        );
+        assert!(note.contains("64-token limit"), "{note}");
+
+        // The Scores tab: overall first, every system's mean, expected mean and interval.
+        let scores = reply["rubric_view"]["scores"].as_array().unwrap();
+        assert_eq!(reply["rubric_view"]["graded_by_model"], true);
+        assert_eq!(scores[0]["score"], "overall");
+        for s in cli_report["system_scores"].as_array().unwrap() {
+            for m in s["scores"].as_array().unwrap() {
+                let score = scores.iter().find(|v| v["score"] == m["score"]).unwrap();
+                let row = score["systems"].as_array().unwrap().iter().find(|r| r["system"] == s["system"]).unwrap();
+                assert_eq!(
+                    (&row["mean"], &row["expected_mean"], &row["n"]),
+                    (&m["mean"], &m["expected_mean"], &m["n"])
+                );
+                assert_eq!((&row["lo"], &row["hi"]), (&m["interval"]["lo"], &m["interval"]["hi"]));
+            }
+        }
+        assert_eq!(reply["backend"]["backend"], "cpu");
+        assert_eq!(reply["precision"], "f32");
+
+        // Progress: the pairs first, then the work, then the scores.
+        assert_eq!(stages.first().unwrap(), "Grading with the model: 46 (response, criterion) pairs");
+        assert!(stages.iter().any(|s| s.starts_with("Grading with the model: 46 of 46 sequences")), "{stages:?}");
+        assert_eq!(stages.last().unwrap(), "Scoring the graded responses");
+    }
+
+    #[test]
+    fn grading_stops_when_the_user_cancels() {
+        let mut kept = tiny_grader(&["met", "not_met"]);
+        let request = grade_request(serde_json::json!({"backend": "cpu", "resamples": 10}));
+        let mut calls = 0;
+        let mut progress = |_: &str, _: usize, _: usize| {
+            calls += 1;
+            if calls > 2 {
+                Err(crate::Error::Cancelled)
+            } else {
+                Ok(())
+            }
+        };
+        let e = pollster::block_on(grade_with_model(&mut kept, &request, &|| 0.0, &mut progress)).unwrap_err();
+        assert!(matches!(e, crate::Error::Cancelled), "{e}");
+    }
+
+    #[test]
+    fn a_model_that_cannot_grade_is_refused_in_a_sentence_that_says_what_can() {
+        let request = grade_request(serde_json::json!({"backend": "cpu"}));
+        let no_head = page_grade(&mut tiny_grader(&[]), &request).unwrap_err().to_string();
+        assert!(no_head.starts_with("tiny-grader has no sequence-classification head: a grader is"), "{no_head}");
+        let other = page_grade(&mut tiny_grader(&["LABEL_0", "LABEL_1"]), &request).unwrap_err().to_string();
+        assert!(other.contains("name neither `met` and `not_met`"), "{other}");
+        // No file to grade: the request says what to add.
+        let mut request = request;
+        request.files.retain(|f| f.kind != "rubric_responses");
+        let missing = page_grade(&mut tiny_grader(&["met", "not_met"]), &request).unwrap_err().to_string();
+        assert_eq!(missing, "add a rubric file with the responses\u{2019} text to grade");
+    }
+
+    #[test]
+    fn the_rubric_reply_has_the_scores_view_of_its_report() {
+        let request = grade_request(serde_json::json!({"resamples": 20, "confidence": 0.9}));
+        let mut progress = |_: &str, _: usize, _: usize| Ok(());
+        let reply: serde_json::Value = serde_json::from_str(&rubric(&request, &mut progress).unwrap()).unwrap();
+        let view = &reply["rubric_view"];
+        assert_eq!((view["confidence"].as_f64(), &view["graded_by_model"]), (Some(0.9), &serde_json::json!(false)));
+        let overall = &view["scores"][0];
+        assert_eq!(overall["score"], "overall");
+        let systems = &reply["report"]["system_scores"];
+        assert_eq!(overall["systems"][1]["system"], systems[1]["system"]);
+        assert_eq!(overall["systems"][1]["mean"], systems[1]["scores"][0]["mean"]);
+        assert_eq!(overall["systems"][1]["lo"], systems[1]["scores"][0]["interval"]["lo"]);
+        assert!(overall["systems"][1]["expected_mean"].is_null(), "people graded: no expected mean");
     }
 }

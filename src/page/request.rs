@@ -218,6 +218,21 @@ impl JobRequest {
             options: crate::eval::rubric::RubricOptions { bootstrap: self.options.nrp.bootstrap },
         })
     }
+
+    /// Grading a rubric file with the kept model as the grader (`medrank grade --rubric
+    /// --backend`): the request and the backend. The batch size is the job layer's default.
+    pub fn grade(&self) -> Result<(jobs::GradeRequest, crate::gpu::BackendChoice)> {
+        let request = jobs::GradeRequest {
+            rubric: self
+                .required("rubric_responses", "a rubric file with the responses\u{2019} text to grade")?
+                .named(),
+            options: jobs::GradeOptions {
+                rubric: crate::eval::rubric::RubricOptions { bootstrap: self.options.nrp.bootstrap },
+                ..Default::default()
+            },
+        };
+        Ok((request, jobs::parse_backend(&self.options.backend)?))
+    }
 }
 
 #[cfg(test)]
@@ -316,6 +331,24 @@ mod tests {
         assert!(e.contains("give one argument bundle, not several (a.jsonl and b.jsonl)"), "{e}");
         let r = request(vec![], serde_json::json!({}));
         assert_eq!(r.metrics().unwrap_err().to_string(), "add a candidates file (JSONL with candidate and references)");
+    }
+
+    #[test]
+    fn grade_reads_the_file_to_grade_and_the_bootstrap_and_backend_options() {
+        let r = request(
+            vec![file("graded.jsonl", "rubric", &[]), file("c.jsonl", "rubric_responses", &[])],
+            serde_json::json!({"seed": 7, "resamples": 30, "confidence": 0.9, "backend": "cpu"}),
+        );
+        let (req, backend) = r.grade().unwrap();
+        assert_eq!(req.rubric.name, "c.jsonl", "a graded file is the Rubric job's, not Grade's");
+        let b = req.options.rubric.bootstrap;
+        assert_eq!((b.seed, b.resamples, b.confidence), (7, 30, 0.9));
+        assert_eq!(req.options.batch_size, jobs::GradeOptions::default().batch_size);
+        assert_eq!(backend, crate::gpu::BackendChoice::Cpu);
+        let r = request(vec![file("graded.jsonl", "rubric", &[])], serde_json::json!({}));
+        assert_eq!(r.grade().unwrap_err().to_string(), "add a rubric file with the responses\u{2019} text to grade");
+        let r = request(vec![file("c.jsonl", "rubric_responses", &[])], serde_json::json!({"backend": "tpu"}));
+        assert!(r.grade().unwrap_err().to_string().contains("unknown backend `tpu`"));
     }
 
     #[test]

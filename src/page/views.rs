@@ -12,7 +12,8 @@ use std::collections::BTreeMap;
 
 use crate::eval::nrp::NrpReport;
 use crate::eval::proxy::TaskReport;
-use crate::jobs::EvaluateReport;
+use crate::eval::rubric::SystemScore;
+use crate::jobs::{CriterionGrade, CutPair, EvaluateReport, GradeReport, GraderSummary};
 use crate::report::{fmt_p_value, PValueDigits};
 use crate::stats::{Interval, Stat};
 
@@ -387,6 +388,157 @@ pub fn nrp_view(report: &NrpReport) -> NrpView<'_> {
         ties: &report.ties,
         denominator: &report.denominator,
         dimensions,
+    }
+}
+
+// ------------------------------------------------------------------ rubric -----------------
+
+/// The rubric's Scores tab (`medrank rubric`, and `medrank grade` with the grader's expected
+/// means): for each score (overall, then each tag as the report lists them) every system's
+/// mean, interval and count; the chart draws the overall row.
+#[derive(Debug, Serialize)]
+pub struct RubricView<'a> {
+    pub confidence: f64,
+    /// A model graded: the expected means (met drawn from P(met)) are there.
+    pub graded_by_model: bool,
+    pub scores: Vec<RubricScoreView<'a>>,
+}
+
+/// One score ("overall" or a tag) over the systems.
+#[derive(Debug, Serialize)]
+pub struct RubricScoreView<'a> {
+    pub score: &'a str,
+    pub systems: Vec<RubricSystemRow<'a>>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct RubricSystemRow<'a> {
+    pub system: &'a str,
+    /// Responses contributing a value to this score.
+    pub n: usize,
+    /// Clipped to [0, 1], as HealthBench reports it.
+    pub mean: Option<f64>,
+    pub unclipped_mean: Option<f64>,
+    /// With a model grader only.
+    pub expected_mean: Option<f64>,
+    pub lo: Option<f64>,
+    pub hi: Option<f64>,
+    /// Why the mean or the interval is undefined, when one is.
+    pub undefined: Option<&'a str>,
+}
+
+fn reason<T>(s: &Stat<T>) -> Option<&str> {
+    match s {
+        Stat::Defined(_) => None,
+        Stat::Undefined(r) => Some(r),
+    }
+}
+
+/// The Scores tab of a rubric's system scores; `confidence` is the bootstrap's.
+pub fn rubric_view(system_scores: &[SystemScore], confidence: f64) -> RubricView<'_> {
+    // The score names in the order the systems list them (overall first), each once.
+    let mut names: Vec<&str> = Vec::new();
+    for m in system_scores.iter().flat_map(|s| &s.scores) {
+        if !names.contains(&m.score.as_str()) {
+            names.push(&m.score);
+        }
+    }
+    let scores = names
+        .into_iter()
+        .map(|score| RubricScoreView {
+            score,
+            systems: system_scores
+                .iter()
+                .filter_map(|s| s.scores.iter().find(|m| m.score == score).map(|m| (s, m)))
+                .map(|(s, m)| {
+                    let (lo, hi) = bounds(&m.interval);
+                    RubricSystemRow {
+                        system: &s.system,
+                        n: m.n,
+                        mean: value(&m.mean),
+                        unclipped_mean: value(&m.unclipped_mean),
+                        expected_mean: m.expected_mean.as_ref().and_then(value),
+                        lo,
+                        hi,
+                        undefined: reason(&m.mean).or_else(|| reason(&m.interval)),
+                    }
+                })
+                .collect(),
+        })
+        .collect();
+    let graded_by_model = system_scores.iter().flat_map(|s| &s.scores).any(|m| m.expected_mean.is_some());
+    RubricView { confidence, graded_by_model, scores }
+}
+
+/// The Grade job's Criteria tab: which model graded and how, each response's criteria
+/// with P(met), the pairs cut to the model's limit, and the graded file to download.
+#[derive(Debug, Serialize)]
+pub struct GradeView<'a> {
+    pub grader: &'a GraderSummary,
+    pub responses: Vec<GradedResponseView<'a>>,
+    /// "3 of 46 (response, criterion) pairs ... were cut": only when some were.
+    pub truncation: Option<String>,
+    pub truncated: &'a [CutPair],
+    /// The graded file: the rubric with `met` and `p_met` per criterion (the CLI's `--out`).
+    pub graded_name: String,
+    pub graded_jsonl: &'a str,
+}
+
+#[derive(Debug, Serialize)]
+pub struct GradedResponseView<'a> {
+    pub id: &'a str,
+    pub system: &'a str,
+    pub line: usize,
+    /// The response's score with met = P(met) >= 0.5 (unclipped).
+    pub score: Option<f64>,
+    pub achieved: f64,
+    pub possible: f64,
+    pub criteria: Vec<&'a CriterionGrade>,
+}
+
+/// The Criteria tab of a grade outcome; `rubric_name` is the graded rubric file's name and
+/// `max_tokens` the grader's token limit.
+pub fn grade_view<'a>(
+    report: &'a GradeReport,
+    graded_jsonl: &'a str,
+    rubric_name: &str,
+    max_tokens: usize,
+) -> GradeView<'a> {
+    // The criteria of each response (its line in the file identifies it).
+    let mut by_line: BTreeMap<usize, Vec<&CriterionGrade>> = BTreeMap::new();
+    for c in &report.criteria {
+        by_line.entry(c.line).or_default().push(c);
+    }
+    let responses = report
+        .responses
+        .iter()
+        .map(|r| GradedResponseView {
+            id: &r.id,
+            system: &r.system,
+            line: r.line,
+            score: value(&r.overall.score),
+            achieved: r.overall.achieved,
+            possible: r.overall.possible,
+            criteria: by_line.remove(&r.line).unwrap_or_default(),
+        })
+        .collect();
+    let truncation = (!report.truncated.is_empty()).then(|| {
+        format!(
+            "{} of {} (response, criterion) pairs were longer than the grader\u{2019}s {max_tokens}-token limit and were cut \
+             (the conversation\u{2019}s earliest turns first, the response\u{2019}s end only when it alone did not fit, \
+             the criterion never): P(met) of those pairs was judged on what was left. The table grade_truncated \
+             lists every cut pair.",
+            report.truncated.len(),
+            report.criteria.len()
+        )
+    });
+    GradeView {
+        grader: &report.grader,
+        responses,
+        truncation,
+        truncated: &report.truncated,
+        graded_name: format!("{}.graded.jsonl", crate::jobs::file_stem(rubric_name)),
+        graded_jsonl,
     }
 }
 
