@@ -13,6 +13,9 @@ import {
 } from './isolation.js';
 
 const $ = (sel) => document.querySelector(sel);
+// The jobs that run the model chosen under Model: ranking (as the evaluator, unless the
+// predictions file is) and Grade (as the rubric's grader).
+const MODEL_JOBS = ['rank_systems', 'grade'];
 // The kinds of input file and the jobs' inputs, as the engine describes them (jobs/files.rs):
 // key -> {label, hint, params}, job -> {accepts, required}. Filled when the engine is ready.
 const KINDS = {};
@@ -386,23 +389,31 @@ function updateRunButtons() {
     const realMissing = missing.filter((alts) => !(usingModel && alts.includes('predictions')));
     const available = !state.engine || state.engine.jobs.includes(job);
     const checkFailed = job === 'rank_systems' && state.rankCheck?.status === 'bad';
-    button.disabled = !!state.running || realMissing.length > 0 || !available || checkFailed;
+    // Grade needs a model as the grader: the predictions choice names none.
+    const noGrader = job === 'grade' && selectedModel().source === 'predictions';
+    button.disabled = !!state.running || realMissing.length > 0 || !available || checkFailed || noGrader;
     button.title = !available
       ? 'This build of the engine does not include this method yet.'
       : realMissing.length
         ? `Needs: ${realMissing.map((alts) => alts.map((k) => KINDS[k].label).join(' or ')).join('; ')}`
         : checkFailed
           ? 'Fix the problem shown below the buttons first.'
-          : `Run ${button.textContent}`;
+          : noGrader
+            ? 'Needs a grader: choose a model under Model (an NLI model or a criterion grader, from this computer or trained here).'
+            : `Run ${button.textContent}`;
   }
 }
 
 function selectedModel() {
   const source = document.querySelector('input[name=model]:checked').value;
   if (source === 'local') {
-    // Files picked one by one, or every file of a picked folder (matched by name).
+    // Files picked one by one, or every file of a picked folder (matched by name). A
+    // folder is named by its name, as the CLI names a model by its folder.
     const files = [...$('#model-files').files, ...$('#model-folder').files];
-    return { source, files, label: files.map((f) => f.name).join('+') || 'local' };
+    const folder = $('#model-files').files.length
+      ? null
+      : $('#model-folder').files[0]?.webkitRelativePath.split('/')[0];
+    return { source, files, label: folder || files.map((f) => f.name).join('+') || 'local' };
   }
   if (source.startsWith('trained:')) {
     // An evaluator trained in this browser (train.js), kept in its storage.
@@ -445,7 +456,7 @@ export async function runJob(job, extraOptions = {}) {
   const request = {
     files,
     options: { ...options(), ...extraOptions },
-    model: job === 'rank_systems' ? selectedModel() : undefined,
+    model: MODEL_JOBS.includes(job) ? selectedModel() : undefined,
   };
   const cancelBuffer = state.engine?.sharedCancel ? new SharedArrayBuffer(4) : null;
   state.running = { job, cancelBuffer };

@@ -36,6 +36,11 @@ export function renderResults(last, { runJob }) {
     views.push(['Per instance', () => drillView(result)]);
   } else if (job === 'nrp') {
     views.push(['NRP', () => nrpView(result, runJob, last.request.options)]);
+  } else if (job === 'rubric') {
+    views.push(['Scores', () => rubricView(result)]);
+  } else if (job === 'grade') {
+    views.push(['Criteria', () => gradeView(result)]);
+    views.push(['Scores', () => rubricView(result)]);
   }
   views.push(['Tables & export', () => tablesView(result)]);
   views.push([`Warnings (${result.warnings?.length || 0})`, () => warningsView(result)]);
@@ -586,9 +591,146 @@ function fusionForm(n, runJob, options) {
   );
 }
 
+// ---------------------------------------------------------------- rubric ----------------------
+/** The Scores tab (Rubric and Grade): each score's systems with mean and interval, the
+ *  overall row charted. */
+function rubricView(result) {
+  const v = result.rubric_view;
+  if (!v?.scores.length) return el('p', { class: 'empty' }, 'No scores.');
+  const pct = `${Math.round(v.confidence * 100)}%`;
+  const box = el('div', {});
+  box.append(
+    el(
+      'p',
+      { class: 'muted' },
+      v.graded_by_model
+        ? `Mean score per system, clipped to [0, 1], with met = P(met) ≥ 0.5. The expected mean counts each criterion by its P(met); the ${pct} interval is a bootstrap over prompts that draws met from P(met) in every resample, so an unsure grader widens it.`
+        : `Mean score per system, clipped to [0, 1]; the ${pct} interval is a bootstrap over prompts.`,
+    ),
+  );
+  box.append(
+    intervalChart(
+      v.scores[0].systems.map((s) => ({ name: s.system, score: s.mean, lo: s.lo, hi: s.hi, control: false })),
+      { label: `${v.scores[0].score} score` },
+    ),
+  );
+  const headers = [
+    'Score',
+    'System',
+    'Mean',
+    ...(v.graded_by_model ? ['Expected mean'] : []),
+    `${pct} interval`,
+    'Unclipped mean',
+    'n',
+  ];
+  const t = el('table', { class: 'rubric-scores' });
+  t.append(
+    el('thead', {}, el('tr', {}, ...headers.map((h, i) => el('th', { scope: 'col', class: i < 2 ? '' : 'num' }, h)))),
+  );
+  const tb = el('tbody', {});
+  for (const score of v.scores) {
+    for (const s of score.systems) {
+      tb.append(
+        el(
+          'tr',
+          { 'data-score': score.score, 'data-system': s.system },
+          el('td', {}, score.score),
+          el('td', {}, s.system),
+          el('td', { class: 'num', 'data-col': 'mean' }, s.mean == null ? `undefined (${s.undefined})` : fmt(s.mean)),
+          ...(v.graded_by_model ? [el('td', { class: 'num', 'data-col': 'expected' }, fmt(s.expected_mean))] : []),
+          el('td', { class: 'num', 'data-col': 'interval' }, s.lo == null ? '—' : `${fmt(s.lo)} – ${fmt(s.hi)}`),
+          el('td', { class: 'num' }, fmt(s.unclipped_mean)),
+          el('td', { class: 'num' }, String(s.n)),
+        ),
+      );
+    }
+  }
+  t.append(tb);
+  box.append(t);
+  return box;
+}
+
+/** The Grade job's Criteria tab: the grader, any cut pairs, each response's criteria with
+ *  P(met), and the graded file. */
+function gradeView(result) {
+  const v = result.grade_view;
+  if (!v) return el('p', { class: 'empty' }, 'Nothing graded.');
+  const box = el('div', {});
+  box.append(
+    el(
+      'p',
+      { class: 'grader', 'data-grader-kind': v.grader.kind },
+      el('strong', {}, 'Grader: '),
+      `${v.grader.model} (labels ${v.grader.labels.join(', ')}): ${v.grader.description}.`,
+    ),
+  );
+  if (v.truncation) box.append(el('div', { class: 'issue warn', 'data-stat': 'truncation' }, v.truncation));
+  box.append(gradedFileButton(v));
+  const t = el('table', { class: 'grade-criteria' });
+  t.append(
+    el(
+      'thead',
+      {},
+      el(
+        'tr',
+        {},
+        ...['Criterion', 'Points', 'P(met)', '', 'Met'].map((h, i) =>
+          el('th', { scope: 'col', class: i === 1 || i === 2 ? 'num' : '' }, h),
+        ),
+      ),
+    ),
+  );
+  const tb = el('tbody', {});
+  for (const r of v.responses) {
+    const score =
+      r.score == null
+        ? 'score undefined'
+        : `score ${fmt(r.score)} (${points(r.achieved)} of ${points(r.possible)} points)`;
+    tb.append(
+      el(
+        'tr',
+        { class: 'response-head', 'data-response': r.id, 'data-system': r.system },
+        el('th', { scope: 'rowgroup', colspan: '5' }, `${r.id} · ${r.system} · line ${r.line} — ${score}`),
+      ),
+    );
+    for (const c of r.criteria) {
+      const bar = el('span', { class: 'prob-bar' });
+      bar.style.width = `${Math.round(c.p_met * 120)}px`;
+      tb.append(
+        el(
+          'tr',
+          { 'data-response': r.id, 'data-system': r.system, 'data-index': String(c.index) },
+          el('td', {}, c.criterion),
+          el('td', { class: 'num' }, points(c.points)),
+          el('td', { class: 'num', 'data-col': 'p_met' }, fmt(c.p_met)),
+          el('td', {}, bar),
+          el('td', { class: c.met ? 'status-ok' : '' }, c.met ? 'met' : 'not met'),
+        ),
+      );
+    }
+  }
+  t.append(tb);
+  box.append(t);
+  return box;
+}
+
+const points = (x) => (Number.isInteger(x) ? String(x) : fmt(x, 2));
+
+/** Saves the graded file (the rubric with met and p_met per criterion: the CLI's --out). */
+function gradedFileButton(v) {
+  const button = el(
+    'button',
+    { type: 'button', class: 'secondary', 'data-export': v.graded_name },
+    `Download the graded file (${v.graded_name})`,
+  );
+  button.addEventListener('click', () => download(v.graded_name, v.graded_jsonl, 'application/x-ndjson'));
+  return el('p', { class: 'row' }, button);
+}
+
 // ---------------------------------------------------------------- tables -----------------------
 function tablesView(result) {
   const box = el('div', {});
+  if (result.grade_view) box.append(gradedFileButton(result.grade_view));
   for (const table of result.tables || []) box.append(tableBlock(table));
   if (!(result.tables || []).length) box.append(el('p', { class: 'empty' }, 'No tables.'));
   return box;
@@ -714,6 +856,7 @@ const jobTitle = (job) =>
     nrp: 'normalized rank position (NRP)',
     metrics: 'reference-based metrics',
     rubric: 'rubric grading',
+    grade: 'rubric grading with a model',
   })[job] || job;
 function escapeHtml(s) {
   return String(s).replace(

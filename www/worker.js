@@ -34,7 +34,11 @@ const ready = loadEngine()
       type: 'ready',
       version: medrank.version(),
       kinds: medrank.file_kinds(),
-      jobs: ['rank_systems', 'nrp', 'metrics', 'rubric'].filter((j) => typeof medrank[j] === 'function'),
+      // The model-free jobs are functions; Grade is a method of the kept model.
+      jobs: [
+        ...['rank_systems', 'nrp', 'metrics', 'rubric'].filter((j) => typeof medrank[j] === 'function'),
+        ...(typeof medrank.Model?.prototype.grade === 'function' ? ['grade'] : []),
+      ],
       sharedCancel: typeof SharedArrayBuffer !== 'undefined' && self.crossOriginIsolated === true,
       ...engine,
     });
@@ -148,7 +152,7 @@ self.onmessage = async (event) => {
 };
 
 async function runJob(msg) {
-  const fn = medrank[msg.job];
+  const fn = msg.job === 'grade' ? medrank.Model?.prototype.grade : medrank[msg.job];
   if (typeof fn !== 'function') {
     throw new Error(`This build of medrank cannot run "${msg.job}" yet.`);
   }
@@ -173,6 +177,15 @@ async function runJob(msg) {
     modelLoaded = loaded;
     delete request.model;
     reply = await model.evaluate(request, progress);
+  } else if (msg.job === 'grade') {
+    // The kept model grades the rubric's criteria (`medrank grade --grader`), on the backend
+    // and in the precision of request.options.
+    if (!request.model || request.model.source === 'predictions')
+      throw new Error('Grade needs a grader: choose a model under Model.');
+    const { model, loaded } = await keptModel(request.model, progress, request.options?.precision);
+    modelLoaded = loaded;
+    delete request.model;
+    reply = await model.grade(request, progress);
   } else {
     delete request.model;
     reply = await fn(request, progress);
