@@ -1,0 +1,258 @@
+// Grade on the Rubric tab (issue 27, part 2): the page grades the example rubric's
+// ungraded responses (examples/rubric/conversations.jsonl) with a model folder picked from
+// this computer as the grader, and gives `medrank grade`'s numbers: every P(met), every
+// response's score, every system's mean, expected mean and interval within 1e-5; the graded
+// file it exports is the CLI's --out but for float digits within 1e-5, its tables the CLI's
+// --csv; a grade run asks nothing but the site's own static files; a model that cannot
+// grade is an error the page shows, and the page goes on working. Loading the example
+// keeps the Rubric job on its graded file: the file to grade has a kind of its own.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { basename, join } from 'node:path';
+import {
+  openApp,
+  upload,
+  waitForChecks,
+  run,
+  openTab,
+  screenshot,
+  cli,
+  cliHas,
+  assertOwnStaticFilesOnly,
+  ROOT,
+  EXAMPLES,
+} from './harness.mjs';
+
+const MODEL = 'models/all-MiniLM-L6-v2';
+const RUBRIC = 'rubric/conversations.jsonl';
+const haveModel = existsSync(join(ROOT, MODEL, 'model.safetensors'));
+const SKIP = (!haveModel && 'no model in models/: run scripts/setup.sh model') ||
+  (!cliHas('grade') && 'this medrank binary has no `grade`');
+/** Numbers in [0, 1] (P(met), scores) computed by wasm and natively: f32 sums in another
+ *  order, so the last digits may differ. */
+const TOLERANCE = 1e-5;
+
+/**
+ * The graders the page is checked with: each a folder the CLI makes, which the page picks
+ * (and names by the folder's name). A second grader is one more line.
+ */
+const GRADERS = [
+  {
+    // An NLI head (entailment, contradiction) trained on e-SNLI-mini's pairs, used zero-shot.
+    folder: 'nli-grader',
+    kind: 'zero_shot_nli',
+    make: (dir) =>
+      cli([
+        'train', '--model', MODEL, '--train', 'data/esnli-mini/train.jsonl', '--dev', 'data/esnli-mini/dev.jsonl',
+        '--task', 'nli', '--arguments', 'none', '--freeze', 'head', '--epochs', '3', '--out', dir,
+      ]),
+  },
+  {
+    // A criterion grader (met, not_met) trained on the example's physician labels (met_by).
+    folder: 'criterion-grader',
+    kind: 'criterion',
+    make: (dir) =>
+      cli(['train', '--model', MODEL, '--train', join(EXAMPLES, RUBRIC), '--dev-split', '0.25', '--task', 'criterion', '--epochs', '2', '--out', dir]),
+  },
+];
+
+/** Paths where two values differ: numbers by more than `tol` (absolute), anything else at all. */
+function differencesAbs(a, b, tol, path = '$', out = []) {
+  if (typeof a === 'number' && typeof b === 'number') {
+    if (!(Math.abs(a - b) <= tol)) out.push(`${path}: ${a} vs ${b}`);
+  } else if (a && b && typeof a === 'object' && typeof b === 'object') {
+    if (Array.isArray(a) !== Array.isArray(b) || (Array.isArray(a) && a.length !== b.length)) {
+      out.push(`${path}: ${JSON.stringify(a).slice(0, 80)} vs ${JSON.stringify(b).slice(0, 80)}`);
+      return out;
+    }
+    for (const k of new Set([...Object.keys(a), ...Object.keys(b)])) differencesAbs(a[k], b[k], tol, `${path}.${k}`, out);
+  } else if (a !== b) {
+    out.push(`${path}: ${JSON.stringify(a)} vs ${JSON.stringify(b)}`);
+  }
+  return out;
+}
+
+/** The CLI names the rubric and the grader's files by the paths it was given, the page by
+ *  the file's and the folder's names; the order a front end lists its inputs in is not part
+ *  of the result. */
+function withoutPaths(report) {
+  const copy = structuredClone(report);
+  for (const f of copy.provenance.inputs) f.name = basename(f.name);
+  copy.provenance.inputs.sort((x, y) => x.name.localeCompare(y.name) || x.sha256.localeCompare(y.sha256));
+  copy.grader.model = basename(copy.grader.model);
+  return copy;
+}
+
+/** A text with its numbers taken out: the text with each number replaced by `#`, and the
+ *  numbers, so two files can be compared exactly but for their float digits. */
+function skeleton(text) {
+  const numbers = [];
+  const shape = text.replace(/-?\d+(\.\d+)?([eE][-+]?\d+)?/g, (n) => {
+    numbers.push(Number(n));
+    return '#';
+  });
+  return { shape, numbers };
+}
+
+function assertSameButDigits(actual, expected, tol, what) {
+  const a = skeleton(actual);
+  const e = skeleton(expected);
+  assert.equal(a.shape, e.shape, `${what}: the same text but for its numbers`);
+  const far = a.numbers.flatMap((x, i) => (Math.abs(x - e.numbers[i]) <= tol ? [] : [`#${i}: ${x} vs ${e.numbers[i]}`]));
+  assert.deepEqual(far, [], `${what}: numbers within ${tol}`);
+}
+
+/** Saves what clicking `selector` downloads; returns its text. */
+async function downloaded(page, selector) {
+  const download = page.waitForEvent('download');
+  await page.click(selector);
+  return readFileSync(await (await download).path(), 'utf8');
+}
+
+/** Picks the model folder `dir` as the model, on the CPU (the CLI's default backend). */
+async function pickGrader(page, dir) {
+  await page.check('input[name=model][value=local]');
+  await page.setInputFiles('#model-folder', dir);
+  await page.selectOption('#opt-backend', 'cpu');
+}
+
+for (const grader of GRADERS) {
+  test(`the page grades the example rubric with ${grader.folder} as medrank grade does, asking only the site’s files`, { skip: SKIP }, async (t) => {
+    const work = mkdtempSync(join(tmpdir(), 'medrank-grade-'));
+    const dir = join(work, grader.folder);
+    const app = await openApp();
+    try {
+      grader.make(dir);
+      const out = join(work, 'cli');
+      cli([
+        'grade', '--rubric', join(EXAMPLES, RUBRIC), '--grader', dir, '--out', join(out, 'graded.jsonl'),
+        '--json', join(out, 'report.json'), '--csv', join(out, 'csv'), '--seed', '0', '--resamples', '1000',
+        '--confidence', '0.95', '--backend', 'cpu', '--quiet',
+      ]);
+      const expected = JSON.parse(readFileSync(join(out, 'report.json'), 'utf8'));
+      assert.equal(expected.grader.kind, grader.kind);
+
+      const { page, requests, server } = app;
+      await upload(page, [RUBRIC]);
+      const row = page.locator('tr[data-file="conversations.jsonl"]');
+      assert.equal(await row.locator('select').inputValue(), 'rubric_responses');
+      assert.match(await row.locator('td.check').textContent(), /12 responses to grade \(46 criteria\), 2 systems/);
+      // Without a grader the button says what it needs.
+      assert.equal(await page.isDisabled('#run-grade'), true);
+      assert.match(await page.getAttribute('#run-grade', 'title'), /Needs a grader: choose a model under Model/);
+      await pickGrader(page, dir);
+      // The page's bootstrap options are the CLI's.
+      assert.deepEqual(
+        [await page.inputValue('#opt-seed'), await page.inputValue('#opt-resamples'), await page.inputValue('#opt-confidence')],
+        ['0', '1000', '0.95'],
+      );
+      const started = Date.now();
+      await run(page, '#run-grade');
+      const { result } = await page.evaluate(() => window.medrank.state.lastResult);
+      assert.equal(result.backend.backend, 'cpu');
+      assert.match(await page.textContent('#backend-used'), /^Ran on the CPU \(WebAssembly\)/);
+
+      // The report: every P(met) and met, every response's score, every system's mean,
+      // expected mean and interval, every name and convention.
+      const report = withoutPaths(result.report);
+      const native = withoutPaths(expected);
+      assert.equal(report.grader.model, grader.folder);
+      assert.equal(report.criteria.length, 46);
+      assert.ok(report.system_scores.every((s) => s.scores.every((m) => m.expected_mean != null)));
+      assert.deepEqual(differencesAbs(report, native, TOLERANCE), []);
+      const worst = Math.max(...report.criteria.map((c, i) => Math.abs(c.p_met - native.criteria[i].p_met)));
+      t.diagnostic(`the largest P(met) difference from the CLI's: ${worst.toExponential(2)}`);
+
+      // The Criteria tab draws the page's numbers: the grader, each criterion's P(met).
+      await openTab(page, 'Criteria');
+      const panel = page.locator('#panels [role=tabpanel]:not([hidden])');
+      assert.match(await panel.locator('.grader').textContent(), new RegExp(`^Grader: ${grader.folder} `));
+      const shown = await panel.locator('td[data-col=p_met]').allTextContents();
+      assert.deepEqual(shown, result.report.criteria.map((c) => c.p_met.toFixed(3)));
+      assert.equal(await panel.locator('[data-stat=truncation]').count(), result.report.truncated.length ? 1 : 0);
+      await screenshot(page, `grade-criteria-${grader.folder}`);
+      // The graded file it downloads is the reply's, and the CLI's --out but for float digits.
+      const graded = await downloaded(page, '#panels [role=tabpanel]:not([hidden]) [data-export="conversations.graded.jsonl"]');
+      assert.equal(graded, result.grade_view.graded_jsonl);
+      assertSameButDigits(graded, readFileSync(join(out, 'graded.jsonl'), 'utf8'), TOLERANCE, 'the graded file');
+
+      // The Scores tab: a row per system and score, the overall means charted.
+      await openTab(page, 'Scores');
+      const scoreRows = result.report.system_scores.reduce((n, s) => n + s.scores.length, 0);
+      assert.equal(await panel.locator('table.rubric-scores tbody tr').count(), scoreRows);
+      for (const s of result.report.system_scores) {
+        const overall = s.scores.find((m) => m.score === 'overall');
+        const cells = panel.locator(`tr[data-score=overall][data-system="${s.system}"]`);
+        assert.equal(await cells.locator('[data-col=mean]').textContent(), overall.mean.toFixed(3));
+        assert.equal(await cells.locator('[data-col=expected]').textContent(), overall.expected_mean.toFixed(3));
+        assert.equal(
+          await cells.locator('[data-col=interval]').textContent(),
+          `${overall.interval.lo.toFixed(3)} – ${overall.interval.hi.toFixed(3)}`,
+        );
+      }
+      await screenshot(page, `grade-scores-${grader.folder}`);
+
+      // Tables & export: each table's CSV is the CLI's --csv (4 decimals: a last-digit
+      // difference may round apart), the JSON report the reply's.
+      await openTab(page, 'Tables & export');
+      const names = result.tables.map((x) => x.name);
+      assert.deepEqual(names.slice(0, 3), ['grade_criteria', 'rubric_responses', 'rubric_systems']);
+      for (const table of result.tables)
+        assertSameButDigits(table.csv, readFileSync(join(out, 'csv', `${table.name}.csv`), 'utf8'), 1.5e-4, `${table.name}.csv`);
+      assert.equal(await downloaded(page, '[data-export="rubric_systems.csv"]'), result.tables[2].csv);
+      assert.deepEqual(JSON.parse(await downloaded(page, '#download-json')), result.report);
+
+      // Privacy: grading asked nothing but the site's own static files.
+      assertOwnStaticFilesOnly(requests, new URL(server.url).origin, started);
+    } finally {
+      await app.close();
+      rmSync(work, { recursive: true, force: true });
+    }
+  });
+}
+
+test('a model without a grader’s head is an error the page shows; the page goes on working', { skip: SKIP }, async () => {
+  const app = await openApp();
+  try {
+    const { page, consoleErrors } = app;
+    await upload(page, [RUBRIC, 'rubric/graded.jsonl']);
+    await pickGrader(page, join(ROOT, MODEL));
+    await assert.rejects(
+      run(page, '#run-grade'),
+      /the page reported: all-MiniLM-L6-v2 has no sequence-classification head: a grader is a model trained with `medrank train --task criterion`, or an NLI model \(its labels name `entailment`\)/,
+    );
+    await screenshot(page, 'grade-no-head');
+    // Nothing broke: the buttons are back, and the Rubric job scores the graded file.
+    assert.equal(await page.isEnabled('#run-grade'), true);
+    await run(page, '#run-rubric');
+    const { job, result } = await page.evaluate(() => window.medrank.state.lastResult);
+    assert.equal(job, 'rubric');
+    assert.equal(result.report.provenance.inputs[0].name, 'graded.jsonl');
+    assert.deepEqual(consoleErrors, []);
+  } finally {
+    await app.close();
+  }
+});
+
+test('the example loads the file to grade with its own kind: Rubric still scores the graded file', async () => {
+  const app = await openApp();
+  try {
+    const { page } = app;
+    await page.click('#load-example-2');
+    await waitForChecks(page, 4);
+    const kind = (name) => page.locator(`tr[data-file="${name}"] select`).inputValue();
+    assert.equal(await kind('rubric/conversations.jsonl'), 'rubric_responses');
+    assert.equal(await kind('rubric/graded.jsonl'), 'rubric');
+    for (const name of ['rubric/conversations.jsonl', 'rubric/graded.jsonl'])
+      assert.match(await page.locator(`tr[data-file="${name}"] td.check`).textContent(), /^✓ /, name);
+    await run(page, '#run-rubric');
+    const { result } = await page.evaluate(() => window.medrank.state.lastResult);
+    assert.deepEqual(result.report.provenance.inputs.map((f) => f.name), ['rubric/graded.jsonl']);
+    await openTab(page, 'Scores');
+    assert.ok((await page.locator('table.rubric-scores tbody tr').count()) > 0);
+  } finally {
+    await app.close();
+  }
+});
