@@ -271,7 +271,7 @@ async function loadExample() {
  *  duplicated formats (topics.jsonl repeats topics.xml, answers.jsonl the per-file CSVs,
  *  the combined qrels the per-dimension ones), the HiTZ importer's files, and the inputs of
  *  CLI commands the page does not run yet (`import healthbench`, `rubric-agreement`: a
- *  second graded file would make the Rubric job ask which one to score). */
+ *  second graded file would make the Rubric job ask which one to score; `statements`). */
 function exampleFiles(index) {
   const skip = [
     /^ros\//,
@@ -280,6 +280,7 @@ function exampleFiles(index) {
     /^nrp\/qrels\.combined/,
     /^rubric\/(grader|judged)\.jsonl$/,
     /^rubric\/healthbench\//,
+    /^statements\//,
     /README/i,
     /\.md$/,
   ];

@@ -10,6 +10,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
+import { execFileSync } from 'node:child_process';
 import { basename, join } from 'node:path';
 import {
   openApp,
@@ -254,5 +255,66 @@ test('the example loads the file to grade with its own kind: Rubric still scores
     assert.ok((await page.locator('table.rubric-scores tbody tr').count()) > 0);
   } finally {
     await app.close();
+  }
+});
+
+test('a criterion grader trained in the page grades there, and its download grades the same in the CLI', { skip: SKIP }, async () => {
+  const work = mkdtempSync(join(tmpdir(), 'medrank-grade-train-'));
+  const app = await openApp();
+  try {
+    const { page } = app;
+    // The training form takes the rubric file and offers the criterion task only.
+    await page.selectOption('#opt-backend', 'cpu');
+    await page.setInputFiles('#train-file', join(EXAMPLES, RUBRIC));
+    await page.waitForFunction(() => /responses, rubric file/.test(document.querySelector('#train-file-info').textContent), null, {
+      timeout: 30000,
+    });
+    assert.equal(await page.inputValue('#train-task'), 'criterion');
+    assert.deepEqual(
+      await page.$$eval('#train-task option:not([disabled])', (os) => os.map((o) => o.value)),
+      ['criterion'],
+    );
+    await page.check('input[name=train-dev][value=split]');
+    for (const [id, v] of [['#train-dev-split', 0.25], ['#train-epochs', 3], ['#train-batch', 8], ['#train-seed', 7], ['#train-name', 'page-grader']])
+      await page.fill(id, String(v));
+    await page.evaluate(() => {
+      window.__trainingBefore = window.medrank.state.lastTraining;
+    });
+    await page.click('#train-run');
+    await page.waitForFunction(
+      () =>
+        !window.medrank.state.running &&
+        (window.medrank.state.lastTraining !== window.__trainingBefore || !document.querySelector('#train-error').hidden),
+      null,
+      { timeout: 300000 },
+    );
+    const error = await page.$eval('#train-error', (e) => (e.hidden ? null : e.textContent));
+    assert.equal(error, null);
+    const { stored } = await page.evaluate(() => window.medrank.state.lastTraining);
+    // It is the page's model now: grade the example with it.
+    assert.equal(await page.inputValue('input[name=model]:checked'), `trained:${stored.id}`);
+    await upload(page, [RUBRIC]);
+    await run(page, '#run-grade');
+    const { result } = await page.evaluate(() => window.medrank.state.lastResult);
+    assert.equal(result.report.grader.kind, 'criterion');
+
+    // Its .zip is a model folder the CLI grades with to the page's numbers.
+    const download = page.waitForEvent('download');
+    await page.click(`button[data-download="${stored.id}"]`);
+    const zip = join(work, 'grader.zip');
+    await (await download).saveAs(zip);
+    execFileSync('python3', ['-m', 'zipfile', '-e', zip, work]);
+    const folder = join(work, 'page-grader');
+    assert.equal(JSON.parse(readFileSync(join(folder, 'train_log.json'), 'utf8')).task, 'criterion');
+    const json = join(work, 'report.json');
+    cli(['grade', '--rubric', join(EXAMPLES, RUBRIC), '--grader', folder, '--json', json, '--seed', '0', '--quiet']);
+    const native = withoutPaths(JSON.parse(readFileSync(json, 'utf8')));
+    const report = withoutPaths(result.report);
+    // The page names its kept evaluator; the CLI the folder it was given.
+    report.grader.model = native.grader.model;
+    assert.deepEqual(differencesAbs(report, native, TOLERANCE), []);
+  } finally {
+    await app.close();
+    rmSync(work, { recursive: true, force: true });
   }
 });
