@@ -247,6 +247,13 @@ impl Model {
         Ok(page::grade_with_model(&mut self.kept, &request, &seconds_now, &mut progress_of(&progress)).await?)
     }
 
+    /// Statements: this model, an NLI model, checks each answer against its expert
+    /// statements (`medrank statements --nli`).
+    pub async fn statements(&mut self, request: JsValue, progress: js_sys::Function) -> Result<String, JsValue> {
+        let request: JobRequest = from_js(request)?;
+        Ok(page::statements_with_model(&mut self.kept, &request, &seconds_now, &mut progress_of(&progress)).await?)
+    }
+
     /// The bench page's encoder grid (`cells` flat: length, batch, length, batch, ...), each
     /// backend in each precision.
     pub async fn bench(

@@ -14,8 +14,8 @@ import {
 
 const $ = (sel) => document.querySelector(sel);
 // The jobs that run the model chosen under Model: ranking (as the evaluator, unless the
-// predictions file is) and Grade (as the rubric's grader).
-const MODEL_JOBS = ['rank_systems', 'grade'];
+// predictions file is), Grade (as the rubric's grader) and Statements (as the NLI model).
+const MODEL_JOBS = ['rank_systems', 'grade', 'statements'];
 // The kinds of input file and the jobs' inputs, as the engine describes them (jobs/files.rs):
 // key -> {label, hint, params}, job -> {accepts, required}. Filled when the engine is ready.
 const KINDS = {};
@@ -271,7 +271,7 @@ async function loadExample() {
  *  duplicated formats (topics.jsonl repeats topics.xml, answers.jsonl the per-file CSVs,
  *  the combined qrels the per-dimension ones), the HiTZ importer's files, and the inputs of
  *  CLI commands the page does not run yet (`import healthbench`, `rubric-agreement`: a
- *  second graded file would make the Rubric job ask which one to score; `statements`). */
+ *  second graded file would make the Rubric job ask which one to score). */
 function exampleFiles(index) {
   const skip = [
     /^ros\//,
@@ -280,7 +280,6 @@ function exampleFiles(index) {
     /^nrp\/qrels\.combined/,
     /^rubric\/(grader|judged)\.jsonl$/,
     /^rubric\/healthbench\//,
-    /^statements\//,
     /README/i,
     /\.md$/,
   ];
@@ -390,8 +389,8 @@ function updateRunButtons() {
     const realMissing = missing.filter((alts) => !(usingModel && alts.includes('predictions')));
     const available = !state.engine || state.engine.jobs.includes(job);
     const checkFailed = job === 'rank_systems' && state.rankCheck?.status === 'bad';
-    // Grade needs a model as the grader: the predictions choice names none.
-    const noGrader = job === 'grade' && selectedModel().source === 'predictions';
+    // Grade and Statements need a model: the predictions choice names none.
+    const noGrader = (job === 'grade' || job === 'statements') && selectedModel().source === 'predictions';
     button.disabled = !!state.running || realMissing.length > 0 || !available || checkFailed || noGrader;
     button.title = !available
       ? 'This build of the engine does not include this method yet.'
@@ -400,7 +399,9 @@ function updateRunButtons() {
         : checkFailed
           ? 'Fix the problem shown below the buttons first.'
           : noGrader
-            ? 'Needs a grader: choose a model under Model (an NLI model or a criterion grader, from this computer or trained here).'
+            ? job === 'grade'
+              ? 'Needs a grader: choose a model under Model (an NLI model or a criterion grader, from this computer or trained here).'
+              : 'Needs an NLI model: choose one under Model (labels naming entailment and contradiction).'
             : `Run ${button.textContent}`;
   }
 }

@@ -41,6 +41,8 @@ export function renderResults(last, { runJob }) {
   } else if (job === 'grade') {
     views.push(['Criteria', () => gradeView(result)]);
     views.push(['Scores', () => rubricView(result)]);
+  } else if (job === 'statements') {
+    views.push(['Statements', () => statementsView(result)]);
   }
   views.push(['Tables & export', () => tablesView(result)]);
   views.push([`Warnings (${result.warnings?.length || 0})`, () => warningsView(result)]);
@@ -652,6 +654,105 @@ function rubricView(result) {
 
 /** The Grade job's Criteria tab: the grader, any cut pairs, each response's criteria with
  *  P(met), and the graded file. */
+/** Statement checks: each system's means with their intervals, then each answer's
+ *  statements with the NLI label (the report's numbers, drawn). */
+function statementsView(result) {
+  const report = result.report;
+  if (!report) return el('p', { class: 'empty' }, 'Nothing checked.');
+  const box = el('div', {});
+  const labels = report.labels;
+  box.append(
+    el(
+      'p',
+      { class: 'grader' },
+      el('strong', {}, 'NLI model: '),
+      `${report.model} (entailment = label ${labels.entailment}, contradiction = label ${labels.contradiction}). `,
+      'Comprehensiveness: the share of must-have statements the answer entails; contradicted: its statements it contradicts (K-QA).',
+    ),
+  );
+  const sys = el('table', { class: 'statement-systems' });
+  sys.append(
+    el(
+      'thead',
+      {},
+      el(
+        'tr',
+        {},
+        ...['System', 'Figure', 'n', 'Mean', 'Interval'].map((h, i) =>
+          el('th', { scope: 'col', class: i >= 2 ? 'num' : '' }, h),
+        ),
+      ),
+    ),
+  );
+  const sb = el('tbody', {});
+  for (const s of report.systems)
+    for (const f of s.figures)
+      sb.append(
+        el(
+          'tr',
+          { 'data-system': s.system, 'data-figure': f.figure },
+          el('td', {}, s.system),
+          el('td', {}, f.figure),
+          el('td', { class: 'num' }, String(f.n)),
+          el('td', { class: 'num', 'data-col': 'mean' }, statText(f.mean)),
+          el(
+            'td',
+            { class: 'num', 'data-col': 'interval' },
+            isUndefined(f.interval) || f.interval == null
+              ? statText(f.interval)
+              : `${fmt(f.interval.lo)} – ${fmt(f.interval.hi)}`,
+          ),
+        ),
+      );
+  sys.append(sb);
+  box.append(sys);
+  const t = el('table', { class: 'statement-judgements' });
+  t.append(
+    el(
+      'thead',
+      {},
+      el(
+        'tr',
+        {},
+        ...['Statement', 'Kind', 'P(entailment)', 'P(contradiction)', 'Judgement'].map((h, i) =>
+          el('th', { scope: 'col', class: i === 2 || i === 3 ? 'num' : '' }, h),
+        ),
+      ),
+    ),
+  );
+  const tb = el('tbody', {});
+  for (const a of report.answers) {
+    tb.append(
+      el(
+        'tr',
+        { class: 'response-head', 'data-answer': a.id, 'data-system': a.system },
+        el(
+          'th',
+          { scope: 'rowgroup', colspan: '5' },
+          `${a.id} · ${a.system} · line ${a.line} — comprehensiveness ${statText(a.comprehensiveness)}, ${a.contradicted} of ${a.statements} contradicted`,
+        ),
+      ),
+    );
+    for (const j of report.judgements.filter((j) => j.id === a.id && j.system === a.system)) {
+      const label = j.entailed ? 'entailed' : j.contradicted ? 'contradicted' : 'neither';
+      tb.append(
+        el(
+          'tr',
+          { 'data-answer': a.id, 'data-system': a.system },
+          el('td', {}, j.statement),
+          el('td', {}, j.must_have ? 'must have' : 'nice to have'),
+          el('td', { class: 'num', 'data-col': 'p_entailment' }, fmt(j.p_entailment)),
+          el('td', { class: 'num' }, fmt(j.p_contradiction)),
+          el('td', { class: j.contradicted ? 'status-bad' : j.entailed ? 'status-ok' : '' }, label),
+        ),
+      );
+    }
+  }
+  t.append(tb);
+  box.append(t);
+  return box;
+}
+
 function gradeView(result) {
   const v = result.grade_view;
   if (!v) return el('p', { class: 'empty' }, 'Nothing graded.');

@@ -34,10 +34,10 @@ const ready = loadEngine()
       type: 'ready',
       version: medrank.version(),
       kinds: medrank.file_kinds(),
-      // The model-free jobs are functions; Grade is a method of the kept model.
+      // The model-free jobs are functions; Grade and Statements are methods of the kept model.
       jobs: [
         ...['rank_systems', 'nrp', 'metrics', 'rubric'].filter((j) => typeof medrank[j] === 'function'),
-        ...(typeof medrank.Model?.prototype.grade === 'function' ? ['grade'] : []),
+        ...['grade', 'statements'].filter((j) => typeof medrank.Model?.prototype[j] === 'function'),
       ],
       sharedCancel: typeof SharedArrayBuffer !== 'undefined' && self.crossOriginIsolated === true,
       ...engine,
@@ -152,7 +152,8 @@ self.onmessage = async (event) => {
 };
 
 async function runJob(msg) {
-  const fn = msg.job === 'grade' ? medrank.Model?.prototype.grade : medrank[msg.job];
+  const onModel = msg.job === 'grade' || msg.job === 'statements';
+  const fn = onModel ? medrank.Model?.prototype[msg.job] : medrank[msg.job];
   if (typeof fn !== 'function') {
     throw new Error(`This build of medrank cannot run "${msg.job}" yet.`);
   }
@@ -177,15 +178,20 @@ async function runJob(msg) {
     modelLoaded = loaded;
     delete request.model;
     reply = await model.evaluate(request, progress);
-  } else if (msg.job === 'grade') {
-    // The kept model grades the rubric's criteria (`medrank grade --grader`), on the backend
-    // and in the precision of request.options.
+  } else if (onModel) {
+    // The kept model grades the rubric's criteria (`medrank grade --grader`) or checks the
+    // answers' statements (`medrank statements --nli`), on the backend and in the precision
+    // of request.options.
     if (!request.model || request.model.source === 'predictions')
-      throw new Error('Grade needs a grader: choose a model under Model.');
+      throw new Error(
+        msg.job === 'grade'
+          ? 'Grade needs a grader: choose a model under Model.'
+          : 'Statements needs an NLI model: choose a model under Model.',
+      );
     const { model, loaded } = await keptModel(request.model, progress, request.options?.precision);
     modelLoaded = loaded;
     delete request.model;
-    reply = await model.grade(request, progress);
+    reply = await model[msg.job](request, progress);
   } else {
     delete request.model;
     reply = await fn(request, progress);

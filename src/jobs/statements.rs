@@ -190,6 +190,30 @@ pub async fn check_statements<E: crate::model::Encoder>(
     Ok(Outcome { report, tables })
 }
 
+impl super::KeptModel {
+    /// [`check_statements`] on the kept model's encoder (the page's Statements job), the
+    /// backend's description added to the provenance.
+    pub async fn check_statements(
+        &mut self,
+        req: &StatementRequest,
+        choice: crate::gpu::BackendChoice,
+        progress: &mut dyn FnMut(&EncodeProgress) -> bool,
+    ) -> Result<(Outcome<StatementReport>, crate::gpu::BackendReport)> {
+        let fingerprints = self.fingerprints.clone();
+        self.encoder(choice).await?;
+        let (model, encoder, backend) = self.opened().expect("opened above");
+        let mut outcome = check_statements(req, model, encoder, fingerprints, progress).await?;
+        describe_run(&mut outcome.report.provenance, model, backend);
+        Ok((outcome, backend.clone()))
+    }
+}
+
+/// The backend and precision that ran, in a report's provenance.
+fn describe_run(provenance: &mut Provenance, model: &crate::model::TextModel, backend: &crate::gpu::BackendReport) {
+    provenance.conventions.push(("backend".into(), describe_backend(backend)));
+    provenance.conventions.push(("precision".into(), describe_precision(model, backend)));
+}
+
 /// [`check_statements`] on the backend `choice` asks for (the CLI's `--backend`).
 pub async fn check_statements_with_backend(
     req: &StatementRequest,
@@ -200,9 +224,7 @@ pub async fn check_statements_with_backend(
 ) -> Result<(Outcome<StatementReport>, crate::gpu::BackendReport)> {
     let (encoder, backend) = crate::gpu::open_encoder(model.encoder.model.clone(), choice).await?;
     let mut outcome = check_statements(req, model, &encoder, model_inputs, progress).await?;
-    let conventions = &mut outcome.report.provenance.conventions;
-    conventions.push(("backend".into(), describe_backend(&backend)));
-    conventions.push(("precision".into(), describe_precision(model, &backend)));
+    describe_run(&mut outcome.report.provenance, model, &backend);
     Ok((outcome, backend))
 }
 

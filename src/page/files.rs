@@ -99,6 +99,12 @@ pub const FILE_KINDS: &[FileKind] = &[
         "response texts and criteria with points; the model grades them",
         &[],
     ),
+    kind(
+        "statement_answers",
+        "Answers with expert statements",
+        "answer texts with must-have and nice-to-have statements; an NLI model checks them",
+        &[],
+    ),
 ];
 
 /// Which kinds a job reads: every kind in `accepts`; of each group in `required`, at least
@@ -141,6 +147,7 @@ pub const JOB_INPUTS: &[JobInputs] = &[
     // is graded by the model first (Grade: `medrank grade`). A graded file with texts can be
     // graded again when the user gives it this kind.
     JobInputs { job: "grade", accepts: &["rubric_responses"], required: &[&["rubric_responses"]] },
+    JobInputs { job: "statements", accepts: &["statement_answers"], required: &[&["statement_answers"]] },
 ];
 
 /// Everything the page needs to know about kinds and jobs.
@@ -258,6 +265,8 @@ fn guess(lower: &str, text: &str) -> Option<&'static str> {
             "bundle"
         } else if has(&["correct_option"]) {
             "ros"
+        } else if has(&["must_have"]) || has(&["nice_to_have"]) {
+            "statement_answers"
         } else if has(&["criteria"]) {
             // The responses' text and no `met` on the first criterion: a file to grade.
             let first_met = obj
@@ -460,6 +469,20 @@ pub fn check_file(f: &KindedFile) -> Result<FileSummary> {
                 warnings,
             )
         }
+        "statement_answers" => {
+            let (answers, warnings) = data::statements::parse_statements(name, text)?;
+            let systems = distinct(answers.iter().map(|a| a.system.as_str()));
+            let statements: usize = answers.iter().map(|a| a.must_have.len() + a.nice_to_have.len()).sum();
+            (
+                format!(
+                    "{} ({}), {}",
+                    plural(answers.len(), "answer"),
+                    plural(statements, "statement"),
+                    plural(systems, "system")
+                ),
+                warnings,
+            )
+        }
         "ros" => {
             let (items, warnings) = data::parse_hitz(name, text)?;
             let system = f.param("system")?;
@@ -540,6 +563,7 @@ mod tests {
         for (name, kind, summary) in [
             ("graded.jsonl", "rubric", "8 graded responses, 2 systems"),
             ("conversations.jsonl", "rubric_responses", "12 responses to grade (46 criteria), 2 systems"),
+            ("../statements/answers.jsonl", "statement_answers", "6 answers (18 statements), 2 systems"),
         ] {
             let text = std::fs::read_to_string(root.join(name)).unwrap();
             assert_eq!(guess_kind(name, &text).kind, Some(kind), "{name}");

@@ -346,6 +346,49 @@ pub async fn grade_with_model(
     reply(outcome, views)
 }
 
+/// Statement checks with the kept model as the NLI model (`medrank statements --input --nli
+/// --backend`): on WebGPU when the options allow it and the browser gives an adapter, else
+/// on the CPU, in the options' precision; progress and cancelling as [`grade_with_model`].
+pub async fn statements_with_model(
+    kept: &mut KeptModel,
+    request: &JobRequest,
+    now: &dyn Fn() -> f64,
+    progress: Progress<'_>,
+) -> Result<String> {
+    #[derive(Serialize)]
+    struct StatementViews<'a> {
+        backend: &'a crate::gpu::BackendReport,
+        threads: usize,
+        precision: &'static str,
+    }
+    let precision = request.options.precision()?;
+    let (req, choice) = request.statements()?;
+    if kept.model.encoder.model.precision != precision {
+        kept.last_rate = None;
+    }
+    kept.set_precision(precision);
+    let prior_rate = kept.last_rate.filter(|(kept_choice, _)| *kept_choice == choice).map(|(_, rate)| rate);
+    let estimate = jobs::TimeEstimate { started: now(), prior_rate };
+    let mut last = jobs::EncodeProgress::default();
+    let mut on_batch = |p: &jobs::EncodeProgress| {
+        last = *p;
+        let (done, total) = progress_parts(p);
+        let stage = format!("Checking statements with the model: {}{}", p.describe(), time_left(p, &estimate, now()));
+        progress(&stage, done, total).is_ok()
+    };
+    let (outcome, backend) = kept.check_statements(&req, choice, &mut on_batch).await?;
+    if let Some(rate) = estimate.rate(&last, now()) {
+        kept.last_rate = Some((choice, rate));
+    }
+    progress("Checking statements with the model", 1, 1)?;
+    let views = StatementViews {
+        backend: &backend,
+        threads: crate::model::cpu::worker_threads(),
+        precision: kept.model.encoder.model.precision.name(),
+    };
+    reply(&outcome, views)
+}
+
 /// "Grading with the model: 12 of 46 sequences (5.1 k tokens) · about 3 s left": one
 /// sequence per (response, criterion) pair.
 pub fn grading_stage(p: &jobs::EncodeProgress, estimate: &jobs::TimeEstimate, now: f64) -> String {

@@ -233,6 +233,16 @@ impl JobRequest {
         };
         Ok((request, jobs::parse_backend(&self.options.backend)?))
     }
+
+    /// Statement checks with the kept model as the NLI model (`medrank statements --input
+    /// --nli --backend`): the request and the backend. The batch size is the job layer's default.
+    pub fn statements(&self) -> Result<(jobs::StatementRequest, crate::gpu::BackendChoice)> {
+        let request = jobs::StatementRequest {
+            answers: self.required("statement_answers", "a file of answers with expert statements")?.named(),
+            options: jobs::StatementOptions { bootstrap: self.options.nrp.bootstrap, ..Default::default() },
+        };
+        Ok((request, jobs::parse_backend(&self.options.backend)?))
+    }
 }
 
 #[cfg(test)]

@@ -318,3 +318,49 @@ test('a criterion grader trained in the page grades there, and its download grad
     rmSync(work, { recursive: true, force: true });
   }
 });
+
+test('the page checks answers against expert statements with an NLI model as medrank statements does, asking only the site’s files', { skip: SKIP }, async () => {
+  const work = mkdtempSync(join(tmpdir(), 'medrank-statements-'));
+  const dir = join(work, 'nli-grader');
+  const app = await openApp();
+  try {
+    GRADERS[0].make(dir); // the NLI head: entailment and contradiction
+    const json = join(work, 'report.json');
+    cli([
+      'statements', '--input', join(EXAMPLES, 'statements/answers.jsonl'), '--nli', dir, '--json', json, '--seed', '0',
+      '--backend', 'cpu', '--quiet',
+    ]);
+    const native = JSON.parse(readFileSync(json, 'utf8'));
+    const { page, requests, server } = app;
+    await upload(page, ['statements/answers.jsonl']);
+    const row = page.locator('tr[data-file="answers.jsonl"]');
+    assert.equal(await row.locator('select').inputValue(), 'statement_answers');
+    assert.match(await row.locator('td.check').textContent(), /6 answers \(18 statements\), 2 systems/);
+    await pickGrader(page, dir);
+    const started = Date.now();
+    await run(page, '#run-statements');
+    const { result } = await page.evaluate(() => window.medrank.state.lastResult);
+    const report = structuredClone(result.report);
+    const expected = structuredClone(native);
+    for (const r of [report, expected]) {
+      for (const f of r.provenance.inputs) f.name = basename(f.name);
+      r.provenance.inputs.sort((x, y) => x.name.localeCompare(y.name) || x.sha256.localeCompare(y.sha256));
+      r.model = basename(r.model);
+    }
+    assert.equal(report.judgements.length, 18);
+    assert.deepEqual(differencesAbs(report, expected, TOLERANCE), []);
+    // The Statements tab draws the report: a row per system and figure, each judgement.
+    await openTab(page, 'Statements');
+    const panel = page.locator('#panels [role=tabpanel]:not([hidden])');
+    assert.equal(await panel.locator('table.statement-systems tbody tr').count(), 6);
+    assert.deepEqual(
+      await panel.locator('td[data-col=p_entailment]').allTextContents(),
+      result.report.judgements.map((j) => j.p_entailment.toFixed(3)),
+    );
+    await screenshot(page, 'statements');
+    assertOwnStaticFilesOnly(requests, new URL(server.url).origin, started);
+  } finally {
+    await app.close();
+    rmSync(work, { recursive: true, force: true });
+  }
+});
