@@ -240,7 +240,7 @@ impl Model {
         Ok(page::rank_with_model(&mut self.kept, &request, &seconds_now, &mut progress_of(&progress)).await?)
     }
 
-    /// The Rubric tab's Grade: this model grades every criterion of the request's rubric
+    /// Grade: this model grades every criterion of the request's rubric
     /// file (`medrank grade --grader`).
     pub async fn grade(&mut self, request: JsValue, progress: js_sys::Function) -> Result<String, JsValue> {
         let request: JobRequest = from_js(request)?;

@@ -1,4 +1,4 @@
-//! Grading rubric criteria with a model (`medrank grade`, the page's Rubric tab, "Grade"):
+//! Grading rubric criteria with a model (`medrank grade`, the page's Grade job):
 //! an ungraded (or graded) §7 rubric file with each response's text, a criterion grader
 //! (`model::grade`: a model trained with `--task criterion`, or an NLI model zero-shot),
 //! and out come P(met) per criterion, the HealthBench scores with met = P(met) >= 0.5,
