@@ -187,23 +187,13 @@ pub async fn rank_with_model(
     struct ModelViews<'a> {
         #[serde(flatten)]
         rank: RankViews<'a>,
-        /// Which backend ran the encoder, on what, and why the CPU when it was a fallback.
-        backend: &'a crate::gpu::BackendReport,
-        /// Threads the CPU path used (1 in the single-threaded build).
-        threads: usize,
-        /// The precision the model ran in (`f32`, `int8`; the provenance says how).
-        precision: &'static str,
+        #[serde(flatten)]
+        run: RunViews<'a>,
     }
     let precision = request.options.precision()?;
     let (bundle_text, imported) = request.bundle()?;
     let (req, model_options, choice) = request.evaluate_with_model(bundle_text.clone())?;
-    if kept.model.encoder.model.precision != precision {
-        // The last run's speed was another arithmetic's.
-        kept.last_rate = None;
-    }
-    kept.set_precision(precision);
-    let prior_rate = kept.last_rate.filter(|(kept_choice, _)| *kept_choice == choice).map(|(_, rate)| rate);
-    let estimate = jobs::TimeEstimate { started: now(), prior_rate };
+    let estimate = start_estimate(kept, precision, choice, now());
     let mut last = jobs::EncodeProgress::default();
     let mut on_batch = |p: &jobs::EncodeProgress| {
         last = *p;
@@ -211,9 +201,7 @@ pub async fn rank_with_model(
         progress(&encoding_stage(p, &estimate, now()), done, total).is_ok()
     };
     let ((outcome, predictions), backend) = kept.evaluate(&req, choice, &model_options, &mut on_batch).await?;
-    if let Some(rate) = estimate.rate(&last, now()) {
-        kept.last_rate = Some((choice, rate));
-    }
+    keep_rate(kept, choice, &estimate, &last, now());
     progress("Ranking systems", 1, 1)?;
     let (bundle, _) = crate::data::parse_bundle(&bundle_text.name, &bundle_text.text)?;
     let evaluator = outcome.report.evaluators.first().map(|e| e.evaluator.as_str()).unwrap_or("model");
@@ -221,12 +209,60 @@ pub async fn rank_with_model(
     let controls = drilldown::with_file_controls(&req.options.controls, &bundle);
     let views = ModelViews {
         rank: rank_views(&outcome, &imported, &bundle, &controls, &flat),
-        backend: &backend,
-        threads: crate::model::cpu::worker_threads(),
-        // The GPU refuses int8 (or Auto falls back to the CPU): the model's precision ran.
-        precision: kept.model.encoder.model.precision.name(),
+        run: RunViews::of(kept, &backend),
     };
     reply(&outcome, views)
+}
+
+/// What every reply of a kept-model job says of the run.
+#[derive(Serialize)]
+struct RunViews<'a> {
+    /// Which backend ran the encoder, on what, and why the CPU when it was a fallback.
+    backend: &'a crate::gpu::BackendReport,
+    /// Threads the CPU path used (1 in the single-threaded build).
+    threads: usize,
+    /// The precision the model ran in (`f32`, `int8`; the provenance says how).
+    precision: &'static str,
+}
+
+impl<'a> RunViews<'a> {
+    fn of(kept: &KeptModel, backend: &'a crate::gpu::BackendReport) -> Self {
+        RunViews {
+            backend,
+            threads: crate::model::cpu::worker_threads(),
+            // The GPU refuses int8 (or Auto falls back to the CPU): the model's precision ran.
+            precision: kept.model.encoder.model.precision.name(),
+        }
+    }
+}
+
+/// Switches the kept model to `precision` and starts a run's time estimate from its last
+/// speed under `choice` (none when that speed was another arithmetic's or backend's).
+fn start_estimate(
+    kept: &mut KeptModel,
+    precision: crate::model::Precision,
+    choice: crate::gpu::BackendChoice,
+    started: f64,
+) -> jobs::TimeEstimate {
+    if kept.model.encoder.model.precision != precision {
+        kept.last_rate = None;
+    }
+    kept.set_precision(precision);
+    let prior_rate = kept.last_rate.filter(|(kept_choice, _)| *kept_choice == choice).map(|(_, rate)| rate);
+    jobs::TimeEstimate { started, prior_rate }
+}
+
+/// Keeps this run's speed for the next run's first estimate.
+fn keep_rate(
+    kept: &mut KeptModel,
+    choice: crate::gpu::BackendChoice,
+    estimate: &jobs::TimeEstimate,
+    last: &jobs::EncodeProgress,
+    now: f64,
+) {
+    if let Some(rate) = estimate.rate(last, now) {
+        kept.last_rate = Some((choice, rate));
+    }
 }
 
 /// The encoding's work done and in all as the page's progress takes them: parts per
@@ -309,18 +345,12 @@ pub async fn grade_with_model(
         grade_view: views::GradeView<'a>,
         #[serde(flatten)]
         rubric: RubricViews<'a>,
-        backend: &'a crate::gpu::BackendReport,
-        threads: usize,
-        precision: &'static str,
+        #[serde(flatten)]
+        run: RunViews<'a>,
     }
     let precision = request.options.precision()?;
     let (req, choice) = request.grade()?;
-    if kept.model.encoder.model.precision != precision {
-        kept.last_rate = None;
-    }
-    kept.set_precision(precision);
-    let prior_rate = kept.last_rate.filter(|(kept_choice, _)| *kept_choice == choice).map(|(_, rate)| rate);
-    let estimate = jobs::TimeEstimate { started: now(), prior_rate };
+    let estimate = start_estimate(kept, precision, choice, now());
     let mut last = jobs::EncodeProgress::default();
     let mut on_batch = |p: &jobs::EncodeProgress| {
         last = *p;
@@ -328,9 +358,7 @@ pub async fn grade_with_model(
         progress(&grading_stage(p, &estimate, now()), done, total).is_ok()
     };
     let (graded, backend) = kept.grade(&req, choice, &mut on_batch).await?;
-    if let Some(rate) = estimate.rate(&last, now()) {
-        kept.last_rate = Some((choice, rate));
-    }
+    keep_rate(kept, choice, &estimate, &last, now());
     progress("Scoring the graded responses", 1, 1)?;
     let outcome = &graded.outcome;
     let max_tokens = kept.model.encoder.model.config.max_tokens();
@@ -339,9 +367,7 @@ pub async fn grade_with_model(
         rubric: RubricViews {
             rubric_view: views::rubric_view(&outcome.report.system_scores, req.options.rubric.bootstrap.confidence),
         },
-        backend: &backend,
-        threads: crate::model::cpu::worker_threads(),
-        precision: kept.model.encoder.model.precision.name(),
+        run: RunViews::of(kept, &backend),
     };
     reply(outcome, views)
 }
@@ -355,20 +381,9 @@ pub async fn statements_with_model(
     now: &dyn Fn() -> f64,
     progress: Progress<'_>,
 ) -> Result<String> {
-    #[derive(Serialize)]
-    struct StatementViews<'a> {
-        backend: &'a crate::gpu::BackendReport,
-        threads: usize,
-        precision: &'static str,
-    }
     let precision = request.options.precision()?;
     let (req, choice) = request.statements()?;
-    if kept.model.encoder.model.precision != precision {
-        kept.last_rate = None;
-    }
-    kept.set_precision(precision);
-    let prior_rate = kept.last_rate.filter(|(kept_choice, _)| *kept_choice == choice).map(|(_, rate)| rate);
-    let estimate = jobs::TimeEstimate { started: now(), prior_rate };
+    let estimate = start_estimate(kept, precision, choice, now());
     let mut last = jobs::EncodeProgress::default();
     let mut on_batch = |p: &jobs::EncodeProgress| {
         last = *p;
@@ -377,16 +392,9 @@ pub async fn statements_with_model(
         progress(&stage, done, total).is_ok()
     };
     let (outcome, backend) = kept.check_statements(&req, choice, &mut on_batch).await?;
-    if let Some(rate) = estimate.rate(&last, now()) {
-        kept.last_rate = Some((choice, rate));
-    }
+    keep_rate(kept, choice, &estimate, &last, now());
     progress("Checking statements with the model", 1, 1)?;
-    let views = StatementViews {
-        backend: &backend,
-        threads: crate::model::cpu::worker_threads(),
-        precision: kept.model.encoder.model.precision.name(),
-    };
-    reply(&outcome, views)
+    reply(&outcome, RunViews::of(kept, &backend))
 }
 
 /// "Grading with the model: 12 of 46 sequences (5.1 k tokens) · about 3 s left": one
