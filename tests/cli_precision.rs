@@ -6,44 +6,18 @@
 //! Fast: a tiny random BERT wherever the real model is not what is checked.
 
 mod common;
-use common::cli::{json, medrank, ok, root, s, stderr_of, tmp};
-use medrank::model::config::{Activation, Arch, EncoderConfig, HeadKind};
-use medrank::model::load::{random_model, to_safetensors};
+use common::cli::{json, medrank, ok, random_model_folder, s, stderr_of, tiny_bert_config, tmp};
+use medrank::model::config::HeadKind;
 use serde_json::Value;
 use std::path::PathBuf;
 
 const MODEL: &str = "models/all-MiniLM-L6-v2";
 
-/// A 2-layer BERT with hidden size 32 and the MiniLM tokenizer, written once as a model
-/// folder (the tests of this binary share it: written before any of them reads it).
+/// A 2-layer BERT with hidden size 32 and the MiniLM tokenizer, written once (the tests of
+/// this binary share it: written before any of them reads it).
 fn tiny_model() -> PathBuf {
     static DIR: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
-    DIR.get_or_init(|| {
-        let config = EncoderConfig {
-            arch: Arch::Bert,
-            vocab_size: 30522,
-            hidden_size: 32,
-            num_layers: 2,
-            num_heads: 4,
-            intermediate_size: 64,
-            max_position_embeddings: 128,
-            type_vocab_size: 2,
-            layer_norm_eps: 1e-12,
-            activation: Activation::Gelu,
-            pad_token_id: 0,
-            position_offset: 0,
-            head: HeadKind::None,
-            labels: vec![],
-        };
-        let model = random_model(config, 7).unwrap();
-        let dir = tmp("tiny-bert");
-        std::fs::create_dir_all(&dir).unwrap();
-        std::fs::write(dir.join("config.json"), model.config.to_json()).unwrap();
-        std::fs::write(dir.join("model.safetensors"), to_safetensors(&model).unwrap()).unwrap();
-        std::fs::copy(root().join(MODEL).join("tokenizer.json"), dir.join("tokenizer.json")).unwrap();
-        dir
-    })
-    .clone()
+    DIR.get_or_init(|| random_model_folder("tiny-bert", tiny_bert_config(2, HeadKind::None, &[], 128), 7)).clone()
 }
 
 /// The provenance convention `key` of a JSON report.

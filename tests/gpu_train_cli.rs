@@ -6,39 +6,16 @@
 //! returns, unless MEDRANK_REQUIRE_GPU=1, where it fails.
 
 mod common;
-use common::cli::{json, medrank, ok, s, tmp};
+use common::cli::{json, medrank, ok, random_model_folder, s, tiny_bert_config, tmp};
 use common::context;
-use medrank::model::config::{Activation, Arch, EncoderConfig, HeadKind};
-use medrank::model::load::{random_model, to_safetensors};
+use medrank::model::config::HeadKind;
 use std::path::PathBuf;
 
 /// A 3-layer BERT with hidden size 32 and the MiniLM tokenizer, written as the model folder
 /// `name` (one per test: tests run in parallel and must not read each other's half-written
 /// files).
 fn tiny_model_dir(name: &str) -> PathBuf {
-    let config = EncoderConfig {
-        arch: Arch::Bert,
-        vocab_size: 30522,
-        hidden_size: 32,
-        num_layers: 3,
-        num_heads: 4,
-        intermediate_size: 64,
-        max_position_embeddings: 128,
-        type_vocab_size: 2,
-        layer_norm_eps: 1e-12,
-        activation: Activation::Gelu,
-        pad_token_id: 0,
-        position_offset: 0,
-        head: HeadKind::None,
-        labels: vec![],
-    };
-    let model = random_model(config, 5).unwrap();
-    let dir = tmp(name);
-    std::fs::create_dir_all(&dir).unwrap();
-    std::fs::write(dir.join("config.json"), model.config.to_json()).unwrap();
-    std::fs::write(dir.join("model.safetensors"), to_safetensors(&model).unwrap()).unwrap();
-    std::fs::copy("models/all-MiniLM-L6-v2/tokenizer.json", dir.join("tokenizer.json")).unwrap();
-    dir
+    random_model_folder(name, tiny_bert_config(3, HeadKind::None, &[], 128), 5)
 }
 
 #[test]

@@ -102,18 +102,20 @@ pub fn nrp_report(dir: &Path, extra: &[&str], report: &str) -> Value {
     json(&dir.join(report))
 }
 
-/// A model folder of a 2-layer random BERT (hidden 32, seed 11) with the MiniLM tokenizer,
-/// `head` with `labels`, and `positions` position embeddings: a fast stand-in wherever the
-/// real model's numbers are not what a test checks. Written under `name` in the scratch
-/// folder on every call (call it once per test binary, e.g. from a `OnceLock`).
-pub fn tiny_bert_folder(name: &str, head: medrank::model::HeadKind, labels: &[&str], positions: usize) -> PathBuf {
-    use medrank::model::config::{Activation, Arch, EncoderConfig};
-    use medrank::model::load::{random_model, to_safetensors};
-    let config = EncoderConfig {
+/// A small random BERT's configuration: `layers` layers of hidden size 32 (4 heads, FFN
+/// 64), the MiniLM vocabulary, `head` with `labels`, and `positions` position embeddings.
+pub fn tiny_bert_config(
+    layers: usize,
+    head: medrank::model::HeadKind,
+    labels: &[&str],
+    positions: usize,
+) -> medrank::model::EncoderConfig {
+    use medrank::model::{Activation, Arch, EncoderConfig};
+    EncoderConfig {
         arch: Arch::Bert,
         vocab_size: 30522,
         hidden_size: 32,
-        num_layers: 2,
+        num_layers: layers,
         num_heads: 4,
         intermediate_size: 64,
         max_position_embeddings: positions,
@@ -124,12 +126,26 @@ pub fn tiny_bert_folder(name: &str, head: medrank::model::HeadKind, labels: &[&s
         position_offset: 0,
         head,
         labels: labels.iter().map(|l| l.to_string()).collect(),
-    };
-    let model = random_model(config, 11).unwrap();
+    }
+}
+
+/// A model folder (config.json, model.safetensors, the MiniLM tokenizer) of a random model
+/// of `config`, its weights drawn from `seed`, written under `name` in the scratch folder
+/// on every call: one name per test, as tests run in parallel and must not read each
+/// other's half-written files (or one call per test binary, from a `OnceLock`).
+pub fn random_model_folder(name: &str, config: medrank::model::EncoderConfig, seed: u64) -> PathBuf {
+    use medrank::model::load::{random_model, to_safetensors};
+    let model = random_model(config, seed).unwrap();
     let dir = tmp(name);
     std::fs::create_dir_all(&dir).unwrap();
     std::fs::write(dir.join("config.json"), model.config.to_json()).unwrap();
     std::fs::write(dir.join("model.safetensors"), to_safetensors(&model).unwrap()).unwrap();
     std::fs::copy(root().join("models/all-MiniLM-L6-v2/tokenizer.json"), dir.join("tokenizer.json")).unwrap();
     dir
+}
+
+/// A 2-layer random BERT folder (seed 11; [`tiny_bert_config`], [`random_model_folder`]):
+/// a fast stand-in wherever the real model's numbers are not what a test checks.
+pub fn tiny_bert_folder(name: &str, head: medrank::model::HeadKind, labels: &[&str], positions: usize) -> PathBuf {
+    random_model_folder(name, tiny_bert_config(2, head, labels, positions), 11)
 }
