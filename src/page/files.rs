@@ -94,6 +94,18 @@ pub const FILE_KINDS: &[FileKind] = &[
     kind("metrics", "Candidates with references (metrics)", "candidate, references, human scores", &[]),
     kind("rubric", "Graded rubric responses", "criteria with points, met or not", &[]),
     kind(
+        "rubric_judged",
+        "Rubric judged by people",
+        "criteria with several people’s judgements (met_by); Agreement compares them",
+        &[],
+    ),
+    kind(
+        "rubric_grader",
+        "A grader’s graded rubric",
+        "the same responses and criteria with the grader’s met; Agreement sets it against the people",
+        &[],
+    ),
+    kind(
         "rubric_responses",
         "Rubric responses to grade",
         "response texts and criteria with points; the model grades them",
@@ -142,12 +154,21 @@ pub const JOB_INPUTS: &[JobInputs] = &[
         ],
     },
     JobInputs { job: "metrics", accepts: &["metrics"], required: &[&["metrics"]] },
-    JobInputs { job: "rubric", accepts: &["rubric"], required: &[&["rubric"]] },
+    // A grader's graded file is a graded file too: Rubric scores it when no other graded
+    // file is given (`JobRequest::rubric` prefers a `rubric` file).
+    JobInputs { job: "rubric", accepts: &["rubric", "rubric_grader"], required: &[&["rubric", "rubric_grader"]] },
     // A graded file scores as it is (Rubric); a file with the responses' text and no `met`
     // is graded by the model first (Grade: `medrank grade`). A graded file with texts can be
     // graded again when the user gives it this kind.
     JobInputs { job: "grade", accepts: &["rubric_responses"], required: &[&["rubric_responses"]] },
     JobInputs { job: "statements", accepts: &["statement_answers"], required: &[&["statement_answers"]] },
+    // People's judgements against each other, and against a grader's file when one is given
+    // (`medrank rubric-agreement --input --grader-file`).
+    JobInputs {
+        job: "rubric_agreement",
+        accepts: &["rubric_judged", "rubric_grader"],
+        required: &[&["rubric_judged"]],
+    },
 ];
 
 /// Everything the page needs to know about kinds and jobs.
@@ -268,18 +289,7 @@ fn guess(lower: &str, text: &str) -> Option<&'static str> {
         } else if has(&["must_have"]) || has(&["nice_to_have"]) {
             "statement_answers"
         } else if has(&["criteria"]) {
-            // The responses' text and no `met` on the first criterion: a file to grade.
-            let first_met = obj
-                .get("criteria")
-                .and_then(|c| c.as_array())
-                .and_then(|c| c.first())
-                .and_then(|c| c.as_object())
-                .map(|c| c.contains_key("met"));
-            if has(&["response"]) && first_met == Some(false) {
-                "rubric_responses"
-            } else {
-                "rubric"
-            }
+            rubric_kind(lower, &obj)
         } else if has(&["candidate"]) {
             "metrics"
         } else if has(&["instance", "predicted"]) {
@@ -334,6 +344,42 @@ fn guess(lower: &str, text: &str) -> Option<&'static str> {
         return Some("qrels");
     }
     None
+}
+
+/// Which kind of rubric file (FORMATS.md §7) a first line is, by its criteria:
+/// - no `met`, people's `met_by`, and nothing Grade could score (no response text, or no
+///   `points`, as in HealthBench's imported meta-evaluation): judged by people
+///   (`rubric_judged`), which Agreement reads (Rubric would refuse it: nothing has `met`);
+/// - no `met` and the responses' text: a file to grade (`rubric_responses`; people's
+///   `met_by` may ride along);
+/// - `met` and a name saying "grader", or a model grader's `p_met` (what Grade writes): a
+///   grader's graded file (`rubric_grader`), which Agreement sets against the people and
+///   Rubric still scores;
+/// - otherwise graded (`rubric`).
+fn rubric_kind(lower_name: &str, obj: &serde_json::Map<String, serde_json::Value>) -> &'static str {
+    let criteria: Vec<&serde_json::Map<String, serde_json::Value>> = obj
+        .get("criteria")
+        .and_then(|c| c.as_array())
+        .map(|c| c.iter().filter_map(|c| c.as_object()).collect())
+        .unwrap_or_default();
+    let given = |c: &serde_json::Map<String, serde_json::Value>, key: &str| c.get(key).is_some_and(|v| !v.is_null());
+    let first = criteria.first().copied();
+    let has = |key: &str| first.is_some_and(|c| given(c, key));
+    // People may have judged some criteria of a response only (HealthBench): any will do.
+    let judged_by_people = criteria.iter().any(|c| given(c, "met_by"));
+    let file_name = lower_name.rsplit(['/', '\\']).next().unwrap_or(lower_name);
+    let gradable = obj.contains_key("response") && has("points");
+    if first.is_none() {
+        "rubric"
+    } else if !has("met") && judged_by_people && !gradable {
+        "rubric_judged"
+    } else if !has("met") && obj.contains_key("response") {
+        "rubric_responses"
+    } else if has("met") && (has("p_met") || file_name.contains("grader")) {
+        "rubric_grader"
+    } else {
+        "rubric"
+    }
 }
 
 /// What checking one file found.
@@ -456,6 +502,46 @@ pub fn check_file(f: &KindedFile) -> Result<FileSummary> {
             let systems = distinct(responses.iter().map(|r| r.system.as_str()));
             (format!("{}, {}", plural(responses.len(), "graded response"), plural(systems, "system")), warnings)
         }
+        "rubric_judged" => {
+            // Read as Agreement reads it: a criterion's `met_by`, or a lone `met`.
+            let (responses, warnings) = data::graded::parse_rubric(name, text)?;
+            let criteria = responses.iter().flat_map(|r| &r.criteria);
+            let judged = criteria.clone().filter(|c| !c.met_by.is_empty() || c.met.is_some()).count();
+            let people = distinct(criteria.flat_map(|c| c.met_by.iter().map(|(p, _)| p.as_str())));
+            let summary = format!(
+                "{}, {} judged by {}",
+                plural(responses.len(), "response"),
+                match judged {
+                    1 => "1 criterion".to_string(),
+                    n => format!("{n} criteria"),
+                },
+                if people == 1 { "1 person".to_string() } else { format!("{people} people") }
+            );
+            (summary, warnings)
+        }
+        "rubric_grader" => {
+            // Read as Agreement reads it (`points` may be left out); Agreement matches it to
+            // the people's file when it runs. The reader refuses a file that mixes graded and
+            // ungraded criteria, so the first criterion tells whether it is graded.
+            let (responses, warnings) = data::graded::parse_rubric(name, text)?;
+            if let Some(r) = responses.iter().find(|r| r.criteria.first().is_some_and(|c| c.met.is_none())) {
+                return Err(Error::input(
+                    name,
+                    r.line,
+                    "criteria[0].met",
+                    "a grader\u{2019}s file needs the grader\u{2019}s `met` on every criterion",
+                ));
+            }
+            let criteria: usize = responses.iter().map(|r| r.criteria.len()).sum();
+            let systems = distinct(responses.iter().map(|r| r.system.as_str()));
+            let summary = format!(
+                "{} ({} criteria) with the grader\u{2019}s met, {}",
+                plural(responses.len(), "response"),
+                criteria,
+                plural(systems, "system")
+            );
+            (summary, warnings)
+        }
         "rubric_responses" => {
             let mut warnings = Vec::new();
             let responses = crate::jobs::read_rubric(&crate::jobs::NamedText::new(name, text), &mut warnings)?;
@@ -530,8 +616,41 @@ mod tests {
                 r#"{"response": "t", "criteria": [{"criterion": "c", "points": 1}]}"#,
                 Some("rubric_responses"),
             ),
-            // People's judgements without the response's text: nothing for a model to read.
-            ("j.jsonl", r#"{"criteria": [{"criterion": "c", "met_by": {"p": true}}]}"#, Some("rubric")),
+            // People's judgements without the response's text: nothing for a model to read,
+            // a file for Agreement; on any criterion of the line, as HealthBench labels some.
+            ("j.jsonl", r#"{"criteria": [{"criterion": "c", "met_by": {"p": true}}]}"#, Some("rubric_judged")),
+            (
+                "j.jsonl",
+                r#"{"criteria": [{"criterion": "c", "points": 1}, {"criterion": "d", "met_by": {"p": true}}]}"#,
+                Some("rubric_judged"),
+            ),
+            // With the text and points it is a file to grade (people's labels ride along);
+            // without points (HealthBench's imported meta-evaluation) Grade cannot score it.
+            (
+                "c.jsonl",
+                r#"{"response": "t", "criteria": [{"criterion": "c", "points": 2, "met_by": {"p": true}}]}"#,
+                Some("rubric_responses"),
+            ),
+            (
+                "physicians.jsonl",
+                r#"{"response": "t", "criteria": [{"criterion": "c", "met_by": {"p": true}}]}"#,
+                Some("rubric_judged"),
+            ),
+            // Graded as well as judged: Rubric scores it as before.
+            ("j.jsonl", r#"{"criteria": [{"criterion": "c", "met": true, "met_by": {"p": true}}]}"#, Some("rubric")),
+            // A grader's file: named so, or with a model grader's P(met) (what Grade writes).
+            ("my-grader.jsonl", r#"{"criteria": [{"criterion": "c", "met": true}]}"#, Some("rubric_grader")),
+            (
+                "x.graded.jsonl",
+                r#"{"criteria": [{"criterion": "c", "met": true, "p_met": 0.9}]}"#,
+                Some("rubric_grader"),
+            ),
+            ("grader/graded.jsonl", r#"{"criteria": [{"criterion": "c", "met": true}]}"#, Some("rubric")),
+            (
+                "grader.jsonl",
+                r#"{"criteria": [{"criterion": "c", "met": null, "met_by": {"p": true}}]}"#,
+                Some("rubric_judged"),
+            ),
             ("m.jsonl", r#"{"candidate": "c"}"#, Some("metrics")),
             ("p.jsonl", r#"{"instance": "1", "predicted": "A"}"#, Some("predictions")),
             ("a.jsonl", r#"{"qid": "1", "text": "t", "system": "s"}"#, Some("answers_jsonl")),
@@ -557,13 +676,21 @@ mod tests {
     }
 
     #[test]
-    fn the_example_rubric_files_are_told_apart_graded_from_to_grade() {
+    fn the_example_rubric_files_are_told_apart_graded_to_grade_judged_and_a_graders() {
         let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/rubric");
         let no_params = BTreeMap::new();
         for (name, kind, summary) in [
             ("graded.jsonl", "rubric", "8 graded responses, 2 systems"),
             ("conversations.jsonl", "rubric_responses", "12 responses to grade (46 criteria), 2 systems"),
             ("../statements/answers.jsonl", "statement_answers", "6 answers (18 statements), 2 systems"),
+            // People's judgements and a grader's file on the same criteria: Agreement's pair.
+            ("judged.jsonl", "rubric_judged", "6 responses, 23 criteria judged by 3 people"),
+            ("grader.jsonl", "rubric_grader", "6 responses (24 criteria) with the grader\u{2019}s met, 2 systems"),
+            (
+                "healthbench/meta_eval_grader.jsonl",
+                "rubric_grader",
+                "6 responses (14 criteria) with the grader\u{2019}s met, 1 system",
+            ),
         ] {
             let text = std::fs::read_to_string(root.join(name)).unwrap();
             assert_eq!(guess_kind(name, &text).kind, Some(kind), "{name}");
@@ -575,6 +702,13 @@ mod tests {
         let file = KindedFile { name: "u.jsonl", text, kind: "rubric_responses", params: &no_params };
         let e = check_file(&file).unwrap_err();
         assert_eq!(e.location().map(|l| (l.line, l.field.clone())), Some((Some(1), Some("response".to_string()))));
+        // An ungraded file given as a grader's: the check names the line and field.
+        let file = KindedFile { name: "u.jsonl", text, kind: "rubric_grader", params: &no_params };
+        let e = check_file(&file).unwrap_err();
+        assert_eq!(
+            e.location().map(|l| (l.line, l.field.clone())),
+            Some((Some(1), Some("criteria[0].met".to_string())))
+        );
     }
 
     #[test]

@@ -211,11 +211,26 @@ impl JobRequest {
         })
     }
 
-    /// Rubric grading over one file of graded responses (`medrank rubric`).
+    /// Rubric grading over one file of graded responses (`medrank rubric`): the graded file,
+    /// or, without one, the grader's graded file (Agreement's, a graded file too).
     pub fn rubric(&self) -> Result<jobs::RubricRequest> {
+        let what = "a file of graded responses";
+        let file = match self.one_file("rubric", what)? {
+            Some(f) => f,
+            None => self.required("rubric_grader", what)?,
+        };
         Ok(jobs::RubricRequest {
-            file: self.required("rubric", "a file of graded responses")?.named(),
+            file: file.named(),
             options: crate::eval::rubric::RubricOptions { bootstrap: self.options.nrp.bootstrap },
+        })
+    }
+
+    /// A grader's agreement with people, and the people's with each other (`medrank
+    /// rubric-agreement --input --grader-file`): the grader's file is optional.
+    pub fn rubric_agreement(&self) -> Result<jobs::RubricAgreementRequest> {
+        Ok(jobs::RubricAgreementRequest {
+            file: self.required("rubric_judged", "a rubric file judged by people (criteria with met_by)")?.named(),
+            grader_file: self.optional("rubric_grader", "grader\u{2019}s graded rubric file")?,
         })
     }
 
@@ -359,6 +374,31 @@ mod tests {
         assert_eq!(r.grade().unwrap_err().to_string(), "add a rubric file with the responses\u{2019} text to grade");
         let r = request(vec![file("c.jsonl", "rubric_responses", &[])], serde_json::json!({"backend": "tpu"}));
         assert!(r.grade().unwrap_err().to_string().contains("unknown backend `tpu`"));
+    }
+
+    #[test]
+    fn agreement_reads_the_judged_file_and_the_grader_file_and_rubric_keeps_its_graded_file() {
+        let judged = file("judged.jsonl", "rubric_judged", &[]);
+        let grader = file("grader.jsonl", "rubric_grader", &[]);
+        let graded = file("graded.jsonl", "rubric", &[]);
+        let r = request(vec![graded.clone(), judged.clone(), grader.clone()], serde_json::json!({}));
+        let req = r.rubric_agreement().unwrap();
+        assert_eq!(req.file.name, "judged.jsonl");
+        assert_eq!(req.grader_file.map(|f| f.name).as_deref(), Some("grader.jsonl"));
+        assert_eq!(r.rubric().unwrap().file.name, "graded.jsonl", "Rubric scores the graded file, not the grader's");
+        // People only: no grader file is fine.
+        let r = request(vec![judged.clone()], serde_json::json!({}));
+        assert!(r.rubric_agreement().unwrap().grader_file.is_none());
+        // A grader's file alone is still a graded file for Rubric.
+        let r = request(vec![grader.clone()], serde_json::json!({}));
+        assert_eq!(r.rubric().unwrap().file.name, "grader.jsonl");
+        assert_eq!(
+            r.rubric_agreement().unwrap_err().to_string(),
+            "add a rubric file judged by people (criteria with met_by)"
+        );
+        let r = request(vec![judged, grader.clone(), file("g2.jsonl", "rubric_grader", &[])], serde_json::json!({}));
+        let e = r.rubric_agreement().unwrap_err().to_string();
+        assert!(e.contains("not several (grader.jsonl and g2.jsonl)"), "{e}");
     }
 
     #[test]
