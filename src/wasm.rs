@@ -167,6 +167,13 @@ pub fn rubric(request: JsValue, progress: &js_sys::Function) -> Result<String, J
     Ok(page::rubric(&from_js(request)?, &mut progress_of(progress))?)
 }
 
+/// A grader's agreement with people, and the people's with each other (`medrank
+/// rubric-agreement`).
+#[wasm_bindgen]
+pub fn rubric_agreement(request: JsValue, progress: &js_sys::Function) -> Result<String, JsValue> {
+    Ok(page::rubric_agreement(&from_js(request)?, &mut progress_of(progress))?)
+}
+
 /// The GPU trainer's gradient check on this browser's adapter: `{adapter, tolerance, checks}`.
 #[wasm_bindgen]
 pub async fn gpu_gradient_check() -> Result<String, JsValue> {

@@ -270,15 +270,15 @@ async function loadExample() {
 /** The example set: everything under examples/ the page knows how to read, except the
  *  duplicated formats (topics.jsonl repeats topics.xml, answers.jsonl the per-file CSVs,
  *  the combined qrels the per-dimension ones), the HiTZ importer's files, and the inputs of
- *  CLI commands the page does not run yet (`import healthbench`, `rubric-agreement`: a
- *  second graded file would make the Rubric job ask which one to score). */
+ *  the CLI's `import healthbench`, which the page does not run. The people's judgements
+ *  (rubric/judged.jsonl) and the grader's file (rubric/grader.jsonl) are Agreement's: each
+ *  has a kind of its own, so Rubric still scores rubric/graded.jsonl. */
 function exampleFiles(index) {
   const skip = [
     /^ros\//,
     /^nrp\/topics\.jsonl$/,
     /^nrp\/answers\.jsonl$/,
     /^nrp\/qrels\.combined/,
-    /^rubric\/(grader|judged)\.jsonl$/,
     /^rubric\/healthbench\//,
     /README/i,
     /\.md$/,

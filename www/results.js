@@ -43,6 +43,8 @@ export function renderResults(last, { runJob }) {
     views.push(['Scores', () => rubricView(result)]);
   } else if (job === 'statements') {
     views.push(['Statements', () => statementsView(result)]);
+  } else if (job === 'rubric_agreement') {
+    views.push(['Agreement', () => rubricAgreementView(result)]);
   }
   views.push(['Tables & export', () => tablesView(result)]);
   views.push([`Warnings (${result.warnings?.length || 0})`, () => warningsView(result)]);
@@ -652,6 +654,127 @@ function rubricView(result) {
   return box;
 }
 
+// ---------------------------------------------------------------- rubric agreement -----------
+/** A `Stat` in a cell: the value to 3 decimals (the exact value in data-value, for tests and
+ *  copying), or "undefined (reason)" — never 0 or NaN. */
+function statCell(s, col) {
+  if (isUndefined(s))
+    return el(
+      'td',
+      { class: 'num undefined', 'data-col': col, 'data-undefined': s.undefined },
+      `undefined (${s.undefined})`,
+    );
+  return el('td', { class: 'num', 'data-col': col, 'data-value': String(s) }, fmt(s));
+}
+
+/** "both met 18 · both not met 15 · rater only 12 · others only 9": the pairs' confusion. */
+const confusionText = ([[nn, nm], [mn, mm]]) =>
+  `both met ${mm} · both not met ${nn} · rater only ${nm} · others only ${mn}`;
+
+/** The Agreement tab: per group the grader against the people and the people's mean, then
+ *  every rater's figures (src/page/views.rs::rubric_agreement_view). */
+function rubricAgreementView(result) {
+  const v = result.rubric_agreement_view;
+  if (!v?.groups.length) return el('p', { class: 'empty' }, 'No judged criteria.');
+  const box = el('div', {});
+  const people = v.people.length === 1 ? '1 person' : `${v.people.length} people`;
+  box.append(
+    el(
+      'p',
+      { class: 'muted' },
+      `${v.items} judged (response, criterion) items, by ${people} (${v.people.join(', ')})` +
+        (v.unjudged_criteria ? `; ${v.unjudged_criteria} criteria nobody judged are left out` : '') +
+        '. Over every (rater, other) pair of labels on an item: macro-F1 is the mean of the F1 of met and of not met (HealthBench’s figure; a random grader scores about 0.5), κ is Cohen’s kappa. Each person is compared with the others the same way' +
+        (v.has_grader
+          ? ': a grader at the people’s mean agrees with them as well as a typical colleague does.'
+          : '; add a grader’s graded file (kind “A grader’s graded rubric”) to set a grader beside them.'),
+    ),
+  );
+  const against = { at_or_above: 'at or above the people’s mean', below: 'below the people’s mean' };
+  const headers = [
+    'Group',
+    'Items',
+    ...(v.has_grader ? ['Grader pairs', 'Grader macro-F1', 'Grader κ'] : []),
+    'People’s mean macro-F1',
+    'People’s mean κ',
+    ...(v.has_grader ? ['Grader'] : []),
+  ];
+  const groups = el('table', { class: 'rubric-agreement' });
+  groups.append(
+    el('thead', {}, el('tr', {}, ...headers.map((h, i) => el('th', { scope: 'col', class: i ? 'num' : '' }, h)))),
+  );
+  const gb = el('tbody', {});
+  for (const g of v.groups) {
+    const grader = g.grader;
+    gb.append(
+      el(
+        'tr',
+        { 'data-group': g.group },
+        el('th', { scope: 'row' }, g.group),
+        el('td', { class: 'num', 'data-col': 'items' }, String(g.items)),
+        ...(v.has_grader
+          ? grader
+            ? [
+                el('td', { class: 'num', 'data-col': 'pairs' }, String(grader.pairs)),
+                statCell(grader.macro_f1, 'macro_f1'),
+                statCell(grader.kappa, 'kappa'),
+              ]
+            : [el('td', { class: 'num', colspan: '3' }, '—')]
+          : []),
+        statCell(g.human_mean_macro_f1, 'human_mean_macro_f1'),
+        statCell(g.human_mean_kappa, 'human_mean_kappa'),
+        ...(v.has_grader
+          ? [el('td', { 'data-col': 'against' }, against[g.grader_against_people] || 'not comparable (undefined)')]
+          : []),
+      ),
+    );
+  }
+  groups.append(gb);
+  box.append(el('h3', {}, 'Per group'), groups);
+
+  const raters = el('table', { class: 'rubric-agreement-raters' });
+  raters.append(
+    el(
+      'thead',
+      {},
+      el(
+        'tr',
+        {},
+        ...['Group', 'Rater', 'Pairs', 'F1 met', 'F1 not met', 'Macro-F1', 'κ', 'Pairs (rater vs others)'].map((h, i) =>
+          el('th', { scope: 'col', class: i >= 2 && i <= 6 ? 'num' : '' }, h),
+        ),
+      ),
+    ),
+  );
+  const rb = el('tbody', {});
+  for (const g of v.groups) {
+    const rows = [...(g.grader ? [{ ...g.grader, isGrader: true }] : []), ...g.people];
+    for (const r of rows) {
+      rb.append(
+        el(
+          'tr',
+          {
+            'data-group': g.group,
+            'data-rater': r.isGrader ? '(grader)' : r.rater,
+            class: r.isGrader ? 'grader-row' : '',
+          },
+          el('td', {}, g.group),
+          el('td', {}, r.isGrader ? 'the grader' : r.rater),
+          el('td', { class: 'num', 'data-col': 'pairs' }, String(r.pairs)),
+          statCell(r.f1_met, 'f1_met'),
+          statCell(r.f1_not_met, 'f1_not_met'),
+          statCell(r.macro_f1, 'macro_f1'),
+          statCell(r.kappa, 'kappa'),
+          el('td', { class: 'small' }, confusionText(r.confusion)),
+        ),
+      );
+    }
+  }
+  raters.append(rb);
+  box.append(el('h3', {}, 'Each rater against the others'), raters);
+  return box;
+}
+
 /** The Grade job's Criteria tab: the grader, any cut pairs, each response's criteria with
  *  P(met), and the graded file. */
 /** Statement checks: each system's means with their intervals, then each answer's
@@ -958,6 +1081,7 @@ const jobTitle = (job) =>
     metrics: 'reference-based metrics',
     rubric: 'rubric grading',
     grade: 'rubric grading with a model',
+    rubric_agreement: 'a rubric grader’s agreement with people',
   })[job] || job;
 function escapeHtml(s) {
   return String(s).replace(

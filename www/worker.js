@@ -36,7 +36,9 @@ const ready = loadEngine()
       kinds: medrank.file_kinds(),
       // The model-free jobs are functions; Grade and Statements are methods of the kept model.
       jobs: [
-        ...['rank_systems', 'nrp', 'metrics', 'rubric'].filter((j) => typeof medrank[j] === 'function'),
+        ...['rank_systems', 'nrp', 'metrics', 'rubric', 'rubric_agreement'].filter(
+          (j) => typeof medrank[j] === 'function',
+        ),
         ...['grade', 'statements'].filter((j) => typeof medrank.Model?.prototype[j] === 'function'),
       ],
       sharedCancel: typeof SharedArrayBuffer !== 'undefined' && self.crossOriginIsolated === true,

@@ -289,7 +289,7 @@ pub fn encoding_stage(p: &jobs::EncodeProgress, estimate: &jobs::TimeEstimate, n
     format!("Encoding with the model: {}{}", p.describe(), time_left(p, estimate, now))
 }
 
-// ------------------------------------------------------------------ NRP, metrics, rubric ----
+// ------------------------------------------------------------------ NRP, metrics, rubric, agreement
 
 /// NRP of generated answers among expert-judged documents (`medrank nrp`).
 pub fn nrp(request: &JobRequest, progress: Progress) -> Result<String> {
@@ -323,6 +323,20 @@ pub fn rubric(request: &JobRequest, progress: Progress) -> Result<String> {
         let outcome = jobs::rubric(&req)?;
         let confidence = req.options.bootstrap.confidence;
         reply(&outcome, RubricViews { rubric_view: views::rubric_view(&outcome.report.system_scores, confidence) })
+    })
+}
+
+/// A grader's agreement with people, and each person's with the others (`medrank
+/// rubric-agreement --input --grader-file`): the report, its two tables and the Agreement tab.
+pub fn rubric_agreement(request: &JobRequest, progress: Progress) -> Result<String> {
+    #[derive(Serialize)]
+    struct AgreementViews<'a> {
+        rubric_agreement_view: views::RubricAgreementView<'a>,
+    }
+    let req = request.rubric_agreement()?;
+    between(progress, "Comparing the judgements", || {
+        let outcome = jobs::rubric_agreement(&req)?;
+        reply(&outcome, AgreementViews { rubric_agreement_view: views::rubric_agreement_view(&outcome.report) })
     })
 }
 
@@ -704,6 +718,79 @@ mod tests {
         request.files.retain(|f| f.kind != "rubric_responses");
         let missing = page_grade(&mut tiny_grader(&["met", "not_met"]), &request).unwrap_err().to_string();
         assert_eq!(missing, "add a rubric file with the responses\u{2019} text to grade");
+    }
+
+    /// Agreement on the example's people (judged.jsonl) and, when `with_grader`, its grader
+    /// (grader.jsonl), as the page sends them: the reply as JSON.
+    fn page_agreement(with_grader: bool) -> serde_json::Value {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/rubric");
+        let file = |name: &str, kind: &str| request::InputFile {
+            name: name.into(),
+            text: std::fs::read_to_string(root.join(name)).unwrap(),
+            kind: kind.into(),
+            params: Default::default(),
+        };
+        let mut files = vec![file("graded.jsonl", "rubric"), file("judged.jsonl", "rubric_judged")];
+        if with_grader {
+            files.push(file("grader.jsonl", "rubric_grader"));
+        }
+        let request = JobRequest { files, options: Default::default() };
+        let mut progress = |_: &str, _: usize, _: usize| Ok(());
+        serde_json::from_str(&rubric_agreement(&request, &mut progress).unwrap()).unwrap()
+    }
+
+    /// A value as the page reads it: through JSON text (serde_json's own parser may round a
+    /// last digit, the same way for both sides).
+    fn json_of<T: Serialize>(value: &T) -> serde_json::Value {
+        serde_json::from_str(&serde_json::to_string(value).unwrap()).unwrap()
+    }
+
+    #[test]
+    fn the_agreement_reply_is_the_jobs_report_tables_and_view() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/rubric");
+        let named = |name: &str| NamedText::new(name, std::fs::read_to_string(root.join(name)).unwrap());
+        let outcome = jobs::rubric_agreement(&jobs::RubricAgreementRequest {
+            file: named("judged.jsonl"),
+            grader_file: Some(named("grader.jsonl")),
+        })
+        .unwrap();
+        let reply = page_agreement(true);
+        // The report and the CSVs are the job's: what `--json` and `--csv` write.
+        assert_eq!(reply["report"], json_of(&outcome.report));
+        let csvs: Vec<&str> = reply["tables"].as_array().unwrap().iter().map(|t| t["csv"].as_str().unwrap()).collect();
+        assert_eq!(csvs, outcome.tables.iter().map(|t| t.to_csv()).collect::<Vec<_>>());
+        // The view: every group in the report's order, the grader's and each person's figures.
+        let view = &reply["rubric_agreement_view"];
+        assert_eq!(view["has_grader"], true);
+        let groups = view["groups"].as_array().unwrap();
+        assert_eq!(groups.len(), outcome.report.groups.len());
+        assert_eq!(groups[0]["group"], "all");
+        for (v, g) in groups.iter().zip(&outcome.report.groups) {
+            let grader = g.grader.as_ref().unwrap();
+            assert_eq!(v["grader"]["macro_f1"], json_of(&grader.macro_f1), "{}", g.group);
+            assert_eq!(v["grader"]["kappa"], json_of(&grader.kappa), "{}", g.group);
+            assert_eq!(v["people"].as_array().unwrap().len(), g.humans.len());
+            for (p, h) in v["people"].as_array().unwrap().iter().zip(&g.humans) {
+                assert_eq!(p["rater"], h.grader.as_str());
+                assert_eq!(p["macro_f1"], json_of(&h.agreement.macro_f1));
+            }
+            let against = match (grader.macro_f1.value(), g.human_mean_macro_f1.value()) {
+                (Some(a), Some(m)) => serde_json::json!(if a >= m { "at_or_above" } else { "below" }),
+                _ => serde_json::Value::Null,
+            };
+            assert_eq!(v["grader_against_people"], against, "{}", g.group);
+        }
+        // An undefined figure stays undefined, with its reason (never 0).
+        let undefined = groups
+            .iter()
+            .flat_map(|g| g["people"].as_array().unwrap().iter().chain(g.get("grader")))
+            .any(|r| r["macro_f1"].get("undefined").is_some());
+        assert!(undefined, "the example has a group where a figure is undefined");
+        // The people alone: no grader columns, the same people's figures.
+        let humans = page_agreement(false);
+        assert_eq!(humans["rubric_agreement_view"]["has_grader"], false);
+        assert!(humans["rubric_agreement_view"]["groups"][0]["grader"].is_null());
+        assert_eq!(humans["rubric_agreement_view"]["groups"][0]["people"], groups[0]["people"]);
     }
 
     #[test]

@@ -13,6 +13,7 @@ use std::collections::BTreeMap;
 use crate::eval::nrp::NrpReport;
 use crate::eval::proxy::TaskReport;
 use crate::eval::rubric::SystemScore;
+use crate::eval::rubric_agreement::{PairAgreement, RubricAgreementReport};
 use crate::jobs::{CriterionGrade, CutPair, EvaluateReport, GradeReport, GraderSummary};
 use crate::report::{fmt_p_value, PValueDigits};
 use crate::stats::{Interval, Stat};
@@ -539,6 +540,97 @@ pub fn grade_view<'a>(
         truncated: &report.truncated,
         graded_name: format!("{}.graded.jsonl", crate::jobs::file_stem(rubric_name)),
         graded_jsonl,
+    }
+}
+
+// ------------------------------------------------------------------ rubric agreement -------
+
+/// The Agreement tab (`medrank rubric-agreement`): per group (all first, then the tags, as
+/// the report lists them) the grader against the people and each person against the
+/// others, with the people's mean. The figures are the report's own `Stat`s: a value, or
+/// `{"undefined": reason}`, drawn as such.
+#[derive(Debug, Serialize)]
+pub struct RubricAgreementView<'a> {
+    /// A grader's file was given: the grader's columns are there.
+    pub has_grader: bool,
+    /// The people who judged, in order of first appearance.
+    pub people: &'a [String],
+    pub items: usize,
+    /// Criteria nobody judged (left out).
+    pub unjudged_criteria: usize,
+    pub groups: Vec<RubricAgreementGroupView<'a>>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct RubricAgreementGroupView<'a> {
+    /// `all`, or a tag (`theme:...`, `axis:...`, `cluster:...`).
+    pub group: &'a str,
+    pub items: usize,
+    pub grader: Option<RaterView<'a>>,
+    /// Each person against the others.
+    pub people: Vec<RaterView<'a>>,
+    pub human_mean_macro_f1: &'a Stat<f64>,
+    pub human_mean_kappa: &'a Stat<f64>,
+    /// The grader's macro-F1 beside the people's mean, when both are defined: `at_or_above`
+    /// (agrees with them as well as a typical colleague does, or better) or `below`.
+    pub grader_against_people: Option<&'static str>,
+}
+
+/// One rater (the grader, or a person) against the others, over their pairs of labels.
+#[derive(Debug, Serialize)]
+pub struct RaterView<'a> {
+    pub rater: &'a str,
+    pub pairs: usize,
+    pub f1_met: &'a Stat<f64>,
+    pub f1_not_met: &'a Stat<f64>,
+    pub macro_f1: &'a Stat<f64>,
+    pub kappa: &'a Stat<f64>,
+    /// [[other not met & rater not met, other not met & rater met], [other met & rater not
+    /// met, other met & rater met]].
+    pub confusion: &'a [Vec<u64>],
+}
+
+fn rater_view<'a>(rater: &'a str, a: &'a PairAgreement) -> RaterView<'a> {
+    RaterView {
+        rater,
+        pairs: a.pairs,
+        f1_met: &a.f1_met,
+        f1_not_met: &a.f1_not_met,
+        macro_f1: &a.macro_f1,
+        kappa: &a.kappa,
+        confusion: &a.confusion,
+    }
+}
+
+/// The Agreement tab of a rubric-agreement report.
+pub fn rubric_agreement_view(report: &RubricAgreementReport) -> RubricAgreementView<'_> {
+    let groups = report
+        .groups
+        .iter()
+        .map(|g| {
+            let grader_against_people =
+                match (g.grader.as_ref().and_then(|a| a.macro_f1.value()), g.human_mean_macro_f1.value()) {
+                    (Some(grader), Some(people)) if grader >= people => Some("at_or_above"),
+                    (Some(_), Some(_)) => Some("below"),
+                    _ => None,
+                };
+            RubricAgreementGroupView {
+                group: &g.group,
+                items: g.items,
+                grader: g.grader.as_ref().map(|a| rater_view("grader", a)),
+                people: g.humans.iter().map(|h| rater_view(&h.grader, &h.agreement)).collect(),
+                human_mean_macro_f1: &g.human_mean_macro_f1,
+                human_mean_kappa: &g.human_mean_kappa,
+                grader_against_people,
+            }
+        })
+        .collect();
+    RubricAgreementView {
+        has_grader: report.groups.iter().any(|g| g.grader.is_some()),
+        people: &report.human_graders,
+        items: report.items,
+        unjudged_criteria: report.unjudged_criteria,
+        groups,
     }
 }
 

@@ -303,8 +303,11 @@ test('nothing is cut at 1280, 1024 and 768 px: files, options, progress, trainin
         await page.click('#run-rank');
         await page.waitForSelector('#progress:not([hidden])');
       }
+      // Measured at the end of the page, where body.running leaves the docked area its room:
+      // elsewhere it covers whatever the window's bottom shows, which moves with every row
+      // the files table or the page's text gains.
       const m = await page.evaluate(
-        `({ showing: !document.querySelector('#progress').hidden, cuts: (${findCuts})() })`,
+        `(() => { scrollTo(0, document.documentElement.scrollHeight); return { showing: !document.querySelector('#progress').hidden, cuts: (${findCuts})() }; })()`,
       );
       if (m.showing) measured = m.cuts;
     }
@@ -340,6 +343,7 @@ test('nothing is cut at 1280, 1024 and 768 px: files, options, progress, trainin
     ['#run-nrp', 'NRP'],
     ['#run-metrics', 'Metrics'],
     ['#run-rubric', 'Rubric'],
+    ['#run-agreement', 'Agreement'],
   ]) {
     await run(page, button);
     const titles = await page.locator('#tabs [role=tab]').allTextContents();
