@@ -24,8 +24,14 @@ export function renderResults(last, { runJob }) {
   const result = {
     ...r,
     provenance: r.report?.provenance,
-    tables: [...(r.import?.tables || []), ...(r.tables || [])],
-    warnings: [...(r.import?.report.warnings || []), ...(r.report?.warnings || [])],
+    // Grade on a file with people's judgements also sets the grader against them; those
+    // tables come after Grade's own (its report and tables stay `medrank grade`'s).
+    tables: [...(r.import?.tables || []), ...(r.tables || []), ...(r.grader_agreement?.tables || [])],
+    warnings: [
+      ...(r.import?.report.warnings || []),
+      ...(r.report?.warnings || []),
+      ...(r.grader_agreement?.report.warnings || []),
+    ],
   };
   const views = [];
   if (job === 'rank_systems') {
@@ -41,6 +47,7 @@ export function renderResults(last, { runJob }) {
   } else if (job === 'grade') {
     views.push(['Criteria', () => gradeView(result)]);
     views.push(['Scores', () => rubricView(result)]);
+    if (r.grader_agreement) views.push(['Agreement', () => rubricAgreementView(r.grader_agreement)]);
   } else if (job === 'statements') {
     views.push(['Statements', () => statementsView(result)]);
   } else if (job === 'rubric_agreement') {

@@ -361,6 +361,17 @@ pub async fn grade_with_model(
         rubric: RubricViews<'a>,
         #[serde(flatten)]
         run: RunViews<'a>,
+        /// When the file carries people's `met_by`: this grader against them.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        grader_agreement: Option<GraderAgreement<'a>>,
+    }
+    /// Kept beside the Grade report (not in its tables), so the reply's report and tables
+    /// stay those of `medrank grade`.
+    #[derive(Serialize)]
+    struct GraderAgreement<'a> {
+        report: &'a crate::eval::rubric_agreement::RubricAgreementReport,
+        tables: Vec<PageTable<'a>>,
+        rubric_agreement_view: views::RubricAgreementView<'a>,
     }
     let precision = request.options.precision()?;
     let (req, choice) = request.grade()?;
@@ -376,14 +387,40 @@ pub async fn grade_with_model(
     progress("Scoring the graded responses", 1, 1)?;
     let outcome = &graded.outcome;
     let max_tokens = kept.model.encoder.model.config.max_tokens();
+    let grade_view = views::grade_view(&outcome.report, &graded.graded_jsonl, &req.rubric.name, max_tokens);
+    let agreement = grader_agreement(&req.rubric, &grade_view.graded_name, &graded.graded_jsonl)?;
     let views = GradeViews {
-        grade_view: views::grade_view(&outcome.report, &graded.graded_jsonl, &req.rubric.name, max_tokens),
+        grader_agreement: agreement.as_ref().map(|a| GraderAgreement {
+            report: &a.report,
+            tables: page_tables(&a.tables),
+            rubric_agreement_view: views::rubric_agreement_view(&a.report),
+        }),
+        grade_view,
         rubric: RubricViews {
             rubric_view: views::rubric_view(&outcome.report.system_scores, req.options.rubric.bootstrap.confidence),
         },
         run: RunViews::of(kept, &backend),
     };
     reply(outcome, views)
+}
+
+/// The grader just run against the people who judged the same criteria (`met_by`), when
+/// the graded file carries any: `medrank rubric-agreement --input RUBRIC --grader-file
+/// GRADED` on the graded file this reply carries (the same job, `jobs::rubric_agreement`).
+fn grader_agreement(
+    rubric: &NamedText,
+    graded_name: &str,
+    graded_jsonl: &str,
+) -> Result<Option<Outcome<crate::eval::rubric_agreement::RubricAgreementReport>>> {
+    let (responses, _) = crate::data::graded::parse_rubric(&rubric.name, &rubric.text)?;
+    if !responses.iter().flat_map(|r| &r.criteria).any(|c| !c.met_by.is_empty()) {
+        return Ok(None);
+    }
+    let request = jobs::RubricAgreementRequest {
+        file: rubric.clone(),
+        grader_file: Some(NamedText::new(graded_name, graded_jsonl)),
+    };
+    jobs::rubric_agreement(&request).map(Some)
 }
 
 /// Statement checks with the kept model as the NLI model (`medrank statements --input --nli
@@ -683,10 +720,47 @@ mod tests {
         assert_eq!(reply["backend"]["backend"], "cpu");
         assert_eq!(reply["precision"], "f32");
 
+        // The conversations carry a physician's `met_by`: the reply sets the grader against
+        // them, as `medrank rubric-agreement --input conversations.jsonl --grader-file
+        // conversations.graded.jsonl` does on the graded file it carries.
+        let agreement = jobs::rubric_agreement(&jobs::RubricAgreementRequest {
+            file: req.rubric.clone(),
+            grader_file: Some(NamedText::new("conversations.graded.jsonl", cli.graded_jsonl.clone())),
+        })
+        .unwrap();
+        let got = &reply["grader_agreement"];
+        assert_eq!(got["report"], json_of(&agreement.report));
+        let csv: Vec<&str> = got["tables"].as_array().unwrap().iter().map(|t| t["csv"].as_str().unwrap()).collect();
+        assert_eq!(csv, agreement.tables.iter().map(|t| t.to_csv()).collect::<Vec<_>>());
+        assert_eq!(got["rubric_agreement_view"]["has_grader"], true);
+        assert_eq!(got["rubric_agreement_view"]["groups"][0]["group"], "all");
+
         // Progress: the pairs first, then the work, then the scores.
         assert_eq!(stages.first().unwrap(), "Grading with the model: 46 (response, criterion) pairs");
         assert!(stages.iter().any(|s| s.starts_with("Grading with the model: 46 of 46 sequences")), "{stages:?}");
         assert_eq!(stages.last().unwrap(), "Scoring the graded responses");
+    }
+
+    #[test]
+    fn grade_sets_the_grader_against_people_only_where_they_judged() {
+        // The example without its physicians' `met_by`: nobody to compare with, nothing added.
+        let mut request = grade_request(serde_json::json!({"backend": "cpu", "resamples": 10}));
+        let to_grade = request.files.iter_mut().find(|f| f.kind == "rubric_responses").unwrap();
+        to_grade.text = to_grade
+            .text
+            .lines()
+            .map(|line| {
+                let mut v: serde_json::Value = serde_json::from_str(line).unwrap();
+                for c in v["criteria"].as_array_mut().unwrap() {
+                    c.as_object_mut().unwrap().remove("met_by");
+                }
+                v.to_string()
+            })
+            .collect::<Vec<_>>()
+            .join("\n");
+        let (reply, _) = page_grade(&mut tiny_grader(&["met", "not_met"]), &request).unwrap();
+        assert!(reply.get("grader_agreement").is_none());
+        assert!(reply["grade_view"]["responses"].as_array().is_some_and(|r| r.len() == 12));
     }
 
     #[test]

@@ -5,10 +5,12 @@
 // figure drawn as undefined — its CSV downloads are the CLI's --csv byte for byte, the same
 // without a grader file (the people only), and the run asks nothing but the site's own
 // static files. Loading the example brings both files with their own kinds, and Rubric
-// still scores the graded file.
+// still scores the graded file. Grade on a file whose criteria carry people's met_by
+// (examples/rubric/conversations.jsonl) also sets the grader it ran against them: the
+// figures of `medrank rubric-agreement` on the CLI's `grade --out` file.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, readFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
@@ -22,6 +24,7 @@ import {
   differences,
   assertOwnStaticFilesOnly,
   EXAMPLES,
+  ROOT,
 } from './harness.mjs';
 
 const JUDGED = 'rubric/judged.jsonl';
@@ -104,7 +107,7 @@ async function drawnFigures(page) {
 }
 
 /** Every group's grader and per-person macro-F1 and kappa: in the reply and as drawn. */
-function assertFigures(result, drawn, expected, withGrader) {
+function assertFigures(result, drawn, expected, withGrader, { someUndefined = true } = {}) {
   const report = result.report;
   assert.deepEqual(
     report.groups.map((g) => g.group),
@@ -149,7 +152,7 @@ function assertFigures(result, drawn, expected, withGrader) {
     for (const f of ['human_mean_macro_f1', 'human_mean_kappa']) assertCell(drawn.groups[g][f], want[f], `${g} ${f}`);
   }
   // The example has a person whose macro-F1 is undefined in one group: it must show so.
-  assert.ok(undefinedSeen > 0, 'an undefined figure was checked');
+  if (someUndefined) assert.ok(undefinedSeen > 0, 'an undefined figure was checked');
 }
 
 /** Downloads every table's CSV from Tables & export and compares it with the CLI's --csv. */
@@ -221,3 +224,103 @@ test('the example loads the judged and the grader file with their own kinds: Rub
     ['rubric/graded.jsonl'],
   );
 });
+
+const MODEL = 'models/all-MiniLM-L6-v2';
+const TO_GRADE = 'rubric/conversations.jsonl';
+const NO_MODEL =
+  !existsSync(join(ROOT, MODEL, 'model.safetensors')) && 'no model in models/: run scripts/setup.sh model';
+
+test(
+  'Grade on a file with people’s judgements shows the grader against them, as medrank rubric-agreement on the graded file',
+  { skip: NO_MODEL },
+  async () => {
+    // A criterion grader trained on the example's physician labels (as grade.test.mjs makes it).
+    const work = mkdtempSync(join(tmpdir(), 'medrank-grade-agreement-'));
+    const dir = join(work, 'criterion-grader');
+    cli([
+      'train',
+      '--model',
+      MODEL,
+      '--train',
+      join(EXAMPLES, TO_GRADE),
+      '--dev-split',
+      '0.25',
+      '--task',
+      'criterion',
+      '--epochs',
+      '2',
+      '--out',
+      dir,
+    ]);
+    const graded = join(work, 'graded.jsonl');
+    cli([
+      'grade',
+      '--rubric',
+      join(EXAMPLES, TO_GRADE),
+      '--grader',
+      dir,
+      '--out',
+      graded,
+      '--backend',
+      'cpu',
+      '--quiet',
+    ]);
+    cli([
+      'rubric-agreement',
+      '--input',
+      join(EXAMPLES, TO_GRADE),
+      '--grader-file',
+      graded,
+      '--json',
+      join(work, 'r.json'),
+      '--csv',
+      join(work, 'csv'),
+      '--quiet',
+    ]);
+    const expected = JSON.parse(readFileSync(join(work, 'r.json'), 'utf8'));
+
+    const { page } = app;
+    await page.click('#clear-files');
+    await upload(page, [TO_GRADE]);
+    assert.equal(await page.locator('tr[data-file="conversations.jsonl"] select').inputValue(), 'rubric_responses');
+    await page.check('input[name=model][value=local]');
+    await page.setInputFiles('#model-folder', dir);
+    await page.selectOption('#opt-backend', 'cpu');
+    await run(page, '#run-grade');
+    const { result } = await page.evaluate(() => window.medrank.state.lastResult);
+    // The page's grader said met where the CLI's did (P(met) agree to ~1e-7; none sits at 0.5).
+    const cliMet = readFileSync(graded, 'utf8')
+      .trim()
+      .split('\n')
+      .flatMap((l) => JSON.parse(l).criteria.map((c) => c.met));
+    assert.deepEqual(
+      result.report.criteria.map((c) => c.met),
+      cliMet,
+    );
+    // The agreement: the CLI's report but for the graded file's name and bytes (its P(met)
+    // digits are the page's), every figure within 1e-12; the tables' CSVs as --csv writes them.
+    const agreement = result.grader_agreement;
+    assert.ok(agreement, 'Grade sets the grader against the people');
+    const comparable = (r) => {
+      const c = baseNames(r);
+      c.provenance.inputs = c.provenance.inputs.slice(0, 1);
+      return c;
+    };
+    assert.equal(agreement.report.provenance.inputs[1].name, 'conversations.graded.jsonl');
+    assert.deepEqual(differences(comparable(agreement.report), comparable(expected)), []);
+    for (const t of agreement.tables)
+      assert.equal(t.csv, readFileSync(join(work, 'csv', `${t.name}.csv`), 'utf8'), `${t.name}.csv`);
+    await openTab(page, 'Agreement');
+    assertFigures(agreement, await drawnFigures(page), expected, true, { someUndefined: false });
+    await screenshot(page, '15-grade-agreement');
+    // Grade's own report and tables stay `medrank grade`'s; the agreement's tables follow them
+    // under Tables & export.
+    assert.deepEqual(result.tables.map((t) => t.name).slice(0, 3), [
+      'grade_criteria',
+      'rubric_responses',
+      'rubric_systems',
+    ]);
+    await openTab(page, 'Tables & export');
+    assert.equal(await page.locator('[data-table=rubric_agreement]').count(), 1);
+  },
+);
