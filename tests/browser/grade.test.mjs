@@ -22,6 +22,7 @@ import {
   cli,
   cliHas,
   assertOwnStaticFilesOnly,
+  trainFilledForm,
   ROOT,
   EXAMPLES,
 } from './harness.mjs';
@@ -277,20 +278,7 @@ test('a criterion grader trained in the page grades there, and its download grad
     await page.check('input[name=train-dev][value=split]');
     for (const [id, v] of [['#train-dev-split', 0.25], ['#train-epochs', 3], ['#train-batch', 8], ['#train-seed', 7], ['#train-name', 'page-grader']])
       await page.fill(id, String(v));
-    await page.evaluate(() => {
-      window.__trainingBefore = window.medrank.state.lastTraining;
-    });
-    await page.click('#train-run');
-    await page.waitForFunction(
-      () =>
-        !window.medrank.state.running &&
-        (window.medrank.state.lastTraining !== window.__trainingBefore || !document.querySelector('#train-error').hidden),
-      null,
-      { timeout: 300000 },
-    );
-    const error = await page.$eval('#train-error', (e) => (e.hidden ? null : e.textContent));
-    assert.equal(error, null);
-    const { stored } = await page.evaluate(() => window.medrank.state.lastTraining);
+    const { stored } = await trainFilledForm(page);
     // It is the page's model now: grade the example with it.
     assert.equal(await page.inputValue('input[name=model]:checked'), `trained:${stored.id}`);
     await upload(page, [RUBRIC]);

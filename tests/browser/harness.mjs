@@ -153,6 +153,23 @@ export async function run(page, buttonId) {
   if (error) throw new Error(`the page reported: ${error}`);
 }
 
+/** Starts the training form as filled in and waits for it to end (`timeoutMs`: a run on
+ *  SwiftShader's WebGPU takes minutes); resolves to the page's `state.lastTraining` ({report,
+ *  stored, backend}), or throws with the page's error. */
+export async function trainFilledForm(page, timeoutMs = 300000) {
+  await page.evaluate(() => { window.__trainingBefore = window.medrank.state.lastTraining; });
+  await page.click('#train-run');
+  await page.waitForFunction(
+    () => !window.medrank.state.running
+      && (window.medrank.state.lastTraining !== window.__trainingBefore || !document.querySelector('#train-error').hidden),
+    null,
+    { timeout: timeoutMs },
+  );
+  const error = await page.$eval('#train-error', (e) => (e.hidden ? null : e.textContent));
+  if (error) throw new Error(`the page reported: ${error}`);
+  return page.evaluate(() => window.medrank.state.lastTraining);
+}
+
 export async function openTab(page, name) {
   await page.click(`#tabs [role=tab]:text-is("${name}")`);
 }

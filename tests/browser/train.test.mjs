@@ -10,7 +10,7 @@ import { existsSync, mkdtempSync, readFileSync, writeFileSync, readdirSync, rmSy
 import { execFileSync } from 'node:child_process';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { openApp, upload, run, cli, ROOT, SITE, EXAMPLES } from './harness.mjs';
+import { openApp, upload, run, cli, trainFilledForm, ROOT, SITE, EXAMPLES } from './harness.mjs';
 import { writeRandomBert } from './random-model.mjs';
 
 const MODEL = join(ROOT, 'models/all-MiniLM-L6-v2');
@@ -115,20 +115,7 @@ async function pageTrain(page, c, name, backend = 'cpu') {
     ['#train-name', name],
   ])
     await page.fill(id, String(v));
-  await page.evaluate(() => {
-    window.__trainingBefore = window.medrank.state.lastTraining;
-  });
-  await page.click('#train-run');
-  await page.waitForFunction(
-    () =>
-      !window.medrank.state.running &&
-      (window.medrank.state.lastTraining !== window.__trainingBefore || !document.querySelector('#train-error').hidden),
-    null,
-    { timeout: backend === 'gpu' ? 900000 : 300000 },
-  );
-  const error = await page.$eval('#train-error', (e) => (e.hidden ? null : e.textContent));
-  if (error) throw new Error(`the page reported: ${error}`);
-  return page.evaluate(() => window.medrank.state.lastTraining);
+  return trainFilledForm(page, backend === 'gpu' ? 900000 : 300000);
 }
 
 /** (instance, system) -> probs by label, from `medrank evaluate --save-predictions` CSV. */
