@@ -576,30 +576,13 @@ pub struct RubricAgreementGroupView<'a> {
     pub grader_against_people: Option<&'static str>,
 }
 
-/// One rater (the grader, or a person) against the others, over their pairs of labels.
+/// One rater (the grader, or a person) against the others, over their pairs of labels: the
+/// report's own figures (pairs, F1s, macro-F1, kappa, confusion), named.
 #[derive(Debug, Serialize)]
 pub struct RaterView<'a> {
     pub rater: &'a str,
-    pub pairs: usize,
-    pub f1_met: &'a Stat<f64>,
-    pub f1_not_met: &'a Stat<f64>,
-    pub macro_f1: &'a Stat<f64>,
-    pub kappa: &'a Stat<f64>,
-    /// [[other not met & rater not met, other not met & rater met], [other met & rater not
-    /// met, other met & rater met]].
-    pub confusion: &'a [Vec<u64>],
-}
-
-fn rater_view<'a>(rater: &'a str, a: &'a PairAgreement) -> RaterView<'a> {
-    RaterView {
-        rater,
-        pairs: a.pairs,
-        f1_met: &a.f1_met,
-        f1_not_met: &a.f1_not_met,
-        macro_f1: &a.macro_f1,
-        kappa: &a.kappa,
-        confusion: &a.confusion,
-    }
+    #[serde(flatten)]
+    pub agreement: &'a PairAgreement,
 }
 
 /// The Agreement tab of a rubric-agreement report.
@@ -617,8 +600,8 @@ pub fn rubric_agreement_view(report: &RubricAgreementReport) -> RubricAgreementV
             RubricAgreementGroupView {
                 group: &g.group,
                 items: g.items,
-                grader: g.grader.as_ref().map(|a| rater_view("grader", a)),
-                people: g.humans.iter().map(|h| rater_view(&h.grader, &h.agreement)).collect(),
+                grader: g.grader.as_ref().map(|agreement| RaterView { rater: "grader", agreement }),
+                people: g.humans.iter().map(|h| RaterView { rater: &h.grader, agreement: &h.agreement }).collect(),
                 human_mean_macro_f1: &g.human_mean_macro_f1,
                 human_mean_kappa: &g.human_mean_kappa,
                 grader_against_people,
