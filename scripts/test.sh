@@ -12,10 +12,18 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 source scripts/env.sh
 # Each phase says when it starts, so a slow CI run shows where its time went.
-phase() { echo "== $* ($(date -u +%H:%M:%S))"; }
+# ... and how much disk is left: the disk is shared, and a run that ran out of it (seen once
+# in CI, writing the 440 MB base-size test model) should say so where it starts to fail.
+phase() { echo "== $* ($(date -u +%H:%M:%S); $(df -h --output=avail "${TMPDIR:-/tmp}" | tail -1 | tr -d ' ') free)"; }
 
 phase "setup"
 scripts/setup.sh all
+
+# Every test's scratch files (model folders, CLI outputs, browser profiles) go to one
+# folder of this run, removed when it ends however it ends: runs leave nothing behind.
+TEST_TMPDIR="$(mktemp -d -t medrank-test.XXXXXX)"
+trap 'rm -rf "$TEST_TMPDIR"' EXIT
+export TMPDIR="$TEST_TMPDIR"
 
 phase "format and lint"
 cargo fmt --check
