@@ -10,7 +10,7 @@ use medrank::model::config::{Arch, EncoderConfig, HeadKind};
 use medrank::model::embed::TextModel;
 use medrank::model::load::{HeadWeights, LoadedModel};
 use medrank::model::{CpuEncoder, Part, Pooling, TextTokenizer};
-use medrank::train::gpu::gradient_check::{jittered_model, relative, tiny_config};
+use medrank::train::gpu::gradient_check::{jittered_model, relative};
 use medrank::train::gpu::{GpuMemory, GpuTrainer};
 use medrank::train::{train, train_with_events, Freeze, TrainExample, TrainOptions};
 use std::path::PathBuf;
@@ -23,7 +23,7 @@ const REL_TOL: f64 = 1e-3;
 /// The gradient check's tiny random model, with the MiniLM tokenizer's vocabulary so real
 /// text can be used.
 fn model(arch: Arch, layers: usize, head: HeadKind, labels: &[&str], seed: u64) -> LoadedModel {
-    let config = EncoderConfig { vocab_size: 30522, ..tiny_config(arch, layers, head, labels) };
+    let config = EncoderConfig { vocab_size: 30522, ..EncoderConfig::tiny(arch, layers, head, labels) };
     jittered_model(config, seed).unwrap()
 }
 
@@ -180,8 +180,8 @@ fn gpu_and_cpu_train_alike(freeze: Freeze) {
 fn the_memory_figure_is_what_the_trainer_allocates() {
     let Some(ctx) = context() else { return };
     for (first, embeddings) in [(1, false), (0, true), (0, false)] {
-        let m =
-            jittered_model(tiny_config(Arch::Roberta, 3, HeadKind::SequenceClassification, &["a", "b"]), 3).unwrap();
+        let m = jittered_model(EncoderConfig::tiny(Arch::Roberta, 3, HeadKind::SequenceClassification, &["a", "b"]), 3)
+            .unwrap();
         let (head, layers) = (AdamWConfig::default(), AdamWConfig::default());
         let trainer = pollster::block_on(GpuTrainer::new(ctx.clone(), &m, first, embeddings, head, layers)).unwrap();
         let figure = GpuMemory::estimate(&m.config, 2, first, embeddings, 1, 1);

@@ -67,6 +67,30 @@ pub struct EncoderConfig {
 }
 
 impl EncoderConfig {
+    /// A tiny encoder of `arch` (hidden 32, 4 heads, GELU, a 64-word vocabulary, 64
+    /// positions) with `head`: the random models of the unit tests, the gradient checks and
+    /// the CLI tests, fast on any machine or adapter. Callers that tokenize real text widen
+    /// `vocab_size` to their tokenizer's.
+    pub fn tiny(arch: Arch, layers: usize, head: HeadKind, labels: &[&str]) -> Self {
+        EncoderConfig {
+            arch,
+            vocab_size: 64,
+            hidden_size: 32,
+            num_layers: layers,
+            num_heads: 4,
+            intermediate_size: 64,
+            max_position_embeddings: 64,
+            type_vocab_size: if arch == Arch::DistilBert { 0 } else { 2 },
+            layer_norm_eps: 1e-12,
+            activation: Activation::Gelu,
+            // RoBERTa's pad id and first position as in its checkpoints.
+            pad_token_id: if arch == Arch::Roberta { 1 } else { 0 },
+            position_offset: if arch == Arch::Roberta { 2 } else { 0 },
+            head,
+            labels: labels.iter().map(|s| s.to_string()).collect(),
+        }
+    }
+
     /// Parse a `config.json`. `file` names it in error messages.
     pub fn from_json(file: &str, text: &str) -> Result<Self> {
         let v: Value = serde_json::from_str(text)

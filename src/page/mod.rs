@@ -588,23 +588,9 @@ mod tests {
     /// A kept 2-layer random BERT (64 positions: the example's pairs get cut) with the
     /// MiniLM tokenizer and a head of `labels` (none when empty).
     fn tiny_grader(labels: &[&str]) -> KeptModel {
-        use crate::model::config::{Activation, Arch, EncoderConfig, HeadKind};
-        let config = EncoderConfig {
-            arch: Arch::Bert,
-            vocab_size: 30522,
-            hidden_size: 32,
-            num_layers: 2,
-            num_heads: 4,
-            intermediate_size: 64,
-            max_position_embeddings: 64,
-            type_vocab_size: 2,
-            layer_norm_eps: 1e-12,
-            activation: Activation::Gelu,
-            pad_token_id: 0,
-            position_offset: 0,
-            head: if labels.is_empty() { HeadKind::None } else { HeadKind::SequenceClassification },
-            labels: labels.iter().map(|l| l.to_string()).collect(),
-        };
+        use crate::model::config::{Arch, EncoderConfig, HeadKind};
+        let head = if labels.is_empty() { HeadKind::None } else { HeadKind::SequenceClassification };
+        let config = EncoderConfig { vocab_size: 30522, ..EncoderConfig::tiny(Arch::Bert, 2, head, labels) };
         let model = crate::model::load::random_model(config, 11).unwrap();
         let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
         let files = crate::model::ModelFiles {

@@ -110,22 +110,11 @@ pub fn tiny_bert_config(
     labels: &[&str],
     positions: usize,
 ) -> medrank::model::EncoderConfig {
-    use medrank::model::{Activation, Arch, EncoderConfig};
+    use medrank::model::{Arch, EncoderConfig};
     EncoderConfig {
-        arch: Arch::Bert,
         vocab_size: 30522,
-        hidden_size: 32,
-        num_layers: layers,
-        num_heads: 4,
-        intermediate_size: 64,
         max_position_embeddings: positions,
-        type_vocab_size: 2,
-        layer_norm_eps: 1e-12,
-        activation: Activation::Gelu,
-        pad_token_id: 0,
-        position_offset: 0,
-        head,
-        labels: labels.iter().map(|l| l.to_string()).collect(),
+        ..EncoderConfig::tiny(Arch::Bert, layers, head, labels)
     }
 }
 

@@ -19,7 +19,7 @@ use super::trainer::{GpuTrainer, TrainInput};
 use crate::error::Result;
 use crate::gpu::context::GpuContext;
 use crate::gpu::ops::AdamWConfig;
-use crate::model::config::{Activation, Arch, EncoderConfig, HeadKind};
+use crate::model::config::{Arch, EncoderConfig, HeadKind};
 use crate::model::encoder::{forward, layers_forward, TokenBatch};
 use crate::model::heads::head_forward;
 use crate::model::load::{random_model, Dense, HeadWeights, LoadedModel, Norm};
@@ -113,7 +113,7 @@ pub async fn gradient_check(ctx: &GpuContext) -> Result<Vec<TensorCheck>> {
 async fn check_case(ctx: &GpuContext, case: &Case, c: u64, trained: Trained) -> Result<Vec<TensorCheck>> {
     let mut out = Vec::new();
     {
-        let m = jittered_model(tiny_config(case.arch, 3, case.head, case.labels), 20 + c)?;
+        let m = jittered_model(EncoderConfig::tiny(case.arch, 3, case.head, case.labels), 20 + c)?;
         // The top 2 of 3 layers (the gradient also flows from layer to layer), or all.
         let first = if trained == Trained::TopLayers { 1 } else { 0 };
         let h = m.config.hidden_size;
@@ -231,27 +231,6 @@ fn random_tokens(lens: &[usize], config: &EncoderConfig, seed: u64) -> Vec<Encod
             Encoded { ids, type_ids, cut_per_part: Vec::new() }
         })
         .collect()
-}
-
-/// A tiny encoder (hidden 32, 4 heads, GELU) of `arch` with `head`: fast on any adapter.
-pub fn tiny_config(arch: Arch, layers: usize, head: HeadKind, labels: &[&str]) -> EncoderConfig {
-    EncoderConfig {
-        arch,
-        vocab_size: 64,
-        hidden_size: 32,
-        num_layers: layers,
-        num_heads: 4,
-        intermediate_size: 64,
-        max_position_embeddings: 64,
-        type_vocab_size: if arch == Arch::DistilBert { 0 } else { 2 },
-        layer_norm_eps: 1e-12,
-        activation: Activation::Gelu,
-        // RoBERTa's pad id and first position as in its checkpoints.
-        pad_token_id: if arch == Arch::Roberta { 1 } else { 0 },
-        position_offset: if arch == Arch::Roberta { 2 } else { 0 },
-        head,
-        labels: labels.iter().map(|s| s.to_string()).collect(),
-    }
 }
 
 /// A random model whose layer weights are scaled up from random_model's 0.02 (attention is

@@ -1243,8 +1243,7 @@ fn split_qkv(name: &str, values: Vec<f32>, hidden: usize) -> Vec<(String, Vec<f3
 #[cfg(test)]
 mod tests {
     use super::GpuMemory;
-    use crate::model::config::{Arch, HeadKind};
-    use crate::train::gpu::gradient_check::tiny_config;
+    use crate::model::config::{Arch, EncoderConfig, HeadKind};
 
     #[test]
     fn the_memory_figure_counts_weights_gradients_moments_and_copies() {
@@ -1254,7 +1253,7 @@ mod tests {
         // head 1024 + 32 (pooler) + 32 + 1 (classifier) = 1089; the embeddings (64 + 64 + 2)
         // * 32 + 64 (norm) = 4224. Five f32 copies of each trained value (value, gradient,
         // two moments, best), one of an embedding that only feeds the layers.
-        let c = tiny_config(Arch::Bert, 3, HeadKind::MultipleChoice, &[]);
+        let c = EncoderConfig::tiny(Arch::Bert, 3, HeadKind::MultipleChoice, &[]);
         let all = GpuMemory::estimate(&c, 1, 0, true, 4, 10);
         assert_eq!(all.parameters, (3 * 8544 + 1089 + 4224) * 5 * 4);
         assert_eq!(GpuMemory::estimate(&c, 1, 0, false, 4, 10).parameters, (3 * 8544 + 1089) * 5 * 4 + 4224 * 4);
