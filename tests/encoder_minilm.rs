@@ -237,17 +237,7 @@ fn classification_evaluator_from_a_bundle_trains_and_evaluates() {
     // The trained head evaluates the bundle: every prediction right, labels in task order.
     let m = &r.model;
     let enc = CpuEncoder::new(m.clone());
-    let out = run_ready(evaluate_with_head(
-        &enc,
-        &m.weights,
-        m.head.as_ref().unwrap(),
-        &m.config.labels,
-        &tok,
-        &bundle,
-        8,
-        EmptyOptions::LeaveOut,
-    ))
-    .unwrap();
+    let out = run_ready(evaluate_with_head(&enc, &m.config.labels, &tok, &bundle, 8, EmptyOptions::LeaveOut)).unwrap();
     assert_eq!(out.predictions.len(), 48);
     for (p, inst) in out.predictions.iter().zip(bundle.instances.iter().flat_map(|i| [i, i])) {
         assert_eq!(p.predicted, inst.problem.gold());

@@ -276,19 +276,7 @@ fn heads_match_plain_arithmetic_and_evaluators_run() {
     let mc = random_model(tiny(Arch::Bert, HeadKind::MultipleChoice, &[]), 5).unwrap();
     let mc_enc = CpuEncoder::new(mc.clone());
     let bundle = mcqa_bundle();
-    let run = |bs: usize| {
-        run_ready(evaluate_with_head(
-            &mc_enc,
-            &mc.weights,
-            mc.head.as_ref().unwrap(),
-            &[],
-            &tok,
-            &bundle,
-            bs,
-            LEAVE_OUT,
-        ))
-        .unwrap()
-    };
+    let run = |bs: usize| run_ready(evaluate_with_head(&mc_enc, &[], &tok, &bundle, bs, LEAVE_OUT)).unwrap();
     let out = run(8);
     assert_eq!(out.predictions.len(), 4);
     assert!(out.truncated.is_empty());
@@ -310,9 +298,7 @@ fn heads_match_plain_arithmetic_and_evaluators_run() {
     // A long argument is cut (never the option) and reported with instance and system.
     let mut long = mcqa_bundle();
     long.instances[0].arguments[0].1 = "smoking ".repeat(100);
-    let out =
-        run_ready(evaluate_with_head(&mc_enc, &mc.weights, mc.head.as_ref().unwrap(), &[], &tok, &long, 8, LEAVE_OUT))
-            .unwrap();
+    let out = run_ready(evaluate_with_head(&mc_enc, &[], &tok, &long, 8, LEAVE_OUT)).unwrap();
     assert_eq!(out.truncated.len(), 3); // three options of q1/gold
     assert!(out.truncated.iter().all(|t| t.instance == "q1" && t.system == "gold" && t.tokens_cut > 0));
 
@@ -425,9 +411,8 @@ fn rankers_and_bertscore_run_on_any_encoder() {
     assert_eq!(windowed.cut_inputs, 0);
     assert_eq!(windowed.scores[0], plain.scores[0]);
     // Cross-encoder with one output: the logit; batch size does not change it.
-    let head = model.head.as_ref().unwrap();
-    let a = run_ready(cross_encoder_scores(&enc, (&model.weights, head), &tok, &rank(&docs, None, 8))).unwrap();
-    let b = run_ready(cross_encoder_scores(&enc, (&model.weights, head), &tok, &rank(&docs, None, 1))).unwrap();
+    let a = run_ready(cross_encoder_scores(&enc, &tok, &rank(&docs, None, 8))).unwrap();
+    let b = run_ready(cross_encoder_scores(&enc, &tok, &rank(&docs, None, 1))).unwrap();
     for (x, y) in a.scores.iter().zip(&b.scores) {
         assert!((x - y).abs() < 1e-5);
     }

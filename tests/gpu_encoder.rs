@@ -291,11 +291,13 @@ fn bench_measures_cpu_and_gpu_with_the_same_function() {
     let cpu = CpuEncoder::new(model);
     let mut seen = 0;
     // 200 exceeds the tiny model's 160 positions and is skipped.
-    let rows = medrank::gpu::bench::bench_grid_blocking(&gpu, "gpu", &device, &[16, 200], &[1, 3], 0.0, |_| seen += 1)
-        .unwrap();
+    let rows =
+        medrank::gpu::bench::bench_grid_blocking(&gpu, "gpu", &device, &[16, 200], &[1, 3], None, 0.0, |_| seen += 1)
+            .unwrap();
     assert_eq!(seen, 2);
     assert_eq!(rows.iter().map(|r| (r.seq_len, r.batch)).collect::<Vec<_>>(), vec![(16, 1), (16, 3)]);
-    let cpu_rows = medrank::gpu::bench::bench_grid_blocking(&cpu, "cpu", "cpu", &[16], &[3], 0.0, |_| {}).unwrap();
+    let cpu_rows =
+        medrank::gpu::bench::bench_grid_blocking(&cpu, "cpu", "cpu", &[16], &[3], None, 0.0, |_| {}).unwrap();
     for r in rows.iter().chain(&cpu_rows) {
         assert!(r.repeats >= 1 && r.seconds_per_pass > 0.0, "{r:?}");
         // tokens/s is sequences/s times the length of every (unpadded) sequence.
@@ -433,7 +435,7 @@ fn the_profile_times_every_dispatch_of_the_pass_by_step() {
     let before = encode(&gpu, &batch, layers);
     let origin = std::time::Instant::now();
     let now = move || origin.elapsed().as_secs_f64();
-    let result = pollster::block_on(gpu.profile(&batch, layers, &now));
+    let result = pollster::block_on(gpu.profile(&batch, layers, None, &now));
     if !gpu.context().adapter.timestamps {
         let err = result.unwrap_err().to_string();
         assert!(err.contains("no timestamp-query feature"), "{err}");
@@ -459,4 +461,151 @@ fn the_profile_times_every_dispatch_of_the_pass_by_step() {
     assert!(profile.steps.iter().all(|s| s.seconds.is_finite() && s.seconds >= 0.0), "{profile:?}");
     assert!(profile.gpu_seconds() > 0.0 && profile.wall_seconds >= profile.readback_seconds, "{profile:?}");
     assert_eq!(encode(&gpu, &batch, layers).data, before.data, "{name}: a profiled pass changed the results");
+    assert_eq!(profile.readback_bytes, (batch.batch * 32 * config.hidden_size * 4) as u64, "states of 32 positions");
+    // With a readout, the pass ends with its step and reads back only its vectors.
+    let pooled = medrank::model::Readout::Pooled(medrank::model::Pooling::default());
+    let profile = pollster::block_on(gpu.profile(&batch, layers, Some(pooled), &now)).unwrap();
+    let last = profile.steps.last().unwrap();
+    assert_eq!((last.step, last.dispatches), ("pooling", 1));
+    assert_eq!(profile.readback_bytes, (batch.batch * config.hidden_size * 4) as u64);
+}
+
+/// The readouts computed on the device (issue 45: pooling and the heads after the last
+/// layer, only their result read back) against the CPU path's (`read_out_on_host`, pooling
+/// and `model::heads` on the host): every pooling mode with and without normalisation on
+/// the three tiny architectures, and the logits of the three head layouts (BERT pooler +
+/// classifier, RoBERTa dense + out_proj, DistilBERT pre-classifier + ReLU). The bytes read
+/// back are the readout's alone: rows x hidden (pooled) or rows x labels (logits) floats.
+#[test]
+fn pooled_vectors_and_logits_read_out_on_the_device_match_the_cpu_path() {
+    use medrank::model::{Pooling, PoolingMode, Readout};
+    let Some(ctx) = context() else { return };
+    let mut ctx = Some(ctx);
+    let mut next_context = || ctx.take().unwrap_or_else(|| GpuContext::new_blocking().unwrap());
+    let lengths = [40, 9, 1, 17, 33];
+    for (name, config) in tiny_configs() {
+        let model = random_model_unit_scale(config.clone(), 23);
+        let cpu = CpuEncoder::new(model.clone());
+        let gpu = GpuEncoder::with_context(next_context(), &model).unwrap();
+        let batch = random_batch(&config, &lengths, 29);
+        for mode in [PoolingMode::Mean, PoolingMode::Max, PoolingMode::Cls] {
+            for normalize in [false, true] {
+                let readout = Readout::Pooled(Pooling { mode, normalize });
+                let before = gpu.bytes_read_back().unwrap();
+                let g = pollster::block_on(gpu.read_out(&batch, readout)).unwrap();
+                let read = gpu.bytes_read_back().unwrap() - before;
+                let c = pollster::block_on(cpu.read_out(&batch, readout)).unwrap();
+                let diff = max_abs_diff(&g.concat(), &c.concat());
+                eprintln!("{name} {mode:?} normalize={normalize}: max abs diff {diff:e}");
+                assert!(diff <= TOL, "{name} {mode:?} normalize={normalize}: max abs diff {diff}");
+                assert_eq!(read, (lengths.len() * config.hidden_size * 4) as u64, "{name}: bytes read back");
+            }
+        }
+        // No head: the same refusal as the CPU path's.
+        let err = pollster::block_on(gpu.read_out(&batch, Readout::Logits)).unwrap_err();
+        assert!(err.to_string().contains("this model has no classification head"), "{err}");
+    }
+    let heads = [
+        r#"{"model_type": "bert", "architectures": ["BertForSequenceClassification"],
+            "hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4,
+            "intermediate_size": 128, "vocab_size": 300, "max_position_embeddings": 64,
+            "id2label": {"0": "entailment", "1": "neutral", "2": "contradiction"}}"#,
+        r#"{"model_type": "roberta", "architectures": ["RobertaForSequenceClassification"],
+            "hidden_size": 48, "num_hidden_layers": 2, "num_attention_heads": 3,
+            "intermediate_size": 96, "vocab_size": 300, "max_position_embeddings": 66,
+            "type_vocab_size": 1, "pad_token_id": 1, "layer_norm_eps": 1e-5,
+            "id2label": {"0": "refuted", "1": "supported"}}"#,
+        r#"{"model_type": "distilbert", "architectures": ["DistilBertForSequenceClassification"],
+            "dim": 32, "n_layers": 2, "n_heads": 2, "hidden_dim": 64, "vocab_size": 200,
+            "max_position_embeddings": 64, "id2label": {"0": "no", "1": "yes"}}"#,
+        r#"{"model_type": "bert", "architectures": ["BertForMultipleChoice"],
+            "hidden_size": 32, "num_hidden_layers": 1, "num_attention_heads": 2,
+            "intermediate_size": 64, "vocab_size": 200, "max_position_embeddings": 64}"#,
+    ];
+    for json in heads {
+        let config = tiny_config(json);
+        let model = random_model_unit_scale(config.clone(), 31);
+        let labels = model.config.labels.len().max(1);
+        let cpu = CpuEncoder::new(model.clone());
+        let gpu = GpuEncoder::with_context(next_context(), &model).unwrap();
+        let batch = random_batch(&config, &lengths, 37);
+        let before = gpu.bytes_read_back().unwrap();
+        let g = pollster::block_on(gpu.read_out(&batch, Readout::Logits)).unwrap();
+        let read = gpu.bytes_read_back().unwrap() - before;
+        let c = pollster::block_on(cpu.read_out(&batch, Readout::Logits)).unwrap();
+        let diff = max_abs_diff(&g.concat(), &c.concat());
+        let scale = c.concat().iter().fold(0f32, |m, v| m.max(v.abs()));
+        eprintln!("{:?} {:?}: logits up to {scale:.2}, max abs diff {diff:e}", config.arch, config.head);
+        assert!(scale > 0.1, "logits too small to make the comparison meaningful");
+        assert!(diff <= TOL, "{:?}: logits max abs diff {diff}", config.arch);
+        assert_eq!(g.iter().map(Vec::len).collect::<Vec<_>>(), vec![labels; lengths.len()]);
+        assert_eq!(read, (lengths.len() * labels * 4) as u64, "{:?}: bytes read back", config.arch);
+    }
+}
+
+/// Only the device's own limits split a batch: the attention kernel takes blocks of 64
+/// queries along one grid dimension, so 65,535 workgroups hold 65,535 rows of up to 64
+/// tokens (before issue 45 one workgroup per token: 511 rows of 128 tokens, 127 of 512).
+/// A batch of 4,100 rows of 16 tokens (65,600 tokens, more than the old per-token grid)
+/// runs as one pass and gives the CPU path's vectors.
+#[test]
+fn large_batches_run_as_one_pass_within_the_adapters_limits() {
+    use medrank::model::{Pooling, Readout};
+    let Some(ctx) = context() else { return };
+    let (_, config) = tiny_configs().remove(2);
+    let model = random_model_unit_scale(config.clone(), 41);
+    let gpu = GpuEncoder::with_context(ctx, &model).unwrap();
+    let grid = gpu.context().limits.max_compute_workgroups_per_dimension as usize;
+    let by_memory = |len: usize| {
+        let widest = (3 * config.hidden_size).max(config.intermediate_size);
+        (gpu.context().max_binding_bytes() / (widest as u64 * 4)) as usize / len
+    };
+    for len in [16, 64, 128] {
+        assert_eq!(gpu.rows_per_pass(len).unwrap(), by_memory(len).min(grid / len.div_ceil(64)), "length {len}");
+    }
+    assert!(gpu.fits_one_pass(16, 4100).unwrap(), "4,100 rows of 16 tokens in one pass");
+    let batch = random_batch(&config, &vec![16; 4100], 43);
+    let readout = Readout::Pooled(Pooling::default());
+    let before = gpu.bytes_read_back().unwrap();
+    let g = pollster::block_on(gpu.read_out(&batch, readout)).unwrap();
+    assert_eq!(gpu.bytes_read_back().unwrap() - before, (4100 * config.hidden_size * 4) as u64);
+    let c = pollster::block_on(CpuEncoder::new(model).read_out(&batch, readout)).unwrap();
+    let diff = max_abs_diff(&g.concat(), &c.concat());
+    assert!(diff <= TOL, "max abs diff {diff}");
+}
+
+/// Plans are kept per shape and readout (up to `KEPT_PLANS`), over activation buffers of a
+/// size class: alternating shapes and readouts gives exactly what a fresh encoder gives for
+/// each, and a shape larger than every earlier one (a new class) changes nothing either.
+#[test]
+fn kept_plans_of_several_shapes_and_readouts_give_a_fresh_encoders_results() {
+    use medrank::model::{Pooling, PoolingMode, Readout};
+    let Some(ctx) = context() else { return };
+    let (name, config) = tiny_configs().remove(0);
+    let model = random_model_unit_scale(config.clone(), 47);
+    let kept = GpuEncoder::with_context(ctx, &model).unwrap();
+    let layers = config.num_layers;
+    let small = random_batch(&config, &[20, 7, 12], 1);
+    let other = random_batch(&config, &[33, 1], 2);
+    let large = random_batch(&config, &[150, 140, 3, 99, 64, 120, 2, 77, 150], 3);
+    let mean = Readout::Pooled(Pooling { mode: PoolingMode::Mean, normalize: true });
+    let cls = Readout::Pooled(Pooling { mode: PoolingMode::Cls, normalize: false });
+    let fresh = || GpuEncoder::with_context(GpuContext::new_blocking().unwrap(), &model).unwrap();
+    for (batch, readout) in [
+        (&small, None),
+        (&other, Some(mean)),
+        (&small, Some(cls)),
+        (&large, Some(mean)),
+        (&small, None),
+        (&other, Some(mean)),
+    ] {
+        let (again, once) = match readout {
+            None => (encode(&kept, batch, layers).data, encode(&fresh(), batch, layers).data),
+            Some(r) => (
+                pollster::block_on(kept.read_out(batch, r)).unwrap().concat(),
+                pollster::block_on(fresh().read_out(batch, r)).unwrap().concat(),
+            ),
+        };
+        assert_eq!(again, once, "{name}: a kept plan changed the result ({readout:?})");
+    }
 }

@@ -3,8 +3,9 @@
 //! that is lavapipe (software Vulkan). Without any adapter the tests say so loudly and
 //! return, unless MEDRANK_REQUIRE_GPU=1 (CI), where they fail.
 
-use medrank::gpu::ops::{Addend, Attention, GatherAdd, LayerNorm, Mat, MatMul, Tile};
+use medrank::gpu::ops::{Addend, Attention, GatherAdd, LayerNorm, Mat, MatMul, Pool, Tile};
 use medrank::gpu::{Activation, GpuContext, GpuTensor};
+use medrank::model::{Pooling, PoolingMode};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
@@ -218,6 +219,53 @@ fn layer_norm_with_and_without_fused_residual() {
             assert_close(&got, &want, &format!("layer_norm {rows}x{cols} residual={with_residual}"));
         }
     }
+}
+
+/// Pooling (kernels/pool.wgsl) against plain f64 loops over the real tokens: the mean, the
+/// maximum and the first token, each with and without scaling to unit length, on rows
+/// padded by different amounts (one row of a single real token), hidden sizes of fewer and
+/// of more columns than the kernel's 128 threads.
+#[test]
+fn pooling_matches_reference_for_every_mode_with_padding() {
+    let Some(ctx) = context() else { return };
+    let op = Pool::new(&ctx);
+    for (lengths, seq_len, hidden) in [(vec![7, 1, 5], 7, 48), (vec![3, 16, 9, 16], 16, 384), (vec![2, 4], 4, 5)] {
+        let rows = lengths.len();
+        let x: Vec<f32> = random(rows * seq_len * hidden, 21).iter().map(|v| v * 4.0).collect();
+        let mask: Vec<f32> =
+            lengths.iter().flat_map(|&n| (0..seq_len).map(move |t| if t < n { 1.0 } else { 0.0 })).collect();
+        let (xt, mt) = (upload(&ctx, &x, &[rows * seq_len, hidden]), upload(&ctx, &mask, &[rows, seq_len]));
+        for mode in [PoolingMode::Mean, PoolingMode::Max, PoolingMode::Cls] {
+            for normalize in [false, true] {
+                let out = ctx.zeros_f32("out", &[rows, hidden]).unwrap();
+                run(&ctx, op.prepare(&ctx, &xt, &mt, Pooling { mode, normalize }, &out).unwrap());
+                let mut want = Vec::with_capacity(rows * hidden);
+                for (r, &n) in lengths.iter().enumerate() {
+                    let value = |t: usize, c: usize| x[(r * seq_len + t) * hidden + c] as f64;
+                    let mut v: Vec<f64> = (0..hidden)
+                        .map(|c| match mode {
+                            PoolingMode::Mean => (0..n).map(|t| value(t, c)).sum::<f64>() / n as f64,
+                            PoolingMode::Max => (0..n).map(|t| value(t, c)).fold(f64::MIN, f64::max),
+                            PoolingMode::Cls => value(0, c),
+                        })
+                        .collect();
+                    if normalize {
+                        let norm = v.iter().map(|a| a * a).sum::<f64>().sqrt();
+                        v.iter_mut().for_each(|a| *a /= norm);
+                    }
+                    want.extend(v);
+                }
+                let got = ctx.read_f32_blocking(&out).unwrap();
+                assert_close(&got, &want, &format!("pool {mode:?} normalize={normalize} {rows}x{seq_len}x{hidden}"));
+            }
+        }
+    }
+    // Shapes that disagree are refused before anything runs.
+    let x = upload(&ctx, &random(12, 1), &[6, 2]);
+    let mask = upload(&ctx, &[1.0; 4], &[2, 2]);
+    let out = ctx.zeros_f32("out", &[2, 2]).unwrap();
+    let err = op.prepare(&ctx, &x, &mask, Pooling::default(), &out).unwrap_err();
+    assert!(err.to_string().contains("x has 6 token rows, the mask 2 x 2"), "{err}");
 }
 
 #[test]

@@ -7,7 +7,7 @@ mod common;
 use medrank::gpu::BackendChoice;
 use medrank::jobs::{self, EvaluateRequest, ModelOptions, NamedText};
 use medrank::model::evaluate::EmptyOptions;
-use medrank::model::{run_ready, Encoder, EncoderConfig, EvaluatorKind, HiddenStates, TextModel, TokenBatch};
+use medrank::model::{run_ready, Encoder, EncoderConfig, EvaluatorKind, HiddenStates, Readout, TextModel, TokenBatch};
 use medrank::Error;
 use std::cell::Cell;
 use std::path::PathBuf;
@@ -47,6 +47,11 @@ impl<E: Encoder> Encoder for Counting<'_, E> {
         self.sequences.set(self.sequences.get() + batch.batch);
         self.shapes.borrow_mut().push((batch.batch, batch.seq_len));
         self.inner.encode(batch, layer).await
+    }
+    async fn read_out(&self, batch: &TokenBatch, readout: Readout) -> medrank::Result<Vec<Vec<f32>>> {
+        self.sequences.set(self.sequences.get() + batch.batch);
+        self.shapes.borrow_mut().push((batch.batch, batch.seq_len));
+        self.inner.read_out(batch, readout).await
     }
 }
 

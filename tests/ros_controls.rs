@@ -360,7 +360,6 @@ fn the_trained_head_leaves_empty_options_out_of_its_softmax() {
     let bytes = std::fs::read(root().join(MODEL).join("tokenizer.json")).unwrap();
     let tok = TextTokenizer::from_bytes("tokenizer.json", &bytes, model.config.max_tokens(), 0).unwrap();
     let enc = CpuEncoder::new(model.clone());
-    let head = model.head.as_ref().unwrap();
     let (bundle, _) =
         parse_bundle("b", &std::fs::read_to_string(root().join("examples/bundle.jsonl")).unwrap()).unwrap();
     let mut with_empty = bundle.clone();
@@ -373,12 +372,8 @@ fn the_trained_head_leaves_empty_options_out_of_its_softmax() {
     let mut without = with_empty.clone();
     remove_empty_options(&mut without);
 
-    let left =
-        run_ready(evaluate_with_head(&enc, &model.weights, head, &[], &tok, &with_empty, 8, EmptyOptions::LeaveOut))
-            .unwrap();
-    let reference =
-        run_ready(evaluate_with_head(&enc, &model.weights, head, &[], &tok, &without, 8, EmptyOptions::LeaveOut))
-            .unwrap();
+    let left = run_ready(evaluate_with_head(&enc, &[], &tok, &with_empty, 8, EmptyOptions::LeaveOut)).unwrap();
+    let reference = run_ready(evaluate_with_head(&enc, &[], &tok, &without, 8, EmptyOptions::LeaveOut)).unwrap();
     let ids: Vec<(&str, &str)> = left.left_out.iter().map(|o| (o.instance.as_str(), o.option.as_str())).collect();
     assert_eq!(ids, [(with_empty.instances[0].id.as_str(), "5"), (with_empty.instances[1].id.as_str(), "5")]);
     assert!(reference.left_out.is_empty());
@@ -395,8 +390,7 @@ fn the_trained_head_leaves_empty_options_out_of_its_softmax() {
     }
 
     // Kept, the blank option is a candidate again with a probability of its own.
-    let kept = run_ready(evaluate_with_head(&enc, &model.weights, head, &[], &tok, &with_empty, 8, EmptyOptions::Keep))
-        .unwrap();
+    let kept = run_ready(evaluate_with_head(&enc, &[], &tok, &with_empty, 8, EmptyOptions::Keep)).unwrap();
     assert!(kept.left_out.is_empty());
     for (k, l) in kept.predictions.iter().zip(&left.predictions) {
         let p5 = k.probs[4].1;
@@ -416,8 +410,6 @@ fn the_trained_head_leaves_empty_options_out_of_its_softmax() {
         options.iter_mut().for_each(|o| o.1.clear());
     }
     let err =
-        run_ready(evaluate_with_head(&enc, &model.weights, head, &[], &tok, &all_empty, 8, EmptyOptions::LeaveOut))
-            .unwrap_err()
-            .to_string();
+        run_ready(evaluate_with_head(&enc, &[], &tok, &all_empty, 8, EmptyOptions::LeaveOut)).unwrap_err().to_string();
     assert!(err.contains("every option text is empty, so no option is a candidate"), "{err}");
 }

@@ -14,6 +14,7 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use crate::gpu::encoder::GpuEncoder;
+use crate::model::Readout;
 
 #[derive(Debug, Clone, Serialize)]
 pub struct Timing {
@@ -264,17 +265,30 @@ pub struct GpuProfile {
 /// them per step. On an adapter without timestamps it says so and measures nothing.
 /// The model folder's GPU encoder on this machine's adapter, opened once for every GPU part
 /// of a bench run (the weights are uploaded once).
-fn open_gpu<'a>(slot: &'a mut Option<GpuEncoder>, model_dir: &Path) -> Result<&'a GpuEncoder> {
+/// With it, the readout the model's jobs take from the GPU: its pooling (the similarity
+/// evaluator, dense ranking), or its head's logits where it has one (MCQA, classification,
+/// grading, NLI).
+fn open_gpu<'a>(slot: &'a mut Option<(GpuEncoder, Readout)>, model_dir: &Path) -> Result<&'a (GpuEncoder, Readout)> {
     if slot.is_none() {
         let model = crate::model::TextModel::read_dir(model_dir)?;
         let ctx = crate::gpu::context::GpuContext::new_blocking()?;
         eprintln!("  adapter: {}", ctx.adapter);
-        *slot = Some(GpuEncoder::with_context(ctx, &model.encoder.model)?);
+        let readout = match model.encoder.model.head {
+            Some(_) => Readout::Logits,
+            None => Readout::Pooled(model.pooling),
+        };
+        *slot = Some((GpuEncoder::with_context(ctx, &model.encoder.model)?, readout));
     }
     Ok(slot.as_ref().expect("opened above"))
 }
 
-pub fn gpu_profile(encoder: &GpuEncoder, lengths: &[usize], batches: &[usize], full_grid: bool) -> Result<GpuProfile> {
+pub fn gpu_profile(
+    encoder: &GpuEncoder,
+    readout: Readout,
+    lengths: &[usize],
+    batches: &[usize],
+    full_grid: bool,
+) -> Result<GpuProfile> {
     let adapter = encoder.context().adapter.clone();
     if !adapter.timestamps {
         let why = format!("{} has no timestamp-query feature: GPU time per step cannot be measured", adapter.name);
@@ -287,19 +301,20 @@ pub fn gpu_profile(encoder: &GpuEncoder, lengths: &[usize], batches: &[usize], f
     } else {
         (lengths.to_vec(), batches.to_vec())
     };
-    let (rows, skipped) = crate::gpu::bench::profile_grid_blocking(encoder, &lengths, &batches, 5, |r| {
-        let gpu = r.profile.gpu_seconds();
-        let worst = r.profile.steps.iter().max_by(|a, b| a.seconds.total_cmp(&b.seconds));
-        eprintln!(
-            "  len {} batch {}: {:.2} ms on the GPU, most in {} ({:.0} %); read-back {:.2} ms",
-            r.seq_len,
-            r.batch,
-            gpu * 1e3,
-            worst.map_or("-", |w| w.step),
-            worst.map_or(0.0, |w| 100.0 * w.seconds / gpu.max(f64::MIN_POSITIVE)),
-            r.profile.readback_seconds * 1e3
-        )
-    })?;
+    let (rows, skipped) =
+        crate::gpu::bench::profile_grid_blocking(encoder, &lengths, &batches, Some(readout), 5, |r| {
+            let gpu = r.profile.gpu_seconds();
+            let worst = r.profile.steps.iter().max_by(|a, b| a.seconds.total_cmp(&b.seconds));
+            eprintln!(
+                "  len {} batch {}: {:.2} ms on the GPU, most in {} ({:.0} %); read-back {:.2} ms",
+                r.seq_len,
+                r.batch,
+                gpu * 1e3,
+                worst.map_or("-", |w| w.step),
+                worst.map_or(0.0, |w| 100.0 * w.seconds / gpu.max(f64::MIN_POSITIVE)),
+                r.profile.readback_seconds * 1e3
+            )
+        })?;
     for (l, b) in &skipped {
         eprintln!("  len {l} batch {b}: not profiled (more than one pass on this adapter)");
     }
@@ -349,7 +364,7 @@ pub fn profile(model_dir: &Path, lengths: &[usize], batches: &[usize]) -> Result
     let model = crate::model::TextModel::read_dir(model_dir)?;
     let threads = crate::model::cpu::worker_threads();
     let device = format!("CPU, {threads} threads, {}", crate::model::cpu::matmul::Kernel::this_machine().name());
-    crate::gpu::bench::bench_grid_blocking(&model.encoder, "cpu", &device, lengths, batches, 1.0, |r| {
+    crate::gpu::bench::bench_grid_blocking(&model.encoder, "cpu", &device, lengths, batches, None, 1.0, |r| {
         let total: f64 = r.steps.iter().map(|s| s.seconds).sum();
         let worst = r.steps.iter().max_by(|a, b| a.seconds.total_cmp(&b.seconds));
         eprintln!(
@@ -364,9 +379,11 @@ pub fn profile(model_dir: &Path, lengths: &[usize], batches: &[usize]) -> Result
     })
 }
 
-/// The wgpu encoder of `model_dir` on this machine's adapter.
+/// The wgpu encoder of `model_dir` on this machine's adapter: each cell twice, reading back
+/// every token's state and then only what the model's jobs read (`readout`).
 pub fn gpu(
     encoder: &GpuEncoder,
+    readout: Readout,
     model_dir: &Path,
     peers_dir: &Path,
     lengths: &[usize],
@@ -389,13 +406,31 @@ pub fn gpu(
     } else {
         (lengths.to_vec(), batches.to_vec())
     };
-    let rows = crate::gpu::bench::bench_grid_blocking(encoder, "wgpu", &adapter.name, &lengths, &batches, 1.0, |r| {
-        eprintln!(
-            "  len {} batch {}: {:.1} seq/s, {:.0} tokens/s",
-            r.seq_len, r.batch, r.sequences_per_s, r.tokens_per_s
-        )
-    })?;
-    let cells: Vec<(usize, usize)> = rows.iter().map(|r| (r.seq_len, r.batch)).collect();
+    let mut rows = Vec::new();
+    for readout in [None, Some(readout)] {
+        let name = crate::gpu::bench::readout_name(readout);
+        rows.extend(crate::gpu::bench::bench_grid_blocking(
+            encoder,
+            "wgpu",
+            &adapter.name,
+            &lengths,
+            &batches,
+            readout,
+            1.0,
+            |r| {
+                eprintln!(
+                    "  len {} batch {} ({name}): {:.1} seq/s, {:.0} tokens/s, {:.0} bytes read back a pass",
+                    r.seq_len,
+                    r.batch,
+                    r.sequences_per_s,
+                    r.tokens_per_s,
+                    r.bytes_read_back_per_pass.unwrap_or(0.0)
+                )
+            },
+        )?);
+    }
+    let mut cells: Vec<(usize, usize)> = rows.iter().map(|r| (r.seq_len, r.batch)).collect();
+    cells.dedup();
     let (peer, peer_skipped) = if software {
         (None, Some("a software adapter is not compared with a GPU peer".to_string()))
     } else {
@@ -595,7 +630,7 @@ impl BenchReport {
                 if g.adapter.is_fallback { ", a software adapter: not the speed target" } else { "" },
                 g.weight_format
             );
-            let mut headers = vec!["length", "batch", "seq/s", "tokens/s"];
+            let mut headers = vec!["length", "batch", "read back", "bytes read back a pass", "seq/s", "tokens/s"];
             if g.peer.is_some() {
                 headers.extend(["PyTorch fp32 tokens/s", "PyTorch fp16 tokens/s", "medrank / PyTorch fp32"]);
             }
@@ -604,6 +639,8 @@ impl BenchReport {
                 let mut row = vec![
                     r.seq_len.to_string(),
                     r.batch.to_string(),
+                    r.readout.to_string(),
+                    r.bytes_read_back_per_pass.map_or("n/a".into(), |b| format!("{b:.0}")),
                     format!("{:.2}", r.sequences_per_s),
                     format!("{:.0}", r.tokens_per_s),
                 ];
@@ -627,7 +664,7 @@ impl BenchReport {
             match (&g.peer, &g.peer_skipped) {
                 (Some(p), _) => note(&mut t, &format!(
                     "PyTorch {} on {}: AutoModel of the same folder, inference mode, TF32 off for fp32; \
-                     the forward pass on the GPU with the states left there (medrank's figures include copying them to the host); median of 5 after 3 warm-ups",
+                     the forward pass on the GPU with the states left there (medrank's figures include copying what each row says back to the host); median of 5 after 3 warm-ups",
                     p.torch, p.device
                 )),
                 (None, Some(why)) => note(&mut t, &format!("no GPU peer: {why}")),
@@ -645,7 +682,7 @@ impl BenchReport {
             let mut t = Table::new(
                 "bench_gpu_profile",
                 &title,
-                &["length", "batch", "step", "dispatches", "ms", "% of GPU time"],
+                &["length", "batch", "read back", "step", "dispatches", "ms", "% of GPU time"],
             );
             for r in &p.rows {
                 let gpu = r.profile.gpu_seconds();
@@ -653,6 +690,7 @@ impl BenchReport {
                     vec![
                         r.seq_len.to_string(),
                         r.batch.to_string(),
+                        r.readout.to_string(),
                         step.to_string(),
                         dispatches,
                         format!("{:.3}", seconds * 1e3),
@@ -664,18 +702,15 @@ impl BenchReport {
                     t.push(cell(s.step, s.dispatches.to_string(), s.seconds, share));
                 }
                 t.push(cell("GPU time, all steps", String::new(), gpu, "100.0".into()));
-                t.push(cell(
-                    "read-back of the states (host clock)",
-                    String::new(),
-                    r.profile.readback_seconds,
-                    String::new(),
-                ));
+                let read_back = format!("read-back of {} bytes (host clock)", r.profile.readback_bytes);
+                t.push(cell(&read_back, String::new(), r.profile.readback_seconds, String::new()));
                 t.push(cell("whole timed pass (host clock)", String::new(), r.profile.wall_seconds, String::new()));
             }
             for (l, b) in &p.skipped {
                 t.push(vec![
                     l.to_string(),
                     b.to_string(),
+                    String::new(),
                     "not profiled: more than one pass on this adapter".into(),
                     String::new(),
                     String::new(),
@@ -790,6 +825,10 @@ pub struct BenchArgs {
     /// Sequence lengths of the `train` part (each 1 to 512, and at most the model's limit).
     #[arg(long, value_delimiter = ',', default_value = "256,512", value_parser = super::args::count(1, crate::bounds::MAX_BENCH_LENGTH))]
     pub train_lengths: Vec<usize>,
+    /// Trainers of the `train` part, comma separated: cpu (every thread of this machine),
+    /// gpu (a hardware adapter, with PyTorch on CUDA as the peer where it runs).
+    #[arg(long, value_delimiter = ',', default_value = "cpu,gpu", value_parser = ["cpu", "gpu"])]
+    pub train_backends: Vec<String>,
     /// Questions (of five options each) per optimiser step in the `train` part (1 to 1,024).
     #[arg(long, default_value_t = 16, value_parser = super::args::count(1, crate::bounds::MAX_BATCH))]
     pub train_questions: usize,
@@ -830,13 +869,13 @@ pub(super) fn bench(a: BenchArgs) -> Result<()> {
             }
             "gpu" => {
                 eprintln!("encoder on the GPU (wgpu):");
-                let encoder = open_gpu(&mut gpu_encoder, &a.model)?;
-                report.gpu = Some(gpu(encoder, &a.model, &a.peers, &a.lengths, &a.batches, a.full_gpu_grid)?);
+                let (encoder, readout) = open_gpu(&mut gpu_encoder, &a.model)?;
+                report.gpu = Some(gpu(encoder, *readout, &a.model, &a.peers, &a.lengths, &a.batches, a.full_gpu_grid)?);
             }
             "gpu-profile" => {
                 eprintln!("the GPU encoder's time per step (timestamp queries):");
-                let encoder = open_gpu(&mut gpu_encoder, &a.model)?;
-                report.gpu_profile = Some(gpu_profile(encoder, &a.lengths, &a.batches, a.full_gpu_grid)?);
+                let (encoder, readout) = open_gpu(&mut gpu_encoder, &a.model)?;
+                report.gpu_profile = Some(gpu_profile(encoder, *readout, &a.lengths, &a.batches, a.full_gpu_grid)?);
             }
             "workload" => {
                 eprintln!("workload: evaluate --model on the CasiMedicos dev bundle:");
@@ -848,8 +887,17 @@ pub(super) fn bench(a: BenchArgs) -> Result<()> {
             }
             "train" => {
                 eprintln!("fine-tuning every layer, CPU and GPU trainers:");
-                report.train =
-                    Some(super::bench_train::train_bench(&a.model, &a.peers, &a.train_lengths, a.train_questions)?);
+                let trainers = super::bench_train::Trainers {
+                    cpu: a.train_backends.iter().any(|b| b == "cpu"),
+                    gpu: a.train_backends.iter().any(|b| b == "gpu"),
+                };
+                report.train = Some(super::bench_train::train_bench(
+                    &a.model,
+                    &a.peers,
+                    &a.train_lengths,
+                    a.train_questions,
+                    trainers,
+                )?);
             }
             other => {
                 return Err(Error::invalid(format!(

@@ -31,9 +31,23 @@ pub struct TorchTrainPeer {
     pub cells: Vec<(usize, f64)>,
 }
 
+/// Which trainers [`train_bench`] runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Trainers {
+    pub cpu: bool,
+    /// The GPU trainer where there is an adapter, with PyTorch on CUDA beside it.
+    pub gpu: bool,
+}
+
 /// The CPU trainer and (where there is an adapter) the GPU trainer at each of `lengths`,
-/// `questions` questions of five options per step.
-pub fn train_bench(model_dir: &Path, peers_dir: &Path, lengths: &[usize], questions: usize) -> Result<TrainBench> {
+/// `questions` questions of five options per step; `trainers` says which run.
+pub fn train_bench(
+    model_dir: &Path,
+    peers_dir: &Path,
+    lengths: &[usize],
+    questions: usize,
+    trainers: Trainers,
+) -> Result<TrainBench> {
     let base = crate::model::TextModel::read_dir(model_dir)?;
     let mut rows = Vec::new();
     let mut notes = Vec::new();
@@ -43,13 +57,17 @@ pub fn train_bench(model_dir: &Path, peers_dir: &Path, lengths: &[usize], questi
             r.backend, r.seq_len, r.questions_per_step, r.questions_per_s, r.seconds_per_step
         )
     };
-    for &len in lengths {
+    for &len in lengths.iter().filter(|_| trainers.cpu) {
         let r = train_throughput(&base, None, questions, OPTIONS, len)?;
         report(&r);
         rows.push(r);
     }
     let mut hardware_gpu = false;
-    match crate::gpu::context::GpuContext::new_blocking() {
+    let context = match trainers.gpu {
+        true => crate::gpu::context::GpuContext::new_blocking(),
+        false => Err(crate::Error::model("not asked for (--train-backends)")),
+    };
+    match context {
         Err(e) => notes.push(format!("no GPU trainer: {e}")),
         Ok(ctx) if ctx.adapter.is_fallback => {
             // A CPU emulation of a GPU: one small shape shows it runs, its speed means nothing.

@@ -1,14 +1,17 @@
 //! The encoder's forward pass on the GPU, behind the same [`Encoder`] interface as the CPU
 //! path (`model::CpuEncoder`), so evaluators and rankers never know which backend ran.
 //!
-//! Weights are uploaded once, when the encoder is built, and stay on the device. A batch
-//! shape (rows x padded length x layers) gets a [`Plan`] the first time it is seen: its
-//! activation buffers and every dispatch of the pass, prepared with its uniform parameters
-//! and bind group. The plan is kept, so the next batch of that shape only writes its token
-//! ids, types and mask, records the same dispatches into one command encoder, submits once
-//! and awaits one readback; lengths are padded to a multiple of [`LENGTH_BUCKET`] (masked
-//! padding, which changes no result) so that batches of nearby lengths share a plan. Per
-//! layer:
+//! Weights are uploaded once, when the encoder is built, and stay on the device (the
+//! model's head too, for [`Readout::Logits`]). A batch shape (rows x padded length x
+//! layers x readout) gets a [`Plan`] the first time it is seen: every dispatch of the pass,
+//! prepared with its uniform parameters and bind group. Plans are kept (the last
+//! [`KEPT_PLANS`] shapes), so the next batch of a seen shape only writes its token ids,
+//! types and mask, records the same dispatches into one command encoder, submits once and
+//! awaits one read-back; lengths are padded to a multiple of [`LENGTH_BUCKET`] (masked
+//! padding, which changes no result) so that batches of nearby lengths share a plan. The
+//! large activation buffers belong to a size class ([`Activations`]: room for a power of
+//! two of tokens), shared by every plan of the class, so a new shape allocates nothing
+//! unless it is larger than any before. Per layer:
 //!
 //! ```text
 //! qkv   = x . [Wq; Wk; Wv]^T + [bq; bk; bv]     one matmul, the three projections side by side
@@ -17,17 +20,21 @@
 //! inner = act(x1 . Wi^T + bi)                   activation fused into the matmul
 //! x     = LayerNorm(inner . Wf^T + bf + x1)
 //! ```
+//!
+//! then the readout the job asks for: the states themselves ([`Encoder::encode`]), one
+//! pooled vector per row (ops::Pool), or the head's logits (two products on the first
+//! tokens' rows, read in place as a strided view). Only that is copied back to the host.
 
 use std::future::Future;
 
 use candle_core::Tensor;
 
 use super::context::{ChunkedTable, GpuContext, GpuTensor};
-use super::ops::{record, record_timed, Activation, Attention, Dispatch, Ops};
+use super::ops::{record, record_timed, Activation, Addend, Attention, Dispatch, Mat, Ops};
 use crate::error::{Error, Result};
 use crate::model::config::Activation as ModelActivation;
-use crate::model::load::{Dense, Norm};
-use crate::model::{Encoder, EncoderConfig, HiddenStates, LoadedModel, TokenBatch};
+use crate::model::load::{Dense, HeadWeights, Norm};
+use crate::model::{Encoder, EncoderConfig, HiddenStates, LoadedModel, Readout, TokenBatch};
 
 /// How the encoder stores the weights of its linear layers on the device.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
@@ -92,8 +99,19 @@ struct GpuLayer {
     ffn_norm: GpuNorm,
 }
 
+/// The model's head on the device (for [`Readout::Logits`]), in f32 whatever the layers'
+/// format (it is small): `first` on the first token's state with its activation (BERT's
+/// pooler and RoBERTa's dense with tanh, DistilBERT's pre-classifier with ReLU), then
+/// `last`, the classifier, to the logits: the layouts of `model::heads`.
+struct GpuHead {
+    first: GpuDense,
+    activation: Activation,
+    last: GpuDense,
+    labels: usize,
+}
+
 /// The encoder body on the GPU. Build it once per model (uploads the weights) and call
-/// [`Encoder::encode`] as often as needed.
+/// [`Encoder::encode`] or [`Encoder::read_out`] as often as needed.
 pub struct GpuEncoder {
     ctx: GpuContext,
     weight_format: WeightFormat,
@@ -104,8 +122,12 @@ pub struct GpuEncoder {
     token_type_embeddings: Option<ChunkedTable>,
     embedding_norm: GpuNorm,
     layers: Vec<GpuLayer>,
-    /// The plan of the last batch shape (taken out while a pass runs).
-    plan: std::sync::Mutex<Option<Plan>>,
+    /// The model's head, or why [`Readout::Logits`] cannot run (the CPU path's words).
+    head: std::result::Result<GpuHead, &'static str>,
+    /// The kept plans and their activation buffers (taken out while a pass runs).
+    plans: std::sync::Mutex<Option<Plans>>,
+    /// Bytes copied back to the host so far (what `medrank bench` reports per pass).
+    bytes_read_back: std::sync::atomic::AtomicU64,
 }
 
 /// Sequence lengths are padded to a multiple of this on the device. Padding is masked out
@@ -113,19 +135,80 @@ pub struct GpuEncoder {
 /// so the real tokens' states are the same to the bit; the padded rows are dropped.
 pub const LENGTH_BUCKET: usize = 16;
 
-/// A forward pass prepared for one batch shape (see the module doc).
-struct Plan {
+/// How many batch shapes keep their prepared plan (a job's length buckets, the bench's
+/// grid): recording a seen shape again costs no allocation and no bind group.
+pub const KEPT_PLANS: usize = 16;
+
+/// What a plan is prepared for: its batch shape, the layer it runs to and what it reads
+/// out (`None`: the hidden states).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct PlanKey {
     rows: usize,
     seq_len: usize,
     output_layer: usize,
+    readout: Option<Readout>,
+}
+
+/// The activation buffers of a size class: room for `tokens` tokens in `rows` rows,
+/// shared by every plan whose batch fits (each binds views of its own shape over them).
+struct Activations {
+    tokens: usize,
+    rows: usize,
+    embedded: GpuTensor,
+    x: GpuTensor,
+    x1: GpuTensor,
+    projected: GpuTensor,
+    context: GpuTensor,
+    qkv: GpuTensor,
+    inner: GpuTensor,
+    /// The readouts: the head's first product and the pooled vectors `[rows, hidden]`, the
+    /// logits `[rows, labels]`.
+    head_hidden: GpuTensor,
+    pooled: GpuTensor,
+    logits: GpuTensor,
+    /// The host-readable buffer outputs are copied to, as large as the largest so far.
+    readback: Option<wgpu::Buffer>,
+}
+
+impl Activations {
+    /// A view of `shape` over the start of `buffer` (which has room for it).
+    fn view(buffer: &GpuTensor, shape: &[usize]) -> GpuTensor {
+        debug_assert!(shape.iter().product::<usize>() <= buffer.len());
+        GpuTensor { buffer: buffer.buffer.clone(), shape: shape.to_vec(), dtype: buffer.dtype }
+    }
+
+    /// The read-back buffer, grown to at least `bytes`.
+    fn readback(&mut self, ctx: &GpuContext, bytes: u64) -> wgpu::Buffer {
+        match &self.readback {
+            Some(b) if b.size() >= bytes => b.clone(),
+            _ => {
+                let b = ctx.readback_buffer(bytes.max(4));
+                self.readback = Some(b.clone());
+                b
+            }
+        }
+    }
+}
+
+/// The kept plans (least recently used first) and the size class they share.
+#[derive(Default)]
+struct Plans {
+    class: Option<Activations>,
+    kept: Vec<Plan>,
+}
+
+/// A forward pass prepared for one [`PlanKey`] (see the module doc).
+struct Plan {
+    key: PlanKey,
     ids: GpuTensor,
     type_ids: GpuTensor,
     mask: GpuTensor,
     /// The embedding sum, built by adding tables into it: cleared before every pass.
     embedded: GpuTensor,
-    /// The hidden states after `output_layer` layers.
-    x: GpuTensor,
-    /// Where the states are copied for the host to read, kept with the plan.
+    /// What the host reads: the states after `output_layer` layers, the pooled vectors or
+    /// the logits.
+    out: GpuTensor,
+    /// Where `out` is copied for the host to read (the class's).
     readback: wgpu::Buffer,
     dispatches: Vec<Dispatch>,
     /// The step of the pass each dispatch belongs to (what a profile sums by).
@@ -146,9 +229,11 @@ pub struct StepTime {
 pub struct PassProfile {
     /// GPU time per step, in the order the pass first runs them.
     pub steps: Vec<StepTime>,
-    /// Host clock: copying the states back after the GPU finished.
+    /// Host clock: copying the output back after the GPU finished.
     pub readback_seconds: f64,
-    /// Host clock: from writing the inputs to having the states (in a timed pass, whose
+    /// Bytes copied back to the host.
+    pub readback_bytes: u64,
+    /// Host clock: from writing the inputs to having the output (in a timed pass, whose
     /// one-pass-per-dispatch recording costs more than an untimed pass's).
     pub wall_seconds: f64,
 }
@@ -169,6 +254,8 @@ pub mod step {
     pub const ATTENTION_OUT: &str = "attention output product";
     pub const FFN_IN: &str = "feed-forward in product (+ activation)";
     pub const FFN_OUT: &str = "feed-forward out product";
+    pub const POOLING: &str = "pooling";
+    pub const HEAD: &str = "head products";
 }
 
 fn host(t: &Tensor) -> Result<Vec<f32>> {
@@ -219,6 +306,25 @@ fn stacked_qkv(ctx: &GpuContext, format: WeightFormat, label: &str, parts: [&Den
 
 fn norm(ctx: &GpuContext, label: &str, n: &Norm) -> Result<GpuNorm> {
     Ok(GpuNorm { gamma: vector(ctx, label, &n.weight)?, beta: vector(ctx, label, &n.bias)? })
+}
+
+/// The model's head on the device, or why it has none (the CPU path's words).
+fn head(ctx: &GpuContext, model: &LoadedModel) -> Result<std::result::Result<GpuHead, &'static str>> {
+    let Some(h) = &model.head else { return Ok(Err("this model has no classification head")) };
+    let (first, activation, last) = match h {
+        HeadWeights::PooledLinear { classifier } => match &model.weights.pooler {
+            Some(pooler) => (pooler, Activation::Tanh, classifier),
+            None => return Ok(Err("this head needs the encoder's pooler")),
+        },
+        HeadWeights::RobertaClassifier { dense, out_proj } => (dense, Activation::Tanh, out_proj),
+        HeadWeights::DistilClassifier { pre_classifier, classifier } => (pre_classifier, Activation::Relu, classifier),
+    };
+    Ok(Ok(GpuHead {
+        first: dense(ctx, WeightFormat::F32, "head.first", first)?,
+        activation,
+        labels: last.weight.dims2()?.0,
+        last: dense(ctx, WeightFormat::F32, "head.last", last)?,
+    }))
 }
 
 fn activation(a: ModelActivation) -> Activation {
@@ -278,7 +384,9 @@ impl GpuEncoder {
             },
             embedding_norm: norm(&ctx, "embedding_norm", &w.embedding_norm)?,
             layers,
-            plan: std::sync::Mutex::new(None),
+            head: head(&ctx, model)?,
+            plans: std::sync::Mutex::new(None),
+            bytes_read_back: Default::default(),
             ops,
             config,
             weight_format: format,
@@ -301,15 +409,19 @@ impl GpuEncoder {
         self.word_embeddings.chunks.len()
     }
 
-    /// How many rows of `seq_len` tokens one pass may hold (larger batches run in several
-    /// passes): every activation buffer must fit one storage binding, and attention
-    /// launches one workgroup per token along one grid dimension.
-    pub fn rows_per_pass(&self, seq_len: usize) -> Result<usize> {
+    /// The widest activation of a token, in values (what the binding limit divides).
+    fn widest(&self) -> usize {
         let c = &self.config;
-        let widest = (3 * c.hidden_size).max(c.intermediate_size).max(c.hidden_size);
-        let by_memory = (self.ctx.max_binding_bytes() / (widest as u64 * 4)) as usize;
-        let by_grid = self.ctx.limits.max_compute_workgroups_per_dimension as usize;
-        let rows = by_memory.min(by_grid) / seq_len.max(1);
+        (3 * c.hidden_size).max(c.intermediate_size).max(c.hidden_size)
+    }
+
+    /// How many rows of `seq_len` tokens one pass may hold (larger batches run in several
+    /// passes): every activation buffer must fit one storage binding, and the attention
+    /// kernel's blocks of queries one grid dimension. Only the device's own limits split a
+    /// batch (the adapter's limits are requested in full: a discrete GPU binds gigabytes).
+    pub fn rows_per_pass(&self, seq_len: usize) -> Result<usize> {
+        let by_memory = (self.ctx.max_binding_bytes() / (self.widest() as u64 * 4)) as usize / seq_len.max(1);
+        let rows = by_memory.min(Attention::max_rows(&self.ctx, seq_len));
         if rows == 0 {
             return Err(Error::model(format!(
                 "gpu: one sequence of {seq_len} tokens does not fit the adapter's limits"
@@ -342,72 +454,160 @@ impl GpuEncoder {
         Ok(())
     }
 
+    fn gpu_head(&self) -> Result<&GpuHead> {
+        self.head.as_ref().map_err(|why| Error::model(*why))
+    }
+
     /// Hidden states after layer `output_layer`, `[batch, seq_len, hidden]`.
     pub async fn forward(&self, batch: &TokenBatch, output_layer: usize) -> Result<HiddenStates> {
         self.check_batch(batch, output_layer)?;
         let (s, h) = (batch.seq_len, self.config.hidden_size);
-        let padded = self.padded_len(s);
         if batch.batch == 0 || s == 0 {
             return Ok(HiddenStates { batch: batch.batch, seq_len: s, hidden: h, data: Vec::new() });
         }
+        let data = self.run(batch, output_layer, None).await?;
+        Ok(HiddenStates { batch: batch.batch, seq_len: s, hidden: h, data })
+    }
+
+    /// [`Encoder::read_out`]: the pooled vectors or logits of the last layer, computed on
+    /// the device; only they are read back.
+    pub async fn readout(&self, batch: &TokenBatch, readout: Readout) -> Result<Vec<Vec<f32>>> {
+        let layers = self.config.num_layers;
+        self.check_batch(batch, layers)?;
+        let width = match readout {
+            Readout::Pooled(_) => self.config.hidden_size,
+            Readout::Logits => self.gpu_head()?.labels,
+        };
+        if batch.batch == 0 {
+            return Ok(Vec::new());
+        }
+        if batch.seq_len == 0 {
+            return Err(Error::invalid("a batch of empty sequences has no token to read out"));
+        }
+        let flat = self.run(batch, layers, Some(readout)).await?;
+        Ok(flat.chunks(width.max(1)).map(<[f32]>::to_vec).collect())
+    }
+
+    /// The output of `batch` (states, pooled vectors or logits, row after row), in as many
+    /// passes as the adapter's limits need. Rows are padded to [`Self::padded_len`]; the
+    /// padding is trimmed off states, and rows of padding alone are dropped.
+    async fn run(&self, batch: &TokenBatch, output_layer: usize, readout: Option<Readout>) -> Result<Vec<f32>> {
+        let (s, h) = (batch.seq_len, self.config.hidden_size);
+        let padded = self.padded_len(s);
         let rows = self.rows_per_pass(padded)?;
         if padded == s && batch.batch <= rows {
-            // One pass with nothing to trim: its states are the result as they are (no
-            // second copy of a buffer that can be tens of MB).
-            let data = self.forward_pass(batch, output_layer).await?;
-            return Ok(HiddenStates { batch: batch.batch, seq_len: s, hidden: h, data });
+            // One pass with nothing to trim: its output is the result as it is (no second
+            // copy of a buffer that can be tens of MB).
+            return self.pass(batch, output_layer, readout).await;
         }
         // Every pass gets the same number of rows (the last filled up with padding rows), so
         // all of them reuse one plan instead of preparing a new one for the remainder.
         let passes = batch.batch.div_ceil(rows);
         let per_pass = batch.batch.div_ceil(passes);
-        let mut data = Vec::with_capacity(batch.batch * s * h);
+        let mut data = Vec::new();
         for first in (0..batch.batch).step_by(per_pass) {
             let last = (first + per_pass).min(batch.batch);
             let part = padded_rows(batch, first..last, padded, per_pass);
-            let states = self.forward_pass(&part, output_layer).await?;
-            // Keep the first `s` positions of every real row.
-            for row in states.chunks(padded * h).take(last - first) {
-                data.extend_from_slice(&row[..s * h]);
+            let out = self.pass(&part, output_layer, readout).await?;
+            let row_width = out.len() / part.batch;
+            for row in out.chunks(row_width).take(last - first) {
+                // States keep the first `s` positions of every real row.
+                data.extend_from_slice(if readout.is_none() { &row[..s * h] } else { row });
             }
         }
-        Ok(HiddenStates { batch: batch.batch, seq_len: s, hidden: h, data })
+        Ok(data)
     }
 
     /// One submission for a batch that fits the adapter's limits.
-    async fn forward_pass(&self, batch: &TokenBatch, output_layer: usize) -> Result<Vec<f32>> {
-        let (plan, _) = self.submit(batch, output_layer, false).await?;
-        let states = self.ctx.map_values(&plan.readback, plan.x.len()).await;
-        self.keep(plan);
-        states
+    async fn pass(&self, batch: &TokenBatch, output_layer: usize, readout: Option<Readout>) -> Result<Vec<f32>> {
+        let (mut plans, plan, _) = self.submit(batch, output_layer, readout, false).await?;
+        let out = self.ctx.map_values(&plan.readback, plan.out.len()).await;
+        self.bytes_read_back.fetch_add(plan.out.len() as u64 * 4, std::sync::atomic::Ordering::Relaxed);
+        self.keep(&mut plans, plan);
+        out
     }
 
-    /// Puts the pass's plan back for the next batch of its shape.
-    fn keep(&self, plan: Plan) {
-        if let Ok(mut slot) = self.plan.lock() {
-            *slot = Some(plan);
+    /// Puts the pass's plan back among the kept ones, and the plans back for the next pass.
+    fn keep(&self, plans: &mut Option<Plans>, plan: Plan) {
+        if let Some(mut kept) = plans.take() {
+            kept.kept.push(plan);
+            if kept.kept.len() > KEPT_PLANS {
+                kept.kept.remove(0);
+            }
+            if let Ok(mut slot) = self.plans.lock() {
+                *slot = Some(kept);
+            }
         }
     }
 
+    /// The plan of `key` from `plans` (prepared now if it is new), with the activation
+    /// buffers of a size class that holds it (a larger class replaces a smaller one, and
+    /// the plans bound to the old buffers go with it).
+    fn plan_for(&self, plans: &mut Plans, key: PlanKey) -> Result<Plan> {
+        if let Some(i) = plans.kept.iter().position(|p| p.key == key) {
+            return Ok(plans.kept.remove(i));
+        }
+        let tokens = key.rows * key.seq_len;
+        let fits = plans.class.as_ref().is_some_and(|c| c.tokens >= tokens && c.rows >= key.rows);
+        if !fits {
+            let (old_tokens, old_rows) = plans.class.as_ref().map_or((0, 0), |c| (c.tokens, c.rows));
+            // Room for a power of two of tokens (within one binding): a job's growing
+            // lengths allocate a few times, not once per length.
+            let most = (self.ctx.max_binding_bytes() / (self.widest() as u64 * 4)) as usize;
+            let class_tokens = tokens.next_power_of_two().min(most).max(tokens).max(old_tokens);
+            let class_rows = key.rows.next_power_of_two().min(class_tokens).max(key.rows).max(old_rows);
+            plans.kept.clear();
+            plans.class = None; // freed before the larger class is allocated
+            plans.class = Some(self.activations(class_tokens, class_rows)?);
+        }
+        let class = plans.class.as_mut().expect("allocated above");
+        self.plan(class, key)
+    }
+
+    /// The activation buffers of a size class.
+    fn activations(&self, tokens: usize, rows: usize) -> Result<Activations> {
+        let (ctx, c) = (&self.ctx, &self.config);
+        let h = c.hidden_size;
+        let labels = self.head.as_ref().map_or(1, |head| head.labels);
+        Ok(Activations {
+            tokens,
+            rows,
+            embedded: ctx.zeros_f32("embedded", &[tokens, h])?,
+            x: ctx.zeros_f32("x", &[tokens, h])?,
+            x1: ctx.zeros_f32("x1", &[tokens, h])?,
+            projected: ctx.zeros_f32("projected", &[tokens, h])?,
+            context: ctx.zeros_f32("context", &[tokens, h])?,
+            qkv: ctx.zeros_f32("qkv", &[tokens, 3 * h])?,
+            inner: ctx.zeros_f32("inner", &[tokens, c.intermediate_size])?,
+            head_hidden: ctx.zeros_f32("head_hidden", &[rows, h])?,
+            pooled: ctx.zeros_f32("pooled", &[rows, h])?,
+            logits: ctx.zeros_f32("logits", &[rows, labels])?,
+            readback: None,
+        })
+    }
+
     /// Writes the batch's ids, types and mask into its plan and submits every dispatch of
-    /// the pass; with `timed`, each dispatch in a timed pass of its own, the timestamps
-    /// resolved into the returned buffer (two u64 ticks per dispatch).
+    /// the pass and the copy of its output; with `timed`, each dispatch in a timed pass of
+    /// its own, the timestamps resolved into the returned buffer (two u64 ticks per
+    /// dispatch). Returns the plans taken out for the pass (to put back with
+    /// [`Self::keep`]) and the pass's plan.
     async fn submit(
         &self,
         batch: &TokenBatch,
         output_layer: usize,
+        readout: Option<Readout>,
         timed: bool,
-    ) -> Result<(Plan, Option<wgpu::Buffer>)> {
+    ) -> Result<(Option<Plans>, Plan, Option<wgpu::Buffer>)> {
         let ctx = &self.ctx;
         // Validation and memory errors (an adapter that rejects a kernel, a buffer it cannot
         // allocate) become an `Err` the caller can fall back on, not a panic or garbage.
         let validation = ctx.device.push_error_scope(wgpu::ErrorFilter::Validation);
         let out_of_memory = ctx.device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
-        let kept = self.plan.lock().ok().and_then(|mut slot| slot.take());
-        let prepared = match kept {
-            Some(p) if (p.rows, p.seq_len, p.output_layer) == (batch.batch, batch.seq_len, output_layer) => Ok(p),
-            _ => self.plan(batch.batch, batch.seq_len, output_layer),
-        };
+        // The plans are taken out for the pass (their buffers are the pass's); a pass that
+        // finds them taken (another in flight) works with a class of its own.
+        let mut plans = Some(self.plans.lock().ok().and_then(|mut slot| slot.take()).unwrap_or_default());
+        let key = PlanKey { rows: batch.batch, seq_len: batch.seq_len, output_layer, readout };
+        let prepared = self.plan_for(plans.as_mut().expect("taken above"), key);
         let mut timestamps = None;
         if let Ok(plan) = &prepared {
             let mask: Vec<f32> = batch.mask.iter().map(|&m| if m != 0 { 1.0 } else { 0.0 }).collect();
@@ -415,7 +615,7 @@ impl GpuEncoder {
             ctx.queue.write_buffer(&plan.type_ids.buffer, 0, bytemuck::cast_slice(&batch.type_ids));
             ctx.queue.write_buffer(&plan.mask.buffer, 0, bytemuck::cast_slice(&mask));
             let mut enc = ctx.device.create_command_encoder(&Default::default());
-            enc.clear_buffer(&plan.embedded.buffer, 0, None);
+            enc.clear_buffer(&plan.embedded.buffer, 0, Some(plan.embedded.len() as u64 * 4));
             if timed {
                 let count = 2 * plan.dispatches.len() as u32;
                 let queries = ctx.device.create_query_set(&wgpu::QuerySetDescriptor {
@@ -435,8 +635,8 @@ impl GpuEncoder {
             } else {
                 record(&mut enc, &plan.dispatches);
             }
-            // The states' copy to the host-readable buffer goes in the same submission.
-            enc.copy_buffer_to_buffer(&plan.x.buffer, 0, &plan.readback, 0, plan.x.len() as u64 * 4);
+            // The output's copy to the host-readable buffer goes in the same submission.
+            enc.copy_buffer_to_buffer(&plan.out.buffer, 0, &plan.readback, 0, plan.out.len() as u64 * 4);
             ctx.queue.submit([enc.finish()]);
         }
         // Pop both scopes whatever happened, so they stay balanced.
@@ -446,15 +646,22 @@ impl GpuEncoder {
         if let Some(e) = memory_error.or(validation_error) {
             return Err(Error::model(format!("gpu: the forward pass failed on {}: {e}", ctx.adapter)));
         }
-        Ok((plan, timestamps))
+        Ok((plans, plan, timestamps))
     }
 
     /// Where one forward pass of `batch` spends its time on the GPU: every dispatch timed
     /// by the GPU itself (timestamp queries), summed per step of the pass, and the
-    /// read-back of the states (mapping and copying them once the GPU is done) timed by the
-    /// host clock `now` (seconds from any origin).
+    /// read-back of the output (mapping and copying it once the GPU is done) timed by the
+    /// host clock `now` (seconds from any origin). `readout` as in [`Encoder::read_out`]
+    /// (`None`: the states of `output_layer`).
     /// Errors on an adapter without `timestamp-query`: GPU time is never estimated.
-    pub async fn profile(&self, batch: &TokenBatch, output_layer: usize, now: &dyn Fn() -> f64) -> Result<PassProfile> {
+    pub async fn profile(
+        &self,
+        batch: &TokenBatch,
+        output_layer: usize,
+        readout: Option<Readout>,
+        now: &dyn Fn() -> f64,
+    ) -> Result<PassProfile> {
         let ctx = &self.ctx;
         if !ctx.adapter.timestamps {
             return Err(Error::model(format!(
@@ -463,24 +670,32 @@ impl GpuEncoder {
             )));
         }
         self.check_batch(batch, output_layer)?;
+        if readout == Some(Readout::Logits) {
+            self.gpu_head()?;
+        }
         let padded = self.padded_len(batch.seq_len);
         if batch.batch == 0 || batch.batch > self.rows_per_pass(padded)? {
             return Err(Error::invalid("gpu profile: the batch must be non-empty and fit one pass"));
         }
         let part = padded_rows(batch, 0..batch.batch, padded, batch.batch);
         let start = now();
-        let (plan, resolved) = self.submit(&part, output_layer, true).await?;
+        let (mut plans, plan, resolved) = self.submit(&part, output_layer, readout, true).await?;
         let resolved = resolved.ok_or_else(|| Error::model("gpu profile: no timestamps were recorded"))?;
         let ticks = ctx.read_values::<u64>(&resolved, 2 * plan.dispatches.len()).await;
         let read_start = now();
-        let states = ctx.map_values::<f32>(&plan.readback, plan.x.len()).await;
+        let out = ctx.map_values::<f32>(&plan.readback, plan.out.len()).await;
         let end = now();
         let steps = plan.steps.clone();
-        self.keep(plan);
-        let (ticks, _) = (ticks?, states?);
+        let readback_bytes = plan.out.len() as u64 * 4;
+        self.keep(&mut plans, plan);
+        let (ticks, _) = (ticks?, out?);
         let tick_seconds = ctx.queue.get_timestamp_period() as f64 * 1e-9;
-        let mut profile =
-            PassProfile { steps: Vec::new(), readback_seconds: end - read_start, wall_seconds: end - start };
+        let mut profile = PassProfile {
+            steps: Vec::new(),
+            readback_seconds: end - read_start,
+            readback_bytes,
+            wall_seconds: end - start,
+        };
         for (step, pair) in steps.iter().zip(ticks.chunks(2)) {
             let seconds = pair[1].saturating_sub(pair[0]) as f64 * tick_seconds;
             match profile.steps.iter_mut().find(|s| s.step == *step) {
@@ -494,10 +709,11 @@ impl GpuEncoder {
         Ok(profile)
     }
 
-    /// Allocates the buffers of a `rows` x `seq_len` pass and prepares its dispatches.
-    fn plan(&self, rows: usize, seq_len: usize, output_layer: usize) -> Result<Plan> {
+    /// Prepares the dispatches of `key`'s pass over views of `class`'s buffers.
+    fn plan(&self, class: &mut Activations, key: PlanKey) -> Result<Plan> {
         let (ctx, ops, c) = (&self.ctx, &self.ops, &self.config);
-        let (s, h) = (seq_len, c.hidden_size);
+        let PlanKey { rows, seq_len: s, output_layer, readout } = key;
+        let h = c.hidden_size;
         let tokens = rows * s;
         let positions = c.position_ids(rows, s);
         let ids = ctx.upload_u32("ids", &vec![0; tokens], &[tokens])?;
@@ -505,13 +721,11 @@ impl GpuEncoder {
         let type_ids = ctx.upload_u32("type_ids", &vec![0; tokens], &[tokens])?;
         let mask = ctx.zeros_f32("mask", &[rows, s])?;
 
-        let embedded = ctx.zeros_f32("embedded", &[tokens, h])?;
-        let x = ctx.zeros_f32("x", &[tokens, h])?;
-        let x1 = ctx.zeros_f32("x1", &[tokens, h])?;
-        let projected = ctx.zeros_f32("projected", &[tokens, h])?;
-        let context = ctx.zeros_f32("context", &[tokens, h])?;
-        let qkv = ctx.zeros_f32("qkv", &[tokens, 3 * h])?;
-        let inner = ctx.zeros_f32("inner", &[tokens, c.intermediate_size])?;
+        let view = |t: &GpuTensor, cols: usize| Activations::view(t, &[tokens, cols]);
+        let embedded = view(&class.embedded, h);
+        let (x, x1, projected, context) =
+            (view(&class.x, h), view(&class.x1, h), view(&class.projected, h), view(&class.context, h));
+        let (qkv, inner) = (view(&class.qkv, 3 * h), view(&class.inner, c.intermediate_size));
 
         let mut d = Vec::new();
         let mut steps = Vec::new();
@@ -543,8 +757,31 @@ impl GpuEncoder {
             let n = &l.ffn_norm;
             add(step::LAYER_NORM, ops.layer_norm.prepare(ctx, &projected, Some(&x1), &n.gamma, &n.beta, eps, &x)?);
         }
-        let readback = ctx.readback_buffer(x.len() as u64 * 4);
-        Ok(Plan { rows, seq_len, output_layer, ids, type_ids, mask, embedded, x, readback, dispatches: d, steps })
+        let out = match readout {
+            None => x,
+            Some(Readout::Pooled(pooling)) => {
+                let pooled = Activations::view(&class.pooled, &[rows, h]);
+                add(step::POOLING, ops.pool.prepare(ctx, &x, &mask, pooling, &pooled)?);
+                pooled
+            }
+            Some(Readout::Logits) => {
+                // The head reads the first token of every row in place (a strided view).
+                let head = self.gpu_head()?;
+                let hidden = Activations::view(&class.head_hidden, &[rows, h]);
+                let logits = Activations::view(&class.logits, &[rows, head.labels]);
+                let first = Mat::every_nth_row(&x, s, rows)?;
+                let w = Mat::of(&head.first.weight)?;
+                let bias = Addend::Row(&head.first.bias);
+                add(
+                    step::HEAD,
+                    ops.matmul.prepare_product(ctx, first, w, bias, head.activation, false, Mat::of(&hidden)?)?,
+                );
+                add(step::HEAD, ops.matmul.prepare(ctx, &hidden, &head.last.weight, &head.last.bias, none, &logits)?);
+                logits
+            }
+        };
+        let readback = class.readback(ctx, out.len() as u64 * 4);
+        Ok(Plan { key, ids, type_ids, mask, embedded, out, readback, dispatches: d, steps })
     }
 }
 
@@ -582,5 +819,13 @@ impl Encoder for GpuEncoder {
 
     fn encode(&self, batch: &TokenBatch, output_layer: usize) -> impl Future<Output = Result<HiddenStates>> {
         self.forward(batch, output_layer)
+    }
+
+    fn read_out(&self, batch: &TokenBatch, readout: Readout) -> impl Future<Output = Result<Vec<Vec<f32>>>> {
+        self.readout(batch, readout)
+    }
+
+    fn bytes_read_back(&self) -> Option<u64> {
+        Some(self.bytes_read_back.load(std::sync::atomic::Ordering::Relaxed))
     }
 }

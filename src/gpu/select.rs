@@ -4,7 +4,7 @@
 use super::context::GpuContext;
 use super::encoder::GpuEncoder;
 use crate::error::{Error, Result};
-use crate::model::{CpuEncoder, Encoder, EncoderConfig, HiddenStates, LoadedModel, TokenBatch};
+use crate::model::{CpuEncoder, Encoder, EncoderConfig, HiddenStates, LoadedModel, Readout, TokenBatch};
 
 /// What the user asked for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
@@ -50,6 +50,20 @@ impl Encoder for AnyEncoder {
         match self {
             AnyEncoder::Cpu(e) => e.encode(batch, output_layer).await,
             AnyEncoder::Gpu(e) => e.encode(batch, output_layer).await,
+        }
+    }
+
+    fn bytes_read_back(&self) -> Option<u64> {
+        match self {
+            AnyEncoder::Cpu(e) => e.bytes_read_back(),
+            AnyEncoder::Gpu(e) => e.bytes_read_back(),
+        }
+    }
+
+    async fn read_out(&self, batch: &TokenBatch, readout: Readout) -> Result<Vec<Vec<f32>>> {
+        match self {
+            AnyEncoder::Cpu(e) => e.read_out(batch, readout).await,
+            AnyEncoder::Gpu(e) => e.read_out(batch, readout).await,
         }
     }
 }

@@ -546,18 +546,42 @@ impl<E: crate::model::Encoder> crate::model::Encoder for ProgressEncoder<'_, E> 
         batch: &crate::model::TokenBatch,
         output_layer: usize,
     ) -> Result<crate::model::HiddenStates> {
+        self.check_cancelled()?;
+        let hidden = self.inner.encode(batch, output_layer).await?;
+        self.count(batch).map(|()| hidden)
+    }
+
+    async fn read_out(
+        &self,
+        batch: &crate::model::TokenBatch,
+        readout: crate::model::Readout,
+    ) -> Result<Vec<Vec<f32>>> {
+        self.check_cancelled()?;
+        let rows = self.inner.read_out(batch, readout).await?;
+        self.count(batch).map(|()| rows)
+    }
+}
+
+impl<E: crate::model::Encoder> ProgressEncoder<'_, E> {
+    fn check_cancelled(&self) -> Result<()> {
         if self.cancelled.get() {
             return Err(Error::Cancelled);
         }
-        let hidden = self.inner.encode(batch, output_layer).await?;
+        Ok(())
+    }
+
+    /// Adds a finished batch to the counts and reports them; the callback's `false` cancels.
+    fn count(&self, batch: &crate::model::TokenBatch) -> Result<()> {
         let mut state = self.state.get();
         state.sequences_done = (state.sequences_done + batch.batch).min(state.sequences);
-        let work = crate::model::EncodingPlan::batch_work(batch.batch, batch.seq_len, self.config());
+        let work =
+            crate::model::EncodingPlan::batch_work(batch.batch, batch.seq_len, crate::model::Encoder::config(self));
         state.work_done = (state.work_done + work).min(state.work);
         self.state.set(state);
         if (self.progress.borrow_mut())(&state) {
-            Ok(hidden)
+            Ok(())
         } else {
+            self.cancelled.set(true);
             Err(Error::Cancelled)
         }
     }

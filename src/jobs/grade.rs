@@ -145,8 +145,9 @@ pub async fn grade_with_encoder<E: crate::model::Encoder>(
     progress: &mut dyn FnMut(&EncodeProgress) -> bool,
 ) -> Result<GradeOutcome> {
     let loaded = &model.encoder.model;
-    let head = match (&loaded.head, loaded.config.head) {
-        (Some(head), crate::model::HeadKind::SequenceClassification) => head,
+    // The encoder reads out the model's own head (`Readout::Logits`): it must be a classifier.
+    match (&loaded.head, loaded.config.head) {
+        (Some(_), crate::model::HeadKind::SequenceClassification) => {}
         _ => {
             return Err(Error::invalid(format!(
                 "{} has no sequence-classification head: a grader is a model trained with `medrank train --task \
@@ -154,7 +155,7 @@ pub async fn grade_with_encoder<E: crate::model::Encoder>(
                 model.name
             )))
         }
-    };
+    }
     let kind = GraderKind::of_labels(&loaded.config.labels)?;
     let mut warnings = Vec::new();
     let responses = read_rubric(&req.rubric, &mut warnings)?;
@@ -179,8 +180,6 @@ pub async fn grade_with_encoder<E: crate::model::Encoder>(
     let encoded: Vec<&crate::model::Encoded> = inputs.iter().map(|i| &i.encoded).collect();
     let p_flat = grade_inputs(
         &counted,
-        &loaded.weights,
-        head,
         kind,
         &model.tokenizer,
         &encoded,

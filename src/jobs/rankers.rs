@@ -43,13 +43,13 @@ impl NeuralRanker {
         let out = match self {
             NeuralRanker::Dense(m) => run_ready(dense_scores(&m.encoder, &m.tokenizer, &m.pooling, &request))?,
             NeuralRanker::CrossEncoder(m) => {
-                let head = m.encoder.model.head.as_ref().ok_or_else(|| {
-                    Error::model(format!(
+                if m.encoder.model.head.is_none() {
+                    return Err(Error::model(format!(
                         "{}: a cross-encoder needs a classification head (one logit); this model has none",
                         m.name
-                    ))
-                })?;
-                run_ready(cross_encoder_scores(&m.encoder, (&m.encoder.model.weights, head), &m.tokenizer, &request))?
+                    )));
+                }
+                run_ready(cross_encoder_scores(&m.encoder, &m.tokenizer, &request))?
             }
             NeuralRanker::MonoT5(m) => {
                 let mut m = m.borrow_mut();

@@ -86,15 +86,16 @@ pub async fn check_statements<E: crate::model::Encoder>(
     crate::stats::bootstrap::check_settings(req.options.bootstrap.resamples, req.options.bootstrap.confidence)
         .map_err(Error::invalid)?;
     let loaded = &model.encoder.model;
-    let head = match (&loaded.head, loaded.config.head) {
-        (Some(head), crate::model::HeadKind::SequenceClassification) => head,
+    // The encoder reads out the model's own head (`Readout::Logits`): it must be a classifier.
+    match (&loaded.head, loaded.config.head) {
+        (Some(_), crate::model::HeadKind::SequenceClassification) => {}
         _ => {
             return Err(Error::invalid(format!(
                 "{} has no sequence-classification head: statement checks need an NLI model",
                 model.name
             )))
         }
-    };
+    }
     let labels = NliLabels::of_labels(&loaded.config.labels)?;
     let (answers, mut warnings) = parse_statements(&req.answers.name, &req.answers.text)?;
     let mut inputs: Vec<GradeInput> = Vec::new();
@@ -116,7 +117,7 @@ pub async fn check_statements<E: crate::model::Encoder>(
     let counted = ProgressEncoder::new(encoder, start, progress);
     let encoded: Vec<&crate::model::Encoded> = inputs.iter().map(|i| &i.encoded).collect();
     let batch = req.options.batch_size.clamp(1, crate::bounds::MAX_BATCH);
-    let logits = head_logits(&counted, &loaded.weights, head, &model.tokenizer, &encoded, batch).await?;
+    let logits = head_logits(&counted, &model.tokenizer, &encoded, batch).await?;
 
     let (mut judged, mut judgements, mut truncated) = (Vec::new(), Vec::new(), Vec::new());
     let mut next = 0;

@@ -3,7 +3,7 @@
 
 use super::batching::length_batches;
 use super::config::EncoderConfig;
-use super::encoder::{CpuEncoder, Encoder};
+use super::encoder::{CpuEncoder, Encoder, Readout};
 use super::load::{load_model, ModelFiles};
 use super::pooling::Pooling;
 use super::tokenize::{Encoded, TextTokenizer};
@@ -103,8 +103,7 @@ pub async fn embed_encoded<E: Encoder>(
     for group in length_batches(&lens, batch_size) {
         let items: Vec<&Encoded> = group.iter().map(|&i| &inputs[i]).collect();
         let batch = tokenizer.batch(&items);
-        let hidden = encoder.encode(&batch, encoder.config().num_layers).await?;
-        for (vec, &i) in pooling.pool(&hidden, &batch).into_iter().zip(&group) {
+        for (vec, &i) in encoder.read_out(&batch, Readout::Pooled(*pooling)).await?.into_iter().zip(&group) {
             out[i] = vec;
         }
     }

@@ -17,6 +17,7 @@
 use super::config::{Activation, Arch, EncoderConfig};
 use super::cpu::CpuLayers;
 use super::load::{Dense, EncoderWeights, LayerWeights, LoadedModel, Norm};
+use super::pooling::Pooling;
 use crate::error::{Error, Result};
 use candle_core::{DType, Device, Module, Tensor, D};
 use std::future::Future;
@@ -128,6 +129,18 @@ impl HiddenStates {
     }
 }
 
+/// What a job reads from the last layer, when it needs less than the hidden states: the
+/// encoder computes it where the states are (the GPU keeps them on the device) and hands
+/// back one short vector per row instead of `seq_len x hidden` values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Readout {
+    /// One sentence vector per row, pooled (and normalised) as the model's pooling says.
+    Pooled(Pooling),
+    /// The logits of the model's own head per row (its classification or multiple-choice
+    /// head, on the first token; see `heads`). An error for a model without a head.
+    Logits,
+}
+
 /// A backend that turns token batches into hidden states. Evaluators and rankers are
 /// generic over it, so they never know whether the CPU or the GPU runs the model.
 pub trait Encoder {
@@ -135,6 +148,16 @@ pub trait Encoder {
     fn config(&self) -> &EncoderConfig;
     /// Hidden states after layer `output_layer` (`config().num_layers` for the last layer).
     fn encode(&self, batch: &TokenBatch, output_layer: usize) -> impl Future<Output = Result<HiddenStates>>;
+    /// What `readout` asks of the last layer, one vector per row of the batch (pooled
+    /// vectors or logits): what evaluators, graders and rankers consume. The same numbers
+    /// as pooling or the head applied to [`Self::encode`]'s states; the GPU computes them
+    /// on the device and reads back only these.
+    fn read_out(&self, batch: &TokenBatch, readout: Readout) -> impl Future<Output = Result<Vec<Vec<f32>>>>;
+    /// Bytes copied from a device to the host so far (benchmarks report them per pass);
+    /// `None` for encoders that compute in host memory.
+    fn bytes_read_back(&self) -> Option<u64> {
+        None
+    }
     /// Told once by an evaluator, before its first `encode`, every batch it will encode: a
     /// progress wrapper sizes its total from it. Encoders that run the model ignore it.
     fn plan(&self, _plan: &super::batching::EncodingPlan) {}
@@ -217,6 +240,30 @@ impl Encoder for CpuEncoder {
     #[allow(clippy::manual_async_fn)]
     fn encode(&self, batch: &TokenBatch, output_layer: usize) -> impl Future<Output = Result<HiddenStates>> {
         std::future::ready(self.hidden_states(batch, output_layer))
+    }
+    #[allow(clippy::manual_async_fn)]
+    fn read_out(&self, batch: &TokenBatch, readout: Readout) -> impl Future<Output = Result<Vec<Vec<f32>>>> {
+        std::future::ready(
+            self.hidden_states(batch, self.model.config.num_layers)
+                .and_then(|hidden| read_out_on_host(&self.model, &hidden, batch, readout)),
+        )
+    }
+}
+
+/// [`Encoder::read_out`] from hidden states on the host: the CPU path's, and the reference
+/// the GPU's readout kernels are tested against.
+pub fn read_out_on_host(
+    model: &LoadedModel,
+    hidden: &HiddenStates,
+    batch: &TokenBatch,
+    readout: Readout,
+) -> Result<Vec<Vec<f32>>> {
+    match readout {
+        Readout::Pooled(pooling) => Ok(pooling.pool(hidden, batch)),
+        Readout::Logits => {
+            let head = model.head.as_ref().ok_or_else(|| Error::model("this model has no classification head"))?;
+            super::heads::logits(head, &model.weights, hidden)
+        }
     }
 }
 

@@ -29,9 +29,8 @@
 
 use super::batching::{length_batches, EncodingPlan};
 use super::embed::embed_encoded;
-use super::encoder::Encoder;
-use super::heads::{logits, softmax};
-use super::load::{EncoderWeights, HeadWeights};
+use super::encoder::{Encoder, Readout};
+use super::heads::softmax;
 use super::pooling::{cosine, Pooling};
 use super::tokenize::{Encoded, Part, TextTokenizer};
 use crate::data::{Bundle, Prediction, Problem, Task};
@@ -189,8 +188,6 @@ struct Job {
 #[allow(clippy::too_many_arguments)]
 pub async fn evaluate_with_head<E: Encoder>(
     encoder: &E,
-    weights: &EncoderWeights,
-    head: &HeadWeights,
     head_labels: &[String],
     tokenizer: &TextTokenizer,
     bundle: &Bundle,
@@ -247,8 +244,7 @@ pub async fn evaluate_with_head<E: Encoder>(
     for group in length_batches(&lens, batch_size) {
         let items: Vec<&Encoded> = group.iter().map(|&j| &jobs[j].encoded).collect();
         let batch = tokenizer.batch(&items);
-        let hidden = encoder.encode(&batch, encoder.config().num_layers).await?;
-        for (l, &j) in logits(head, weights, &hidden)?.into_iter().zip(&group) {
+        for (l, &j) in encoder.read_out(&batch, Readout::Logits).await?.into_iter().zip(&group) {
             job_logits[j] = l;
         }
     }
@@ -376,11 +372,9 @@ pub async fn evaluate_bundle_on<E: Encoder>(
 ) -> Result<(EvalOutput, EvaluatorKind)> {
     let m = &model.encoder.model;
     match &m.head {
-        Some(head) => {
-            evaluate_with_head(encoder, &m.weights, head, &m.config.labels, &model.tokenizer, bundle, batch_size, empty)
-                .await
-                .map(|o| (o, EvaluatorKind::Head))
-        }
+        Some(_) => evaluate_with_head(encoder, &m.config.labels, &model.tokenizer, bundle, batch_size, empty)
+            .await
+            .map(|o| (o, EvaluatorKind::Head)),
         None => evaluate_by_similarity(
             encoder,
             &model.tokenizer,

@@ -17,9 +17,8 @@
 //!   contradiction label, the entailment share of the softmax over every label.
 
 use super::batching::{length_batches, EncodingPlan};
-use super::encoder::Encoder;
-use super::heads::{logits, softmax};
-use super::load::{EncoderWeights, HeadWeights};
+use super::encoder::{Encoder, Readout};
+use super::heads::softmax;
 use super::tokenize::{Encoded, Part, TextTokenizer};
 use crate::data::graded::Prompt;
 use crate::error::{Error, Result};
@@ -142,22 +141,18 @@ pub fn encode_pair(
 /// P(met) of every input, computed in length-sorted batches on any backend.
 pub async fn grade_inputs<E: Encoder>(
     encoder: &E,
-    weights: &EncoderWeights,
-    head: &HeadWeights,
     kind: GraderKind,
     tokenizer: &TextTokenizer,
     inputs: &[&Encoded],
     batch_size: usize,
 ) -> Result<Vec<f64>> {
-    let logits = head_logits(encoder, weights, head, tokenizer, inputs, batch_size).await?;
+    let logits = head_logits(encoder, tokenizer, inputs, batch_size).await?;
     Ok(logits.iter().map(|l| kind.p_met(l)).collect())
 }
 
-/// The head's logits of every input, computed in length-sorted batches on any backend.
+/// The model's head's logits of every input, computed in length-sorted batches on any backend.
 pub async fn head_logits<E: Encoder>(
     encoder: &E,
-    weights: &EncoderWeights,
-    head: &HeadWeights,
     tokenizer: &TextTokenizer,
     inputs: &[&Encoded],
     batch_size: usize,
@@ -170,8 +165,7 @@ pub async fn head_logits<E: Encoder>(
     for group in length_batches(&lens, batch_size) {
         let items: Vec<&Encoded> = group.iter().map(|&i| inputs[i]).collect();
         let batch = tokenizer.batch(&items);
-        let hidden = encoder.encode(&batch, encoder.config().num_layers).await?;
-        for (l, &i) in logits(head, weights, &hidden)?.into_iter().zip(&group) {
+        for (l, &i) in encoder.read_out(&batch, Readout::Logits).await?.into_iter().zip(&group) {
             out[i] = l;
         }
     }

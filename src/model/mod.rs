@@ -43,7 +43,7 @@ pub mod tokenize;
 pub use batching::EncodingPlan;
 pub use config::{Activation, Arch, EncoderConfig, HeadKind};
 pub use embed::{embed_lines, embed_texts, run_ready, TextModel};
-pub use encoder::{describe_precision, CpuEncoder, Encoder, HiddenStates, TokenBatch};
+pub use encoder::{describe_precision, CpuEncoder, Encoder, HiddenStates, Readout, TokenBatch};
 pub use evaluate::{
     evaluate_bundle, evaluate_bundle_on, sequences_to_encode, EvalOutput, EvaluatorKind, TruncatedInput,
 };

@@ -13,9 +13,8 @@
 
 use super::batching::length_batches;
 use super::embed::embed_encoded;
-use super::encoder::Encoder;
-use super::heads::{logits, softmax};
-use super::load::{EncoderWeights, HeadWeights};
+use super::encoder::{Encoder, Readout};
+use super::heads::softmax;
 use super::pooling::{cosine, Pooling};
 use super::tokenize::{Encoded, Part, TextTokenizer};
 use crate::error::{Error, Result};
@@ -143,7 +142,6 @@ pub async fn dense_scores<E: Encoder>(
 /// Cross-encoder over `query [SEP] document` (the query is never cut).
 pub async fn cross_encoder_scores<E: Encoder>(
     encoder: &E,
-    (weights, head): (&EncoderWeights, &HeadWeights),
     tokenizer: &TextTokenizer,
     q: &RankQuery<'_>,
 ) -> Result<RankerScores> {
@@ -158,8 +156,7 @@ pub async fn cross_encoder_scores<E: Encoder>(
     for group in length_batches(&lens, q.batch_size) {
         let items: Vec<&Encoded> = group.iter().map(|&i| &encoded[i]).collect();
         let batch = tokenizer.batch(&items);
-        let hidden = encoder.encode(&batch, encoder.config().num_layers).await?;
-        for (l, &i) in logits(head, weights, &hidden)?.into_iter().zip(&group) {
+        for (l, &i) in encoder.read_out(&batch, Readout::Logits).await?.into_iter().zip(&group) {
             piece_scores[i] = match l.len() {
                 1 => l[0] as f64,
                 2 => softmax(&l, 1.0)[1],

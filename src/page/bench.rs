@@ -103,9 +103,18 @@ pub async fn bench_grid(
             if seq_len > max_tokens {
                 continue;
             }
-            let row =
-                crate::gpu::bench::bench_encoder(encoder, label, &device, seq_len, batch, plan.min_seconds, 100, now)
-                    .await?;
+            let row = crate::gpu::bench::bench_encoder(
+                encoder,
+                label,
+                &device,
+                seq_len,
+                batch,
+                None,
+                plan.min_seconds,
+                100,
+                now,
+            )
+            .await?;
             rows.push(row);
         }
         let (mut gpu_profile, mut gpu_profile_note) = (Vec::new(), None);
@@ -141,7 +150,7 @@ async fn gpu_profile_of(
         let note = format!("{} has no timestamp-query: GPU time per step cannot be measured here", adapter.name);
         return Ok((Vec::new(), Some(note)));
     }
-    let (rows, skipped) = crate::gpu::bench::profile_cells(gpu, plan.cells, 3, now, &mut |_| {}).await?;
+    let (rows, skipped) = crate::gpu::bench::profile_cells(gpu, plan.cells, None, 3, now, &mut |_| {}).await?;
     let left_out: Vec<String> = skipped.iter().map(|(l, b)| format!("{l} x {b}")).collect();
     let note = (!left_out.is_empty())
         .then(|| format!("not profiled (more than one pass on this adapter): {}", left_out.join(", ")));

@@ -45,6 +45,12 @@ impl Attention {
         Attention { by_head_dim: Default::default() }
     }
 
+    /// How many rows of `seq_len` tokens one forward dispatch can take: its blocks of
+    /// [`Self::QUERIES`] queries lie along one grid dimension.
+    pub fn max_rows(ctx: &GpuContext, seq_len: usize) -> usize {
+        ctx.limits.max_compute_workgroups_per_dimension as usize / seq_len.div_ceil(Self::QUERIES).max(1)
+    }
+
     /// The forward kernel for heads of `head_dim` values (at most [`Self::MAX_HEAD_DIM`]).
     fn forward_kernel(&self, ctx: &GpuContext, head_dim: usize) -> Kernel {
         let mut kernels = self.by_head_dim.lock().unwrap_or_else(|e| e.into_inner());
@@ -97,9 +103,7 @@ impl Attention {
             format!("sequences of {seq_len} tokens exceed the kernel's {}", Self::MAX_SEQ_LEN)
         })?;
         let max_groups = ctx.limits.max_compute_workgroups_per_dimension as usize;
-        check(tokens <= max_groups && heads <= max_groups, op, || {
-            format!("{tokens} tokens exceed {max_groups} workgroups a dimension; use smaller batches")
-        })?;
+        check(heads <= max_groups, op, || format!("{heads} heads exceed {max_groups} workgroups a dimension"))?;
         let head_dim = hidden / heads;
         Ok(Params {
             seq_len: to_u32(seq_len, op, "seq_len")?,
@@ -136,6 +140,10 @@ impl Attention {
         }
         let (batch, seq_len) = mask.dims2("attention mask")?;
         let blocks = batch * seq_len.div_ceil(Self::QUERIES);
+        let max_groups = ctx.limits.max_compute_workgroups_per_dimension as usize;
+        check(blocks <= max_groups, "attention", || {
+            format!("{blocks} blocks of {} queries exceed {max_groups} workgroups a dimension", Self::QUERIES)
+        })?;
         let groups = (to_u32(blocks, "attention", "query blocks")?, to_u32(heads, "attention", "heads")?);
         let head_dim = hidden / heads;
         check(head_dim <= Self::MAX_HEAD_DIM, "attention", || {

@@ -57,6 +57,11 @@ impl AttentionBackward {
         let want = Self::stats_len(tokens, heads);
         check(stats.len() == want, op, || format!("stats holds {} values, needs {want}", stats.len()))?;
         let params = Attention::params(ctx, op, mask, (tokens, hidden), heads)?;
+        // One workgroup per (token, head): tokens along one grid dimension.
+        let max_groups = ctx.limits.max_compute_workgroups_per_dimension as usize;
+        check(tokens <= max_groups, op, || {
+            format!("{tokens} tokens exceed {max_groups} workgroups a dimension; use smaller batches")
+        })?;
         if tokens == 0 {
             return Ok(Vec::new());
         }

@@ -11,7 +11,7 @@
 //!
 //! Workgroup memory and size stay within what WebGPU guarantees on every adapter (16 KiB
 //! of workgroup storage, 256 invocations): matmul at most 8.5 KiB / 256, attention 8.3 KiB / 64,
-//! layer norm 1 KiB / 256, attention backward 4.3 KiB / 64. Only the grid is
+//! layer norm 1 KiB / 256, pool 0.5 KiB / 128, attention backward 4.3 KiB / 64. Only the grid is
 //! adapter-specific (`grid`).
 //!
 //! Training adds [`TrainOps`]: the backward passes (the matmul's are the matmul kernel on
@@ -29,6 +29,7 @@ mod gather_add;
 mod layer_norm;
 mod layer_norm_backward;
 mod matmul;
+mod pool;
 
 pub use activation_backward::ActivationBackward;
 pub use adamw::{AdamW, AdamWConfig, AdamWStep};
@@ -41,6 +42,7 @@ pub use gather_add::GatherAdd;
 pub use layer_norm::LayerNorm;
 pub use layer_norm_backward::{LayerNormBackward, LayerNormGrads};
 pub use matmul::{Activation, Addend, Mat, MatMul, Tile};
+pub use pool::Pool;
 
 use wgpu::util::DeviceExt;
 
@@ -53,6 +55,8 @@ pub struct Ops {
     pub matmul: MatMul,
     pub layer_norm: LayerNorm,
     pub attention: Attention,
+    /// The readouts after the last layer: pooling (heads are products, `matmul`).
+    pub pool: Pool,
 }
 
 impl Ops {
@@ -67,6 +71,7 @@ impl Ops {
             matmul: MatMul::with_f16_math(ctx, f16_math),
             layer_norm: LayerNorm::new(ctx),
             attention: Attention::new(ctx),
+            pool: Pool::new(ctx),
         }
     }
 }
