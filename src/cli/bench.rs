@@ -429,7 +429,9 @@ pub fn gpu(
             },
         )?);
     }
+    // Each cell once for the peer (the grid above measured every cell twice).
     let mut cells: Vec<(usize, usize)> = rows.iter().map(|r| (r.seq_len, r.batch)).collect();
+    cells.sort_unstable();
     cells.dedup();
     let (peer, peer_skipped) = if software {
         (None, Some("a software adapter is not compared with a GPU peer".to_string()))
