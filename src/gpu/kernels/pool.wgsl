@@ -34,9 +34,10 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>,
         if (p.mode == MODE_CLS) {
             v = x[first * p.hidden + c];
         } else if (p.mode == MODE_MAX) {
-            // The lowest f32 (WGSL has no infinity literal): a row without real tokens, a
-            // padding row the encoder drops, keeps it where the CPU keeps -inf.
-            v = -3.40282347e38;
+            // The lowest finite f32 (WGSL has no infinity literal, and a literal beyond the
+            // f32 range is a shader-creation error in browsers): a row without real tokens,
+            // a padding row the encoder drops, keeps it where the CPU keeps -inf.
+            v = -bitcast<f32>(0x7f7fffffu);
             for (var t = 0u; t < p.seq_len; t++) {
                 if (mask[first + t] != 0.0) {
                     v = max(v, x[(first + t) * p.hidden + c]);
