@@ -15,7 +15,7 @@
 //!   announced) exits 1 naming the id, the file and the cause, and leaves nothing partial.
 
 mod common;
-use common::cli::{random_model_folder, root, s, tiny_bert_config, tiny_bert_folder, tmp};
+use common::cli::{random_model_folder, root, s, tiny_bert_config, tiny_bert_folder, tmp, NRP_JUDGED};
 use common::hub::{folder_files, Fault, Server, StandIn};
 use medrank::model::HeadKind;
 use serde_json::Value;
@@ -282,31 +282,10 @@ fn evaluate_and_nrp_take_an_encoder_by_its_hub_id() {
             "1_Pooling/config.json"
         ]
     );
-    same_as_folder(
-        &hub,
-        &folder,
-        "tiny-org/encoder-tiny",
-        &commit,
-        &[
-            "nrp",
-            "--topics",
-            "examples/nrp/topics.xml",
-            "--qrels-combined",
-            "examples/nrp/qrels.combined.txt",
-            "--not-judgeable",
-            "credibility=3",
-            "--docs",
-            "examples/nrp/docs.tsv",
-            "--answers",
-            "examples/nrp/answers.jsonl",
-            "--dense-ranker",
-            "tiny={MODEL}",
-            "--json",
-            "{OUT}",
-            "-q",
-        ],
-        false,
-    );
+    let mut nrp = vec!["nrp", "--topics", "examples/nrp/topics.xml", "--answers", "examples/nrp/answers.jsonl"];
+    nrp.extend(NRP_JUDGED);
+    nrp.extend(["--dense-ranker", "tiny={MODEL}", "--json", "{OUT}", "-q"]);
+    same_as_folder(&hub, &folder, "tiny-org/encoder-tiny", &commit, &nrp, false);
 }
 
 #[test]
@@ -506,15 +485,16 @@ fn failures_name_the_id_the_file_and_the_cause_and_leave_nothing_partial() {
     let publish = |repo: &str| hub.stand_in.commit(repo, "main", &files);
     let elsewhere = hub.stand_in.elsewhere.clone();
     // (repo, what goes wrong, the file named, words of the cause)
-    let cases: Vec<(String, Option<(&str, Fault)>, &str, &str)> = vec![
-        ("wrong-sha".into(), Some(("model.safetensors", Fault::WrongSha256)), "model.safetensors", "do not match the Hub's published sha256"),
-        ("redirected".into(), Some(("model.safetensors", Fault::RedirectTo(elsewhere))), "model.safetensors", "a redirect to `127.0.0.2`, which is not the Hub"),
-        ("truncated-cdn".into(), Some(("model.safetensors", Fault::Truncate)), "model.safetensors", "truncated"),
-        ("truncated-hub".into(), Some(("tokenizer.json", Fault::Truncate)), "tokenizer.json", "truncated"),
-        ("larger-chunked".into(), Some(("model.safetensors", Fault::Larger { with_length: false })), "model.safetensors", "more than the"),
-        ("larger-length".into(), Some(("config.json", Fault::Larger { with_length: true })), "config.json", "more than the"),
-        ("file-404".into(), Some(("tokenizer.json", Fault::Status(404))), "tokenizer.json", "404 Not Found (a fault of the stand-in): the file is not at this commit"),
-        ("gated".into(), None, "config.json", "401 Unauthorized (Access to this model is restricted: you must be authenticated): the model is gated: accept its conditions on its Hub page, then give a Hugging Face access token in HF_TOKEN"),
+    type Case<'a> = (&'a str, Option<(&'a str, Fault)>, &'a str, &'a str);
+    let cases: Vec<Case> = vec![
+        ("wrong-sha", Some(("model.safetensors", Fault::WrongSha256)), "model.safetensors", "do not match the Hub's published sha256"),
+        ("redirected", Some(("model.safetensors", Fault::RedirectTo(elsewhere))), "model.safetensors", "a redirect to `127.0.0.2`, which is not the Hub"),
+        ("truncated-cdn", Some(("model.safetensors", Fault::Truncate)), "model.safetensors", "truncated"),
+        ("truncated-hub", Some(("tokenizer.json", Fault::Truncate)), "tokenizer.json", "truncated"),
+        ("larger-chunked", Some(("model.safetensors", Fault::Larger { with_length: false })), "model.safetensors", "more than the"),
+        ("larger-length", Some(("config.json", Fault::Larger { with_length: true })), "config.json", "more than the"),
+        ("file-404", Some(("tokenizer.json", Fault::Status(404))), "tokenizer.json", "404 Not Found (a fault of the stand-in): the file is not at this commit"),
+        ("gated", None, "config.json", "401 Unauthorized (Access to this model is restricted: you must be authenticated): the model is gated: accept its conditions on its Hub page, then give a Hugging Face access token in HF_TOKEN"),
     ];
     for (repo, fault, file, cause) in &cases {
         let repo = format!("tiny-org/{repo}");

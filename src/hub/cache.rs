@@ -200,7 +200,9 @@ mod tests {
         assert!(failed.is_err());
         let blobs = cache.repo(&id).join("blobs");
         assert_eq!(std::fs::read_dir(&blobs).unwrap().count(), 0, "nothing partial is left");
-        cache.write_blob(&id, &digest, |out: &mut dyn Write| Ok(out.write_all(b"hello\n").unwrap())).unwrap();
+        cache
+            .write_blob(&id, &digest, |out: &mut dyn Write| out.write_all(b"hello\n").map_err(|e| Error::io("blob", e)))
+            .unwrap();
         assert!(cache.has_blob(&id, &digest, 6) && !cache.has_blob(&id, &digest, 7));
 
         let commit = "0123456789abcdef0123456789abcdef01234567";

@@ -172,14 +172,16 @@ mod fetch {
             Err(HttpFailure::Unreachable(why)) if cache.commit_of(id).is_some() => {
                 return from_cache(id, cache, &format!("the Hub could not be reached: {why}"), events)
             }
-            Err(HttpFailure::Unreachable(why)) => return Err(Error::in_file(
-                &name,
-                format!(
+            Err(HttpFailure::Unreachable(why)) => {
+                return Err(Error::in_file(
+                    &name,
+                    format!(
                     "the Hub ({}) could not be reached ({why}), and the model is not in the Hugging Face cache ({})",
                     settings.endpoint.url(),
                     cache.repo(id).display()
                 ),
-            )),
+                ))
+            }
             Err(e) => return Err(Error::in_file(&name, listing_failure(id, &e, has_token, &url))),
         };
         let commit = listing.commit.clone();

@@ -8,6 +8,7 @@
 //!   to a second server on another port (`X-Linked-Etag`, `X-Linked-Size`);
 //! - a gated repository answers 401 without `Authorization: Bearer TOKEN`; missing models,
 //!   revisions and files 404 with the Hub's `X-Error-Code`.
+//!
 //! Faults per file (a wrong sha256 in the listing, a redirect to another host, a truncated
 //! transfer, more bytes than announced, an error status) make the failures the tests
 //! check. Every request is logged (which server, method, path, whether a token came).
