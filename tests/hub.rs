@@ -455,6 +455,10 @@ fn python_and_medrank_share_the_cache_both_ways() {
     assert_eq!(embedded, expected);
     assert!(stderr.contains(&format!("commit {commit}")), "{stderr}");
     assert!(hub.stand_in.requests().is_empty(), "offline: no request");
+    // Online, Python's blobs serve as they are: only the listing is asked.
+    assert_eq!(hub.embed("tiny-org/shared", &[]).0, expected);
+    let asked: Vec<String> = hub.stand_in.requests().iter().map(|r| r.path.clone()).collect();
+    assert_eq!(asked, ["/api/models/tiny-org/shared/revision/main"]);
 
     // medrank downloads (the files it reads); Python finds them offline, and its own cache
     // scan sees a sound repository.
@@ -542,6 +546,26 @@ fn failures_name_the_id_the_file_and_the_cause_and_leave_nothing_partial() {
         let expected = (r.server == Server::Hub).then(|| "Bearer secret-token".to_string());
         assert_eq!(r.authorization, expected, "{r:?}");
     }
+
+    // Sizes beyond the bounds are refused from the listing, before any file is asked for.
+    hub.stand_in.clear_log();
+    let read = ["config.json", "tokenizer.json", "modules.json", "sentence_bert_config.json", "1_Pooling/config.json"];
+    let small: u64 = files.iter().filter(|(p, _)| read.contains(&p.as_str())).map(|(_, b)| b.len() as u64).sum();
+    let total = (5u64 << 30) + small;
+    let over = format!("the model's files hold {total} bytes, more than the 4294967296 (4 GiB) a model may have here; nothing was downloaded");
+    for (repo, file, size, expected) in [
+        ("oversized", "model.safetensors", 5u64 << 30, over.as_str()),
+        ("huge-tokenizer", "tokenizer.json", 100 << 20, "tokenizer.json: 104857600 bytes, more than the 64 MiB a configuration or tokenizer file may have here; nothing was downloaded"),
+    ] {
+        let repo = format!("tiny-org/{repo}");
+        let commit = publish(&repo);
+        hub.stand_in.fault(&repo, file, Fault::Announce(size));
+        let o = hub.medrank(&["embed", "--model", &repo, "--input", "examples/sentences.txt", "--out", s(&tmp("x.jsonl"))], &[]);
+        let stderr = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(1), "{repo}: {stderr}");
+        assert!(stderr.contains(&format!("error: hf://{repo}@{commit}: {expected}")), "{repo}: {stderr}");
+    }
+    assert!(hub.stand_in.requests().iter().all(|r| r.path.starts_with("/api/")), "no file was asked for");
 
     // No such model, revision or file.
     let missing_tokenizer: Vec<(String, Vec<u8>)> =

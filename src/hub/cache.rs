@@ -86,7 +86,7 @@ impl Cache {
     /// Writes one blob: `fill` writes its bytes (checking them as they come) into a file of
     /// this process's own, which is renamed to `blobs/{etag}` only when `fill` succeeded
     /// and removed otherwise. Downloads of the same blob by several processes (medrank or
-    /// Python) wait on the same lock file.
+    /// Python) wait on the same lock file, and the later one keeps the blob the first wrote.
     pub fn write_blob(
         &self,
         id: &HubId,
@@ -97,6 +97,9 @@ impl Cache {
         let blobs = blob.parent().expect("a blob is in blobs/");
         std::fs::create_dir_all(blobs).map_err(|e| Error::io(blobs.display().to_string(), e))?;
         let _lock = self.lock(id, digest);
+        if blob.is_file() {
+            return Ok(()); // another process finished it while this one waited for the lock
+        }
         let partial = blobs.join(format!("{}.{}.incomplete", digest.hex(), unique_suffix()));
         let written = (|| {
             let mut file = std::fs::File::create(&partial).map_err(|e| Error::io(partial.display().to_string(), e))?;

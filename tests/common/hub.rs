@@ -33,6 +33,8 @@ pub enum Fault {
     Larger { with_length: bool },
     /// The resolve URL answers this status.
     Status(u16),
+    /// The listing announces this size (the bytes served stay the file's own).
+    Announce(u64),
 }
 
 /// Which of the stand-in's servers a request reached.
@@ -375,6 +377,10 @@ fn hub_reply(state: &State, method: &str, path: &str, authorization: Option<&str
         let Some(files) = repo.commits.get(&commit) else {
             return Reply::error(404, "RevisionNotFound", &format!("Invalid rev id: {revision}"));
         };
+        let announced = |f: &File| match fault_of(state, &repo_id, &f.path) {
+            Some(Fault::Announce(size)) => *size,
+            _ => f.bytes.len() as u64,
+        };
         let published = |f: &File| {
             if fault_of(state, &repo_id, &f.path) == Some(&Fault::WrongSha256) {
                 hex(&sha2::Sha256::digest(b"other bytes"))
@@ -388,10 +394,10 @@ fn hub_reply(state: &State, method: &str, path: &str, authorization: Option<&str
                     .iter()
                     .map(|f| {
                         if f.lfs {
-                            serde_json::json!({"rfilename": f.path, "size": f.bytes.len(), "blobId": git_blob_id(&f.pointer()),
-                                "lfs": {"sha256": published(f), "size": f.bytes.len(), "pointerSize": f.pointer().len()}})
+                            serde_json::json!({"rfilename": f.path, "size": announced(f), "blobId": git_blob_id(&f.pointer()),
+                                "lfs": {"sha256": published(f), "size": announced(f), "pointerSize": f.pointer().len()}})
                         } else {
-                            serde_json::json!({"rfilename": f.path, "size": f.bytes.len(), "blobId": f.blob_id()})
+                            serde_json::json!({"rfilename": f.path, "size": announced(f), "blobId": f.blob_id()})
                         }
                     })
                     .collect();
