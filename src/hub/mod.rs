@@ -42,4 +42,4 @@ pub use listing::{select_files, Endpoint, Listing, RemoteFile};
 pub use verify::{Check, Digest};
 
 #[cfg(not(target_arch = "wasm32"))]
-pub use resolve::{model_files, resolve, Event, Resolved};
+pub use resolve::{model_files, resolve, Event, PlannedFile, Resolved};

@@ -91,7 +91,7 @@ use fetch::download as online;
 /// Without the `hub` feature there is no transport: the cache alone.
 #[cfg(not(feature = "hub"))]
 fn online(id: &HubId, _: &Settings, cache: &Cache, events: &mut dyn FnMut(Event)) -> Result<Resolved> {
-    from_cache(id, cache, "this medrank was built without Hub downloads (no `hub` feature)", events)
+    from_cache(id, cache, "this medrank was built without Hub downloads: no `hub` feature", events)
 }
 
 /// `hf://ORG/NAME[@REV]` is always a Hub id (an error if malformed); `ORG/NAME[@REV]` is one
