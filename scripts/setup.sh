@@ -10,7 +10,8 @@
 # wasm    : Debian's rustc-web + std sources + wasm-ld, binaryen, wasm-bindgen-cli
 # browser : Debian's Chromium and playwright-core (never a downloaded browser build)
 # bench   : ONNX Runtime, the peer `medrank bench` compares the encoder with
-# reference: PyTorch + transformers, the independent fine-tune training is checked against
+# reference: PyTorch + transformers, the independent fine-tune training is checked against;
+#            huggingface_hub, whose cache layout medrank shares (tests/hub.rs)
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
@@ -67,6 +68,9 @@ setup_reference() {
   # wheels (~3 GB); the reference only uses the CPU.
   pip_install torch "torch>=2.1"
   pip_install transformers "transformers>=4.40"
+  # Python's side of the Hugging Face cache tests/hub.rs shares with medrank (transformers
+  # brings it; named here because the test runs it itself).
+  pip_install huggingface_hub "huggingface_hub>=0.23"
 }
 
 MODEL_DIR="$ROOT/models/all-MiniLM-L6-v2"

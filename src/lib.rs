@@ -20,6 +20,7 @@ pub mod data;
 pub mod error;
 pub mod eval;
 pub mod gpu;
+pub mod hub;
 pub mod jobs;
 pub mod model;
 pub mod page;

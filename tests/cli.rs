@@ -9,17 +9,6 @@ mod common;
 use common::cli::*;
 
 /// controls -> evaluate with predictions and rankings: the numbers a user reads.
-/// The NRP example's judged documents: the combined qrels (credibility grade 3 means "not
-/// able to judge") and the documents' texts.
-const NRP_JUDGED: [&str; 6] = [
-    "--qrels-combined",
-    "examples/nrp/qrels.combined.txt",
-    "--not-judgeable",
-    "credibility=3",
-    "--docs",
-    "examples/nrp/docs.tsv",
-];
-
 /// The example's published ranker (its run and answer scores) and the expert rankings.
 const PUBLISHED_RANKER: [&str; 4] = [
     "--ranker",

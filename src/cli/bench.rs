@@ -801,7 +801,7 @@ pub struct BenchArgs {
     /// is one), gpu (any adapter, software ones too: slow).
     #[arg(long, value_delimiter = ',', default_value = "cpu,auto")]
     pub workload_backends: Vec<String>,
-    /// Model folder for the encoder benchmarks.
+    /// Model folder for the encoder benchmarks. Or a Hugging Face Hub id, ORG/NAME[@REVISION] (README, "Models").
     #[arg(long, value_name = "DIR", default_value = "models/all-MiniLM-L6-v2")]
     pub model: PathBuf,
     /// Sequence lengths of the encoder grid (each 1 to 512, and at most the model's limit).
@@ -842,8 +842,12 @@ pub struct BenchArgs {
     pub output: OutputArgs,
 }
 
-pub(super) fn bench(a: BenchArgs) -> Result<()> {
+pub(super) fn bench(mut a: BenchArgs) -> Result<()> {
     let outputs = Outputs::plan(&[&a.model], &a.output, &[], &[])?;
+    // Every part but `core` runs the model, which may be a Hub id: its folder in the cache.
+    if a.parts.iter().any(|p| p != "core") {
+        a.model = super::hub::model_folder(&a.model, a.output.quiet)?.dir;
+    }
     if cfg!(debug_assertions) {
         eprintln!(
             "note: this is a debug build of medrank; figures of `cargo run --release -- bench` are the ones to quote"

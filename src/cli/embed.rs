@@ -9,6 +9,7 @@ use std::path::PathBuf;
 #[derive(Args, Debug)]
 pub struct EmbedArgs {
     /// Model folder (config.json, tokenizer.json, model.safetensors, optional pooling files).
+    /// Or a Hugging Face Hub id, ORG/NAME[@REVISION] (README, "Models").
     #[arg(long, value_name = "DIR")]
     pub model: PathBuf,
     /// Text file, one input per line.
@@ -29,7 +30,7 @@ pub struct EmbedArgs {
 
 pub(super) fn embed(a: EmbedArgs) -> Result<()> {
     let mut outputs = Outputs::plan(&[&a.model, &a.input], &OutputArgs::default(), &[&a.out], &[])?;
-    let model = with_precision(crate::model::TextModel::read_dir(&a.model)?, a.precision.as_deref())?;
+    let model = with_precision(super::hub::text_model(&a.model, false)?, a.precision.as_deref())?;
     let input = named(&a.input)?;
     let lines: Vec<&str> = input.text.lines().collect();
     let (vectors, cut) = crate::model::run_ready(crate::model::embed_texts(

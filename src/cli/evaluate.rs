@@ -49,6 +49,7 @@ pub struct EvaluateArgs {
     /// Use a model folder as the evaluator instead (config.json, tokenizer.json,
     /// model.safetensors): its classification / multiple-choice head, or without a head the
     /// zero-training similarity evaluator (MCQA only; a weak baseline).
+    /// Or a Hugging Face Hub id, ORG/NAME[@REVISION] (README, "Models").
     #[arg(long, value_name = "DIR")]
     pub model: Option<PathBuf>,
     /// With --model: add and score control cases (comma separated; without a list: all
@@ -135,7 +136,7 @@ pub(super) fn evaluate(a: EvaluateArgs) -> Result<()> {
 }
 
 fn evaluate_with_model(a: &EvaluateArgs, dir: &Path, mut outputs: Outputs) -> Result<()> {
-    let files = crate::model::ModelFiles::read_dir(dir)?;
+    let files = super::hub::model_files(dir, a.output.quiet)?;
     let model = with_precision(crate::model::TextModel::from_files(&files)?, a.precision.as_deref())?;
     let controls = a.controls.as_deref().map(jobs::ControlChoice::parse).unwrap_or_default();
     let req = jobs::EvaluateRequest {

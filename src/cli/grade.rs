@@ -19,6 +19,7 @@ pub struct GradeArgs {
     /// The criterion grader, a model folder with a sequence-classification head: one trained
     /// with `medrank train --task criterion` (labels met / not_met), or an NLI model used
     /// zero-shot (its id2label names `entailment`; BERT, RoBERTa or DistilBERT).
+    /// Or a Hugging Face Hub id, ORG/NAME[@REVISION] (README, "Models").
     #[arg(long, value_name = "DIR")]
     pub grader: PathBuf,
     /// Write the graded file here: the rubric with each criterion's `met` (P(met) >= 0.5)
@@ -36,7 +37,7 @@ pub struct GradeArgs {
 pub(super) fn grade(a: GradeArgs) -> Result<()> {
     let written: Vec<&std::path::Path> = a.out.iter().map(PathBuf::as_path).collect();
     let mut outputs = Outputs::plan(&[&a.rubric, &a.grader], &a.output, &written, &[])?;
-    let files = crate::model::ModelFiles::read_dir(&a.grader)?;
+    let files = super::hub::model_files(&a.grader, a.output.quiet)?;
     let model = with_precision(crate::model::TextModel::from_files(&files)?, a.run.precision.as_deref())?;
     let req = jobs::GradeRequest {
         rubric: named(&a.rubric)?,

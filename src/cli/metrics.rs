@@ -25,6 +25,7 @@ pub struct MetricsArgs {
     #[arg(long = "kappa-bins", value_name = "METRIC=MIN..MAX:CUTS", value_parser = key_value)]
     pub kappa_bins: Vec<(String, String)>,
     /// Also compute BERTScore with this model folder (greedy max-cosine token matching).
+    /// Or a Hugging Face Hub id, ORG/NAME[@REVISION] (README, "Models").
     #[arg(long, value_name = "DIR")]
     pub bertscore: Option<PathBuf>,
     /// BERTScore hidden layer (1-based, 1 to 1,000 and at most the model's layers; default:
@@ -82,7 +83,7 @@ pub(super) fn metrics(a: MetricsArgs) -> Result<()> {
     let outcome = match &a.bertscore {
         None => jobs::metrics(&req)?,
         Some(dir) => {
-            let files = crate::model::ModelFiles::read_dir(dir)?;
+            let files = super::hub::model_files(dir, a.output.quiet)?;
             let model = with_precision(crate::model::TextModel::from_files(&files)?, a.precision.as_deref())?;
             let settings = jobs::BertScoreRequest {
                 layer: a.bertscore_layer,

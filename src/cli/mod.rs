@@ -13,6 +13,7 @@ mod controls;
 mod embed;
 mod evaluate;
 mod grade;
+mod hub;
 mod import;
 mod metrics;
 mod nrp;

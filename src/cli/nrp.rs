@@ -39,6 +39,8 @@ pub struct NrpArgs {
     #[arg(long)]
     pub no_bm25: bool,
     /// A dense bi-encoder ranker (cosine of pooled embeddings), as NAME=MODEL_DIR (repeat).
+    /// Here and in --cross-encoder and --monot5, a Hugging Face Hub id ORG/NAME[@REVISION]
+    /// may stand for the folder (README, "Models").
     #[arg(long = "dense-ranker", value_name = "NAME=DIR", value_parser = key_value)]
     pub dense_rankers: Vec<(String, String)>,
     /// A cross-encoder ranker (a BERT-family folder with a one-logit head), as NAME=DIR.
@@ -196,7 +198,7 @@ pub(super) fn nrp(a: NrpArgs) -> Result<()> {
     };
     let mut models = Vec::new();
     for (name, dir) in a.dense_rankers.iter().chain(&a.cross_encoders) {
-        let files = crate::model::ModelFiles::read_dir(Path::new(dir))?;
+        let files = super::hub::model_files(Path::new(dir), a.output.quiet)?;
         let model = with_precision(crate::model::TextModel::from_files(&files)?, a.precision.as_deref())?;
         let ranker = if a.dense_rankers.iter().any(|(n, d)| n == name && d == dir) {
             jobs::rankers::NeuralRanker::Dense(model)
@@ -206,7 +208,7 @@ pub(super) fn nrp(a: NrpArgs) -> Result<()> {
         models.push((name.clone(), ranker, jobs::model_fingerprints(&files)));
     }
     for (name, dir) in &a.monot5 {
-        let files = crate::model::ModelFiles::read_dir(Path::new(dir))?;
+        let files = super::hub::model_files(Path::new(dir), a.output.quiet)?;
         let t5 =
             crate::model::monot5::MonoT5::from_bytes(&files.config_json, &files.tokenizer_json, files.weights.clone())?;
         models.push((

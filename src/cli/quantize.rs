@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 #[derive(Args, Debug)]
 pub struct QuantizeArgs {
     /// The f32 model folder (config.json, tokenizer.json, model.safetensors).
+    /// Or a Hugging Face Hub id, ORG/NAME[@REVISION] (README, "Models").
     #[arg(long, value_name = "DIR")]
     pub model: PathBuf,
     /// The int8 folder to write (FORMATS.md §8): the same files, model.safetensors with
@@ -37,7 +38,7 @@ pub(super) fn quantize(a: QuantizeArgs) -> Result<()> {
     inputs.extend(a.dev.as_deref());
     inputs.extend(a.bundle.iter().map(PathBuf::as_path));
     let mut outputs = Outputs::plan(&inputs, &OutputArgs::default(), &[], &[a.out.as_path()])?;
-    let files = crate::model::ModelFiles::read_dir(&a.model)?;
+    let files = super::hub::model_files(&a.model, false)?;
     let req = jobs::QuantizeRequest {
         model: &files,
         texts: a.texts.iter().map(|p| named(p)).collect::<Result<_>>()?,

@@ -17,6 +17,7 @@ pub struct StatementsArgs {
     pub input: PathBuf,
     /// An NLI model folder (a sequence-classification head whose labels name `entailment`
     /// and `contradiction`; BERT, RoBERTa or DistilBERT).
+    /// Or a Hugging Face Hub id, ORG/NAME[@REVISION] (README, "Models").
     #[arg(long, value_name = "DIR")]
     pub nli: PathBuf,
     #[command(flatten)]
@@ -29,7 +30,7 @@ pub struct StatementsArgs {
 
 pub(super) fn statements(a: StatementsArgs) -> Result<()> {
     let outputs = Outputs::plan(&[&a.input, &a.nli], &a.output, &[], &[])?;
-    let files = crate::model::ModelFiles::read_dir(&a.nli)?;
+    let files = super::hub::model_files(&a.nli, a.output.quiet)?;
     let model = with_precision(crate::model::TextModel::from_files(&files)?, a.run.precision.as_deref())?;
     let req = jobs::StatementRequest {
         answers: named(&a.input)?,

@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 #[derive(Args, Debug)]
 pub struct TrainArgs {
     /// The base model folder (e.g. models/all-MiniLM-L6-v2).
+    /// Or a Hugging Face Hub id, ORG/NAME[@REVISION] (README, "Models").
     #[arg(long, value_name = "DIR")]
     pub model: PathBuf,
     /// Training data: a HiTZ MCQA file ({"question", "options", "correct_option"}, the
@@ -137,9 +138,9 @@ pub(super) fn train(a: TrainArgs) -> Result<()> {
             }
         },
     };
-    let model = crate::model::TextModel::read_dir(&a.model)?;
-    let tokenizer_json =
-        std::fs::read(a.model.join("tokenizer.json")).map_err(|e| Error::io(a.model.display().to_string(), e))?;
+    let base = super::hub::model_files(&a.model, false)?;
+    let model = crate::model::TextModel::from_files(&base)?;
+    let tokenizer_json = base.tokenizer_json.clone();
     let req = jobs::TrainRequest {
         train: named(&a.train)?,
         dev: match (&a.dev, a.dev_split) {

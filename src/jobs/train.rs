@@ -211,6 +211,8 @@ pub struct TrainingJob {
     options: TrainOptions,
     counts: (DataCounts, DataCounts),
     inputs: Vec<Fingerprint>,
+    /// The base model's name (its folder, or `hf://ORG/NAME@COMMIT` for a Hub model).
+    base_model: String,
     /// The starting model's files, when a trace was asked for, and how many steps it records.
     initial_files: Option<Vec<(String, Vec<u8>)>>,
     trace_steps: usize,
@@ -414,7 +416,17 @@ impl TrainingJob {
         trainer.trace_steps(req.trace_steps);
         // The log records the options as training uses them (the task's defaults resolved).
         let options = trainer.options().clone();
-        Ok(TrainingJob { trainer, summary, options, counts, inputs, initial_files, trace_steps: req.trace_steps })
+        let base_model = base.name.clone();
+        Ok(TrainingJob {
+            trainer,
+            summary,
+            options,
+            counts,
+            inputs,
+            base_model,
+            initial_files,
+            trace_steps: req.trace_steps,
+        })
     }
 
     pub fn summary(&self) -> &TrainingSummary {
@@ -476,6 +488,7 @@ impl TrainingJob {
             "task": s.task,
             "arguments": s.arguments,
             "dev_split": s.dev_split,
+            "base_model": self.base_model,
             "inputs": self.inputs,
         });
         let mut files = t::trained_files_with(&result, &self.options, extra)?;

@@ -52,6 +52,17 @@ fn remove_stale(prefix: &str) {
     }
 }
 
+/// The NRP example's judged documents: the combined qrels (credibility grade 3 means "not
+/// able to judge") and the documents' texts.
+pub const NRP_JUDGED: [&str; 6] = [
+    "--qrels-combined",
+    "examples/nrp/qrels.combined.txt",
+    "--not-judgeable",
+    "credibility=3",
+    "--docs",
+    "examples/nrp/docs.tsv",
+];
+
 pub fn json(path: &Path) -> Value {
     serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
 }

@@ -4,6 +4,7 @@
 #![allow(dead_code)] // each test binary uses part of it
 
 pub mod cli;
+pub mod hub;
 
 use medrank::gpu::context::GpuContext;
 use medrank::gpu::ops::{record, Dispatch};

@@ -1,0 +1,267 @@
+//! A model option to a folder: a path that exists is that folder; `ORG/NAME[@REVISION]`
+//! (or `hf://...`) is the model's snapshot in the Hugging Face cache, downloaded first when
+//! it is not there (unless offline). The model's name becomes `hf://ORG/NAME@COMMIT`, so
+//! the files' fingerprints in every report name the id, the commit and each file's sha256.
+
+use super::cache::Cache;
+use super::id::{HubId, SCHEME};
+use super::listing::{select_files, SHARD_INDEX};
+use super::settings::Settings;
+use crate::model::ModelFiles;
+use crate::{Error, Location, Result};
+use std::path::{Path, PathBuf};
+
+/// What a resolution reports as it goes (the CLI prints it).
+#[derive(Debug)]
+pub enum Event<'a> {
+    /// Before any byte is downloaded: the model, its files and sizes, what is cached.
+    Plan { model: &'a str, files: &'a [PlannedFile] },
+    /// One file's bytes so far.
+    Progress { file: &'a str, received: u64, size: u64 },
+    /// Where the files come from when it is not the Hub (offline, the Hub unreachable).
+    Note(String),
+}
+
+/// One file of a download plan.
+#[derive(Debug, Clone)]
+pub struct PlannedFile {
+    pub path: String,
+    pub size: u64,
+    /// Already in the cache (nothing to download).
+    pub cached: bool,
+}
+
+/// Where a model option led.
+#[derive(Debug, Clone)]
+pub struct Resolved {
+    /// The folder to read.
+    pub dir: PathBuf,
+    /// The model's name in messages and reports: the path, or `hf://ORG/NAME@COMMIT`.
+    pub name: String,
+    /// The Hub id and the commit it resolved to, for a Hub model.
+    pub hub: Option<(HubId, String)>,
+}
+
+/// The model's files for the loader, named as [`Resolved::name`] says (so an error in them
+/// names the Hub id and commit, not the cache's folder).
+pub fn model_files(arg: &Path, events: &mut dyn FnMut(Event)) -> Result<ModelFiles> {
+    let resolved = resolve(arg, events)?;
+    if resolved.hub.is_none() {
+        return ModelFiles::read_dir(&resolved.dir);
+    }
+    let folder = resolved.dir.display().to_string();
+    let rename = |text: &str| match text.strip_prefix(&folder) {
+        Some(rest) => format!("{}{rest}", resolved.name),
+        None => text.to_string(),
+    };
+    let mut files = ModelFiles::read_dir(&resolved.dir).map_err(|e| match e {
+        Error::Input { location, message } => {
+            Error::Input { location: Location { file: rename(&location.file), ..location }, message }
+        }
+        Error::Io { path, source } => Error::Io { path: rename(&path), source },
+        other => other,
+    })?;
+    files.name = resolved.name.clone();
+    if let Some(source) = &mut files.weights_source {
+        source.name = rename(&source.name);
+    }
+    Ok(files)
+}
+
+/// The folder a model option names (see the module's documentation).
+pub fn resolve(arg: &Path, events: &mut dyn FnMut(Event)) -> Result<Resolved> {
+    let local = || Resolved { dir: arg.to_path_buf(), name: arg.display().to_string(), hub: None };
+    // A path that exists always wins (a folder named like an id included).
+    if std::fs::symlink_metadata(arg).is_ok() {
+        return Ok(local());
+    }
+    let Some(id) = hub_id_of(arg)? else { return Ok(local()) };
+    let name = format!("{SCHEME}{}", id.display());
+    let settings = Settings::from_env().map_err(|why| Error::in_file(&name, why))?;
+    let cache = Cache { root: settings.cache.clone() };
+    if settings.offline {
+        return from_cache(&id, &cache, "HF_HUB_OFFLINE is set", events);
+    }
+    online(&id, &settings, &cache, events)
+}
+
+#[cfg(feature = "hub")]
+use fetch::download as online;
+
+/// Without the `hub` feature there is no transport: the cache alone.
+#[cfg(not(feature = "hub"))]
+fn online(id: &HubId, _: &Settings, cache: &Cache, events: &mut dyn FnMut(Event)) -> Result<Resolved> {
+    from_cache(id, cache, "this medrank was built without Hub downloads: no `hub` feature", events)
+}
+
+/// `hf://ORG/NAME[@REV]` is always a Hub id (an error if malformed); `ORG/NAME[@REV]` is one
+/// unless `ORG` is a folder here (then it is a path that does not exist: the loader says
+/// so, and nothing is asked of the Hub about a name that was meant as a path).
+fn hub_id_of(arg: &Path) -> Result<Option<HubId>> {
+    let Some(text) = arg.to_str() else { return Ok(None) };
+    if text.starts_with(SCHEME) {
+        return HubId::parse(text).map(Some).map_err(Error::invalid);
+    }
+    match HubId::parse(text) {
+        Ok(id) if !Path::new(id.repo.split('/').next().unwrap_or("")).is_dir() => Ok(Some(id)),
+        _ => Ok(None),
+    }
+}
+
+/// The model from the cache alone: its revision's commit (a commit, or `refs/`), its
+/// snapshot, and there the files the loader reads.
+fn from_cache(id: &HubId, cache: &Cache, why: &str, events: &mut dyn FnMut(Event)) -> Result<Resolved> {
+    let name = format!("{SCHEME}{}", id.display());
+    let commit = cache.commit_of(id).ok_or_else(|| {
+        Error::in_file(
+            &name,
+            format!("not in the Hugging Face cache ({}), and {why}: nothing is downloaded", cache.repo(id).display()),
+        )
+    })?;
+    let resolved = id.resolved_name(&commit);
+    let dir = cache.snapshot(id, &commit);
+    let present = cache.snapshot_files(&dir);
+    let names: Vec<&str> = present.iter().map(String::as_str).collect();
+    let chosen = select_files(&names)
+        .map_err(|why| Error::in_file(&resolved, format!("the cached snapshot ({}) has {why}", dir.display())))?;
+    loadable(&resolved, &chosen)?;
+    events(Event::Note(format!("{name}: from the cache, commit {commit} ({why})")));
+    Ok(Resolved { dir, name: resolved, hub: Some((id.clone(), commit)) })
+}
+
+/// Refuses, before any download, what the loader (`model::load`) cannot read yet although
+/// [`select_files`] knows it: weights in shards, a tokenizer in `spm.model` alone.
+fn loadable(resolved: &str, chosen: &[&str]) -> Result<()> {
+    let refuse = |file: &str, why: &str| Err(Error::in_file(&format!("{resolved}/{file}"), why.to_string()));
+    if chosen.contains(&SHARD_INDEX) {
+        return refuse(
+            SHARD_INDEX,
+            "the weights are split in shards; medrank's loader reads one model.safetensors (or pytorch_model.bin), so nothing was downloaded",
+        );
+    }
+    if chosen.contains(&"spm.model") {
+        return refuse(
+            "spm.model",
+            "the repository has a SentencePiece spm.model but no tokenizer.json, the only tokenizer medrank's loader reads; nothing was downloaded",
+        );
+    }
+    Ok(())
+}
+
+#[cfg(feature = "hub")]
+mod fetch {
+    use super::super::listing::{check_sizes, is_weights, safe_path, Listing, RemoteFile};
+    use super::super::transport::{HttpFailure, Transport};
+    use super::*;
+
+    /// Asks the Hub which commit the revision is and which files it has, downloads the
+    /// missing ones into the cache (checked), then links the snapshot and writes the ref.
+    pub(super) fn download(
+        id: &HubId,
+        settings: &Settings,
+        cache: &Cache,
+        events: &mut dyn FnMut(Event),
+    ) -> Result<Resolved> {
+        let name = format!("{SCHEME}{}", id.display());
+        let transport = Transport::new(settings.endpoint.clone(), settings.token.clone());
+        let url = settings.endpoint.revision_url(id);
+        let has_token = settings.token.is_some();
+        let listing = match transport.listing(&url) {
+            Ok(bytes) => Listing::parse(&bytes).map_err(|why| Error::in_file(&name, format!("{why} (from {url})")))?,
+            // As huggingface_hub does: with no answer at all, a cached snapshot still serves.
+            Err(HttpFailure::Unreachable(why)) if cache.commit_of(id).is_some() => {
+                return from_cache(id, cache, &format!("the Hub could not be reached: {why}"), events)
+            }
+            Err(HttpFailure::Unreachable(why)) => {
+                return Err(Error::in_file(
+                    &name,
+                    format!(
+                    "the Hub ({}) could not be reached ({why}), and the model is not in the Hugging Face cache ({})",
+                    settings.endpoint.url(),
+                    cache.repo(id).display()
+                ),
+                ))
+            }
+            Err(e) => return Err(Error::in_file(&name, listing_failure(id, &e, has_token, &url))),
+        };
+        let commit = listing.commit.clone();
+        let resolved = id.resolved_name(&commit);
+        let names = listing.names();
+        let chosen =
+            select_files(&names).map_err(|why| Error::in_file(&resolved, format!("the repository has {why}")))?;
+        loadable(&resolved, &chosen)?;
+        let mut files: Vec<RemoteFile> = Vec::new();
+        for path in chosen {
+            let in_file = |why: String| Error::in_file(&format!("{resolved}/{path}"), why);
+            safe_path(path).map_err(in_file)?;
+            files.push(listing.file(path).map_err(in_file)?.clone());
+        }
+        check_sizes(&files.iter().collect::<Vec<_>>(), is_weights)
+            .map_err(|why| Error::in_file(&resolved, format!("{why}; nothing was downloaded")))?;
+        let plan: Vec<PlannedFile> = files
+            .iter()
+            .map(|f| PlannedFile { path: f.path.clone(), size: f.size, cached: cache.has_blob(id, &f.digest, f.size) })
+            .collect();
+        events(Event::Plan { model: &resolved, files: &plan });
+        for (file, planned) in files.iter().zip(&plan) {
+            if planned.cached {
+                continue;
+            }
+            let file_url = settings.endpoint.file_url(&id.repo, &commit, &file.path);
+            cache.write_blob(id, &file.digest, |out| {
+                let mut progress = |received| events(Event::Progress { file: &file.path, received, size: file.size });
+                transport.download(&file_url, &commit, file, out, &mut progress).map_err(|e| {
+                    Error::in_file(&format!("{resolved}/{}", file.path), file_failure(&e, listing.gated, has_token))
+                })
+            })?;
+        }
+        for file in &files {
+            cache.link(id, &commit, &file.path, &file.digest)?;
+        }
+        cache.set_ref(id, &commit)?;
+        Ok(Resolved { dir: cache.snapshot(id, &commit), name: resolved, hub: Some((id.clone(), commit)) })
+    }
+
+    const TOKEN_HINT: &str =
+        "give a Hugging Face access token in HF_TOKEN (or log in with `hf auth login`, which writes $HF_HOME/token)";
+
+    /// The listing's failure in words: no such model or revision, a gated or private one.
+    fn listing_failure(id: &HubId, e: &HttpFailure, has_token: bool, url: &str) -> String {
+        let HttpFailure::Status { status, code, .. } = e else { return format!("{e} (asking {url})") };
+        let why = match (*status, code.as_deref()) {
+            (_, Some("RevisionNotFound")) => {
+                format!("the model has no revision `{}` (a branch, tag or commit)", id.revision())
+            }
+            (401 | 404, Some("RepoNotFound")) | (404, _) => format!(
+                "no model `{}` on the Hub, or a private one{}",
+                id.repo,
+                if has_token { " your token cannot see" } else { ": for a private model, set HF_TOKEN" }
+            ),
+            (401, Some("GatedRepo")) | (403, _) => gated_hint(has_token),
+            (401, _) if has_token => "the token in HF_TOKEN was refused".into(),
+            (401, _) => format!("the model is gated or private: {TOKEN_HINT}"),
+            _ => "try again later".into(),
+        };
+        format!("{e}: {why} (asking {url})")
+    }
+
+    /// A file's failure in words.
+    fn file_failure(e: &HttpFailure, gated: bool, has_token: bool) -> String {
+        match e {
+            HttpFailure::Status { status, .. } if *status == 403 || (*status == 401 && gated) => {
+                format!("{e}: {}", gated_hint(has_token))
+            }
+            HttpFailure::Status { status: 401, .. } => format!("{e}: the model is private: {TOKEN_HINT}"),
+            HttpFailure::Status { status: 404, .. } => format!("{e}: the file is not at this commit"),
+            e => e.to_string(),
+        }
+    }
+
+    fn gated_hint(has_token: bool) -> String {
+        if has_token {
+            "the model is gated and your token has no access to it: accept its conditions on its Hub page with the account of the token".into()
+        } else {
+            format!("the model is gated: accept its conditions on its Hub page, then {TOKEN_HINT}")
+        }
+    }
+}
