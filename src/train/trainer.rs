@@ -189,6 +189,12 @@ impl Trainer {
             weighting.weights(labels.len(), train_set.iter().map(|e| e.gold))
         };
         let mut model = with_new_head(&base.encoder.model, kind, labels, opts.seed)?;
+        // The trained model is run with the limit it was trained with: recorded in its
+        // config.json when it is below the position table's (all-MiniLM-L6-v2's
+        // sentence_bert_config.json says 256 of 512; the trained folder has no such file,
+        // and `grade` used to cut its inputs at 512).
+        let limit = base.tokenizer.max_tokens;
+        model.config.max_seq_length = (limit < model.config.max_tokens()).then_some(limit);
         let n_layers = model.config.num_layers;
         if let Freeze::TopLayers(n) = opts.freeze {
             if n == 0 || n > n_layers {
@@ -345,6 +351,14 @@ impl Trainer {
                 let (engine, train) = self.engine_and_batches(false)?;
                 engine.step(train, chunk, lr, layer_lr).await?
             };
+            if !step_loss.is_finite() {
+                // A NaN loss would train on (and write) NaN weights: the one check of the
+                // losses of both engines.
+                let ids: Vec<&str> = chunk.iter().take(5).map(|&i| self.train_set[i].id.as_str()).collect();
+                let more = if chunk.len() > ids.len() { ", ..." } else { "" };
+                let input = format!("training step {} of epoch {epoch} (examples {}{more})", self.step + 1, ids.join(", "));
+                return Err(crate::model::finite::named("loss", chunk[0], input));
+            }
             loss_sum += step_loss;
             if self.step_log.len() < self.trace_steps {
                 self.step_log.push(StepRecord {
@@ -375,6 +389,10 @@ impl Trainer {
             let (engine, dev) = self.engine_and_batches(true)?;
             engine.dev(dev).await?
         };
+        if !dev_loss.is_finite() {
+            let input = format!("the {} dev examples of epoch {epoch}", self.dev_set.len());
+            return Err(crate::model::finite::named("loss", 0, input));
+        }
         let dev = self.dev_scores(&predicted, dev_loss);
         let log = EpochLog {
             epoch,
@@ -525,13 +543,23 @@ impl Trainer {
             .then(|| majority_baseline(&self.labels, &golds, SelectBy::Accuracy))
             .flatten()
             .map(|b| b.accuracy);
-        let mut warnings = Vec::new();
+        let mut warnings = self.one_class_warnings();
         if let Some(k) = confusion.as_ref().and_then(Confusion::single_predicted_class) {
+            // Always predicting k is right on the dev examples of class k: that share is the
+            // majority-class rate only when k is the majority class.
+            let rate = dev_majority_rate.unwrap_or(f64::NAN);
+            let share = if best_dev_accuracy == rate {
+                format!("dev accuracy {best_dev_accuracy:.4} = the majority-class rate")
+            } else {
+                format!(
+                    "dev accuracy {best_dev_accuracy:.4}, the share of `{}` among the dev labels; the majority-class rate is {rate:.4}",
+                    self.labels[k]
+                )
+            };
             warnings.push(format!(
-                "the picked epoch {best_epoch} predicts `{}` for every one of the {} dev examples (dev accuracy {best_dev_accuracy:.4} = the majority-class rate {:.4}): this evaluator cannot tell the classes apart, so every system and control would tie. Try --freeze top:N, more epochs or more training data",
+                "the picked epoch {best_epoch} predicts `{}` for every one of the {} dev examples ({share}): this evaluator cannot tell the classes apart, so every system and control would tie. Try --freeze top:N, more epochs or more training data",
                 self.labels[k],
                 self.dev_set.len(),
-                dev_majority_rate.unwrap_or(f64::NAN)
             ));
         }
         let steps = self.step_log;
@@ -556,6 +584,33 @@ impl Trainer {
             threads,
             data: None,
         })
+    }
+}
+
+impl Trainer {
+    /// Training or dev examples whose labels are all of one class (classification, every
+    /// task, the criterion grader's too): nothing in training tells the classes apart, or
+    /// the dev figures measure one class only (macro-F1 1.0 from always predicting it).
+    fn one_class_warnings(&self) -> Vec<String> {
+        if self.multiple_choice {
+            return Vec::new();
+        }
+        let mut warnings = Vec::new();
+        for (what, set, consequence) in [
+            ("training", &self.train_set, "the model learns nothing that tells the classes apart"),
+            ("dev", &self.dev_set, "the dev figures measure that one class only and pick the epoch blindly"),
+        ] {
+            let first = set[0].gold;
+            if set.iter().all(|e| e.gold == first) {
+                warnings.push(format!(
+                    "all {} {what} examples have the label `{}`: {consequence}; give examples of every label ({})",
+                    set.len(),
+                    self.labels[first],
+                    self.labels.join(", ")
+                ));
+            }
+        }
+        warnings
     }
 }
 
