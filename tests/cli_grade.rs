@@ -164,7 +164,7 @@ fn bad_graders_and_rubrics_are_refused_at_their_place() {
     let e = grade("no_points.jsonl", &model);
     assert!(e.contains("no_points.jsonl:1: field `criteria[1].points`: missing field `points`"), "{e}");
     let e = grade("long.jsonl", &model);
-    assert!(e.contains("long.jsonl:1: field `criteria[0].criterion`: the criterion alone is longer"), "{e}");
+    assert!(e.contains("long.jsonl:1: field `criteria[0].criterion`: longer than the model's 64-token limit on its own"), "{e}");
     // A model without a classification head cannot grade.
     let e = fails(&["grade", "--rubric", RUBRIC, "--grader", MODEL, "--out", s(&out)]);
     assert!(e.contains("has no sequence-classification head"), "{e}");
