@@ -311,6 +311,22 @@ mod tests {
     use super::compare_orders;
 
     #[test]
+    fn a_texts_file_without_text_is_refused_naming_it() {
+        // It was reported as "not compared (no --texts)", as if none had been given.
+        let model = crate::model::ModelFiles::default();
+        for empty in ["", "\n  \n\t\n"] {
+            let req = super::QuantizeRequest {
+                model: &model,
+                texts: vec![super::NamedText::new("empty.txt", empty)],
+                dev: None,
+                bundles: Vec::new(),
+            };
+            let e = super::quantize_model(&req).err().unwrap().to_string();
+            assert_eq!(e, "empty.txt: no text to compare: the file has no non-blank line");
+        }
+    }
+
+    #[test]
     fn orders_differ_by_reversed_pairs_and_ties() {
         let r = |v: &[(&str, f64)]| v.iter().map(|(s, r)| (s.to_string(), *r)).collect::<Vec<_>>();
         let pair = |a: &str, b: &str| (a.to_string(), b.to_string());

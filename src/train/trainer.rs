@@ -545,22 +545,8 @@ impl Trainer {
             .map(|b| b.accuracy);
         let mut warnings = self.one_class_warnings();
         if let Some(k) = confusion.as_ref().and_then(Confusion::single_predicted_class) {
-            // Always predicting k is right on the dev examples of class k: that share is the
-            // majority-class rate only when k is the majority class.
             let rate = dev_majority_rate.unwrap_or(f64::NAN);
-            let share = if best_dev_accuracy == rate {
-                format!("dev accuracy {best_dev_accuracy:.4} = the majority-class rate")
-            } else {
-                format!(
-                    "dev accuracy {best_dev_accuracy:.4}, the share of `{}` among the dev labels; the majority-class rate is {rate:.4}",
-                    self.labels[k]
-                )
-            };
-            warnings.push(format!(
-                "the picked epoch {best_epoch} predicts `{}` for every one of the {} dev examples ({share}): this evaluator cannot tell the classes apart, so every system and control would tie. Try --freeze top:N, more epochs or more training data",
-                self.labels[k],
-                self.dev_set.len(),
-            ));
+            warnings.push(one_predicted_class(best_epoch, &self.labels[k], self.dev_set.len(), best_dev_accuracy, rate));
         }
         let steps = self.step_log;
         let mut engine = self.engine;
@@ -614,9 +600,42 @@ impl Trainer {
     }
 }
 
+/// The warning for a picked epoch that predicts `label` for all `n` dev examples. Always
+/// predicting a class is right on the dev examples of that class: its accuracy is that
+/// class's share, which is the majority-class rate only when it is the majority class (the
+/// warning said "dev accuracy 0.3333 = the majority-class rate 0.6667").
+fn one_predicted_class(epoch: usize, label: &str, n: usize, accuracy: f64, majority_rate: f64) -> String {
+    let share = if accuracy == majority_rate {
+        format!("dev accuracy {accuracy:.4} = the majority-class rate")
+    } else {
+        format!(
+            "dev accuracy {accuracy:.4}, the share of `{label}` among the dev labels; the majority-class rate is {majority_rate:.4}"
+        )
+    };
+    format!(
+        "the picked epoch {epoch} predicts `{label}` for every one of the {n} dev examples ({share}): this evaluator cannot tell the classes apart, so every system and control would tie. Try --freeze top:N, more epochs or more training data"
+    )
+}
+
 /// The (gold, predicted) pairs a confusion matrix counts, one per example.
 fn rows_to_pairs(rows: &[Vec<u64>]) -> impl Iterator<Item = (usize, usize)> + '_ {
     rows.iter()
         .enumerate()
         .flat_map(|(g, row)| row.iter().enumerate().flat_map(move |(p, &c)| std::iter::repeat_n((g, p), c as usize)))
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_one_class_warning_says_the_share_it_equals() {
+        // Majority class predicted: 4 of 6 dev examples right, the majority rate 4/6.
+        let w = super::one_predicted_class(2, "refuted", 6, 4.0 / 6.0, 4.0 / 6.0);
+        assert!(w.contains("predicts `refuted` for every one of the 6 dev examples (dev accuracy 0.6667 = the majority-class rate)"), "{w}");
+        // Minority class predicted: 2 of 6 right, the majority rate is still 4/6.
+        let w = super::one_predicted_class(2, "supported", 6, 2.0 / 6.0, 4.0 / 6.0);
+        assert!(
+            w.contains("(dev accuracy 0.3333, the share of `supported` among the dev labels; the majority-class rate is 0.6667)"),
+            "{w}"
+        );
+    }
 }
