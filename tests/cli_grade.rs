@@ -166,7 +166,10 @@ fn bad_graders_and_rubrics_are_refused_at_their_place() {
     let e = grade("no_points.jsonl", &model);
     assert!(e.contains("no_points.jsonl:1: field `criteria[1].points`: missing field `points`"), "{e}");
     let e = grade("long.jsonl", &model);
-    assert!(e.contains("long.jsonl:1: field `criteria[0].criterion`: longer than the model's 64-token limit on its own"), "{e}");
+    assert!(
+        e.contains("long.jsonl:1: field `criteria[0].criterion`: longer than the model's 64-token limit on its own"),
+        "{e}"
+    );
     // A model without a classification head cannot grade.
     let e = fails(&["grade", "--rubric", RUBRIC, "--grader", MODEL, "--out", s(&out)]);
     assert!(e.contains("has no sequence-classification head"), "{e}");
@@ -336,7 +339,12 @@ fn a_trained_grader_runs_with_the_limit_it_was_trained_with_and_warnings_state_i
     assert_eq!(report["truncated"].as_array().unwrap().len(), 46);
 
     // statements on an NLI model with the same cap states 32 too.
-    let nli = tiny_bert_folder("tiny-capped-nli", HeadKind::SequenceClassification, &["contradiction", "neutral", "entailment"], 64);
+    let nli = tiny_bert_folder(
+        "tiny-capped-nli",
+        HeadKind::SequenceClassification,
+        &["contradiction", "neutral", "entailment"],
+        64,
+    );
     std::fs::write(nli.join("sentence_bert_config.json"), r#"{"max_seq_length": 32}"#).unwrap();
     let out = medrank(&["statements", "--input", "examples/statements/answers.jsonl", "--nli", s(&nli)]);
     let err = stderr_of(&out);
@@ -365,6 +373,9 @@ fn a_trained_grader_runs_with_the_limit_it_was_trained_with_and_warnings_state_i
     ]);
     let err = stderr_of(&out);
     assert!(out.status.success(), "{err}");
-    assert!(err.contains("training examples have the label `met`: the model learns nothing that tells the classes apart"), "{err}");
+    assert!(
+        err.contains("training examples have the label `met`: the model learns nothing that tells the classes apart"),
+        "{err}"
+    );
     assert!(err.contains("dev examples have the label `met`: the dev figures measure that one class only"), "{err}");
 }

@@ -50,7 +50,10 @@ fn run(args: &[String]) -> Ran {
         .expect("run python3 (scripts/setup.sh installs it)");
     let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
     let (said, peak) = stderr.trim_end().rsplit_once("\npeak-kib ").expect("the reaper's last line");
-    let code = out.status.code().unwrap_or_else(|| 128 + std::os::unix::process::ExitStatusExt::signal(&out.status).unwrap_or(0));
+    let code = out
+        .status
+        .code()
+        .unwrap_or_else(|| 128 + std::os::unix::process::ExitStatusExt::signal(&out.status).unwrap_or(0));
     Ran { code, stderr: said.to_string(), peak_kib: peak.parse().unwrap() }
 }
 
@@ -82,7 +85,15 @@ fn commands(model: &Path, out: &Path) -> Vec<(&'static str, Vec<String>)> {
         ("embed", args(&["embed", "--model", &m, "--input", "examples/sentences.txt", "--out", &o("e.jsonl")])),
         (
             "metrics --bertscore",
-            args(&["metrics", "--input", "examples/metrics/summaries.jsonl", "--bertscore", &m, "--json", &o("r.json")]),
+            args(&[
+                "metrics",
+                "--input",
+                "examples/metrics/summaries.jsonl",
+                "--bertscore",
+                &m,
+                "--json",
+                &o("r.json"),
+            ]),
         ),
         (
             "nrp --dense-ranker",
@@ -482,7 +493,11 @@ fn long_inputs_are_tokenized_in_pieces_so_memory_does_not_grow_with_the_text_tok
     let p = |name: &str| dir.join(name).display().to_string();
     let runs: Vec<(&str, Vec<String>, u64)> = vec![
         ("grade", vec!["grade".into(), "--rubric".into(), p("rubric.jsonl"), "--grader".into(), model.clone()], 10),
-        ("statements", vec!["statements".into(), "--input".into(), p("answers.jsonl"), "--nli".into(), model.clone()], 5),
+        (
+            "statements",
+            vec!["statements".into(), "--input".into(), p("answers.jsonl"), "--nli".into(), model.clone()],
+            5,
+        ),
         (
             "train",
             vec![
@@ -502,7 +517,19 @@ fn long_inputs_are_tokenized_in_pieces_so_memory_does_not_grow_with_the_text_tok
             ],
             10,
         ),
-        ("quantize", vec!["quantize".into(), "--model".into(), model.clone(), "--out".into(), p("int8"), "--texts".into(), p("texts.txt")], 20),
+        (
+            "quantize",
+            vec![
+                "quantize".into(),
+                "--model".into(),
+                model.clone(),
+                "--out".into(),
+                p("int8"),
+                "--texts".into(),
+                p("texts.txt"),
+            ],
+            20,
+        ),
     ];
     for (command, args, megabytes) in runs {
         let ran = run(&args);

@@ -419,10 +419,8 @@ fn every_numeric_option_takes_hostile_numbers_without_a_crash() {
 fn train_and_bench_options_are_refused_at_parse_time() {
     let missing = s(&tmp("no-such-model")).to_owned();
     let train = |flag: &str, value: &str| {
-        let mut args: Vec<String> = ["train", "--model", &missing, "--train", "examples/bundle.jsonl"]
-            .iter()
-            .map(|a| a.to_string())
-            .collect();
+        let mut args: Vec<String> =
+            ["train", "--model", &missing, "--train", "examples/bundle.jsonl"].iter().map(|a| a.to_string()).collect();
         if flag != "--dev-split" {
             args.extend(["--dev".into(), "examples/bundle.jsonl".into()]);
         }

@@ -103,7 +103,9 @@ fn check_no_repeats(record: &Record, must_have: &[String], nice_to_have: &[Strin
             } else {
                 "a statement is listed once"
             };
-            return Err(record.error(&field, format!("repeats {earlier}: {why} (it would be judged and counted twice)")));
+            return Err(
+                record.error(&field, format!("repeats {earlier}: {why} (it would be judged and counted twice)"))
+            );
         }
         first.insert(statement.trim(), field);
     }
@@ -166,8 +168,11 @@ fn comparability_warnings(name: &str, answers: &[StatementAnswer]) -> Vec<Warnin
             missing.join("; ")
         )));
     }
-    let empty: Vec<String> =
-        answers.iter().filter(|a| a.response.trim().is_empty()).map(|a| format!("{} of `{}`", a.id, a.system)).collect();
+    let empty: Vec<String> = answers
+        .iter()
+        .filter(|a| a.response.trim().is_empty())
+        .map(|a| format!("{} of `{}`", a.id, a.system))
+        .collect();
     if !empty.is_empty() {
         warnings.push(Warning::new(format!(
             "{name}: {} responses are empty (they entail no statement and contradict none): {}",

@@ -50,7 +50,10 @@ pub fn metrics_with_bertscore(
         .map_err(|e| {
             e.naming_input(&model.name, |i| {
                 let c = &candidates[i];
-                format!("{}:{}: the candidate of system `{}` for `{}` or its references", req.file.name, c.line, c.system, c.id)
+                format!(
+                    "{}:{}: the candidate of system `{}` for `{}` or its references",
+                    req.file.name, c.line, c.system, c.id
+                )
             })
         })?;
         let system_means = report

@@ -173,7 +173,10 @@ fn label_map(v: &Fields) -> Result<Vec<String>> {
         Some(other) => {
             return Err(v.error(
                 "id2label",
-                format!("expected an object of label names by id ({{\"0\": \"entailment\", ...}}), found {}", other.kind()),
+                format!(
+                    "expected an object of label names by id ({{\"0\": \"entailment\", ...}}), found {}",
+                    other.kind()
+                ),
             ))
         }
     };
@@ -242,12 +245,18 @@ fn label_map(v: &Fields) -> Result<Vec<String>> {
             if inverse.len() != labels.len() {
                 return Err(v.error(
                     "label2id",
-                    format!("has {} labels, id2label {}: the two maps contradict each other", inverse.len(), labels.len()),
+                    format!(
+                        "has {} labels, id2label {}: the two maps contradict each other",
+                        inverse.len(),
+                        labels.len()
+                    ),
                 ));
             }
         }
         Some(other) => {
-            return Err(v.error("label2id", format!("expected an object of class ids by label name, found {}", other.kind())))
+            return Err(
+                v.error("label2id", format!("expected an object of class ids by label name, found {}", other.kind()))
+            )
         }
     }
     Ok(labels.into_iter().map(|(_, n)| n).collect())
@@ -303,10 +312,14 @@ impl EncoderConfig {
                 .enumerate()
                 .map(|(i, a)| match a {
                     Json::String(s) => Ok(s.as_str()),
-                    other => Err(v.error(&format!("architectures[{i}]"), format!("expected a string, found {}", other.kind()))),
+                    other => Err(
+                        v.error(&format!("architectures[{i}]"), format!("expected a string, found {}", other.kind()))
+                    ),
                 })
                 .collect::<Result<_>>()?,
-            Some(other) => return Err(v.error("architectures", format!("expected an array of names, found {}", other.kind()))),
+            Some(other) => {
+                return Err(v.error("architectures", format!("expected an array of names, found {}", other.kind())))
+            }
         };
         let first_arch = architectures.first().copied().unwrap_or("");
         let arch = match model_type {
@@ -561,7 +574,11 @@ mod tests {
         // capacity. A float, a string, a negative number or 0 is no size either.
         for (key, value, expected) in [
             ("num_hidden_layers", "1e9", "expected a whole number from 1 to 256, found 1000000000.0"),
-            ("num_hidden_layers", "18446744073709551615", "expected a whole number from 1 to 256, found 18446744073709551615"),
+            (
+                "num_hidden_layers",
+                "18446744073709551615",
+                "expected a whole number from 1 to 256, found 18446744073709551615",
+            ),
             ("num_hidden_layers", "0", "expected a whole number from 1 to 256, found 0"),
             ("hidden_size", "-32", "expected a whole number from 1 to 16384, found -32"),
             ("intermediate_size", r#""64""#, "expected a whole number from 1 to 65536, found a string"),
@@ -582,7 +599,10 @@ mod tests {
         // used to become the default 1e-12 without a word.
         for eps in ["-1", "0", "1e300"] {
             let e = refused("layer_norm_eps", eps);
-            assert!(e.starts_with("m/config.json: field `layer_norm_eps`: expected a number above 0 and at most 0.01"), "{e}");
+            assert!(
+                e.starts_with("m/config.json: field `layer_norm_eps`: expected a number above 0 and at most 0.01"),
+                "{e}"
+            );
         }
         assert_eq!(
             refused("layer_norm_eps", r#""1e-12""#),
@@ -598,7 +618,11 @@ mod tests {
         }
         let roberta = with("pad_token_id", Some("63")).replace(r#""model_type": "bert""#, r#""model_type": "roberta""#);
         let e = EncoderConfig::from_json("r.json", &roberta).unwrap_err();
-        assert!(e.to_string().starts_with("r.json: field `pad_token_id`: RoBERTa counts positions from pad_token_id + 1 = 64"), "{e}");
+        assert!(
+            e.to_string()
+                .starts_with("r.json: field `pad_token_id`: RoBERTa counts positions from pad_token_id + 1 = 64"),
+            "{e}"
+        );
         // `null` is absent (Hugging Face writes it): the default.
         assert_eq!(EncoderConfig::from_json("m", &with("pad_token_id", Some("null"))).unwrap().pad_token_id, 0);
         // NaN is no JSON (Python's json.dump writes it): refused where it stands.
@@ -629,13 +653,20 @@ mod tests {
             labels(r#"{"0": "entailment", "1": "Entailment", "2": "contradiction"}"#),
             "m/config.json: field `id2label`: label `Entailment` names both class 0 and class 1: which class it means is not known"
         );
-        assert!(labels(r#"{"0": "met", "1": "met", "2": "not_met"}"#).contains("label `met` names both class 0 and class 1"));
+        assert!(labels(r#"{"0": "met", "1": "met", "2": "not_met"}"#)
+            .contains("label `met` names both class 0 and class 1"));
         assert_eq!(
             labels(r#"{"0": "met", "1": "not_met", "2": "entailment"}"#),
             "m/config.json: field `id2label`: the labels name both a criterion grader's class (`met`) and an NLI class (`entailment`): which class means met is not known"
         );
-        assert_eq!(labels(r#"{"0": "a", "2": "b"}"#), "m/config.json: field `id2label`: label ids must be 0..1 without gaps; id 1 is missing");
-        assert_eq!(labels(r#"{"0": "a", "0": "b"}"#), "m/config.json: field `id2label.0`: duplicate key `0`: which value is meant is not known");
+        assert_eq!(
+            labels(r#"{"0": "a", "2": "b"}"#),
+            "m/config.json: field `id2label`: label ids must be 0..1 without gaps; id 1 is missing"
+        );
+        assert_eq!(
+            labels(r#"{"0": "a", "0": "b"}"#),
+            "m/config.json: field `id2label.0`: duplicate key `0`: which value is meant is not known"
+        );
         assert_eq!(labels(r#"{"0": 1}"#), "m/config.json: field `id2label.0`: expected a label name, found a number");
         // label2id must be id2label read the other way.
         let both = |label2id: &str| {

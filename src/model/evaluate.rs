@@ -352,10 +352,12 @@ pub async fn evaluate_by_similarity<E: Encoder>(
         let i = option_start.iter().rposition(|&start| start <= o).unwrap_or(0);
         format!("an option of instance `{}` (line {})", bundle.instances[i].id, bundle.instances[i].line)
     };
-    let ctx_vecs =
-        embed_encoded(encoder, tokenizer, pooling, &contexts, batch_size).await.map_err(|e| e.describing_input(context_of))?;
-    let opt_vecs =
-        embed_encoded(encoder, tokenizer, pooling, &options, batch_size).await.map_err(|e| e.describing_input(option_of))?;
+    let ctx_vecs = embed_encoded(encoder, tokenizer, pooling, &contexts, batch_size)
+        .await
+        .map_err(|e| e.describing_input(context_of))?;
+    let opt_vecs = embed_encoded(encoder, tokenizer, pooling, &options, batch_size)
+        .await
+        .map_err(|e| e.describing_input(option_of))?;
     let mut c = 0;
     for (n, inst) in bundle.instances.iter().enumerate() {
         let labels = inst.problem.label_set();

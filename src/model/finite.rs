@@ -61,7 +61,10 @@ mod tests {
              numbers are no verdict, so nothing is reported. Its weights or config.json make it so (weights of \
              extreme size overflow f32; check the folder, or train it again)"
         );
-        assert!(matches!(scores("similarity", &[0.1, f64::NEG_INFINITY]), Err(Error::NonFinite(NonFinite { index: 1, .. }))));
+        assert!(matches!(
+            scores("similarity", &[0.1, f64::NEG_INFINITY]),
+            Err(Error::NonFinite(NonFinite { index: 1, .. }))
+        ));
         // Other errors pass through unchanged.
         assert_eq!(Error::invalid("x").naming_input("m", |_| unreachable!()).to_string(), "x");
     }

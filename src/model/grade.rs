@@ -132,14 +132,12 @@ pub fn encode_pair(
     }
     // No conversation, or the response and the criterion alone are too long: the response
     // loses its end and the conversation is left out whole.
-    let encoded = tokenizer
-        .encode_parts(&[Part::cut_end(response)], &criterion_part)
-        .map_err(|_| {
-            Error::invalid(format!(
-                "longer than the model's {}-token limit on its own: it is judged whole, never cut",
-                tokenizer.max_tokens
-            ))
-        })?;
+    let encoded = tokenizer.encode_parts(&[Part::cut_end(response)], &criterion_part).map_err(|_| {
+        Error::invalid(format!(
+            "longer than the model's {}-token limit on its own: it is judged whole, never cut",
+            tokenizer.max_tokens
+        ))
+    })?;
     let conversation_cut = if conversation.is_empty() { 0 } else { tokenizer.raw_ids(conversation)?.len() };
     let response_cut = encoded.cut_per_part[0];
     Ok(GradeInput { encoded, conversation_cut, response_cut })

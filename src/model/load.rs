@@ -448,8 +448,11 @@ fn canonical_name(arch: Arch, name: &str) -> String {
 pub fn check_config_backed(config: &EncoderConfig, config_file: &str, weights_file: &str, bytes: &[u8]) -> Result<()> {
     let st = safetensors::SafeTensors::deserialize(bytes)
         .map_err(|e| Error::in_file(weights_file, format!("not a readable safetensors file: {e:?}")))?;
-    let shapes: HashMap<String, Vec<usize>> =
-        st.tensors().into_iter().map(|(name, view)| (canonical_name(config.arch, &name), view.shape().to_vec())).collect();
+    let shapes: HashMap<String, Vec<usize>> = st
+        .tensors()
+        .into_iter()
+        .map(|(name, view)| (canonical_name(config.arch, &name), view.shape().to_vec()))
+        .collect();
     let distil = config.arch == Arch::DistilBert;
     let key = |bert: &'static str, distilbert: &'static str| if distil { distilbert } else { bert };
     let disagree = |field: &str, says: usize, holds: String| {
@@ -478,7 +481,11 @@ pub fn check_config_backed(config: &EncoderConfig, config_file: &str, weights_fi
     let held = (0..=shapes.len()).find(|&i| !shapes.contains_key(&layer(i))).unwrap_or(0);
     if held != config.num_layers {
         let which = if held == 0 { String::new() } else { format!(" (`{prefix}.0` to `{prefix}.{}`)", held - 1) };
-        return Err(disagree(key("num_hidden_layers", "n_layers"), config.num_layers, format!("holds {held} layers{which}")));
+        return Err(disagree(
+            key("num_hidden_layers", "n_layers"),
+            config.num_layers,
+            format!("holds {held} layers{which}"),
+        ));
     }
     Ok(())
 }
@@ -486,7 +493,8 @@ pub fn check_config_backed(config: &EncoderConfig, config_file: &str, weights_fi
 /// Build a [`LoadedModel`] from named tensors (checkpoint names, prefixed or bare).
 pub fn from_tensors(config: EncoderConfig, file: &str, tensors: HashMap<String, Tensor>) -> Result<LoadedModel> {
     // Canonical name -> tensor.
-    let named: BTreeMap<String, Tensor> = tensors.into_iter().map(|(k, t)| (canonical_name(config.arch, &k), t)).collect();
+    let named: BTreeMap<String, Tensor> =
+        tensors.into_iter().map(|(k, t)| (canonical_name(config.arch, &k), t)).collect();
     let mut take = Taker { file, named, cfg: &config };
     let h = config.hidden_size;
     let (prefix, names) = layer_names(config.arch);
@@ -912,9 +920,12 @@ mod tests {
         // The README allows it beside position_ids; the loader called it unexpected.
         let config = EncoderConfig::tiny(Arch::Bert, 1, HeadKind::None, &[]);
         let ids: Vec<u8> = (0i64..64).flat_map(|_| 0i64.to_le_bytes()).collect();
-        let buffer = RawTensor { name: "embeddings.token_type_ids".into(), dtype: "I64", shape: vec![1, 64], bytes: ids };
+        let buffer =
+            RawTensor { name: "embeddings.token_type_ids".into(), dtype: "I64", shape: vec![1, 64], bytes: ids };
         let model = load_model(config.clone(), "m.safetensors", &tiny_bytes(&config, vec![buffer])).unwrap();
-        assert!(model.warnings[0].to_string().contains("tensor `embeddings.token_type_ids` belongs to a part medrank does not use"));
+        assert!(model.warnings[0]
+            .to_string()
+            .contains("tensor `embeddings.token_type_ids` belongs to a part medrank does not use"));
     }
 
     #[test]
@@ -922,7 +933,9 @@ mod tests {
         let config = EncoderConfig::tiny(Arch::Bert, 2, HeadKind::None, &[]);
         let bytes = tiny_bytes(&config, Vec::new());
         check_config_backed(&config, "m/config.json", "m/model.safetensors", &bytes).unwrap();
-        let check = |c: EncoderConfig| check_config_backed(&c, "m/config.json", "m/model.safetensors", &bytes).unwrap_err().to_string();
+        let check = |c: EncoderConfig| {
+            check_config_backed(&c, "m/config.json", "m/model.safetensors", &bytes).unwrap_err().to_string()
+        };
         assert_eq!(
             check(EncoderConfig { num_layers: 200, ..config.clone() }),
             "m/config.json: field `num_hidden_layers`: says 200, but m/model.safetensors holds 2 layers (`encoder.layer.0` to `encoder.layer.1`)"
@@ -931,10 +944,14 @@ mod tests {
             check(EncoderConfig { vocab_size: 1_000_000, ..config.clone() }),
             "m/config.json: field `vocab_size`: says 1000000, but m/model.safetensors has `embeddings.word_embeddings.weight` of 64 along dimension 0"
         );
-        assert!(check(EncoderConfig { intermediate_size: 65_536, ..config.clone() }).starts_with("m/config.json: field `intermediate_size`"));
-        assert!(check(EncoderConfig { max_position_embeddings: 512, ..config.clone() }).starts_with("m/config.json: field `max_position_embeddings`"));
-        assert!(check(EncoderConfig { type_vocab_size: 3, ..config.clone() }).starts_with("m/config.json: field `type_vocab_size`"));
-        assert!(check(EncoderConfig { hidden_size: 64, num_heads: 4, ..config }).starts_with("m/config.json: field `hidden_size`"));
+        assert!(check(EncoderConfig { intermediate_size: 65_536, ..config.clone() })
+            .starts_with("m/config.json: field `intermediate_size`"));
+        assert!(check(EncoderConfig { max_position_embeddings: 512, ..config.clone() })
+            .starts_with("m/config.json: field `max_position_embeddings`"));
+        assert!(check(EncoderConfig { type_vocab_size: 3, ..config.clone() })
+            .starts_with("m/config.json: field `type_vocab_size`"));
+        assert!(check(EncoderConfig { hidden_size: 64, num_heads: 4, ..config })
+            .starts_with("m/config.json: field `hidden_size`"));
     }
 
     #[test]

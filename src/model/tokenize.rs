@@ -305,8 +305,8 @@ pub fn whitespace_pieces(text: &str, size: usize) -> Vec<&str> {
         let cut = window()
             .filter(|&(at, c)| c == ' ' && between_words(at))
             .map(|(at, _)| at)
-            .last()
-            .or_else(|| window().filter(|(_, c)| c.is_whitespace()).map(|(at, _)| at).last())
+            .next_back()
+            .or_else(|| window().filter(|(_, c)| c.is_whitespace()).map(|(at, _)| at).next_back())
             .unwrap_or(end);
         pieces.push(&rest[..cut]);
         rest = &rest[cut..];
@@ -583,7 +583,10 @@ mod tests {
         // The MiniLM vocabulary's largest id is 30521: a model of 30000 words lacks rows.
         let e = check_token_ids("m/tokenizer.json", &json, 30000, "m/config.json").unwrap_err().to_string();
         assert!(e.starts_with("m/tokenizer.json: field `model.vocab."), "{e}");
-        assert!(e.contains("has id 30000, but the model's vocabulary has 30000 rows (m/config.json: vocab_size)"), "{e}");
+        assert!(
+            e.contains("has id 30000, but the model's vocabulary has 30000 rows (m/config.json: vocab_size)"),
+            "{e}"
+        );
         // An added token, and a Unigram vocabulary (a list: the id is the position).
         let added = br#"{"added_tokens": [{"id": 3, "content": "<s>"}, {"id": 70000, "content": "[X]"}], "model": {"vocab": {"a": 0}}}"#;
         let e = check_token_ids("t.json", added, 100, "c.json").unwrap_err().to_string();

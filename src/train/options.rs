@@ -236,7 +236,8 @@ pub(super) fn check_options(o: &TrainOptions) -> Result<()> {
     check_count("--batch-size", o.batch_size, 1, MAX_BATCH).map_err(Error::invalid)?;
     check_count("--grad-accum", o.grad_accum, 1, MAX_GRAD_ACCUM).map_err(Error::invalid)?;
     check_count("--patience", o.patience, 1, MAX_EPOCHS).map_err(Error::invalid)?;
-    let checks: [(&str, f64, fn(f64) -> Result<f64, String>); 4] = [
+    type Check = fn(f64) -> Result<f64, String>;
+    let checks: [(&str, f64, Check); 4] = [
         ("--lr", o.learning_rate, learning_rate),
         ("--layer-lr", o.layer_learning_rate, learning_rate),
         ("--weight-decay", o.weight_decay, weight_decay),

@@ -356,7 +356,8 @@ impl Trainer {
                 // losses of both engines.
                 let ids: Vec<&str> = chunk.iter().take(5).map(|&i| self.train_set[i].id.as_str()).collect();
                 let more = if chunk.len() > ids.len() { ", ..." } else { "" };
-                let input = format!("training step {} of epoch {epoch} (examples {}{more})", self.step + 1, ids.join(", "));
+                let input =
+                    format!("training step {} of epoch {epoch} (examples {}{more})", self.step + 1, ids.join(", "));
                 return Err(crate::model::finite::named("loss", chunk[0], input));
             }
             loss_sum += step_loss;
@@ -546,7 +547,13 @@ impl Trainer {
         let mut warnings = self.one_class_warnings();
         if let Some(k) = confusion.as_ref().and_then(Confusion::single_predicted_class) {
             let rate = dev_majority_rate.unwrap_or(f64::NAN);
-            warnings.push(one_predicted_class(best_epoch, &self.labels[k], self.dev_set.len(), best_dev_accuracy, rate));
+            warnings.push(one_predicted_class(
+                best_epoch,
+                &self.labels[k],
+                self.dev_set.len(),
+                best_dev_accuracy,
+                rate,
+            ));
         }
         let steps = self.step_log;
         let mut engine = self.engine;
