@@ -542,3 +542,20 @@ fn long_inputs_are_tokenized_in_pieces_so_memory_does_not_grow_with_the_text_tok
         assert!(peak_mib < bound, "{command}: peak {peak_mib} MiB, over {bound} MiB");
     }
 }
+
+#[test]
+fn a_row_of_subnormal_weights_quantizes_and_its_folder_loads() {
+    // A valid f32 model whose row maximum is 1e-44 got the scale 1e-44 / 127 = 0, and
+    // quantize refused its own output, blaming the input file. With the scale floor the row
+    // quantizes to zeros and the int8 folder runs.
+    let mut folder = Folder::base();
+    folder.values(QUERY, |v| v[..32].iter_mut().for_each(|x| *x = 1e-44));
+    let dir = tmp("subnormal-row");
+    folder.write(&dir.join("f32"));
+    let p = |name: &str| dir.join(name).display().to_string();
+    let args = |list: &[&str]| list.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+    let ran = run(&args(&["quantize", "--model", &p("f32"), "--out", &p("int8"), "--texts", "examples/sentences.txt"]));
+    assert_eq!(ran.code, 0, "{}", ran.stderr);
+    let ran = run(&args(&["embed", "--model", &p("int8"), "--input", "examples/sentences.txt", "--out", &p("e.jsonl")]));
+    assert_eq!(ran.code, 0, "{}", ran.stderr);
+}
