@@ -556,6 +556,7 @@ fn a_row_of_subnormal_weights_quantizes_and_its_folder_loads() {
     let args = |list: &[&str]| list.iter().map(|s| s.to_string()).collect::<Vec<_>>();
     let ran = run(&args(&["quantize", "--model", &p("f32"), "--out", &p("int8"), "--texts", "examples/sentences.txt"]));
     assert_eq!(ran.code, 0, "{}", ran.stderr);
-    let ran = run(&args(&["embed", "--model", &p("int8"), "--input", "examples/sentences.txt", "--out", &p("e.jsonl")]));
+    let ran =
+        run(&args(&["embed", "--model", &p("int8"), "--input", "examples/sentences.txt", "--out", &p("e.jsonl")]));
     assert_eq!(ran.code, 0, "{}", ran.stderr);
 }

@@ -163,9 +163,27 @@ fn options_that_do_not_fit_the_task_are_refused() {
         let stderr = refused(&extra);
         assert!(stderr.contains("multiple choice has no classes"), "{stderr}");
     }
-    // A learning rate that is not a number trains nothing: refused before any work.
-    let stderr = refused(&["--lr", "NaN"]);
-    assert!(stderr.contains("--lr NaN: expected a finite number above 0"), "{stderr}");
+    // A learning rate that is not a number trains nothing: refused by the flag's parser,
+    // a usage error (exit 2) before the model loads (issue 39; it was exit 1 after).
+    let run = medrank(&[
+        "train",
+        "--model",
+        "models/all-MiniLM-L6-v2",
+        "--train",
+        "examples/bundle.jsonl",
+        "--dev",
+        "examples/bundle.jsonl",
+        "--lr",
+        "NaN",
+        "--out",
+        s(&tmp("refused-lr")),
+    ]);
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert_eq!(run.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("invalid value 'NaN' for '--lr <LR>': expected a finite number above 0, at most 1"),
+        "{stderr}"
+    );
     // More layers than the model has are not quietly all of them.
     let stderr = refused(&["--freeze", "top:100"]);
     assert!(stderr.contains("--freeze top:100: this model has 6 layers (top:1 to top:6"), "{stderr}");
