@@ -231,8 +231,9 @@ fn label_map(v: &Fields) -> Result<Vec<String>> {
                 let Some(id) = id else {
                     return Err(inverse_fields.error(name, "expected a class id (a whole number)"));
                 };
-                if labels.get(id).map(|(_, l)| l) != Some(name) {
-                    let says = match labels.iter().find(|(_, l)| l == name) {
+                // Names compared as the duplicates are (a case difference is no contradiction).
+                if labels.get(id).map(|(_, l)| norm(l)) != Some(norm(name)) {
+                    let says = match labels.iter().find(|(_, l)| norm(l) == norm(name)) {
                         Some((i, _)) => format!("id2label gives it id {i}"),
                         None => "id2label has no such label".to_string(),
                     };
@@ -673,6 +674,7 @@ mod tests {
             EncoderConfig::from_json("m/config.json", &with("label2id", Some(label2id))).map_err(|e| e.to_string())
         };
         assert!(both(r#"{"contradiction": 0, "neutral": 1, "entailment": 2}"#).is_ok());
+        assert!(both(r#"{"CONTRADICTION": 0, "NEUTRAL": 1, "ENTAILMENT": 2}"#).is_ok());
         assert_eq!(
             both(r#"{"contradiction": 2, "neutral": 1, "entailment": 0}"#).unwrap_err(),
             "m/config.json: field `label2id.contradiction`: says id 2 for label `contradiction`, but id2label gives it id 0: the two maps contradict each other"
