@@ -1,4 +1,4 @@
-// A model that computes NaN (issue 39): finite weights of about 1e19 in its first layer's
+// A model that computes NaN (issue 39): finite weights of about 1e24 in its first layer's
 // query and key pass every load check, and its attention scores overflow f32, so every output is
 // NaN. The page's model jobs (Rank systems, Grade, Statements, Train) refuse it as the CLI
 // does, naming the computation and the first input, instead of taking NaN for a verdict
@@ -35,32 +35,42 @@ test('a model that computes NaN is refused by every model job of the page, as by
     heads: 4,
     seed: 3,
     labels: ['contradiction', 'neutral', 'entailment'],
-    scaled: { 'encoder.layer.0.attention.self.query.weight': 1e21, 'encoder.layer.0.attention.self.key.weight': 1e21 },
+    scaled: { 'encoder.layer.0.attention.self.query.weight': 1e25, 'encoder.layer.0.attention.self.key.weight': 1e25 },
   });
-  // The CLI's refusals, for the same folder and files.
-  const statements = cliRefusal(['statements', '--input', join(EXAMPLES, 'statements/answers.jsonl'), '--nli', dir]);
-  assert.match(statements, /computed NaN or infinite logits for .*answers\.jsonl:1: answer `contagious-a` of system `model-a`, must_have\[0\]/);
+  // The CLI's refusal of each job on the same folder and files: what was NaN and the kind of
+  // input named (the CLI names a file by the path it was given, the page by its name). Which
+  // input is the first to overflow may differ between the native and the wasm arithmetic
+  // (seen: criteria[0] natively, criteria[1] in the page), so the position is left out.
+  const nanFor = (message) => {
+    const m = /computed NaN or infinite (.+?) for (.+?): numbers that are not numbers are no verdict/.exec(message);
+    assert.ok(m, message);
+    const input = m[2]
+      .replace(/\S*\/(\w+\.jsonl)/, '$1')
+      .replace(/:\d+: /, ':N: ')
+      .replace(/`[^`]*`/g, '`X`')
+      .replace(/\[\d+\]|\(line \d+\)/g, '#');
+    return [m[1], input];
+  };
+  const cliRefusals = {
+    '#run-rank': cliRefusal(['evaluate', '--bundle', join(EXAMPLES, 'bundle.jsonl'), '--model', dir]),
+    '#run-grade': cliRefusal(['grade', '--rubric', join(EXAMPLES, 'rubric/conversations.jsonl'), '--grader', dir]),
+    '#run-statements': cliRefusal(['statements', '--input', join(EXAMPLES, 'statements/answers.jsonl'), '--nli', dir]),
+  };
   const app = await openApp();
   try {
     const { page, consoleErrors } = app;
     await upload(page, ['bundle.jsonl', 'rubric/conversations.jsonl', 'statements/answers.jsonl']);
     await page.setInputFiles('#model-files', files);
     await page.selectOption('#opt-backend', 'cpu');
-    // Each job's refusal names what was NaN and the first input, as the CLI's does.
-    const refusals = [
-      ['#run-rank', /computed NaN or infinite logits for instance `\S+` \(line \d+\), system `\S+`/],
-      ['#run-grade', /computed NaN or infinite logits for conversations\.jsonl:1: response `\S+` of system `\S+`, criteria\[0\]/],
-      ['#run-statements', /computed NaN or infinite logits for answers\.jsonl:1: answer `contagious-a` of system `model-a`, must_have\[0\]/],
-    ];
-    for (const [button, message] of refusals) {
+    for (const [button, cliMessage] of Object.entries(cliRefusals)) {
       await assert.rejects(run(page, button), (e) => {
-        assert.match(e.message, message, button);
         assert.match(e.message, /numbers that are not numbers are no verdict, so nothing is reported/);
+        assert.deepEqual(nanFor(e.message), nanFor(cliMessage), button);
         return true;
       });
-      // Nothing was shown as a result: the last result is not this job's.
+      // Nothing was shown as a result.
       const last = await page.evaluate(() => window.medrank.state.lastResult);
-      assert.equal(last, undefined, `${button} left a result`);
+      assert.equal(last, null, `${button} left a result`);
     }
     // Training on it: the loss of the first step is NaN.
     await page.setInputFiles('#train-file', join(EXAMPLES, 'bundle.jsonl'));
@@ -69,7 +79,12 @@ test('a model that computes NaN is refused by every model job of the page, as by
     });
     await page.selectOption('#train-task', 'nli');
     await page.check('input[name=train-dev][value=split]');
-    for (const [id, v] of [['#train-dev-split', 0.25], ['#train-epochs', 1], ['#train-batch', 2]]) await page.fill(id, String(v));
+    for (const [id, v] of [
+      ['#train-dev-split', 0.25],
+      ['#train-epochs', 1],
+      ['#train-batch', 2],
+    ])
+      await page.fill(id, String(v));
     await assert.rejects(trainFilledForm(page), /computed NaN or infinite loss for training step 1 of epoch 1/);
     // The page goes on working: the model-free Rubric job runs.
     await upload(page, ['rubric/graded.jsonl']);

@@ -25,7 +25,7 @@ function generator(seed) {
  * positions, 2 token types, a pooler. Weights uniform in +-`scale` (norms 1 and 0), from
  * `seed`. With `labels`, a sequence-classification head over them (`classifier`, and
  * `id2label` in the config). `scaled` maps tensor names to a factor their random values
- * are multiplied by (a hostile model: finite weights of 1e19 that make it compute NaN). Returns the
+ * are multiplied by (a hostile model: finite weights of 1e24 that make it compute NaN). Returns the
  * three file paths (what the page's model picker takes).
  */
 export function writeRandomBert(
