@@ -23,6 +23,11 @@ impl Location {
     pub fn at(file: impl Into<String>, line: usize, field: impl Into<String>) -> Self {
         Location { file: file.into(), line: Some(line), field: Some(field.into()) }
     }
+    /// A field of a file that is one JSON object rather than lines of records (a model's
+    /// `config.json`): the field's name says where, a line would not.
+    pub fn field(file: impl Into<String>, field: impl Into<String>) -> Self {
+        Location { file: file.into(), line: None, field: Some(field.into()) }
+    }
 }
 
 impl fmt::Display for Location {
@@ -55,12 +60,52 @@ pub enum Error {
     /// The user cancelled a long-running job.
     #[error("cancelled")]
     Cancelled,
+    /// A model computed NaN or infinity where a job reads its output (`model::finite`).
+    #[error("{0}")]
+    NonFinite(NonFinite),
+}
+
+/// A model output that is not a number: where it was found (the output and the input's
+/// position among those the model function was given), then, once a job knows them, the
+/// model and the input as a user knows it ([`Error::naming_input`]). Such an output must
+/// never become a verdict: NaN's argmax is class 0 ("contradicted"), a NaN ranker ties
+/// every answer, a NaN mean is written as null.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NonFinite {
+    /// What the model computed: "logits", "embedding", "token vectors", "similarity", "loss".
+    pub output: &'static str,
+    pub index: usize,
+    pub model: Option<String>,
+    pub input: Option<String>,
+}
+
+impl fmt::Display for NonFinite {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.model {
+            Some(m) => write!(f, "model {m} computed")?,
+            None => write!(f, "the model computed")?,
+        }
+        write!(f, " NaN or infinite {} for ", self.output)?;
+        match &self.input {
+            Some(i) => write!(f, "{i}")?,
+            None => write!(f, "input #{}", self.index + 1)?,
+        }
+        write!(
+            f,
+            ": numbers that are not numbers are no verdict, so nothing is reported. Its weights or config.json \
+             make it so (weights of extreme size overflow f32; check the folder, or train it again)"
+        )
+    }
 }
 
 impl Error {
     /// An input error at `file:line`, field `field`.
     pub fn input(file: &str, line: usize, field: &str, message: impl Into<String>) -> Self {
         Error::Input { location: Location::at(file, line, field), message: message.into() }
+    }
+    /// An input error at field `field` of `file`, without a line (see [`Location::field`]).
+    pub fn field(file: &str, field: &str, message: impl Into<String>) -> Self {
+        Error::Input { location: Location::field(file, field), message: message.into() }
     }
     /// An input error about a whole file (no line).
     pub fn in_file(file: &str, message: impl Into<String>) -> Self {
@@ -74,6 +119,43 @@ impl Error {
     }
     pub fn model(message: impl fmt::Display) -> Self {
         Error::Model(message.to_string())
+    }
+    /// A [`Error::NonFinite`] with its model and its input named (`describe` maps the input's
+    /// position to what the user knows it by); what a model function already named stays.
+    /// Any other error is returned as it is.
+    pub fn naming_input(self, model: &str, describe: impl FnOnce(usize) -> String) -> Self {
+        match self {
+            Error::NonFinite(mut n) => {
+                n.model.get_or_insert_with(|| model.to_string());
+                if n.input.is_none() {
+                    n.input = Some(describe(n.index));
+                }
+                Error::NonFinite(n)
+            }
+            other => other,
+        }
+    }
+    /// [`Error::naming_input`] for a function that knows its inputs but not the model.
+    pub fn describing_input(self, describe: impl FnOnce(usize) -> String) -> Self {
+        match self {
+            Error::NonFinite(mut n) if n.input.is_none() => {
+                n.input = Some(describe(n.index));
+                Error::NonFinite(n)
+            }
+            other => other,
+        }
+    }
+    /// A [`Error::NonFinite`] whose input position is `to(index)`: a function that gave a
+    /// model its inputs in another order (pieces of documents) says which of its own
+    /// inputs it was.
+    pub fn reindexing(self, to: impl FnOnce(usize) -> usize) -> Self {
+        match self {
+            Error::NonFinite(mut n) => {
+                n.index = to(n.index);
+                Error::NonFinite(n)
+            }
+            other => other,
+        }
     }
     /// The location, when the error has one (the page highlights that file).
     pub fn location(&self) -> Option<&Location> {

@@ -489,7 +489,8 @@ fn train_an_evaluator_then_evaluate_with_it() {
     assert_eq!(r["evaluators"][0]["report"]["tasks"].as_array().unwrap().len(), 1);
     assert_eq!(r["evaluators"][0]["report"]["tasks"][0]["task"], "mcqa");
 
-    // A bad --arguments value is refused with the expected forms.
+    // A bad --arguments value is refused with the expected forms, by the flag's parser
+    // (exit 2) before the model loads (issue 39; it was exit 1 after loading it).
     let bad = medrank(&[
         "train",
         "--model",
@@ -503,7 +504,7 @@ fn train_an_evaluator_then_evaluate_with_it() {
         "--out",
         s(&tmp("never")),
     ]);
-    assert_eq!(bad.status.code(), Some(1));
+    assert_eq!(bad.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&bad.stderr).contains("system:NAME"));
 }
 

@@ -5,7 +5,7 @@
 //! cut is reported; bad inputs give errors at file:line:field and leave no file behind.
 
 mod common;
-use common::cli::{json, medrank, ok, s, scratch_with, stderr_of, tiny_bert_folder, tmp};
+use common::cli::{json, medrank, ok, root, s, scratch_with, stderr_of, tiny_bert_folder, tmp};
 use medrank::model::HeadKind;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -61,6 +61,8 @@ fn a_criterion_grader_trained_by_medrank_grades_the_example_rubric() {
     assert!(out.contains(&format!("use: medrank grade --grader {}", grader.display())), "{out}");
     let config = json(&grader.join("config.json"));
     assert_eq!(config["id2label"], serde_json::json!({"0": "met", "1": "not_met"}));
+    // The limit training cut at (all-MiniLM-L6-v2's sentence_bert_config.json), recorded.
+    assert_eq!(config["max_seq_length"], 256);
     // 46 criteria judged by one physician each (met_by): 12 dev, 34 train.
     let log = json(&grader.join("train_log.json"));
     assert_eq!(log["task"], "criterion");
@@ -164,7 +166,10 @@ fn bad_graders_and_rubrics_are_refused_at_their_place() {
     let e = grade("no_points.jsonl", &model);
     assert!(e.contains("no_points.jsonl:1: field `criteria[1].points`: missing field `points`"), "{e}");
     let e = grade("long.jsonl", &model);
-    assert!(e.contains("long.jsonl:1: field `criteria[0].criterion`: the criterion alone is longer"), "{e}");
+    assert!(
+        e.contains("long.jsonl:1: field `criteria[0].criterion`: longer than the model's 64-token limit on its own"),
+        "{e}"
+    );
     // A model without a classification head cannot grade.
     let e = fails(&["grade", "--rubric", RUBRIC, "--grader", MODEL, "--out", s(&out)]);
     assert!(e.contains("has no sequence-classification head"), "{e}");
@@ -293,4 +298,84 @@ fn statement_checks_follow_from_the_judgements() {
     });
     let e = fails(&["statements", "--input", "examples/statements/answers.jsonl", "--nli", s(two)]);
     assert!(e.contains("do not name both `entailment` and `contradiction`"), "{e}");
+}
+
+/// Issue 39, defect 9: a grader is run with the input limit it was trained with. The base
+/// (64 positions) says 32 tokens in its sentence_bert_config.json, as all-MiniLM-L6-v2 says
+/// 256 of 512: training cut there, the trained folder had no such file, and `grade` with it
+/// cut at 64; the truncation warnings of `grade` and `statements` named 64 for inputs cut
+/// to 32. Also defect 8: labels of one class are warned of for the criterion task too.
+#[test]
+fn a_trained_grader_runs_with_the_limit_it_was_trained_with_and_warnings_state_it() {
+    let base = tiny_bert_folder("tiny-capped", HeadKind::None, &[], 64);
+    std::fs::write(base.join("sentence_bert_config.json"), r#"{"max_seq_length": 32, "do_lower_case": false}"#)
+        .unwrap();
+    let grader = tmp("capped-grader");
+    let out = medrank(&[
+        "train",
+        "--model",
+        s(&base),
+        "--train",
+        RUBRIC,
+        "--dev-split",
+        "0.25",
+        "--task",
+        "criterion",
+        "--epochs",
+        "1",
+        "--out",
+        s(&grader),
+    ]);
+    assert!(out.status.success(), "{}", stderr_of(&out));
+    assert_eq!(json(&grader.join("config.json"))["max_seq_length"], 32);
+    let report_path = tmp("capped-grade.json");
+    let out = medrank(&["grade", "--rubric", RUBRIC, "--grader", s(&grader), "--json", s(&report_path)]);
+    let err = stderr_of(&out);
+    assert!(out.status.success(), "{err}");
+    assert!(err.contains("(response, criterion) pairs were longer than the model's 32-token limit"), "{err}");
+    // What was cut is what a 32-token limit cuts: every input is at most 32 tokens long,
+    // so every pair of the example (conversations of 40 tokens and more) lost tokens.
+    let report = json(&report_path);
+    assert_eq!(report["truncated"].as_array().unwrap().len(), 46);
+
+    // statements on an NLI model with the same cap states 32 too.
+    let nli = tiny_bert_folder(
+        "tiny-capped-nli",
+        HeadKind::SequenceClassification,
+        &["contradiction", "neutral", "entailment"],
+        64,
+    );
+    std::fs::write(nli.join("sentence_bert_config.json"), r#"{"max_seq_length": 32}"#).unwrap();
+    let out = medrank(&["statements", "--input", "examples/statements/answers.jsonl", "--nli", s(&nli)]);
+    let err = stderr_of(&out);
+    assert!(out.status.success(), "{err}");
+    assert!(err.contains("(answer, statement) pairs were longer than the model's 32-token limit"), "{err}");
+
+    // Every criterion met: nothing tells the classes apart, and dev macro-F1 1.0 says nothing.
+    let all_met = std::fs::read_to_string(root().join(RUBRIC))
+        .unwrap()
+        .replace("\"physician-1\": false", "\"physician-1\": true");
+    let dir = scratch_with(&[("all-met.jsonl", &all_met)]);
+    let out = medrank(&[
+        "train",
+        "--model",
+        s(&base),
+        "--train",
+        s(&dir.join("all-met.jsonl")),
+        "--dev-split",
+        "0.25",
+        "--task",
+        "criterion",
+        "--epochs",
+        "1",
+        "--out",
+        s(&tmp("one-class-grader")),
+    ]);
+    let err = stderr_of(&out);
+    assert!(out.status.success(), "{err}");
+    assert!(
+        err.contains("training examples have the label `met`: the model learns nothing that tells the classes apart"),
+        "{err}"
+    );
+    assert!(err.contains("dev examples have the label `met`: the dev figures measure that one class only"), "{err}");
 }

@@ -36,6 +36,7 @@ fn tiny(arch: Arch, head: HeadKind, labels: &[&str]) -> EncoderConfig {
         position_offset: if arch == Arch::Roberta { 2 } else { 0 },
         head,
         labels: labels.iter().map(|s| s.to_string()).collect(),
+        max_seq_length: None,
     }
 }
 

@@ -85,7 +85,6 @@ fn kind(sub: &str, long: &str) -> Kind {
         ("bench", "workload-data") => Input(ONE),
         ("quantize", "texts" | "dev" | "bundle") => Input(ONE),
         ("bench", "lengths" | "batches" | "repeats") => Numeric(ONE),
-        ("bench", "parts" | "workload-backends") => Other("names of benchmark parts or backends"),
         ("bench", "peers") => Other("the folder of the peer scripts (Python files run by path)"),
         ("serve", "port" | "request-timeout") => Numeric(ONE),
         // Not classified: a new option. Fuzzed as a number; classify it here if it is not one.
@@ -409,6 +408,59 @@ fn every_numeric_option_takes_hostile_numbers_without_a_crash() {
     // What the table expects to find: every numeric option of the list.
     assert!(numeric >= 30, "only {numeric} numeric options found: is the table out of date?");
     run_all(cases);
+}
+
+/// The options of `train` and `bench` that used to be checked only after the model loaded
+/// (190 MB) or after parts had run (13 s of `--parts core`, 90 s of `train` before
+/// `--workload-backends NaN`) are refused by their flag's parser: exit code 2 naming the
+/// flag, before any work. The model folder given does not exist, so a value that got past
+/// the parser would fail to load it with exit code 1 instead.
+#[test]
+fn train_and_bench_options_are_refused_at_parse_time() {
+    let missing = s(&tmp("no-such-model")).to_owned();
+    let train = |flag: &str, value: &str| {
+        let mut args: Vec<String> =
+            ["train", "--model", &missing, "--train", "examples/bundle.jsonl"].iter().map(|a| a.to_string()).collect();
+        if flag != "--dev-split" {
+            args.extend(["--dev".into(), "examples/bundle.jsonl".into()]);
+        }
+        args.extend([format!("{flag}={value}"), "--out".into(), s(&tmp("never-written")).into()]);
+        args
+    };
+    let mut cases: Vec<(Vec<String>, &str)> = Vec::new();
+    for (flag, values) in [
+        ("--lr", &["NaN", "inf", "0", "-1", "2", "x"][..]),
+        ("--layer-lr", &["NaN", "-inf", "0", "1.5"][..]),
+        ("--weight-decay", &["NaN", "-0.1", "2"][..]),
+        ("--warmup", &["NaN", "-1", "1.5"][..]),
+        ("--dev-split", &["NaN", "0", "1", "inf"][..]),
+        ("--freeze", &["bogus", "top:0", "top:x", "top:100000"][..]),
+        ("--arguments", &["bogus", "system:", "random:a,,b"][..]),
+    ] {
+        for value in values {
+            cases.push((train(flag, value), flag));
+        }
+    }
+    let bench = |extra: &[&str]| {
+        let mut args: Vec<String> = vec!["bench".into(), "--model".into(), missing.clone()];
+        args.extend(extra.iter().map(|a| a.to_string()));
+        args
+    };
+    cases.push((bench(&["--parts", "core,bogus"]), "--parts"));
+    cases.push((bench(&["--parts", "workload", "--workload-backends", "NaN"]), "--workload-backends"));
+    cases.push((bench(&["--parts", "workload", "--workload-backends", "cpu,tpu"]), "--workload-backends"));
+    let mut failures = Vec::new();
+    for (args, flag) in cases {
+        let ran = run(&args);
+        if ran.code != Some(2) || !ran.stderr.contains(flag) {
+            failures.push(format!("medrank {}: exit {:?}: {}", args.join(" "), ran.code, ran.stderr.trim()));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    // The values the flags document still pass the parser (and then fail on the missing model).
+    let ran = run(&train("--lr", "1e-3"));
+    assert_eq!(ran.code, Some(1), "{}", ran.stderr);
+    assert!(ran.stderr.contains("no-such-model"), "{}", ran.stderr);
 }
 
 /// Every input file option, given what is not a regular file: refused naming the file,

@@ -136,6 +136,11 @@ fn the_task_metric_keeps_the_best_macro_f1_epoch() {
 /// `medrank train` on the example bundle (MCQA) with `extra`, which must be refused before
 /// any work (exit 1, no output folder); its message.
 fn refused(extra: &[&str]) -> String {
+    refused_with(extra, 1)
+}
+
+/// [`refused`] with the exit code `code` (2: a usage error, from a flag's parser).
+fn refused_with(extra: &[&str], code: i32) -> String {
     let out = tmp("refused");
     let mut args = vec![
         "train",
@@ -151,7 +156,7 @@ fn refused(extra: &[&str]) -> String {
     args.extend_from_slice(extra);
     let run = medrank(&args);
     let stderr = String::from_utf8_lossy(&run.stderr).into_owned();
-    assert_eq!(run.status.code(), Some(1), "{args:?}: {stderr}");
+    assert_eq!(run.status.code(), Some(code), "{args:?}: {stderr}");
     assert!(!out.exists(), "a refused run leaves no output");
     stderr
 }
@@ -163,9 +168,13 @@ fn options_that_do_not_fit_the_task_are_refused() {
         let stderr = refused(&extra);
         assert!(stderr.contains("multiple choice has no classes"), "{stderr}");
     }
-    // A learning rate that is not a number trains nothing: refused before any work.
-    let stderr = refused(&["--lr", "NaN"]);
-    assert!(stderr.contains("--lr NaN: expected a finite number above 0"), "{stderr}");
+    // A learning rate that is not a number trains nothing: refused by the flag's parser,
+    // a usage error (exit 2) before the model loads (issue 39; it was exit 1 after).
+    let stderr = refused_with(&["--lr", "NaN"], 2);
+    assert!(
+        stderr.contains("invalid value 'NaN' for '--lr <LR>': expected a finite number above 0, at most 1"),
+        "{stderr}"
+    );
     // More layers than the model has are not quietly all of them.
     let stderr = refused(&["--freeze", "top:100"]);
     assert!(stderr.contains("--freeze top:100: this model has 6 layers (top:1 to top:6"), "{stderr}");

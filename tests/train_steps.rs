@@ -161,7 +161,12 @@ fn cli_dev_split_is_seeded() {
     );
     let o = medrank(&args.split_whitespace().collect::<Vec<_>>());
     let err = String::from_utf8_lossy(&o.stderr);
-    assert!(!o.status.success() && err.contains("--dev-split 1.5: expected a fraction between 0 and 1"), "{err}");
+    // Refused by the flag's parser (a usage error, exit 2) before the model loads.
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("invalid value '1.5' for '--dev-split <FRACTION>': expected a fraction between 0 and 1"),
+        "{err}"
+    );
     assert!(!dir.join("d").exists(), "a failed run leaves no output");
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -785,6 +785,9 @@ impl BenchReport {
 // ---------------------------------------------------------------------------------------
 // The subcommand
 
+/// The parts of `medrank bench` (`--parts`): every name is checked before any part runs.
+const PARTS: [&str; 7] = ["core", "encoder", "gpu", "gpu-profile", "workload", "profile", "train"];
+
 #[derive(Args, Debug)]
 pub struct BenchArgs {
     /// Parts to run, comma separated: core, encoder (CPU, with the peers), gpu (wgpu, with
@@ -792,14 +795,14 @@ pub struct BenchArgs {
     /// workload (`evaluate --model` end to end on the CasiMedicos dev bundle), profile (the
     /// CPU path's time per step, as the bench page reports it), train (fine-tuning every
     /// layer on the CPU and GPU trainers, with PyTorch on CUDA as the peer where it runs).
-    #[arg(long, value_delimiter = ',', default_value = "core,encoder,gpu")]
+    #[arg(long, value_delimiter = ',', default_value = "core,encoder,gpu", value_parser = PARTS)]
     pub parts: Vec<String>,
     /// The CasiMedicos dev file the workload's bundle is made from.
     #[arg(long, value_name = "FILE", default_value = "data/casimedicos/dev.jsonl")]
     pub workload_data: PathBuf,
     /// Backends the workload runs on, comma separated: cpu, auto (a hardware GPU when there
     /// is one), gpu (any adapter, software ones too: slow).
-    #[arg(long, value_delimiter = ',', default_value = "cpu,auto")]
+    #[arg(long, value_delimiter = ',', default_value = "cpu,auto", value_parser = ["cpu", "auto", "gpu"])]
     pub workload_backends: Vec<String>,
     /// Model folder for the encoder benchmarks. Or a Hugging Face Hub id, ORG/NAME[@REVISION] (README, "Models").
     #[arg(long, value_name = "DIR", default_value = "models/all-MiniLM-L6-v2")]

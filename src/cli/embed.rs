@@ -39,7 +39,8 @@ pub(super) fn embed(a: EmbedArgs) -> Result<()> {
         &model.pooling,
         &lines,
         a.batch_size,
-    ))?;
+    ))
+    .map_err(|e| e.naming_input(&model.name, |i| format!("line {} of {}", i + 1, input.name)))?;
     let mut out = String::new();
     for (i, (v, c)) in vectors.iter().zip(&cut).enumerate() {
         let row = serde_json::json!({ "line": i + 1, "tokens_cut": c, "embedding": v });
@@ -56,7 +57,7 @@ pub(super) fn embed(a: EmbedArgs) -> Result<()> {
             "warning: {}: {} lines were longer than the model's {}-token limit and lost their end (lines {})",
             input.name,
             truncated.len(),
-            model.encoder.model.config.max_tokens(),
+            model.tokenizer.max_tokens,
             truncated.join(", ")
         );
     }

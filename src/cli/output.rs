@@ -75,6 +75,10 @@ pub fn emit<R: Serialize>(report: &R, tables: &[Table], out: &OutputArgs, mut ou
     Ok(())
 }
 
+fn tables_dir_name(output: &OutputArgs) -> String {
+    output.csv.as_deref().map(|d| d.display().to_string()).unwrap_or_default()
+}
+
 /// Every file one run writes, as one transaction. [`Outputs::plan`] checks the output paths
 /// before any work: an output that is also an input of the run, that exists but is not a
 /// regular file (a folder, a link, a device such as /dev/null), or that is named twice is
@@ -148,6 +152,23 @@ impl Outputs {
                     tables.display(),
                     tables.join("report.json").display()
                 )));
+            }
+        }
+        // A table's NAME.csv that exists in the --csv folder as a folder, a link or a
+        // device would be refused when the table is written, after all the work: refused
+        // now, whichever table it would be.
+        if let Some(Ok(entries)) = output.csv.as_deref().map(std::fs::read_dir) {
+            for entry in entries.flatten() {
+                let path = entry.path();
+                let regular = entry.file_type().is_ok_and(|t| t.is_file());
+                if path.extension().is_some_and(|e| e.eq_ignore_ascii_case("csv")) && !regular {
+                    return Err(Error::invalid(format!(
+                        "{}: refused as the --csv folder: its {} exists and is not a regular file (a folder, \
+                         a link or a device), where a table NAME.csv may be written; move it or name another folder",
+                        tables_dir_name(output),
+                        path.display()
+                    )));
+                }
             }
         }
         for dir in output.csv.iter().map(PathBuf::as_path).chain(dirs.iter().copied()) {
@@ -427,6 +448,18 @@ mod tests {
         drop(outputs); // the run failed after staging
         assert_eq!(tree(&d.0), ["old.json"], "temporaries and created folders are gone");
         assert_eq!(std::fs::read_to_string(d.0.join("old.json")).unwrap(), "old");
+    }
+
+    #[test]
+    fn a_folder_named_like_a_table_in_the_csv_folder_is_refused_before_any_work() {
+        // It used to be met when the table was written, at the end of the run.
+        let d = Dir::new("csv-folder");
+        std::fs::create_dir_all(d.0.join("tables/grade_criteria.csv")).unwrap();
+        std::fs::write(d.0.join("tables/notes.csv"), "a regular file is fine").unwrap();
+        let e = Outputs::plan(&[], &args(None, Some(d.0.join("tables"))), &[], &[]).unwrap_err().to_string();
+        assert!(e.contains("grade_criteria.csv exists and is not a regular file"), "{e}");
+        std::fs::remove_dir(d.0.join("tables/grade_criteria.csv")).unwrap();
+        assert!(Outputs::plan(&[], &args(None, Some(d.0.join("tables"))), &[], &[]).is_ok());
     }
 
     #[test]

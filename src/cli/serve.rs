@@ -22,6 +22,13 @@
 //!   one client (eight slow readers of a large file) cannot hold every worker.
 //! - a file's body is streamed in fixed-size pieces (the kernel's copy where it has one),
 //!   never read whole: eight slow readers of a 100 MB file used to cost 769 MB of memory.
+//! - a worker only decides the answer; a file's answer is sent from a thread of its own
+//!   (a small stack, the connection keeping its place among the open ones), which must
+//!   have sent it all within [`Limits::response_timeout`] (a write deadline, each write
+//!   given the time left), or the connection is closed. So slow readers never hold a
+//!   worker: the server listens on 127.0.0.1 only, every client shares one address, and
+//!   four slow readers of a 100 MB file used to hold the four workers that address may
+//!   have, and every other request waited about 30 s.
 
 use std::collections::{HashMap, VecDeque};
 use std::io::{self, BufRead, BufReader, Read, Write};
@@ -50,6 +57,11 @@ const READER_STACK: usize = 128 * 1024;
 pub const REQUEST_TIMEOUT_SECONDS: u64 = 10;
 /// The bound of `--request-timeout` (seconds).
 pub const MAX_REQUEST_TIMEOUT_SECONDS: u64 = 600;
+/// The seconds an answer has to be sent whole (the site's largest file, a 91 MB model,
+/// takes well under a second on 127.0.0.1).
+pub const RESPONSE_TIMEOUT_SECONDS: u64 = 120;
+/// The bytes of a file sent per write, each write given the time left until the deadline.
+const SEND_PIECE: u64 = 64 * 1024;
 
 /// How many connections the server takes and how long it waits (see the module doc).
 #[derive(Debug, Clone, Copy)]
@@ -65,6 +77,8 @@ pub struct Limits {
     pub open_per_client: usize,
     /// The whole request head must arrive within this time of the connection's start.
     pub request_timeout: Duration,
+    /// A file's answer must have been sent whole within this time of its first byte.
+    pub response_timeout: Duration,
 }
 
 impl Default for Limits {
@@ -75,6 +89,7 @@ impl Default for Limits {
             open: 256,
             open_per_client: 128,
             request_timeout: Duration::from_secs(REQUEST_TIMEOUT_SECONDS),
+            response_timeout: Duration::from_secs(RESPONSE_TIMEOUT_SECONDS),
         }
     }
 }
@@ -274,9 +289,9 @@ fn worker(shared: &Shared, root: &Path) {
             }
         };
         let client = job.client;
-        // A broken connection concerns only that client; the server keeps going.
-        let _ = handle(job.stream, job.head, root);
-        drop(job._open);
+        // A broken connection concerns only that client; the server keeps going. A file's
+        // answer goes to a thread of its own with the connection's place.
+        let _ = handle(job.stream, job.head, root, job._open, shared.limits.response_timeout);
         let mut state = shared.lock();
         if let Some(n) = state.serving.get_mut(&client) {
             *n -= 1;
@@ -291,8 +306,11 @@ fn worker(shared: &Shared, root: &Path) {
 }
 
 /// One request per connection (`Connection: close`): simple, and plenty for one user.
-fn handle(stream: TcpStream, head: Head, root: &Path) -> io::Result<()> {
-    stream.set_write_timeout(Some(Duration::from_secs(30)))?;
+/// Errors are answered here (a few hundred bytes, which a socket's buffer takes whatever
+/// the client does); a file's answer is sent by [`send_file`] on a thread of its own, which
+/// holds `open` (the connection's place) until it is done.
+fn handle(stream: TcpStream, head: Head, root: &Path, open: OpenSlot, response_timeout: Duration) -> io::Result<()> {
+    stream.set_write_timeout(Some(Duration::from_secs(1)))?;
     let mut out = stream;
     let head = match head {
         Head::Complete(h) => h,
@@ -301,6 +319,10 @@ fn handle(stream: TcpStream, head: Head, root: &Path) -> io::Result<()> {
     };
     let mut parts = head.lines().next().unwrap_or("").split_whitespace();
     let (method, target) = (parts.next().unwrap_or(""), parts.next().unwrap_or(""));
+    // An empty request line, or one without a target, is no request (it was answered 405).
+    if target.is_empty() {
+        return respond_error(&mut out, 400, "Bad Request", false);
+    }
     let head_only = method == "HEAD";
     if method != "GET" && !head_only {
         return respond_error(&mut out, 405, "Method Not Allowed", false);
@@ -321,14 +343,59 @@ fn handle(stream: TcpStream, head: Head, root: &Path) -> io::Result<()> {
         cache_control(&file, root),
         common_headers()
     );
-    out.write_all(headers.as_bytes())?;
-    if !head_only {
-        // At most the announced length, should the file grow meanwhile.
-        let sent = io::copy(&mut body.take(length), &mut out)?;
-        if sent < length {
-            // The file shrank: the client must not take a short body for the whole file.
-            return Err(io::Error::new(io::ErrorKind::UnexpectedEof, "the file shrank while it was sent"));
+    let deadline = Instant::now() + response_timeout;
+    let sending = std::thread::Builder::new().stack_size(READER_STACK).spawn(move || {
+        let _ = send_file(out, headers, body, length, head_only, deadline);
+        drop(open);
+    });
+    // No thread to be had (the system's limit): the connection closes with its place.
+    sending.map(drop)
+}
+
+/// Writes `bytes` whole by `deadline`, each write given the time left (a `TimedOut` error
+/// past it).
+fn write_until(out: &mut TcpStream, bytes: &[u8], deadline: Instant) -> io::Result<()> {
+    let left = deadline.saturating_duration_since(Instant::now());
+    if left.is_zero() {
+        return Err(io::Error::new(io::ErrorKind::TimedOut, "the answer took too long to send"));
+    }
+    out.set_write_timeout(Some(left))?;
+    out.write_all(bytes)
+}
+
+/// Sends a file's answer (`headers`, then `length` bytes of `body` unless `head_only`)
+/// whole by `deadline`: in pieces of [`SEND_PIECE`] bytes, each given the time left (the
+/// kernel's copy where it has one); past the deadline the connection is dropped.
+fn send_file(
+    mut out: TcpStream,
+    headers: String,
+    body: std::fs::File,
+    length: u64,
+    head_only: bool,
+    deadline: Instant,
+) -> io::Result<()> {
+    write_until(&mut out, headers.as_bytes(), deadline)?;
+    if head_only {
+        return out.flush();
+    }
+    // At most the announced length, should the file grow meanwhile.
+    let mut body = body.take(length);
+    let mut sent = 0;
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(io::Error::new(io::ErrorKind::TimedOut, "the answer took too long to send"));
         }
+        out.set_write_timeout(Some(left))?;
+        let n = io::copy(&mut (&mut body).take(SEND_PIECE), &mut out)?;
+        if n == 0 {
+            break;
+        }
+        sent += n;
+    }
+    if sent < length {
+        // The file shrank: the client must not take a short body for the whole file.
+        return Err(io::Error::new(io::ErrorKind::UnexpectedEof, "the file shrank while it was sent"));
     }
     out.flush()
 }
@@ -629,6 +696,11 @@ mod tests {
             let (status, _, _) = get(addr, path);
             assert_eq!(status, "HTTP/1.1 400 Bad Request", "{path}");
         }
+        // An empty request line, or a method alone, is no request: 400 (it was 405, as if
+        // a method had been refused).
+        assert_eq!(status_of_bytes(addr, b"\r\n\r\n"), "HTTP/1.1 400 Bad Request");
+        assert_eq!(status_of_bytes(addr, b"GET\r\n\r\n"), "HTTP/1.1 400 Bad Request");
+        assert_eq!(status_of_bytes(addr, b"POST / HTTP/1.1\r\n\r\n"), "HTTP/1.1 405 Method Not Allowed");
     }
 
     #[test]
@@ -656,7 +728,14 @@ mod tests {
 
     /// Limits for the tests: `open` connections at most, one worker per client.
     fn small(open: usize, request_timeout: Duration) -> Limits {
-        Limits { workers: 2, workers_per_client: 1, open, open_per_client: open, request_timeout }
+        Limits {
+            workers: 2,
+            workers_per_client: 1,
+            open,
+            open_per_client: open,
+            request_timeout,
+            response_timeout: Duration::from_secs(RESPONSE_TIMEOUT_SECONDS),
+        }
     }
 
     #[test]

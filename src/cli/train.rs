@@ -25,7 +25,7 @@ pub struct TrainArgs {
     /// Instead of --dev: this fraction of the training file's examples (e.g. 0.2; between
     /// 0 and 1, both excluded), drawn with --seed, picks the best epoch; the rest train
     /// (the page offers the same split).
-    #[arg(long, value_name = "FRACTION")]
+    #[arg(long, value_name = "FRACTION", value_parser = number(crate::train::dev_split))]
     pub dev_split: Option<f64>,
     /// Output folder: config.json, model.safetensors, tokenizer.json, train_log.json.
     #[arg(long, value_name = "DIR")]
@@ -38,11 +38,11 @@ pub struct TrainArgs {
     /// evaluator; `system:NAME` = one system's arguments (e.g. system:expert, the
     /// expert-trained evaluator); `random:A,B,C` = one random system per instance among
     /// these, seeded (the LLM-trained evaluator).
-    #[arg(long, default_value = "none", value_name = "SOURCE")]
+    #[arg(long, default_value = "none", value_name = "SOURCE", value_parser = arguments)]
     pub arguments: String,
     /// What is trained: head (frozen encoder, features computed once), top:N (head + top N
     /// layers; the lower layers run once through the fast inference path), all.
-    #[arg(long, default_value = "head")]
+    #[arg(long, default_value = "head", value_parser = freeze)]
     pub freeze: String,
     /// Epochs (1 to 10,000).
     #[arg(long, default_value_t = 20, value_parser = count(1, crate::bounds::MAX_EPOCHS))]
@@ -54,17 +54,17 @@ pub struct TrainArgs {
     #[arg(long, default_value_t = 1, value_parser = count(1, crate::bounds::MAX_GRAD_ACCUM))]
     pub grad_accum: usize,
     /// Peak learning rate of the head (a new head needs a large one): above 0, at most 1.
-    #[arg(long, default_value_t = 1e-3)]
+    #[arg(long, default_value_t = 1e-3, value_parser = number(crate::train::learning_rate))]
     pub lr: f64,
     /// Peak learning rate of the trained encoder layers (--freeze top:N or all): pretrained
     /// weights take a small one. Above 0, at most 1.
-    #[arg(long, default_value_t = crate::train::DEFAULT_LAYER_LR)]
+    #[arg(long, default_value_t = crate::train::DEFAULT_LAYER_LR, value_parser = number(crate::train::learning_rate))]
     pub layer_lr: f64,
     /// AdamW's decoupled weight decay (0 to 1).
-    #[arg(long, default_value_t = 0.01)]
+    #[arg(long, default_value_t = 0.01, value_parser = number(crate::train::weight_decay))]
     pub weight_decay: f64,
     /// Fraction of the steps spent warming up (0 to 1).
-    #[arg(long, default_value_t = 0.1)]
+    #[arg(long, default_value_t = 0.1, value_parser = number(crate::train::warmup_ratio))]
     pub warmup: f64,
     /// Stop after this many epochs without a better dev metric (1 to 10,000).
     #[arg(long, default_value_t = 4, value_parser = count(1, crate::bounds::MAX_EPOCHS))]
@@ -110,6 +110,28 @@ pub struct TrainArgs {
     /// afterwards with `medrank quantize`.
     #[arg(long, default_value = "f32", value_parser = ["f32", "int8"])]
     pub precision: String,
+}
+
+/// A `value_parser` for a number that `check` accepts (the trainer's own bounds, so the
+/// page's same options meet the same ones): NaN, an infinity or a value out of range is
+/// refused naming the flag, before any model loads (exit 2).
+fn number(
+    check: fn(f64) -> std::result::Result<f64, String>,
+) -> impl Fn(&str) -> std::result::Result<f64, String> + Clone + Send + Sync + 'static {
+    move |s: &str| match s.trim().parse::<f64>() {
+        Ok(v) => check(v),
+        Err(_) => Err("expected a number".into()),
+    }
+}
+
+/// `--freeze`: read by the job layer's `parse_freeze`, as the page's field is.
+fn freeze(s: &str) -> std::result::Result<String, String> {
+    crate::jobs::parse_freeze(s).map(|_| s.to_string()).map_err(|e| e.to_string())
+}
+
+/// `--arguments`: read by the job layer's `parse_arguments`, as the page's field is.
+fn arguments(s: &str) -> std::result::Result<String, String> {
+    crate::jobs::parse_arguments(s).map(|_| s.to_string()).map_err(|e| e.to_string())
 }
 
 pub(super) fn train(a: TrainArgs) -> Result<()> {

@@ -340,6 +340,24 @@ pub fn score_criteria<'a>(criteria: impl IntoIterator<Item = &'a Criterion>) -> 
     PointsScore { achieved, possible, score }
 }
 
+/// The largest magnitude of a criterion's points (HealthBench's go from -10 to 10): every
+/// reader of rubric files takes points within it, so that no sum of them overflows and a
+/// graded file written by `medrank grade` reads back (points of 1e308 gave undefined
+/// means, and a graded file that `medrank rubric` then refused).
+pub const MAX_POINTS: f64 = 1e6;
+
+/// A criterion's `points`: a number from -[`MAX_POINTS`] to [`MAX_POINTS`].
+pub(crate) fn points(item: &Record) -> Result<f64> {
+    let points = item.number("points")?;
+    if points.abs() > MAX_POINTS {
+        return Err(item.error(
+            "points",
+            format!("{points:e} is beyond the points a criterion may have (from -{MAX_POINTS:e} to {MAX_POINTS:e})"),
+        ));
+    }
+    Ok(points)
+}
+
 /// The sums and scores of a response (overall and per criterion tag) must be finite
 /// numbers: points such as 1e308 overflow a sum, and the report would show `null`. (The
 /// check uses the method's own formula, [`score_criteria`].)
@@ -387,7 +405,7 @@ fn criteria(
             }
             let points = match (mode, item.get("points")) {
                 (Mode::Any, None) => None,
-                _ => Some(item.number("points")?),
+                _ => Some(points(item)?),
             };
             let met = match (mode, item.get("met")) {
                 (Mode::Graded, None) => {

@@ -167,7 +167,7 @@ fn eval<'t>(
                 if criterion.trim().is_empty() {
                     return Err(item.error("criterion", "`criterion` is empty"));
                 }
-                let points = item.number("points")?;
+                let points = crate::data::graded::points(item)?;
                 let tags = tag_list(item)?;
                 for key in item.unknown_fields(&["criterion", "points", "tags"]) {
                     unknown.entry(format!("rubrics[].{key}")).or_insert((line, 0)).1 += 1;

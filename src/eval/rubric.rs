@@ -536,17 +536,22 @@ mod tests {
     }
 
     #[test]
-    fn points_that_overflow_a_sum_are_refused_at_their_line() {
-        // 1e308 + 1e308 = inf in f64: the score was inf / inf = NaN, shown as `"score": null`.
+    fn points_beyond_their_bound_or_sums_that_overflow_are_refused_at_their_line() {
+        // 1e308 + 1e308 = inf in f64: the score was inf / inf = NaN, shown as `"score": null`,
+        // and an ungraded file (what `medrank grade` reads) took such points too.
         let good = r#"{"id": "r0", "system": "s", "criteria": [{"criterion": "a", "points": 1, "met": true}]}"#;
         let huge = r#"{"id": "r1", "system": "s", "criteria": [{"criterion": "a", "points": 1e308, "met": true}, {"criterion": "b", "points": 1e308, "met": false}]}"#;
         let err = parse_graded("g.jsonl", &format!("{good}\n{huge}")).unwrap_err();
         assert_eq!(
             err.to_string(),
-            "g.jsonl:2: field `criteria`: the points do not add up to a finite score (met 1e308, possible inf); points must be ordinary numbers"
+            "g.jsonl:2: field `criteria[0].points`: 1e308 is beyond the points a criterion may have (from -1e6 to 1e6)"
         );
-        // Within one tag: 1e-300 possible, a met penalty of -1e10 gives -1e310 = -inf.
-        let tagged = r#"{"id": "r1", "system": "s", "criteria": [{"criterion": "a", "points": 1e-300, "met": true, "tags": ["t"]}, {"criterion": "b", "points": -1e10, "met": true, "tags": ["t"]}, {"criterion": "c", "points": 5, "met": true}]}"#;
+        let ungraded = huge.replace(", \"met\": true", "").replace(", \"met\": false", "");
+        let err = crate::data::graded::parse_rubric("u.jsonl", &ungraded).unwrap_err();
+        assert!(err.to_string().starts_with("u.jsonl:1: field `criteria[0].points`: 1e308 is beyond"), "{err}");
+        // Within the bound, a sum can still leave f64: 1e-320 possible (subnormal), a met
+        // penalty of -5 gives the score -5e320 = -inf.
+        let tagged = r#"{"id": "r1", "system": "s", "criteria": [{"criterion": "a", "points": 1e-320, "met": true, "tags": ["t"]}, {"criterion": "b", "points": -5, "met": true, "tags": ["t"]}, {"criterion": "c", "points": 5, "met": true}]}"#;
         let err = parse_graded("g.jsonl", tagged).unwrap_err();
         assert!(
             err.to_string()

@@ -750,7 +750,8 @@ pub async fn evaluate_with_encoder<E: crate::model::Encoder>(
     let counted = ProgressEncoder::new(encoder, start, progress);
     let (output, kind) =
         crate::model::evaluate::evaluate_bundle_on(model, &counted, &bundle, model_options.batch_size.max(1), empty)
-            .await?;
+            .await
+            .map_err(|e| e.naming_input(&model.name, |i| format!("input #{}", i + 1)))?;
     if !output.left_out.is_empty() {
         let ids: Vec<String> =
             output.left_out.iter().take(10).map(|o| format!("{} option {}", o.instance, o.option)).collect();
@@ -797,7 +798,7 @@ pub async fn evaluate_with_encoder<E: crate::model::Encoder>(
         warnings.push(Warning::new(format!(
             "{} inputs were longer than the model's {}-token limit and were cut (the case or argument, never the option or label): {}{}",
             output.truncated.len(),
-            model.encoder.model.config.max_tokens(),
+            model.tokenizer.max_tokens,
             ids.join(", "),
             if more > 0 { format!(", and {more} more (all listed in the JSON report)") } else { String::new() }
         )));

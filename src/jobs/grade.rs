@@ -160,9 +160,11 @@ pub async fn grade_with_encoder<E: crate::model::Encoder>(
     let mut warnings = Vec::new();
     let responses = read_rubric(&req.rubric, &mut warnings)?;
 
-    // Every (response, criterion) pair, encoded.
+    // Every (response, criterion) pair, encoded, and which pair each input is.
     let mut inputs: Vec<GradeInput> = Vec::new();
-    for r in &responses {
+    let mut pairs: Vec<(usize, usize)> = Vec::new();
+    for (n, r) in responses.iter().enumerate() {
+        pairs.extend((0..r.criteria.len()).map(|i| (n, i)));
         let conversation = conversation_text(r.prompt.as_ref());
         let text = r.response.as_deref().expect("checked by read_rubric");
         for (i, c) in r.criteria.iter().enumerate() {
@@ -185,7 +187,14 @@ pub async fn grade_with_encoder<E: crate::model::Encoder>(
         &encoded,
         req.options.batch_size.clamp(1, crate::bounds::MAX_BATCH),
     )
-    .await?;
+    .await
+    .map_err(|e| {
+        e.naming_input(&model.name, |i| {
+            let (n, c) = pairs[i];
+            let r = &responses[n];
+            format!("{}:{}: response `{}` of system `{}`, criteria[{c}]", req.rubric.name, r.line, r.id, r.system)
+        })
+    })?;
 
     // Back per response, in file order.
     let mut p_met: Vec<Vec<f64>> = Vec::with_capacity(responses.len());
@@ -254,7 +263,7 @@ pub async fn grade_with_encoder<E: crate::model::Encoder>(
              table grade_truncated and the JSON report)",
             truncated.len(),
             inputs.len(),
-            loaded.config.max_tokens(),
+            model.tokenizer.max_tokens,
             first.id,
             first.system,
             first.line,

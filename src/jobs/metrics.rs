@@ -46,7 +46,16 @@ pub fn metrics_with_bertscore(
             &texts,
             &references,
             &options,
-        ))?;
+        ))
+        .map_err(|e| {
+            e.naming_input(&model.name, |i| {
+                let c = &candidates[i];
+                format!(
+                    "{}:{}: the candidate of system `{}` for `{}` or its references",
+                    req.file.name, c.line, c.system, c.id
+                )
+            })
+        })?;
         let system_means = report
             .systems
             .iter()

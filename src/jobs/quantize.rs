@@ -130,6 +130,11 @@ type TaskOrders = Vec<(String, Vec<(String, f64)>)>;
 /// the files of the int8 folder (the f32 folder's other files unchanged, `model.safetensors`
 /// int8, `quantization.json` the report) and the report.
 pub fn quantize_model(req: &QuantizeRequest) -> Result<(FolderFiles, QuantizeReport)> {
+    // A texts file asked for compares something, or says why it cannot (an empty one was
+    // reported as "not compared (no --texts)").
+    if let Some(empty) = req.texts.iter().find(|t| t.text.lines().all(|l| l.trim().is_empty())) {
+        return Err(Error::in_file(&empty.name, "no text to compare: the file has no non-blank line"));
+    }
     let f32_model = TextModel::from_files(req.model)?;
     if f32_model.encoder.model.precision == Precision::Int8 {
         return Err(Error::invalid(format!(
@@ -212,9 +217,13 @@ fn embedding_check(
         return Ok(None);
     }
     let texts: Vec<&str> = lines.iter().map(|(_, l)| *l).collect();
-    let a = crate::model::embed_lines(f32_model, &texts)?;
-    let b = crate::model::embed_lines(int8_model, &texts)?;
+    let line = |i: usize| lines[i].0.clone();
+    let a = crate::model::embed_lines(f32_model, &texts).map_err(|e| e.naming_input(&f32_model.name, line))?;
+    let int8_name = format!("{} quantized to int8", int8_model.name);
+    let b = crate::model::embed_lines(int8_model, &texts).map_err(|e| e.naming_input(&int8_name, line))?;
     let cos: Vec<f64> = a.iter().zip(&b).map(|(x, y)| crate::model::pooling::cosine(x, y) as f64).collect();
+    crate::model::finite::scores("cosine of its int8 and f32 embeddings", &cos)
+        .map_err(|e| e.naming_input(&f32_model.name, line))?;
     let (worst, worst_cosine) =
         cos.iter().enumerate().fold((0, f64::INFINITY), |(wi, w), (i, &c)| if c < w { (i, c) } else { (wi, w) });
     Ok(Some(EmbeddingCheck {
@@ -300,6 +309,22 @@ fn order_check(
 #[cfg(test)]
 mod tests {
     use super::compare_orders;
+
+    #[test]
+    fn a_texts_file_without_text_is_refused_naming_it() {
+        // It was reported as "not compared (no --texts)", as if none had been given.
+        let model = crate::model::ModelFiles::default();
+        for empty in ["", "\n  \n\t\n"] {
+            let req = super::QuantizeRequest {
+                model: &model,
+                texts: vec![super::NamedText::new("empty.txt", empty)],
+                dev: None,
+                bundles: Vec::new(),
+            };
+            let e = super::quantize_model(&req).err().unwrap().to_string();
+            assert_eq!(e, "empty.txt: no text to compare: the file has no non-blank line");
+        }
+    }
 
     #[test]
     fn orders_differ_by_reversed_pairs_and_ties() {

@@ -38,6 +38,14 @@ impl NeuralRanker {
         }
     }
 
+    /// The model's folder, for messages.
+    fn model_name(&self) -> String {
+        match self {
+            NeuralRanker::Dense(m) | NeuralRanker::CrossEncoder(m) => m.name.clone(),
+            NeuralRanker::MonoT5(_) => "monoT5".to_string(),
+        }
+    }
+
     fn score(&self, query: &str, texts: &[&str], window: Option<Window>) -> Result<(Vec<f64>, usize)> {
         let request = RankQuery { query, docs: texts, window, batch_size: crate::model::embed::DEFAULT_BATCH };
         let out = match self {
@@ -109,7 +117,20 @@ pub fn neural_ranker_scores(
         if items.is_empty() {
             continue;
         }
-        let (scores, c) = ranker.score(&topic.query, &items, window)?;
+        let (scores, c) = ranker.score(&topic.query, &items, window).map_err(|e| {
+            // The rankers' numbering: 0 the query, then the documents, then the answers.
+            e.naming_input(&format!("{} (ranker {name})", ranker.model_name()), |i| match i {
+                0 => format!("the text of query `{}`", topic.qid),
+                d if d <= docnos.len() => format!("document `{}` of query `{}`", docnos[d - 1], topic.qid),
+                a => {
+                    let answer = query_answers[a - 1 - docnos.len()];
+                    format!(
+                        "the answer of system `{}` (prompt `{}`, sample {}) to query `{}`",
+                        answer.system, answer.prompt, answer.sample, topic.qid
+                    )
+                }
+            })
+        })?;
         cut += c;
         let per_doc = documents_scores.entry(topic.qid.clone()).or_default();
         for (d, s) in docnos.iter().zip(&scores) {

@@ -99,11 +99,14 @@ pub async fn check_statements<E: crate::model::Encoder>(
     let labels = NliLabels::of_labels(&loaded.config.labels)?;
     let (answers, mut warnings) = parse_statements(&req.answers.name, &req.answers.text)?;
     let mut inputs: Vec<GradeInput> = Vec::new();
-    for a in &answers {
+    // The answer and the statement's field of each input.
+    let mut fields: Vec<(usize, String)> = Vec::new();
+    for (n, a) in answers.iter().enumerate() {
         let prompt = conversation_text(a.prompt.as_ref());
         for (i, (statement, must)) in a.statements().enumerate() {
             let field =
                 if must { format!("must_have[{i}]") } else { format!("nice_to_have[{}]", i - a.must_have.len()) };
+            fields.push((n, field.clone()));
             inputs.push(
                 encode_pair(&model.tokenizer, &prompt, &a.response, statement)
                     .map_err(|e| Error::input(&req.answers.name, a.line, &field, e.to_string()))?,
@@ -117,7 +120,13 @@ pub async fn check_statements<E: crate::model::Encoder>(
     let counted = ProgressEncoder::new(encoder, start, progress);
     let encoded: Vec<&crate::model::Encoded> = inputs.iter().map(|i| &i.encoded).collect();
     let batch = req.options.batch_size.clamp(1, crate::bounds::MAX_BATCH);
-    let logits = head_logits(&counted, &model.tokenizer, &encoded, batch).await?;
+    let logits = head_logits(&counted, &model.tokenizer, &encoded, batch).await.map_err(|e| {
+        e.naming_input(&model.name, |i| {
+            let (n, field) = &fields[i];
+            let a = &answers[*n];
+            format!("{}:{}: answer `{}` of system `{}`, {field}", req.answers.name, a.line, a.id, a.system)
+        })
+    })?;
 
     let (mut judged, mut judgements, mut truncated) = (Vec::new(), Vec::new(), Vec::new());
     let mut next = 0;
@@ -156,7 +165,7 @@ pub async fn check_statements<E: crate::model::Encoder>(
              the table statement_truncated)",
             truncated.len(),
             inputs.len(),
-            loaded.config.max_tokens()
+            model.tokenizer.max_tokens
         )));
     }
     let checks = answer_checks(&answers, &judged);

@@ -8,6 +8,7 @@
 
 use super::NamedText;
 use crate::data::Task;
+use crate::model::config::SizeRange;
 use crate::model::{HeadKind, TextModel};
 use crate::report::Fingerprint;
 use crate::train::{
@@ -92,8 +93,11 @@ pub fn parse_freeze(s: &str) -> Result<Freeze> {
         "head" => Ok(Freeze::HeadOnly),
         "all" => Ok(Freeze::All),
         other => match other.strip_prefix("top:").and_then(|n| n.parse().ok()) {
-            Some(n) => Ok(Freeze::TopLayers(n)),
-            None => Err(Error::invalid(format!("--freeze {other}: expected head, top:N or all"))),
+            Some(n) if (1..=SizeRange::LAYERS.max).contains(&n) => Ok(Freeze::TopLayers(n)),
+            _ => Err(Error::invalid(format!(
+                "--freeze {other}: expected head, top:N (N from 1 to {}) or all",
+                SizeRange::LAYERS.max
+            ))),
         },
     }
 }
@@ -211,7 +215,8 @@ pub struct TrainingJob {
     options: TrainOptions,
     counts: (DataCounts, DataCounts),
     inputs: Vec<Fingerprint>,
-    /// The base model's name (its folder, or `hf://ORG/NAME@COMMIT` for a Hub model).
+    /// The base model's name (its folder, or `hf://ORG/NAME@COMMIT` for a Hub model): for
+    /// messages and the log.
     base_model: String,
     /// The starting model's files, when a trace was asked for, and how many steps it records.
     initial_files: Option<Vec<(String, Vec<u8>)>>,
@@ -287,9 +292,7 @@ fn read_examples(
 /// Splits `data` into (train, dev): `fraction` of the examples (at least one, at most all
 /// but one), drawn with `seed`; both keep the file's order.
 fn split(data: TrainData, fraction: f64, seed: u64, file: &str) -> Result<(TrainData, TrainData)> {
-    if !(fraction > 0.0 && fraction < 1.0) {
-        return Err(Error::invalid(format!("--dev-split {fraction}: expected a fraction between 0 and 1")));
-    }
+    t::dev_split(fraction).map_err(|why| Error::invalid(format!("--dev-split {fraction}: {why}")))?;
     let n = data.examples.len();
     if n < 2 {
         return Err(Error::in_file(file, format!("{n} example: too few to split off a dev set")));
@@ -460,7 +463,8 @@ impl TrainingJob {
 
     /// One epoch; `None` once training is over (see [`Trainer::run_epoch`]).
     pub async fn epoch(&mut self, progress: &mut dyn FnMut(TrainEvent<'_>)) -> Result<Option<EpochLog>> {
-        self.trainer.run_epoch(progress).await
+        let model = &self.base_model;
+        self.trainer.run_epoch(progress).await.map_err(|e| e.naming_input(model, |i| format!("example #{}", i + 1)))
     }
 
     /// The epochs logged so far.

@@ -85,10 +85,12 @@ async fn token_vectors<E: Encoder>(
     layer: usize,
 ) -> Result<Vec<TokenVectors>> {
     let mut out = Vec::with_capacity(texts.len());
-    for t in texts {
+    for (i, t) in texts.iter().enumerate() {
         let e: Encoded = tok.encode(t)?;
         let batch = tok.batch(&[&e]);
         let hidden = encoder.encode(&batch, layer).await?;
+        let states: Vec<Vec<f32>> = (0..e.len()).map(|t| hidden.token(0, t).to_vec()).collect();
+        super::finite::vectors("token vectors", &states).map_err(|err| err.reindexing(|_| i))?;
         let n = e.len();
         // Drop the first and last token: the special tokens around a single sequence.
         let inner = if n >= 2 { 1..n - 1 } else { 0..0 };
@@ -125,7 +127,17 @@ pub async fn bertscore<E: Encoder>(
         )));
     }
     let all_refs: Vec<&str> = references.iter().flatten().copied().collect();
-    let ref_vecs = token_vectors(encoder, tokenizer, &all_refs, opts.layer).await?;
+    // A reference's position among all of them -> its candidate's (errors name candidates).
+    let candidate_of_reference = |r: usize| {
+        let mut seen = 0;
+        references.iter().position(|refs| {
+            seen += refs.len();
+            r < seen
+        })
+    };
+    let ref_vecs = token_vectors(encoder, tokenizer, &all_refs, opts.layer)
+        .await
+        .map_err(|e| e.reindexing(|r| candidate_of_reference(r).unwrap_or(0)))?;
     let idf =
         if opts.idf { Some(idf_table(&ref_vecs.iter().map(|r| r.ids.clone()).collect::<Vec<_>>())) } else { None };
     let weights = |ids: &[u32]| -> Vec<f64> {
@@ -156,6 +168,8 @@ pub async fn bertscore<E: Encoder>(
             None => s,
         });
     }
+    let f1s: Vec<f64> = out.iter().flat_map(|s| [s.precision, s.recall, s.f1]).collect();
+    super::finite::scores("BERTScore", &f1s).map_err(|e| e.reindexing(|i| i / 3))?;
     Ok(out)
 }
 

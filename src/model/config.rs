@@ -4,6 +4,7 @@
 //! loader share a single description. DistilBERT's config uses other key names (`dim`,
 //! `n_layers`, ...); they are mapped here and nowhere else.
 
+use crate::data::json::Json;
 use crate::error::{Error, Result};
 use serde::Serialize;
 use serde_json::Value;
@@ -64,6 +65,202 @@ pub struct EncoderConfig {
     pub head: HeadKind,
     /// Label names in id order (`id2label`); empty when the config has none.
     pub labels: Vec<String>,
+    /// The input limit (tokens) the model was trained with, when it is below the position
+    /// table's: `medrank train` records its base model's limit here (the `max_seq_length`
+    /// key of the `config.json` it writes; 256 from all-MiniLM-L6-v2's
+    /// `sentence_bert_config.json`), so that every run of the trained model cuts inputs
+    /// where training cut them.
+    pub max_seq_length: Option<usize>,
+}
+
+/// The `config.json` key of [`EncoderConfig::max_seq_length`] (sentence-transformers' name
+/// for the same limit).
+pub const MAX_SEQ_LENGTH_KEY: &str = "max_seq_length";
+
+/// The largest `layer_norm_eps` taken (Hugging Face's models use 1e-12 to 1e-5).
+pub const MAX_LAYER_NORM_EPS: f64 = 0.01;
+
+/// The range a size of `config.json` must lie in. The bounds are far above the BERT-family
+/// models in use (24 layers, hidden 1,024, 250,002 words for XLM-R, 514 positions), and
+/// each size must also be backed by the weights file's tensors
+/// (`load::check_config_backed`) before anything is allocated: a config that says 10^9
+/// layers used to abort the loader allocating 128 GB.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SizeRange {
+    pub min: usize,
+    pub max: usize,
+    /// What the value is, for the message ("a whole number", "an id of the vocabulary").
+    pub what: &'static str,
+}
+
+impl SizeRange {
+    pub const LAYERS: SizeRange = SizeRange { min: 1, max: 256, what: "a whole number" };
+    pub const HIDDEN: SizeRange = SizeRange { min: 1, max: 16_384, what: "a whole number" };
+    pub const INTERMEDIATE: SizeRange = SizeRange { min: 1, max: 65_536, what: "a whole number" };
+    pub const VOCAB: SizeRange = SizeRange { min: 1, max: 2_097_152, what: "a whole number" };
+    pub const POSITIONS: SizeRange = SizeRange { min: 1, max: 65_536, what: "a whole number" };
+    pub const TYPE_VOCAB: SizeRange = SizeRange { min: 1, max: 1_024, what: "a whole number" };
+}
+
+/// The top-level fields of a JSON object, for messages naming `file` and the field.
+struct Fields<'a> {
+    file: &'a str,
+    entries: &'a [(String, Json)],
+    /// The object's own field name and a dot (for nested objects), or "".
+    path: &'a str,
+}
+
+impl<'a> Fields<'a> {
+    /// The object's fields; a key given twice is an error naming it.
+    fn new(file: &'a str, entries: &'a [(String, Json)], path: &'a str) -> Result<Self> {
+        let fields = Fields { file, entries, path };
+        let mut seen = std::collections::HashSet::with_capacity(entries.len());
+        if let Some((key, _)) = entries.iter().find(|(k, _)| !seen.insert(k.as_str())) {
+            return Err(fields.error(key, format!("duplicate key `{key}`: which value is meant is not known")));
+        }
+        Ok(fields)
+    }
+
+    fn error(&self, field: &str, message: impl Into<String>) -> Error {
+        Error::field(self.file, &format!("{}{field}", self.path), message)
+    }
+
+    /// A value; `null` counts as absent (Hugging Face writes `"pad_token_id": null`).
+    fn get(&self, key: &str) -> Option<&'a Json> {
+        self.entries.iter().find(|(k, _)| k == key).map(|(_, v)| v).filter(|v| **v != Json::Null)
+    }
+
+    fn string(&self, key: &str) -> Result<Option<&'a str>> {
+        match self.get(key) {
+            None => Ok(None),
+            Some(Json::String(s)) => Ok(Some(s)),
+            Some(other) => Err(self.error(key, format!("expected a string, found {}", other.kind()))),
+        }
+    }
+
+    /// A number (whole or not); a string or anything else is an error.
+    fn number(&self, key: &str) -> Result<Option<f64>> {
+        match self.get(key) {
+            None => Ok(None),
+            Some(Json::Number(n)) => Ok(n.as_f64()),
+            Some(other) => Err(self.error(key, format!("expected a number, found {}", other.kind()))),
+        }
+    }
+
+    /// A whole number in `range`; absent: `default`, or an error when there is none.
+    fn size(&self, key: &str, range: SizeRange, default: Option<usize>) -> Result<usize> {
+        let expected = format!("expected {} from {} to {}", range.what, range.min, range.max);
+        match self.get(key) {
+            None => default.ok_or_else(|| self.error(key, "missing (required for this architecture)")),
+            Some(Json::Number(n)) => match n.as_u64().and_then(|n| usize::try_from(n).ok()) {
+                Some(n) if (range.min..=range.max).contains(&n) => Ok(n),
+                _ => Err(self.error(key, format!("{expected}, found {n}"))),
+            },
+            Some(other) => Err(self.error(key, format!("{expected}, found {}", other.kind()))),
+        }
+    }
+}
+
+/// The head's label names in id order from `id2label` (an object `{"0": "entailment", ...}`
+/// with the ids 0..n-1), checked against `label2id` when the config has both. A label
+/// named twice (in any case), a list instead of an object, or a `label2id` that says
+/// another id for a label are refused naming the field: each would make a verdict read
+/// from the wrong class (statements' argmax, the grader's P(met)).
+fn label_map(v: &Fields) -> Result<Vec<String>> {
+    let entries = match v.get("id2label") {
+        None => return Ok(Vec::new()),
+        Some(Json::Object(entries)) => entries,
+        Some(other) => {
+            return Err(v.error(
+                "id2label",
+                format!(
+                    "expected an object of label names by id ({{\"0\": \"entailment\", ...}}), found {}",
+                    other.kind()
+                ),
+            ))
+        }
+    };
+    let map = Fields::new(v.file, entries, "id2label.")?;
+    let mut labels: Vec<(usize, String)> = Vec::with_capacity(entries.len());
+    for (k, name) in entries {
+        let id = k.parse::<usize>().map_err(|_| map.error(k, format!("label id `{k}` is not a whole number")))?;
+        let name = match name {
+            Json::String(s) if !s.trim().is_empty() => s.clone(),
+            Json::String(_) => return Err(map.error(k, "empty label name")),
+            other => return Err(map.error(k, format!("expected a label name, found {}", other.kind()))),
+        };
+        labels.push((id, name));
+    }
+    labels.sort();
+    if let Some(i) = labels.iter().enumerate().position(|(i, (id, _))| *id != i) {
+        return Err(v.error(
+            "id2label",
+            format!("label ids must be 0..{} without gaps; id {i} is missing", labels.len().saturating_sub(1)),
+        ));
+    }
+    let norm = |s: &str| s.trim().to_lowercase().replace([' ', '-'], "_");
+    // A criterion grader's classes beside an NLI model's: which reading gives P(met) is
+    // not known (the grader's took precedence silently).
+    let named = |names: &[&str]| labels.iter().map(|(_, l)| l).find(|l| names.contains(&norm(l).as_str()));
+    if let (Some(grader), Some(nli)) = (named(&["met", "not_met"]), named(&["entailment", "contradiction"])) {
+        return Err(v.error(
+            "id2label",
+            format!(
+                "the labels name both a criterion grader's class (`{grader}`) and an NLI class (`{nli}`): which \
+                 class means met is not known"
+            ),
+        ));
+    }
+    for (i, (_, a)) in labels.iter().enumerate() {
+        if let Some((j, _)) = labels[..i].iter().find(|(_, b)| norm(b) == norm(a)) {
+            return Err(v.error(
+                "id2label",
+                format!("label `{a}` names both class {j} and class {i}: which class it means is not known"),
+            ));
+        }
+    }
+    match v.get("label2id") {
+        None => {}
+        Some(Json::Object(inverse)) => {
+            let inverse_fields = Fields::new(v.file, inverse, "label2id.")?;
+            for (name, id) in inverse {
+                let id = match id {
+                    Json::Number(n) => n.as_u64().and_then(|n| usize::try_from(n).ok()),
+                    _ => None,
+                };
+                let Some(id) = id else {
+                    return Err(inverse_fields.error(name, "expected a class id (a whole number)"));
+                };
+                // Names compared as the duplicates are (a case difference is no contradiction).
+                if labels.get(id).map(|(_, l)| norm(l)) != Some(norm(name)) {
+                    let says = match labels.iter().find(|(_, l)| norm(l) == norm(name)) {
+                        Some((i, _)) => format!("id2label gives it id {i}"),
+                        None => "id2label has no such label".to_string(),
+                    };
+                    return Err(inverse_fields.error(
+                        name,
+                        format!("says id {id} for label `{name}`, but {says}: the two maps contradict each other"),
+                    ));
+                }
+            }
+            if inverse.len() != labels.len() {
+                return Err(v.error(
+                    "label2id",
+                    format!(
+                        "has {} labels, id2label {}: the two maps contradict each other",
+                        inverse.len(),
+                        labels.len()
+                    ),
+                ));
+            }
+        }
+        Some(other) => {
+            return Err(
+                v.error("label2id", format!("expected an object of class ids by label name, found {}", other.kind()))
+            )
+        }
+    }
+    Ok(labels.into_iter().map(|(_, n)| n).collect())
 }
 
 impl EncoderConfig {
@@ -88,19 +285,43 @@ impl EncoderConfig {
             position_offset: if arch == Arch::Roberta { 2 } else { 0 },
             head,
             labels: labels.iter().map(|s| s.to_string()).collect(),
+            max_seq_length: None,
         }
     }
 
-    /// Parse a `config.json`. `file` names it in error messages.
+    /// Parse a `config.json`. `file` names it in error messages. Every value is checked
+    /// against its meaning before anything is allocated: each size lies in its range
+    /// ([`SizeRange`]), `layer_norm_eps` is a positive number no larger than
+    /// [`MAX_LAYER_NORM_EPS`], `pad_token_id` is an id of the vocabulary, the label map is
+    /// unambiguous; a value of the wrong type is refused, never replaced by a default
+    /// (only an absent value takes Hugging Face's default). Keys are read with the
+    /// project's JSON reader: a key given twice is refused (serde_json keeps the last one
+    /// silently); a UTF-8 byte-order mark, as some Windows editors write, is skipped.
     pub fn from_json(file: &str, text: &str) -> Result<Self> {
-        let v: Value = serde_json::from_str(text)
+        let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+        let tree: Json = serde_json::from_str(text)
             .map_err(|e| Error::input(file, e.line(), "config", format!("not valid JSON: {e}")))?;
-        let model_type = v.get("model_type").and_then(Value::as_str).unwrap_or("");
-        let architectures: Vec<&str> = v
-            .get("architectures")
-            .and_then(Value::as_array)
-            .map(|a| a.iter().filter_map(Value::as_str).collect())
-            .unwrap_or_default();
+        let Json::Object(entries) = tree else {
+            return Err(Error::in_file(file, format!("expected a JSON object, found {}", tree.kind())));
+        };
+        let v = Fields::new(file, &entries, "")?;
+        let model_type = v.string("model_type")?.unwrap_or("");
+        let architectures: Vec<&str> = match v.get("architectures") {
+            None => Vec::new(),
+            Some(Json::Array(items)) => items
+                .iter()
+                .enumerate()
+                .map(|(i, a)| match a {
+                    Json::String(s) => Ok(s.as_str()),
+                    other => Err(
+                        v.error(&format!("architectures[{i}]"), format!("expected a string, found {}", other.kind()))
+                    ),
+                })
+                .collect::<Result<_>>()?,
+            Some(other) => {
+                return Err(v.error("architectures", format!("expected an array of names, found {}", other.kind())))
+            }
+        };
         let first_arch = architectures.first().copied().unwrap_or("");
         let arch = match model_type {
             "bert" => Arch::Bert,
@@ -119,53 +340,61 @@ impl EncoderConfig {
                 ))
             }
         };
-        let get = |keys: &[&str]| -> Option<&Value> { keys.iter().find_map(|k| v.get(*k)) };
-        let usize_of =
-            |keys: &[&str], default: Option<usize>| -> Result<usize> {
-                match get(keys) {
-                    Some(x) => x.as_u64().map(|n| n as usize).ok_or_else(|| {
-                        Error::input(file, 1, keys[0], format!("expected a non-negative integer, got {x}"))
-                    }),
-                    None => default
-                        .ok_or_else(|| Error::input(file, 1, keys[0], "missing (required for this architecture)")),
-                }
-            };
         let distil = arch == Arch::DistilBert;
-        let hidden_size = usize_of(if distil { &["dim"] } else { &["hidden_size"] }, None)?;
-        let num_layers = usize_of(if distil { &["n_layers"] } else { &["num_hidden_layers"] }, None)?;
-        let num_heads = usize_of(if distil { &["n_heads"] } else { &["num_attention_heads"] }, None)?;
-        let intermediate_size = usize_of(if distil { &["hidden_dim"] } else { &["intermediate_size"] }, None)?;
-        if num_heads == 0 || hidden_size % num_heads != 0 {
-            return Err(Error::in_file(
-                file,
+        let key = |bert: &'static str, distilbert: &'static str| if distil { distilbert } else { bert };
+        let hidden_size = v.size(key("hidden_size", "dim"), SizeRange::HIDDEN, None)?;
+        let num_layers = v.size(key("num_hidden_layers", "n_layers"), SizeRange::LAYERS, None)?;
+        let heads_key = key("num_attention_heads", "n_heads");
+        let num_heads = v.size(heads_key, SizeRange::HIDDEN, None)?;
+        if hidden_size % num_heads != 0 {
+            return Err(v.error(
+                heads_key,
                 format!("hidden size {hidden_size} is not divisible by {num_heads} attention heads"),
             ));
         }
-        let vocab_size = usize_of(&["vocab_size"], None)?;
-        let max_position_embeddings = usize_of(&["max_position_embeddings"], Some(512))?;
-        let type_vocab_size = if distil { 0 } else { usize_of(&["type_vocab_size"], Some(2))? };
-        let pad_token_id = usize_of(&["pad_token_id"], Some(if arch == Arch::Roberta { 1 } else { 0 }))?;
+        let intermediate_size = v.size(key("intermediate_size", "hidden_dim"), SizeRange::INTERMEDIATE, None)?;
+        let vocab_size = v.size("vocab_size", SizeRange::VOCAB, None)?;
+        let max_position_embeddings = v.size("max_position_embeddings", SizeRange::POSITIONS, Some(512))?;
+        let type_vocab_size = if distil { 0 } else { v.size("type_vocab_size", SizeRange::TYPE_VOCAB, Some(2))? };
+        let default_pad = if arch == Arch::Roberta { 1 } else { 0 };
+        let pad_range = SizeRange { min: 0, max: vocab_size - 1, what: "an id of the vocabulary (below vocab_size)" };
+        let pad_token_id = v.size("pad_token_id", pad_range, Some(default_pad))?;
+        // RoBERTa counts positions from `padding_idx + 1`: at least one must remain.
+        let position_offset = if arch == Arch::Roberta { pad_token_id + 1 } else { 0 };
+        if position_offset >= max_position_embeddings {
+            return Err(v.error(
+                "pad_token_id",
+                format!(
+                    "RoBERTa counts positions from pad_token_id + 1 = {position_offset}, which leaves none of the \
+                     {max_position_embeddings} position embeddings (max_position_embeddings) for a token"
+                ),
+            ));
+        }
         let layer_norm_eps = if distil {
             1e-12 // fixed in HF's DistilBERT code, not in its config
         } else {
-            get(&["layer_norm_eps"]).and_then(Value::as_f64).unwrap_or(1e-12)
+            match v.number("layer_norm_eps")? {
+                None => 1e-12,
+                Some(eps) if eps > 0.0 && eps <= MAX_LAYER_NORM_EPS => eps,
+                Some(eps) => {
+                    return Err(v.error(
+                        "layer_norm_eps",
+                        format!(
+                            "expected a number above 0 and at most {MAX_LAYER_NORM_EPS}, found {eps}: layer norm \
+                             divides by sqrt(variance + eps), so eps <= 0 makes NaN of a constant row and a huge \
+                             eps erases every difference"
+                        ),
+                    ))
+                }
+            }
         };
-        let act_name =
-            get(if distil { &["activation"] } else { &["hidden_act"] }).and_then(Value::as_str).unwrap_or("gelu");
-        let activation = match act_name {
+        let act_key = key("hidden_act", "activation");
+        let activation = match v.string(act_key)?.unwrap_or("gelu") {
             "gelu" => Activation::Gelu,
             "gelu_new" | "gelu_pytorch_tanh" | "gelu_fast" => Activation::GeluTanh,
             "relu" => Activation::Relu,
-            other => {
-                return Err(Error::input(
-                    file,
-                    1,
-                    if distil { "activation" } else { "hidden_act" },
-                    format!("unsupported activation `{other}` (gelu, gelu_new, relu)"),
-                ))
-            }
+            other => return Err(v.error(act_key, format!("unsupported activation `{other}` (gelu, gelu_new, relu)"))),
         };
-        let position_offset = if arch == Arch::Roberta { pad_token_id + 1 } else { 0 };
         let head = if first_arch.ends_with("ForSequenceClassification") {
             HeadKind::SequenceClassification
         } else if first_arch.ends_with("ForMultipleChoice") {
@@ -173,22 +402,13 @@ impl EncoderConfig {
         } else {
             HeadKind::None
         };
-        let mut labels: Vec<(usize, String)> = match v.get("id2label").and_then(Value::as_object) {
-            Some(map) => map
-                .iter()
-                .map(|(k, name)| {
-                    let id = k
-                        .parse::<usize>()
-                        .map_err(|_| Error::input(file, 1, "id2label", format!("label id `{k}` is not an integer")))?;
-                    Ok((id, name.as_str().unwrap_or_default().to_string()))
-                })
-                .collect::<Result<_>>()?,
-            None => Vec::new(),
+        let labels = label_map(&v)?;
+        let positions = max_position_embeddings - position_offset;
+        let limit_range = SizeRange { min: 2, max: positions.max(2), what: "a whole number of tokens" };
+        let max_seq_length = match v.get(MAX_SEQ_LENGTH_KEY) {
+            None => None,
+            Some(_) => Some(v.size(MAX_SEQ_LENGTH_KEY, limit_range, None)?),
         };
-        labels.sort();
-        if labels.iter().enumerate().any(|(i, (id, _))| *id != i) {
-            return Err(Error::input(file, 1, "id2label", "label ids must be 0..n-1"));
-        }
         Ok(EncoderConfig {
             arch,
             vocab_size,
@@ -203,8 +423,16 @@ impl EncoderConfig {
             pad_token_id: pad_token_id as u32,
             position_offset,
             head,
-            labels: labels.into_iter().map(|(_, n)| n).collect(),
+            labels,
+            max_seq_length,
         })
+    }
+
+    /// The longest input a run of this model takes, in tokens (special tokens included):
+    /// the position table's limit, or the limit the model was trained with when its
+    /// config records one ([`EncoderConfig::max_seq_length`]).
+    pub fn input_limit(&self) -> usize {
+        self.max_seq_length.map_or(self.max_tokens(), |n| n.min(self.max_tokens()))
     }
 
     /// The longest input (in tokens, special tokens included) the position table allows.
@@ -270,6 +498,9 @@ impl EncoderConfig {
         if !self.labels.is_empty() {
             o.insert("id2label".into(), Value::Object(id2label));
         }
+        if let Some(n) = self.max_seq_length {
+            o.insert(MAX_SEQ_LENGTH_KEY.into(), n.into());
+        }
         serde_json::to_string_pretty(&v).expect("serialisable")
     }
 }
@@ -309,6 +540,157 @@ mod tests {
         // Round trip through to_json.
         let back = EncoderConfig::from_json("c.json", &c.to_json()).unwrap();
         assert_eq!(back, c);
+    }
+
+    /// A small valid BERT config with `key` set to the JSON `value` (or removed).
+    fn with(key: &str, value: Option<&str>) -> String {
+        let mut fields = vec![
+            ("architectures", r#"["BertForSequenceClassification"]"#.to_string()),
+            ("model_type", r#""bert""#.to_string()),
+            ("hidden_size", "32".to_string()),
+            ("num_hidden_layers", "2".to_string()),
+            ("num_attention_heads", "4".to_string()),
+            ("intermediate_size", "64".to_string()),
+            ("vocab_size", "100".to_string()),
+            ("max_position_embeddings", "64".to_string()),
+            ("layer_norm_eps", "1e-12".to_string()),
+            ("id2label", r#"{"0": "contradiction", "1": "neutral", "2": "entailment"}"#.to_string()),
+        ];
+        fields.retain(|(k, _)| *k != key);
+        if let Some(v) = value {
+            fields.push((key, v.to_string()));
+        }
+        let body: Vec<String> = fields.iter().map(|(k, v)| format!("\"{k}\": {v}")).collect();
+        format!("{{{}}}", body.join(", "))
+    }
+
+    fn refused(key: &str, value: &str) -> String {
+        EncoderConfig::from_json("m/config.json", &with(key, Some(value))).unwrap_err().to_string()
+    }
+
+    #[test]
+    fn every_size_is_bounded_and_a_number_where_a_number_belongs() {
+        assert!(EncoderConfig::from_json("m/config.json", &with("", None)).is_ok());
+        // num_hidden_layers 1e9 aborted the loader allocating 128 GB; u64::MAX overflowed a
+        // capacity. A float, a string, a negative number or 0 is no size either.
+        for (key, value, expected) in [
+            ("num_hidden_layers", "1e9", "expected a whole number from 1 to 256, found 1000000000.0"),
+            (
+                "num_hidden_layers",
+                "18446744073709551615",
+                "expected a whole number from 1 to 256, found 18446744073709551615",
+            ),
+            ("num_hidden_layers", "0", "expected a whole number from 1 to 256, found 0"),
+            ("hidden_size", "-32", "expected a whole number from 1 to 16384, found -32"),
+            ("intermediate_size", r#""64""#, "expected a whole number from 1 to 65536, found a string"),
+            ("vocab_size", "1e18", "expected a whole number from 1 to 2097152, found 1e+18"),
+            ("max_position_embeddings", "1000000", "expected a whole number from 1 to 65536, found 1000000"),
+            ("type_vocab_size", "0", "expected a whole number from 1 to 1024, found 0"),
+            ("num_attention_heads", "5", "hidden size 32 is not divisible by 5 attention heads"),
+            ("hidden_act", "3", "expected a string, found a number"),
+            ("hidden_act", r#""swish""#, "unsupported activation `swish` (gelu, gelu_new, relu)"),
+        ] {
+            assert_eq!(refused(key, value), format!("m/config.json: field `{key}`: {expected}"), "{key} {value}");
+        }
+    }
+
+    #[test]
+    fn values_outside_their_meaning_are_refused_not_replaced_by_a_default() {
+        // layer_norm_eps -1 made NaN of every output; 1e300 erases every difference; a string
+        // used to become the default 1e-12 without a word.
+        for eps in ["-1", "0", "1e300"] {
+            let e = refused("layer_norm_eps", eps);
+            assert!(
+                e.starts_with("m/config.json: field `layer_norm_eps`: expected a number above 0 and at most 0.01"),
+                "{e}"
+            );
+        }
+        assert_eq!(
+            refused("layer_norm_eps", r#""1e-12""#),
+            "m/config.json: field `layer_norm_eps`: expected a number, found a string"
+        );
+        // pad_token_id beyond u32 used to wrap (and u64::MAX + 1 panicked for RoBERTa); it
+        // must be an id of the vocabulary.
+        for pad in ["4294967296", "18446744073709551615", "100"] {
+            assert_eq!(
+                refused("pad_token_id", pad),
+                format!("m/config.json: field `pad_token_id`: expected an id of the vocabulary (below vocab_size) from 0 to 99, found {pad}")
+            );
+        }
+        let roberta = with("pad_token_id", Some("63")).replace(r#""model_type": "bert""#, r#""model_type": "roberta""#);
+        let e = EncoderConfig::from_json("r.json", &roberta).unwrap_err();
+        assert!(
+            e.to_string()
+                .starts_with("r.json: field `pad_token_id`: RoBERTa counts positions from pad_token_id + 1 = 64"),
+            "{e}"
+        );
+        // `null` is absent (Hugging Face writes it): the default.
+        assert_eq!(EncoderConfig::from_json("m", &with("pad_token_id", Some("null"))).unwrap().pad_token_id, 0);
+        // NaN is no JSON (Python's json.dump writes it): refused where it stands.
+        let e = EncoderConfig::from_json("m/config.json", &with("layer_norm_eps", Some("NaN"))).unwrap_err();
+        assert!(e.to_string().starts_with("m/config.json:1: field `config`: not valid JSON"), "{e}");
+    }
+
+    #[test]
+    fn a_byte_order_mark_is_read_and_a_key_given_twice_is_refused() {
+        let bom = format!("\u{feff}{}", with("", None));
+        assert_eq!(EncoderConfig::from_json("m", &bom).unwrap().hidden_size, 32);
+        // serde_json kept the last hidden_size silently.
+        let twice = with("", None).replace(r#""hidden_size": 32"#, r#""hidden_size": 32, "hidden_size": 64"#);
+        assert_eq!(
+            EncoderConfig::from_json("m/config.json", &twice).unwrap_err().to_string(),
+            "m/config.json: field `hidden_size`: duplicate key `hidden_size`: which value is meant is not known"
+        );
+    }
+
+    #[test]
+    fn label_maps_that_are_ambiguous_or_contradict_each_other_are_refused() {
+        let labels = |id2label: &str| refused("id2label", id2label);
+        assert_eq!(
+            labels(r#"["contradiction", "neutral", "entailment"]"#),
+            r#"m/config.json: field `id2label`: expected an object of label names by id ({"0": "entailment", ...}), found an array"#
+        );
+        assert_eq!(
+            labels(r#"{"0": "entailment", "1": "Entailment", "2": "contradiction"}"#),
+            "m/config.json: field `id2label`: label `Entailment` names both class 0 and class 1: which class it means is not known"
+        );
+        assert!(labels(r#"{"0": "met", "1": "met", "2": "not_met"}"#)
+            .contains("label `met` names both class 0 and class 1"));
+        assert_eq!(
+            labels(r#"{"0": "met", "1": "not_met", "2": "entailment"}"#),
+            "m/config.json: field `id2label`: the labels name both a criterion grader's class (`met`) and an NLI class (`entailment`): which class means met is not known"
+        );
+        assert_eq!(
+            labels(r#"{"0": "a", "2": "b"}"#),
+            "m/config.json: field `id2label`: label ids must be 0..1 without gaps; id 1 is missing"
+        );
+        assert_eq!(
+            labels(r#"{"0": "a", "0": "b"}"#),
+            "m/config.json: field `id2label.0`: duplicate key `0`: which value is meant is not known"
+        );
+        assert_eq!(labels(r#"{"0": 1}"#), "m/config.json: field `id2label.0`: expected a label name, found a number");
+        // label2id must be id2label read the other way.
+        let both = |label2id: &str| {
+            EncoderConfig::from_json("m/config.json", &with("label2id", Some(label2id))).map_err(|e| e.to_string())
+        };
+        assert!(both(r#"{"contradiction": 0, "neutral": 1, "entailment": 2}"#).is_ok());
+        assert!(both(r#"{"CONTRADICTION": 0, "NEUTRAL": 1, "ENTAILMENT": 2}"#).is_ok());
+        assert_eq!(
+            both(r#"{"contradiction": 2, "neutral": 1, "entailment": 0}"#).unwrap_err(),
+            "m/config.json: field `label2id.contradiction`: says id 2 for label `contradiction`, but id2label gives it id 0: the two maps contradict each other"
+        );
+        assert_eq!(
+            both(r#"{"contradiction": 0, "neutral": 1}"#).unwrap_err(),
+            "m/config.json: field `label2id`: has 2 labels, id2label 3: the two maps contradict each other"
+        );
+    }
+
+    #[test]
+    fn the_limit_a_model_was_trained_with_is_read_and_written() {
+        let c = EncoderConfig::from_json("m", &with("max_seq_length", Some("40"))).unwrap();
+        assert_eq!((c.max_seq_length, c.input_limit(), c.max_tokens()), (Some(40), 40, 64));
+        assert_eq!(EncoderConfig::from_json("m", &c.to_json()).unwrap(), c);
+        assert!(EncoderConfig::from_json("m", &with("max_seq_length", Some("65"))).is_err());
     }
 
     #[test]

@@ -4,7 +4,7 @@
 use super::batching::length_batches;
 use super::config::EncoderConfig;
 use super::encoder::{CpuEncoder, Encoder, Readout};
-use super::load::{load_model, ModelFiles};
+use super::load::{check_config_backed, load_model, ModelFiles};
 use super::pooling::Pooling;
 use super::tokenize::{Encoded, TextTokenizer};
 use crate::error::{Error, Result};
@@ -22,17 +22,27 @@ pub struct TextModel {
 impl TextModel {
     /// Load from in-memory files (the browser's path; the CLI reads them with
     /// [`ModelFiles::read_dir`]).
+    ///
+    /// The checks run before anything of the config's sizes is allocated: the config's
+    /// values ([`EncoderConfig::from_json`]), those sizes against the weights file's tensor
+    /// shapes ([`check_config_backed`]), the tokenizer's ids against the vocabulary
+    /// ([`TextTokenizer::for_model`]); then the weights as they are read (finite floats,
+    /// `load::check_weights`).
     pub fn from_files(files: &ModelFiles) -> Result<TextModel> {
+        let config_file = format!("{}/config.json", files.name);
+        let weights_file = format!("{}/model.safetensors", files.name);
         let config_text =
-            std::str::from_utf8(&files.config_json).map_err(|_| Error::in_file("config.json", "not UTF-8 text"))?;
-        let config = EncoderConfig::from_json(&format!("{}/config.json", files.name), config_text)?;
-        let tokenizer = TextTokenizer::from_bytes(
+            std::str::from_utf8(&files.config_json).map_err(|_| Error::in_file(&config_file, "not UTF-8 text"))?;
+        let config = EncoderConfig::from_json(&config_file, config_text)?;
+        check_config_backed(&config, &config_file, &weights_file, &files.weights)?;
+        let tokenizer = TextTokenizer::for_model(
             &format!("{}/tokenizer.json", files.name),
             &files.tokenizer_json,
-            input_limit(&files.name, config.max_tokens(), files.sentence_config_json.as_deref())?,
-            config.pad_token_id,
+            &config,
+            &config_file,
+            input_limit(&files.name, config.input_limit(), files.sentence_config_json.as_deref())?,
         )?;
-        let model = load_model(config, &format!("{}/model.safetensors", files.name), &files.weights)?;
+        let model = load_model(config, &weights_file, &files.weights)?;
         let pooling = Pooling::from_files(files.pooling_json.as_deref(), files.modules_json.as_deref())?;
         Ok(TextModel { name: files.name.clone(), tokenizer, encoder: CpuEncoder::new(model), pooling })
     }
@@ -107,6 +117,7 @@ pub async fn embed_encoded<E: Encoder>(
             out[i] = vec;
         }
     }
+    super::finite::vectors("embedding", &out)?;
     Ok(out)
 }
 

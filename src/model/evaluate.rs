@@ -248,6 +248,17 @@ pub async fn evaluate_with_head<E: Encoder>(
             job_logits[j] = l;
         }
     }
+    super::finite::logits(&job_logits).map_err(|e| {
+        e.describing_input(|j| {
+            let (i, s) = pairs[jobs[j].pair];
+            let inst = &bundle.instances[i];
+            let option = match &inst.problem {
+                Problem::Mcqa { options, .. } => format!(", option `{}`", options[jobs[j].slot].0),
+                _ => String::new(),
+            };
+            format!("instance `{}` (line {}), system `{}`{option}", inst.id, inst.line, inst.arguments[s].0)
+        })
+    })?;
     // Gather per pair.
     let mut per_pair: Vec<Vec<(usize, Vec<f32>)>> = vec![Vec::new(); pairs.len()];
     for (job, l) in jobs.iter().zip(job_logits) {
@@ -323,8 +334,26 @@ pub async fn evaluate_by_similarity<E: Encoder>(
         plan.add(&inputs.iter().map(Encoded::len).collect::<Vec<_>>(), batch_size);
     }
     encoder.plan(&plan);
-    let ctx_vecs = embed_encoded(encoder, tokenizer, pooling, &contexts, batch_size).await?;
-    let opt_vecs = embed_encoded(encoder, tokenizer, pooling, &options, batch_size).await?;
+    // Where a context (instance x system) or an option came from, for a message.
+    let context_of = |c: usize| {
+        let (mut i, mut c) = (0, c);
+        while c >= bundle.instances[i].arguments.len() {
+            c -= bundle.instances[i].arguments.len();
+            i += 1;
+        }
+        let inst = &bundle.instances[i];
+        format!("instance `{}` (line {}), system `{}`", inst.id, inst.line, inst.arguments[c].0)
+    };
+    let option_of = |o: usize| {
+        let i = option_start.iter().rposition(|&start| start <= o).unwrap_or(0);
+        format!("an option of instance `{}` (line {})", bundle.instances[i].id, bundle.instances[i].line)
+    };
+    let ctx_vecs = embed_encoded(encoder, tokenizer, pooling, &contexts, batch_size)
+        .await
+        .map_err(|e| e.describing_input(context_of))?;
+    let opt_vecs = embed_encoded(encoder, tokenizer, pooling, &options, batch_size)
+        .await
+        .map_err(|e| e.describing_input(option_of))?;
     let mut c = 0;
     for (n, inst) in bundle.instances.iter().enumerate() {
         let labels = inst.problem.label_set();
@@ -342,6 +371,8 @@ pub async fn evaluate_by_similarity<E: Encoder>(
                     cosine(&ctx_vecs[c], &opt_vecs[next - 1])
                 })
                 .collect();
+            super::finite::scores("similarity", &sims.iter().map(|&x| x as f64).collect::<Vec<_>>())
+                .map_err(|e| e.describing_input(|_| context_of(c)))?;
             let probs = softmax_over(&sims, &keep[n], temperature);
             out.predictions.push(prediction(&inst.id, system, &labels, probs, inst.problem.gold()));
             c += 1;

@@ -40,6 +40,7 @@ pub enum GraderKind {
 
 impl GraderKind {
     /// The grader a head's labels make; an error names the labels when they make none.
+    /// (Labels that make two, `met` beside `entailment`, are refused as the config is read.)
     pub fn of_labels(labels: &[String]) -> Result<GraderKind> {
         let norm = |s: &str| s.trim().to_lowercase().replace([' ', '-'], "_");
         let find = |name: &str| labels.iter().position(|l| norm(l) == name);
@@ -130,9 +131,12 @@ pub fn encode_pair(
     }
     // No conversation, or the response and the criterion alone are too long: the response
     // loses its end and the conversation is left out whole.
-    let encoded = tokenizer
-        .encode_parts(&[Part::cut_end(response)], &criterion_part)
-        .map_err(|_| Error::invalid("the criterion alone is longer than the model's token limit (it is never cut)"))?;
+    let encoded = tokenizer.encode_parts(&[Part::cut_end(response)], &criterion_part).map_err(|_| {
+        Error::invalid(format!(
+            "longer than the model's {}-token limit on its own: it is judged whole, never cut",
+            tokenizer.max_tokens
+        ))
+    })?;
     let conversation_cut = if conversation.is_empty() { 0 } else { tokenizer.raw_ids(conversation)?.len() };
     let response_cut = encoded.cut_per_part[0];
     Ok(GradeInput { encoded, conversation_cut, response_cut })
@@ -169,6 +173,7 @@ pub async fn head_logits<E: Encoder>(
             out[i] = l;
         }
     }
+    super::finite::logits(&out)?;
     Ok(out)
 }
 

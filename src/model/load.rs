@@ -353,6 +353,12 @@ fn check_int8(
     if view.shape().len() != 2 {
         return refuse(format!("an int8 weight has two dimensions, this one has shape {:?}", view.shape()));
     }
+    if view.shape().contains(&0) {
+        return refuse(format!(
+            "shape {:?} holds no weight (an int8 weight has at least one row and one column)",
+            view.shape()
+        ));
+    }
     let scale_name = format!("{stem}{INT8_SCALE_SUFFIX}");
     let Ok(scale) = tensors.tensor(&scale_name) else {
         return refuse(format!("its scales `{scale_name}` are missing (medrank quantize writes one f32 per row)"));
@@ -412,26 +418,83 @@ pub fn load_model(config: EncoderConfig, file: &str, safetensors: &[u8]) -> Resu
     Ok(model)
 }
 
-/// Build a [`LoadedModel`] from named tensors (checkpoint names, prefixed or bare).
-pub fn from_tensors(config: EncoderConfig, file: &str, tensors: HashMap<String, Tensor>) -> Result<LoadedModel> {
-    let prefix = match config.arch {
+/// A checkpoint's tensor name as medrank names it: the model prefix (`bert.`, `roberta.`,
+/// `distilbert.`) dropped, old TF-converted checkpoints' `LayerNorm.gamma` / `.beta` read
+/// as `.weight` / `.bias`. Head tensors (`classifier.*`, `pre_classifier.*`) keep their
+/// names: they sit outside the model prefix in HF checkpoints.
+fn canonical_name(arch: Arch, name: &str) -> String {
+    let prefix = match arch {
         Arch::Bert => "bert.",
         Arch::Roberta => "roberta.",
         Arch::DistilBert => "distilbert.",
     };
-    // Canonical name -> tensor. Head tensors (`classifier.*`, `pre_classifier.*`) keep
-    // their names: they sit outside the model prefix in HF checkpoints.
-    let mut named: BTreeMap<String, Tensor> = BTreeMap::new();
-    for (k, t) in tensors {
-        let mut k = k.strip_prefix(prefix).map(str::to_string).unwrap_or(k);
-        // Old TF-converted checkpoints call layer-norm parameters gamma/beta.
-        if k.ends_with("LayerNorm.gamma") {
-            k = k.replace("LayerNorm.gamma", "LayerNorm.weight");
-        } else if k.ends_with("LayerNorm.beta") {
-            k = k.replace("LayerNorm.beta", "LayerNorm.bias");
-        }
-        named.insert(k, t);
+    let k = name.strip_prefix(prefix).unwrap_or(name);
+    if k.ends_with("LayerNorm.gamma") {
+        k.replace("LayerNorm.gamma", "LayerNorm.weight")
+    } else if k.ends_with("LayerNorm.beta") {
+        k.replace("LayerNorm.beta", "LayerNorm.bias")
+    } else {
+        k.to_string()
     }
+}
+
+/// Each size `config.json` states against the shapes of the weights file's tensors, read
+/// from the safetensors header before any tensor is (so before anything of the config's
+/// size is allocated): the vocabulary and hidden size against the word embeddings, the
+/// positions and token types against theirs, the layers against the layers the file
+/// holds, the feed-forward size against the first layer's. A disagreement names the
+/// config's field and what the file holds; a tensor that is missing or of another shape
+/// than the rest implies is named by [`from_tensors`].
+pub fn check_config_backed(config: &EncoderConfig, config_file: &str, weights_file: &str, bytes: &[u8]) -> Result<()> {
+    let st = safetensors::SafeTensors::deserialize(bytes)
+        .map_err(|e| Error::in_file(weights_file, format!("not a readable safetensors file: {e:?}")))?;
+    let shapes: HashMap<String, Vec<usize>> = st
+        .tensors()
+        .into_iter()
+        .map(|(name, view)| (canonical_name(config.arch, &name), view.shape().to_vec()))
+        .collect();
+    let distil = config.arch == Arch::DistilBert;
+    let key = |bert: &'static str, distilbert: &'static str| if distil { distilbert } else { bert };
+    let disagree = |field: &str, says: usize, holds: String| {
+        Error::field(config_file, field, format!("says {says}, but {weights_file} {holds}"))
+    };
+    // (tensor, dimension, the config's value, its field)
+    let (prefix, names) = layer_names(config.arch);
+    let ffn_in = format!("{prefix}.0.{}.weight", names.ffn_in);
+    let mut checks = vec![
+        ("embeddings.word_embeddings.weight", 0, config.vocab_size, "vocab_size"),
+        ("embeddings.word_embeddings.weight", 1, config.hidden_size, key("hidden_size", "dim")),
+        ("embeddings.position_embeddings.weight", 0, config.max_position_embeddings, "max_position_embeddings"),
+        (ffn_in.as_str(), 0, config.intermediate_size, key("intermediate_size", "hidden_dim")),
+    ];
+    if !distil {
+        checks.push(("embeddings.token_type_embeddings.weight", 0, config.type_vocab_size, "type_vocab_size"));
+    }
+    for (tensor, dim, says, field) in checks {
+        if let Some(&holds) = shapes.get(tensor).and_then(|shape| shape.get(dim)) {
+            if holds != says {
+                return Err(disagree(field, says, format!("has `{tensor}` of {holds} along dimension {dim}")));
+            }
+        }
+    }
+    let layer = |i: usize| format!("{prefix}.{i}.{}.weight", names.query);
+    let held = (0..=shapes.len()).find(|&i| !shapes.contains_key(&layer(i))).unwrap_or(0);
+    if held != config.num_layers {
+        let which = if held == 0 { String::new() } else { format!(" (`{prefix}.0` to `{prefix}.{}`)", held - 1) };
+        return Err(disagree(
+            key("num_hidden_layers", "n_layers"),
+            config.num_layers,
+            format!("holds {held} layers{which}"),
+        ));
+    }
+    Ok(())
+}
+
+/// Build a [`LoadedModel`] from named tensors (checkpoint names, prefixed or bare).
+pub fn from_tensors(config: EncoderConfig, file: &str, tensors: HashMap<String, Tensor>) -> Result<LoadedModel> {
+    // Canonical name -> tensor.
+    let named: BTreeMap<String, Tensor> =
+        tensors.into_iter().map(|(k, t)| (canonical_name(config.arch, &k), t)).collect();
     let mut take = Taker { file, named, cfg: &config };
     let h = config.hidden_size;
     let (prefix, names) = layer_names(config.arch);
@@ -491,7 +554,7 @@ pub fn from_tensors(config: EncoderConfig, file: &str, tensors: HashMap<String, 
         let known_unused = name.starts_with("cls.")
             || name.starts_with("lm_head.")
             || name.starts_with("vocab_")
-            || name.ends_with("position_ids")
+            || is_integer_buffer(name)
             || name.starts_with("pooler.");
         if !known_unused {
             return Err(Error::in_file(
@@ -822,6 +885,73 @@ mod tests {
         assert!(read_safetensors("m", &safetensors(&[("bert.embeddings.position_ids", "I32", &[4], ids32)])).is_ok());
         let boolean = safetensors(&[("pooler.dense.bias", "BOOL", &[2], vec![1, 0])]);
         assert!(error(&boolean).contains("tensor `pooler.dense.bias` is stored as BOOL"));
+    }
+
+    #[test]
+    fn int8_tensors_without_rows_or_columns_are_refused_not_a_panic() {
+        // Zero rows or zero columns, even in a tensor the model does not use, panicked in
+        // quant.rs ("scales per row", "chunk size must be non-zero").
+        for shape in [[0usize, 4], [3, 0]] {
+            let bytes = safetensors(&[
+                ("cls.x.weight", "I8", &shape, Vec::new()),
+                ("cls.x.weight_scale", "F32", &[shape[0]], f32s(&vec![1.0; shape[0]])),
+            ]);
+            let e = read_safetensors("m.safetensors", &bytes).unwrap_err().to_string();
+            assert_eq!(
+                e,
+                format!("m.safetensors: int8 tensor `cls.x.weight`: shape {shape:?} holds no weight (an int8 weight has at least one row and one column)")
+            );
+        }
+    }
+
+    /// A tiny BERT's tensors (`config`'s shapes) with `extra` added, as safetensors bytes.
+    fn tiny_bytes(config: &EncoderConfig, extra: Vec<RawTensor>) -> Vec<u8> {
+        let model = random_model(config.clone(), 1).unwrap();
+        let mut raw: Vec<RawTensor> = to_named_tensors(&model)
+            .into_iter()
+            .map(|(n, t)| RawTensor::f32(n, t.dims().to_vec(), &t.flatten_all().unwrap().to_vec1().unwrap()))
+            .collect();
+        raw.extend(extra);
+        write_raw_safetensors(raw).unwrap()
+    }
+
+    #[test]
+    fn an_integer_token_type_ids_buffer_loads_as_the_readme_says() {
+        // The README allows it beside position_ids; the loader called it unexpected.
+        let config = EncoderConfig::tiny(Arch::Bert, 1, HeadKind::None, &[]);
+        let ids: Vec<u8> = (0i64..64).flat_map(|_| 0i64.to_le_bytes()).collect();
+        let buffer =
+            RawTensor { name: "embeddings.token_type_ids".into(), dtype: "I64", shape: vec![1, 64], bytes: ids };
+        let model = load_model(config.clone(), "m.safetensors", &tiny_bytes(&config, vec![buffer])).unwrap();
+        assert!(model.warnings[0]
+            .to_string()
+            .contains("tensor `embeddings.token_type_ids` belongs to a part medrank does not use"));
+    }
+
+    #[test]
+    fn config_sizes_must_be_backed_by_the_tensors_before_they_are_read() {
+        let config = EncoderConfig::tiny(Arch::Bert, 2, HeadKind::None, &[]);
+        let bytes = tiny_bytes(&config, Vec::new());
+        check_config_backed(&config, "m/config.json", "m/model.safetensors", &bytes).unwrap();
+        let check = |c: EncoderConfig| {
+            check_config_backed(&c, "m/config.json", "m/model.safetensors", &bytes).unwrap_err().to_string()
+        };
+        assert_eq!(
+            check(EncoderConfig { num_layers: 200, ..config.clone() }),
+            "m/config.json: field `num_hidden_layers`: says 200, but m/model.safetensors holds 2 layers (`encoder.layer.0` to `encoder.layer.1`)"
+        );
+        assert_eq!(
+            check(EncoderConfig { vocab_size: 1_000_000, ..config.clone() }),
+            "m/config.json: field `vocab_size`: says 1000000, but m/model.safetensors has `embeddings.word_embeddings.weight` of 64 along dimension 0"
+        );
+        assert!(check(EncoderConfig { intermediate_size: 65_536, ..config.clone() })
+            .starts_with("m/config.json: field `intermediate_size`"));
+        assert!(check(EncoderConfig { max_position_embeddings: 512, ..config.clone() })
+            .starts_with("m/config.json: field `max_position_embeddings`"));
+        assert!(check(EncoderConfig { type_vocab_size: 3, ..config.clone() })
+            .starts_with("m/config.json: field `type_vocab_size`"));
+        assert!(check(EncoderConfig { hidden_size: 64, num_heads: 4, ..config })
+            .starts_with("m/config.json: field `hidden_size`"));
     }
 
     #[test]

@@ -16,6 +16,7 @@
 //! - `embed.rs`    [`TextModel`] (a loaded folder) and `embed_lines` (`medrank embed`)
 //! - `precision.rs` f32 or int8 products (`--precision`); `quant.rs` int8 weights per row
 //! - `heads.rs`    classification / multiple-choice heads
+//! - `finite.rs`   model outputs that are NaN or infinite, refused where jobs receive them
 //! - `evaluate.rs` proxy-task evaluators -> `data::Prediction`s (and the zero-training one)
 //! - `grade.rs`    the rubric criterion grader: P(met) per (response, criterion)
 //! - `rankers.rs`, `monot5.rs`, `bertscore.rs`  NRP rankers and BERTScore
@@ -30,6 +31,7 @@ pub mod cpu;
 pub mod embed;
 pub mod encoder;
 pub mod evaluate;
+pub mod finite;
 pub mod grade;
 pub mod heads;
 pub mod load;

@@ -67,6 +67,8 @@ impl MonoT5 {
             scores.push((t - m).exp() / ((t - m).exp() + (f - m).exp()));
         }
         self.model.clear_kv_cache();
+        // The rankers' numbering: 0 is the query, d + 1 the document d.
+        super::finite::scores("P(true)", &scores).map_err(|e| e.reindexing(|d| d + 1))?;
         Ok(RankerScores { scores, cut_inputs })
     }
 }

@@ -14,6 +14,7 @@
 use super::batching::length_batches;
 use super::embed::embed_encoded;
 use super::encoder::{Encoder, Readout};
+use super::finite;
 use super::heads::softmax;
 use super::pooling::{cosine, Pooling};
 use super::tokenize::{Encoded, Part, TextTokenizer};
@@ -121,7 +122,9 @@ impl RankQuery<'_> {
     }
 }
 
-/// Dense bi-encoder: cosine(embed(query), embed(document)).
+/// Dense bi-encoder: cosine(embed(query), embed(document)). A ranker's output that is not
+/// a number is an [`Error::NonFinite`](crate::Error::NonFinite) whose index is 0 for the
+/// query and `d + 1` for `q.docs[d]`.
 pub async fn dense_scores<E: Encoder>(
     encoder: &E,
     tokenizer: &TextTokenizer,
@@ -134,8 +137,11 @@ pub async fn dense_scores<E: Encoder>(
         encoded.push(tokenizer.encode(t)?);
     }
     let cut_inputs = encoded[1..].iter().filter(|e| e.tokens_cut() > 0).count();
-    let vecs = embed_encoded(encoder, tokenizer, pooling, &encoded, q.batch_size).await?;
+    let vecs = embed_encoded(encoder, tokenizer, pooling, &encoded, q.batch_size)
+        .await
+        .map_err(|e| e.reindexing(|i| if i == 0 { 0 } else { owner[i - 1] + 1 }))?;
     let piece_scores: Vec<f64> = vecs[1..].iter().map(|v| cosine(&vecs[0], v) as f64).collect();
+    finite::scores("similarity", &piece_scores).map_err(|e| e.reindexing(|p| owner[p] + 1))?;
     Ok(q.scores(&owner, &piece_scores, cut_inputs))
 }
 
@@ -168,6 +174,7 @@ pub async fn cross_encoder_scores<E: Encoder>(
             };
         }
     }
+    finite::scores("relevance score", &piece_scores).map_err(|e| e.reindexing(|p| owner[p] + 1))?;
     Ok(q.scores(&owner, &piece_scores, cut_inputs))
 }
 

@@ -68,7 +68,7 @@ pub async fn bench_grid(
         }
     }
     let total = plan.cells.len() * runs.len();
-    let max_tokens = kept.model.encoder.model.config.max_tokens();
+    let max_tokens = kept.model.tokenizer.max_tokens;
     let threads = crate::model::cpu::worker_threads();
     let mut out = Vec::new();
     for (k, &(precision, choice)) in runs.iter().enumerate() {

@@ -386,7 +386,7 @@ pub async fn grade_with_model(
     keep_rate(kept, choice, &estimate, &last, now());
     progress("Scoring the graded responses", 1, 1)?;
     let outcome = &graded.outcome;
-    let max_tokens = kept.model.encoder.model.config.max_tokens();
+    let max_tokens = kept.model.tokenizer.max_tokens;
     let grade_view = views::grade_view(&outcome.report, &graded.graded_jsonl, &req.rubric.name, max_tokens);
     let agreement = grader_agreement(&req.rubric, &grade_view.graded_name, &graded.graded_jsonl)?;
     let views = GradeViews {

@@ -76,7 +76,10 @@ pub use examples::{
     ArgumentSource, DataCounts, ExampleOptions, TrainData, TrainExample,
 };
 pub use export::{trained_files, trained_files_with};
-pub use options::{schedule, scheduled_lr, ClassWeights, Freeze, SelectBy, TrainOptions, DEFAULT_LAYER_LR};
+pub use options::{
+    dev_split, learning_rate, schedule, scheduled_lr, warmup_ratio, weight_decay, ClassWeights, Freeze, SelectBy,
+    TrainOptions, DEFAULT_LAYER_LR,
+};
 pub use result::{EpochLog, StepRecord, TrainEvent, TrainResult};
 #[cfg(not(target_arch = "wasm32"))]
 pub use trainer::{native_clock, train, train_with_events};

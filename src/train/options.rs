@@ -188,6 +188,44 @@ pub(super) fn trained_layers(freeze: Freeze, n_layers: usize) -> usize {
     }
 }
 
+/// A peak learning rate (`--lr`, `--layer-lr`): finite, above 0, at most 1. The `Err` says
+/// what is expected; the flag's parser (exit 2) and [`check_options`] (the page) name it.
+pub fn learning_rate(v: f64) -> Result<f64, String> {
+    if v.is_finite() && v > 0.0 && v <= 1.0 {
+        Ok(v)
+    } else {
+        Err("expected a finite number above 0, at most 1".into())
+    }
+}
+
+/// AdamW's weight decay (`--weight-decay`): from 0 to 1.
+pub fn weight_decay(v: f64) -> Result<f64, String> {
+    if (0.0..=1.0).contains(&v) {
+        Ok(v)
+    } else {
+        Err("expected a number from 0 to 1".into())
+    }
+}
+
+/// The share of steps spent warming up (`--warmup`): from 0 to 1.
+pub fn warmup_ratio(v: f64) -> Result<f64, String> {
+    if (0.0..=1.0).contains(&v) {
+        Ok(v)
+    } else {
+        Err("expected a fraction from 0 to 1".into())
+    }
+}
+
+/// The share of the training file that picks the epoch (`--dev-split`): between 0 and 1,
+/// both excluded.
+pub fn dev_split(v: f64) -> Result<f64, String> {
+    if v > 0.0 && v < 1.0 {
+        Ok(v)
+    } else {
+        Err("expected a fraction between 0 and 1 (both excluded)".into())
+    }
+}
+
 /// Options that would train nothing, train on numbers that are not numbers, or exceed
 /// their bounds (`crate::bounds`: the page sends epochs, batch size and patience too) are
 /// refused, naming the flag (never coerced to something else). A rate or decay above 1
@@ -198,16 +236,15 @@ pub(super) fn check_options(o: &TrainOptions) -> Result<()> {
     check_count("--batch-size", o.batch_size, 1, MAX_BATCH).map_err(Error::invalid)?;
     check_count("--grad-accum", o.grad_accum, 1, MAX_GRAD_ACCUM).map_err(Error::invalid)?;
     check_count("--patience", o.patience, 1, MAX_EPOCHS).map_err(Error::invalid)?;
-    for (v, flag) in [(o.learning_rate, "--lr"), (o.layer_learning_rate, "--layer-lr")] {
-        if !(v.is_finite() && v > 0.0 && v <= 1.0) {
-            return Err(Error::invalid(format!("{flag} {v}: expected a finite number above 0, at most 1")));
-        }
-    }
-    if !(0.0..=1.0).contains(&o.weight_decay) {
-        return Err(Error::invalid(format!("--weight-decay {}: expected a number from 0 to 1", o.weight_decay)));
-    }
-    if !(0.0..=1.0).contains(&o.warmup_ratio) {
-        return Err(Error::invalid(format!("--warmup {}: expected a fraction from 0 to 1", o.warmup_ratio)));
+    type Check = fn(f64) -> Result<f64, String>;
+    let checks: [(&str, f64, Check); 4] = [
+        ("--lr", o.learning_rate, learning_rate),
+        ("--layer-lr", o.layer_learning_rate, learning_rate),
+        ("--weight-decay", o.weight_decay, weight_decay),
+        ("--warmup", o.warmup_ratio, warmup_ratio),
+    ];
+    for (flag, v, check) in checks {
+        check(v).map_err(|why| Error::invalid(format!("{flag} {v}: {why}")))?;
     }
     Ok(())
 }

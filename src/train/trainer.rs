@@ -189,6 +189,12 @@ impl Trainer {
             weighting.weights(labels.len(), train_set.iter().map(|e| e.gold))
         };
         let mut model = with_new_head(&base.encoder.model, kind, labels, opts.seed)?;
+        // The trained model is run with the limit it was trained with: recorded in its
+        // config.json when it is below the position table's (all-MiniLM-L6-v2's
+        // sentence_bert_config.json says 256 of 512; the trained folder has no such file,
+        // and `grade` used to cut its inputs at 512).
+        let limit = base.tokenizer.max_tokens;
+        model.config.max_seq_length = (limit < model.config.max_tokens()).then_some(limit);
         let n_layers = model.config.num_layers;
         if let Freeze::TopLayers(n) = opts.freeze {
             if n == 0 || n > n_layers {
@@ -345,6 +351,15 @@ impl Trainer {
                 let (engine, train) = self.engine_and_batches(false)?;
                 engine.step(train, chunk, lr, layer_lr).await?
             };
+            if !step_loss.is_finite() {
+                // A NaN loss would train on (and write) NaN weights: the one check of the
+                // losses of both engines.
+                let ids: Vec<&str> = chunk.iter().take(5).map(|&i| self.train_set[i].id.as_str()).collect();
+                let more = if chunk.len() > ids.len() { ", ..." } else { "" };
+                let input =
+                    format!("training step {} of epoch {epoch} (examples {}{more})", self.step + 1, ids.join(", "));
+                return Err(crate::model::finite::named("loss", chunk[0], input));
+            }
             loss_sum += step_loss;
             if self.step_log.len() < self.trace_steps {
                 self.step_log.push(StepRecord {
@@ -375,6 +390,10 @@ impl Trainer {
             let (engine, dev) = self.engine_and_batches(true)?;
             engine.dev(dev).await?
         };
+        if !dev_loss.is_finite() {
+            let input = format!("the {} dev examples of epoch {epoch}", self.dev_set.len());
+            return Err(crate::model::finite::named("loss", 0, input));
+        }
         let dev = self.dev_scores(&predicted, dev_loss);
         let log = EpochLog {
             epoch,
@@ -525,13 +544,15 @@ impl Trainer {
             .then(|| majority_baseline(&self.labels, &golds, SelectBy::Accuracy))
             .flatten()
             .map(|b| b.accuracy);
-        let mut warnings = Vec::new();
+        let mut warnings = self.one_class_warnings();
         if let Some(k) = confusion.as_ref().and_then(Confusion::single_predicted_class) {
-            warnings.push(format!(
-                "the picked epoch {best_epoch} predicts `{}` for every one of the {} dev examples (dev accuracy {best_dev_accuracy:.4} = the majority-class rate {:.4}): this evaluator cannot tell the classes apart, so every system and control would tie. Try --freeze top:N, more epochs or more training data",
-                self.labels[k],
+            let rate = dev_majority_rate.unwrap_or(f64::NAN);
+            warnings.push(one_predicted_class(
+                best_epoch,
+                &self.labels[k],
                 self.dev_set.len(),
-                dev_majority_rate.unwrap_or(f64::NAN)
+                best_dev_accuracy,
+                rate,
             ));
         }
         let steps = self.step_log;
@@ -559,9 +580,69 @@ impl Trainer {
     }
 }
 
+impl Trainer {
+    /// Training or dev examples whose labels are all of one class (classification, every
+    /// task, the criterion grader's too): nothing in training tells the classes apart, or
+    /// the dev figures measure one class only (macro-F1 1.0 from always predicting it).
+    fn one_class_warnings(&self) -> Vec<String> {
+        if self.multiple_choice {
+            return Vec::new();
+        }
+        let mut warnings = Vec::new();
+        for (what, set, consequence) in [
+            ("training", &self.train_set, "the model learns nothing that tells the classes apart"),
+            ("dev", &self.dev_set, "the dev figures measure that one class only and pick the epoch blindly"),
+        ] {
+            let first = set[0].gold;
+            if set.iter().all(|e| e.gold == first) {
+                warnings.push(format!(
+                    "all {} {what} examples have the label `{}`: {consequence}; give examples of every label ({})",
+                    set.len(),
+                    self.labels[first],
+                    self.labels.join(", ")
+                ));
+            }
+        }
+        warnings
+    }
+}
+
+/// The warning for a picked epoch that predicts `label` for all `n` dev examples. Always
+/// predicting a class is right on the dev examples of that class: its accuracy is that
+/// class's share, which is the majority-class rate only when it is the majority class (the
+/// warning said "dev accuracy 0.3333 = the majority-class rate 0.6667").
+fn one_predicted_class(epoch: usize, label: &str, n: usize, accuracy: f64, majority_rate: f64) -> String {
+    let share = if accuracy == majority_rate {
+        format!("dev accuracy {accuracy:.4} = the majority-class rate")
+    } else {
+        format!(
+            "dev accuracy {accuracy:.4}, the share of `{label}` among the dev labels; the majority-class rate is {majority_rate:.4}"
+        )
+    };
+    format!(
+        "the picked epoch {epoch} predicts `{label}` for every one of the {n} dev examples ({share}): this evaluator cannot tell the classes apart, so every system and control would tie. Try --freeze top:N, more epochs or more training data"
+    )
+}
+
 /// The (gold, predicted) pairs a confusion matrix counts, one per example.
 fn rows_to_pairs(rows: &[Vec<u64>]) -> impl Iterator<Item = (usize, usize)> + '_ {
     rows.iter()
         .enumerate()
         .flat_map(|(g, row)| row.iter().enumerate().flat_map(move |(p, &c)| std::iter::repeat_n((g, p), c as usize)))
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_one_class_warning_says_the_share_it_equals() {
+        // Majority class predicted: 4 of 6 dev examples right, the majority rate 4/6.
+        let w = super::one_predicted_class(2, "refuted", 6, 4.0 / 6.0, 4.0 / 6.0);
+        assert!(w.contains("predicts `refuted` for every one of the 6 dev examples (dev accuracy 0.6667 = the majority-class rate)"), "{w}");
+        // Minority class predicted: 2 of 6 right, the majority rate is still 4/6.
+        let w = super::one_predicted_class(2, "supported", 6, 2.0 / 6.0, 4.0 / 6.0);
+        assert!(
+            w.contains("(dev accuracy 0.3333, the share of `supported` among the dev labels; the majority-class rate is 0.6667)"),
+            "{w}"
+        );
+    }
 }

@@ -23,12 +23,15 @@ function generator(seed) {
  * Writes a BERT folder to `dir`: `layers` layers of `hidden` (heads of 64 values at most,
  * `intermediate` = 4 x hidden unless given), the tokenizer's 30522-word vocabulary, 512
  * positions, 2 token types, a pooler. Weights uniform in +-`scale` (norms 1 and 0), from
- * `seed`. Returns the three file paths (what the page's model picker takes).
+ * `seed`. With `labels`, a sequence-classification head over them (`classifier`, and
+ * `id2label` in the config). `scaled` maps tensor names to a factor their random values
+ * are multiplied by (a hostile model: finite weights of 1e24 that make it compute NaN). Returns the
+ * three file paths (what the page's model picker takes).
  */
 export function writeRandomBert(
   dir,
   tokenizerJson,
-  { layers, hidden, heads, intermediate = 4 * hidden, seed = 1, scale = 0.05 },
+  { layers, hidden, heads, intermediate = 4 * hidden, seed = 1, scale = 0.05, labels = null, scaled = {} },
 ) {
   mkdirSync(dir, { recursive: true });
   const vocab = 30522;
@@ -47,6 +50,10 @@ export function writeRandomBert(
     layer_norm_eps: 1e-12,
     pad_token_id: 0,
   };
+  if (labels) {
+    config.architectures = ['BertForSequenceClassification'];
+    config.id2label = Object.fromEntries(labels.map((l, i) => [String(i), l]));
+  }
   writeFileSync(join(dir, 'config.json'), JSON.stringify(config, null, 2));
   copyFileSync(tokenizerJson, join(dir, 'tokenizer.json'));
 
@@ -69,6 +76,7 @@ export function writeRandomBert(
     norm(`${p}.output.LayerNorm`);
   }
   dense('pooler.dense', hidden, hidden);
+  if (labels) dense('classifier', labels.length, hidden);
 
   const header = {};
   let offset = 0;
@@ -87,14 +95,17 @@ export function writeRandomBert(
     writeSync(fd, length);
     writeSync(fd, Buffer.from(json, 'utf8'));
     const next = generator(seed);
-    for (const [, shape, kind] of tensors) {
+    for (const [name, shape, kind] of tensors) {
       // Written in blocks: a base-size word table alone is 94 MB.
       let left = shape.reduce((a, b) => a * b, 1);
       while (left > 0) {
         const n = Math.min(left, 1 << 20);
         const block = new Float32Array(n);
         if (kind === 'ones') block.fill(1);
-        else if (kind === 'random') for (let i = 0; i < n; i++) block[i] = (2 * next() - 1) * scale;
+        else if (kind === 'random') {
+          const factor = scale * (scaled[name] ?? 1);
+          for (let i = 0; i < n; i++) block[i] = (2 * next() - 1) * factor;
+        }
         writeSync(fd, new Uint8Array(block.buffer));
         left -= n;
       }
