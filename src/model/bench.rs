@@ -10,7 +10,8 @@
 //! `{"seconds": [...]}` for repeated forward passes of one batch; the median is used on
 //! both sides, after one warm-up pass.
 
-use super::encoder::{CpuEncoder, TokenBatch};
+use super::encoder::CpuEncoder;
+use super::states::TokenBatch;
 use super::Precision;
 use crate::error::{Error, Result};
 use rand::{Rng, SeedableRng};

@@ -7,8 +7,8 @@
 //! Dropout is an identity at inference and is left out of training as well (stated in
 //! `train.rs`). The same function serves inference and training (it is differentiable).
 
-use super::encoder::HiddenStates;
 use super::load::{Dense, EncoderWeights, HeadWeights};
+use super::states::HiddenStates;
 use crate::error::{Error, Result};
 use candle_core::{Device, Module, Tensor};
 

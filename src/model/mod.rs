@@ -40,16 +40,18 @@ pub mod pooling;
 pub mod precision;
 pub mod quant;
 pub mod rankers;
+pub mod states;
 pub mod tokenize;
 
 pub use batching::EncodingPlan;
 pub use config::{Activation, Arch, EncoderConfig, HeadKind};
 pub use embed::{embed_lines, embed_texts, run_ready, TextModel};
-pub use encoder::{describe_precision, CpuEncoder, Encoder, HiddenStates, Readout, TokenBatch};
+pub use encoder::{describe_precision, CpuEncoder, Encoder, Readout};
 pub use evaluate::{
     evaluate_bundle, evaluate_bundle_on, sequences_to_encode, EvalOutput, EvaluatorKind, TruncatedInput,
 };
 pub use load::{EncoderWeights, HeadWeights, LoadedModel, ModelFiles};
 pub use pooling::{Pooling, PoolingMode};
 pub use precision::Precision;
+pub use states::{HiddenStates, TokenBatch};
 pub use tokenize::{Cut, Encoded, Part, TextTokenizer};

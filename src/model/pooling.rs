@@ -1,7 +1,7 @@
 //! Sentence-transformers pooling (`1_Pooling/config.json`) and normalisation
 //! (`modules.json` lists a `Normalize` module), on backend-neutral hidden states.
 
-use super::encoder::{HiddenStates, TokenBatch};
+use super::states::{HiddenStates, TokenBatch};
 use crate::error::{Error, Result};
 use serde_json::Value;
 

@@ -10,7 +10,7 @@
 //! The tokenizer's own padding and truncation settings (the packaged MiniLM pads to 128)
 //! are switched off: padding is done per batch with an attention mask.
 
-use super::encoder::TokenBatch;
+use super::states::TokenBatch;
 use crate::error::{Error, Result};
 use tokenizers::{Encoding, PostProcessor, TruncationDirection};
 

@@ -20,10 +20,11 @@ use crate::error::Result;
 use crate::gpu::context::GpuContext;
 use crate::gpu::ops::AdamWConfig;
 use crate::model::config::{Arch, EncoderConfig, HeadKind};
-use crate::model::encoder::{forward, layers_forward, TokenBatch};
+use crate::model::encoder::{forward, layers_forward};
 use crate::model::heads::head_forward;
 use crate::model::load::{random_model, Dense, HeadWeights, LoadedModel, Norm};
 use crate::model::tokenize::Encoded;
+use crate::model::TokenBatch;
 
 /// The largest relative difference a checked tensor may show.
 pub const TOLERANCE: f64 = 1e-3;

@@ -28,9 +28,9 @@ use crate::gpu::ops::{
     Ops, TokensById, TrainOps,
 };
 use crate::model::config::{Activation as ModelActivation, Arch, EncoderConfig};
-use crate::model::encoder::TokenBatch;
 use crate::model::load::{Dense, HeadWeights, LoadedModel, Norm};
 use crate::model::tokenize::Encoded;
+use crate::model::TokenBatch;
 use candle_core::{Device, Tensor};
 
 /// A trained tensor on the device with its gradient (summed over a step's micro-batches)
