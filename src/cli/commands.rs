@@ -4,6 +4,7 @@
 use super::agreement::AgreementArgs;
 use super::bench::BenchArgs;
 use super::controls::ControlsArgs;
+use super::draft::RubricDraftArgs;
 use super::embed::EmbedArgs;
 use super::evaluate::EvaluateArgs;
 use super::grade::GradeArgs;
@@ -47,6 +48,12 @@ pub enum Command {
     /// or an NLI model zero-shot): P(met) per criterion, HealthBench scores whose intervals
     /// carry the grader's uncertainty, and the graded file (--out).
     Grade(GradeArgs),
+    /// Draft a rubric from your own evidence for a clinician to review, extractively: every
+    /// criterion is a statement cut from the evidence (with its document and span), chosen
+    /// by BM25 and the rankers given, near-duplicates dropped; no generative model runs.
+    /// With an NLI model: criteria the conversation contradicts are flagged, and with the
+    /// prompts' expert statements the draft's recall and precision.
+    RubricDraft(RubricDraftArgs),
     /// Check answers against expert statements with an NLI model (K-QA): the share of
     /// must-have statements each answer entails (comprehensiveness), the statements it
     /// contradicts (hallucination), per system with intervals.
@@ -79,6 +86,7 @@ pub fn run(command: Command) -> Result<()> {
         Command::Rubric(a) => super::metrics::rubric(a),
         Command::RubricAgreement(a) => super::rubric_agreement::rubric_agreement(a),
         Command::Grade(a) => super::grade::grade(a),
+        Command::RubricDraft(a) => super::draft::rubric_draft(a),
         Command::Statements(a) => super::statements::statements(a),
         Command::Embed(a) => super::embed::embed(a),
         Command::Train(a) => super::train::train(a),

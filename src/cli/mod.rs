@@ -10,6 +10,7 @@ mod bench;
 mod bench_train;
 mod commands;
 mod controls;
+mod draft;
 mod embed;
 mod evaluate;
 mod grade;

@@ -83,6 +83,20 @@ pub struct RubricCriterion {
     /// A model grader's probability that the criterion is met (`medrank grade` writes it
     /// beside `met`), in [0, 1].
     pub p_met: Option<f64>,
+    /// Where a drafted criterion comes from (`medrank rubric-draft` writes it).
+    pub source: Option<CriterionSource>,
+}
+
+/// Where a drafted criterion comes from: the evidence document and the character span
+/// (Unicode scalar values, end exclusive) of its statement in the document's text, and,
+/// when an NLI model checked it, whether the conversation contradicts it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CriterionSource {
+    pub document: String,
+    pub start: u32,
+    pub end: u32,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub contradicted: Option<bool>,
 }
 
 impl RubricCriterion {
@@ -113,7 +127,8 @@ pub struct RubricResponse {
 }
 
 const KNOWN_FIELDS: [&str; 7] = ["id", "system", "prompt_id", "tags", "prompt", "response", "criteria"];
-const CRITERION_FIELDS: [&str; 6] = ["criterion", "points", "tags", "met", "met_by", "p_met"];
+const CRITERION_FIELDS: [&str; 7] = ["criterion", "points", "tags", "met", "met_by", "p_met", "source"];
+const SOURCE_FIELDS: [&str; 4] = ["document", "start", "end", "contradicted"];
 
 /// What a reader asks of a file: `Graded` is what scoring needs (points and `met` on every
 /// criterion, sums finite: `medrank rubric`); `Any` takes ungraded files and files without
@@ -291,6 +306,9 @@ pub fn write_rubric_jsonl(responses: &[RubricResponse]) -> String {
                     let by: Map<String, Value> = c.met_by.iter().map(|(g, m)| (g.clone(), Value::Bool(*m))).collect();
                     o.insert("met_by".into(), Value::Object(by));
                 }
+                if let Some(source) = &c.source {
+                    o.insert("source".into(), serde_json::to_value(source).expect("a source serializes"));
+                }
                 Value::Object(o)
             })
             .collect();
@@ -456,12 +474,34 @@ fn criteria(
                     Some(p)
                 }
             };
+            let source = match item.get("source") {
+                None => None,
+                Some(_) => Some(criterion_source(item, unknown)?),
+            };
             for key in item.unknown_fields(&CRITERION_FIELDS) {
                 unknown.entry(format!("criteria[].{key}")).or_insert((item.line, 0)).1 += 1;
             }
-            Ok(RubricCriterion { criterion: criterion.to_string(), points, tags, met, met_by, p_met })
+            Ok(RubricCriterion { criterion: criterion.to_string(), points, tags, met, met_by, p_met, source })
         })
         .collect()
+}
+
+/// A criterion's `source`: `{document, start, end, contradicted?}` (FORMATS.md §7).
+fn criterion_source(item: &Record, unknown: &mut BTreeMap<String, (usize, usize)>) -> Result<CriterionSource> {
+    let source = item.object_record("source")?;
+    let document = source.non_empty_label("document")?;
+    let (start, end) = (source.unsigned("start")?, source.unsigned("end")?);
+    if end < start {
+        return Err(source.error("end", format!("the span ends ({end}) before it starts ({start})")));
+    }
+    let contradicted = match source.get("contradicted") {
+        None => None,
+        Some(_) => Some(source.boolean("contradicted")?),
+    };
+    for key in source.unknown_fields(&SOURCE_FIELDS) {
+        unknown.entry(format!("criteria[].source.{key}")).or_insert((item.line, 0)).1 += 1;
+    }
+    Ok(CriterionSource { document, start, end, contradicted })
 }
 
 /// The optional `tags` of a record: an array of distinct, non-empty strings.
@@ -506,6 +546,42 @@ mod tests {
         assert_eq!(parse_rubric("g.jsonl", &write_rubric_jsonl(&rs)).unwrap().0, rs);
         let e = err(r#"{"id": "r", "system": "s", "criteria": [{"criterion": "a", "points": 1, "p_met": 1.5}]}"#);
         assert!(e.ends_with("g.jsonl:1: field `criteria[0].p_met`: 1.5 is not a probability (0 to 1)"), "{e}");
+    }
+
+    #[test]
+    fn a_drafted_criterions_source_reads_and_writes_back() {
+        let text = r#"{"id": "p", "system": "draft", "criteria": [{"criterion": "a", "points": 5, "source": {"document": "guide.md", "start": 107, "end": 160, "contradicted": true}}, {"criterion": "b", "points": 5, "source": {"document": 7, "start": 0, "end": 0}}]}
+"#;
+        let (rs, warnings) = parse_rubric("d.jsonl", text).unwrap();
+        assert!(warnings.is_empty(), "{warnings:?}");
+        let source = |document: &str, start, end, contradicted| {
+            Some(CriterionSource { document: document.into(), start, end, contradicted })
+        };
+        assert_eq!(rs[0].criteria[0].source, source("guide.md", 107, 160, Some(true)));
+        assert_eq!(rs[0].criteria[1].source, source("7", 0, 0, None));
+        assert_eq!(parse_rubric("d.jsonl", &write_rubric_jsonl(&rs)).unwrap().0, rs);
+        let with = |source: &str| {
+            err(&format!(
+                r#"{{"id": "r", "system": "s", "criteria": [{{"criterion": "a", "points": 1, "source": {source}}}]}}"#
+            ))
+        };
+        assert_eq!(
+            with(r#"{"document": "d", "start": 9, "end": 3}"#),
+            "g.jsonl:1: field `criteria[0].source.end`: the span ends (3) before it starts (9)"
+        );
+        assert_eq!(
+            with(r#"{"document": "d", "start": -1, "end": 3}"#),
+            "g.jsonl:1: field `criteria[0].source.start`: expected a whole number >= 0, found -1"
+        );
+        assert_eq!(
+            with(r#"{"start": 0, "end": 3}"#),
+            "g.jsonl:1: field `criteria[0].source.document`: missing field `document`"
+        );
+        assert_eq!(
+            with(r#"{"document": "d", "start": 0, "end": 3, "end": 4}"#),
+            "g.jsonl:1: field `criteria[0].source.end`: duplicate key `end`"
+        );
+        assert_eq!(with(r#""guide.md""#), "g.jsonl:1: field `criteria[0].source`: expected an object, found a string");
     }
 
     #[test]

@@ -179,6 +179,7 @@ fn eval<'t>(
                     met: None,
                     met_by: vec![],
                     p_met: None,
+                    source: None,
                 })
             })
             .collect::<Result<Vec<_>>>()?;
@@ -304,6 +305,7 @@ fn meta_eval<'t>(
             met: None,
             met_by: physicians.into_iter().zip(labels).collect(),
             p_met: None,
+            source: None,
         };
         let theme = cluster.as_deref().and_then(theme_of);
         match by_completion.get(&completion_id) {

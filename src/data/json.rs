@@ -275,6 +275,13 @@ impl<'a> Record<'a> {
             .collect()
     }
 
+    /// An object field as a record at this line whose messages name `field.key` (a key
+    /// twice in it is an error).
+    pub(crate) fn object_record(&self, field: &str) -> Result<Record<'a>> {
+        let entries = self.object(field)?.clone();
+        Ok(Record { file: self.file, line: self.line, path: format!("{}{field}.", self.path), entries })
+    }
+
     /// `expected` names the array's content for the message, e.g. "an array of strings".
     fn array(&self, field: &str, expected: &str) -> Result<&Vec<Json>> {
         match self.require(field)? {

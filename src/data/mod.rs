@@ -12,6 +12,8 @@ pub mod answers;
 pub mod bundle;
 pub mod candidates;
 pub mod controls;
+pub mod draft_prompts;
+pub mod evidence;
 pub mod graded;
 pub mod healthbench;
 pub mod predictions;

@@ -6,7 +6,7 @@
 
 //!
 //! One file per method: `evaluate` (ranking over scoring, from predictions or a model),
-//! `agreement`, `controls`, `grade` (a model grades rubric criteria), `statements` (answers against expert statements), `nrp` (with `rankers` for neural rankers), `import`, `metrics`
+//! `agreement`, `controls`, `draft` (rubrics drafted from evidence, extractively), `grade` (a model grades rubric criteria), `statements` (answers against expert statements), `nrp` (with `rankers` for neural rankers), `import`, `metrics`
 //! (and rubric); `tables` turns every report into the tables all front ends show;
 //! `train` trains an evaluator (step-wise, so the page can show progress and stop);
 //! `quantize` makes an int8 model folder and measures it against the f32 one;
@@ -15,6 +15,7 @@
 
 mod agreement;
 mod controls;
+pub mod draft;
 mod evaluate;
 mod grade;
 mod import;
