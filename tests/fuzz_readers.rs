@@ -375,6 +375,35 @@ fn fuzz_rubric_files_and_healthbench() {
 }
 
 #[test]
+fn fuzz_drafting_inputs() {
+    let kqa = ("kqa-mini/prompts.jsonl", include_str!("../data/kqa-mini/prompts.jsonl"));
+    fuzz("parse_draft_prompts", 20, &[example!("draft/prompts.jsonl"), kqa], data::draft_prompts::parse_draft_prompts);
+    // Evidence as the draft reads it: documents, passages, statements. What must not change
+    // with a benign change is the statements' text (their offsets move with CRLF).
+    use data::evidence::{read_evidence, EvidenceFormat};
+    use medrank::eval::draft::text::{passages, statements};
+    let read = |format: EvidenceFormat| {
+        move |name: &str, text: &str| -> Result<Vec<Vec<String>>, Error> {
+            let (documents, _) = read_evidence(&[(name, text, format)])?;
+            Ok(documents
+                .iter()
+                .map(|d| {
+                    passages(d, 20)
+                        .0
+                        .iter()
+                        .flat_map(|p| statements(&d.text, p.block, p.span, 1).0)
+                        .map(|s| s.text)
+                        .collect()
+                })
+                .collect())
+        }
+    };
+    fuzz("read_evidence (markdown)", 21, &[example!("draft/guideline.md")], read(EvidenceFormat::Markdown));
+    fuzz("read_evidence (text)", 22, &[example!("draft/guideline.md")], read(EvidenceFormat::Text));
+    fuzz("read_evidence (corpus)", 23, &[example!("draft/formulary.tsv")], read(EvidenceFormat::Corpus));
+}
+
+#[test]
 fn fuzz_rubric() {
     fuzz("parse_graded", 16, &[example!("rubric/graded.jsonl")], medrank::data::graded::parse_graded);
     // Reading and scoring: overflowing points must be refused, not reported as null.

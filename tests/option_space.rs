@@ -57,6 +57,14 @@ fn kind(sub: &str, long: &str) -> Kind {
         ("evaluate" | "agreement", "rankings") => Input(ONE),
         ("evaluate" | "embed" | "train" | "grade" | "statements", "batch-size") => Numeric(ONE),
         ("statements", "input") => Input(ONE),
+        ("rubric-draft", "prompts" | "evidence") => Input(ONE),
+        ("rubric-draft", "dense-ranker" | "cross-encoder") => MODEL_DIR,
+        ("rubric-draft", "tag") => Other("a tag of the drafted criteria (any text but an empty one)"),
+        (
+            "rubric-draft",
+            "criteria" | "passages" | "candidates" | "passage-words" | "min-words" | "points" | "duplicate-cosine"
+            | "batch-size",
+        ) => Numeric(ONE),
         ("grade", "rubric") => Input(ONE),
         ("nrp", "topics" | "qrels-combined" | "docs" | "answers" | "expert-rankings") => Input(ONE),
         ("nrp", "qrels") => Input(&["relevance={}"]),
@@ -154,6 +162,11 @@ fn base(sub: &str, long: &str, out: &Path) -> Vec<String> {
         "statements" => {
             vec![("input", "examples/statements/answers.jsonl".into()), ("nli", s(&tiny_nli()).into()), ("json", out)]
         }
+        "rubric-draft" => vec![
+            ("prompts", "examples/draft/prompts.jsonl".into()),
+            ("evidence", "examples/draft/guideline.md".into()),
+            ("out", out),
+        ],
         "grade" => vec![
             ("rubric", "examples/rubric/conversations.jsonl".into()),
             ("grader", s(&tiny_grader()).into()),

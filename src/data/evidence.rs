@@ -131,7 +131,7 @@ pub fn read_evidence(files: &[(&str, &str, EvidenceFormat)]) -> Result<(Vec<Evid
                     ));
                 }
                 if blocks.is_empty() {
-                    return Err(Error::in_file(name, "no text outside headings and code blocks"));
+                    return Err(nothing_to_read(name, text, "no text outside headings and code blocks"));
                 }
                 vec![EvidenceDocument {
                     id: name.to_owned(),
@@ -278,7 +278,7 @@ mod tests {
             .to_string();
         assert_eq!(err, "d1: document id `d1` is also in a.jsonl: ids name one document");
         let err = read_evidence(&[("e.md", " \n```\ncode\n```\n", EvidenceFormat::Markdown)]).unwrap_err().to_string();
-        assert_eq!(err, "e.md: no text outside headings and code blocks");
+        assert_eq!(err, "e.md:5: no text outside headings and code blocks");
         let err = read_evidence(&[("e.txt", "\n \n", EvidenceFormat::Text)]).unwrap_err().to_string();
         assert_eq!(err, "e.txt:3: no text in the file");
     }
