@@ -233,7 +233,7 @@ fn atx_heading(line: &str) -> Option<&str> {
 mod tests {
     use super::*;
 
-    fn texts<'a>(d: &'a EvidenceDocument) -> Vec<(&'a str, Option<&'a str>)> {
+    fn texts(d: &EvidenceDocument) -> Vec<(&str, Option<&str>)> {
         d.blocks.iter().map(|b| (&d.text[b.start..b.end], b.heading.as_deref())).collect()
     }
 
