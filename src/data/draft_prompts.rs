@@ -5,7 +5,8 @@
 
 use crate::data::common::{check_line_ends, content_lines, nothing_to_read, Tally};
 use crate::data::graded::{prompt, tag_list, unknown_field_warnings, Prompt};
-use crate::data::json::{parse_record, Record};
+use crate::data::json::parse_record;
+use crate::data::statements::{check_no_repeats, statement_list};
 use crate::error::{Result, Warning};
 use serde::Serialize;
 use std::collections::{BTreeMap, HashMap};
@@ -58,7 +59,8 @@ impl DraftPrompt {
 
 const KNOWN_FIELDS: [&str; 6] = ["id", "prompt", "tags", "must_have", "nice_to_have", "responses"];
 
-/// Parses prompts. Errors name file, line and field (`responses.model-a`, `must_have[2]`);
+/// Parses prompts. Errors name file, line and field (`responses.model-a`, `must_have[2]`:
+/// empty, or a statement listed twice as `data::statements` refuses it);
 /// an id twice is an error naming both lines; unknown fields give one warning per name; an
 /// empty response is kept and warned about.
 pub fn parse_draft_prompts(name: &str, text: &str) -> Result<(Vec<DraftPrompt>, Vec<Warning>)> {
@@ -100,18 +102,14 @@ pub fn parse_draft_prompts(name: &str, text: &str) -> Result<(Vec<DraftPrompt>, 
                 responses
             }
         };
+        // As statement checks read them (§11): non-empty, none listed twice.
+        let must_have = statement_list(&record, "must_have")?;
+        let nice_to_have = statement_list(&record, "nice_to_have")?;
+        check_no_repeats(&record, &must_have, &nice_to_have)?;
         for key in record.unknown_fields(&KNOWN_FIELDS) {
             unknown.entry(key.to_string()).or_insert((line, 0)).1 += 1;
         }
-        prompts.push(DraftPrompt {
-            id,
-            prompt,
-            tags: tag_list(&record)?,
-            must_have: statement_list(&record, "must_have")?,
-            nice_to_have: statement_list(&record, "nice_to_have")?,
-            responses,
-            line,
-        });
+        prompts.push(DraftPrompt { id, prompt, tags: tag_list(&record)?, must_have, nice_to_have, responses, line });
     }
     if prompts.is_empty() {
         return Err(nothing_to_read(name, text, "no prompts (the file has no non-blank line)"));
@@ -119,24 +117,6 @@ pub fn parse_draft_prompts(name: &str, text: &str) -> Result<(Vec<DraftPrompt>, 
     let mut warnings = unknown_field_warnings(name, unknown);
     warnings.extend(tally.into_warnings());
     Ok((prompts, warnings))
-}
-
-/// An optional array of non-empty statements; one statement twice is an error (it would
-/// count twice in recall).
-fn statement_list(record: &Record, field: &str) -> Result<Vec<String>> {
-    if record.get(field).is_none() {
-        return Ok(Vec::new());
-    }
-    let list = record.string_array(field)?;
-    for (i, s) in list.iter().enumerate() {
-        if s.trim().is_empty() {
-            return Err(record.error(&format!("{field}[{i}]"), "empty statement"));
-        }
-        if let Some(first) = list[..i].iter().position(|t| t.trim() == s.trim()) {
-            return Err(record.error(&format!("{field}[{i}]"), format!("the same statement as {field}[{first}]")));
-        }
-    }
-    Ok(list)
 }
 
 #[cfg(test)]
@@ -180,7 +160,8 @@ mod tests {
         );
         assert_eq!(
             err(r#"{"id": "a", "prompt": "q", "nice_to_have": ["x", "x "]}"#),
-            "p.jsonl:1: field `nice_to_have[1]`: the same statement as nice_to_have[0]"
+            "p.jsonl:1: field `nice_to_have[1]`: repeats nice_to_have[0]: a statement is listed once (it would be \
+             judged and counted twice)"
         );
         assert_eq!(
             err("{\"id\": \"a\", \"prompt\": \"q\"}\n\n{\"id\": \"a\", \"prompt\": \"r\"}"),

@@ -92,7 +92,7 @@ pub fn parse_statements(name: &str, text: &str) -> Result<(Vec<StatementAnswer>,
 /// A statement listed twice in one answer (in `must_have`, in `nice_to_have`, or in both)
 /// would be judged and counted twice: comprehensiveness and hallucination would be wrong.
 /// Refused at the repeat's field (statements compared without surrounding spaces).
-fn check_no_repeats(record: &Record, must_have: &[String], nice_to_have: &[String]) -> Result<()> {
+pub(crate) fn check_no_repeats(record: &Record, must_have: &[String], nice_to_have: &[String]) -> Result<()> {
     let mut first: HashMap<&str, String> = HashMap::new();
     let fields = must_have.iter().enumerate().map(|(i, s)| (format!("must_have[{i}]"), s));
     let fields = fields.chain(nice_to_have.iter().enumerate().map(|(i, s)| (format!("nice_to_have[{i}]"), s)));
@@ -184,7 +184,7 @@ fn comparability_warnings(name: &str, answers: &[StatementAnswer]) -> Vec<Warnin
 }
 
 /// An optional array of non-empty statements.
-fn statement_list(record: &Record, field: &str) -> Result<Vec<String>> {
+pub(crate) fn statement_list(record: &Record, field: &str) -> Result<Vec<String>> {
     if record.get(field).is_none() {
         return Ok(Vec::new());
     }

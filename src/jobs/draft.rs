@@ -72,7 +72,7 @@ pub const MAX_PASSAGE_WORDS: usize = crate::bounds::MAX_WINDOW_WORDS;
 /// The most words a statement may be required to have.
 pub const MAX_MIN_WORDS: usize = 100;
 /// The most points a drafted criterion may be given.
-pub const MAX_POINTS: f64 = 100.0;
+pub const MAX_DRAFT_POINTS: f64 = 100.0;
 
 #[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 #[serde(default)]
@@ -88,7 +88,7 @@ pub struct DraftOptions {
     pub passage_words: usize,
     /// Words a statement needs (1 to [`MAX_MIN_WORDS`]).
     pub min_words: usize,
-    /// Points of each criterion (above 0, at most [`MAX_POINTS`]).
+    /// Points of each criterion (above 0, at most [`MAX_DRAFT_POINTS`]).
     pub points: f64,
     /// Tags of each criterion (distinct, not empty).
     pub tags: Vec<String>,
@@ -114,12 +114,12 @@ impl Default for DraftOptions {
     }
 }
 
-/// `--points`: above 0, at most [`MAX_POINTS`] (the CLI's parser and the job's check).
+/// `--points`: above 0, at most [`MAX_DRAFT_POINTS`] (the CLI's parser and the job's check).
 pub fn check_points(points: f64) -> std::result::Result<f64, String> {
-    if points > 0.0 && points <= MAX_POINTS {
+    if points > 0.0 && points <= MAX_DRAFT_POINTS {
         Ok(points)
     } else {
-        Err(format!("--points {points}: expected a number above 0 and at most {MAX_POINTS}"))
+        Err(format!("--points {points}: expected a number above 0 and at most {MAX_DRAFT_POINTS}"))
     }
 }
 
