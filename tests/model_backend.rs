@@ -1,5 +1,5 @@
 //! The model evaluation pipeline on any backend (`jobs::evaluate_with_encoder` /
-//! `evaluate_with_backend`): progress per batch with the right total, cancellation, the
+//! `run_on_backend` of a `RankWithModel`): progress per batch with the right total, cancellation, the
 //! backend recorded in the report, and the GPU (lavapipe when present) ranking like the CPU.
 //! Uses the real default model (`scripts/setup.sh model`) on two MCQA instances.
 
@@ -133,16 +133,9 @@ fn the_progress_callback_cancels() {
 fn the_report_says_which_backend_ran_and_the_gpu_ranks_like_the_cpu() {
     let model = model();
     let req = request();
-    let run = |choice| {
-        pollster::block_on(jobs::evaluate_with_backend(
-            &req,
-            &model,
-            choice,
-            Vec::new(),
-            &ModelOptions::default(),
-            &mut |_| true,
-        ))
-    };
+    let options = ModelOptions::default();
+    let job = jobs::RankWithModel { request: &req, options: &options };
+    let run = |choice| pollster::block_on(jobs::run_on_backend(&job, &model, choice, Vec::new(), &mut |_| true));
     let ((cpu, cpu_predictions), cpu_backend) = run(BackendChoice::Cpu).unwrap();
     assert_eq!(cpu_backend.backend, "cpu");
     let backend_of = |o: &jobs::Outcome<jobs::EvaluateReport>| {

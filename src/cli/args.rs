@@ -3,7 +3,7 @@
 //! it uses nothing of theirs (no cycle through the dispatch in `commands.rs`).
 
 use super::output::read_input;
-use crate::jobs::NamedText;
+use crate::jobs::{self, NamedText};
 use crate::{Error, Result};
 use clap::Args;
 use std::path::{Path, PathBuf};
@@ -108,6 +108,55 @@ pub(super) fn numbers<T: std::str::FromStr>(flag: &str, value: &str, expected: &
 /// the model folder's own precision (int8 for a folder written by `medrank quantize`).
 pub(super) fn precision(name: Option<&str>) -> Result<Option<crate::model::Precision>> {
     name.map(crate::model::Precision::parse).transpose()
+}
+
+/// A model folder read and run in `--precision` (its own without the flag): the files (their
+/// fingerprints go into the report) and the model.
+pub(super) fn read_model(
+    dir: &Path,
+    precision: Option<&str>,
+) -> Result<(crate::model::ModelFiles, crate::model::TextModel)> {
+    let files = crate::model::ModelFiles::read_dir(dir)?;
+    let model = with_precision(crate::model::TextModel::from_files(&files)?, precision)?;
+    Ok((files, model))
+}
+
+/// A job that runs the model's encoder (`jobs::ModelJob`) on `--backend`: its progress on
+/// stderr at most every 2 seconds (`verb` and what is done, the time left from the work done,
+/// `jobs::TimeEstimate` as the page's), then the backend and the precision that ran.
+pub(super) fn run_model_job<J: jobs::ModelJob>(
+    job: &J,
+    (files, model): &(crate::model::ModelFiles, crate::model::TextModel),
+    backend: &str,
+    verb: &str,
+    quiet: bool,
+) -> Result<J::Output> {
+    use crate::report::fmt_duration;
+    let choice = jobs::parse_backend(backend)?;
+    let clock = std::time::Instant::now();
+    let seconds = || clock.elapsed().as_secs_f64();
+    let estimate = jobs::TimeEstimate { started: seconds(), prior_rate: None };
+    let mut last = 0.0f64;
+    let mut progress = |p: &jobs::EncodeProgress| {
+        let t = seconds();
+        let finished = p.sequences_done == p.sequences;
+        if !quiet && p.sequences_done > 0 && (t - last >= 2.0 || finished) {
+            last = t;
+            let left = match estimate.seconds_left(p, t) {
+                Some(s) if !finished => format!(", about {} left", fmt_duration(s)),
+                _ => String::new(),
+            };
+            eprintln!("  {verb} {}, {} elapsed{left}", p.describe(), fmt_duration(t));
+        }
+        true
+    };
+    let fingerprints = jobs::model_fingerprints(files);
+    let (output, backend) = pollster::block_on(jobs::run_on_backend(job, model, choice, fingerprints, &mut progress))?;
+    if !quiet {
+        eprintln!("encoder backend: {}", jobs::describe_backend(&backend));
+        eprintln!("encoder precision: {}", jobs::describe_precision(model, &backend));
+    }
+    Ok(output)
 }
 
 /// The model run in the precision `--precision` asked for, or in its folder's own.

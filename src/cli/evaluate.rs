@@ -135,9 +135,7 @@ pub(super) fn evaluate(a: EvaluateArgs) -> Result<()> {
 }
 
 fn evaluate_with_model(a: &EvaluateArgs, dir: &Path, mut outputs: Outputs) -> Result<()> {
-    let files = crate::model::ModelFiles::read_dir(dir)?;
-    let model = with_precision(crate::model::TextModel::from_files(&files)?, a.precision.as_deref())?;
-    let controls = a.controls.as_deref().map(jobs::ControlChoice::parse).unwrap_or_default();
+    let model = read_model(dir, a.precision.as_deref())?;
     let req = jobs::EvaluateRequest {
         bundle: named(&a.bundle)?,
         predictions: Vec::new(),
@@ -145,35 +143,13 @@ fn evaluate_with_model(a: &EvaluateArgs, dir: &Path, mut outputs: Outputs) -> Re
         corpus: named_opt(&a.corpus)?,
         options: a.ranking.options(),
     };
-    let options = jobs::ModelOptions { controls, batch_size: a.batch_size, keep_empty_options: a.keep_empty_options };
-    let choice = jobs::parse_backend(&a.backend)?;
-    let fingerprints = jobs::model_fingerprints(&files);
-    // Progress on stderr, at most every 2 seconds: sequences done and the time left, from
-    // the work done (jobs::TimeEstimate, as the page's).
-    let clock = std::time::Instant::now();
-    let seconds = || clock.elapsed().as_secs_f64();
-    let estimate = jobs::TimeEstimate { started: seconds(), prior_rate: None };
-    let mut last = 0.0f64;
-    let quiet = a.output.quiet;
-    let mut progress = |p: &jobs::EncodeProgress| {
-        let t = seconds();
-        let finished = p.sequences_done == p.sequences;
-        if !quiet && p.sequences_done > 0 && (t - last >= 2.0 || finished) {
-            last = t;
-            let left = match estimate.seconds_left(p, t) {
-                Some(s) if !finished => format!(", about {} left", crate::report::fmt_duration(s)),
-                _ => String::new(),
-            };
-            eprintln!("  encoded {}, {} elapsed{left}", p.describe(), crate::report::fmt_duration(t));
-        }
-        true
+    let options = jobs::ModelOptions {
+        controls: a.controls.as_deref().map(jobs::ControlChoice::parse).unwrap_or_default(),
+        batch_size: a.batch_size,
+        keep_empty_options: a.keep_empty_options,
     };
-    let ((outcome, predictions), backend) =
-        pollster::block_on(jobs::evaluate_with_backend(&req, &model, choice, fingerprints, &options, &mut progress))?;
-    if !a.output.quiet {
-        eprintln!("encoder backend: {}", jobs::describe_backend(&backend));
-        eprintln!("encoder precision: {}", jobs::describe_precision(&model, &backend));
-    }
+    let job = jobs::RankWithModel { request: &req, options: &options };
+    let (outcome, predictions) = run_model_job(&job, &model, &a.backend, "encoded", a.output.quiet)?;
     if let Some(path) = &a.save_predictions {
         outputs.file(path, crate::data::write_predictions_csv(&predictions).as_bytes())?;
     }

@@ -1,7 +1,11 @@
 //! Control cases added to a bundle as systems of their own.
 
-use super::*;
+use super::{fingerprint_all, read_bundle, tables, NamedText};
+use crate::data;
 use crate::eval::controls::{self, Control, ControlsReport};
+use crate::report::Table;
+use crate::{Error, Result, Warning};
+use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Clone, Deserialize, Serialize)]
 pub struct ControlsRequest {

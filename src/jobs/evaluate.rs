@@ -1,11 +1,16 @@
 //! Ranking over scoring: from evaluators' predictions files, or with a model as the
-//! evaluator on any backend (CPU, GPU) with progress and cancellation.
+//! evaluator ([`RankWithModel`], run on any backend by `kept`) with progress and cancellation.
 
-use super::*;
+use super::kept::{EncodeProgress, ModelJob, ProgressEncoder};
+use super::{read_bundle, read_rankings, tables, ControlChoice, NamedText, Outcome};
+use crate::data::{self, Bundle};
 use crate::eval::controls::{self, Control, ControlsReport};
 /// Options of ranking over scoring: the method's own, as both front ends send them.
 pub use crate::eval::proxy::ProxyOptions;
 use crate::eval::proxy::{self, ProxyReport};
+use crate::report::{fmt_num, Fingerprint, Provenance, Table};
+use crate::{Error, Result, Warning};
+use serde::{Deserialize, Serialize};
 
 /// One evaluator's predictions file. The evaluator's name defaults to the file's stem.
 #[derive(Debug, Clone, Deserialize, Serialize)]
@@ -200,8 +205,53 @@ fn rank_all(
     }
     let report =
         EvaluateReport { provenance, controls_added, evaluators: reports, truncated, empty_options: None, warnings };
-    let tables = tables::evaluate(&report);
+    let tables = evaluate_tables(&report);
     Ok(Outcome { report, tables })
+}
+
+/// Every evaluator's tables (names suffixed with the evaluator when there are several), the
+/// rank heatmap per task (evaluators x systems, controls last) and the controls added.
+pub fn evaluate_tables(report: &EvaluateReport) -> Vec<Table> {
+    let several = report.evaluators.len() > 1;
+    let mut tables = Vec::new();
+    for e in &report.evaluators {
+        for mut t in tables::proxy(&e.report) {
+            if several {
+                t.name = format!("{}__{}", t.name, e.evaluator);
+                t.title = format!("[{}] {}", e.evaluator, t.title);
+            }
+            tables.push(t);
+        }
+    }
+    let tasks = crate::data::common::first_appearance(
+        report.evaluators.iter().flat_map(|e| e.report.tasks.iter().map(|t| t.task)),
+    );
+    for task in tasks {
+        tables.push(heatmap(report, task));
+    }
+    if let Some(c) = &report.controls_added {
+        tables.extend(tables::controls(c));
+    }
+    tables
+}
+
+/// Ranks of every system under every evaluator for one task: primary systems first (in
+/// the first evaluator's order), then the controls (paper, Figures 3 and 4).
+fn heatmap(report: &EvaluateReport, task: crate::data::Task) -> Table {
+    let m = report.rank_matrix(&[task]);
+    let mut headers = vec!["evaluator"];
+    headers.extend(m.systems.iter().map(|(n, _)| n.as_str()));
+    let mut table = Table::new(
+        &format!("heatmap_{}", task.name()),
+        &format!("Rank of each system per evaluator — {} (1 = best; control cases last)", task.name()),
+        &headers,
+    );
+    for ((evaluator, _), cells) in m.rows.iter().zip(&m.cells) {
+        let mut row = vec![evaluator.clone()];
+        row.extend(cells.iter().map(|c| c.map(|c| fmt_num(c.rank, 1)).unwrap_or_default()));
+        table.push(row);
+    }
+    table
 }
 
 /// Ranks of every system under every evaluator: the heatmap, as a table per task (CLI,
@@ -285,6 +335,37 @@ impl Default for ModelOptions {
 /// predictions (`--save-predictions`).
 pub type ModelOutcome = (Outcome<EvaluateReport>, Vec<data::Prediction>);
 
+/// Ranking over scoring with a model as the evaluator: the request and the model's options,
+/// run on the CLI's backend or the page's kept encoder ([`ModelJob`]).
+pub struct RankWithModel<'a> {
+    pub request: &'a EvaluateRequest,
+    pub options: &'a ModelOptions,
+}
+
+impl ModelJob for RankWithModel<'_> {
+    type Output = ModelOutcome;
+    const STAGE: &'static str = "Encoding with the model";
+
+    /// Before the evaluator's plan: it is tokenizing the inputs.
+    fn planning(sequences: usize) -> Option<String> {
+        Some(format!("splitting {} sequences into tokens", crate::report::thousands(sequences)))
+    }
+
+    async fn run_on(
+        &self,
+        model: &crate::model::TextModel,
+        encoder: &crate::gpu::AnyEncoder,
+        model_inputs: Vec<Fingerprint>,
+        progress: &mut dyn FnMut(&EncodeProgress) -> bool,
+    ) -> Result<ModelOutcome> {
+        evaluate_with_encoder(self.request, model, encoder, model_inputs, self.options, progress).await
+    }
+
+    fn provenance(output: &mut ModelOutcome) -> &mut Provenance {
+        &mut output.0.report.provenance
+    }
+}
+
 /// [`evaluate_with_encoder`] on the CPU, synchronously (the CPU encoder never waits).
 pub fn evaluate_with_model(
     req: &EvaluateRequest,
@@ -295,272 +376,6 @@ pub fn evaluate_with_model(
     crate::model::run_ready(evaluate_with_encoder(req, model, &model.encoder, model_inputs, model_options, &mut |_| {
         true
     }))
-}
-
-/// [`evaluate_with_encoder`] on the backend `choice` asks for (`gpu::open_encoder`: Auto
-/// takes a hardware GPU adapter when one exists, else the CPU). The report's provenance says which
-/// backend ran (convention `backend`), and the [`BackendReport`](crate::gpu::BackendReport)
-/// is returned for the page.
-pub async fn evaluate_with_backend(
-    req: &EvaluateRequest,
-    model: &crate::model::TextModel,
-    choice: crate::gpu::BackendChoice,
-    model_inputs: Vec<Fingerprint>,
-    model_options: &ModelOptions,
-    progress: &mut dyn FnMut(&EncodeProgress) -> bool,
-) -> Result<(ModelOutcome, crate::gpu::BackendReport)> {
-    // LoadedModel holds candle tensors (reference counted): the clone shares the weights.
-    let (encoder, backend) = crate::gpu::open_encoder(model.encoder.model.clone(), choice).await?;
-    let outcome = evaluate_on(req, model, &encoder, &backend, model_inputs, model_options, progress).await?;
-    Ok((outcome, backend))
-}
-
-/// A model loaded once and kept across jobs (the page's worker holds one until the user
-/// picks another): the text model, its files' fingerprints, and the encoder last opened for
-/// it — so a second job neither parses the weights again nor rebuilds the CPU layers or
-/// re-uploads them to the GPU.
-pub struct KeptModel {
-    pub model: crate::model::TextModel,
-    pub fingerprints: Vec<Fingerprint>,
-    /// Work per second of this model's last evaluation, and the backend choice it ran
-    /// under: the next run's first time estimate ([`TimeEstimate`]).
-    pub last_rate: Option<(crate::gpu::BackendChoice, f64)>,
-    opened: Option<(crate::gpu::BackendChoice, crate::gpu::AnyEncoder, crate::gpu::BackendReport)>,
-}
-
-impl KeptModel {
-    pub fn from_files(files: &crate::model::ModelFiles) -> Result<KeptModel> {
-        Ok(KeptModel {
-            model: crate::model::TextModel::from_files(files)?,
-            fingerprints: super::model_fingerprints(files),
-            last_rate: None,
-            opened: None,
-        })
-    }
-
-    /// The encoder for `choice`, opened on first use and kept while the choice stays the
-    /// same (another choice drops the old one first, freeing its GPU buffers).
-    pub async fn encoder(
-        &mut self,
-        choice: crate::gpu::BackendChoice,
-    ) -> Result<(&crate::gpu::AnyEncoder, &crate::gpu::BackendReport)> {
-        if !matches!(&self.opened, Some((kept, _, _)) if *kept == choice) {
-            self.opened = None;
-            let (encoder, report) = crate::gpu::open_encoder(self.model.encoder.model.clone(), choice).await?;
-            self.opened = Some((choice, encoder, report));
-        }
-        let (_, encoder, report) = self.opened.as_ref().expect("opened above");
-        Ok((encoder, report))
-    }
-
-    /// Run the kept model in `precision` from now on (the page's Options, the CLI's
-    /// `--precision`): the encoder is opened again at the next job.
-    pub fn set_precision(&mut self, precision: crate::model::Precision) {
-        if self.model.encoder.model.precision != precision {
-            self.opened = None;
-            self.model.set_precision(precision);
-        }
-    }
-
-    /// [`evaluate_with_backend`] on the kept encoder.
-    pub async fn evaluate(
-        &mut self,
-        req: &EvaluateRequest,
-        choice: crate::gpu::BackendChoice,
-        model_options: &ModelOptions,
-        progress: &mut dyn FnMut(&EncodeProgress) -> bool,
-    ) -> Result<(ModelOutcome, crate::gpu::BackendReport)> {
-        let fingerprints = self.fingerprints.clone();
-        self.encoder(choice).await?;
-        let (_, encoder, backend) = self.opened.as_ref().expect("opened above");
-        let outcome = evaluate_on(req, &self.model, encoder, backend, fingerprints, model_options, progress).await?;
-        Ok((outcome, backend.clone()))
-    }
-
-    /// The model with the encoder [`KeptModel::encoder`] last opened, for the other jobs
-    /// that run the kept model (`grade`); None before it was opened.
-    pub(super) fn opened(
-        &self,
-    ) -> Option<(&crate::model::TextModel, &crate::gpu::AnyEncoder, &crate::gpu::BackendReport)> {
-        self.opened.as_ref().map(|(_, encoder, report)| (&self.model, encoder, report))
-    }
-}
-
-/// [`evaluate_with_encoder`] on an opened backend, its description added to the report's
-/// conventions.
-async fn evaluate_on(
-    req: &EvaluateRequest,
-    model: &crate::model::TextModel,
-    encoder: &crate::gpu::AnyEncoder,
-    backend: &crate::gpu::BackendReport,
-    model_inputs: Vec<Fingerprint>,
-    model_options: &ModelOptions,
-    progress: &mut dyn FnMut(&EncodeProgress) -> bool,
-) -> Result<ModelOutcome> {
-    let (mut outcome, predictions) =
-        evaluate_with_encoder(req, model, encoder, model_inputs, model_options, progress).await?;
-    outcome.report.provenance.conventions.push(("backend".into(), describe_backend(backend)));
-    outcome.report.provenance.conventions.push(("precision".into(), describe_precision(model, backend)));
-    Ok((outcome, predictions))
-}
-
-/// The backend names the CLI's `--backend` and the page's select use.
-pub fn parse_backend(name: &str) -> Result<crate::gpu::BackendChoice> {
-    use crate::gpu::BackendChoice;
-    match name.trim().to_ascii_lowercase().as_str() {
-        "auto" | "" => Ok(BackendChoice::Auto),
-        "cpu" => Ok(BackendChoice::Cpu),
-        "gpu" | "webgpu" => Ok(BackendChoice::Gpu),
-        other => Err(Error::invalid(format!("unknown backend `{other}` (known: auto, cpu, gpu)"))),
-    }
-}
-
-/// The arithmetic that ran: the model's precision on the CPU, f32 on the GPU.
-pub fn describe_precision(model: &crate::model::TextModel, backend: &crate::gpu::BackendReport) -> String {
-    match backend.backend.as_str() {
-        "gpu" => crate::model::describe_precision(crate::model::Precision::F32),
-        _ => crate::model::describe_precision(model.encoder.model.precision),
-    }
-}
-
-/// "cpu (candle)", "gpu (adapter name)", plus why the CPU ran when it was a fallback.
-pub fn describe_backend(backend: &crate::gpu::BackendReport) -> String {
-    // A browser may give an adapter no name (SwiftShader): the summary then starts blank.
-    let device = backend.device.trim();
-    match &backend.fallback_reason {
-        Some(why) => format!("{} ({device}); the GPU was not used: {why}", backend.backend),
-        None => format!("{} ({device})", backend.backend),
-    }
-}
-
-/// How far a model evaluation has got, after each batch: sequences and tokens for people,
-/// work ([`EncodingPlan::batch_work`], proportional to the arithmetic) for time estimates,
-/// since batches run from shortest to longest and a share of sequences done is not a share
-/// of the time.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
-pub struct EncodeProgress {
-    pub sequences_done: usize,
-    pub sequences: usize,
-    /// Tokens of every input, padding not counted.
-    pub tokens: usize,
-    pub work_done: u64,
-    pub work: u64,
-}
-
-impl EncodeProgress {
-    /// "1,234 of 8,605 sequences (1.9 M tokens)".
-    pub fn describe(&self) -> String {
-        format!(
-            "{} of {} sequences ({} tokens)",
-            crate::report::thousands(self.sequences_done),
-            crate::report::thousands(self.sequences),
-            crate::report::compact(self.tokens as f64)
-        )
-    }
-}
-
-/// The time left of a model evaluation, from the work done so far ([`EncodeProgress`]),
-/// or before enough is done to measure, from a rate measured on an earlier run of the same
-/// model and backend. Both front ends use it (the CLI's stderr, the page's progress).
-#[derive(Debug, Clone, Copy)]
-pub struct TimeEstimate {
-    /// When the encoding started (seconds on the caller's clock).
-    pub started: f64,
-    /// Work per second of an earlier run, if any.
-    pub prior_rate: Option<f64>,
-}
-
-impl TimeEstimate {
-    /// Work done before the run's own rate is trusted: the first batches are the shortest
-    /// and pay for starting the thread pool or uploading to the GPU.
-    const MEASURED_FROM: f64 = 0.02;
-
-    /// Seconds left, or `None` while nothing allows an estimate.
-    pub fn seconds_left(&self, p: &EncodeProgress, now: f64) -> Option<f64> {
-        if p.work == 0 {
-            return None;
-        }
-        let left = p.work.saturating_sub(p.work_done) as f64;
-        let elapsed = now - self.started;
-        if p.work_done as f64 >= Self::MEASURED_FROM * p.work as f64 && elapsed > 0.0 {
-            return Some(left * elapsed / p.work_done as f64);
-        }
-        self.prior_rate.filter(|r| *r > 0.0).map(|rate| left / rate)
-    }
-
-    /// The rate of a finished run, for the next run's first estimate.
-    pub fn rate(&self, p: &EncodeProgress, now: f64) -> Option<f64> {
-        let elapsed = now - self.started;
-        (p.work_done > 0 && elapsed > 0.0).then(|| p.work_done as f64 / elapsed)
-    }
-}
-
-/// Counts what an encoder has encoded and reports it after every batch; the callback's
-/// `false` stops the evaluation with [`Error::Cancelled`]. The evaluator's plan (told
-/// before its first batch) gives the totals.
-pub(super) struct ProgressEncoder<'a, E> {
-    inner: &'a E,
-    state: std::cell::Cell<EncodeProgress>,
-    cancelled: std::cell::Cell<bool>,
-    progress: std::cell::RefCell<&'a mut dyn FnMut(&EncodeProgress) -> bool>,
-}
-
-impl<'a, E> ProgressEncoder<'a, E> {
-    /// Wraps `inner`; `start` is what is known before the evaluator's plan.
-    pub(super) fn new(
-        inner: &'a E,
-        start: EncodeProgress,
-        progress: &'a mut dyn FnMut(&EncodeProgress) -> bool,
-    ) -> Self {
-        ProgressEncoder {
-            inner,
-            state: std::cell::Cell::new(start),
-            cancelled: std::cell::Cell::new(false),
-            progress: std::cell::RefCell::new(progress),
-        }
-    }
-}
-
-impl<E: crate::model::Encoder> crate::model::Encoder for ProgressEncoder<'_, E> {
-    fn config(&self) -> &crate::model::EncoderConfig {
-        self.inner.config()
-    }
-
-    /// The totals are known: reported at once, so a front end can say what the run will
-    /// encode and how long it may take before the first batch ends.
-    fn plan(&self, plan: &crate::model::EncodingPlan) {
-        let state = EncodeProgress {
-            sequences: plan.sequences,
-            tokens: plan.tokens,
-            work: plan.work(self.config()),
-            ..EncodeProgress::default()
-        };
-        self.state.set(state);
-        if !(self.progress.borrow_mut())(&state) {
-            self.cancelled.set(true);
-        }
-    }
-
-    async fn encode(
-        &self,
-        batch: &crate::model::TokenBatch,
-        output_layer: usize,
-    ) -> Result<crate::model::HiddenStates> {
-        if self.cancelled.get() {
-            return Err(Error::Cancelled);
-        }
-        let hidden = self.inner.encode(batch, output_layer).await?;
-        let mut state = self.state.get();
-        state.sequences_done = (state.sequences_done + batch.batch).min(state.sequences);
-        let work = crate::model::EncodingPlan::batch_work(batch.batch, batch.seq_len, self.config());
-        state.work_done = (state.work_done + work).min(state.work);
-        self.state.set(state);
-        if (self.progress.borrow_mut())(&state) {
-            Ok(hidden)
-        } else {
-            Err(Error::Cancelled)
-        }
-    }
 }
 
 /// The proxy tasks a model can evaluate: a multiple-choice head or no head (the

@@ -6,7 +6,7 @@
 //! and the graded file (met and p_met per criterion), which `medrank rubric` scores to the
 //! same means and `medrank rubric-agreement --grader-file` sets beside people.
 
-use super::evaluate::{describe_backend, describe_precision, EncodeProgress, ProgressEncoder};
+use super::kept::{EncodeProgress, ModelJob, ProgressEncoder};
 use super::{tables, NamedText, Outcome};
 use crate::data::graded::{parse_rubric, Criterion, GradedResponse, RubricResponse};
 use crate::eval::rubric::{grade_with_probabilities, ResponseScore, RubricOptions, SystemScore};
@@ -298,49 +298,28 @@ pub async fn grade_with_encoder<E: crate::model::Encoder>(
     })
 }
 
-impl super::KeptModel {
-    /// [`grade_with_backend`] on the kept model's encoder (the page's Grade step).
-    pub async fn grade(
-        &mut self,
-        req: &GradeRequest,
-        choice: crate::gpu::BackendChoice,
-        progress: &mut dyn FnMut(&EncodeProgress) -> bool,
-    ) -> Result<(GradeOutcome, crate::gpu::BackendReport)> {
-        let fingerprints = self.fingerprints.clone();
-        self.encoder(choice).await?;
-        let (model, encoder, backend) = self.opened().expect("opened above");
-        let outcome = grade_on(req, model, encoder, backend, fingerprints, progress).await?;
-        Ok((outcome, backend.clone()))
+impl ModelJob for GradeRequest {
+    type Output = GradeOutcome;
+    const STAGE: &'static str = "Grading with the model";
+
+    /// One sequence per (response, criterion) pair.
+    fn planning(sequences: usize) -> Option<String> {
+        Some(format!("{} (response, criterion) pairs", crate::report::thousands(sequences)))
     }
-}
 
-/// [`grade_with_encoder`] on an opened backend, its description added to the provenance.
-async fn grade_on(
-    req: &GradeRequest,
-    model: &crate::model::TextModel,
-    encoder: &crate::gpu::AnyEncoder,
-    backend: &crate::gpu::BackendReport,
-    model_inputs: Vec<Fingerprint>,
-    progress: &mut dyn FnMut(&EncodeProgress) -> bool,
-) -> Result<GradeOutcome> {
-    let mut out = grade_with_encoder(req, model, encoder, model_inputs, progress).await?;
-    let conventions = &mut out.outcome.report.provenance.conventions;
-    conventions.push(("backend".into(), describe_backend(backend)));
-    conventions.push(("precision".into(), describe_precision(model, backend)));
-    Ok(out)
-}
+    async fn run_on(
+        &self,
+        model: &crate::model::TextModel,
+        encoder: &crate::gpu::AnyEncoder,
+        model_inputs: Vec<Fingerprint>,
+        progress: &mut dyn FnMut(&EncodeProgress) -> bool,
+    ) -> Result<GradeOutcome> {
+        grade_with_encoder(self, model, encoder, model_inputs, progress).await
+    }
 
-/// [`grade_with_encoder`] on the backend `choice` asks for (the CLI's `--backend`).
-pub async fn grade_with_backend(
-    req: &GradeRequest,
-    model: &crate::model::TextModel,
-    choice: crate::gpu::BackendChoice,
-    model_inputs: Vec<Fingerprint>,
-    progress: &mut dyn FnMut(&EncodeProgress) -> bool,
-) -> Result<(GradeOutcome, crate::gpu::BackendReport)> {
-    let (encoder, backend) = crate::gpu::open_encoder(model.encoder.model.clone(), choice).await?;
-    let out = grade_on(req, model, &encoder, &backend, model_inputs, progress).await?;
-    Ok((out, backend))
+    fn provenance(output: &mut GradeOutcome) -> &mut Provenance {
+        &mut output.outcome.report.provenance
+    }
 }
 
 /// The criteria's P(met), the rubric's tables (responses, systems) and the cut pairs.

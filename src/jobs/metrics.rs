@@ -1,7 +1,10 @@
 //! Reference-based metrics (with BERTScore when a model is given) and rubric grading:
 //! the methods read their own single input.
 
-use super::*;
+use super::{fingerprint_all, tables, NamedText, Outcome};
+use crate::report::Fingerprint;
+use crate::Result;
+use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Clone, Deserialize, Serialize)]
 pub struct MetricsRequest {

@@ -13,35 +13,68 @@
 //! `workload` is the end-to-end benchmark both front ends time. What only the page needs
 //! (the kinds of input file, its requests and views) is the page's front end, `crate::page`.
 
-mod agreement;
-mod controls;
-mod evaluate;
-mod grade;
-mod import;
-mod metrics;
-mod nrp;
-mod quantize;
+pub mod agreement;
+pub mod controls;
+pub mod evaluate;
+pub mod grade;
+pub mod import;
+pub mod kept;
+pub mod metrics;
+pub mod nrp;
+pub mod quantize;
 pub mod rankers;
-mod statements;
+pub mod statements;
 pub mod tables;
-mod train;
-mod workload;
+pub mod train;
+pub mod workload;
 
-pub use agreement::*;
-pub use controls::*;
-pub use evaluate::*;
-pub use grade::*;
-pub use import::*;
-pub use metrics::*;
-pub use nrp::*;
-pub use quantize::*;
-pub use statements::*;
-pub use train::*;
-pub use workload::*;
+// What the front ends call, by name (a glob would hide which file a name comes from, and
+// let one file add to another's types unseen).
+pub use agreement::{agreement, AgreementReport, AgreementRequest, ScopedAgreement};
+pub use controls::{add_controls, parse_controls, ControlChoice, ControlPlan, ControlsOutcome, ControlsRequest};
+pub use evaluate::{
+    evaluate_predictions, evaluate_tables, evaluate_with_encoder, evaluate_with_model, file_stem,
+    plan_model_evaluation, tasks_of_model, EmptyOptionsReport, EvaluateReport, EvaluateRequest, EvaluatorPredictions,
+    EvaluatorReport, ModelOptions, ModelOutcome, ModelRunPlan, ProxyOptions, RankCell, RankMatrix, RankWithModel,
+};
+pub use grade::{
+    grade_tables, grade_with_encoder, read_rubric, CriterionGrade, CutPair, GradeOptions, GradeOutcome, GradeReport,
+    GradeRequest, GraderSummary, MET_THRESHOLD,
+};
+pub use import::{
+    bundle_or_import, import_healthbench, import_ranking_over_scoring, EmptyOptionRecords, HealthBenchImportOutcome,
+    HealthBenchImportReport, HealthBenchImportRequest, ImportOutcome, ImportReport, ImportRequest, Reordered, RosFile,
+    SystemResponses,
+};
+pub use kept::{
+    describe_backend, describe_precision, parse_backend, progress_parts, run_on_backend, EncodeProgress, KeptModel,
+    ModelJob, Progress, TimeEstimate,
+};
+pub use metrics::{
+    metrics, metrics_with_bertscore, rubric, rubric_agreement, BertScoreRequest, MetricsRequest,
+    RubricAgreementRequest, RubricRequest,
+};
+pub use nrp::{
+    nrp, nrp_with_models, pair_precomputed, parse_denominator, parse_not_judgeable, parse_not_judgeable_list,
+    parse_ties, parse_unscored, AnswerFile, NrpRequest, NrpRequestOptions, PrecomputedRanker, QrelsFile,
+};
+pub use quantize::{
+    int8_safetensors, quantize_model, DevCheck, EmbeddingCheck, FolderFiles, OrderCheck, QuantizeReport,
+    QuantizeRequest,
+};
+pub use statements::{
+    check_statements, statement_tables, CutStatement, StatementJudgement, StatementOptions, StatementReport,
+    StatementRequest,
+};
+pub use train::{
+    freeze_name, head_of, parse_arguments, parse_freeze, train, training_choices, DevData, Note, TrainRequest,
+    TrainTask, TrainedEvaluator, TrainingChoices, TrainingJob, TrainingSummary,
+};
+pub use workload::{run_workload, workload_accuracy, workload_bundle, WorkloadResult, WORKLOAD_SYSTEM};
 
 use crate::data::{self, Bundle, HumanRankings};
 use crate::report::{Fingerprint, Provenance, Table};
-use crate::{Error, Result, Warning};
+use crate::{Result, Warning};
 use serde::{Deserialize, Serialize};
 
 /// A user file: the name they know it by (path or browser file name) and its text.

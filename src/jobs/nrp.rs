@@ -1,12 +1,16 @@
 //! NRP: generated answers placed among expert-judged documents by the best ranker per
 //! quality dimension (BM25, precomputed runs, neural rankers).
 
-use super::*;
+use super::{fingerprint_all, tables, NamedText, Outcome};
+use crate::data;
 use crate::eval::nrp::fusion::{FusionSpec, Scope};
 use crate::eval::nrp::{
     self as method, AnswerKey, Denominator, NrpOptions, NrpReport, RankerScores, TiePolicy, Unscored,
 };
+use crate::report::Fingerprint;
 use crate::stats::bootstrap::Bootstrap;
+use crate::{Error, Result, Warning};
+use serde::{Deserialize, Serialize};
 
 /// A file of generated answers: JSONL carries system and prompt itself; a CSV
 /// `qid,query,answer1..N` needs them, given here or taken from a `<system>__<prompt>.csv` name.

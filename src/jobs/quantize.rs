@@ -6,9 +6,15 @@
 //!
 //! The figures are printed and kept in the folder's `quantization.json`.
 
-use super::*;
+use super::evaluate::{evaluate_with_model, EvaluateRequest, ModelOptions};
+use super::workload::{workload_accuracy, workload_bundle};
+use super::{model_fingerprints, NamedText};
+use crate::eval::proxy::ProxyOptions;
 use crate::model::load::{int8_tensor_names, to_named_tensors, write_raw_safetensors, RawTensor};
 use crate::model::{ModelFiles, Precision, TextModel};
+use crate::report::Provenance;
+use crate::{Error, Result, Warning};
+use serde::Serialize;
 
 /// What to quantize and what to measure it on.
 pub struct QuantizeRequest<'a> {

@@ -3,7 +3,7 @@
 //! `eval::statements`); the answer (after its question or conversation) is the premise,
 //! each statement the hypothesis (`model::grade::encode_pair`, the grader's input).
 
-use super::evaluate::{describe_backend, describe_precision, EncodeProgress, ProgressEncoder};
+use super::kept::{EncodeProgress, ModelJob, ProgressEncoder};
 use super::{NamedText, Outcome};
 use crate::data::statements::parse_statements;
 use crate::eval::statements::{answer_checks, system_checks, AnswerChecks, SystemChecks};
@@ -190,42 +190,23 @@ pub async fn check_statements<E: crate::model::Encoder>(
     Ok(Outcome { report, tables })
 }
 
-impl super::KeptModel {
-    /// [`check_statements`] on the kept model's encoder (the page's Statements job), the
-    /// backend's description added to the provenance.
-    pub async fn check_statements(
-        &mut self,
-        req: &StatementRequest,
-        choice: crate::gpu::BackendChoice,
+impl ModelJob for StatementRequest {
+    type Output = Outcome<StatementReport>;
+    const STAGE: &'static str = "Checking statements with the model";
+
+    async fn run_on(
+        &self,
+        model: &crate::model::TextModel,
+        encoder: &crate::gpu::AnyEncoder,
+        model_inputs: Vec<Fingerprint>,
         progress: &mut dyn FnMut(&EncodeProgress) -> bool,
-    ) -> Result<(Outcome<StatementReport>, crate::gpu::BackendReport)> {
-        let fingerprints = self.fingerprints.clone();
-        self.encoder(choice).await?;
-        let (model, encoder, backend) = self.opened().expect("opened above");
-        let mut outcome = check_statements(req, model, encoder, fingerprints, progress).await?;
-        describe_run(&mut outcome.report.provenance, model, backend);
-        Ok((outcome, backend.clone()))
+    ) -> Result<Outcome<StatementReport>> {
+        check_statements(self, model, encoder, model_inputs, progress).await
     }
-}
 
-/// The backend and precision that ran, in a report's provenance.
-fn describe_run(provenance: &mut Provenance, model: &crate::model::TextModel, backend: &crate::gpu::BackendReport) {
-    provenance.conventions.push(("backend".into(), describe_backend(backend)));
-    provenance.conventions.push(("precision".into(), describe_precision(model, backend)));
-}
-
-/// [`check_statements`] on the backend `choice` asks for (the CLI's `--backend`).
-pub async fn check_statements_with_backend(
-    req: &StatementRequest,
-    model: &crate::model::TextModel,
-    choice: crate::gpu::BackendChoice,
-    model_inputs: Vec<Fingerprint>,
-    progress: &mut dyn FnMut(&EncodeProgress) -> bool,
-) -> Result<(Outcome<StatementReport>, crate::gpu::BackendReport)> {
-    let (encoder, backend) = crate::gpu::open_encoder(model.encoder.model.clone(), choice).await?;
-    let mut outcome = check_statements(req, model, &encoder, model_inputs, progress).await?;
-    describe_run(&mut outcome.report.provenance, model, &backend);
-    Ok((outcome, backend))
+    fn provenance(output: &mut Outcome<StatementReport>) -> &mut Provenance {
+        &mut output.report.provenance
+    }
 }
 
 /// The judgements, the answers' figures, the systems' means, and the cut pairs.

@@ -70,9 +70,7 @@ pub fn sentence_case(message: &str) -> String {
     }
 }
 
-/// The page's progress report: `(stage, done, total)`; `Err(Cancelled)` once the user
-/// cancelled.
-pub type Progress<'a> = &'a mut dyn FnMut(&str, usize, usize) -> Result<()>;
+pub use jobs::Progress;
 
 /// Runs a job between two progress reports (the model-free jobs have no inner steps).
 fn between(progress: Progress, stage: &str, job: impl FnOnce() -> Result<String>) -> Result<String> {
@@ -193,15 +191,8 @@ pub async fn rank_with_model(
     let precision = request.options.precision()?;
     let (bundle_text, imported) = request.bundle()?;
     let (req, model_options, choice) = request.evaluate_with_model(bundle_text.clone())?;
-    let estimate = start_estimate(kept, precision, choice, now());
-    let mut last = jobs::EncodeProgress::default();
-    let mut on_batch = |p: &jobs::EncodeProgress| {
-        last = *p;
-        let (done, total) = progress_parts(p);
-        progress(&encoding_stage(p, &estimate, now()), done, total).is_ok()
-    };
-    let ((outcome, predictions), backend) = kept.evaluate(&req, choice, &model_options, &mut on_batch).await?;
-    keep_rate(kept, choice, &estimate, &last, now());
+    let job = jobs::RankWithModel { request: &req, options: &model_options };
+    let ((outcome, predictions), backend) = kept.run_for_page(&job, precision, choice, now, progress).await?;
     progress("Ranking systems", 1, 1)?;
     let (bundle, _) = crate::data::parse_bundle(&bundle_text.name, &bundle_text.text)?;
     let evaluator = outcome.report.evaluators.first().map(|e| e.evaluator.as_str()).unwrap_or("model");
@@ -234,59 +225,6 @@ impl<'a> RunViews<'a> {
             precision: kept.model.encoder.model.precision.name(),
         }
     }
-}
-
-/// Switches the kept model to `precision` and starts a run's time estimate from its last
-/// speed under `choice` (none when that speed was another arithmetic's or backend's).
-fn start_estimate(
-    kept: &mut KeptModel,
-    precision: crate::model::Precision,
-    choice: crate::gpu::BackendChoice,
-    started: f64,
-) -> jobs::TimeEstimate {
-    if kept.model.encoder.model.precision != precision {
-        kept.last_rate = None;
-    }
-    kept.set_precision(precision);
-    let prior_rate = kept.last_rate.filter(|(kept_choice, _)| *kept_choice == choice).map(|(_, rate)| rate);
-    jobs::TimeEstimate { started, prior_rate }
-}
-
-/// Keeps this run's speed for the next run's first estimate.
-fn keep_rate(
-    kept: &mut KeptModel,
-    choice: crate::gpu::BackendChoice,
-    estimate: &jobs::TimeEstimate,
-    last: &jobs::EncodeProgress,
-    now: f64,
-) {
-    if let Some(rate) = estimate.rate(last, now) {
-        kept.last_rate = Some((choice, rate));
-    }
-}
-
-/// The encoding's work done and in all as the page's progress takes them: parts per
-/// million of the work, since the work itself passes 2^32 (usize on wasm32) on a large run
-/// (8,605 sequences of ~250 tokens with MiniLM: ~5.5e9).
-pub fn progress_parts(p: &jobs::EncodeProgress) -> (usize, usize) {
-    const PARTS: u64 = 1_000_000;
-    match p.work {
-        0 => (0, 0),
-        work => ((p.work_done.min(work) as u128 * PARTS as u128 / work as u128) as usize, PARTS as usize),
-    }
-}
-
-/// "Encoding with the model: 1,234 of 8,605 sequences (1.9 M tokens) · about 4 min 05 s
-/// left": what the run will encode and how long it may take, from before its first batch.
-pub fn encoding_stage(p: &jobs::EncodeProgress, estimate: &jobs::TimeEstimate, now: f64) -> String {
-    if p.work == 0 {
-        // Before the evaluator's plan: it is tokenizing the inputs.
-        return format!(
-            "Encoding with the model: splitting {} sequences into tokens",
-            crate::report::thousands(p.sequences)
-        );
-    }
-    format!("Encoding with the model: {}{}", p.describe(), time_left(p, estimate, now))
 }
 
 // ------------------------------------------------------------------ NRP, metrics, rubric, agreement
@@ -375,15 +313,7 @@ pub async fn grade_with_model(
     }
     let precision = request.options.precision()?;
     let (req, choice) = request.grade()?;
-    let estimate = start_estimate(kept, precision, choice, now());
-    let mut last = jobs::EncodeProgress::default();
-    let mut on_batch = |p: &jobs::EncodeProgress| {
-        last = *p;
-        let (done, total) = progress_parts(p);
-        progress(&grading_stage(p, &estimate, now()), done, total).is_ok()
-    };
-    let (graded, backend) = kept.grade(&req, choice, &mut on_batch).await?;
-    keep_rate(kept, choice, &estimate, &last, now());
+    let (graded, backend) = kept.run_for_page(&req, precision, choice, now, progress).await?;
     progress("Scoring the graded responses", 1, 1)?;
     let outcome = &graded.outcome;
     let max_tokens = kept.model.encoder.model.config.max_tokens();
@@ -434,41 +364,9 @@ pub async fn statements_with_model(
 ) -> Result<String> {
     let precision = request.options.precision()?;
     let (req, choice) = request.statements()?;
-    let estimate = start_estimate(kept, precision, choice, now());
-    let mut last = jobs::EncodeProgress::default();
-    let mut on_batch = |p: &jobs::EncodeProgress| {
-        last = *p;
-        let (done, total) = progress_parts(p);
-        let stage = format!("Checking statements with the model: {}{}", p.describe(), time_left(p, &estimate, now()));
-        progress(&stage, done, total).is_ok()
-    };
-    let (outcome, backend) = kept.check_statements(&req, choice, &mut on_batch).await?;
-    keep_rate(kept, choice, &estimate, &last, now());
+    let (outcome, backend) = kept.run_for_page(&req, precision, choice, now, progress).await?;
     progress("Checking statements with the model", 1, 1)?;
     reply(&outcome, RunViews::of(kept, &backend))
-}
-
-/// "Grading with the model: 12 of 46 sequences (5.1 k tokens) · about 3 s left": one
-/// sequence per (response, criterion) pair.
-pub fn grading_stage(p: &jobs::EncodeProgress, estimate: &jobs::TimeEstimate, now: f64) -> String {
-    if p.work == 0 {
-        return format!(
-            "Grading with the model: {} (response, criterion) pairs",
-            crate::report::thousands(p.sequences)
-        );
-    }
-    format!("Grading with the model: {}{}", p.describe(), time_left(p, estimate, now))
-}
-
-/// " · about 4 min 05 s left" (the stage's tail, measured or from the model's last speed).
-fn time_left(p: &jobs::EncodeProgress, estimate: &jobs::TimeEstimate, now: f64) -> String {
-    match estimate.seconds_left(p, now) {
-        Some(s) if p.work_done == 0 => {
-            format!(" · about {} at this model's last speed", crate::report::fmt_duration(s))
-        }
-        Some(s) => format!(" · about {} left", crate::report::fmt_duration(s)),
-        None => " · timing the first batches to estimate the time".into(),
-    }
 }
 
 /// The benchmark page's workload (`jobs::run_workload`, as `medrank bench --parts
@@ -506,6 +404,7 @@ mod tests {
     #[test]
     fn the_pages_progress_is_a_share_of_the_work_that_fits_32_bits() {
         let p = |work_done, work| jobs::EncodeProgress { work_done, work, ..Default::default() };
+        let progress_parts = jobs::progress_parts;
         assert_eq!(progress_parts(&p(0, 0)), (0, 0));
         // 5.5e9 units, more than u32 holds: a quarter done is 250,000 parts of a million.
         assert_eq!(progress_parts(&p(1_375_000_000, 5_500_000_000)), (250_000, 1_000_000));
@@ -641,10 +540,10 @@ mod tests {
         let request = grade_request(serde_json::json!({"seed": 3, "resamples": 40, "backend": "cpu"}));
         let (reply, stages) = page_grade(&mut kept, &request).unwrap();
 
-        // The job as the CLI runs it (`grade_with_backend`, the same request and backend).
+        // The job as the CLI runs it (`run_on_backend`, the same request and backend).
         let (req, choice) = request.grade().unwrap();
         let mut all_right = |_: &jobs::EncodeProgress| true;
-        let (cli, _) = pollster::block_on(jobs::grade_with_backend(
+        let (cli, _) = pollster::block_on(jobs::run_on_backend(
             &req,
             &kept.model,
             choice,
