@@ -65,7 +65,6 @@ fn step_wise_training_gives_the_curve_of_the_one_call_trainer() {
         arguments: "none".into(),
         options: opts.clone(),
         conventions: conv,
-        on_gpu: false,
         trace_steps: 0,
     };
     let mut job = jobs::TrainingJob::start(&req, &m, medrank::train::native_clock).unwrap();
@@ -110,7 +109,6 @@ fn an_epoch_before_the_frozen_pass_is_an_error() {
         arguments: "none".into(),
         options: TrainOptions::default(),
         conventions: ExampleOptions::default(),
-        on_gpu: false,
         trace_steps: 0,
     };
     let mut job = jobs::TrainingJob::start(&req, &m, medrank::train::native_clock).unwrap();

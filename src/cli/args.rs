@@ -4,6 +4,7 @@
 
 use super::output::read_input;
 use crate::jobs::{self, NamedText};
+use crate::stats::bootstrap::Bootstrap;
 use crate::{Error, Result};
 use clap::Args;
 use std::path::{Path, PathBuf};
@@ -24,18 +25,19 @@ pub(super) fn key_value(s: &str) -> std::result::Result<(String, String), String
     }
 }
 
-/// The seeded percentile bootstrap every report's intervals come from (recorded in it).
+/// The seeded percentile bootstrap every report's intervals come from (recorded in it). The
+/// defaults are the job layer's (the page's Options start at them too).
 #[derive(Args, Debug, Clone)]
 pub struct BootstrapArgs {
     /// Seed of every random choice (bootstrap resamples; recorded in the report): a whole
     /// number from 0 to 18446744073709551615.
-    #[arg(long, default_value_t = 0)]
+    #[arg(long, default_value_t = Bootstrap::default().seed)]
     pub seed: u64,
     /// Bootstrap resamples (1 to 1,000,000).
-    #[arg(long, default_value_t = 1000, value_parser = resamples)]
+    #[arg(long, default_value_t = Bootstrap::default().resamples, value_parser = resamples)]
     pub resamples: usize,
     /// Confidence level of the intervals (a number between 0 and 1, both excluded).
-    #[arg(long, default_value_t = 0.95, value_parser = confidence)]
+    #[arg(long, default_value_t = Bootstrap::default().confidence, value_parser = confidence)]
     pub confidence: f64,
 }
 
@@ -67,8 +69,8 @@ fn resamples(s: &str) -> std::result::Result<usize, String> {
 }
 
 impl BootstrapArgs {
-    pub fn settings(&self) -> crate::stats::bootstrap::Bootstrap {
-        crate::stats::bootstrap::Bootstrap { seed: self.seed, resamples: self.resamples, confidence: self.confidence }
+    pub fn settings(&self) -> Bootstrap {
+        Bootstrap { seed: self.seed, resamples: self.resamples, confidence: self.confidence }
     }
 }
 
@@ -180,15 +182,15 @@ pub(super) fn warn_all(warnings: &[crate::Warning], quiet: bool) {
 }
 
 /// Where and how a model job runs its encoder over (text, text) pairs (`grade`,
-/// `statements`).
+/// `statements`); the defaults are the job layer's.
 #[derive(Args, Debug, Clone)]
 pub struct PairRunArgs {
     /// Pairs per forward pass (1 to 1,024).
-    #[arg(long, default_value_t = crate::model::embed::DEFAULT_BATCH, value_parser = count(1, crate::bounds::MAX_BATCH))]
+    #[arg(long, default_value_t = jobs::GradeOptions::default().batch_size, value_parser = count(1, crate::bounds::MAX_BATCH))]
     pub batch_size: usize,
     /// Where the encoder runs: cpu (the reference), gpu (wgpu; an error when no adapter),
     /// or auto. The report's provenance says which ran.
-    #[arg(long, default_value = "cpu", value_parser = ["auto", "cpu", "gpu"])]
+    #[arg(long, default_value_t = jobs::RunOptions::default().backend, value_parser = ["auto", "cpu", "gpu"])]
     pub backend: String,
     /// The encoder's arithmetic on the CPU: f32 or int8 (default: the folder's own).
     #[arg(long, value_parser = ["f32", "int8"])]

@@ -6,14 +6,19 @@
 //! and the graded file (met and p_met per criterion), which `medrank rubric` scores to the
 //! same means and `medrank rubric-agreement --grader-file` sets beside people.
 
-use super::kept::{EncodeProgress, ModelJob, ProgressEncoder};
+use super::kept::{EncodeProgress, KeptModel, ModelJob, Progress, ProgressEncoder, RunOptions};
+use super::rubric_agreement::{rubric_agreement, AgreementViews, RubricAgreementRequest};
+use super::spec::{options_value, reply, JobInputs, JobRequest, JobSpec, LocalFuture, ReportPart, RunViews, View};
+use super::views::{rubric_view, value, RubricView};
 use super::{tables, NamedText, Outcome};
 use crate::data::graded::{parse_rubric, Criterion, GradedResponse, RubricResponse};
 use crate::eval::rubric::{grade_with_probabilities, ResponseScore, RubricOptions, SystemScore};
+use crate::eval::rubric_agreement::RubricAgreementReport;
 use crate::model::grade::{conversation_text, encode_pair, grade_inputs, GradeInput, GraderKind};
 use crate::report::{Fingerprint, Provenance, Table};
 use crate::{Error, Result, Warning};
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 
 /// The threshold that turns P(met) into `met`.
 pub const MET_THRESHOLD: f64 = 0.5;
@@ -322,6 +327,78 @@ impl ModelJob for GradeRequest {
     }
 }
 
+/// The Grade job's Criteria tab: which model graded and how, each response's criteria
+/// with P(met), the pairs cut to the model's limit, and the graded file to download.
+#[derive(Debug, Serialize)]
+pub struct GradeView<'a> {
+    pub grader: &'a GraderSummary,
+    pub responses: Vec<GradedResponseView<'a>>,
+    /// "3 of 46 (response, criterion) pairs ... were cut": only when some were.
+    pub truncation: Option<String>,
+    pub truncated: &'a [CutPair],
+    /// The graded file: the rubric with `met` and `p_met` per criterion (the CLI's `--out`).
+    pub graded_name: String,
+    pub graded_jsonl: &'a str,
+}
+
+#[derive(Debug, Serialize)]
+pub struct GradedResponseView<'a> {
+    pub id: &'a str,
+    pub system: &'a str,
+    pub line: usize,
+    /// The response's score with met = P(met) >= 0.5 (unclipped).
+    pub score: Option<f64>,
+    pub achieved: f64,
+    pub possible: f64,
+    pub criteria: Vec<&'a CriterionGrade>,
+}
+
+/// The Criteria tab of a grade outcome; `rubric_name` is the graded rubric file's name and
+/// `max_tokens` the grader's token limit.
+pub fn grade_view<'a>(
+    report: &'a GradeReport,
+    graded_jsonl: &'a str,
+    rubric_name: &str,
+    max_tokens: usize,
+) -> GradeView<'a> {
+    // The criteria of each response (its line in the file identifies it).
+    let mut by_line: BTreeMap<usize, Vec<&CriterionGrade>> = BTreeMap::new();
+    for c in &report.criteria {
+        by_line.entry(c.line).or_default().push(c);
+    }
+    let responses = report
+        .responses
+        .iter()
+        .map(|r| GradedResponseView {
+            id: &r.id,
+            system: &r.system,
+            line: r.line,
+            score: value(&r.overall.score),
+            achieved: r.overall.achieved,
+            possible: r.overall.possible,
+            criteria: by_line.remove(&r.line).unwrap_or_default(),
+        })
+        .collect();
+    let truncation = (!report.truncated.is_empty()).then(|| {
+        format!(
+            "{} of {} (response, criterion) pairs were longer than the grader\u{2019}s {max_tokens}-token limit and were cut \
+             (the conversation\u{2019}s earliest turns first, the response\u{2019}s end only when it alone did not fit, \
+             the criterion never): P(met) of those pairs was judged on what was left. The table grade_truncated \
+             lists every cut pair.",
+            report.truncated.len(),
+            report.criteria.len()
+        )
+    });
+    GradeView {
+        grader: &report.grader,
+        responses,
+        truncation,
+        truncated: &report.truncated,
+        graded_name: format!("{}.graded.jsonl", super::file_stem(rubric_name)),
+        graded_jsonl,
+    }
+}
+
 /// The criteria's P(met), the rubric's tables (responses, systems) and the cut pairs.
 pub fn grade_tables(report: &GradeReport) -> Vec<Table> {
     let mut criteria = Table::new(
@@ -362,4 +439,131 @@ pub fn grade_tables(report: &GradeReport) -> Vec<Table> {
         out.push(cut);
     }
     out
+}
+
+// ------------------------------------------------------------------ the job ----------------
+
+/// `medrank grade`'s options with the run's (`--backend`, `--precision`), named as the
+/// flags; the page's Options send the same names.
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[serde(default)]
+pub struct GradeJobOptions {
+    #[serde(flatten)]
+    pub grade: GradeOptions,
+    #[serde(flatten)]
+    pub run: RunOptions,
+}
+
+/// The job: the chosen model grades every criterion of a rubric file, then the scores.
+pub const JOB: JobSpec = JobSpec {
+    name: "grade",
+    label: "Grade",
+    title: "rubric grading with a model",
+    command: "grade",
+    // A graded file scores as it is (Rubric); a file with the responses' text and no `met`
+    // is graded by the model first. A graded file with texts can be graded again when the
+    // user gives it this kind.
+    inputs: JobInputs { accepts: &["rubric_responses"], required: &[&["rubric_responses"]], model_replaces: &[] },
+    needs_model: "Grade needs a grader: choose a model under Model (an NLI model or a criterion grader, from this computer or trained here).",
+    views: &[
+        View { key: "grade_view", title: "Criteria", optional: false },
+        View { key: "rubric_view", title: "Scores", optional: false },
+        View { key: "grader_agreement", title: "Agreement", optional: true },
+    ],
+    defaults: || options_value(&GradeJobOptions { run: RunOptions::page(), ..Default::default() }),
+    run: None,
+    run_on_model: Some(run_on_model),
+    check: None,
+};
+
+/// A rubric file graded by the kept model (`medrank grade --rubric --grader --backend`):
+/// P(met) for every (response, criterion) pair, then the HealthBench scores with met =
+/// P(met) >= 0.5, expected means and intervals that draw met from P(met). On WebGPU when
+/// the options allow it and the browser gives an adapter, else on the CPU, in the options'
+/// precision; the reply says which, and carries the graded file (the CLI's `--out`) and,
+/// when the file carries people's `met_by`, the grader set against them.
+fn run_on_model<'a>(
+    kept: &'a mut KeptModel,
+    request: &'a JobRequest,
+    now: &'a dyn Fn() -> f64,
+    progress: Progress<'a>,
+) -> LocalFuture<'a, Result<String>> {
+    Box::pin(async move {
+        #[derive(Serialize)]
+        struct GradeViews<'a> {
+            grade_view: GradeView<'a>,
+            rubric_view: RubricView<'a>,
+            #[serde(flatten)]
+            run: RunViews<'a>,
+            /// When the file carries people's `met_by`: this grader against them (kept
+            /// beside the Grade report, so its report and tables stay `medrank grade`'s).
+            #[serde(skip_serializing_if = "Option::is_none")]
+            grader_agreement: Option<ReportPart<'a, RubricAgreementReport, AgreementViews<'a>>>,
+        }
+        let (req, run) = grade_request(request)?;
+        let (precision, choice) = run.read()?;
+        let (graded, backend) = kept.run_for_page(&req, precision, choice, now, progress).await?;
+        progress("Scoring the graded responses", 1, 1)?;
+        let outcome = &graded.outcome;
+        let max_tokens = kept.model.encoder.model.config.max_tokens();
+        let grade_view = grade_view(&outcome.report, &graded.graded_jsonl, &req.rubric.name, max_tokens);
+        let agreement = grader_agreement(&req.rubric, &grade_view.graded_name, &graded.graded_jsonl)?;
+        let confidence = req.options.rubric.bootstrap.confidence;
+        let views = GradeViews {
+            grader_agreement: agreement.as_ref().map(|a| ReportPart::new(a, AgreementViews::of(&a.report))),
+            grade_view,
+            rubric_view: rubric_view(&outcome.report.system_scores, confidence),
+            run: RunViews::of(kept, &backend),
+        };
+        reply(outcome, views)
+    })
+}
+
+/// The page's request read as `medrank grade`'s, and where the model runs.
+fn grade_request(request: &JobRequest) -> Result<(GradeRequest, RunOptions)> {
+    let options: GradeJobOptions = request.options()?;
+    let rubric = request.required("rubric_responses", "a rubric file with the responses\u{2019} text to grade")?;
+    Ok((GradeRequest { rubric: rubric.named(), options: options.grade }, options.run))
+}
+
+/// The grader just run against the people who judged the same criteria (`met_by`), when
+/// the graded file carries any: `medrank rubric-agreement --input RUBRIC --grader-file
+/// GRADED` on the graded file this reply carries (the same job).
+fn grader_agreement(
+    rubric: &NamedText,
+    graded_name: &str,
+    graded_jsonl: &str,
+) -> Result<Option<Outcome<RubricAgreementReport>>> {
+    let (responses, _) = parse_rubric(&rubric.name, &rubric.text)?;
+    if !responses.iter().flat_map(|r| &r.criteria).any(|c| !c.met_by.is_empty()) {
+        return Ok(None);
+    }
+    let request =
+        RubricAgreementRequest { file: rubric.clone(), grader_file: Some(NamedText::new(graded_name, graded_jsonl)) };
+    rubric_agreement(&request).map(Some)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::jobs::spec::testing::{file, request};
+
+    #[test]
+    fn grade_reads_the_file_to_grade_and_the_bootstrap_and_backend_options() {
+        let r = request(
+            vec![file("graded.jsonl", "rubric", &[]), file("c.jsonl", "rubric_responses", &[])],
+            serde_json::json!({"seed": 7, "resamples": 30, "confidence": 0.9, "backend": "cpu"}),
+        );
+        let (req, run) = grade_request(&r).unwrap();
+        assert_eq!(req.rubric.name, "c.jsonl", "a graded file is the Rubric job's, not Grade's");
+        let b = req.options.rubric.bootstrap;
+        assert_eq!((b.seed, b.resamples, b.confidence), (7, 30, 0.9));
+        assert_eq!(req.options.batch_size, GradeOptions::default().batch_size);
+        assert_eq!(run.read().unwrap().1, crate::gpu::BackendChoice::Cpu);
+        let r = request(vec![file("graded.jsonl", "rubric", &[])], serde_json::json!({}));
+        let e = grade_request(&r).unwrap_err().to_string();
+        assert_eq!(e, "add a rubric file with the responses\u{2019} text to grade");
+        let r = request(vec![file("c.jsonl", "rubric_responses", &[])], serde_json::json!({"backend": "tpu"}));
+        assert!(grade_request(&r).unwrap().1.read().unwrap_err().to_string().contains("unknown backend `tpu`"));
+    }
 }

@@ -8,7 +8,7 @@
 
 use std::future::Future;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::gpu::{AnyEncoder, BackendChoice, BackendReport};
 use crate::model::{Precision, TextModel};
@@ -72,6 +72,43 @@ pub async fn run_on_backend<J: ModelJob>(
 /// cancelled.
 pub type Progress<'a> = &'a mut dyn FnMut(&str, usize, usize) -> Result<()>;
 
+/// Where a kept-model job runs the encoder and in which arithmetic, named as `--backend` and
+/// `--precision` (the page's Model section sends the same names).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(default)]
+pub struct RunOptions {
+    /// `auto` (a hardware GPU when there is one), `cpu` or `gpu` (an error without one).
+    pub backend: String,
+    /// `f32` or `int8`; empty: the model folder's own (int8 for a folder written by
+    /// `medrank quantize`, else f32).
+    pub precision: String,
+}
+
+impl Default for RunOptions {
+    /// The CLI's: the CPU path, the reference the GPU is tested against, and the folder's
+    /// own precision.
+    fn default() -> Self {
+        RunOptions { backend: "cpu".into(), precision: String::new() }
+    }
+}
+
+impl RunOptions {
+    /// The page's: the browser's GPU (WebGPU) when it has one, else the CPU. The only
+    /// default the two front ends do not share: a page runs where the browser runs fastest.
+    pub fn page() -> Self {
+        RunOptions { backend: "auto".into(), ..RunOptions::default() }
+    }
+
+    /// The precision asked for (`None`: the folder's own) and the backend.
+    pub fn read(&self) -> Result<(Option<Precision>, BackendChoice)> {
+        let precision = match self.precision.trim() {
+            "" => None,
+            name => Some(Precision::parse(name)?),
+        };
+        Ok((precision, parse_backend(&self.backend)?))
+    }
+}
+
 /// A model loaded once and kept across jobs (the page's worker holds one until the user
 /// picks another): the text model, its files' fingerprints, and the encoder last opened for
 /// it — so a second job neither parses the weights again nor rebuilds the CPU layers or
@@ -79,17 +116,25 @@ pub type Progress<'a> = &'a mut dyn FnMut(&str, usize, usize) -> Result<()>;
 pub struct KeptModel {
     pub model: TextModel,
     pub fingerprints: Vec<Fingerprint>,
+    /// The model's tokenizer.json: a folder trained on it holds a copy.
+    pub tokenizer_json: Vec<u8>,
     /// Work per second of this model's last run, and the backend choice it ran under: the
     /// next run's first time estimate ([`TimeEstimate`]).
     pub last_rate: Option<(BackendChoice, f64)>,
+    /// The precision the model's folder holds (int8 weights or not): a run that asks for
+    /// none, and a training, run in it.
+    pub folder_precision: Precision,
     opened: Option<(BackendChoice, AnyEncoder, BackendReport)>,
 }
 
 impl KeptModel {
     pub fn from_files(files: &crate::model::ModelFiles) -> Result<KeptModel> {
+        let model = TextModel::from_files(files)?;
         Ok(KeptModel {
-            model: TextModel::from_files(files)?,
+            folder_precision: model.encoder.model.precision,
+            model,
             fingerprints: super::model_fingerprints(files),
+            tokenizer_json: files.tokenizer_json.clone(),
             last_rate: None,
             opened: None,
         })
@@ -130,18 +175,20 @@ impl KeptModel {
         Ok((output, backend.clone()))
     }
 
-    /// `job` as the page runs it: in `precision`, on `choice`, its progress as the page
+    /// `job` as the page runs it: in `precision` (the folder's own when `None`), on
+    /// `choice`, its progress as the page
     /// shows it (a share of the work, [`progress_parts`]; the stage in words with the
     /// sequences, tokens and time left, measured once 2 % is done and before that at this
     /// model's last speed), and this run's speed kept for the next run's first estimate.
     pub async fn run_for_page<J: ModelJob>(
         &mut self,
         job: &J,
-        precision: Precision,
+        precision: Option<Precision>,
         choice: BackendChoice,
         now: &dyn Fn() -> f64,
         progress: Progress<'_>,
     ) -> Result<(J::Output, BackendReport)> {
+        let precision = precision.unwrap_or(self.folder_precision);
         if self.model.encoder.model.precision != precision {
             self.last_rate = None; // that speed was another arithmetic's
         }

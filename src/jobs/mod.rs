@@ -23,23 +23,40 @@ pub mod metrics;
 pub mod nrp;
 pub mod quantize;
 pub mod rankers;
+pub mod rubric;
+pub mod rubric_agreement;
+pub mod spec;
 pub mod statements;
 pub mod tables;
 pub mod train;
+pub mod views;
 pub mod workload;
+
+/// Every job of the page, in the order of its Run buttons: each described once, in its file.
+pub const JOBS: &[&JobSpec] =
+    &[&evaluate::JOB, &nrp::JOB, &metrics::JOB, &rubric::JOB, &rubric_agreement::JOB, &grade::JOB, &statements::JOB];
+
+/// The job called `name`.
+pub fn job(name: &str) -> Result<&'static JobSpec> {
+    JOBS.iter().copied().find(|j| j.name == name).ok_or_else(|| {
+        let known: Vec<&str> = JOBS.iter().map(|j| j.name).collect();
+        crate::Error::invalid(format!("unknown job `{name}` (known: {})", known.join(", ")))
+    })
+}
 
 // What the front ends call, by name (a glob would hide which file a name comes from, and
 // let one file add to another's types unseen).
 pub use agreement::{agreement, AgreementReport, AgreementRequest, ScopedAgreement};
 pub use controls::{add_controls, parse_controls, ControlChoice, ControlPlan, ControlsOutcome, ControlsRequest};
 pub use evaluate::{
-    evaluate_predictions, evaluate_tables, evaluate_with_encoder, evaluate_with_model, file_stem,
-    plan_model_evaluation, tasks_of_model, EmptyOptionsReport, EvaluateReport, EvaluateRequest, EvaluatorPredictions,
-    EvaluatorReport, ModelOptions, ModelOutcome, ModelRunPlan, ProxyOptions, RankCell, RankMatrix, RankWithModel,
+    evaluate_predictions, evaluate_tables, evaluate_with_encoder, evaluate_with_model, plan_model_evaluation,
+    rank_check, tasks_of_model, EmptyOptionsReport, EvaluateReport, EvaluateRequest, EvaluatorPredictions,
+    EvaluatorReport, ModelOptions, ModelOutcome, ModelRunPlan, ProxyOptions, RankCell, RankCheck, RankMatrix,
+    RankOptions, RankWithModel,
 };
 pub use grade::{
-    grade_tables, grade_with_encoder, read_rubric, CriterionGrade, CutPair, GradeOptions, GradeOutcome, GradeReport,
-    GradeRequest, GraderSummary, MET_THRESHOLD,
+    grade_tables, grade_with_encoder, read_rubric, CriterionGrade, CutPair, GradeJobOptions, GradeOptions,
+    GradeOutcome, GradeReport, GradeRequest, GraderSummary, MET_THRESHOLD,
 };
 pub use import::{
     bundle_or_import, import_healthbench, import_ranking_over_scoring, EmptyOptionRecords, HealthBenchImportOutcome,
@@ -48,27 +65,29 @@ pub use import::{
 };
 pub use kept::{
     describe_backend, describe_precision, parse_backend, progress_parts, run_on_backend, EncodeProgress, KeptModel,
-    ModelJob, Progress, TimeEstimate,
+    ModelJob, Progress, RunOptions, TimeEstimate,
 };
-pub use metrics::{
-    metrics, metrics_with_bertscore, rubric, rubric_agreement, BertScoreRequest, MetricsRequest,
-    RubricAgreementRequest, RubricRequest,
-};
+pub use metrics::{metrics, metrics_with_bertscore, BertScoreRequest, MetricsRequest};
 pub use nrp::{
-    nrp, nrp_with_models, pair_precomputed, parse_denominator, parse_not_judgeable, parse_not_judgeable_list,
-    parse_ties, parse_unscored, AnswerFile, NrpRequest, NrpRequestOptions, PrecomputedRanker, QrelsFile,
+    nrp, nrp_with_models, pair_precomputed, parse_denominator, parse_not_judgeable, parse_ties, parse_unscored,
+    AnswerFile, NrpRequest, NrpRequestOptions, PrecomputedRanker, QrelsFile,
 };
 pub use quantize::{
     int8_safetensors, quantize_model, DevCheck, EmbeddingCheck, FolderFiles, OrderCheck, QuantizeReport,
     QuantizeRequest,
 };
+pub use rubric::{rubric, RubricRequest};
+pub use rubric_agreement::{rubric_agreement, RubricAgreementRequest};
+pub use spec::{json, InputFile, JobDescription, JobRequest, JobSpec};
 pub use statements::{
-    check_statements, statement_tables, CutStatement, StatementJudgement, StatementOptions, StatementReport,
-    StatementRequest,
+    check_statements, statement_tables, CutStatement, StatementJobOptions, StatementJudgement, StatementOptions,
+    StatementReport, StatementRequest,
 };
+#[cfg(not(target_arch = "wasm32"))]
+pub use train::train;
 pub use train::{
-    freeze_name, head_of, parse_arguments, parse_freeze, train, training_choices, DevData, Note, TrainRequest,
-    TrainTask, TrainedEvaluator, TrainingChoices, TrainingJob, TrainingSummary,
+    argument_choices, freeze_name, head_of, parse_arguments, parse_freeze, training_choices, ArgumentChoice, DevData,
+    Note, TrainForm, TrainRequest, TrainTask, TrainedEvaluator, TrainingChoices, TrainingJob, TrainingSummary,
 };
 pub use workload::{run_workload, workload_accuracy, workload_bundle, WorkloadResult, WORKLOAD_SYSTEM};
 
@@ -99,6 +118,12 @@ impl NamedText {
 pub struct Outcome<R> {
     pub report: R,
     pub tables: Vec<Table>,
+}
+
+/// The file name without folders and extension.
+pub fn file_stem(name: &str) -> String {
+    let base = name.rsplit(['/', '\\']).next().unwrap_or(name);
+    base.rsplit_once('.').map(|(s, _)| s).unwrap_or(base).to_string()
 }
 
 /// Adds the fingerprints of `inputs` to a report's provenance (methods do not see files).

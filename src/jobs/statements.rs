@@ -3,7 +3,8 @@
 //! `eval::statements`); the answer (after its question or conversation) is the premise,
 //! each statement the hypothesis (`model::grade::encode_pair`, the grader's input).
 
-use super::kept::{EncodeProgress, ModelJob, ProgressEncoder};
+use super::kept::{EncodeProgress, KeptModel, ModelJob, Progress, ProgressEncoder, RunOptions};
+use super::spec::{options_value, reply, JobInputs, JobRequest, JobSpec, LocalFuture, RunViews, View};
 use super::{NamedText, Outcome};
 use crate::data::statements::parse_statements;
 use crate::eval::statements::{answer_checks, system_checks, AnswerChecks, SystemChecks};
@@ -25,10 +26,7 @@ pub struct StatementOptions {
 
 impl Default for StatementOptions {
     fn default() -> Self {
-        StatementOptions {
-            bootstrap: Bootstrap { seed: 42, ..Bootstrap::default() },
-            batch_size: crate::model::embed::DEFAULT_BATCH,
-        }
+        StatementOptions { bootstrap: Bootstrap::default(), batch_size: crate::model::embed::DEFAULT_BATCH }
     }
 }
 
@@ -207,6 +205,57 @@ impl ModelJob for StatementRequest {
     fn provenance(output: &mut Outcome<StatementReport>) -> &mut Provenance {
         &mut output.report.provenance
     }
+}
+
+// ------------------------------------------------------------------ the job ----------------
+
+/// `medrank statements`' options with the run's (`--backend`, `--precision`), named as the
+/// flags; the page's Options send the same names.
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[serde(default)]
+pub struct StatementJobOptions {
+    #[serde(flatten)]
+    pub statements: StatementOptions,
+    #[serde(flatten)]
+    pub run: RunOptions,
+}
+
+/// The job: the chosen NLI model checks each answer against its expert statements.
+pub const JOB: JobSpec = JobSpec {
+    name: "statements",
+    label: "Statements",
+    title: "answers checked against expert statements",
+    command: "statements",
+    inputs: JobInputs { accepts: &["statement_answers"], required: &[&["statement_answers"]], model_replaces: &[] },
+    needs_model: "Needs an NLI model: choose one under Model (labels naming entailment and contradiction).",
+    views: &[View { key: "statement_checks", title: "Statements", optional: false }],
+    defaults: || options_value(&StatementJobOptions { run: RunOptions::page(), ..Default::default() }),
+    run: None,
+    run_on_model: Some(run_on_model),
+    check: None,
+};
+
+/// Statement checks with the kept model as the NLI model (`medrank statements --input --nli
+/// --backend`): on WebGPU when the options allow it and the browser gives an adapter, else
+/// on the CPU, in the options' precision; the reply says which.
+fn run_on_model<'a>(
+    kept: &'a mut KeptModel,
+    request: &'a JobRequest,
+    now: &'a dyn Fn() -> f64,
+    progress: Progress<'a>,
+) -> LocalFuture<'a, Result<String>> {
+    Box::pin(async move {
+        let options: StatementJobOptions = request.options()?;
+        let req = StatementRequest {
+            answers: request.required("statement_answers", "a file of answers with expert statements")?.named(),
+            options: options.statements.clone(),
+        };
+        let (precision, choice) = options.run.read()?;
+        let (outcome, backend) = kept.run_for_page(&req, precision, choice, now, progress).await?;
+        progress("Checking statements with the model", 1, 1)?;
+        // The Statements tab draws from the report itself.
+        reply(&outcome, RunViews::of(kept, &backend))
+    })
 }
 
 /// The judgements, the answers' figures, the systems' means, and the cut pairs.

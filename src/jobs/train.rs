@@ -17,7 +17,7 @@ use crate::train::{
 use crate::{Error, Result};
 use rand::seq::SliceRandom;
 use rand::SeedableRng;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// Where the dev examples (which pick the best epoch) come from.
 #[derive(Debug, Clone, PartialEq)]
@@ -41,6 +41,24 @@ pub enum TrainTask {
 impl TrainTask {
     /// Every task's name, as `--task` and the page's form take them.
     pub const NAMES: [&'static str; 4] = ["mcqa", "misinformation", "nli", "criterion"];
+
+    /// Every task, in the page's order.
+    pub const ALL: [TrainTask; 4] = [
+        TrainTask::Proxy(Task::Mcqa),
+        TrainTask::Proxy(Task::Misinformation),
+        TrainTask::Proxy(Task::Nli),
+        TrainTask::Criterion,
+    ];
+
+    /// The task in the page's words.
+    pub fn label(self) -> &'static str {
+        match self {
+            TrainTask::Proxy(Task::Mcqa) => "MCQA",
+            TrainTask::Proxy(Task::Misinformation) => "misinformation",
+            TrainTask::Proxy(Task::Nli) => "NLI",
+            TrainTask::Criterion => "rubric criterion grader",
+        }
+    }
 
     pub fn parse(name: &str) -> Option<TrainTask> {
         match name {
@@ -77,13 +95,111 @@ pub struct TrainRequest {
     pub arguments: String,
     pub options: TrainOptions,
     pub conventions: ExampleOptions,
-    /// With `top:N`: the trained layers run on the GPU (`--backend gpu`) instead of
-    /// candle's autograd on the CPU.
-    pub on_gpu: bool,
     /// Record a trace of the first this many optimiser steps (0: none; `usize::MAX`: all),
     /// with the starting weights, for a reference implementation to replay
     /// (`medrank train --trace`, tests/reference/train_reference.py).
     pub trace_steps: usize,
+}
+
+/// `medrank train`'s options, named as its flags (the page's training form sends the same
+/// names): `Default` is the one home of each default, for both front ends.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(default)]
+pub struct TrainForm {
+    /// The task: a proxy task of argument bundles, or `criterion` (a rubric file).
+    pub task: String,
+    /// With a bundle: `none`, `system:NAME` or `random:A,B,C`.
+    pub arguments: String,
+    /// `head`, `top:N` or `all`.
+    pub freeze: String,
+    pub epochs: usize,
+    pub batch_size: usize,
+    pub grad_accum: usize,
+    pub lr: f64,
+    pub layer_lr: f64,
+    pub weight_decay: f64,
+    pub warmup: f64,
+    pub patience: usize,
+    pub seed: u64,
+    /// `accuracy`, `macro-f1`, `loss`, or empty for the task's metric.
+    pub select_by: String,
+    /// `balanced`, `none`, or empty for the task's default.
+    pub class_weights: String,
+    /// The share of the training file's examples that picks the best epoch when no dev
+    /// file is given (the CLI's `--dev-split`; the page's choice of a split).
+    pub dev_split: f64,
+    pub keep_empty_options: bool,
+    pub keep_not_enough_evidence: bool,
+    /// Where the frozen encoder runs (`auto`, `cpu`, `gpu`); the trained layers follow it
+    /// ([`TrainingJob::place`]).
+    pub backend: String,
+}
+
+impl Default for TrainForm {
+    fn default() -> Self {
+        let o = TrainOptions::default();
+        TrainForm {
+            task: TrainTask::Proxy(Task::Mcqa).name().into(),
+            arguments: "none".into(),
+            freeze: freeze_name(o.freeze),
+            epochs: o.epochs,
+            batch_size: o.batch_size,
+            grad_accum: o.grad_accum,
+            lr: o.learning_rate,
+            layer_lr: o.layer_learning_rate,
+            weight_decay: o.weight_decay,
+            warmup: o.warmup_ratio,
+            patience: o.patience,
+            seed: o.seed,
+            select_by: String::new(),
+            class_weights: String::new(),
+            dev_split: 0.2,
+            keep_empty_options: false,
+            keep_not_enough_evidence: false,
+            backend: super::kept::RunOptions::default().backend,
+        }
+    }
+}
+
+/// A form field's value, or `None` when it was left empty (the default).
+fn non_empty(s: &str) -> Option<&str> {
+    Some(s.trim()).filter(|s| !s.is_empty())
+}
+
+impl TrainForm {
+    /// The request these options make for the `train` file and the dev examples, and the
+    /// backend of the frozen encoder.
+    pub fn request(&self, train: NamedText, dev: DevData) -> Result<(TrainRequest, crate::gpu::BackendChoice)> {
+        let task = TrainTask::parse(&self.task)
+            .ok_or_else(|| Error::invalid(format!("unknown task `{}` ({})", self.task, TrainTask::NAMES.join(", "))))?;
+        let options = TrainOptions {
+            freeze: parse_freeze(&self.freeze)?,
+            epochs: self.epochs,
+            batch_size: self.batch_size,
+            grad_accum: self.grad_accum,
+            learning_rate: self.lr,
+            layer_learning_rate: self.layer_lr,
+            weight_decay: self.weight_decay,
+            warmup_ratio: self.warmup,
+            patience: self.patience,
+            seed: self.seed,
+            select_by: non_empty(&self.select_by).map(SelectBy::parse).transpose()?,
+            class_weights: non_empty(&self.class_weights).map(crate::train::ClassWeights::parse).transpose()?,
+        };
+        let request = TrainRequest {
+            train,
+            dev,
+            task,
+            arguments: self.arguments.clone(),
+            options,
+            conventions: ExampleOptions {
+                keep_empty_options: self.keep_empty_options,
+                keep_not_enough_evidence: self.keep_not_enough_evidence,
+            },
+            trace_steps: 0,
+        };
+        Ok((request, super::kept::parse_backend(&self.backend)?))
+    }
 }
 
 /// `head`, `top:N` or `all` (`--freeze`).
@@ -437,13 +553,19 @@ impl TrainingJob {
         self.trainer.encode_batches(encoder, max_batches).await
     }
 
-    /// The trained layers run on the GPU of `ctx` (see [`Trainer::train_on_gpu`]).
-    pub fn train_on_gpu(&mut self, ctx: crate::gpu::context::GpuContext) -> Result<()> {
+    /// Where the trained part runs, the one rule of both front ends, decided before the
+    /// frozen pass: trained layers (the top ones, or all with the embeddings) go to the GPU
+    /// that runs the frozen encoder (`gpu`: its context; the same device, its states already
+    /// there); the head alone, or the frozen encoder on the CPU, keeps them on the CPU.
+    /// Returns whether they run on the GPU.
+    pub fn place(&mut self, gpu: Option<&crate::gpu::context::GpuContext>) -> Result<bool> {
+        let trains_layers = !matches!(self.summary.freeze, Freeze::HeadOnly);
+        let Some(ctx) = gpu.filter(|_| trains_layers) else { return Ok(false) };
         let adapter = ctx.adapter.to_string();
-        self.trainer.train_on_gpu(ctx)?;
+        self.trainer.train_on_gpu(ctx.clone())?;
         let memory = self.trainer.gpu_memory().describe();
         self.summary.notes.push(format!("the trained layers run on {adapter}; they need {memory}").into());
-        Ok(())
+        Ok(true)
     }
 
     /// One epoch; `None` once training is over (see [`Trainer::run_epoch`]).
@@ -579,24 +701,28 @@ fn trace_json(
 }
 
 /// Training from start to end (`medrank train`): the same steps the page runs one at a
-/// time, on the CPU or (`on_gpu`) on this machine's GPU, the frozen pass and the trained
-/// part alike. `events` sees the summary's start, the frozen pass and every epoch.
+/// time, the frozen encoder on `backend` (`gpu::open_encoder`: Auto takes a hardware GPU
+/// when there is one) and the trained part where [`TrainingJob::place`] puts it. `events`
+/// sees the summary's start, the frozen pass and every epoch.
 #[cfg(not(target_arch = "wasm32"))]
 pub fn train(
     req: &TrainRequest,
     base: &TextModel,
     tokenizer_json: &[u8],
+    backend: crate::gpu::BackendChoice,
     started: &mut dyn FnMut(&TrainingSummary),
     events: &mut dyn FnMut(TrainEvent),
 ) -> Result<TrainedEvaluator> {
     let mut job = TrainingJob::start(req, base, t::native_clock)?;
-    // With the trained part on the GPU, the frozen layers run there too.
-    let gpu = if req.on_gpu { Some(crate::gpu::context::GpuContext::new_blocking()?) } else { None };
-    if let Some(ctx) = &gpu {
-        job.train_on_gpu(ctx.clone())?;
-    }
+    let (encoder, _) = pollster::block_on(crate::gpu::open_encoder(base.encoder.model.clone(), backend))?;
+    let gpu = match &encoder {
+        crate::gpu::AnyEncoder::Gpu(gpu) => Some(gpu.context().clone()),
+        crate::gpu::AnyEncoder::Cpu(_) => None,
+    };
+    job.place(gpu.as_ref())?;
     started(job.summary());
-    job.trainer.frozen_pass_blocking(base, gpu.as_ref())?;
+    // The frozen pass, all at once (the page runs it a few batches per step).
+    pollster::block_on(job.encode(&encoder, usize::MAX))?;
     if job.trainer.has_frozen_pass() {
         events(TrainEvent::Cached { inputs: job.inputs().1, seconds: job.cache_seconds() });
     }
@@ -613,7 +739,29 @@ pub struct TrainingChoices {
     pub format: &'static str,
     pub tasks: Vec<&'static str>,
     pub systems: Vec<String>,
+    /// The arguments its instances can carry (`--arguments`).
+    pub arguments: Vec<ArgumentChoice>,
     pub instances: usize,
+}
+
+/// One argument a training instance can carry, as `--arguments` takes it and in words.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ArgumentChoice {
+    pub value: String,
+    pub label: String,
+}
+
+/// The arguments a file with arguments of `systems` offers: none (the baseline evaluator),
+/// one system's, or a random system's per instance.
+pub fn argument_choices(systems: &[String]) -> Vec<ArgumentChoice> {
+    let choice = |value: String, label: String| ArgumentChoice { value, label };
+    let mut out = vec![choice("none".into(), "none (the baseline evaluator)".into())];
+    out.extend(systems.iter().map(|s| choice(format!("system:{s}"), format!("{s}'s argument"))));
+    if systems.len() > 1 {
+        let all = systems.join(",");
+        out.push(choice(format!("random:{all}"), format!("a random system's per instance ({})", systems.join(", "))));
+    }
+    out
 }
 
 /// The choices one training file allows (it is read with the trainer's own readers).
@@ -624,6 +772,7 @@ pub fn training_choices(file: &NamedText) -> Result<TrainingChoices> {
             format: "rubric",
             tasks: vec!["criterion"],
             systems: Vec::new(),
+            arguments: argument_choices(&[]),
             instances: examples,
         });
     }
@@ -633,11 +782,18 @@ pub fn training_choices(file: &NamedText) -> Result<TrainingChoices> {
         Ok(TrainingChoices {
             format: "bundle",
             tasks,
+            arguments: argument_choices(&bundle.systems),
             systems: bundle.systems.clone(),
             instances: bundle.instances.len(),
         })
     } else {
         let (items, _) = crate::data::parse_hitz(&file.name, &file.text)?;
-        Ok(TrainingChoices { format: "hitz", tasks: vec!["mcqa"], systems: Vec::new(), instances: items.len() })
+        Ok(TrainingChoices {
+            format: "hitz",
+            tasks: vec!["mcqa"],
+            systems: Vec::new(),
+            arguments: argument_choices(&[]),
+            instances: items.len(),
+        })
     }
 }

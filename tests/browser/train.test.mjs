@@ -10,7 +10,7 @@ import { existsSync, mkdtempSync, readFileSync, writeFileSync, readdirSync, rmSy
 import { execFileSync } from 'node:child_process';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { openApp, upload, run, cli, trainFilledForm, ROOT, SITE, EXAMPLES } from './harness.mjs';
+import { openApp, upload, run, setOptions, cli, trainFilledForm, ROOT, SITE, EXAMPLES } from './harness.mjs';
 import { writeRandomBert } from './random-model.mjs';
 
 const MODEL = join(ROOT, 'models/all-MiniLM-L6-v2');
@@ -199,7 +199,9 @@ for (const [key, c] of Object.entries(CASES)) {
         window.medrank.state.files = [];
       });
       await upload(page, ['bundle.jsonl']);
-      await run(page, '#run-rank');
+      // Every control the inputs allow, as the CLI's bare --controls.
+      await setOptions(page, { controls: 'all' });
+      await run(page, '#run-rank_systems');
       const ranked = await page.evaluate(() => window.medrank.state.lastResult.result);
       assert.equal(ranked.report.evaluators.length, 1);
       assert.deepEqual(

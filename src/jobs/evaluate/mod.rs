@@ -1,8 +1,14 @@
 //! Ranking over scoring: from evaluators' predictions files, or with a model as the
 //! evaluator ([`RankWithModel`], run on any backend by `kept`) with progress and cancellation.
 
+pub mod drilldown;
+pub mod job;
+pub mod views;
+
+pub use job::{rank_check, RankCheck, RankOptions, JOB};
+
 use super::kept::{EncodeProgress, ModelJob, ProgressEncoder};
-use super::{read_bundle, read_rankings, tables, ControlChoice, NamedText, Outcome};
+use super::{file_stem, read_bundle, read_rankings, tables, ControlChoice, NamedText, Outcome};
 use crate::data::{self, Bundle};
 use crate::eval::controls::{self, Control, ControlsReport};
 /// Options of ranking over scoring: the method's own, as both front ends send them.
@@ -68,12 +74,6 @@ pub struct EmptyOptionsReport {
     pub left_out: usize,
     /// Every one of them (instance, option key), in bundle order.
     pub options: Vec<crate::model::evaluate::LeftOutOption>,
-}
-
-/// The file name without folders and extension.
-pub fn file_stem(name: &str) -> String {
-    let base = name.rsplit(['/', '\\']).next().unwrap_or(name);
-    base.rsplit_once('.').map(|(s, _)| s).unwrap_or(base).to_string()
 }
 
 /// Ranking over scoring from evaluators' predictions files (no model needed). Steps: read
