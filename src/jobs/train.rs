@@ -7,6 +7,7 @@
 //! tokenizer.json, model.safetensors, train_log.json).
 
 use super::NamedText;
+use crate::data::tasks::{Head, Metric, TaskFacts, TASKS};
 use crate::data::Task;
 use crate::model::{HeadKind, TextModel};
 use crate::report::Fingerprint;
@@ -39,47 +40,38 @@ pub enum TrainTask {
 }
 
 impl TrainTask {
-    /// Every task's name, as `--task` and the page's form take them.
-    pub const NAMES: [&'static str; 4] = ["mcqa", "misinformation", "nli", "criterion"];
+    /// Every task's name, as `--task` and the page's form take them: the task table's rows.
+    pub const NAMES: [&'static str; 4] = [TASKS[0].name, TASKS[1].name, TASKS[2].name, TASKS[3].name];
 
-    /// Every task, in the page's order.
-    pub const ALL: [TrainTask; 4] = [
-        TrainTask::Proxy(Task::Mcqa),
-        TrainTask::Proxy(Task::Misinformation),
-        TrainTask::Proxy(Task::Nli),
-        TrainTask::Criterion,
-    ];
-
-    /// The task in the page's words.
-    pub fn label(self) -> &'static str {
-        match self {
-            TrainTask::Proxy(Task::Mcqa) => "MCQA",
-            TrainTask::Proxy(Task::Misinformation) => "misinformation",
-            TrainTask::Proxy(Task::Nli) => "NLI",
-            TrainTask::Criterion => "rubric criterion grader",
-        }
+    /// Every task, in the task table's order.
+    pub fn all() -> impl Iterator<Item = TrainTask> {
+        TASKS.iter().map(|t| t.task.map_or(TrainTask::Criterion, TrainTask::Proxy))
     }
 
     pub fn parse(name: &str) -> Option<TrainTask> {
-        match name {
-            "criterion" => Some(TrainTask::Criterion),
-            other => Task::parse(other).map(TrainTask::Proxy),
+        crate::data::tasks::facts(name).map(|t| t.task.map_or(TrainTask::Criterion, TrainTask::Proxy))
+    }
+
+    /// Its row of the task table: labels, head, metric, input, truncation.
+    pub fn facts(self) -> &'static TaskFacts {
+        match self {
+            TrainTask::Proxy(task) => task.facts(),
+            TrainTask::Criterion => &TASKS[3],
         }
     }
 
     pub fn name(self) -> &'static str {
-        match self {
-            TrainTask::Proxy(task) => task.name(),
-            TrainTask::Criterion => "criterion",
-        }
+        self.facts().name
+    }
+
+    /// The task in the page's words.
+    pub fn label(self) -> &'static str {
+        self.facts().label
     }
 
     /// The labels of the classification head (none for multiple choice).
     pub fn labels(self) -> Vec<String> {
-        match self {
-            TrainTask::Proxy(task) => t::task_labels(task),
-            TrainTask::Criterion => crate::model::grade::CRITERION_LABELS.iter().map(|s| s.to_string()).collect(),
-        }
+        self.facts().labels.iter().map(|s| s.to_string()).collect()
     }
 }
 
@@ -237,12 +229,20 @@ pub fn parse_arguments(s: &str) -> Result<ArgumentSource> {
     }
 }
 
-/// The head a task trains: multiple choice for MCQA, else classification over its labels.
+/// The head a task trains (the task table's `head`).
 pub fn head_of(task: TrainTask) -> HeadKind {
-    if task == TrainTask::Proxy(Task::Mcqa) {
-        HeadKind::MultipleChoice
-    } else {
-        HeadKind::SequenceClassification
+    match task.facts().head {
+        Head::MultipleChoice => HeadKind::MultipleChoice,
+        Head::Classification => HeadKind::SequenceClassification,
+    }
+}
+
+/// The dev metric a task is scored by (the task table's `metric`): what picks the best epoch
+/// unless `--select-by` says otherwise.
+pub fn select_by_of(task: TrainTask) -> SelectBy {
+    match task.facts().metric {
+        Metric::Accuracy => SelectBy::Accuracy,
+        Metric::MacroF1 => SelectBy::MacroF1,
     }
 }
 
@@ -511,15 +511,11 @@ impl TrainingJob {
                 *o = true;
             }
         }
-        let mut trainer = Trainer::new(
-            base,
-            head_of(req.task),
-            &labels,
-            train_data.examples,
-            dev_data.examples,
-            req.options.clone(),
-            clock,
-        )?;
+        // The task's metric picks the epoch unless the request names another.
+        let options =
+            TrainOptions { select_by: req.options.select_by.or(Some(select_by_of(req.task))), ..req.options.clone() };
+        let mut trainer =
+            Trainer::new(base, head_of(req.task), &labels, train_data.examples, dev_data.examples, options, clock)?;
         summary.inputs = trainer.inputs().1;
         summary.select_by = trainer.select_by();
         summary.class_weights = labels.iter().cloned().zip(trainer.class_weights().iter().copied()).collect();
@@ -614,12 +610,7 @@ impl TrainingJob {
         };
         let (cut_train, cut_dev) = result.truncated;
         let truncation_warning = (cut_train + cut_dev > 0).then(|| {
-            let what = match self.summary.task {
-                "mcqa" => "the case or argument, never the option",
-                "nli" => "the longest of statement, evidence and argument first",
-                "criterion" => "the conversation's earliest turns first, then the response's end; never the criterion",
-                _ => "the longer of claim and argument first",
-            };
+            let what = TrainTask::parse(self.summary.task).map_or("", |t| t.facts().truncation);
             format!("{cut_train} training and {cut_dev} dev examples had inputs cut to the model's token limit ({what}); train_log.json records the counts")
         });
         Ok(TrainedEvaluator {
@@ -675,7 +666,10 @@ fn trace_json(
             .collect()
     };
     let (total, warmup) = t::schedule(train.len(), options);
-    let head = if summary.task == "mcqa" { "multiple_choice" } else { "sequence_classification" };
+    let head = match TrainTask::parse(summary.task).map(head_of) {
+        Some(HeadKind::MultipleChoice) => "multiple_choice",
+        _ => "sequence_classification",
+    };
     let labels: Vec<&str> = summary.class_weights.iter().map(|(l, _)| l.as_str()).collect();
     let weights: Option<Vec<f64>> =
         (!summary.class_weights.is_empty()).then(|| summary.class_weights.iter().map(|(_, w)| *w).collect());
@@ -795,5 +789,26 @@ pub fn training_choices(file: &NamedText) -> Result<TrainingChoices> {
             arguments: argument_choices(&[]),
             instances: items.len(),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_task_of_the_table_trains_its_head_labels_and_metric() {
+        let names: Vec<&str> = TrainTask::all().map(TrainTask::name).collect();
+        assert_eq!(names, TrainTask::NAMES);
+        for task in TrainTask::all() {
+            assert_eq!(TrainTask::parse(task.name()), Some(task));
+            let facts = task.facts();
+            assert_eq!(task.labels(), facts.labels.iter().map(|l| l.to_string()).collect::<Vec<_>>());
+            // The trainer's own fallback for the metric (no task known) agrees with the table.
+            assert_eq!(SelectBy::for_head(head_of(task)), select_by_of(task), "{}", task.name());
+        }
+        assert_eq!(TrainTask::parse("criterion"), Some(TrainTask::Criterion));
+        assert_eq!(crate::model::grade::CRITERION_LABELS, TrainTask::Criterion.facts().labels);
+        assert_eq!(head_of(TrainTask::Proxy(Task::Mcqa)), HeadKind::MultipleChoice);
     }
 }

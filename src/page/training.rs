@@ -57,7 +57,7 @@ impl FormDescription {
     pub fn new() -> Result<FormDescription> {
         // The page's frozen encoder runs where its Model section says (WebGPU when there is one).
         let defaults = jobs::TrainForm { backend: jobs::RunOptions::page().backend, ..Default::default() };
-        let tasks = jobs::TrainTask::ALL.iter().map(|t| TaskChoice { name: t.name(), label: t.label() }).collect();
+        let tasks = jobs::TrainTask::all().map(|t| TaskChoice { name: t.name(), label: t.label() }).collect();
         Ok(FormDescription { defaults, tasks, arguments: jobs::argument_choices(&[]) })
     }
 }

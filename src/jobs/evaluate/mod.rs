@@ -382,14 +382,19 @@ pub fn evaluate_with_model(
 /// zero-training similarity evaluator) handles MCQA; a classification head handles the
 /// tasks whose labels it names.
 pub fn tasks_of_model(model: &crate::model::LoadedModel) -> Vec<data::Task> {
-    use crate::model::HeadKind;
-    match model.config.head {
-        HeadKind::None | HeadKind::MultipleChoice => vec![data::Task::Mcqa],
-        HeadKind::SequenceClassification => [data::Task::Misinformation, data::Task::Nli]
-            .into_iter()
-            .filter(|t| crate::model::evaluate::label_mapping(&model.config.labels, *t).is_ok())
-            .collect(),
-    }
+    use crate::data::tasks::{Head, TASKS};
+    let head = match model.config.head {
+        crate::model::HeadKind::None | crate::model::HeadKind::MultipleChoice => Head::MultipleChoice,
+        crate::model::HeadKind::SequenceClassification => Head::Classification,
+    };
+    TASKS
+        .iter()
+        .filter(|t| t.head == head)
+        .filter_map(|t| t.task)
+        .filter(|t| {
+            head == Head::MultipleChoice || crate::model::evaluate::label_mapping(&model.config.labels, *t).is_ok()
+        })
+        .collect()
 }
 
 /// Leaves out (with a warning naming them) the instances of tasks the model cannot
