@@ -31,6 +31,7 @@ const VIEWS = {
   grader_agreement: (result) => rubricAgreementView(result.grader_agreement),
   rubric_agreement_view: (result) => rubricAgreementView(result),
   statement_checks: (result) => statementsView(result),
+  controls_view: (result) => controlsView(result),
 };
 
 export function renderResults(last, { runJob, jobs }) {
@@ -780,6 +781,33 @@ function rubricAgreementView(result) {
 
 /** The Grade job's Criteria tab: the grader, any cut pairs, each response's criteria with
  *  P(met), and the graded file. */
+/** The Controls job's tab: the control systems added to every instance, and the bundle
+ *  with them to download (what `medrank controls --out` writes). */
+function controlsView(result) {
+  const v = result.controls_view;
+  const names = v.added.flatMap((c, i) => [...(i ? [', '] : []), el('code', {}, c)]);
+  const plural = v.added.length === 1 ? '' : 's';
+  const box = el(
+    'div',
+    {},
+    el('p', {}, `${v.added.length} control case${plural} added to each of ${v.instances} instances: `, ...names, '.'),
+  );
+  if (v.noise_source)
+    box.append(
+      el(
+        'p',
+        { class: 'muted' },
+        'The noise control gives each instance the argument of ',
+        el('code', {}, v.noise_source),
+        ' for another instance of the same task (the tables list the pairs).',
+      ),
+    );
+  const button = el('button', { type: 'button', id: 'controls-download' }, `Download ${v.bundle_name}`);
+  button.addEventListener('click', () => download(v.bundle_name, v.bundle_jsonl, 'application/jsonl'));
+  box.append(button);
+  return box;
+}
+
 /** Statement checks: each system's means with their intervals, then each answer's
  *  statements with the NLI label (the report's numbers, drawn). */
 function statementsView(result) {

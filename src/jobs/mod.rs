@@ -33,8 +33,17 @@ pub mod views;
 pub mod workload;
 
 /// Every job of the page, in the order of its Run buttons: each described once, in its file.
-pub const JOBS: &[&JobSpec] =
-    &[&evaluate::JOB, &nrp::JOB, &metrics::JOB, &rubric::JOB, &rubric_agreement::JOB, &grade::JOB, &statements::JOB];
+#[rustfmt::skip]
+pub const JOBS: &[&JobSpec] = &[
+    &evaluate::JOB,
+    &nrp::JOB,
+    &metrics::JOB,
+    &rubric::JOB,
+    &rubric_agreement::JOB,
+    &grade::JOB,
+    &statements::JOB,
+    &controls::JOB,
+];
 
 /// The job called `name`.
 pub fn job(name: &str) -> Result<&'static JobSpec> {
@@ -47,7 +56,7 @@ pub fn job(name: &str) -> Result<&'static JobSpec> {
 // What the front ends call, by name (a glob would hide which file a name comes from, and
 // let one file add to another's types unseen).
 pub use agreement::{agreement, AgreementReport, AgreementRequest, ScopedAgreement};
-pub use controls::{add_controls, parse_controls, ControlChoice, ControlPlan, ControlsOutcome, ControlsRequest};
+pub use controls::{add_controls, ControlChoice, ControlPlan, ControlsOptions, ControlsOutcome, ControlsRequest};
 pub use evaluate::{
     evaluate_predictions, evaluate_tables, evaluate_with_encoder, evaluate_with_model, plan_model_evaluation,
     rank_check, tasks_of_model, EmptyOptionsReport, EvaluateReport, EvaluateRequest, EvaluatorPredictions,
