@@ -90,7 +90,7 @@ fn step_wise_training_gives_the_curve_of_the_one_call_trainer() {
     assert_eq!(epochs, 5);
     assert_eq!(job.curve(), one_call.curve.as_slice());
     let out = pollster::block_on(job.finish(b"{}")).unwrap();
-    assert_eq!(out.best_epoch, 3);
+    assert_eq!(out.result.best_epoch, 3);
     let names: Vec<&str> = out.files.iter().map(|(n, _)| n.as_str()).collect();
     assert_eq!(names, ["config.json", "model.safetensors", "train_log.json", "tokenizer.json"]);
     let log: serde_json::Value = serde_json::from_slice(&out.files[2].1).unwrap();

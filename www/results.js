@@ -389,7 +389,7 @@ function instanceDetail(inst, controls) {
 }
 
 // ---------------------------------------------------------------- NRP -------------------------
-function nrpView(result, rerun, options) {
+function nrpView(result, runAgain, options) {
   const n = result.nrp_view;
   const box = el('div', {});
   if (!n) return el('p', { class: 'empty' }, 'No NRP results.');
@@ -414,7 +414,7 @@ function nrpView(result, rerun, options) {
       nrpRerun = setTimeout(rerun, 100);
       return;
     }
-    rerun({ weights: Object.entries(current) });
+    runAgain({ weights: Object.entries(current) });
   };
   for (const dim of n.dimensions) {
     const input = el('input', {
@@ -498,7 +498,7 @@ function nrpView(result, rerun, options) {
     ),
   );
   if (n.agreement?.length) box.append(agreementTable(n));
-  box.append(fusionForm(n, rerun, options));
+  box.append(fusionForm(n, runAgain, options));
   return box;
 }
 
@@ -569,7 +569,7 @@ function agreementTable(n) {
 }
 
 /** A fusion ranker over the report's rankers: written to the Options field, then NRP re-runs. */
-function fusionForm(n, rerun, options) {
+function fusionForm(n, runAgain, options) {
   const field = $('#opt-fuse');
   const input = el('input', {
     type: 'text',
@@ -588,7 +588,7 @@ function fusionForm(n, rerun, options) {
   button.addEventListener('click', () => {
     if (field) field.value = input.value;
     if (scopeField) scopeField.value = scope.value;
-    rerun(options.weights ? { weights: options.weights } : {});
+    runAgain(options.weights ? { weights: options.weights } : {});
   });
   return el(
     'div',

@@ -195,4 +195,6 @@ pub struct PairRunArgs {
     /// The encoder's arithmetic on the CPU: f32 or int8 (default: the folder's own).
     #[arg(long, value_parser = ["f32", "int8"])]
     pub precision: Option<String>,
+    #[command(flatten)]
+    pub bootstrap: BootstrapArgs,
 }

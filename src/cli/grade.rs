@@ -25,10 +25,9 @@ pub struct GradeArgs {
     /// and `p_met`, for `medrank rubric` and `medrank rubric-agreement --grader-file`.
     #[arg(long, value_name = "FILE")]
     pub out: Option<PathBuf>,
+    /// Where the model runs, and the bootstrap of the intervals.
     #[command(flatten)]
     pub run: PairRunArgs,
-    #[command(flatten)]
-    pub bootstrap: BootstrapArgs,
     #[command(flatten)]
     pub output: OutputArgs,
 }
@@ -40,7 +39,7 @@ pub(super) fn grade(a: GradeArgs) -> Result<()> {
     let req = jobs::GradeRequest {
         rubric: named(&a.rubric)?,
         options: jobs::GradeOptions {
-            rubric: crate::eval::rubric::RubricOptions { bootstrap: a.bootstrap.settings() },
+            rubric: crate::eval::rubric::RubricOptions { bootstrap: a.run.bootstrap.settings() },
             batch_size: a.run.batch_size,
         },
     };

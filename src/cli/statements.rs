@@ -19,10 +19,9 @@ pub struct StatementsArgs {
     /// and `contradiction`; BERT, RoBERTa or DistilBERT).
     #[arg(long, value_name = "DIR")]
     pub nli: PathBuf,
+    /// Where the model runs, and the bootstrap of the intervals.
     #[command(flatten)]
     pub run: PairRunArgs,
-    #[command(flatten)]
-    pub bootstrap: BootstrapArgs,
     #[command(flatten)]
     pub output: OutputArgs,
 }
@@ -32,7 +31,7 @@ pub(super) fn statements(a: StatementsArgs) -> Result<()> {
     let model = read_model(&a.nli, a.run.precision.as_deref())?;
     let req = jobs::StatementRequest {
         answers: named(&a.input)?,
-        options: jobs::StatementOptions { bootstrap: a.bootstrap.settings(), batch_size: a.run.batch_size },
+        options: jobs::StatementOptions { bootstrap: a.run.bootstrap.settings(), batch_size: a.run.batch_size },
     };
     let outcome = run_model_job(&req, &model, &a.run.backend, "checked", a.output.quiet)?;
     warn_all(&outcome.report.warnings, a.output.quiet);

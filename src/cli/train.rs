@@ -219,7 +219,7 @@ pub(super) fn train(a: TrainArgs) -> Result<()> {
     if let Some(w) = &result.truncation_warning {
         eprintln!("warning: {w}");
     }
-    for w in &result.warnings {
+    for w in &result.result.warnings {
         eprintln!("warning: {w}");
     }
     for (name, bytes) in &result.files {
@@ -231,10 +231,11 @@ pub(super) fn train(a: TrainArgs) -> Result<()> {
         }
     }
     outputs.commit()?;
-    let accuracy = if result.select_by == crate::train::SelectBy::Accuracy {
+    let trained = &result.result;
+    let accuracy = if trained.select_by == crate::train::SelectBy::Accuracy {
         String::new()
     } else {
-        format!(", dev accuracy {:.4}", result.best_dev_accuracy)
+        format!(", dev accuracy {:.4}", trained.best_dev_accuracy)
     };
     // A criterion grader grades rubric files; the others evaluate bundles.
     let (what, usage) = if a.task == "criterion" {
@@ -244,9 +245,9 @@ pub(super) fn train(a: TrainArgs) -> Result<()> {
     };
     println!(
         "best epoch {} with dev {} {:.4}{accuracy} ({} dev examples); the {what} is in {} (use: {usage})",
-        result.best_epoch,
-        result.select_by.name(),
-        result.best_dev_metric,
+        trained.best_epoch,
+        trained.select_by.name(),
+        trained.best_dev_metric,
         dev_examples,
         a.out.display(),
     );

@@ -2,7 +2,7 @@
 //! Controls job): the bundle with them, to score elsewhere, and what each one holds.
 
 use super::kept::Progress;
-use super::spec::{between, defaults_of, json, page_tables, JobInputs, JobRequest, JobSpec, ReportPart, View};
+use super::spec::{between, defaults_of, json, page_tables, JobRequest, JobSpec, ReportPart, View};
 use super::{file_stem, fingerprint_all, read_bundle, tables, NamedText};
 use crate::data;
 use crate::eval::controls::{self, Control, ControlsReport};
@@ -195,19 +195,11 @@ pub fn add_controls(req: &ControlsRequest) -> Result<ControlsOutcome> {
 // ------------------------------------------------------------------ the job ----------------
 
 /// The job: the control cases added to a bundle, the bundle to download.
-pub const JOB: JobSpec = JobSpec {
-    name: "controls",
-    label: "Controls",
-    title: "control cases added to a bundle",
-    command: "controls",
-    inputs: JobInputs { accepts: &["bundle", "corpus"], required: &[&["bundle"]], model_replaces: &[] },
-    needs_model: "",
-    views: &[View { key: "controls_view", title: "Control cases", optional: false }],
-    defaults: defaults_of::<ControlsOptions>,
-    run: Some(run),
-    run_on_model: None,
-    check: None,
-};
+pub const JOB: JobSpec = JobSpec::new("controls", "Controls", "control cases added to a bundle", "controls")
+    .reads(&["bundle", "corpus"], &[&["bundle"]])
+    .views(&[View::tab("controls_view", "Control cases")])
+    .defaults(defaults_of::<ControlsOptions>)
+    .runs(run);
 
 /// The Control cases tab: the systems added to every instance and the bundle with them
 /// (what `medrank controls --out` writes).

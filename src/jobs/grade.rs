@@ -6,19 +6,22 @@
 //! and the graded file (met and p_met per criterion), which `medrank rubric` scores to the
 //! same means and `medrank rubric-agreement --grader-file` sets beside people.
 
-use super::kept::{EncodeProgress, KeptModel, ModelJob, Progress, ProgressEncoder, RunOptions};
+use super::kept::{classification_head, Encoding, ModelJob, ProgressEncoder, RunOptions};
 use super::rubric_agreement::{rubric_agreement, AgreementViews, RubricAgreementRequest};
-use super::spec::{options_value, reply, JobInputs, JobRequest, JobSpec, LocalFuture, ReportPart, RunViews, View};
+use super::spec::{options_value, reply, JobRequest, JobSpec, LocalFuture, ModelRun, ReportPart, RunViews, View};
 use super::views::{rubric_view, value, RubricView};
 use super::{tables, NamedText, Outcome};
 use crate::data::graded::{parse_rubric, Criterion, GradedResponse, RubricResponse};
 use crate::eval::rubric::{grade_with_probabilities, ResponseScore, RubricOptions, SystemScore};
 use crate::eval::rubric_agreement::RubricAgreementReport;
 use crate::model::grade::{conversation_text, encode_pair, grade_inputs, GradeInput, GraderKind};
-use crate::report::{Fingerprint, Provenance, Table};
+use crate::report::{Provenance, Table};
 use crate::{Error, Result, Warning};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
+
+/// The title of the table of pairs a model cut (Grade's and Statements').
+pub const CUT: &str = "Pairs cut to the model's token limit";
 
 /// The threshold that turns P(met) into `met`.
 pub const MET_THRESHOLD: f64 = 0.5;
@@ -140,169 +143,6 @@ pub fn read_rubric(file: &NamedText, warnings: &mut Vec<Warning>) -> Result<Vec<
     Ok(responses)
 }
 
-/// Grades `req.rubric` with `model` run by `encoder`. `progress` is called before the first
-/// batch and after each; `false` cancels.
-pub async fn grade_with_encoder<E: crate::model::Encoder>(
-    req: &GradeRequest,
-    model: &crate::model::TextModel,
-    encoder: &E,
-    model_inputs: Vec<Fingerprint>,
-    progress: &mut dyn FnMut(&EncodeProgress) -> bool,
-) -> Result<GradeOutcome> {
-    let loaded = &model.encoder.model;
-    let head = match (&loaded.head, loaded.config.head) {
-        (Some(head), crate::model::HeadKind::SequenceClassification) => head,
-        _ => {
-            return Err(Error::invalid(format!(
-                "{} has no sequence-classification head: a grader is a model trained with `medrank train --task \
-                 criterion`, or an NLI model (its labels name `entailment`)",
-                model.name
-            )))
-        }
-    };
-    let kind = GraderKind::of_labels(&loaded.config.labels)?;
-    let mut warnings = Vec::new();
-    let responses = read_rubric(&req.rubric, &mut warnings)?;
-
-    // Every (response, criterion) pair, encoded.
-    let mut inputs: Vec<GradeInput> = Vec::new();
-    for r in &responses {
-        let conversation = conversation_text(r.prompt.as_ref());
-        let text = r.response.as_deref().expect("checked by read_rubric");
-        for (i, c) in r.criteria.iter().enumerate() {
-            let input = encode_pair(&model.tokenizer, &conversation, text, &c.criterion).map_err(|e| {
-                Error::input(&req.rubric.name, r.line, &format!("criteria[{i}].criterion"), e.to_string())
-            })?;
-            inputs.push(input);
-        }
-    }
-    let start = EncodeProgress { sequences: inputs.len(), ..EncodeProgress::default() };
-    if !progress(&start) {
-        return Err(Error::Cancelled);
-    }
-    let counted = ProgressEncoder::new(encoder, start, progress);
-    let encoded: Vec<&crate::model::Encoded> = inputs.iter().map(|i| &i.encoded).collect();
-    let p_flat = grade_inputs(
-        &counted,
-        &loaded.weights,
-        head,
-        kind,
-        &model.tokenizer,
-        &encoded,
-        req.options.batch_size.clamp(1, crate::bounds::MAX_BATCH),
-    )
-    .await?;
-
-    // Back per response, in file order.
-    let mut p_met: Vec<Vec<f64>> = Vec::with_capacity(responses.len());
-    let mut criteria = Vec::new();
-    let mut truncated = Vec::new();
-    let mut graded = Vec::with_capacity(responses.len());
-    let mut written = Vec::with_capacity(responses.len());
-    let mut next = 0;
-    for r in &responses {
-        let ps = p_flat[next..next + r.criteria.len()].to_vec();
-        for (i, (c, &p)) in r.criteria.iter().zip(&ps).enumerate() {
-            let input = &inputs[next + i];
-            if input.conversation_cut + input.response_cut > 0 {
-                truncated.push(CutPair {
-                    id: r.id.clone(),
-                    system: r.system.clone(),
-                    line: r.line,
-                    index: i,
-                    conversation_tokens_cut: input.conversation_cut,
-                    response_tokens_cut: input.response_cut,
-                });
-            }
-            criteria.push(CriterionGrade {
-                id: r.id.clone(),
-                system: r.system.clone(),
-                line: r.line,
-                index: i,
-                criterion: c.criterion.clone(),
-                points: c.points.expect("checked by read_rubric"),
-                p_met: p,
-                met: p >= MET_THRESHOLD,
-            });
-        }
-        next += r.criteria.len();
-        graded.push(GradedResponse {
-            id: r.id.clone(),
-            system: r.system.clone(),
-            prompt_id: r.prompt_id.clone(),
-            tags: r.tags.clone(),
-            criteria: r
-                .criteria
-                .iter()
-                .zip(&ps)
-                .map(|(c, &p)| Criterion {
-                    criterion: c.criterion.clone(),
-                    points: c.points.expect("checked by read_rubric"),
-                    tags: c.tags.clone(),
-                    met: p >= MET_THRESHOLD,
-                })
-                .collect(),
-            line: r.line,
-        });
-        let mut out = r.clone();
-        for (c, &p) in out.criteria.iter_mut().zip(&ps) {
-            c.met = Some(p >= MET_THRESHOLD);
-            c.p_met = Some(p);
-        }
-        written.push(out);
-        p_met.push(ps);
-    }
-    if let Some(first) = truncated.first() {
-        warnings.push(Warning::new(format!(
-            "{} of {} (response, criterion) pairs were longer than the model's {}-token limit and were cut: \
-             the conversation's earliest turns first, the response's end only when it alone did not fit, the \
-             criterion never (first: response `{}` of system `{}`, line {}, criteria[{}]; all are listed in the \
-             table grade_truncated and the JSON report)",
-            truncated.len(),
-            inputs.len(),
-            loaded.config.max_tokens(),
-            first.id,
-            first.system,
-            first.line,
-            first.index
-        )));
-    }
-
-    let scores = grade_with_probabilities(&graded, &p_met, &req.options.rubric)?;
-    warnings.extend(scores.warnings);
-    let mut provenance = scores.provenance;
-    provenance.inputs.push(req.rubric.fingerprint());
-    provenance.inputs.extend(model_inputs);
-    provenance.conventions.push(("grader".into(), kind.describe().into()));
-    provenance.conventions.push((
-        "grader input".into(),
-        "first segment: the conversation before the response (`role: content` lines) and the response; second: \
-         the criterion, never cut"
-            .into(),
-    ));
-    let report = GradeReport {
-        provenance,
-        grader: GraderSummary {
-            model: model.name.clone(),
-            kind,
-            labels: loaded.config.labels.clone(),
-            description: kind.describe(),
-        },
-        criteria,
-        truncated,
-        systems: scores.systems,
-        tags: scores.tags,
-        responses: scores.responses,
-        system_scores: scores.system_scores,
-        warnings,
-    };
-    let tables = grade_tables(&report);
-    Ok(GradeOutcome {
-        outcome: Outcome { report, tables },
-        graded_jsonl: crate::data::graded::write_rubric_jsonl(&written),
-    })
-}
-
 impl ModelJob for GradeRequest {
     type Output = GradeOutcome;
     const STAGE: &'static str = "Grading with the model";
@@ -312,14 +152,151 @@ impl ModelJob for GradeRequest {
         Some(format!("{} (response, criterion) pairs", crate::report::thousands(sequences)))
     }
 
-    async fn run_on(
-        &self,
-        model: &crate::model::TextModel,
-        encoder: &crate::gpu::AnyEncoder,
-        model_inputs: Vec<Fingerprint>,
-        progress: &mut dyn FnMut(&EncodeProgress) -> bool,
-    ) -> Result<GradeOutcome> {
-        grade_with_encoder(self, model, encoder, model_inputs, progress).await
+    /// Grades `req.rubric` with `model` run by `encoder`. `progress` is called before the first
+    /// batch and after each; `false` cancels.
+    async fn run_on<E: crate::model::Encoder>(&self, on: Encoding<'_, E>) -> Result<GradeOutcome> {
+        let Encoding { model, encoder, model_inputs, progress } = on;
+        let req = self;
+        let loaded = &model.encoder.model;
+        let needs = "a grader is a model trained with `medrank train --task criterion`, or an NLI model (its labels name `entailment`)";
+        let head = classification_head(model, needs)?;
+        let kind = GraderKind::of_labels(&loaded.config.labels)?;
+        let mut warnings = Vec::new();
+        let responses = read_rubric(&req.rubric, &mut warnings)?;
+
+        // Every (response, criterion) pair, encoded.
+        let mut inputs: Vec<GradeInput> = Vec::new();
+        for r in &responses {
+            let conversation = conversation_text(r.prompt.as_ref());
+            let text = r.response.as_deref().expect("checked by read_rubric");
+            for (i, c) in r.criteria.iter().enumerate() {
+                let input = encode_pair(&model.tokenizer, &conversation, text, &c.criterion).map_err(|e| {
+                    Error::input(&req.rubric.name, r.line, &format!("criteria[{i}].criterion"), e.to_string())
+                })?;
+                inputs.push(input);
+            }
+        }
+        let counted = ProgressEncoder::start(encoder, inputs.len(), progress)?;
+        let encoded: Vec<&crate::model::Encoded> = inputs.iter().map(|i| &i.encoded).collect();
+        let p_flat = grade_inputs(
+            &counted,
+            &loaded.weights,
+            head,
+            kind,
+            &model.tokenizer,
+            &encoded,
+            req.options.batch_size.clamp(1, crate::bounds::MAX_BATCH),
+        )
+        .await?;
+
+        // Back per response, in file order.
+        let mut p_met: Vec<Vec<f64>> = Vec::with_capacity(responses.len());
+        let mut criteria = Vec::new();
+        let mut truncated = Vec::new();
+        let mut graded = Vec::with_capacity(responses.len());
+        let mut written = Vec::with_capacity(responses.len());
+        let mut next = 0;
+        for r in &responses {
+            let ps = p_flat[next..next + r.criteria.len()].to_vec();
+            for (i, (c, &p)) in r.criteria.iter().zip(&ps).enumerate() {
+                let input = &inputs[next + i];
+                if input.conversation_cut + input.response_cut > 0 {
+                    truncated.push(CutPair {
+                        id: r.id.clone(),
+                        system: r.system.clone(),
+                        line: r.line,
+                        index: i,
+                        conversation_tokens_cut: input.conversation_cut,
+                        response_tokens_cut: input.response_cut,
+                    });
+                }
+                criteria.push(CriterionGrade {
+                    id: r.id.clone(),
+                    system: r.system.clone(),
+                    line: r.line,
+                    index: i,
+                    criterion: c.criterion.clone(),
+                    points: c.points.expect("checked by read_rubric"),
+                    p_met: p,
+                    met: p >= MET_THRESHOLD,
+                });
+            }
+            next += r.criteria.len();
+            graded.push(GradedResponse {
+                id: r.id.clone(),
+                system: r.system.clone(),
+                prompt_id: r.prompt_id.clone(),
+                tags: r.tags.clone(),
+                criteria: r
+                    .criteria
+                    .iter()
+                    .zip(&ps)
+                    .map(|(c, &p)| Criterion {
+                        criterion: c.criterion.clone(),
+                        points: c.points.expect("checked by read_rubric"),
+                        tags: c.tags.clone(),
+                        met: p >= MET_THRESHOLD,
+                    })
+                    .collect(),
+                line: r.line,
+            });
+            let mut out = r.clone();
+            for (c, &p) in out.criteria.iter_mut().zip(&ps) {
+                c.met = Some(p >= MET_THRESHOLD);
+                c.p_met = Some(p);
+            }
+            written.push(out);
+            p_met.push(ps);
+        }
+        if let Some(first) = truncated.first() {
+            warnings.push(Warning::new(format!(
+                "{} of {} (response, criterion) pairs were longer than the model's {}-token limit and were cut: \
+                 the conversation's earliest turns first, the response's end only when it alone did not fit, the \
+                 criterion never (first: response `{}` of system `{}`, line {}, criteria[{}]; all are listed in the \
+                 table grade_truncated and the JSON report)",
+                truncated.len(),
+                inputs.len(),
+                loaded.config.max_tokens(),
+                first.id,
+                first.system,
+                first.line,
+                first.index
+            )));
+        }
+
+        let scores = grade_with_probabilities(&graded, &p_met, &req.options.rubric)?;
+        warnings.extend(scores.warnings);
+        let mut provenance = scores.provenance;
+        provenance.inputs.push(req.rubric.fingerprint());
+        provenance.inputs.extend(model_inputs);
+        provenance.conventions.push(("grader".into(), kind.describe().into()));
+        provenance.conventions.push((
+            "grader input".into(),
+            "first segment: the conversation before the response (`role: content` lines) and the response; second: \
+             the criterion, never cut"
+                .into(),
+        ));
+        let report = GradeReport {
+            provenance,
+            grader: GraderSummary {
+                model: model.name.clone(),
+                kind,
+                labels: loaded.config.labels.clone(),
+                description: kind.describe(),
+            },
+            criteria,
+            truncated,
+            systems: scores.systems,
+            tags: scores.tags,
+            responses: scores.responses,
+            system_scores: scores.system_scores,
+            warnings,
+        };
+        let tables = grade_tables(&report);
+        Ok(GradeOutcome {
+            outcome: Outcome { report, tables },
+            graded_jsonl: crate::data::graded::write_rubric_jsonl(&written),
+        })
     }
 
     fn provenance(output: &mut GradeOutcome) -> &mut Provenance {
@@ -421,22 +398,9 @@ pub fn grade_tables(report: &GradeReport) -> Vec<Table> {
     let mut out = vec![criteria];
     out.extend(tables::rubric_scores(&report.responses, &report.system_scores));
     if !report.truncated.is_empty() {
-        let mut cut = Table::new(
-            "grade_truncated",
-            "Pairs cut to the model's token limit",
-            &["id", "system", "line", "criterion #", "conversation tokens cut", "response tokens cut"],
-        );
-        for c in &report.truncated {
-            cut.push(vec![
-                c.id.clone(),
-                c.system.clone(),
-                c.line.to_string(),
-                c.index.to_string(),
-                c.conversation_tokens_cut.to_string(),
-                c.response_tokens_cut.to_string(),
-            ]);
-        }
-        out.push(cut);
+        let headers = ["id", "system", "line", "criterion #", "conversation tokens cut", "response tokens cut"];
+        let keys = ["id", "system", "line", "index", "conversation_tokens_cut", "response_tokens_cut"];
+        out.push(tables::table_of("grade_truncated", CUT, &headers, &keys, &report.truncated));
     }
     out
 }
@@ -455,26 +419,13 @@ pub struct GradeJobOptions {
 }
 
 /// The job: the chosen model grades every criterion of a rubric file, then the scores.
-pub const JOB: JobSpec = JobSpec {
-    name: "grade",
-    label: "Grade",
-    title: "rubric grading with a model",
-    command: "grade",
-    // A graded file scores as it is (Rubric); a file with the responses' text and no `met`
-    // is graded by the model first. A graded file with texts can be graded again when the
-    // user gives it this kind.
-    inputs: JobInputs { accepts: &["rubric_responses"], required: &[&["rubric_responses"]], model_replaces: &[] },
-    needs_model: "Grade needs a grader: choose a model under Model (an NLI model or a criterion grader, from this computer or trained here).",
-    views: &[
-        View { key: "grade_view", title: "Criteria", optional: false },
-        View { key: "rubric_view", title: "Scores", optional: false },
-        View { key: "grader_agreement", title: "Agreement", optional: true },
-    ],
-    defaults: || options_value(&GradeJobOptions { run: RunOptions::page(), ..Default::default() }),
-    run: None,
-    run_on_model: Some(run_on_model),
-    check: None,
-};
+// A graded file scores as it is (Rubric); a file with the responses' text and no `met` is
+// graded by the model first (a graded file with texts is graded again when given this kind).
+pub const JOB: JobSpec = JobSpec::new("grade", "Grade", "rubric grading with a model", "grade")
+    .reads(&["rubric_responses"], &[&["rubric_responses"]])
+    .views(&[View::tab("grade_view", "Criteria"), View::tab("rubric_view", "Scores"), View::optional("grader_agreement", "Agreement")])
+    .defaults(|| options_value(&GradeJobOptions { run: RunOptions::page(), ..Default::default() }))
+    .runs_on_model(run_on_model, &[], "Needs a grader: choose a model under Model (an NLI model or a criterion grader, from this computer or trained here).");
 
 /// A rubric file graded by the kept model (`medrank grade --rubric --grader --backend`):
 /// P(met) for every (response, criterion) pair, then the HealthBench scores with met =
@@ -482,12 +433,7 @@ pub const JOB: JobSpec = JobSpec {
 /// the options allow it and the browser gives an adapter, else on the CPU, in the options'
 /// precision; the reply says which, and carries the graded file (the CLI's `--out`) and,
 /// when the file carries people's `met_by`, the grader set against them.
-fn run_on_model<'a>(
-    kept: &'a mut KeptModel,
-    request: &'a JobRequest,
-    now: &'a dyn Fn() -> f64,
-    progress: Progress<'a>,
-) -> LocalFuture<'a, Result<String>> {
+fn run_on_model(model: ModelRun<'_>) -> LocalFuture<'_, Result<String>> {
     Box::pin(async move {
         #[derive(Serialize)]
         struct GradeViews<'a> {
@@ -500,10 +446,8 @@ fn run_on_model<'a>(
             #[serde(skip_serializing_if = "Option::is_none")]
             grader_agreement: Option<ReportPart<'a, RubricAgreementReport, AgreementViews<'a>>>,
         }
-        let (req, run) = grade_request(request)?;
-        let (precision, choice) = run.read()?;
-        let (graded, backend) = kept.run_for_page(&req, precision, choice, now, progress).await?;
-        progress("Scoring the graded responses", 1, 1)?;
+        let (req, run) = grade_request(model.request)?;
+        let (graded, backend, kept) = model.run(&req, &run, "Scoring the graded responses").await?;
         let outcome = &graded.outcome;
         let max_tokens = kept.model.encoder.model.config.max_tokens();
         let grade_view = grade_view(&outcome.report, &graded.graded_jsonl, &req.rubric.name, max_tokens);

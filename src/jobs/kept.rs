@@ -11,7 +11,7 @@ use std::future::Future;
 use serde::{Deserialize, Serialize};
 
 use crate::gpu::{AnyEncoder, BackendChoice, BackendReport};
-use crate::model::{Precision, TextModel};
+use crate::model::{Encoder, Precision, TextModel};
 use crate::report::{Fingerprint, Provenance};
 use crate::{Error, Result};
 
@@ -30,19 +30,32 @@ pub trait ModelJob {
         None
     }
 
-    /// The job on an opened encoder. `progress` sees the work before the first batch and
-    /// after each; its `false` cancels ([`Error::Cancelled`]).
-    fn run_on(
-        &self,
-        model: &TextModel,
-        encoder: &AnyEncoder,
-        model_inputs: Vec<Fingerprint>,
-        progress: &mut dyn FnMut(&EncodeProgress) -> bool,
-    ) -> impl Future<Output = Result<Self::Output>>;
+    /// The job on an encoder (the CPU's, the GPU's, a test's): its progress sees the work
+    /// before the first batch and after each; its `false` cancels ([`Error::Cancelled`]).
+    fn run_on<E: Encoder>(&self, on: Encoding<'_, E>) -> impl Future<Output = Result<Self::Output>>;
 
     /// The provenance of the output's report: where the backend and the precision that ran
     /// are written.
     fn provenance(output: &mut Self::Output) -> &mut Provenance;
+}
+
+/// Where a model job runs: the model, the encoder that runs it, the model's files'
+/// fingerprints (for the report), and the progress after every batch (`false` cancels).
+pub struct Encoding<'a, E> {
+    pub model: &'a TextModel,
+    pub encoder: &'a E,
+    pub model_inputs: Vec<Fingerprint>,
+    pub progress: &'a mut dyn FnMut(&EncodeProgress) -> bool,
+}
+
+/// The model's sequence-classification head, or an error naming the model and what the job
+/// `needs` (a grader, an NLI model).
+pub fn classification_head<'m>(model: &'m TextModel, needs: &str) -> Result<&'m crate::model::HeadWeights> {
+    let loaded = &model.encoder.model;
+    match (&loaded.head, loaded.config.head) {
+        (Some(head), crate::model::HeadKind::SequenceClassification) => Ok(head),
+        _ => Err(Error::invalid(format!("{} has no sequence-classification head: {needs}", model.name))),
+    }
 }
 
 /// The backend and the precision that ran, in a report's provenance.
@@ -63,7 +76,7 @@ pub async fn run_on_backend<J: ModelJob>(
 ) -> Result<(J::Output, BackendReport)> {
     // LoadedModel holds candle tensors (reference counted): the clone shares the weights.
     let (encoder, backend) = crate::gpu::open_encoder(model.encoder.model.clone(), choice).await?;
-    let mut output = job.run_on(model, &encoder, model_inputs, progress).await?;
+    let mut output = job.run_on(Encoding { model, encoder: &encoder, model_inputs, progress }).await?;
     describe_run(J::provenance(&mut output), model, &backend);
     Ok((output, backend))
 }
@@ -170,7 +183,8 @@ impl KeptModel {
     ) -> Result<(J::Output, BackendReport)> {
         self.encoder(choice).await?;
         let (_, encoder, backend) = self.opened.as_ref().expect("opened above");
-        let mut output = job.run_on(&self.model, encoder, self.fingerprints.clone(), progress).await?;
+        let on = Encoding { model: &self.model, encoder, model_inputs: self.fingerprints.clone(), progress };
+        let mut output = job.run_on(on).await?;
         describe_run(J::provenance(&mut output), &self.model, backend);
         Ok((output, backend.clone()))
     }
@@ -340,6 +354,20 @@ pub(super) struct ProgressEncoder<'a, E> {
 }
 
 impl<'a, E> ProgressEncoder<'a, E> {
+    /// Reports the `sequences` to encode before the evaluator's plan (its `false` cancels at
+    /// once), then wraps `inner`.
+    pub(super) fn start(
+        inner: &'a E,
+        sequences: usize,
+        progress: &'a mut dyn FnMut(&EncodeProgress) -> bool,
+    ) -> Result<Self> {
+        let start = EncodeProgress { sequences, ..EncodeProgress::default() };
+        if !progress(&start) {
+            return Err(Error::Cancelled);
+        }
+        Ok(ProgressEncoder::new(inner, start, progress))
+    }
+
     /// Wraps `inner`; `start` is what is known before the evaluator's plan.
     pub(super) fn new(
         inner: &'a E,

@@ -2,7 +2,7 @@
 //! single input.
 
 use super::kept::Progress;
-use super::spec::{between, defaults_of, reply, JobInputs, JobRequest, JobSpec};
+use super::spec::{between, defaults_of, reply, JobRequest, JobSpec};
 use super::{tables, NamedText, Outcome};
 use crate::eval::metrics::MetricsOptions;
 use crate::report::Fingerprint;
@@ -93,19 +93,10 @@ pub fn metrics_with_bertscore(
 }
 
 /// The job: reference-based metrics over one candidates file.
-pub const JOB: JobSpec = JobSpec {
-    name: "metrics",
-    label: "Metrics",
-    title: "reference-based metrics",
-    command: "metrics",
-    inputs: JobInputs { accepts: &["metrics"], required: &[&["metrics"]], model_replaces: &[] },
-    needs_model: "",
-    views: &[],
-    defaults: defaults_of::<MetricsOptions>,
-    run: Some(run),
-    run_on_model: None,
-    check: None,
-};
+pub const JOB: JobSpec = JobSpec::new("metrics", "Metrics", "reference-based metrics", "metrics")
+    .reads(&["metrics"], &[&["metrics"]])
+    .defaults(defaults_of::<MetricsOptions>)
+    .runs(run);
 
 /// Reference-based metrics over one candidates file (`medrank metrics`; BERTScore is the
 /// CLI's, with a model folder).

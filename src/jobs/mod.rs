@@ -58,14 +58,13 @@ pub fn job(name: &str) -> Result<&'static JobSpec> {
 pub use agreement::{agreement, AgreementReport, AgreementRequest, ScopedAgreement};
 pub use controls::{add_controls, ControlChoice, ControlPlan, ControlsOptions, ControlsOutcome, ControlsRequest};
 pub use evaluate::{
-    evaluate_predictions, evaluate_tables, evaluate_with_encoder, evaluate_with_model, plan_model_evaluation,
-    rank_check, tasks_of_model, EmptyOptionsReport, EvaluateReport, EvaluateRequest, EvaluatorPredictions,
-    EvaluatorReport, ModelOptions, ModelOutcome, ModelRunPlan, ProxyOptions, RankCell, RankCheck, RankMatrix,
-    RankOptions, RankWithModel,
+    evaluate_predictions, evaluate_tables, evaluate_with_model, plan_model_evaluation, rank_check, tasks_of_model,
+    EmptyOptionsReport, EvaluateReport, EvaluateRequest, EvaluatorPredictions, EvaluatorReport, ModelOptions,
+    ModelOutcome, ModelRunPlan, ProxyOptions, RankCell, RankCheck, RankMatrix, RankOptions, RankWithModel,
 };
 pub use grade::{
-    grade_tables, grade_with_encoder, read_rubric, CriterionGrade, CutPair, GradeJobOptions, GradeOptions,
-    GradeOutcome, GradeReport, GradeRequest, GraderSummary, MET_THRESHOLD,
+    grade_tables, read_rubric, CriterionGrade, CutPair, GradeJobOptions, GradeOptions, GradeOutcome, GradeReport,
+    GradeRequest, GraderSummary, MET_THRESHOLD,
 };
 pub use import::{
     bundle_or_import, import_healthbench, import_ranking_over_scoring, EmptyOptionRecords, HealthBenchImportOutcome,
@@ -73,8 +72,8 @@ pub use import::{
     SystemResponses,
 };
 pub use kept::{
-    describe_backend, describe_precision, parse_backend, progress_parts, run_on_backend, EncodeProgress, KeptModel,
-    ModelJob, Progress, RunOptions, TimeEstimate,
+    describe_backend, describe_precision, parse_backend, progress_parts, run_on_backend, EncodeProgress, Encoding,
+    KeptModel, ModelJob, Progress, RunOptions, TimeEstimate,
 };
 pub use metrics::{metrics, metrics_with_bertscore, BertScoreRequest, MetricsRequest};
 pub use nrp::{
@@ -87,10 +86,10 @@ pub use quantize::{
 };
 pub use rubric::{rubric, RubricRequest};
 pub use rubric_agreement::{rubric_agreement, RubricAgreementRequest};
-pub use spec::{json, InputFile, JobDescription, JobRequest, JobSpec};
+pub use spec::{json, InputFile, JobDescription, JobRequest, JobSpec, ModelRun};
 pub use statements::{
-    check_statements, statement_tables, CutStatement, StatementJobOptions, StatementJudgement, StatementOptions,
-    StatementReport, StatementRequest,
+    statement_tables, CutStatement, StatementJobOptions, StatementJudgement, StatementOptions, StatementReport,
+    StatementRequest,
 };
 #[cfg(not(target_arch = "wasm32"))]
 pub use train::train;

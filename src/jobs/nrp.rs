@@ -2,7 +2,7 @@
 //! quality dimension (BM25, precomputed runs, neural rankers).
 
 use super::kept::Progress;
-use super::spec::{between, defaults_of, reply, JobInputs, JobRequest, JobSpec, View};
+use super::spec::{between, defaults_of, reply, JobRequest, JobSpec, View};
 use super::views::{nrp_view, NrpView};
 use super::{fingerprint_all, tables, NamedText, Outcome};
 use crate::data;
@@ -495,13 +495,9 @@ fn read_answers(a: &AnswerFile) -> Result<(Vec<data::Answer>, Vec<data::Topic>, 
 // ------------------------------------------------------------------ the job ----------------
 
 /// The job: NRP of generated answers among expert-judged documents.
-pub const JOB: JobSpec = JobSpec {
-    name: "nrp",
-    label: "NRP",
-    title: "normalized rank position (NRP)",
-    command: "nrp",
-    inputs: JobInputs {
-        accepts: &[
+pub const JOB: JobSpec = JobSpec::new("nrp", "NRP", "normalized rank position (NRP)", "nrp")
+    .reads(
+        &[
             "topics",
             "qrels",
             "qrels_combined",
@@ -512,20 +508,11 @@ pub const JOB: JobSpec = JobSpec {
             "answer_scores",
             "expert_rankings",
         ],
-        required: &[
-            &["qrels", "qrels_combined"],
-            &["documents", "run"],
-            &["answers", "answers_jsonl", "answer_scores"],
-        ],
-        model_replaces: &[],
-    },
-    needs_model: "",
-    views: &[View { key: "nrp_view", title: "NRP", optional: false }],
-    defaults: defaults_of::<NrpRequestOptions>,
-    run: Some(run),
-    run_on_model: None,
-    check: None,
-};
+        &[&["qrels", "qrels_combined"], &["documents", "run"], &["answers", "answers_jsonl", "answer_scores"]],
+    )
+    .views(&[View::tab("nrp_view", "NRP")])
+    .defaults(defaults_of::<NrpRequestOptions>)
+    .runs(run);
 
 /// The request of `medrank nrp`. A run file and an answer-scores file form one precomputed
 /// ranker (matched by their `ranker` names; a lone pair belongs together); BM25 is added

@@ -232,14 +232,8 @@ fn embedding_check(
 }
 
 fn dev_check(f32_model: &TextModel, int8_model: &TextModel, dev: &NamedText) -> Result<DevCheck> {
-    let bundle = workload_bundle(dev)?;
-    let req = EvaluateRequest {
-        bundle,
-        predictions: Vec::new(),
-        rankings: None,
-        corpus: None,
-        options: ProxyOptions { controls: Vec::new(), ..Default::default() },
-    };
+    let req =
+        EvaluateRequest::of_bundle(workload_bundle(dev)?, ProxyOptions { controls: Vec::new(), ..Default::default() });
     let accuracy = |model: &TextModel| -> Result<(f64, usize)> {
         let (outcome, _) = evaluate_with_model(&req, model, Vec::new(), &ModelOptions::default())?;
         let instances = outcome.report.evaluators.first().and_then(|e| e.report.tasks.first()).map(|t| t.n_instances);

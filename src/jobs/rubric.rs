@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::kept::Progress;
-use super::spec::{between, defaults_of, reply, JobInputs, JobRequest, JobSpec, View};
+use super::spec::{between, defaults_of, reply, JobRequest, JobSpec, View};
 use super::views::{rubric_view, RubricView};
 use super::{tables, NamedText, Outcome};
 use crate::eval::rubric::{RubricOptions, RubricReport};
@@ -24,25 +24,13 @@ pub fn rubric(req: &RubricRequest) -> Result<Outcome<RubricReport>> {
 }
 
 /// The job: the HealthBench scores of a file of graded responses.
-pub const JOB: JobSpec = JobSpec {
-    name: "rubric",
-    label: "Rubric",
-    title: "rubric grading",
-    command: "rubric",
-    // A grader's graded file is a graded file too: Rubric scores it when no other graded
-    // file is given.
-    inputs: JobInputs {
-        accepts: &["rubric", "rubric_grader"],
-        required: &[&["rubric", "rubric_grader"]],
-        model_replaces: &[],
-    },
-    needs_model: "",
-    views: &[View { key: "rubric_view", title: "Scores", optional: false }],
-    defaults: defaults_of::<RubricOptions>,
-    run: Some(run),
-    run_on_model: None,
-    check: None,
-};
+// A grader's graded file is a graded file too: Rubric scores it when no other graded file is
+// given.
+pub const JOB: JobSpec = JobSpec::new("rubric", "Rubric", "rubric grading", "rubric")
+    .reads(&["rubric", "rubric_grader"], &[&["rubric", "rubric_grader"]])
+    .views(&[View::tab("rubric_view", "Scores")])
+    .defaults(defaults_of::<RubricOptions>)
+    .runs(run);
 
 /// The Scores tab, for the Rubric and the Grade job.
 #[derive(Serialize)]

@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::kept::Progress;
-use super::spec::{between, defaults_of, reply, JobInputs, JobRequest, JobSpec, View};
+use super::spec::{between, reply, JobRequest, JobSpec, View};
 use super::views::{rubric_agreement_view, RubricAgreementView};
 use super::{fingerprint_all, tables, NamedText, Outcome};
 use crate::eval::rubric_agreement::RubricAgreementReport;
@@ -30,29 +30,13 @@ pub fn rubric_agreement(req: &RubricAgreementRequest) -> Result<Outcome<RubricAg
     Ok(Outcome { report, tables })
 }
 
-/// The job's options: none (the page's Options hold nothing for it).
-#[derive(Debug, Clone, Copy, Default, Serialize)]
-pub struct NoOptions {}
-
 /// The job: a grader's judgements of rubric criteria against several people's.
-pub const JOB: JobSpec = JobSpec {
-    name: "rubric_agreement",
-    label: "Agreement",
-    title: "a rubric grader\u{2019}s agreement with people",
-    command: "rubric-agreement",
-    // People's judgements against each other, and against a grader's file when one is given.
-    inputs: JobInputs {
-        accepts: &["rubric_judged", "rubric_grader"],
-        required: &[&["rubric_judged"]],
-        model_replaces: &[],
-    },
-    needs_model: "",
-    views: &[View { key: "rubric_agreement_view", title: "Agreement", optional: false }],
-    defaults: defaults_of::<NoOptions>,
-    run: Some(run),
-    run_on_model: None,
-    check: None,
-};
+// People's judgements against each other, and against a grader's file when one is given.
+pub const JOB: JobSpec =
+    JobSpec::new("rubric_agreement", "Agreement", "a rubric grader\u{2019}s agreement with people", "rubric-agreement")
+        .reads(&["rubric_judged", "rubric_grader"], &[&["rubric_judged"]])
+        .views(&[View::tab("rubric_agreement_view", "Agreement")])
+        .runs(run);
 
 /// The Agreement tab of a report (the Agreement job's, and Grade's grader against people).
 #[derive(Serialize)]

@@ -15,7 +15,7 @@ use std::pin::Pin;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
-use super::kept::{KeptModel, Progress};
+use super::kept::{KeptModel, ModelJob, Progress, RunOptions};
 use super::{NamedText, Outcome};
 use crate::report::Table;
 use crate::{Error, Result};
@@ -26,9 +26,34 @@ pub type LocalFuture<'a, T> = Pin<Box<dyn Future<Output = T> + 'a>>;
 /// A run without a model: the page's request in, the reply (JSON text) out.
 pub type FreeRun = fn(&JobRequest, Progress) -> Result<String>;
 
-/// A run on the kept model, with the caller's clock (seconds) for the time estimate.
-pub type KeptRun =
-    for<'a> fn(&'a mut KeptModel, &'a JobRequest, &'a dyn Fn() -> f64, Progress<'a>) -> LocalFuture<'a, Result<String>>;
+/// A run on the kept model.
+pub type KeptRun = for<'a> fn(ModelRun<'a>) -> LocalFuture<'a, Result<String>>;
+
+/// What a run on the kept model is given: the model, the page's request, the page's clock
+/// (seconds, for the time estimate) and its progress report.
+pub struct ModelRun<'a> {
+    pub kept: &'a mut KeptModel,
+    pub request: &'a JobRequest,
+    pub now: &'a dyn Fn() -> f64,
+    pub progress: Progress<'a>,
+}
+
+impl<'a> ModelRun<'a> {
+    /// `job` as the page runs it on the kept model (`KeptModel::run_for_page`, in `run`'s
+    /// precision on its backend), then `done` as the last stage: the output, what ran, and
+    /// the kept model (for the reply's [`RunViews`]).
+    pub async fn run<J: ModelJob>(
+        self,
+        job: &J,
+        run: &RunOptions,
+        done: &str,
+    ) -> Result<(J::Output, crate::gpu::BackendReport, &'a mut KeptModel)> {
+        let (precision, choice) = run.read()?;
+        let (output, backend) = self.kept.run_for_page(job, precision, choice, self.now, &mut *self.progress).await?;
+        (self.progress)(done, 1, 1)?;
+        Ok((output, backend, self.kept))
+    }
+}
 
 /// One job, described once.
 pub struct JobSpec {
@@ -78,6 +103,18 @@ pub struct View {
     pub optional: bool,
 }
 
+impl View {
+    /// A tab every reply of the job fills.
+    pub const fn tab(key: &'static str, title: &'static str) -> View {
+        View { key, title, optional: false }
+    }
+
+    /// A tab drawn when the reply has its data.
+    pub const fn optional(key: &'static str, title: &'static str) -> View {
+        View { key, title, optional: true }
+    }
+}
+
 /// How a job uses the model: the page loads one before `none` jobs never, `optional` jobs
 /// when the user chose one, `required` jobs always.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -106,7 +143,81 @@ pub struct JobDescription {
     pub check: bool,
 }
 
+/// The options of a job that has none.
+fn no_options() -> Result<serde_json::Value> {
+    Ok(serde_json::json!({}))
+}
+
 impl JobSpec {
+    /// A job called `name` (its button `label`, its report `title`, its subcommand
+    /// `command`), reading nothing and running nothing yet: the methods below describe it,
+    /// so that a job file's `JOB` stays a constant.
+    pub const fn new(name: &'static str, label: &'static str, title: &'static str, command: &'static str) -> Self {
+        JobSpec {
+            name,
+            label,
+            title,
+            command,
+            inputs: JobInputs { accepts: &[], required: &[], model_replaces: &[] },
+            needs_model: "",
+            views: &[],
+            defaults: no_options,
+            run: None,
+            run_on_model: None,
+            check: None,
+        }
+    }
+
+    /// The kinds it reads: every kind of `accepts`; of each group of `required`, one.
+    pub const fn reads(
+        mut self,
+        accepts: &'static [&'static str],
+        required: &'static [&'static [&'static str]],
+    ) -> Self {
+        self.inputs.accepts = accepts;
+        self.inputs.required = required;
+        self
+    }
+
+    /// Its tabs, in order.
+    pub const fn views(mut self, views: &'static [View]) -> Self {
+        self.views = views;
+        self
+    }
+
+    /// Its options at their defaults.
+    pub const fn defaults(mut self, defaults: fn() -> Result<serde_json::Value>) -> Self {
+        self.defaults = defaults;
+        self
+    }
+
+    /// Its run without a model.
+    pub const fn runs(mut self, run: FreeRun) -> Self {
+        self.run = Some(run);
+        self
+    }
+
+    /// Its run on the kept model; a model replaces the kinds of `replaces` (a predictions
+    /// file). `needs_model`: what the page says when none is chosen, for a job without a run
+    /// of its own.
+    pub const fn runs_on_model(
+        mut self,
+        run: KeptRun,
+        replaces: &'static [&'static str],
+        needs_model: &'static str,
+    ) -> Self {
+        self.run_on_model = Some(run);
+        self.inputs.model_replaces = replaces;
+        self.needs_model = needs_model;
+        self
+    }
+
+    /// Its checks before any model loads.
+    pub const fn checks(mut self, check: fn(&JobRequest, bool) -> Result<String>) -> Self {
+        self.check = Some(check);
+        self
+    }
+
     pub fn model_use(&self) -> ModelUse {
         match (self.run.is_some(), self.run_on_model.is_some()) {
             (_, false) => ModelUse::None,

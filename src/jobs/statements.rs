@@ -3,13 +3,13 @@
 //! `eval::statements`); the answer (after its question or conversation) is the premise,
 //! each statement the hypothesis (`model::grade::encode_pair`, the grader's input).
 
-use super::kept::{EncodeProgress, KeptModel, ModelJob, Progress, ProgressEncoder, RunOptions};
-use super::spec::{options_value, reply, JobInputs, JobRequest, JobSpec, LocalFuture, RunViews, View};
+use super::kept::{classification_head, Encoding, ModelJob, ProgressEncoder, RunOptions};
+use super::spec::{options_value, reply, JobSpec, LocalFuture, ModelRun, RunViews, View};
 use super::{NamedText, Outcome};
 use crate::data::statements::parse_statements;
 use crate::eval::statements::{answer_checks, system_checks, AnswerChecks, SystemChecks};
 use crate::model::grade::{conversation_text, encode_pair, head_logits, GradeInput, NliJudgement, NliLabels};
-use crate::report::{fmt_num, fmt_stat, Fingerprint, Provenance, Table};
+use crate::report::{fmt_num, fmt_stat, Provenance, Table};
 use crate::stats::bootstrap::Bootstrap;
 use crate::stats::Stat;
 use crate::{Error, Result, Warning};
@@ -73,133 +73,107 @@ pub struct StatementReport {
     pub warnings: Vec<Warning>,
 }
 
-/// Checks every answer of `req.answers` against its statements with `model` on `encoder`.
-pub async fn check_statements<E: crate::model::Encoder>(
-    req: &StatementRequest,
-    model: &crate::model::TextModel,
-    encoder: &E,
-    model_inputs: Vec<Fingerprint>,
-    progress: &mut dyn FnMut(&EncodeProgress) -> bool,
-) -> Result<Outcome<StatementReport>> {
-    crate::stats::bootstrap::check_settings(req.options.bootstrap.resamples, req.options.bootstrap.confidence)
-        .map_err(Error::invalid)?;
-    let loaded = &model.encoder.model;
-    let head = match (&loaded.head, loaded.config.head) {
-        (Some(head), crate::model::HeadKind::SequenceClassification) => head,
-        _ => {
-            return Err(Error::invalid(format!(
-                "{} has no sequence-classification head: statement checks need an NLI model",
-                model.name
-            )))
-        }
-    };
-    let labels = NliLabels::of_labels(&loaded.config.labels)?;
-    let (answers, mut warnings) = parse_statements(&req.answers.name, &req.answers.text)?;
-    let mut inputs: Vec<GradeInput> = Vec::new();
-    for a in &answers {
-        let prompt = conversation_text(a.prompt.as_ref());
-        for (i, (statement, must)) in a.statements().enumerate() {
-            let field =
-                if must { format!("must_have[{i}]") } else { format!("nice_to_have[{}]", i - a.must_have.len()) };
-            inputs.push(
-                encode_pair(&model.tokenizer, &prompt, &a.response, statement)
-                    .map_err(|e| Error::input(&req.answers.name, a.line, &field, e.to_string()))?,
-            );
-        }
-    }
-    let start = EncodeProgress { sequences: inputs.len(), ..EncodeProgress::default() };
-    if !progress(&start) {
-        return Err(Error::Cancelled);
-    }
-    let counted = ProgressEncoder::new(encoder, start, progress);
-    let encoded: Vec<&crate::model::Encoded> = inputs.iter().map(|i| &i.encoded).collect();
-    let batch = req.options.batch_size.clamp(1, crate::bounds::MAX_BATCH);
-    let logits = head_logits(&counted, &loaded.weights, head, &model.tokenizer, &encoded, batch).await?;
-
-    let (mut judged, mut judgements, mut truncated) = (Vec::new(), Vec::new(), Vec::new());
-    let mut next = 0;
-    for a in &answers {
-        let mut of_answer = Vec::new();
-        for (statement, must) in a.statements() {
-            let j = labels.judge(&logits[next]);
-            let input = &inputs[next];
-            if input.conversation_cut + input.response_cut > 0 {
-                truncated.push(CutStatement {
-                    id: a.id.clone(),
-                    system: a.system.clone(),
-                    line: a.line,
-                    statement: statement.to_string(),
-                    prompt_tokens_cut: input.conversation_cut,
-                    response_tokens_cut: input.response_cut,
-                });
-            }
-            judgements.push(StatementJudgement {
-                id: a.id.clone(),
-                system: a.system.clone(),
-                line: a.line,
-                statement: statement.to_string(),
-                must_have: must,
-                judgement: j,
-            });
-            of_answer.push(j);
-            next += 1;
-        }
-        judged.push(of_answer);
-    }
-    if !truncated.is_empty() {
-        warnings.push(Warning::new(format!(
-            "{} of {} (answer, statement) pairs were longer than the model's {}-token limit and were cut: the \
-             question first, the answer's end only when it alone did not fit, the statement never (all listed in \
-             the table statement_truncated)",
-            truncated.len(),
-            inputs.len(),
-            loaded.config.max_tokens()
-        )));
-    }
-    let checks = answer_checks(&answers, &judged);
-    let systems = system_checks(&answers, &checks, req.options.bootstrap);
-    let b = req.options.bootstrap;
-    let mut provenance = Provenance::new(b.seed)
-        .convention("judgement", "NLI with the answer (after its question) as premise and the statement as hypothesis; the label with the largest logit")
-        .convention("comprehensiveness", "must-have statements entailed / must-have statements (K-QA's Comp)")
-        .convention("contradicted", "statements (must-have and nice-to-have) contradicted, counted (K-QA's Hall)")
-        .convention("hallucination", "statements contradicted / statements")
-        .convention(
-            "interval",
-            format!(
-                "percentile bootstrap of the mean per system, over the prompts (prompt_id, else id), {} resamples, {}% confidence",
-                b.resamples,
-                b.confidence * 100.0
-            ),
-        );
-    provenance.inputs.push(req.answers.fingerprint());
-    provenance.inputs.extend(model_inputs);
-    let report = StatementReport {
-        provenance,
-        model: model.name.clone(),
-        labels,
-        judgements,
-        answers: checks,
-        systems,
-        truncated,
-        warnings,
-    };
-    let tables = statement_tables(&report);
-    Ok(Outcome { report, tables })
-}
-
 impl ModelJob for StatementRequest {
     type Output = Outcome<StatementReport>;
     const STAGE: &'static str = "Checking statements with the model";
 
-    async fn run_on(
-        &self,
-        model: &crate::model::TextModel,
-        encoder: &crate::gpu::AnyEncoder,
-        model_inputs: Vec<Fingerprint>,
-        progress: &mut dyn FnMut(&EncodeProgress) -> bool,
-    ) -> Result<Outcome<StatementReport>> {
-        check_statements(self, model, encoder, model_inputs, progress).await
+    /// Checks every answer of `req.answers` against its statements with `model` on `encoder`.
+    async fn run_on<E: crate::model::Encoder>(&self, on: Encoding<'_, E>) -> Result<Outcome<StatementReport>> {
+        let Encoding { model, encoder, model_inputs, progress } = on;
+        let req = self;
+        crate::stats::bootstrap::check_settings(req.options.bootstrap.resamples, req.options.bootstrap.confidence)
+            .map_err(Error::invalid)?;
+        let loaded = &model.encoder.model;
+        let head = classification_head(model, "statement checks need an NLI model")?;
+        let labels = NliLabels::of_labels(&loaded.config.labels)?;
+        let (answers, mut warnings) = parse_statements(&req.answers.name, &req.answers.text)?;
+        let mut inputs: Vec<GradeInput> = Vec::new();
+        for a in &answers {
+            let prompt = conversation_text(a.prompt.as_ref());
+            for (i, (statement, must)) in a.statements().enumerate() {
+                let field =
+                    if must { format!("must_have[{i}]") } else { format!("nice_to_have[{}]", i - a.must_have.len()) };
+                inputs.push(
+                    encode_pair(&model.tokenizer, &prompt, &a.response, statement)
+                        .map_err(|e| Error::input(&req.answers.name, a.line, &field, e.to_string()))?,
+                );
+            }
+        }
+        let counted = ProgressEncoder::start(encoder, inputs.len(), progress)?;
+        let encoded: Vec<&crate::model::Encoded> = inputs.iter().map(|i| &i.encoded).collect();
+        let batch = req.options.batch_size.clamp(1, crate::bounds::MAX_BATCH);
+        let logits = head_logits(&counted, &loaded.weights, head, &model.tokenizer, &encoded, batch).await?;
+
+        let (mut judged, mut judgements, mut truncated) = (Vec::new(), Vec::new(), Vec::new());
+        let mut next = 0;
+        for a in &answers {
+            let mut of_answer = Vec::new();
+            for (statement, must) in a.statements() {
+                let j = labels.judge(&logits[next]);
+                let input = &inputs[next];
+                if input.conversation_cut + input.response_cut > 0 {
+                    truncated.push(CutStatement {
+                        id: a.id.clone(),
+                        system: a.system.clone(),
+                        line: a.line,
+                        statement: statement.to_string(),
+                        prompt_tokens_cut: input.conversation_cut,
+                        response_tokens_cut: input.response_cut,
+                    });
+                }
+                judgements.push(StatementJudgement {
+                    id: a.id.clone(),
+                    system: a.system.clone(),
+                    line: a.line,
+                    statement: statement.to_string(),
+                    must_have: must,
+                    judgement: j,
+                });
+                of_answer.push(j);
+                next += 1;
+            }
+            judged.push(of_answer);
+        }
+        if !truncated.is_empty() {
+            warnings.push(Warning::new(format!(
+                "{} of {} (answer, statement) pairs were longer than the model's {}-token limit and were cut: the \
+                 question first, the answer's end only when it alone did not fit, the statement never (all listed in \
+                 the table statement_truncated)",
+                truncated.len(),
+                inputs.len(),
+                loaded.config.max_tokens()
+            )));
+        }
+        let checks = answer_checks(&answers, &judged);
+        let systems = system_checks(&answers, &checks, req.options.bootstrap);
+        let b = req.options.bootstrap;
+        let mut provenance = Provenance::new(b.seed)
+            .convention("judgement", "NLI with the answer (after its question) as premise and the statement as hypothesis; the label with the largest logit")
+            .convention("comprehensiveness", "must-have statements entailed / must-have statements (K-QA's Comp)")
+            .convention("contradicted", "statements (must-have and nice-to-have) contradicted, counted (K-QA's Hall)")
+            .convention("hallucination", "statements contradicted / statements")
+            .convention(
+                "interval",
+                format!(
+                    "percentile bootstrap of the mean per system, over the prompts (prompt_id, else id), {} resamples, {}% confidence",
+                    b.resamples,
+                    b.confidence * 100.0
+                ),
+            );
+        provenance.inputs.push(req.answers.fingerprint());
+        provenance.inputs.extend(model_inputs);
+        let report = StatementReport {
+            provenance,
+            model: model.name.clone(),
+            labels,
+            judgements,
+            answers: checks,
+            systems,
+            truncated,
+            warnings,
+        };
+        let tables = statement_tables(&report);
+        Ok(Outcome { report, tables })
     }
 
     fn provenance(output: &mut Outcome<StatementReport>) -> &mut Provenance {
@@ -221,38 +195,26 @@ pub struct StatementJobOptions {
 }
 
 /// The job: the chosen NLI model checks each answer against its expert statements.
-pub const JOB: JobSpec = JobSpec {
-    name: "statements",
-    label: "Statements",
-    title: "answers checked against expert statements",
-    command: "statements",
-    inputs: JobInputs { accepts: &["statement_answers"], required: &[&["statement_answers"]], model_replaces: &[] },
-    needs_model: "Needs an NLI model: choose one under Model (labels naming entailment and contradiction).",
-    views: &[View { key: "statement_checks", title: "Statements", optional: false }],
-    defaults: || options_value(&StatementJobOptions { run: RunOptions::page(), ..Default::default() }),
-    run: None,
-    run_on_model: Some(run_on_model),
-    check: None,
-};
+pub const JOB: JobSpec =
+    JobSpec::new("statements", "Statements", "answers checked against expert statements", "statements")
+        .reads(&["statement_answers"], &[&["statement_answers"]])
+        .views(&[View::tab("statement_checks", "Statements")])
+        .defaults(|| options_value(&StatementJobOptions { run: RunOptions::page(), ..Default::default() }))
+        .runs_on_model(
+            run_on_model,
+            &[],
+            "Needs an NLI model: choose one under Model (labels naming entailment and contradiction).",
+        );
 
 /// Statement checks with the kept model as the NLI model (`medrank statements --input --nli
 /// --backend`): on WebGPU when the options allow it and the browser gives an adapter, else
 /// on the CPU, in the options' precision; the reply says which.
-fn run_on_model<'a>(
-    kept: &'a mut KeptModel,
-    request: &'a JobRequest,
-    now: &'a dyn Fn() -> f64,
-    progress: Progress<'a>,
-) -> LocalFuture<'a, Result<String>> {
+fn run_on_model(model: ModelRun<'_>) -> LocalFuture<'_, Result<String>> {
     Box::pin(async move {
-        let options: StatementJobOptions = request.options()?;
-        let req = StatementRequest {
-            answers: request.required("statement_answers", "a file of answers with expert statements")?.named(),
-            options: options.statements.clone(),
-        };
-        let (precision, choice) = options.run.read()?;
-        let (outcome, backend) = kept.run_for_page(&req, precision, choice, now, progress).await?;
-        progress("Checking statements with the model", 1, 1)?;
+        let options: StatementJobOptions = model.request.options()?;
+        let answers = model.request.required("statement_answers", "a file of answers with expert statements")?;
+        let req = StatementRequest { answers: answers.named(), options: options.statements };
+        let (outcome, backend, kept) = model.run(&req, &options.run, "Checking statements with the model").await?;
         // The Statements tab draws from the report itself.
         reply(&outcome, RunViews::of(kept, &backend))
     })
@@ -325,22 +287,9 @@ pub fn statement_tables(report: &StatementReport) -> Vec<Table> {
     }
     let mut out = vec![judgements, answers, systems];
     if !report.truncated.is_empty() {
-        let mut cut = Table::new(
-            "statement_truncated",
-            "Pairs cut to the model's token limit",
-            &["id", "system", "line", "statement", "question tokens cut", "answer tokens cut"],
-        );
-        for c in &report.truncated {
-            cut.push(vec![
-                c.id.clone(),
-                c.system.clone(),
-                c.line.to_string(),
-                c.statement.clone(),
-                c.prompt_tokens_cut.to_string(),
-                c.response_tokens_cut.to_string(),
-            ]);
-        }
-        out.push(cut);
+        let headers = ["id", "system", "line", "statement", "question tokens cut", "answer tokens cut"];
+        let keys = ["id", "system", "line", "statement", "prompt_tokens_cut", "response_tokens_cut"];
+        out.push(super::tables::table_of("statement_truncated", super::grade::CUT, &headers, &keys, &report.truncated));
     }
     out
 }

@@ -14,6 +14,22 @@ use crate::stats::{Interval, Stat};
 
 const D: usize = 4;
 
+/// A table of `items`, one row each: the fields `keys` of the item as its JSON has them
+/// (text as it is, whole numbers in digits), under `headers`.
+pub fn table_of<T: serde::Serialize>(name: &str, title: &str, headers: &[&str], keys: &[&str], items: &[T]) -> Table {
+    let mut table = Table::new(name, title, headers);
+    for item in items {
+        let value = serde_json::to_value(item).unwrap_or_default();
+        let cell = |key: &&str| match &value[*key] {
+            serde_json::Value::String(s) => s.clone(),
+            serde_json::Value::Null => String::new(),
+            other => other.to_string(),
+        };
+        table.push(keys.iter().map(cell).collect());
+    }
+    table
+}
+
 fn interval_cells(i: &Stat<Interval>) -> [String; 2] {
     match i {
         Stat::Defined(iv) => [fmt_num(iv.lo, D), fmt_num(iv.hi, D)],

@@ -293,22 +293,14 @@ impl std::fmt::Display for Note {
     }
 }
 
-/// A trained evaluator: its folder's files and what the log says.
+/// A trained evaluator: its folder's files and what the training found.
 #[derive(Debug, Clone, Serialize)]
 pub struct TrainedEvaluator {
-    pub best_epoch: usize,
-    pub best_dev_accuracy: f64,
-    /// The metric that picked the best epoch and its value there.
-    pub select_by: SelectBy,
-    pub best_dev_metric: f64,
-    /// Classification: the share of the most frequent dev label.
-    pub dev_majority_rate: Option<f64>,
-    /// What the user must know about the picked model (it predicts one class for all).
-    pub warnings: Vec<String>,
-    pub curve: Vec<EpochLog>,
-    /// Examples with at least one input cut to the model's token limit (train, dev).
-    pub truncated: (usize, usize),
-    /// A warning about those cut inputs, when there are any.
+    /// The training's result (`train::TrainResult`: the curve, the best epoch and its dev
+    /// figures, the warnings, the cut examples; not the model, which the files hold).
+    #[serde(flatten)]
+    pub result: t::TrainResult,
+    /// A warning about the inputs cut to the model's token limit, when there are any.
     pub truncation_warning: Option<String>,
     /// config.json, model.safetensors, train_log.json, tokenizer.json.
     #[serde(skip)]
@@ -461,42 +453,24 @@ impl TrainingJob {
             }
         };
         for (what, d) in [("training", &train_data), ("dev", &dev_data)] {
+            // What the readers left out, each with its count (and ids, where they name some).
             let c = &d.counts;
-            if c.empty_options_left_out > 0 {
-                summary.notes.push(
-                    format!(
-                        "{what} data: {} empty options are no candidate (--keep-empty-options keeps them)",
-                        c.empty_options_left_out
-                    )
-                    .into(),
-                );
-            }
-            if c.criteria_unjudged > 0 {
-                summary.notes.push(
-                    format!(
-                        "{what} data: {} criteria nobody judged (no met, no met_by) are not examples",
-                        c.criteria_unjudged
-                    )
-                    .into(),
-                );
-            }
-            if !c.criteria_tied.is_empty() {
-                summary.notes.push(Note {
-                    text: format!(
-                        "{what} data: {} criteria whose people split evenly (met_by) are left out",
-                        c.criteria_tied.len()
-                    ),
-                    ids: c.criteria_tied.clone(),
-                });
-            }
-            if !c.not_enough_evidence_dropped.is_empty() {
-                summary.notes.push(Note {
-                    text: format!(
-                        "{what} data: {} not_enough_evidence instances dropped, as evaluation drops them (--keep-not-enough-evidence keeps them)",
-                        c.not_enough_evidence_dropped.len()
-                    ),
-                    ids: c.not_enough_evidence_dropped.clone(),
-                });
+            let left_out: [(usize, &str, &[String]); 4] = [
+                (c.empty_options_left_out, "empty options are no candidate (--keep-empty-options keeps them)", &[]),
+                (c.criteria_unjudged, "criteria nobody judged (no met, no met_by) are not examples", &[]),
+                (
+                    c.criteria_tied.len(),
+                    "criteria whose people split evenly (met_by) are left out",
+                    &c.criteria_tied,
+                ),
+                (
+                    c.not_enough_evidence_dropped.len(),
+                    "not_enough_evidence instances dropped, as evaluation drops them (--keep-not-enough-evidence keeps them)",
+                    &c.not_enough_evidence_dropped,
+                ),
+            ];
+            for (n, text, ids) in left_out.into_iter().filter(|(n, _, _)| *n > 0) {
+                summary.notes.push(Note { text: format!("{what} data: {n} {text}"), ids: ids.to_vec() });
             }
             if d.examples.is_empty() {
                 return Err(Error::invalid(format!("no {what} example is left to train on")));
@@ -613,19 +587,7 @@ impl TrainingJob {
             let what = TrainTask::parse(self.summary.task).map_or("", |t| t.facts().truncation);
             format!("{cut_train} training and {cut_dev} dev examples had inputs cut to the model's token limit ({what}); train_log.json records the counts")
         });
-        Ok(TrainedEvaluator {
-            best_epoch: result.best_epoch,
-            best_dev_accuracy: result.best_dev_accuracy,
-            select_by: result.select_by,
-            best_dev_metric: result.best_dev_metric,
-            dev_majority_rate: result.dev_majority_rate,
-            warnings: result.warnings,
-            curve: result.curve,
-            truncated: result.truncated,
-            truncation_warning,
-            files,
-            trace_files,
-        })
+        Ok(TrainedEvaluator { result, truncation_warning, files, trace_files })
     }
 }
 

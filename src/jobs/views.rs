@@ -20,9 +20,16 @@ pub fn value(s: &Stat<f64>) -> Option<f64> {
     s.value().copied()
 }
 
-/// An interval's bounds, `None` where it is undefined.
-pub fn bounds(s: &Stat<Interval>) -> (Option<f64>, Option<f64>) {
-    s.value().map_or((None, None), |i| (Some(i.lo), Some(i.hi)))
+/// An interval's bounds as a row of a view has them (`lo`, `hi`), `None` where it is
+/// undefined.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct Bounds {
+    pub lo: Option<f64>,
+    pub hi: Option<f64>,
+}
+
+pub fn bounds(s: &Stat<Interval>) -> Bounds {
+    s.value().map_or(Bounds { lo: None, hi: None }, |i| Bounds { lo: Some(i.lo), hi: Some(i.hi) })
 }
 
 // ------------------------------------------------------------------ NRP --------------------
@@ -51,8 +58,8 @@ pub struct NrpGroupRow<'a> {
     pub system: &'a str,
     pub prompt: &'a str,
     pub mean: Option<f64>,
-    pub lo: Option<f64>,
-    pub hi: Option<f64>,
+    #[serde(flatten)]
+    pub interval: Bounds,
     pub n: usize,
     pub per_dimension: BTreeMap<&'a str, Option<f64>>,
 }
@@ -69,8 +76,8 @@ pub struct NrpRankerRow<'a> {
 pub struct NrpAgreementRow<'a> {
     pub ranker: &'a str,
     pub mean: &'a Stat<f64>,
-    pub lo: Option<f64>,
-    pub hi: Option<f64>,
+    #[serde(flatten)]
+    pub interval: Bounds,
     pub queries: usize,
     pub chosen_for: &'a [String],
     pub fusion_scope: Option<&'a crate::eval::nrp::fusion::Scope>,
@@ -100,13 +107,12 @@ pub fn nrp_view(report: &NrpReport) -> NrpView<'_> {
             .groups
             .iter()
             .map(|g| {
-                let (lo, hi) = bounds(&g.interval);
+                let interval = bounds(&g.interval);
                 NrpGroupRow {
                     system: &g.system,
                     prompt: &g.prompt,
                     mean: value(&g.mean),
-                    lo,
-                    hi,
+                    interval,
                     n: g.answers,
                     per_dimension: dimensions.iter().copied().zip(g.per_dimension_mean.iter().map(value)).collect(),
                 }
@@ -128,12 +134,11 @@ pub fn nrp_view(report: &NrpReport) -> NrpView<'_> {
             .expert_agreement
             .iter()
             .map(|a| {
-                let (lo, hi) = bounds(&a.interval);
+                let interval = bounds(&a.interval);
                 NrpAgreementRow {
                     ranker: &a.ranker,
                     mean: &a.mean_tau,
-                    lo,
-                    hi,
+                    interval,
                     queries: a.per_query.len(),
                     chosen_for: &a.chosen_for,
                     fusion_scope: a.fusion_scope.as_ref(),
@@ -197,8 +202,8 @@ pub struct RubricSystemRow<'a> {
     pub unclipped_mean: Option<f64>,
     /// With a model grader only.
     pub expected_mean: Option<f64>,
-    pub lo: Option<f64>,
-    pub hi: Option<f64>,
+    #[serde(flatten)]
+    pub interval: Bounds,
     /// Why the mean or the interval is undefined, when one is.
     pub undefined: Option<&'a str>,
 }
@@ -228,15 +233,14 @@ pub fn rubric_view(system_scores: &[SystemScore], confidence: f64) -> RubricView
                 .iter()
                 .filter_map(|s| s.scores.iter().find(|m| m.score == score).map(|m| (s, m)))
                 .map(|(s, m)| {
-                    let (lo, hi) = bounds(&m.interval);
+                    let interval = bounds(&m.interval);
                     RubricSystemRow {
                         system: &s.system,
                         n: m.n,
                         mean: value(&m.mean),
                         unclipped_mean: value(&m.unclipped_mean),
                         expected_mean: m.expected_mean.as_ref().and_then(value),
-                        lo,
-                        hi,
+                        interval,
                         undefined: reason(&m.mean).or_else(|| reason(&m.interval)),
                     }
                 })

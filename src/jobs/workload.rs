@@ -83,14 +83,8 @@ pub async fn run_workload(
     now: &dyn Fn() -> f64,
     progress: &mut dyn FnMut(usize, usize) -> bool,
 ) -> Result<WorkloadResult> {
-    let bundle = workload_bundle(dev)?;
-    let req = EvaluateRequest {
-        bundle,
-        predictions: Vec::new(),
-        rankings: None,
-        corpus: None,
-        options: ProxyOptions { controls: vec!["no_argument".into()], ..Default::default() },
-    };
+    let ranking = ProxyOptions { controls: vec!["no_argument".into()], ..Default::default() };
+    let req = EvaluateRequest::of_bundle(workload_bundle(dev)?, ranking);
     let options = ModelOptions { controls: ControlChoice::Named(vec!["no_argument".into()]), ..Default::default() };
     let mut sequences = 0;
     let mut counting = |p: &EncodeProgress| {

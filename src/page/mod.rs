@@ -65,7 +65,8 @@ pub async fn run_on_model(
 ) -> Result<String> {
     let job = jobs::job(name)?;
     let run = job.run_on_model.ok_or_else(|| Error::invalid(format!("{} runs no model", job.label)))?;
-    run(kept, &JobRequest::from_json(request)?, now, progress).await
+    let request = JobRequest::from_json(request)?;
+    run(jobs::ModelRun { kept, request: &request, now, progress }).await
 }
 
 /// The checks the job `name` makes before any model loads (`with_model`: a model will run

@@ -458,8 +458,8 @@ impl PageTraining {
         let baseline = self.job.trainer().dev_baseline();
         let (epochs, patience) = (self.plan.epochs, self.plan.patience);
         let trained = self.job.finish(tokenizer_json).await?;
-        let outcome =
-            outcome(epochs, patience, trained.curve.len(), trained.select_by, trained.best_dev_metric, baseline);
+        let r = &trained.result;
+        let outcome = outcome(epochs, patience, r.curve.len(), r.select_by, r.best_dev_metric, baseline);
         Ok((trained, outcome))
     }
 }

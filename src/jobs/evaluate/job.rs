@@ -11,8 +11,8 @@ use super::{EvaluatorPredictions, ModelOptions, ModelRunPlan, RankWithModel};
 use crate::data::{self, controls::Control};
 use crate::jobs::controls::ControlChoice;
 use crate::jobs::import::{bundle_or_import, ImportOutcome, ImportReport, RosFile};
-use crate::jobs::kept::{KeptModel, Progress, RunOptions};
-use crate::jobs::spec::{between, page_tables, reply, JobInputs, JobRequest, JobSpec, LocalFuture, ReportPart};
+use crate::jobs::kept::{Progress, RunOptions};
+use crate::jobs::spec::{between, page_tables, reply, JobRequest, JobSpec, LocalFuture, ModelRun, ReportPart};
 use crate::jobs::spec::{RunViews, View};
 use crate::jobs::{NamedText, Outcome};
 use crate::stats::bootstrap::Bootstrap;
@@ -79,29 +79,19 @@ impl RankOptions {
 }
 
 /// The job: ranking over scoring from the predictions files, or with the chosen model.
-pub const JOB: JobSpec = JobSpec {
-    name: "rank_systems",
-    label: "Rank systems",
-    title: "ranking over scoring",
-    command: "evaluate",
-    inputs: JobInputs {
-        accepts: &["bundle", "predictions", "rankings", "corpus", "ros"],
-        required: &[&["bundle", "ros"], &["predictions"]],
-        model_replaces: &["predictions"],
-    },
-    needs_model: "",
-    views: &[
-        View { key: "ranking", title: "Ranking", optional: false },
-        View { key: "heatmap", title: "Heatmap", optional: false },
-        View { key: "robustness", title: "Robustness", optional: false },
-        View { key: "agreement", title: "Human agreement", optional: false },
-        View { key: "instances", title: "Per instance", optional: false },
-    ],
-    defaults: page_defaults,
-    run: Some(run),
-    run_on_model: Some(run_on_model),
-    check: Some(check),
-};
+pub const JOB: JobSpec = JobSpec::new("rank_systems", "Rank systems", "ranking over scoring", "evaluate")
+    .reads(&["bundle", "predictions", "rankings", "corpus", "ros"], &[&["bundle", "ros"], &["predictions"]])
+    .views(&[
+        View::tab("ranking", "Ranking"),
+        View::tab("heatmap", "Heatmap"),
+        View::tab("robustness", "Robustness"),
+        View::tab("agreement", "Human agreement"),
+        View::tab("instances", "Per instance"),
+    ])
+    .defaults(page_defaults)
+    .runs(run)
+    .runs_on_model(run_on_model, &["predictions"], "")
+    .checks(check);
 
 /// The page starts its model runs where the browser runs fastest (`auto`: its GPU when it
 /// has one); the CLI's reference run is the CPU.
@@ -205,22 +195,15 @@ fn run(request: &JobRequest, progress: Progress) -> Result<String> {
 /// Ranking over scoring with the kept model as the evaluator (`medrank evaluate --model
 /// --controls --backend`): on WebGPU when the options allow it and the browser gives an
 /// adapter, else on the CPU; the reply says which (`backend`) and on how many threads.
-fn run_on_model<'a>(
-    kept: &'a mut KeptModel,
-    request: &'a JobRequest,
-    now: &'a dyn Fn() -> f64,
-    progress: Progress<'a>,
-) -> LocalFuture<'a, Result<String>> {
+fn run_on_model(model: ModelRun<'_>) -> LocalFuture<'_, Result<String>> {
     Box::pin(async move {
-        let options: RankOptions = request.options()?;
-        let (bundle_text, imported) = bundle(request)?;
-        let mut req = evaluate_request(request, bundle_text.clone(), &options)?;
+        let options: RankOptions = model.request.options()?;
+        let (bundle_text, imported) = bundle(model.request)?;
+        let mut req = evaluate_request(model.request, bundle_text.clone(), &options)?;
         req.predictions.clear();
         let model_options = options.model();
         let job = RankWithModel { request: &req, options: &model_options };
-        let (precision, choice) = options.run.read()?;
-        let ((outcome, predictions), backend) = kept.run_for_page(&job, precision, choice, now, progress).await?;
-        progress("Ranking systems", 1, 1)?;
+        let ((outcome, predictions), backend, kept) = model.run(&job, &options.run, "Ranking systems").await?;
         let evaluator = outcome.report.evaluators.first().map(|e| e.evaluator.as_str()).unwrap_or("model");
         let flat: Vec<(&str, &data::Prediction)> = predictions.iter().map(|p| (evaluator, p)).collect();
         rank_reply(&outcome, &imported, &bundle_text, &req, &flat, RunViews::of(kept, &backend))

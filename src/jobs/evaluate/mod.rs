@@ -7,7 +7,7 @@ pub mod views;
 
 pub use job::{rank_check, RankCheck, RankOptions, JOB};
 
-use super::kept::{EncodeProgress, ModelJob, ProgressEncoder};
+use super::kept::{Encoding, ModelJob, ProgressEncoder};
 use super::{file_stem, read_bundle, read_rankings, tables, ControlChoice, NamedText, Outcome};
 use crate::data::{self, Bundle};
 use crate::eval::controls::{self, Control, ControlsReport};
@@ -39,6 +39,14 @@ pub struct EvaluateRequest {
     pub corpus: Option<NamedText>,
     #[serde(default)]
     pub options: ProxyOptions,
+}
+
+impl EvaluateRequest {
+    /// `bundle` alone (no predictions, rankings or corpus) with the ranking's `options`: what
+    /// a model evaluates.
+    pub fn of_bundle(bundle: NamedText, options: ProxyOptions) -> Self {
+        EvaluateRequest { bundle, predictions: Vec::new(), rankings: None, corpus: None, options }
+    }
 }
 
 /// One evaluator's ranking over scoring.
@@ -351,14 +359,128 @@ impl ModelJob for RankWithModel<'_> {
         Some(format!("splitting {} sequences into tokens", crate::report::thousands(sequences)))
     }
 
-    async fn run_on(
-        &self,
-        model: &crate::model::TextModel,
-        encoder: &crate::gpu::AnyEncoder,
-        model_inputs: Vec<Fingerprint>,
-        progress: &mut dyn FnMut(&EncodeProgress) -> bool,
-    ) -> Result<ModelOutcome> {
-        evaluate_with_encoder(self.request, model, encoder, model_inputs, self.options, progress).await
+    /// Ranking over scoring with a model as the evaluator, on any backend: add the requested
+    /// control cases, predict every (instance, system) with the model (its head, or the
+    /// zero-training similarity evaluator for MCQA when it has none) run by `encoder`, then
+    /// rank as with a predictions file. `req.predictions` is ignored. `progress` is called once
+    /// before the first batch (nothing done yet) and after every batch; `false` cancels.
+    async fn run_on<E: crate::model::Encoder>(&self, on: Encoding<'_, E>) -> Result<ModelOutcome> {
+        let Encoding { model, encoder, model_inputs, progress } = on;
+        let (req, model_options) = (self.request, self.options);
+        let Prepared { bundle, full_bundle, controls_added, mut warnings } =
+            prepare_model_bundle(req, model_options, |b, w| {
+                keep_tasks_the_model_handles(b, &model.encoder.model, &model.name, w)
+            })?;
+        let kind = if model.encoder.model.head.is_some() {
+            crate::model::EvaluatorKind::Head
+        } else {
+            crate::model::EvaluatorKind::Similarity
+        };
+        let empty = if model_options.keep_empty_options {
+            crate::model::evaluate::EmptyOptions::Keep
+        } else {
+            crate::model::evaluate::EmptyOptions::LeaveOut
+        };
+        let sequences = crate::model::evaluate::sequences_to_encode(&bundle, kind, empty);
+        let counted = ProgressEncoder::start(encoder, sequences, progress)?;
+        let (output, kind) = crate::model::evaluate::evaluate_bundle_on(
+            model,
+            &counted,
+            &bundle,
+            model_options.batch_size.max(1),
+            empty,
+        )
+        .await?;
+        if !output.left_out.is_empty() {
+            let ids: Vec<String> =
+                output.left_out.iter().take(10).map(|o| format!("{} option {}", o.instance, o.option)).collect();
+            let instances =
+                output.left_out.iter().map(|o| o.instance.as_str()).collect::<std::collections::HashSet<_>>().len();
+            let more = output.left_out.len().saturating_sub(ids.len());
+            warnings.push(Warning::new(format!(
+                "{} empty options ({instances} instances) were left out of the evaluator's candidates (probability 0, never predicted; --keep-empty-options keeps them): {}{}",
+                output.left_out.len(),
+                ids.join(", "),
+                if more > 0 { format!(", and {more} more (all listed in the JSON report)") } else { String::new() }
+            )));
+            // A left-out option that is the gold answer can never be predicted: say so.
+            let gold_left_out: Vec<&str> = output
+                .left_out
+                .iter()
+                .filter(|o| bundle.instance(&o.instance).is_some_and(|i| i.problem.gold() == o.option))
+                .map(|o| o.instance.as_str())
+                .collect();
+            if !gold_left_out.is_empty() {
+                let shown: Vec<&str> = gold_left_out.iter().take(10).copied().collect();
+                warnings.push(Warning::new(format!(
+                    "{} instances have an empty correct option, which is left out, so every system scores wrong on them: {}{}",
+                    gold_left_out.len(),
+                    shown.join(", "),
+                    if gold_left_out.len() > shown.len() { format!(" and {} more", gold_left_out.len() - shown.len()) } else { String::new() }
+                )));
+            }
+        }
+        if !output.truncated.is_empty() {
+            let ids: Vec<String> = output
+                .truncated
+                .iter()
+                .take(10)
+                .map(|t| {
+                    if t.option.is_empty() {
+                        format!("({}, {})", t.instance, t.system)
+                    } else {
+                        format!("({}, {}, option {})", t.instance, t.system, t.option)
+                    }
+                })
+                .collect();
+            let more = output.truncated.len().saturating_sub(ids.len());
+            warnings.push(Warning::new(format!(
+                "{} inputs were longer than the model's {}-token limit and were cut (the case or argument, never the option or label): {}{}",
+                output.truncated.len(),
+                model.encoder.model.config.max_tokens(),
+                ids.join(", "),
+                if more > 0 { format!(", and {more} more (all listed in the JSON report)") } else { String::new() }
+            )));
+        }
+        let evaluator = match kind {
+            crate::model::EvaluatorKind::Head => file_stem(&model.name),
+            crate::model::EvaluatorKind::Similarity => format!("{} (similarity)", file_stem(&model.name)),
+        };
+        let scored = vec![Scored { evaluator, predictions: &output.predictions, inputs: model_inputs }];
+        let mut outcome =
+            rank_all(req, &bundle, &full_bundle, scored, controls_added, output.truncated.clone(), warnings)?;
+        outcome.report.provenance.conventions.push((
+            "empty options".into(),
+            match empty {
+                crate::model::evaluate::EmptyOptions::LeaveOut => {
+                    "an empty MCQA option text is not a candidate: left out of the softmax, probability 0, never predicted"
+                        .into()
+                }
+                crate::model::evaluate::EmptyOptions::Keep => {
+                    "empty MCQA option texts kept as ordinary candidates (--keep-empty-options)".into()
+                }
+            },
+        ));
+        if !output.left_out.is_empty() {
+            let mut table =
+                Table::new("empty_options", "Empty options left out of the candidates", &["instance", "option"]);
+            for o in &output.left_out {
+                table.push(vec![o.instance.clone(), o.option.clone()]);
+            }
+            outcome.tables.push(table);
+        }
+        outcome.report.empty_options = Some(EmptyOptionsReport {
+            treatment: empty,
+            left_out: output.left_out.len(),
+            options: output.left_out.clone(),
+        });
+        if kind == crate::model::EvaluatorKind::Similarity {
+            outcome.report.provenance.conventions.push((
+                "evaluator".into(),
+                "zero-training similarity: softmax over options of cosine(embed(case + argument), embed(option)) / 0.05 — a weak baseline, not a trained proxy-task evaluator".into(),
+            ));
+        }
+        Ok((outcome, output.predictions))
     }
 
     fn provenance(output: &mut ModelOutcome) -> &mut Provenance {
@@ -366,16 +488,15 @@ impl ModelJob for RankWithModel<'_> {
     }
 }
 
-/// [`evaluate_with_encoder`] on the CPU, synchronously (the CPU encoder never waits).
+/// A [`RankWithModel`] on the model's CPU encoder, synchronously (it never waits).
 pub fn evaluate_with_model(
     req: &EvaluateRequest,
     model: &crate::model::TextModel,
     model_inputs: Vec<Fingerprint>,
     model_options: &ModelOptions,
 ) -> Result<ModelOutcome> {
-    crate::model::run_ready(evaluate_with_encoder(req, model, &model.encoder, model_inputs, model_options, &mut |_| {
-        true
-    }))
+    let on = Encoding { model, encoder: &model.encoder, model_inputs, progress: &mut |_| true };
+    crate::model::run_ready(RankWithModel { request: req, options: model_options }.run_on(on))
 }
 
 /// The proxy tasks a model can evaluate: a multiple-choice head or no head (the
@@ -509,131 +630,4 @@ pub fn plan_model_evaluation(req: &EvaluateRequest, model_options: &ModelOptions
         sequences_head: sequences_to_encode(bundle, EvaluatorKind::Head, empty),
         warnings: prepared.warnings,
     })
-}
-
-/// Ranking over scoring with a model as the evaluator, on any backend: add the requested
-/// control cases, predict every (instance, system) with the model (its head, or the
-/// zero-training similarity evaluator for MCQA when it has none) run by `encoder`, then
-/// rank as with a predictions file. `req.predictions` is ignored. `progress` is called once
-/// before the first batch (nothing done yet) and after every batch; `false` cancels.
-pub async fn evaluate_with_encoder<E: crate::model::Encoder>(
-    req: &EvaluateRequest,
-    model: &crate::model::TextModel,
-    encoder: &E,
-    model_inputs: Vec<Fingerprint>,
-    model_options: &ModelOptions,
-    progress: &mut dyn FnMut(&EncodeProgress) -> bool,
-) -> Result<ModelOutcome> {
-    let Prepared { bundle, full_bundle, controls_added, mut warnings } =
-        prepare_model_bundle(req, model_options, |b, w| {
-            keep_tasks_the_model_handles(b, &model.encoder.model, &model.name, w)
-        })?;
-    let kind = if model.encoder.model.head.is_some() {
-        crate::model::EvaluatorKind::Head
-    } else {
-        crate::model::EvaluatorKind::Similarity
-    };
-    let empty = if model_options.keep_empty_options {
-        crate::model::evaluate::EmptyOptions::Keep
-    } else {
-        crate::model::evaluate::EmptyOptions::LeaveOut
-    };
-    let sequences = crate::model::evaluate::sequences_to_encode(&bundle, kind, empty);
-    let start = EncodeProgress { sequences, ..EncodeProgress::default() };
-    if !progress(&start) {
-        return Err(Error::Cancelled);
-    }
-    let counted = ProgressEncoder::new(encoder, start, progress);
-    let (output, kind) =
-        crate::model::evaluate::evaluate_bundle_on(model, &counted, &bundle, model_options.batch_size.max(1), empty)
-            .await?;
-    if !output.left_out.is_empty() {
-        let ids: Vec<String> =
-            output.left_out.iter().take(10).map(|o| format!("{} option {}", o.instance, o.option)).collect();
-        let instances =
-            output.left_out.iter().map(|o| o.instance.as_str()).collect::<std::collections::HashSet<_>>().len();
-        let more = output.left_out.len().saturating_sub(ids.len());
-        warnings.push(Warning::new(format!(
-            "{} empty options ({instances} instances) were left out of the evaluator's candidates (probability 0, never predicted; --keep-empty-options keeps them): {}{}",
-            output.left_out.len(),
-            ids.join(", "),
-            if more > 0 { format!(", and {more} more (all listed in the JSON report)") } else { String::new() }
-        )));
-        // A left-out option that is the gold answer can never be predicted: say so.
-        let gold_left_out: Vec<&str> = output
-            .left_out
-            .iter()
-            .filter(|o| bundle.instance(&o.instance).is_some_and(|i| i.problem.gold() == o.option))
-            .map(|o| o.instance.as_str())
-            .collect();
-        if !gold_left_out.is_empty() {
-            let shown: Vec<&str> = gold_left_out.iter().take(10).copied().collect();
-            warnings.push(Warning::new(format!(
-                "{} instances have an empty correct option, which is left out, so every system scores wrong on them: {}{}",
-                gold_left_out.len(),
-                shown.join(", "),
-                if gold_left_out.len() > shown.len() { format!(" and {} more", gold_left_out.len() - shown.len()) } else { String::new() }
-            )));
-        }
-    }
-    if !output.truncated.is_empty() {
-        let ids: Vec<String> = output
-            .truncated
-            .iter()
-            .take(10)
-            .map(|t| {
-                if t.option.is_empty() {
-                    format!("({}, {})", t.instance, t.system)
-                } else {
-                    format!("({}, {}, option {})", t.instance, t.system, t.option)
-                }
-            })
-            .collect();
-        let more = output.truncated.len().saturating_sub(ids.len());
-        warnings.push(Warning::new(format!(
-            "{} inputs were longer than the model's {}-token limit and were cut (the case or argument, never the option or label): {}{}",
-            output.truncated.len(),
-            model.encoder.model.config.max_tokens(),
-            ids.join(", "),
-            if more > 0 { format!(", and {more} more (all listed in the JSON report)") } else { String::new() }
-        )));
-    }
-    let evaluator = match kind {
-        crate::model::EvaluatorKind::Head => file_stem(&model.name),
-        crate::model::EvaluatorKind::Similarity => format!("{} (similarity)", file_stem(&model.name)),
-    };
-    let scored = vec![Scored { evaluator, predictions: &output.predictions, inputs: model_inputs }];
-    let mut outcome = rank_all(req, &bundle, &full_bundle, scored, controls_added, output.truncated.clone(), warnings)?;
-    outcome.report.provenance.conventions.push((
-        "empty options".into(),
-        match empty {
-            crate::model::evaluate::EmptyOptions::LeaveOut => {
-                "an empty MCQA option text is not a candidate: left out of the softmax, probability 0, never predicted"
-                    .into()
-            }
-            crate::model::evaluate::EmptyOptions::Keep => {
-                "empty MCQA option texts kept as ordinary candidates (--keep-empty-options)".into()
-            }
-        },
-    ));
-    if !output.left_out.is_empty() {
-        let mut table =
-            Table::new("empty_options", "Empty options left out of the candidates", &["instance", "option"]);
-        for o in &output.left_out {
-            table.push(vec![o.instance.clone(), o.option.clone()]);
-        }
-        outcome.tables.push(table);
-    }
-    outcome.report.empty_options = Some(EmptyOptionsReport {
-        treatment: empty,
-        left_out: output.left_out.len(),
-        options: output.left_out.clone(),
-    });
-    if kind == crate::model::EvaluatorKind::Similarity {
-        outcome.report.provenance.conventions.push((
-            "evaluator".into(),
-            "zero-training similarity: softmax over options of cosine(embed(case + argument), embed(option)) / 0.05 — a weak baseline, not a trained proxy-task evaluator".into(),
-        ));
-    }
-    Ok((outcome, output.predictions))
 }

@@ -7,7 +7,7 @@ use serde::Serialize;
 
 use super::EvaluateReport;
 use crate::eval::proxy::TaskReport;
-use crate::jobs::views::{bounds, value};
+use crate::jobs::views::{bounds, value, Bounds};
 use crate::report::{fmt_p_value, PValueDigits};
 use crate::stats::Stat;
 
@@ -29,8 +29,8 @@ pub struct SystemRow<'a> {
     pub n: usize,
     pub rank: f64,
     pub score: Option<f64>,
-    pub lo: Option<f64>,
-    pub hi: Option<f64>,
+    #[serde(flatten)]
+    pub interval: Bounds,
     pub mean_p_correct: Option<f64>,
 }
 
@@ -123,15 +123,14 @@ pub fn proxy_views<'a>(report: &'a EvaluateReport, controls: &[String]) -> Proxy
                     .systems
                     .iter()
                     .map(|s| {
-                        let (lo, hi) = bounds(&s.interval);
+                        let interval = bounds(&s.interval);
                         SystemRow {
                             system: &s.system,
                             control: is_control(&s.system, s.is_control),
                             n: s.n,
                             rank: s.rank,
                             score: value(&s.score),
-                            lo,
-                            hi,
+                            interval,
                             mean_p_correct: value(&s.mean_p_correct),
                         }
                     })
