@@ -25,15 +25,11 @@ pub fn start() {
 #[cfg(feature = "threads")]
 pub use wasm_bindgen_rayon::init_thread_pool;
 
-/// Errors reach the page as `{message, location?, cancelled}` so it can point at the file,
-/// line and field; the message does not repeat the location.
+/// Errors reach the page as `page::error_reply` writes them (`{message, location?,
+/// cancelled, option?}`), so it can point at the file, line and field, or the option.
 impl From<Error> for JsValue {
     fn from(e: Error) -> JsValue {
-        let message = if let Error::Input { message, .. } = &e { message.clone() } else { e.to_string() };
-        let message = page::sentence_case(&message);
-        let cancelled = matches!(e, Error::Cancelled);
-        let js = serde_json::json!({"message": message, "location": e.location(), "cancelled": cancelled});
-        to_js(&js).unwrap_or_else(|_| JsValue::from_str(&e.to_string()))
+        to_js(&page::error_reply(&e)).unwrap_or_else(|_| JsValue::from_str(&e.to_string()))
     }
 }
 

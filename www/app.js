@@ -30,6 +30,7 @@ const state = {
   running: null, // {job, cancelBuffer}
   lastResult: null,
   rankCheck: null, // the engine's model-free check of the ranking: {status, result | error}
+  optionsFilled: false, // the Options' fields were set to the engine's defaults
 };
 
 // ---------------------------------------------------------------- worker -----------------
@@ -43,7 +44,9 @@ function startWorker() {
         for (const kind of msg.kinds) KINDS[kind.key] = kind;
         for (const job of msg.jobs) JOBS[job.name] = job;
         renderRunButtons();
-        fillOptions();
+        // Once: a worker started again (another thread count) keeps what the user set.
+        if (!state.optionsFilled) fillOptions();
+        state.optionsFilled = true;
         $('#version').textContent = msg.version;
         $('#engine').textContent = `engine: wasm (Web Worker) · ${describeThreads(msg)}`;
         resolve(msg);

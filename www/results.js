@@ -1,7 +1,7 @@
 // Results: draws one tab per view of a job's result, nothing computed here. The engine
-// (src/page/) returns {report, tables, views...}: each tab's view model (src/page/views.rs)
-// and the same tables the CLI prints and writes with --csv (their CSV text comes from the
-// engine, so exports match byte for byte).
+// returns {report, tables, views...}: each tab's view model (the job's views, src/jobs/) and
+// the same tables the CLI prints and writes with --csv (their CSV text comes from the
+// engine, so exports match byte for byte). Which tabs a job has is the engine's too.
 import { el, download, formatError } from './dom.js';
 import { rankHeatmap, intervalChart, nrpBars } from './charts.js';
 
@@ -36,7 +36,7 @@ const VIEWS = {
 
 export function renderResults(last, { runJob, jobs }) {
   const job = jobs[last.job];
-  // The engine sends each tab's view (src/page/views.rs); this file only draws them.
+  // The engine sends each tab's view (src/jobs/); this file only draws them.
   // An imported bundle's table and warnings come first, as `medrank import` prints them.
   const r = last.result;
   const result = {
@@ -676,7 +676,7 @@ const confusionText = ([[nn, nm], [mn, mm]]) =>
   `both met ${mm} · both not met ${nn} · rater only ${nm} · others only ${mn}`;
 
 /** The Agreement tab: per group the grader against the people and the people's mean, then
- *  every rater's figures (src/page/views.rs::rubric_agreement_view). */
+ *  every rater's figures (src/jobs/views.rs::rubric_agreement_view). */
 function rubricAgreementView(result) {
   const v = result.rubric_agreement_view;
   if (!v?.groups.length) return el('p', { class: 'empty' }, 'No judged criteria.');

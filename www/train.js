@@ -274,9 +274,13 @@ export function wireTraining(ctx) {
     $('#train-eta').textContent = p.left ? p.left.text : '';
   }
 
+  /** An error; an option the engine refused (`error.option`, its key) is said after the
+   *  form's field ("Epochs: 0: expected ..."), where the CLI names its flag. */
   function showError(error) {
+    const field = error?.option && document.querySelector(`[data-train="${error.option}"]`);
+    const label = field?.closest('label')?.firstChild?.textContent.trim();
     const box = $('#train-error');
-    box.replaceChildren(formatError(error));
+    box.replaceChildren(formatError(label ? { ...error, message: `${label}: ${error.message}` } : error));
     box.hidden = false;
   }
   function hideError() {

@@ -201,7 +201,7 @@ pub fn parse_freeze(s: &str) -> Result<Freeze> {
         "all" => Ok(Freeze::All),
         other => match other.strip_prefix("top:").and_then(|n| n.parse().ok()) {
             Some(n) => Ok(Freeze::TopLayers(n)),
-            None => Err(Error::invalid(format!("--freeze {other}: expected head, top:N or all"))),
+            None => Err(Error::option("freeze", format!("{other}: expected head, top:N or all"))),
         },
     }
 }
@@ -224,7 +224,7 @@ pub fn parse_arguments(s: &str) -> Result<ArgumentSource> {
             (_, Some(list)) if list.split(',').all(|x| !x.trim().is_empty()) => {
                 Ok(ArgumentSource::RandomOf(list.split(',').map(|x| x.trim().to_string()).collect()))
             }
-            _ => Err(Error::invalid(format!("--arguments {s}: expected none, system:NAME or random:A,B,..."))),
+            _ => Err(Error::option("arguments", format!("{s}: expected none, system:NAME or random:A,B,..."))),
         },
     }
 }
@@ -394,7 +394,7 @@ fn read_examples(
 /// but one), drawn with `seed`; both keep the file's order.
 fn split(data: TrainData, fraction: f64, seed: u64, file: &str) -> Result<(TrainData, TrainData)> {
     if !(fraction > 0.0 && fraction < 1.0) {
-        return Err(Error::invalid(format!("--dev-split {fraction}: expected a fraction between 0 and 1")));
+        return Err(Error::option("dev_split", format!("{fraction}: expected a fraction between 0 and 1")));
     }
     let n = data.examples.len();
     if n < 2 {

@@ -77,6 +77,23 @@ pub fn check(name: &str, request: &str, with_model: bool) -> Result<String> {
     check(&JobRequest::from_json(request)?, with_model)
 }
 
+/// An error as the page shows it: `{message, location?, cancelled, option?}`, the message
+/// without the location (the page points at the file, line and field) and, for a refused
+/// option, without the CLI's flag: `option` names it, and the page says it after its own
+/// form's field ("Epochs: 0: expected ...").
+pub fn error_reply(e: &Error) -> serde_json::Value {
+    let message = match e {
+        Error::Input { message, .. } | Error::Option { message, .. } => message.clone(),
+        other => other.to_string(),
+    };
+    let option = match e {
+        Error::Option { option, .. } => Some(*option),
+        _ => None,
+    };
+    let cancelled = matches!(e, Error::Cancelled);
+    serde_json::json!({"message": sentence_case(&message), "location": e.location(), "cancelled": cancelled, "option": option})
+}
+
 /// A message as the page writes it, a sentence: the CLI's `error: the import needs ...`
 /// becomes "The import needs ...". Only a first word of lower-case letters changes, so a
 /// message that starts with a file name (`gpt-4o.jsonl: ...`) or code keeps it.
@@ -145,6 +162,19 @@ mod tests {
         // 5.5e9 units, more than u32 holds: a quarter done is 250,000 parts of a million.
         assert_eq!(progress_parts(&p(1_375_000_000, 5_500_000_000)), (250_000, 1_000_000));
         assert_eq!(progress_parts(&p(5_500_000_000, 5_500_000_000)), (1_000_000, 1_000_000));
+    }
+
+    #[test]
+    fn a_refused_option_is_worded_by_each_front_end() {
+        let e = Error::option("epochs", "0: expected a whole number from 1 to 10000");
+        // The CLI names its flag; the page gets the option's key to name its own field.
+        assert_eq!(e.to_string(), "--epochs 0: expected a whole number from 1 to 10000");
+        let page = error_reply(&e);
+        assert_eq!(page["message"], "0: expected a whole number from 1 to 10000");
+        assert_eq!(page["option"], "epochs");
+        assert_eq!(error_reply(&Error::option("dev_split", "x"))["option"], "dev_split");
+        assert!(error_reply(&Error::invalid("add a training file"))["option"].is_null());
+        assert_eq!(error_reply(&Error::invalid("add a training file"))["message"], "Add a training file");
     }
 
     #[test]

@@ -656,3 +656,15 @@ test(
     assert.ok(!noteLine.split('12 instance ids')[0].includes(want12[0]), 'the ids are not inline');
   },
 );
+
+// An option out of its range is refused by the trainer, named by the option's key: the page
+// says it after its own field, where the CLI names its flag (`--epochs 0: ...`).
+test(
+  'an option the trainer refuses is said after the form’s field',
+  { skip: !haveModel && 'no default model' },
+  async () => {
+    const c = { ...CASES.mcqa, settings: { ...CASES.mcqa.settings, epochs: 0 } };
+    await assert.rejects(pageTrain(app.page, c, 'never-trained'), /the page reported/);
+    assert.equal(await app.page.textContent('#train-error'), 'Epochs: 0: expected a whole number from 1 to 10000');
+  },
+);
