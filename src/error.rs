@@ -54,6 +54,11 @@ pub enum Error {
     /// Inputs that are each valid but do not fit together, or bad options.
     #[error("{0}")]
     Invalid(String),
+    /// An option's value refused, named by the option's key (`epochs`, `dev_split`) and
+    /// worded by the front end that shows it: the CLI as its flag (`--epochs 0: ...`), the
+    /// page after its form's field.
+    #[error("--{} {message}", .option.replace('_', "-"))]
+    Option { option: &'static str, message: String },
     /// Loading or running a model failed.
     #[error("model: {0}")]
     Model(String),
@@ -113,6 +118,11 @@ impl Error {
     }
     pub fn invalid(message: impl Into<String>) -> Self {
         Error::Invalid(message.into())
+    }
+    /// The value of the option `option` (its key, as the front ends' forms and the job
+    /// layer's options name it) refused: `message` says the value and what was expected.
+    pub fn option(option: &'static str, message: impl Into<String>) -> Self {
+        Error::Option { option, message: message.into() }
     }
     pub fn io(path: impl Into<String>, source: std::io::Error) -> Self {
         Error::Io { path: path.into(), source }

@@ -1,17 +1,18 @@
 //! The browser's entry points (wasm-bindgen), called from `www/worker.js`.
 //!
-//! Only conversion lives here: JS values in (read with serde), JSON text or plain JS
-//! objects out, the page's progress callback, errors as `{message, location}`, and the
-//! `Model` handle the worker keeps. What a request means, which defaults apply and what
-//! each view shows is the page's front end, `crate::page`, built and tested natively.
+//! Only conversion lives here: JS values or JSON text in, JSON text or plain JS objects out,
+//! the page's progress callback, errors as `{message, location}`, and the `Model` handle the
+//! worker keeps. Every job goes through one `run(job, request)` (or the kept model's `run`):
+//! what a job is, reads, runs and shows is the job layer's (`jobs::JOBS`), and the page's
+//! front end (`crate::page`) serves it, built and tested natively.
 
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use wasm_bindgen::prelude::*;
 
 use crate::error::{Error, Result};
-use crate::jobs::{self, NamedText};
-use crate::page::{self, request::InputFile, request::JobRequest, training};
+use crate::jobs::{self, InputFile, NamedText};
+use crate::page::{self, training};
 
 /// Called once when the worker loads the module: readable panics in the console.
 #[wasm_bindgen(start)]
@@ -19,28 +20,16 @@ pub fn start() {
     console_error_panic_hook::set_once();
 }
 
-/// The program version written into every report.
-#[wasm_bindgen]
-pub fn version() -> String {
-    crate::VERSION.to_string()
-}
-
 /// The threaded build's pool: the worker calls `initThreadPool(n)` once, before any job, when
 /// the page is cross-origin isolated (shared memory); the CPU path then runs on `n` threads.
 #[cfg(feature = "threads")]
 pub use wasm_bindgen_rayon::init_thread_pool;
 
-// ------------------------------------------------------------------ conversion ---------------
-
-/// Errors reach the page as `{message, location?, cancelled}` so it can point at the file,
-/// line and field; the message does not repeat the location.
+/// Errors reach the page as `page::error_reply` writes them (`{message, location?,
+/// cancelled, option?}`), so it can point at the file, line and field, or the option.
 impl From<Error> for JsValue {
     fn from(e: Error) -> JsValue {
-        let message = if let Error::Input { message, .. } = &e { message.clone() } else { e.to_string() };
-        let message = page::sentence_case(&message);
-        let cancelled = matches!(e, Error::Cancelled);
-        let js = serde_json::json!({"message": message, "location": e.location(), "cancelled": cancelled});
-        to_js(&js).unwrap_or_else(|_| JsValue::from_str(&e.to_string()))
+        to_js(&page::error_reply(&e)).unwrap_or_else(|_| JsValue::from_str(&e.to_string()))
     }
 }
 
@@ -81,38 +70,23 @@ fn seconds_now() -> f64 {
     performance_now() / 1000.0
 }
 
-// ------------------------------------------------------------------ this build ---------------
-
-/// The SIMD this build was compiled with.
-fn simd_name() -> &'static str {
-    if cfg!(target_feature = "relaxed-simd") {
-        "simd128 + relaxed"
-    } else if cfg!(target_feature = "simd128") {
-        "simd128"
-    } else {
-        "no SIMD"
-    }
-}
-
-/// "medrank kernels (wasm simd128, 4 threads)": what runs the CPU path in this build.
-fn cpu_kernels(threads: usize) -> String {
-    format!("medrank kernels (wasm {}, {threads} thread{})", simd_name(), if threads == 1 { "" } else { "s" })
-}
-
-/// What this build is and how many threads its CPU path runs on (1 until the pool started).
+/// What the page learns when the engine is ready (`page::describe`): the version, this
+/// build, the kinds of input file, every job and the training form's defaults, as JSON text.
 #[wasm_bindgen]
-pub fn engine_info() -> Result<JsValue, JsValue> {
-    let threads = crate::model::cpu::worker_threads();
-    let threaded_build = cfg!(target_feature = "atomics");
-    Ok(to_js(&serde_json::json!({"threaded_build": threaded_build, "threads": threads, "simd": simd_name()}))?)
+pub fn describe() -> Result<String, JsValue> {
+    Ok(page::describe()?)
 }
 
-// ------------------------------------------------------------------ files --------------------
-
-/// The kinds of input file and which kinds each job reads: the page's only source for them.
+/// The job `job` without a model on the page's request (JSON text); its reply as JSON text.
 #[wasm_bindgen]
-pub fn file_kinds() -> Result<JsValue, JsValue> {
-    Ok(to_js(&page::files::kinds_description())?)
+pub fn run(job: &str, request: &str, progress: &js_sys::Function) -> Result<String, JsValue> {
+    Ok(page::run(job, request, &mut progress_of(progress))?)
+}
+
+/// The checks `job` makes before any model loads (`with_model`: a model will run it).
+#[wasm_bindgen]
+pub fn check(job: &str, request: &str, with_model: bool) -> Result<String, JsValue> {
+    Ok(page::check(job, request, with_model)?)
 }
 
 /// A first guess of a file's kind and parameters; with `kind`, that kind's defaults.
@@ -125,14 +99,7 @@ pub fn describe_file(name: &str, text: &str, kind: Option<String>) -> Result<JsV
 #[wasm_bindgen]
 pub fn check_file(file: JsValue) -> Result<JsValue, JsValue> {
     let file: InputFile = from_js(file)?;
-    Ok(to_js(&page::files::check_file(&file.kinded())?)?)
-}
-
-/// The ranking's checks that need no model, and what a model run will encode
-/// (`page::check_rank`): run when files or options change, before any model loads.
-#[wasm_bindgen]
-pub fn check_rank(request: JsValue, with_model: bool) -> Result<JsValue, JsValue> {
-    Ok(to_js(&page::check_rank(&from_js(request)?, with_model)?)?)
+    Ok(to_js(&page::files::check_file(&file)?)?)
 }
 
 /// What the training form offers for a file: `{format, tasks, systems, instances}`.
@@ -141,67 +108,25 @@ pub fn training_choices(name: &str, text: &str) -> Result<JsValue, JsValue> {
     Ok(to_js(&jobs::training_choices(&NamedText::new(name, text))?)?)
 }
 
-// ------------------------------------------------------------------ model-free jobs ----------
-
-/// Ranking over scoring from imported predictions (`medrank evaluate`).
-#[wasm_bindgen]
-pub fn rank_systems(request: JsValue, progress: &js_sys::Function) -> Result<String, JsValue> {
-    Ok(page::rank_systems(&from_js(request)?, &mut progress_of(progress))?)
-}
-
-/// NRP of generated answers among expert-judged documents (`medrank nrp`).
-#[wasm_bindgen]
-pub fn nrp(request: JsValue, progress: &js_sys::Function) -> Result<String, JsValue> {
-    Ok(page::nrp(&from_js(request)?, &mut progress_of(progress))?)
-}
-
-/// Reference-based metrics over one candidates file (`medrank metrics`).
-#[wasm_bindgen]
-pub fn metrics(request: JsValue, progress: &js_sys::Function) -> Result<String, JsValue> {
-    Ok(page::metrics(&from_js(request)?, &mut progress_of(progress))?)
-}
-
-/// Rubric grading over one file of graded responses (`medrank rubric`).
-#[wasm_bindgen]
-pub fn rubric(request: JsValue, progress: &js_sys::Function) -> Result<String, JsValue> {
-    Ok(page::rubric(&from_js(request)?, &mut progress_of(progress))?)
-}
-
-/// A grader's agreement with people, and the people's with each other (`medrank
-/// rubric-agreement`).
-#[wasm_bindgen]
-pub fn rubric_agreement(request: JsValue, progress: &js_sys::Function) -> Result<String, JsValue> {
-    Ok(page::rubric_agreement(&from_js(request)?, &mut progress_of(progress))?)
-}
-
 /// The GPU trainer's gradient check on this browser's adapter: `{adapter, tolerance, checks}`.
 #[wasm_bindgen]
 pub async fn gpu_gradient_check() -> Result<String, JsValue> {
     Ok(page::bench::gradient_check().await?)
 }
 
-/// The int8 kernels of this build against the scheme's formula on odd shapes
-/// (`model::cpu::int8::self_check`): the names of the kernels checked, or the first
-/// difference as an error (the bench page's "Check the int8 kernels").
+/// The int8 kernels of this build against the scheme's formula (`page::bench::int8_check`).
 #[wasm_bindgen]
-pub fn int8_self_check() -> Result<JsValue, JsValue> {
-    let checked = crate::model::cpu::int8::self_check().map_err(Error::model)?;
-    Ok(to_js(&checked)?)
+pub fn int8_self_check() -> Result<String, JsValue> {
+    Ok(page::bench::int8_check()?)
 }
-
-// ------------------------------------------------------------------ the kept model -----------
 
 /// A model the worker keeps across jobs (`jobs::KeptModel`: the weights and the encoder it
 /// last ran on) until it frees it (`model.free()`) for another one.
 #[wasm_bindgen]
 pub struct Model {
     kept: jobs::KeptModel,
-    /// The base model's tokenizer.json: a trained evaluator's folder holds a copy.
-    tokenizer_json: Vec<u8>,
     /// A training on this model under way (`train_*` methods).
     training: Option<training::PageTraining>,
-    /// The precision the model's folder holds (int8 weights or not): a training runs in it.
-    folder_precision: crate::model::Precision,
 }
 
 /// The model's files as the worker loaded them: `{name, config, tokenizer, weights:
@@ -230,57 +155,21 @@ impl Model {
     #[wasm_bindgen(constructor)]
     pub fn new(files: JsValue) -> Result<Model, JsValue> {
         let files = model_files(&files)?;
-        let kept = jobs::KeptModel::from_files(&files)?;
-        let folder_precision = kept.model.encoder.model.precision;
-        Ok(Model { kept, tokenizer_json: files.tokenizer_json, training: None, folder_precision })
+        Ok(Model { kept: jobs::KeptModel::from_files(&files)?, training: None })
     }
 
-    /// The name reports give the evaluator (the folder's name or path).
-    #[wasm_bindgen(getter)]
-    pub fn name(&self) -> String {
-        self.kept.model.name.clone()
+    /// The job `job` on this model (the evaluator, the grader, the NLI model) on the page's
+    /// request (JSON text); its reply as JSON text.
+    pub async fn run(&mut self, job: String, request: String, progress: js_sys::Function) -> Result<String, JsValue> {
+        let mut progress = progress_of(&progress);
+        Ok(page::run_on_model(&mut self.kept, &job, &request, &seconds_now, &mut progress).await?)
     }
 
-    /// Ranking over scoring with this model as the evaluator (`medrank evaluate --model`).
-    pub async fn evaluate(&mut self, request: JsValue, progress: js_sys::Function) -> Result<String, JsValue> {
-        let request: JobRequest = from_js(request)?;
-        Ok(page::rank_with_model(&mut self.kept, &request, &seconds_now, &mut progress_of(&progress)).await?)
-    }
-
-    /// Grade: this model grades every criterion of the request's rubric
-    /// file (`medrank grade --grader`).
-    pub async fn grade(&mut self, request: JsValue, progress: js_sys::Function) -> Result<String, JsValue> {
-        let request: JobRequest = from_js(request)?;
-        Ok(page::grade_with_model(&mut self.kept, &request, &seconds_now, &mut progress_of(&progress)).await?)
-    }
-
-    /// Statements: this model, an NLI model, checks each answer against its expert
-    /// statements (`medrank statements --nli`).
-    pub async fn statements(&mut self, request: JsValue, progress: js_sys::Function) -> Result<String, JsValue> {
-        let request: JobRequest = from_js(request)?;
-        Ok(page::statements_with_model(&mut self.kept, &request, &seconds_now, &mut progress_of(&progress)).await?)
-    }
-
-    /// The bench page's encoder grid (`cells` flat: length, batch, length, batch, ...), each
-    /// backend in each precision.
-    pub async fn bench(
-        &mut self,
-        backends: Vec<String>,
-        precisions: Vec<String>,
-        cells: Vec<u32>,
-        min_seconds: f64,
-        progress: js_sys::Function,
-    ) -> Result<String, JsValue> {
-        let cells: Vec<(usize, usize)> = cells.chunks_exact(2).map(|c| (c[0] as usize, c[1] as usize)).collect();
-        let plan = page::bench::BenchPlan {
-            backends: &backends,
-            precisions: &precisions,
-            cells: &cells,
-            min_seconds,
-            cpu_device: &cpu_kernels,
-        };
-        let rows = page::bench::bench_grid(&mut self.kept, &plan, &seconds_now, &mut progress_of(&progress)).await?;
-        Ok(page::json(&rows)?)
+    /// The bench page's encoder grid (`page::bench::BenchRequest`, JSON text): each backend
+    /// in each precision.
+    pub async fn bench(&mut self, request: String, progress: js_sys::Function) -> Result<String, JsValue> {
+        let mut progress = progress_of(&progress);
+        Ok(page::bench::bench_page(&mut self.kept, &request, &seconds_now, &mut progress).await?)
     }
 
     /// The benchmark page's workload (`medrank bench --parts workload`) on `backend`.
@@ -291,7 +180,7 @@ impl Model {
         progress: js_sys::Function,
     ) -> Result<String, JsValue> {
         let mut progress = progress_of(&progress);
-        Ok(page::workload(&mut self.kept, dev_text, &backend, &seconds_now, &cpu_kernels, &mut progress).await?)
+        Ok(page::workload(&mut self.kept, dev_text, &backend, &seconds_now, &mut progress).await?)
     }
 
     // Training in steps (`page::training`): `train_start`, `train_encode` until finished,
@@ -301,8 +190,7 @@ impl Model {
     /// (`PageSummary`: with the dev baseline).
     pub fn train_start(&mut self, request: JsValue) -> Result<JsValue, JsValue> {
         self.training = None;
-        let training =
-            training::PageTraining::start(&from_js(request)?, &mut self.kept, self.folder_precision, seconds_now)?;
+        let training = training::PageTraining::start(&from_js(request)?, &mut self.kept, seconds_now)?;
         let summary = to_js(&training.page_summary())?;
         self.training = Some(training);
         Ok(summary)
@@ -330,7 +218,7 @@ impl Model {
     /// name, `outcome` how training ended (`page::training::Outcome`).
     pub async fn train_finish(&mut self) -> Result<JsValue, JsValue> {
         let training = self.training.take().ok_or_else(not_started)?;
-        let (trained, outcome) = training.finish(&self.tokenizer_json).await?;
+        let (trained, outcome) = training.finish(&self.kept.tokenizer_json).await?;
         let files = js_sys::Object::new();
         for (name, bytes) in &trained.files {
             js_sys::Reflect::set(&files, &JsValue::from_str(name), &js_sys::Uint8Array::from(bytes.as_slice()))?;

@@ -1,11 +1,11 @@
-//! The model evaluation pipeline on any backend (`jobs::evaluate_with_encoder` /
-//! `evaluate_with_backend`): progress per batch with the right total, cancellation, the
+//! The model evaluation pipeline on any backend (a `jobs::RankWithModel` run on an encoder,
+//! or by `run_on_backend`): progress per batch with the right total, cancellation, the
 //! backend recorded in the report, and the GPU (lavapipe when present) ranking like the CPU.
 //! Uses the real default model (`scripts/setup.sh model`) on two MCQA instances.
 
 mod common;
 use medrank::gpu::BackendChoice;
-use medrank::jobs::{self, EvaluateRequest, ModelOptions, NamedText};
+use medrank::jobs::{self, EvaluateRequest, ModelJob, ModelOptions, NamedText};
 use medrank::model::evaluate::EmptyOptions;
 use medrank::model::{run_ready, Encoder, EncoderConfig, EvaluatorKind, HiddenStates, Readout, TextModel, TokenBatch};
 use medrank::Error;
@@ -63,12 +63,13 @@ fn progress_counts_every_encoded_sequence_and_its_work_per_batch() {
     let mut calls: Vec<jobs::EncodeProgress> = Vec::new();
     let options =
         ModelOptions { controls: jobs::ControlChoice::parse("no_argument,noise"), batch_size: 4, ..Default::default() };
+    let mut progress = |p: &jobs::EncodeProgress| {
+        calls.push(*p);
+        true
+    };
+    let on = jobs::Encoding { model: &model, encoder: &counting, model_inputs: Vec::new(), progress: &mut progress };
     let (outcome, predictions) =
-        run_ready(jobs::evaluate_with_encoder(&req, &model, &counting, Vec::new(), &options, &mut |p| {
-            calls.push(*p);
-            true
-        }))
-        .unwrap();
+        run_ready(jobs::RankWithModel { request: &req, options: &options }.run_on(on)).unwrap();
     // Similarity evaluator: (4 systems + 2 controls) contexts + 5 options, per instance.
     let total = 2 * (6 + 5);
     assert_eq!(counting.sequences.get(), total);
@@ -119,17 +120,14 @@ fn the_time_left_comes_from_the_work_done_or_the_last_runs_rate() {
 fn the_progress_callback_cancels() {
     let model = model();
     let mut calls = 0;
-    let result = run_ready(jobs::evaluate_with_encoder(
-        &request(),
-        &model,
-        &model.encoder,
-        Vec::new(),
-        &ModelOptions::default(),
-        &mut |_| {
-            calls += 1;
-            calls < 2 // the start is acknowledged, the first batch cancels
-        },
-    ));
+    let mut progress = |_: &jobs::EncodeProgress| {
+        calls += 1;
+        calls < 2 // the start is acknowledged, the first batch cancels
+    };
+    let (req, options) = (request(), ModelOptions::default());
+    let on =
+        jobs::Encoding { model: &model, encoder: &model.encoder, model_inputs: Vec::new(), progress: &mut progress };
+    let result = run_ready(jobs::RankWithModel { request: &req, options: &options }.run_on(on));
     assert!(matches!(result, Err(Error::Cancelled)), "{:?}", result.err());
     assert_eq!(calls, 2);
 }
@@ -138,16 +136,9 @@ fn the_progress_callback_cancels() {
 fn the_report_says_which_backend_ran_and_the_gpu_ranks_like_the_cpu() {
     let model = model();
     let req = request();
-    let run = |choice| {
-        pollster::block_on(jobs::evaluate_with_backend(
-            &req,
-            &model,
-            choice,
-            Vec::new(),
-            &ModelOptions::default(),
-            &mut |_| true,
-        ))
-    };
+    let options = ModelOptions::default();
+    let job = jobs::RankWithModel { request: &req, options: &options };
+    let run = |choice| pollster::block_on(jobs::run_on_backend(&job, &model, choice, Vec::new(), &mut |_| true));
     let ((cpu, cpu_predictions), cpu_backend) = run(BackendChoice::Cpu).unwrap();
     assert_eq!(cpu_backend.backend, "cpu");
     let backend_of = |o: &jobs::Outcome<jobs::EvaluateReport>| {

@@ -65,7 +65,6 @@ fn step_wise_training_gives_the_curve_of_the_one_call_trainer() {
         arguments: "none".into(),
         options: opts.clone(),
         conventions: conv,
-        on_gpu: false,
         trace_steps: 0,
     };
     let mut job = jobs::TrainingJob::start(&req, &m, medrank::train::native_clock).unwrap();
@@ -91,7 +90,7 @@ fn step_wise_training_gives_the_curve_of_the_one_call_trainer() {
     assert_eq!(epochs, 5);
     assert_eq!(job.curve(), one_call.curve.as_slice());
     let out = pollster::block_on(job.finish(b"{}")).unwrap();
-    assert_eq!(out.best_epoch, 3);
+    assert_eq!(out.result.best_epoch, 3);
     let names: Vec<&str> = out.files.iter().map(|(n, _)| n.as_str()).collect();
     assert_eq!(names, ["config.json", "model.safetensors", "train_log.json", "tokenizer.json"]);
     let log: serde_json::Value = serde_json::from_slice(&out.files[2].1).unwrap();
@@ -110,7 +109,6 @@ fn an_epoch_before_the_frozen_pass_is_an_error() {
         arguments: "none".into(),
         options: TrainOptions::default(),
         conventions: ExampleOptions::default(),
-        on_gpu: false,
         trace_steps: 0,
     };
     let mut job = jobs::TrainingJob::start(&req, &m, medrank::train::native_clock).unwrap();

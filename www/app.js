@@ -13,13 +13,13 @@ import {
 } from './isolation.js';
 
 const $ = (sel) => document.querySelector(sel);
-// The jobs that run the model chosen under Model: ranking (as the evaluator, unless the
-// predictions file is), Grade (as the rubric's grader) and Statements (as the NLI model).
-const MODEL_JOBS = ['rank_systems', 'grade', 'statements'];
-// The kinds of input file and the jobs' inputs, as the engine describes them (jobs/files.rs):
-// key -> {label, hint, params}, job -> {accepts, required}. Filled when the engine is ready.
+// The kinds of input file and the jobs, as the engine describes them when it is ready
+// (page::describe): key -> {label, hint, params}; job name -> {label, title, accepts,
+// required, model_replaces, model: none | optional | required, needs_model, views, defaults,
+// check}. The page keeps no list of its own: the Run buttons and the Options' values come
+// from here.
 const KINDS = {};
-const JOB_INPUTS = {};
+const JOBS = {};
 const state = {
   files: [], // {id, name, text, size, kind, params, check}
   nextId: 1,
@@ -30,6 +30,7 @@ const state = {
   running: null, // {job, cancelBuffer}
   lastResult: null,
   rankCheck: null, // the engine's model-free check of the ranking: {status, result | error}
+  optionsFilled: false, // the Options' fields were set to the engine's defaults
 };
 
 // ---------------------------------------------------------------- worker -----------------
@@ -40,8 +41,12 @@ function startWorker() {
       const msg = event.data;
       if (msg.type === 'ready') {
         state.engine = msg;
-        for (const kind of msg.kinds.kinds) KINDS[kind.key] = kind;
-        for (const job of msg.kinds.jobs) JOB_INPUTS[job.job] = job;
+        for (const kind of msg.kinds) KINDS[kind.key] = kind;
+        for (const job of msg.jobs) JOBS[job.name] = job;
+        renderRunButtons();
+        // Once: a worker started again (another thread count) keeps what the user set.
+        if (!state.optionsFilled) fillOptions();
+        state.optionsFilled = true;
         $('#version').textContent = msg.version;
         $('#engine').textContent = `engine: wasm (Web Worker) · ${describeThreads(msg)}`;
         resolve(msg);
@@ -141,7 +146,7 @@ async function checkFile(entry) {
     return;
   }
   try {
-    const reply = await ask({ type: 'check', file: fileForEngine(entry) });
+    const reply = await ask({ type: 'check-file', file: fileForEngine(entry) });
     const r = reply.result;
     entry.check = { status: r.warnings.length ? 'warn' : 'ok', summary: r.summary, warnings: r.warnings };
   } catch (error) {
@@ -261,7 +266,7 @@ async function loadExample() {
     renderFiles();
     await Promise.all(state.files.map(identifyAndCheck));
     announce(`Example loaded: ${wanted.length} files`);
-    $('#run-rank').focus();
+    document.querySelector('[data-job]')?.focus();
   } catch (e) {
     showRunError({ message: `Could not load the example: ${e.message}` });
   }
@@ -286,10 +291,10 @@ function exampleFiles(index) {
   return index.filter((p) => !skip.some((re) => re.test(p)));
 }
 
-// ---------------------------------------------------------------- ranking check ----------
-// The ranking's checks that need no model (the import of the Ranking-Over-Scoring files, the
-// bundle, the control cases) run whenever files or options change, so a problem shows before
-// the model loads, with what a model run will encode (page::check_rank).
+// ---------------------------------------------------------------- check before a run ------
+// A job's checks that need no model (for ranking: the import of the Ranking-Over-Scoring
+// files, the bundle, the control cases) run whenever files or options change, so a problem
+// shows before the model loads, with what a model run will encode (the job's `check`).
 let rankCheckTimer = null;
 let rankCheckSeq = 0;
 function scheduleRankCheck() {
@@ -298,10 +303,12 @@ function scheduleRankCheck() {
 }
 
 async function runRankCheck() {
+  const job = Object.values(JOBS).find((j) => j.check);
   const files = state.files.filter((f) => f.kind && f.check.status !== 'bad' && f.check.status !== 'pending');
-  const accepts = JOB_INPUTS.rank_systems?.accepts || [];
-  const ranking = files.filter((f) => accepts.includes(f.kind));
-  if (!ranking.some((f) => f.kind === 'bundle' || f.kind === 'ros')) {
+  const given = files.filter((f) => job?.accepts.includes(f.kind));
+  // Checked once the first of its required inputs is there (for ranking: the bundle).
+  const first = job?.required[0] || [];
+  if (!given.some((f) => first.includes(f.kind))) {
     state.rankCheck = null;
     renderRankCheck();
     return;
@@ -310,12 +317,13 @@ async function runRankCheck() {
   const seq = ++rankCheckSeq;
   try {
     const reply = await ask({
-      type: 'check-rank',
-      request: { files: ranking.map(fileForEngine), options: options() },
+      type: 'check',
+      job: job.name,
+      request: { files: given.map(fileForEngine), options: options() },
       withModel,
     });
     if (seq !== rankCheckSeq) return; // a newer check is on its way
-    state.rankCheck = { status: 'ok', result: reply.result, withModel };
+    state.rankCheck = { status: 'ok', job: job.name, result: reply.result, withModel };
   } catch (error) {
     if (seq !== rankCheckSeq) return;
     // A check that waited behind a job the user cancelled went with the stopped engine: ask
@@ -374,35 +382,57 @@ function renderRankCheck() {
 }
 
 // ---------------------------------------------------------------- run --------------------
+/** One Run button per job the engine describes, in its order. */
+function renderRunButtons() {
+  const row = $('#run-buttons');
+  row.replaceChildren(
+    ...Object.values(JOBS).map((job, i) => {
+      const button = el(
+        'button',
+        { type: 'button', 'data-job': job.name, id: `run-${job.name}`, ...(i === 0 ? { class: 'primary' } : {}) },
+        job.label,
+      );
+      button.addEventListener('click', () => runJob(job.name));
+      return button;
+    }),
+  );
+}
+
+/** The Options' fields (`data-option` names the option, as the CLI's flag) at the engine's
+ *  defaults: the page types none of its own. Every job reading an option has the same
+ *  default for it (a test in the engine holds them to it). */
+function fillOptions() {
+  const defaults = Object.assign({}, ...Object.values(JOBS).map((job) => job.defaults));
+  for (const field of document.querySelectorAll('[data-option]')) {
+    const value = defaults[field.dataset.option];
+    if (value === undefined) continue;
+    if (field.type === 'checkbox') field.checked = Boolean(value);
+    else field.value = Array.isArray(value) ? value.join(separator(field)) : String(value);
+  }
+}
+
+const separator = (field) => (field.dataset.separator === ';' ? '; ' : ', ');
+
 function updateRunButtons() {
   trainingUi?.updateButton();
   for (const button of document.querySelectorAll('[data-job]')) {
-    const job = button.dataset.job;
-    const needs = JOB_INPUTS[job];
-    if (!needs) {
-      button.disabled = true; // the engine has not described its jobs yet
-      continue;
-    }
+    const job = JOBS[button.dataset.job];
     const have = new Set(state.files.filter((f) => f.check.status !== 'bad').map((f) => f.kind));
-    const missing = needs.required.filter((alts) => !alts.some((k) => have.has(k)));
-    const usingModel = job === 'rank_systems' && selectedModel().source !== 'predictions';
-    const realMissing = missing.filter((alts) => !(usingModel && alts.includes('predictions')));
-    const available = !state.engine || state.engine.jobs.includes(job);
-    const checkFailed = job === 'rank_systems' && state.rankCheck?.status === 'bad';
-    // Grade and Statements need a model: the predictions choice names none.
-    const noGrader = (job === 'grade' || job === 'statements') && selectedModel().source === 'predictions';
-    button.disabled = !!state.running || realMissing.length > 0 || !available || checkFailed || noGrader;
-    button.title = !available
-      ? 'This build of the engine does not include this method yet.'
-      : realMissing.length
-        ? `Needs: ${realMissing.map((alts) => alts.map((k) => KINDS[k].label).join(' or ')).join('; ')}`
-        : checkFailed
-          ? 'Fix the problem shown below the buttons first.'
-          : noGrader
-            ? job === 'grade'
-              ? 'Needs a grader: choose a model under Model (an NLI model or a criterion grader, from this computer or trained here).'
-              : 'Needs an NLI model: choose one under Model (labels naming entailment and contradiction).'
-            : `Run ${button.textContent}`;
+    const missing = job.required.filter((alts) => !alts.some((k) => have.has(k)));
+    const chosen = selectedModel().source !== 'predictions';
+    const usingModel = job.model !== 'none' && chosen;
+    const realMissing = missing.filter((alts) => !(usingModel && alts.some((k) => job.model_replaces.includes(k))));
+    const checkFailed = job.check && state.rankCheck?.status === 'bad';
+    // A job that runs only on a model: the predictions choice names none.
+    const noModel = job.model === 'required' && !chosen;
+    button.disabled = !!state.running || realMissing.length > 0 || checkFailed || noModel;
+    button.title = realMissing.length
+      ? `Needs: ${realMissing.map((alts) => alts.map((k) => KINDS[k].label).join(' or ')).join('; ')}`
+      : checkFailed
+        ? 'Fix the problem shown below the buttons first.'
+        : noModel
+          ? job.needs_model
+          : `Run ${button.textContent}`;
   }
 }
 
@@ -425,40 +455,33 @@ function selectedModel() {
   return { source };
 }
 
+/** The Options as the engine reads them: each field under its option's name (the CLI's
+ *  flag), a number as a number, a list (a field whose default is one) split at its separator. */
 function options() {
-  const num = (id) => Number($(id).value);
-  return {
-    seed: num('#opt-seed'),
-    resamples: num('#opt-resamples'),
-    confidence: num('#opt-confidence'),
-    ties: $('#opt-ties').value,
-    denominator: $('#opt-denominator').value,
-    unscored: $('#opt-unscored').value,
-    as_public_code: $('#opt-public-code').checked,
-    fuse: $('#opt-fuse')
-      .value.split(';')
-      .map((s) => s.trim())
-      .filter(Boolean),
-    fuse_scope: $('#opt-fuse-scope').value,
-    // Read by the engine as the CLI reads --controls and --not-judgeable (src/page/request.rs).
-    controls: $('#opt-controls').value,
-    not_judgeable_grades: $('#opt-not-judgeable').value,
-    backend: $('#opt-backend').value,
-    // f32 | int8, read by the engine as the CLI reads --precision; the worker also picks the
-    // bundled model's 8-bit copy by it.
-    precision: $('#opt-precision').value,
-    keep_empty_options: $('#opt-keep-empty-options').checked,
-  };
+  const defaults = Object.assign({}, ...Object.values(JOBS).map((job) => job.defaults));
+  const out = {};
+  for (const field of document.querySelectorAll('[data-option]')) {
+    const key = field.dataset.option;
+    if (field.type === 'checkbox') out[key] = field.checked;
+    else if (field.type === 'number') out[key] = Number(field.value);
+    else if (Array.isArray(defaults[key]))
+      out[key] = field.value
+        .split(separator(field).trim())
+        .map((s) => s.trim())
+        .filter(Boolean);
+    else out[key] = field.value;
+  }
+  return out;
 }
 
 export async function runJob(job, extraOptions = {}) {
   if (state.running) return null;
   hideRunError();
-  const files = state.files.filter((f) => f.kind && JOB_INPUTS[job].accepts.includes(f.kind)).map(fileForEngine);
+  const files = state.files.filter((f) => f.kind && JOBS[job].accepts.includes(f.kind)).map(fileForEngine);
   const request = {
     files,
     options: { ...options(), ...extraOptions },
-    model: MODEL_JOBS.includes(job) ? selectedModel() : undefined,
+    model: JOBS[job].model !== 'none' ? selectedModel() : undefined,
   };
   const cancelBuffer = state.engine?.sharedCancel ? new SharedArrayBuffer(4) : null;
   state.running = { job, cancelBuffer };
@@ -475,7 +498,7 @@ export async function runJob(job, extraOptions = {}) {
       elapsedMs: reply.elapsedMs,
       modelLoaded: reply.modelLoaded,
     };
-    renderResults(state.lastResult, { runJob, formatError });
+    renderResults(state.lastResult, { runJob, jobs: JOBS });
     if (reply.result.backend)
       $('#backend-used').textContent = describeBackend(reply.result.backend, reply.result.precision);
     $('#report-buttons').hidden = false;
@@ -606,9 +629,6 @@ function wire() {
     renderFiles();
     scheduleRankCheck();
   });
-  for (const button of document.querySelectorAll('[data-job]')) {
-    button.addEventListener('click', () => runJob(button.dataset.job));
-  }
   $('#cancel').addEventListener('click', cancelRun);
   // The model choices, the trained models' radios (drawn later by train.js) included.
   document.addEventListener('change', (event) => {
@@ -616,9 +636,8 @@ function wire() {
     updateRunButtons();
     scheduleRankCheck();
   });
-  // The options the ranking's check reads.
-  for (const id of ['#opt-controls', '#opt-keep-empty-options', '#opt-seed'])
-    $(id).addEventListener('change', scheduleRankCheck);
+  // Any option may change what the check before a run finds.
+  for (const field of document.querySelectorAll('[data-option]')) field.addEventListener('change', scheduleRankCheck);
   for (const id of ['#model-files', '#model-folder']) {
     $(id).addEventListener('change', () => {
       document.querySelector('input[name=model][value=local]').checked = true;
@@ -642,7 +661,7 @@ function wire() {
   });
   $('#download-report').addEventListener('click', async () => {
     if (state.lastResult)
-      download(`medrank-report-${state.lastResult.job}.html`, buildReportHtml(state.lastResult), 'text/html');
+      download(`medrank-report-${state.lastResult.job}.html`, buildReportHtml(state.lastResult, JOBS), 'text/html');
   });
   $('#print-report').addEventListener('click', () => window.print());
 }

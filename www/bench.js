@@ -253,13 +253,20 @@ function nativeSteps() {
   }
 }
 
+/** A table's head and body, emptied (made when the page has none yet). */
+function emptied(selector) {
+  const table = $(selector);
+  const head = table.createTHead();
+  const body = table.tBodies[0] ?? table.createTBody();
+  head.replaceChildren();
+  body.replaceChildren();
+  return [head, body];
+}
+
 /** The page's time per step of the CPU path, and the native / page ratio per step when known. */
 function renderProfile(cpu) {
   const rows = (cpu?.rows || []).filter((r) => r.steps?.length);
-  const head = $('#profile-table thead');
-  const body = $('#profile-table tbody');
-  body.replaceChildren();
-  head.replaceChildren();
+  const [head, body] = emptied('#profile-table');
   if (!rows.length) return;
   const native = nativeSteps();
   const cell = (tag, text, cls) =>
@@ -283,10 +290,7 @@ function renderProfile(cpu) {
 
 /** The WebGPU encoder's GPU time per step (timestamp queries), or why there is none. */
 function renderGpuProfile(gpu) {
-  const head = $('#gpu-profile-table thead');
-  const body = $('#gpu-profile-table tbody');
-  body.replaceChildren();
-  head.replaceChildren();
+  const [head, body] = emptied('#gpu-profile-table');
   const note = $('#gpu-profile-note');
   note.textContent = gpu?.gpu_profile_note || '';
   note.hidden = !gpu?.gpu_profile_note;

@@ -26,7 +26,7 @@ function rankColour(rank, worst) {
  * Evaluators (rows) by systems (columns), each cell the system's rank under that evaluator.
  * Control cases are drawn apart, after a gap, with a dashed outline and their own heading.
  * @param {{rows: string[], columns: {system: string, control: boolean}[], cells: ({rank: number, score: number|null}|null)[][]}} m
- *   the engine's heatmap view (src/page/views.rs)
+ *   the engine's heatmap view (src/jobs/evaluate/views.rs)
  */
 export function rankHeatmap(m) {
   const at = new Map(m.columns.map((c, i) => [c.system, i]));

@@ -1,7 +1,7 @@
 // Results: draws one tab per view of a job's result, nothing computed here. The engine
-// (src/page/) returns {report, tables, views...}: each tab's view model (src/page/views.rs)
-// and the same tables the CLI prints and writes with --csv (their CSV text comes from the
-// engine, so exports match byte for byte).
+// returns {report, tables, views...}: each tab's view model (the job's views, src/jobs/) and
+// the same tables the CLI prints and writes with --csv (their CSV text comes from the
+// engine, so exports match byte for byte). Which tabs a job has is the engine's too.
 import { el, download, formatError } from './dom.js';
 import { rankHeatmap, intervalChart, nrpBars } from './charts.js';
 
@@ -16,9 +16,27 @@ let nrpRerun = null;
 /** The user's slider weights; they survive the re-render after each re-run. */
 let nrpWeights = null;
 
-export function renderResults(last, { runJob }) {
-  const { job } = last;
-  // The engine sends each tab's view (src/page/views.rs); this file only draws them.
+/** Each view's drawing, by its key in the engine's description of a job (`views`): a job's
+ *  reply carries the data of its views under these keys. `ctx.rerun(extra)` runs the same
+ *  job again with more options (the NRP view's weights and fusion). */
+const VIEWS = {
+  ranking: (result) => rankingView(result),
+  heatmap: (result) => heatmapView(result),
+  robustness: (result) => robustnessView(result),
+  agreement: (result) => agreementView(result),
+  instances: (result) => drillView(result),
+  nrp_view: (result, ctx) => nrpView(result, ctx.rerun, ctx.options),
+  rubric_view: (result) => rubricView(result),
+  grade_view: (result) => gradeView(result),
+  grader_agreement: (result) => rubricAgreementView(result.grader_agreement),
+  rubric_agreement_view: (result) => rubricAgreementView(result),
+  statement_checks: (result) => statementsView(result),
+  controls_view: (result) => controlsView(result),
+};
+
+export function renderResults(last, { runJob, jobs }) {
+  const job = jobs[last.job];
+  // The engine sends each tab's view (src/jobs/); this file only draws them.
   // An imported bundle's table and warnings come first, as `medrank import` prints them.
   const r = last.result;
   const result = {
@@ -33,26 +51,11 @@ export function renderResults(last, { runJob }) {
       ...(r.grader_agreement?.report.warnings || []),
     ],
   };
-  const views = [];
-  if (job === 'rank_systems') {
-    views.push(['Ranking', () => rankingView(result)]);
-    views.push(['Heatmap', () => heatmapView(result)]);
-    views.push(['Robustness', () => robustnessView(result)]);
-    views.push(['Human agreement', () => agreementView(result)]);
-    views.push(['Per instance', () => drillView(result)]);
-  } else if (job === 'nrp') {
-    views.push(['NRP', () => nrpView(result, runJob, last.request.options)]);
-  } else if (job === 'rubric') {
-    views.push(['Scores', () => rubricView(result)]);
-  } else if (job === 'grade') {
-    views.push(['Criteria', () => gradeView(result)]);
-    views.push(['Scores', () => rubricView(result)]);
-    if (r.grader_agreement) views.push(['Agreement', () => rubricAgreementView(r.grader_agreement)]);
-  } else if (job === 'statements') {
-    views.push(['Statements', () => statementsView(result)]);
-  } else if (job === 'rubric_agreement') {
-    views.push(['Agreement', () => rubricAgreementView(result)]);
-  }
+  const ctx = { rerun: (extra) => runJob(last.job, extra), options: last.request.options };
+  // The job's tabs in its order; an optional one only when the reply has its data.
+  const views = job.views
+    .filter((v) => !v.optional || r[v.key] != null)
+    .map((v) => [v.title, () => VIEWS[v.key](result, ctx)]);
   views.push(['Tables & export', () => tablesView(result)]);
   views.push([`Warnings (${result.warnings?.length || 0})`, () => warningsView(result)]);
   views.push(['Provenance', () => provenanceView(result)]);
@@ -137,14 +140,9 @@ function rankingView(result) {
         el(
           'tr',
           {},
-          ...[
-            'Rank',
-            'System',
-            ev.metric,
-            `${Math.round((ev.confidence || 0.95) * 100)}% interval`,
-            'Mean p(correct)',
-            'n',
-          ].map((h, i) => el('th', { scope: 'col', class: i === 1 ? '' : 'num' }, h)),
+          ...['Rank', 'System', ev.metric, `${Math.round(ev.confidence * 100)}% interval`, 'Mean p(correct)', 'n'].map(
+            (h, i) => el('th', { scope: 'col', class: i === 1 ? '' : 'num' }, h),
+          ),
         ),
       ),
     );
@@ -391,7 +389,7 @@ function instanceDetail(inst, controls) {
 }
 
 // ---------------------------------------------------------------- NRP -------------------------
-function nrpView(result, runJob, options) {
+function nrpView(result, runAgain, options) {
   const n = result.nrp_view;
   const box = el('div', {});
   if (!n) return el('p', { class: 'empty' }, 'No NRP results.');
@@ -416,7 +414,7 @@ function nrpView(result, runJob, options) {
       nrpRerun = setTimeout(rerun, 100);
       return;
     }
-    runJob('nrp', { weights: Object.entries(current) });
+    runAgain({ weights: Object.entries(current) });
   };
   for (const dim of n.dimensions) {
     const input = el('input', {
@@ -500,7 +498,7 @@ function nrpView(result, runJob, options) {
     ),
   );
   if (n.agreement?.length) box.append(agreementTable(n));
-  box.append(fusionForm(n, runJob, options));
+  box.append(fusionForm(n, runAgain, options));
   return box;
 }
 
@@ -516,13 +514,13 @@ function agreementTable(n) {
         'A cell is the paired bootstrap probability (resampling queries) that the row’s ranker agrees better with the expert than the column’s.',
       ),
     );
-  const scope = n.agreement.find((a) => a.fusion_scope)?.fusion_scope;
+  const scope = n.agreement.find((a) => a.fusion_scope_words)?.fusion_scope_words;
   if (scope)
     block.append(
       el(
         'p',
         { class: 'muted', 'data-stat': 'fusion-scope' },
-        `Fusion rankers here rank (or z-score) each item ${scope === 'items' ? 'among the items the expert ranked for the query (items scope)' : 'among the query’s documents, an answer alone among them (pool scope)'}; their NRP and nDCG@10 always use the pool.`,
+        `Fusion rankers here rank (or z-score) each item ${scope}; their NRP and nDCG@10 always use the pool.`,
       ),
     );
   const t = el('table', { class: 'nrp-agreement' });
@@ -571,7 +569,7 @@ function agreementTable(n) {
 }
 
 /** A fusion ranker over the report's rankers: written to the Options field, then NRP re-runs. */
-function fusionForm(n, runJob, options) {
+function fusionForm(n, runAgain, options) {
   const field = $('#opt-fuse');
   const input = el('input', {
     type: 'text',
@@ -579,19 +577,18 @@ function fusionForm(n, runJob, options) {
     'aria-label': 'Fusion rankers',
     value: field?.value || (n.ranker_names.length > 1 ? `rrf:${n.ranker_names.slice(0, 2).join(',')}` : ''),
   });
+  // The Options' choice of scope, as a second control here (the same choices).
   const scopeField = $('#opt-fuse-scope');
-  const scope = el(
-    'select',
-    { id: 'nrp-fuse-scope', 'aria-label': 'Fusion scope of the expert agreement' },
-    el('option', { value: 'items' }, 'among the items the expert ranked'),
-    el('option', { value: 'pool' }, 'among the query’s documents'),
-  );
-  scope.value = scopeField?.value || 'items';
+  const scope = scopeField.cloneNode(true);
+  scope.removeAttribute('data-option');
+  scope.removeAttribute('aria-describedby');
+  Object.assign(scope, { id: 'nrp-fuse-scope', value: scopeField.value });
+  scope.setAttribute('aria-label', 'Fusion scope of the expert agreement');
   const button = el('button', { type: 'button', class: 'secondary', id: 'nrp-fuse-run' }, 'Fuse and re-run');
   button.addEventListener('click', () => {
     if (field) field.value = input.value;
     if (scopeField) scopeField.value = scope.value;
-    runJob('nrp', options.weights ? { weights: options.weights } : {});
+    runAgain(options.weights ? { weights: options.weights } : {});
   });
   return el(
     'div',
@@ -679,7 +676,7 @@ const confusionText = ([[nn, nm], [mn, mm]]) =>
   `both met ${mm} · both not met ${nn} · rater only ${nm} · others only ${mn}`;
 
 /** The Agreement tab: per group the grader against the people and the people's mean, then
- *  every rater's figures (src/page/views.rs::rubric_agreement_view). */
+ *  every rater's figures (src/jobs/views.rs::rubric_agreement_view). */
 function rubricAgreementView(result) {
   const v = result.rubric_agreement_view;
   if (!v?.groups.length) return el('p', { class: 'empty' }, 'No judged criteria.');
@@ -718,7 +715,7 @@ function rubricAgreementView(result) {
         'tr',
         { 'data-group': g.group },
         el('th', { scope: 'row' }, g.group),
-        el('td', { class: 'num', 'data-col': 'items' }, String(g.items)),
+        el('td', { class: 'num', 'data-col': 'n-items' }, String(g.items)),
         ...(v.has_grader
           ? grader
             ? [
@@ -784,6 +781,33 @@ function rubricAgreementView(result) {
 
 /** The Grade job's Criteria tab: the grader, any cut pairs, each response's criteria with
  *  P(met), and the graded file. */
+/** The Controls job's tab: the control systems added to every instance, and the bundle
+ *  with them to download (what `medrank controls --out` writes). */
+function controlsView(result) {
+  const v = result.controls_view;
+  const names = v.added.flatMap((c, i) => [...(i ? [', '] : []), el('code', {}, c)]);
+  const plural = v.added.length === 1 ? '' : 's';
+  const box = el(
+    'div',
+    {},
+    el('p', {}, `${v.added.length} control case${plural} added to each of ${v.instances} instances: `, ...names, '.'),
+  );
+  if (v.noise_source)
+    box.append(
+      el(
+        'p',
+        { class: 'muted' },
+        'The noise control gives each instance the argument of ',
+        el('code', {}, v.noise_source),
+        ' for another instance of the same task (the tables list the pairs).',
+      ),
+    );
+  const button = el('button', { type: 'button', id: 'controls-download' }, `Download ${v.bundle_name}`);
+  button.addEventListener('click', () => download(v.bundle_name, v.bundle_jsonl, 'application/jsonl'));
+  box.append(button);
+  return box;
+}
+
 /** Statement checks: each system's means with their intervals, then each answer's
  *  statements with the NLI label (the report's numbers, drawn). */
 function statementsView(result) {
@@ -1056,7 +1080,7 @@ th{background:#f0f3f6}td.num{text-align:right;font-variant-numeric:tabular-nums}
 @media print{h2{break-after:avoid}table,svg{break-inside:avoid}}`;
 
 /** A self-contained HTML report: inline styles and SVG, no script, nothing to fetch. */
-export function buildReportHtml(last) {
+export function buildReportHtml(last, jobs) {
   const panels = [...document.querySelectorAll('#panels [role=tabpanel]')];
   const tabs = [...document.querySelectorAll('#tabs [role=tab]')];
   const sections = panels
@@ -1075,21 +1099,12 @@ export function buildReportHtml(last) {
   return `<!doctype html><html lang="en"><head><meta charset="utf-8">
 <meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src 'unsafe-inline'; img-src data:">
 <title>medrank report — ${escapeHtml(last.job)}</title><style>${REPORT_CSS}</style></head><body>
-<h1>medrank report: ${escapeHtml(jobTitle(last.job))}</h1>
+<h1>medrank report: ${escapeHtml(jobs[last.job]?.title || last.job)}</h1>
 <p class="muted">Generated ${when} UTC in the browser by medrank ${escapeHtml(last.result.report?.provenance?.version || '')}. Seed ${escapeHtml(String(last.request.options.seed))}.</p>
 ${sections.join('\n')}
 <h2>All tables</h2>${tables.join('\n')}
 </body></html>`;
 }
-const jobTitle = (job) =>
-  ({
-    rank_systems: 'ranking over scoring',
-    nrp: 'normalized rank position (NRP)',
-    metrics: 'reference-based metrics',
-    rubric: 'rubric grading',
-    grade: 'rubric grading with a model',
-    rubric_agreement: 'a rubric grader’s agreement with people',
-  })[job] || job;
 function escapeHtml(s) {
   return String(s).replace(
     /[&<>"']/g,

@@ -14,6 +14,18 @@ const METRIC_NAMES = { accuracy: 'accuracy', macro_f1: 'macro-F1', loss: 'loss' 
 /** ctx: {ask, state, selectedModel, updateRunButtons, announce}. */
 export function wireTraining(ctx) {
   const form = { train: null, dev: null, choices: null };
+  // The form's fields (`data-train` names each as `medrank train`'s flag) start at the
+  // engine's defaults; the tasks come from its task table.
+  ctx.state.workerReady.then((engine) => {
+    const { defaults, tasks } = engine.training;
+    $('#train-task').replaceChildren(...tasks.map((t) => el('option', { value: t.name }, t.label)));
+    for (const field of document.querySelectorAll('[data-train]')) {
+      const value = defaults[field.dataset.train];
+      if (value == null || field.id === 'train-arguments') continue;
+      field.value = String(value);
+    }
+    showArguments(engine.training.arguments);
+  });
 
   const readFile = async (input) => {
     const file = input.files[0];
@@ -50,21 +62,16 @@ export function wireTraining(ctx) {
     ctx.state.worker.postMessage({ type: 'train-cancel' });
   });
 
+  /** The arguments a file's instances can carry, as the engine lists them ({value, label}). */
+  function showArguments(choices) {
+    $('#train-arguments').replaceChildren(...choices.map((c) => el('option', { value: c.value }, c.label)));
+  }
+
   function showChoices(choices) {
     const tasks = $('#train-task');
     for (const option of tasks.options) option.disabled = !choices.tasks.includes(option.value);
     if (!choices.tasks.includes(tasks.value)) tasks.value = choices.tasks[0];
-    const args = $('#train-arguments');
-    args.replaceChildren(el('option', { value: 'none' }, 'none (the baseline evaluator)'));
-    for (const s of choices.systems) args.append(el('option', { value: `system:${s}` }, `${s}'s argument`));
-    if (choices.systems.length > 1)
-      args.append(
-        el(
-          'option',
-          { value: `random:${choices.systems.join(',')}` },
-          `a random system's per instance (${choices.systems.join(', ')})`,
-        ),
-      );
+    showArguments(choices.arguments);
     const what = {
       bundle: 'instances, argument bundle',
       hitz: 'instances, HiTZ MCQA file (the argument is in the question)',
@@ -91,25 +98,17 @@ export function wireTraining(ctx) {
     return chosen.source === 'bundled' || chosen.source === 'local' ? chosen : { source: 'bundled' };
   }
 
+  /** The form as `medrank train`'s flags name it (`page::training` reads it so); where the
+   *  model runs is the Model section's choice. */
   function request() {
-    const num = (id) => Number($(id).value);
     const split = devChoice() === 'split';
-    return {
-      train: form.train,
-      dev: split ? undefined : form.dev,
-      dev_split: split ? num('#train-dev-split') : undefined,
-      task: $('#train-task').value,
-      arguments: $('#train-arguments').value,
-      freeze: $('#train-freeze').value,
-      epochs: num('#train-epochs'),
-      lr: num('#train-lr'),
-      batch_size: num('#train-batch'),
-      patience: num('#train-patience'),
-      seed: num('#train-seed'),
-      select_by: $('#train-select-by').value,
-      class_weights: $('#train-class-weights').value,
-      backend: $('#opt-backend').value,
-    };
+    const out = { train: form.train, dev: split ? undefined : form.dev };
+    for (const field of document.querySelectorAll('[data-train]')) {
+      out[field.dataset.train] = field.type === 'number' ? Number(field.value) : field.value;
+    }
+    if (!split) delete out.dev_split;
+    out.backend = document.querySelector('[data-option=backend]').value;
+    return out;
   }
 
   async function train() {
@@ -185,7 +184,7 @@ export function wireTraining(ctx) {
         outcome.baseline_text && `Beside it, ${outcome.baseline_text}.`,
         ...report.warnings.map((w) => `Warning: ${w}.`),
         `Features computed on ${describeBackend(backend)}` +
-          (req.freeze === 'head'
+          (report.trained_layers === 0
             ? '.'
             : `; the trained layers ran on ${trainedOn === 'gpu' ? 'the GPU (WebGPU)' : 'the CPU (WebAssembly)'}.`),
         stored
@@ -275,9 +274,13 @@ export function wireTraining(ctx) {
     $('#train-eta').textContent = p.left ? p.left.text : '';
   }
 
+  /** An error; an option the engine refused (`error.option`, its key) is said after the
+   *  form's field ("Epochs: 0: expected ..."), where the CLI names its flag. */
   function showError(error) {
+    const field = error?.option && document.querySelector(`[data-train="${error.option}"]`);
+    const label = field?.closest('label')?.firstChild?.textContent.trim();
     const box = $('#train-error');
-    box.replaceChildren(formatError(error));
+    box.replaceChildren(formatError(label ? { ...error, message: `${label}: ${error.message}` } : error));
     box.hidden = false;
   }
   function hideError() {

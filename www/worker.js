@@ -1,9 +1,11 @@
 // The worker: loads the wasm build of the medrank library and runs every heavy job, so the
-// page never freezes. Messages in: {type: 'describe' | 'check' | 'check-rank' | 'run' | 'bench' | 'workload' | 'gradient-check' | 'int8-check' |
-// 'model-status' | 'clear-models' | 'train' | 'train-cancel' | 'training-choices' |
-// 'trained-list' | 'trained-files' | 'trained-delete', id, ...}; out: 'ready' (with the file
-// kinds and the jobs' inputs, from the library), 'progress', 'described', 'checked', 'rank-checked', 'result',
-// 'error', 'fatal' and the training replies (ARCHITECTURE.md). The wasm functions are the same library code as the CLI.
+// page never freezes. Messages in: {type: 'describe' | 'check-file' | 'check' | 'run' | 'bench' |
+// 'workload' | 'gradient-check' | 'int8-check' | 'model-status' | 'clear-models' | 'train' |
+// 'train-cancel' | 'training-choices' | 'trained-list' | 'trained-files' | 'trained-delete', id,
+// ...}; out: 'ready' (the engine's description: the file kinds, the jobs, the training form's
+// defaults), 'progress', 'described', 'checked', 'result', 'error', 'fatal' and the training
+// replies (ARCHITECTURE.md). Every job runs through the library's one `run(job, request)` (or
+// the kept model's `run`): the same library code as the CLI.
 //
 // Three builds: pkg-threads-relaxed/ (atomics + shared memory, rayon's pool on Web Workers,
 // relaxed-SIMD fused multiply-add) when the page is cross-origin isolated and the browser
@@ -28,19 +30,15 @@ const OPTIONAL_MODEL_FILES = ['1_Pooling/config.json', 'modules.json', 'sentence
 let cancelFlag = null;
 
 let medrank = null;
+// The jobs by name, as the engine describes them (whether one needs the model, ...).
+const JOBS = {};
 const ready = loadEngine()
   .then((engine) => {
+    const described = JSON.parse(medrank.describe());
+    for (const job of described.jobs) JOBS[job.name] = job;
     postMessage({
       type: 'ready',
-      version: medrank.version(),
-      kinds: medrank.file_kinds(),
-      // The model-free jobs are functions; Grade and Statements are methods of the kept model.
-      jobs: [
-        ...['rank_systems', 'nrp', 'metrics', 'rubric', 'rubric_agreement'].filter(
-          (j) => typeof medrank[j] === 'function',
-        ),
-        ...['grade', 'statements'].filter((j) => typeof medrank.Model?.prototype[j] === 'function'),
-      ],
+      ...described,
       sharedCancel: typeof SharedArrayBuffer !== 'undefined' && self.crossOriginIsolated === true,
       ...engine,
     });
@@ -67,7 +65,7 @@ async function loadEngine() {
         medrank = await import(`./${build}/medrank.js`);
         await medrank.default();
         await medrank.initThreadPool(wanted);
-        const info = medrank.engine_info();
+        const info = JSON.parse(medrank.describe()).build;
         return {
           threads: info.threads,
           threadedBuild: true,
@@ -84,7 +82,8 @@ async function loadEngine() {
   }
   medrank = await import('./pkg/medrank.js');
   await medrank.default();
-  return { threads: 1, threadedBuild: false, relaxedSimd: false, threadsWhy: why, simd: medrank.engine_info().simd };
+  const simd = JSON.parse(medrank.describe()).build.simd;
+  return { threads: 1, threadedBuild: false, relaxedSimd: false, threadsWhy: why, simd };
 }
 
 /** Whether this browser runs relaxed SIMD: it validates a module of one function,
@@ -109,13 +108,13 @@ self.onmessage = async (event) => {
     if (msg.type === 'describe') {
       const result = medrank.describe_file(msg.name, msg.text, msg.kind ?? undefined);
       postMessage({ type: 'described', id: msg.id, result });
-    } else if (msg.type === 'check') {
+    } else if (msg.type === 'check-file') {
       const result = medrank.check_file(msg.file);
       postMessage({ type: 'checked', id: msg.id, result });
-    } else if (msg.type === 'check-rank') {
-      // The ranking's model-free checks and what a model run will encode (page::check_rank).
-      const result = medrank.check_rank(msg.request, msg.withModel);
-      postMessage({ type: 'rank-checked', id: msg.id, result });
+    } else if (msg.type === 'check') {
+      // A job's checks before any model loads and what a model run will encode.
+      const result = JSON.parse(medrank.check(msg.job, JSON.stringify(msg.request), msg.withModel));
+      postMessage({ type: 'checked', id: msg.id, result });
     } else if (msg.type === 'run') {
       cancelFlag = msg.cancelBuffer ? new Int32Array(msg.cancelBuffer) : null;
       await runJob(msg);
@@ -128,7 +127,7 @@ self.onmessage = async (event) => {
       postMessage({ type: 'result', id: msg.id, result: JSON.parse(await medrank.gpu_gradient_check()) });
     } else if (msg.type === 'int8-check') {
       // This build's int8 kernels against the scheme's formula: the kernels' names, or an error.
-      postMessage({ type: 'result', id: msg.id, result: { kernels: medrank.int8_self_check() } });
+      postMessage({ type: 'result', id: msg.id, result: { kernels: JSON.parse(medrank.int8_self_check()) } });
     } else if (msg.type === 'clear-models') {
       const removed = await caches.delete(MODEL_CACHE);
       postMessage({ type: 'models-cleared', id: msg.id, removed });
@@ -154,11 +153,8 @@ self.onmessage = async (event) => {
 };
 
 async function runJob(msg) {
-  const onModel = msg.job === 'grade' || msg.job === 'statements';
-  const fn = onModel ? medrank.Model?.prototype[msg.job] : medrank[msg.job];
-  if (typeof fn !== 'function') {
-    throw new Error(`This build of medrank cannot run "${msg.job}" yet.`);
-  }
+  const job = JOBS[msg.job];
+  if (!job) throw new Error(`This build of medrank has no job "${msg.job}".`);
   const started = performance.now();
   let lastPost = 0;
   // Called by the library every few items: post at most ~20 progress messages a second.
@@ -170,36 +166,22 @@ async function runJob(msg) {
     }
     return !(cancelFlag && Atomics.load(cancelFlag, 0) === 1);
   };
-  const request = msg.request;
+  const { model: choice, ...request } = msg.request;
   let reply;
   let modelLoaded = null;
-  if (msg.job === 'rank_systems' && request.model && request.model.source !== 'predictions') {
-    // The model is the evaluator: WebGPU or the wasm CPU runs it (request.options.backend),
-    // in request.options.precision (the library switches the kept model to it).
-    const { model, loaded } = await keptModel(request.model, progress, request.options?.precision);
+  if (job.model !== 'none' && choice && choice.source !== 'predictions') {
+    // The kept model runs the job (the evaluator, the grader, the NLI model): WebGPU or the
+    // wasm CPU (request.options.backend), in request.options.precision.
+    const { model, loaded } = await keptModel(choice, progress, request.options?.precision);
     modelLoaded = loaded;
-    delete request.model;
-    reply = await model.evaluate(request, progress);
-  } else if (onModel) {
-    // The kept model grades the rubric's criteria (`medrank grade --grader`) or checks the
-    // answers' statements (`medrank statements --nli`), on the backend and in the precision
-    // of request.options.
-    if (!request.model || request.model.source === 'predictions')
-      throw new Error(
-        msg.job === 'grade'
-          ? 'Grade needs a grader: choose a model under Model.'
-          : 'Statements needs an NLI model: choose a model under Model.',
-      );
-    const { model, loaded } = await keptModel(request.model, progress, request.options?.precision);
-    modelLoaded = loaded;
-    delete request.model;
-    reply = await model[msg.job](request, progress);
+    reply = await model.run(msg.job, JSON.stringify(request), progress);
+  } else if (job.model === 'required') {
+    throw new Error(job.needs_model);
   } else {
-    delete request.model;
-    reply = await fn(request, progress);
+    reply = await medrank.run(msg.job, JSON.stringify(request), progress);
   }
-  // Jobs return the report as JSON text (what the CLI writes with --json) plus views.
-  const result = typeof reply === 'string' ? JSON.parse(reply) : reply;
+  // Jobs return the report (what the CLI writes with --json) with its views, as JSON text.
+  const result = JSON.parse(reply);
   postMessage({
     type: 'result',
     id: msg.id,
@@ -219,13 +201,8 @@ async function runBench(msg) {
   // The f32 folder: the grid's int8 runs quantize it as the page's Options would.
   const { model } = await keptModel({ source: 'bundled' }, progress);
   const precisions = msg.precisions || ['f32'];
-  const reply = await model.bench(
-    msg.backends,
-    precisions,
-    new Uint32Array(msg.cells.flat()),
-    msg.minSeconds,
-    progress,
-  );
+  const request = { backends: msg.backends, precisions, cells: msg.cells, min_seconds: msg.minSeconds };
+  const reply = await model.bench(JSON.stringify(request), progress);
   postMessage({ type: 'result', id: msg.id, result: JSON.parse(reply) });
 }
 
@@ -266,7 +243,7 @@ function modelKey(choice) {
 
 /** The kept model for `choice`, loading it (and freeing the previous one) when it differs.
  *  The bundled model's folder depends on the precision (its 8-bit copy for int8). */
-async function keptModel(choice, progress, precision = 'f32') {
+async function keptModel(choice, progress, precision) {
   if (choice.source === 'bundled') choice = { ...choice, folder: await bundledFolder(precision) };
   const key = modelKey(choice);
   if (kept && kept.key === key) return { model: kept.model, loaded: false };

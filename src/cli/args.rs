@@ -3,7 +3,8 @@
 //! it uses nothing of theirs (no cycle through the dispatch in `commands.rs`).
 
 use super::output::read_input;
-use crate::jobs::NamedText;
+use crate::jobs::{self, NamedText};
+use crate::stats::bootstrap::Bootstrap;
 use crate::{Error, Result};
 use clap::Args;
 use std::path::{Path, PathBuf};
@@ -24,18 +25,19 @@ pub(super) fn key_value(s: &str) -> std::result::Result<(String, String), String
     }
 }
 
-/// The seeded percentile bootstrap every report's intervals come from (recorded in it).
+/// The seeded percentile bootstrap every report's intervals come from (recorded in it). The
+/// defaults are the job layer's (the page's Options start at them too).
 #[derive(Args, Debug, Clone)]
 pub struct BootstrapArgs {
     /// Seed of every random choice (bootstrap resamples; recorded in the report): a whole
     /// number from 0 to 18446744073709551615.
-    #[arg(long, default_value_t = 0)]
+    #[arg(long, default_value_t = Bootstrap::default().seed)]
     pub seed: u64,
     /// Bootstrap resamples (1 to 1,000,000).
-    #[arg(long, default_value_t = 1000, value_parser = resamples)]
+    #[arg(long, default_value_t = Bootstrap::default().resamples, value_parser = resamples)]
     pub resamples: usize,
     /// Confidence level of the intervals (a number between 0 and 1, both excluded).
-    #[arg(long, default_value_t = 0.95, value_parser = confidence)]
+    #[arg(long, default_value_t = Bootstrap::default().confidence, value_parser = confidence)]
     pub confidence: f64,
 }
 
@@ -67,8 +69,8 @@ fn resamples(s: &str) -> std::result::Result<usize, String> {
 }
 
 impl BootstrapArgs {
-    pub fn settings(&self) -> crate::stats::bootstrap::Bootstrap {
-        crate::stats::bootstrap::Bootstrap { seed: self.seed, resamples: self.resamples, confidence: self.confidence }
+    pub fn settings(&self) -> Bootstrap {
+        Bootstrap { seed: self.seed, resamples: self.resamples, confidence: self.confidence }
     }
 }
 
@@ -110,6 +112,56 @@ pub(super) fn precision(name: Option<&str>) -> Result<Option<crate::model::Preci
     name.map(crate::model::Precision::parse).transpose()
 }
 
+/// A model folder read and run in `--precision` (its own without the flag): the files (their
+/// fingerprints go into the report) and the model.
+pub(super) fn read_model(
+    dir: &Path,
+    precision: Option<&str>,
+    quiet: bool,
+) -> Result<(crate::model::ModelFiles, crate::model::TextModel)> {
+    let files = super::hub::model_files(dir, quiet)?;
+    let model = with_precision(crate::model::TextModel::from_files(&files)?, precision)?;
+    Ok((files, model))
+}
+
+/// A job that runs the model's encoder (`jobs::ModelJob`) on `--backend`: its progress on
+/// stderr at most every 2 seconds (`verb` and what is done, the time left from the work done,
+/// `jobs::TimeEstimate` as the page's), then the backend and the precision that ran.
+pub(super) fn run_model_job<J: jobs::ModelJob>(
+    job: &J,
+    (files, model): &(crate::model::ModelFiles, crate::model::TextModel),
+    backend: &str,
+    verb: &str,
+    quiet: bool,
+) -> Result<J::Output> {
+    use crate::report::fmt_duration;
+    let choice = jobs::parse_backend(backend)?;
+    let clock = std::time::Instant::now();
+    let seconds = || clock.elapsed().as_secs_f64();
+    let estimate = jobs::TimeEstimate { started: seconds(), prior_rate: None };
+    let mut last = 0.0f64;
+    let mut progress = |p: &jobs::EncodeProgress| {
+        let t = seconds();
+        let finished = p.sequences_done == p.sequences;
+        if !quiet && p.sequences_done > 0 && (t - last >= 2.0 || finished) {
+            last = t;
+            let left = match estimate.seconds_left(p, t) {
+                Some(s) if !finished => format!(", about {} left", fmt_duration(s)),
+                _ => String::new(),
+            };
+            eprintln!("  {verb} {}, {} elapsed{left}", p.describe(), fmt_duration(t));
+        }
+        true
+    };
+    let fingerprints = jobs::model_fingerprints(files);
+    let (output, backend) = pollster::block_on(jobs::run_on_backend(job, model, choice, fingerprints, &mut progress))?;
+    if !quiet {
+        eprintln!("encoder backend: {}", jobs::describe_backend(&backend));
+        eprintln!("encoder precision: {}", jobs::describe_precision(model, &backend));
+    }
+    Ok(output)
+}
+
 /// The model run in the precision `--precision` asked for, or in its folder's own.
 pub(super) fn with_precision(
     mut model: crate::model::TextModel,
@@ -131,17 +183,19 @@ pub(super) fn warn_all(warnings: &[crate::Warning], quiet: bool) {
 }
 
 /// Where and how a model job runs its encoder over (text, text) pairs (`grade`,
-/// `statements`).
+/// `statements`); the defaults are the job layer's.
 #[derive(Args, Debug, Clone)]
 pub struct PairRunArgs {
     /// Pairs per forward pass (1 to 1,024).
-    #[arg(long, default_value_t = crate::model::embed::DEFAULT_BATCH, value_parser = count(1, crate::bounds::MAX_BATCH))]
+    #[arg(long, default_value_t = jobs::GradeOptions::default().batch_size, value_parser = count(1, crate::bounds::MAX_BATCH))]
     pub batch_size: usize,
     /// Where the encoder runs: cpu (the reference), gpu (wgpu; an error when no adapter),
     /// or auto. The report's provenance says which ran.
-    #[arg(long, default_value = "cpu", value_parser = ["auto", "cpu", "gpu"])]
+    #[arg(long, default_value_t = jobs::RunOptions::default().backend, value_parser = ["auto", "cpu", "gpu"])]
     pub backend: String,
     /// The encoder's arithmetic on the CPU: f32 or int8 (default: the folder's own).
     #[arg(long, value_parser = ["f32", "int8"])]
     pub precision: Option<String>,
+    #[command(flatten)]
+    pub bootstrap: BootstrapArgs,
 }

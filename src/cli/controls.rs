@@ -12,15 +12,16 @@ pub struct ControlsArgs {
     /// The argument bundle (JSONL).
     #[arg(long, value_name = "FILE")]
     pub bundle: PathBuf,
-    /// Which controls, comma separated (default: all; ir_passages only with --corpus).
-    #[arg(long, value_delimiter = ',', value_name = "LIST")]
-    pub which: Vec<String>,
+    /// Which controls: all (those the inputs allow; ir_passages only with --corpus, a
+    /// control the bundle already has left out, each said), or names comma separated.
+    #[arg(long, value_name = "LIST", default_value_t = jobs::ControlsOptions::default().which.into())]
+    pub which: String,
     /// Documents for the IR-passages control (JSONL {"docno","text"} or TSV docno<TAB>text).
     #[arg(long, value_name = "FILE")]
     pub corpus: Option<PathBuf>,
     /// Seed of the noise derangement (recorded in the report): a whole number from 0 to
     /// 18446744073709551615.
-    #[arg(long, default_value_t = 0)]
+    #[arg(long, default_value_t = jobs::ControlsOptions::default().seed)]
     pub seed: u64,
     /// Where to write the bundle with the control systems added.
     #[arg(long, value_name = "FILE")]
@@ -34,9 +35,8 @@ pub(super) fn controls(a: ControlsArgs) -> Result<()> {
     let mut outputs = Outputs::plan(&inputs, &a.output, &[&a.out], &[])?;
     let req = jobs::ControlsRequest {
         bundle: named(&a.bundle)?,
-        which: a.which,
         corpus: named_opt(&a.corpus)?,
-        seed: a.seed,
+        options: jobs::ControlsOptions { which: jobs::ControlChoice::parse(&a.which), seed: a.seed },
     };
     let outcome = jobs::add_controls(&req)?;
     outputs.file(&a.out, outcome.bundle_jsonl.as_bytes())?;

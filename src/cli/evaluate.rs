@@ -13,20 +13,24 @@ pub struct RankingArgs {
     pub bootstrap: BootstrapArgs,
     /// System names treated as control cases (comma separated), besides the control files
     /// the bundle marks (`import ranking-over-scoring --control-source`).
-    #[arg(long, value_delimiter = ',', default_values_t = crate::eval::controls::Control::all_names())]
+    #[arg(long, value_delimiter = ',', default_values_t = jobs::RankOptions::default().control_systems)]
     pub control_systems: Vec<String>,
     /// Keep misinformation instances labelled not_enough_evidence (the paper drops them).
     #[arg(long)]
     pub keep_not_enough_evidence: bool,
 }
 
-impl RankingArgs {
-    fn options(&self) -> jobs::ProxyOptions {
-        jobs::ProxyOptions {
-            bootstrap: self.bootstrap.settings(),
-            controls: self.control_systems.clone(),
-            drop_not_enough_evidence: !self.keep_not_enough_evidence,
-        }
+/// The options of the job both front ends run (`jobs::RankOptions`, whose `Default` the
+/// flags' defaults come from).
+fn options(a: &EvaluateArgs) -> jobs::RankOptions {
+    jobs::RankOptions {
+        bootstrap: a.ranking.bootstrap.settings(),
+        control_systems: a.ranking.control_systems.clone(),
+        keep_not_enough_evidence: a.ranking.keep_not_enough_evidence,
+        controls: a.controls.as_deref().map(jobs::ControlChoice::parse).unwrap_or_default(),
+        keep_empty_options: a.keep_empty_options,
+        batch_size: a.batch_size,
+        run: jobs::RunOptions { backend: a.backend.clone(), precision: a.precision.clone().unwrap_or_default() },
     }
 }
 
@@ -65,12 +69,12 @@ pub struct EvaluateArgs {
     #[arg(long, requires = "model")]
     pub keep_empty_options: bool,
     /// With --model: sequences per forward pass (1 to 1,024).
-    #[arg(long, default_value_t = crate::model::embed::DEFAULT_BATCH, value_parser = count(1, crate::bounds::MAX_BATCH), requires = "model")]
+    #[arg(long, default_value_t = jobs::RankOptions::default().batch_size, value_parser = count(1, crate::bounds::MAX_BATCH), requires = "model")]
     pub batch_size: usize,
     /// With --model: where the encoder runs: cpu (the reference), gpu (wgpu; an error when
     /// no adapter), or auto (the GPU when an adapter exists). The report's provenance says
     /// which ran.
-    #[arg(long, default_value = "cpu", value_parser = ["auto", "cpu", "gpu"], requires = "model")]
+    #[arg(long, default_value_t = jobs::RankOptions::default().run.backend, value_parser = ["auto", "cpu", "gpu"], requires = "model")]
     pub backend: String,
     /// With --model: the encoder's arithmetic on the CPU: f32, or int8 (weights int8 per
     /// output channel, activations 7-bit per token, exact integer sums). Default: the
@@ -128,7 +132,7 @@ pub(super) fn evaluate(a: EvaluateArgs) -> Result<()> {
         predictions,
         rankings: named_opt(&a.rankings)?,
         corpus: named_opt(&a.corpus)?,
-        options: a.ranking.options(),
+        options: options(&a).ranking(),
     };
     let outcome = jobs::evaluate_predictions(&req)?;
     warn_all(&outcome.report.warnings, a.output.quiet);
@@ -136,48 +140,43 @@ pub(super) fn evaluate(a: EvaluateArgs) -> Result<()> {
 }
 
 fn evaluate_with_model(a: &EvaluateArgs, dir: &Path, mut outputs: Outputs) -> Result<()> {
-    let files = super::hub::model_files(dir, a.output.quiet)?;
-    let model = with_precision(crate::model::TextModel::from_files(&files)?, a.precision.as_deref())?;
-    let controls = a.controls.as_deref().map(jobs::ControlChoice::parse).unwrap_or_default();
+    let options = options(a);
+    let model = read_model(dir, a.precision.as_deref(), a.output.quiet)?;
     let req = jobs::EvaluateRequest {
         bundle: named(&a.bundle)?,
         predictions: Vec::new(),
         rankings: named_opt(&a.rankings)?,
         corpus: named_opt(&a.corpus)?,
-        options: a.ranking.options(),
+        options: options.ranking(),
     };
-    let options = jobs::ModelOptions { controls, batch_size: a.batch_size, keep_empty_options: a.keep_empty_options };
-    let choice = jobs::parse_backend(&a.backend)?;
-    let fingerprints = jobs::model_fingerprints(&files);
-    // Progress on stderr, at most every 2 seconds: sequences done and the time left, from
-    // the work done (jobs::TimeEstimate, as the page's).
-    let clock = std::time::Instant::now();
-    let seconds = || clock.elapsed().as_secs_f64();
-    let estimate = jobs::TimeEstimate { started: seconds(), prior_rate: None };
-    let mut last = 0.0f64;
-    let quiet = a.output.quiet;
-    let mut progress = |p: &jobs::EncodeProgress| {
-        let t = seconds();
-        let finished = p.sequences_done == p.sequences;
-        if !quiet && p.sequences_done > 0 && (t - last >= 2.0 || finished) {
-            last = t;
-            let left = match estimate.seconds_left(p, t) {
-                Some(s) if !finished => format!(", about {} left", crate::report::fmt_duration(s)),
-                _ => String::new(),
-            };
-            eprintln!("  encoded {}, {} elapsed{left}", p.describe(), crate::report::fmt_duration(t));
-        }
-        true
-    };
-    let ((outcome, predictions), backend) =
-        pollster::block_on(jobs::evaluate_with_backend(&req, &model, choice, fingerprints, &options, &mut progress))?;
-    if !a.output.quiet {
-        eprintln!("encoder backend: {}", jobs::describe_backend(&backend));
-        eprintln!("encoder precision: {}", jobs::describe_precision(&model, &backend));
-    }
+    let model_options = options.model();
+    let job = jobs::RankWithModel { request: &req, options: &model_options };
+    let (outcome, predictions) = run_model_job(&job, &model, &options.run.backend, "encoded", a.output.quiet)?;
     if let Some(path) = &a.save_predictions {
         outputs.file(path, crate::data::write_predictions_csv(&predictions).as_bytes())?;
     }
     warn_all(&outcome.report.warnings, a.output.quiet);
     emit(&outcome.report, &outcome.tables, &a.output, outputs)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    /// `medrank evaluate` as a test types it.
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        args: EvaluateArgs,
+    }
+
+    #[test]
+    fn the_flags_left_out_are_the_job_layers_defaults() {
+        let cli = Cli::parse_from(["evaluate", "--bundle", "b.jsonl", "--model", "m"]);
+        assert_eq!(options(&cli.args), jobs::RankOptions::default());
+        // A bare --controls is every control the inputs allow; a list is taken as given.
+        let cli = Cli::parse_from(["evaluate", "--bundle", "b.jsonl", "--model", "m", "--controls"]);
+        assert_eq!(options(&cli.args).controls, jobs::ControlChoice::All);
+    }
 }

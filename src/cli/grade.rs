@@ -26,10 +26,9 @@ pub struct GradeArgs {
     /// and `p_met`, for `medrank rubric` and `medrank rubric-agreement --grader-file`.
     #[arg(long, value_name = "FILE")]
     pub out: Option<PathBuf>,
+    /// Where the model runs, and the bootstrap of the intervals.
     #[command(flatten)]
     pub run: PairRunArgs,
-    #[command(flatten)]
-    pub bootstrap: BootstrapArgs,
     #[command(flatten)]
     pub output: OutputArgs,
 }
@@ -37,39 +36,16 @@ pub struct GradeArgs {
 pub(super) fn grade(a: GradeArgs) -> Result<()> {
     let written: Vec<&std::path::Path> = a.out.iter().map(PathBuf::as_path).collect();
     let mut outputs = Outputs::plan(&[&a.rubric, &a.grader], &a.output, &written, &[])?;
-    let files = super::hub::model_files(&a.grader, a.output.quiet)?;
-    let model = with_precision(crate::model::TextModel::from_files(&files)?, a.run.precision.as_deref())?;
+    let model = read_model(&a.grader, a.run.precision.as_deref(), a.output.quiet)?;
     let req = jobs::GradeRequest {
         rubric: named(&a.rubric)?,
         options: jobs::GradeOptions {
-            rubric: crate::eval::rubric::RubricOptions { bootstrap: a.bootstrap.settings() },
+            rubric: crate::eval::rubric::RubricOptions { bootstrap: a.run.bootstrap.settings() },
             batch_size: a.run.batch_size,
         },
     };
-    let choice = jobs::parse_backend(&a.run.backend)?;
     let quiet = a.output.quiet;
-    let clock = std::time::Instant::now();
-    let mut last = 0.0f64;
-    let mut progress = |p: &jobs::EncodeProgress| {
-        let t = clock.elapsed().as_secs_f64();
-        let finished = p.sequences_done == p.sequences;
-        if !quiet && p.sequences_done > 0 && (t - last >= 2.0 || finished) {
-            last = t;
-            eprintln!("  graded {}, {} elapsed", p.describe(), crate::report::fmt_duration(t));
-        }
-        true
-    };
-    let (graded, backend) = pollster::block_on(jobs::grade_with_backend(
-        &req,
-        &model,
-        choice,
-        jobs::model_fingerprints(&files),
-        &mut progress,
-    ))?;
-    if !quiet {
-        eprintln!("encoder backend: {}", jobs::describe_backend(&backend));
-        eprintln!("encoder precision: {}", jobs::describe_precision(&model, &backend));
-    }
+    let graded = run_model_job(&req, &model, &a.run.backend, "graded", quiet)?;
     if let Some(path) = &a.out {
         outputs.file(path, graded.graded_jsonl.as_bytes())?;
     }

@@ -70,7 +70,7 @@ pub struct NrpArgs {
     /// agreement: items = among the items the expert ranked for the query (the way the expert
     /// compared them); pool = among the query's documents, an answer alone among them. NRP and
     /// the ranker validation always use pool (a score comparable with every judged document).
-    #[arg(long, default_value = "items", value_parser = ["items", "pool"])]
+    #[arg(long, default_value_t = jobs::NrpRequestOptions::default().fuse_scope, value_parser = ["items", "pool"])]
     pub fuse_scope: String,
     /// Use this ranker for a dimension instead of the best by nDCG@10, as DIMENSION=RANKER.
     #[arg(long = "force-ranker", value_name = "DIMENSION=RANKER", value_parser = key_value)]
@@ -80,16 +80,16 @@ pub struct NrpArgs {
     #[arg(long = "weight", value_name = "DIMENSION=W", value_parser = key_number(crate::bounds::MAX_WEIGHT))]
     pub weights: Vec<(String, f64)>,
     /// How an answer tied with documents is placed.
-    #[arg(long, default_value = "pessimistic", value_parser = ["pessimistic", "optimistic", "average"])]
+    #[arg(long, default_value_t = jobs::NrpRequestOptions::default().ties, value_parser = ["pessimistic", "optimistic", "average"])]
     pub ties: String,
     /// NRP denominator: docs = |D_q| (the paper's formula), docs+1 = |D_q|+1 (the list
     /// length with the answer, as in the public code; that code also drops unscored judged
     /// documents: see --as-public-code).
-    #[arg(long, default_value = "docs", value_parser = ["docs", "docs+1"])]
+    #[arg(long, default_value_t = jobs::NrpRequestOptions::default().denominator, value_parser = ["docs", "docs+1"])]
     pub denominator: String,
     /// A judged document the ranker did not score: below = stays in D_q, ranked below every
     /// scored item; drop = left out of D_q and of nDCG@10 (as the public code).
-    #[arg(long, default_value = "below", value_parser = ["below", "drop"])]
+    #[arg(long, default_value_t = jobs::NrpRequestOptions::default().unscored, value_parser = ["below", "drop"])]
     pub unscored: String,
     /// The NRP paper's public code in one choice: --denominator docs+1, --unscored drop and
     /// every grade a gain (no --not-judgeable); ties stay as --ties says.

@@ -20,33 +20,21 @@ pub struct StatementsArgs {
     /// Or a Hugging Face Hub id, ORG/NAME[@REVISION] (README, "Models").
     #[arg(long, value_name = "DIR")]
     pub nli: PathBuf,
+    /// Where the model runs, and the bootstrap of the intervals.
     #[command(flatten)]
     pub run: PairRunArgs,
-    #[command(flatten)]
-    pub bootstrap: BootstrapArgs,
     #[command(flatten)]
     pub output: OutputArgs,
 }
 
 pub(super) fn statements(a: StatementsArgs) -> Result<()> {
     let outputs = Outputs::plan(&[&a.input, &a.nli], &a.output, &[], &[])?;
-    let files = super::hub::model_files(&a.nli, a.output.quiet)?;
-    let model = with_precision(crate::model::TextModel::from_files(&files)?, a.run.precision.as_deref())?;
+    let model = read_model(&a.nli, a.run.precision.as_deref(), a.output.quiet)?;
     let req = jobs::StatementRequest {
         answers: named(&a.input)?,
-        options: jobs::StatementOptions { bootstrap: a.bootstrap.settings(), batch_size: a.run.batch_size },
+        options: jobs::StatementOptions { bootstrap: a.run.bootstrap.settings(), batch_size: a.run.batch_size },
     };
-    let choice = jobs::parse_backend(&a.run.backend)?;
-    let (outcome, backend) = pollster::block_on(jobs::check_statements_with_backend(
-        &req,
-        &model,
-        choice,
-        jobs::model_fingerprints(&files),
-        &mut |_| true,
-    ))?;
-    if !a.output.quiet {
-        eprintln!("encoder backend: {}", jobs::describe_backend(&backend));
-    }
+    let outcome = run_model_job(&req, &model, &a.run.backend, "checked", a.output.quiet)?;
     warn_all(&outcome.report.warnings, a.output.quiet);
     emit(&outcome.report, &outcome.tables, &a.output, outputs)
 }

@@ -6,6 +6,12 @@ use crate::{Error, Result};
 use clap::Args;
 use std::path::{Path, PathBuf};
 
+/// The defaults of `medrank train`'s options: the job layer's, which the page's training
+/// form starts from too.
+fn defaults() -> crate::jobs::TrainForm {
+    crate::jobs::TrainForm::default()
+}
+
 #[derive(Args, Debug)]
 pub struct TrainArgs {
     /// The base model folder (e.g. models/all-MiniLM-L6-v2).
@@ -32,42 +38,42 @@ pub struct TrainArgs {
     pub out: PathBuf,
     /// With a bundle: the proxy task to train (its instances are used). `criterion`: a
     /// rubric criterion grader (labels met / not_met) from a rubric file, for `medrank grade`.
-    #[arg(long, default_value = "mcqa", value_parser = crate::jobs::TrainTask::NAMES)]
+    #[arg(long, default_value_t = defaults().task, value_parser = crate::jobs::TrainTask::NAMES)]
     pub task: String,
     /// With a bundle: the argument each training instance carries. `none` = the baseline
     /// evaluator; `system:NAME` = one system's arguments (e.g. system:expert, the
     /// expert-trained evaluator); `random:A,B,C` = one random system per instance among
     /// these, seeded (the LLM-trained evaluator).
-    #[arg(long, default_value = "none", value_name = "SOURCE", value_parser = arguments)]
+    #[arg(long, default_value_t = defaults().arguments, value_name = "SOURCE", value_parser = arguments)]
     pub arguments: String,
     /// What is trained: head (frozen encoder, features computed once), top:N (head + top N
     /// layers; the lower layers run once through the fast inference path), all.
-    #[arg(long, default_value = "head", value_parser = freeze)]
+    #[arg(long, default_value_t = defaults().freeze, value_parser = freeze)]
     pub freeze: String,
     /// Epochs (1 to 10,000).
-    #[arg(long, default_value_t = 20, value_parser = count(1, crate::bounds::MAX_EPOCHS))]
+    #[arg(long, default_value_t = defaults().epochs, value_parser = count(1, crate::bounds::MAX_EPOCHS))]
     pub epochs: usize,
     /// Examples per micro-batch (1 to 1,024).
-    #[arg(long, default_value_t = 16, value_parser = count(1, crate::bounds::MAX_BATCH))]
+    #[arg(long, default_value_t = defaults().batch_size, value_parser = count(1, crate::bounds::MAX_BATCH))]
     pub batch_size: usize,
     /// Micro-batches per optimiser step (1 to 1,024).
-    #[arg(long, default_value_t = 1, value_parser = count(1, crate::bounds::MAX_GRAD_ACCUM))]
+    #[arg(long, default_value_t = defaults().grad_accum, value_parser = count(1, crate::bounds::MAX_GRAD_ACCUM))]
     pub grad_accum: usize,
     /// Peak learning rate of the head (a new head needs a large one): above 0, at most 1.
-    #[arg(long, default_value_t = 1e-3, value_parser = number(crate::train::learning_rate))]
+    #[arg(long, default_value_t = defaults().lr, value_parser = number(crate::train::learning_rate))]
     pub lr: f64,
     /// Peak learning rate of the trained encoder layers (--freeze top:N or all): pretrained
     /// weights take a small one. Above 0, at most 1.
-    #[arg(long, default_value_t = crate::train::DEFAULT_LAYER_LR, value_parser = number(crate::train::learning_rate))]
+    #[arg(long, default_value_t = defaults().layer_lr, value_parser = number(crate::train::learning_rate))]
     pub layer_lr: f64,
     /// AdamW's decoupled weight decay (0 to 1).
-    #[arg(long, default_value_t = 0.01, value_parser = number(crate::train::weight_decay))]
+    #[arg(long, default_value_t = defaults().weight_decay, value_parser = number(crate::train::weight_decay))]
     pub weight_decay: f64,
     /// Fraction of the steps spent warming up (0 to 1).
-    #[arg(long, default_value_t = 0.1, value_parser = number(crate::train::warmup_ratio))]
+    #[arg(long, default_value_t = defaults().warmup, value_parser = number(crate::train::warmup_ratio))]
     pub warmup: f64,
     /// Stop after this many epochs without a better dev metric (1 to 10,000).
-    #[arg(long, default_value_t = 4, value_parser = count(1, crate::bounds::MAX_EPOCHS))]
+    #[arg(long, default_value_t = defaults().patience, value_parser = count(1, crate::bounds::MAX_EPOCHS))]
     pub patience: usize,
     /// The dev metric that picks the best epoch and decides early stopping: accuracy,
     /// macro-f1 or loss. Default: the task's evaluation metric (accuracy for MCQA, macro-F1
@@ -89,7 +95,7 @@ pub struct TrainArgs {
     #[arg(long, value_name = "N|all", default_value = "20", requires = "trace")]
     pub trace_steps: String,
     /// Seed of the shuffling, the dev split and the new head (0 to 18446744073709551615).
-    #[arg(long, default_value_t = 42)]
+    #[arg(long, default_value_t = defaults().seed)]
     pub seed: u64,
     /// Keep empty MCQA options as candidates (by default, as in evaluation, an empty option
     /// is no candidate: the example has no input for it).
@@ -99,11 +105,12 @@ pub struct TrainArgs {
     /// evaluation, they are dropped; the head keeps the label, never as a target).
     #[arg(long)]
     pub keep_not_enough_evidence: bool,
-    /// Where the trained layers run with --freeze top:N or all: cpu (candle's autograd, the
-    /// reference) or gpu (the WGSL forward and backward kernels and AdamW through wgpu, the
-    /// frozen lower layers' pass on the same GPU; an error when there is no adapter). The
-    /// memory the GPU needs is printed before training starts.
-    #[arg(long, default_value = "cpu", value_parser = ["cpu", "gpu"])]
+    /// Where the frozen encoder runs: cpu (the reference), gpu (wgpu; an error when there is
+    /// no adapter) or auto (a hardware GPU when there is one). With --freeze top:N or all the
+    /// trained layers follow it (on the GPU: the WGSL forward and backward kernels and AdamW;
+    /// on the CPU: candle's autograd), as the page places them; the head alone trains on the
+    /// CPU. The memory the GPU needs is printed before training starts.
+    #[arg(long, default_value_t = defaults().backend, value_parser = ["auto", "cpu", "gpu"])]
     pub backend: String,
     /// Training runs in f32 (candle's autograd and the GPU trainer compute gradients in
     /// f32): only f32 is accepted. For an int8 evaluator, quantize the trained folder
@@ -136,7 +143,7 @@ fn arguments(s: &str) -> std::result::Result<String, String> {
 
 pub(super) fn train(a: TrainArgs) -> Result<()> {
     use crate::jobs::{self, DevData};
-    use crate::train::{ExampleOptions, TrainEvent, TrainOptions};
+    use crate::train::TrainEvent;
     if precision(Some(&a.precision))? == Some(crate::model::Precision::Int8) {
         return Err(Error::invalid(format!(
             "--precision int8: training runs in f32 (gradients through int8 products are not computed); train without --precision, then quantize the trained folder with `medrank quantize` ({} will hold the f32 evaluator)",
@@ -163,36 +170,32 @@ pub(super) fn train(a: TrainArgs) -> Result<()> {
     let base = super::hub::model_files(&a.model, false)?;
     let model = crate::model::TextModel::from_files(&base)?;
     let tokenizer_json = base.tokenizer_json.clone();
-    let req = jobs::TrainRequest {
-        train: named(&a.train)?,
-        dev: match (&a.dev, a.dev_split) {
-            (Some(dev), _) => DevData::File(named(dev)?),
-            (None, Some(fraction)) => DevData::Split(fraction),
-            (None, None) => unreachable!("clap requires --dev or --dev-split"),
-        },
-        task: jobs::TrainTask::parse(&a.task).expect("clap checked the value"),
+    let form = jobs::TrainForm {
+        task: a.task.clone(),
         arguments: a.arguments.clone(),
-        options: TrainOptions {
-            freeze: jobs::parse_freeze(&a.freeze)?,
-            epochs: a.epochs,
-            batch_size: a.batch_size,
-            grad_accum: a.grad_accum,
-            learning_rate: a.lr,
-            layer_learning_rate: a.layer_lr,
-            weight_decay: a.weight_decay,
-            warmup_ratio: a.warmup,
-            patience: a.patience,
-            seed: a.seed,
-            select_by: a.select_by.as_deref().map(crate::train::SelectBy::parse).transpose()?,
-            class_weights: a.class_weights.as_deref().map(crate::train::ClassWeights::parse).transpose()?,
-        },
-        conventions: ExampleOptions {
-            keep_empty_options: a.keep_empty_options,
-            keep_not_enough_evidence: a.keep_not_enough_evidence,
-        },
-        on_gpu: a.backend == "gpu",
-        trace_steps,
+        freeze: a.freeze.clone(),
+        epochs: a.epochs,
+        batch_size: a.batch_size,
+        grad_accum: a.grad_accum,
+        lr: a.lr,
+        layer_lr: a.layer_lr,
+        weight_decay: a.weight_decay,
+        warmup: a.warmup,
+        patience: a.patience,
+        seed: a.seed,
+        select_by: a.select_by.clone().unwrap_or_default(),
+        class_weights: a.class_weights.clone().unwrap_or_default(),
+        dev_split: a.dev_split.unwrap_or(defaults().dev_split),
+        keep_empty_options: a.keep_empty_options,
+        keep_not_enough_evidence: a.keep_not_enough_evidence,
+        backend: a.backend.clone(),
     };
+    let dev = match &a.dev {
+        Some(dev) => DevData::File(named(dev)?),
+        None => DevData::Split(form.dev_split),
+    };
+    let (mut req, backend) = form.request(named(&a.train)?, dev)?;
+    req.trace_steps = trace_steps;
     let mut dev_examples = 0;
     let started = &mut |s: &jobs::TrainingSummary| {
         dev_examples = s.dev_examples;
@@ -214,7 +217,7 @@ pub(super) fn train(a: TrainArgs) -> Result<()> {
             s.freeze
         );
     };
-    let result = jobs::train(&req, &model, &tokenizer_json, started, &mut |event| match event {
+    let result = jobs::train(&req, &model, &tokenizer_json, backend, started, &mut |event| match event {
         TrainEvent::Cached { inputs, seconds } => {
             eprintln!("  frozen layers computed once for {inputs} inputs in {seconds:.0} s")
         }
@@ -239,7 +242,7 @@ pub(super) fn train(a: TrainArgs) -> Result<()> {
     if let Some(w) = &result.truncation_warning {
         eprintln!("warning: {w}");
     }
-    for w in &result.warnings {
+    for w in &result.result.warnings {
         eprintln!("warning: {w}");
     }
     for (name, bytes) in &result.files {
@@ -251,10 +254,11 @@ pub(super) fn train(a: TrainArgs) -> Result<()> {
         }
     }
     outputs.commit()?;
-    let accuracy = if result.select_by == crate::train::SelectBy::Accuracy {
+    let trained = &result.result;
+    let accuracy = if trained.select_by == crate::train::SelectBy::Accuracy {
         String::new()
     } else {
-        format!(", dev accuracy {:.4}", result.best_dev_accuracy)
+        format!(", dev accuracy {:.4}", trained.best_dev_accuracy)
     };
     // A criterion grader grades rubric files; the others evaluate bundles.
     let (what, usage) = if a.task == "criterion" {
@@ -264,11 +268,37 @@ pub(super) fn train(a: TrainArgs) -> Result<()> {
     };
     println!(
         "best epoch {} with dev {} {:.4}{accuracy} ({} dev examples); the {what} is in {} (use: {usage})",
-        result.best_epoch,
-        result.select_by.name(),
-        result.best_dev_metric,
+        trained.best_epoch,
+        trained.select_by.name(),
+        trained.best_dev_metric,
         dev_examples,
         a.out.display(),
     );
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    /// `medrank train` as a test types it.
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        args: TrainArgs,
+    }
+
+    #[test]
+    fn the_flags_left_out_are_the_job_layers_defaults() {
+        let a = Cli::parse_from(["train", "--model", "m", "--train", "t.jsonl", "--dev", "d.jsonl", "--out", "o"]).args;
+        let d = crate::jobs::TrainForm::default();
+        assert_eq!((a.task, a.arguments, a.freeze, a.backend), (d.task, d.arguments, d.freeze, d.backend));
+        assert_eq!(
+            (a.epochs, a.batch_size, a.grad_accum, a.patience, a.seed),
+            (d.epochs, d.batch_size, d.grad_accum, d.patience, d.seed)
+        );
+        assert_eq!((a.lr, a.layer_lr, a.weight_decay, a.warmup), (d.lr, d.layer_lr, d.weight_decay, d.warmup));
+        assert_eq!((a.select_by, a.class_weights), (None, None), "the task's own, as the form's empty choice");
+    }
 }

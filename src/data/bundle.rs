@@ -88,12 +88,12 @@ fn parse_instance(record: &Record) -> Result<Instance> {
         }
         Task::Misinformation => Problem::Misinformation {
             claim: non_empty_text(record, "claim")?,
-            label: label_in_set(record, &Task::MISINFORMATION_LABELS)?,
+            label: label_in_set(record, Task::Misinformation.labels())?,
         },
         Task::Nli => Problem::Nli {
             statement: non_empty_text(record, "statement")?,
             evidence: non_empty_text(record, "evidence")?,
-            label: label_in_set(record, &Task::NLI_LABELS)?,
+            label: label_in_set(record, Task::Nli.labels())?,
         },
     };
     let arguments = record.string_map("arguments")?;

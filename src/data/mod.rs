@@ -20,6 +20,7 @@ pub mod predictions;
 pub mod rankings;
 pub mod ros_import;
 pub mod statements;
+pub mod tasks;
 pub mod trec;
 
 pub use answers::{
@@ -62,23 +63,15 @@ pub enum Task {
 }
 
 impl Task {
-    pub const MISINFORMATION_LABELS: [&'static str; 3] = ["supported", "refuted", "not_enough_evidence"];
-    pub const NLI_LABELS: [&'static str; 2] = ["entailment", "contradiction"];
+    /// The labels of each classification task: its row of the task table ([`tasks::TASKS`]).
+    pub const MISINFORMATION_LABELS: &'static [&'static str] = tasks::TASKS[1].labels;
+    pub const NLI_LABELS: &'static [&'static str] = tasks::TASKS[2].labels;
 
     pub fn name(self) -> &'static str {
-        match self {
-            Task::Mcqa => "mcqa",
-            Task::Misinformation => "misinformation",
-            Task::Nli => "nli",
-        }
+        self.facts().name
     }
     pub fn parse(s: &str) -> Option<Task> {
-        match s {
-            "mcqa" => Some(Task::Mcqa),
-            "misinformation" => Some(Task::Misinformation),
-            "nli" => Some(Task::Nli),
-            _ => None,
-        }
+        tasks::facts(s).and_then(|t| t.task)
     }
 }
 
@@ -124,8 +117,9 @@ impl Problem {
     pub fn label_set(&self) -> Vec<String> {
         match self {
             Problem::Mcqa { options, .. } => options.iter().map(|(k, _)| k.clone()).collect(),
-            Problem::Misinformation { .. } => Task::MISINFORMATION_LABELS.iter().map(|s| s.to_string()).collect(),
-            Problem::Nli { .. } => Task::NLI_LABELS.iter().map(|s| s.to_string()).collect(),
+            Problem::Misinformation { .. } | Problem::Nli { .. } => {
+                self.task().labels().iter().map(|s| s.to_string()).collect()
+            }
         }
     }
     /// The instance text without any argument (case+question, claim, statement+evidence):

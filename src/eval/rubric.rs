@@ -48,8 +48,9 @@ pub struct RubricOptions {
 }
 
 impl Default for RubricOptions {
+    /// The bootstrap's defaults (the front ends' `--seed`, `--resamples`, `--confidence`).
     fn default() -> Self {
-        RubricOptions { bootstrap: Bootstrap { seed: 42, ..Bootstrap::default() } }
+        RubricOptions { bootstrap: Bootstrap::default() }
     }
 }
 

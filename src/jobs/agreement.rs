@@ -1,8 +1,11 @@
 //! Agreement among human annotators (an evaluator's agreement with them is part of
 //! `evaluate`).
 
-use super::*;
+use super::{fingerprint_all, read_bundle, read_rankings, tables, NamedText, Outcome};
 use crate::eval::proxy;
+use crate::report::Provenance;
+use crate::{Result, Warning};
+use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Clone, Deserialize, Serialize)]
 pub struct AgreementRequest {

@@ -1,19 +1,40 @@
-//! Control cases added to a bundle as systems of their own.
+//! Control cases added to a bundle as systems of their own (`medrank controls`, the page's
+//! Controls job): the bundle with them, to score elsewhere, and what each one holds.
 
-use super::*;
+use super::kept::Progress;
+use super::spec::{between, defaults_of, json, page_tables, JobRequest, JobSpec, ReportPart, View};
+use super::{file_stem, fingerprint_all, read_bundle, tables, NamedText};
+use crate::data;
 use crate::eval::controls::{self, Control, ControlsReport};
+use crate::report::Table;
+use crate::{Error, Result, Warning};
+use serde::{Deserialize, Serialize};
+
+/// `medrank controls`' options, named as its flags (the page's Options send the same
+/// names); `Default` is the one home of each default.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(default)]
+pub struct ControlsOptions {
+    /// Which control cases to add (`--which`): `all` (those the inputs allow, each one left
+    /// out said) or names.
+    pub which: ControlChoice,
+    /// Seed of the noise derangement (`--seed`).
+    pub seed: u64,
+}
+
+impl Default for ControlsOptions {
+    fn default() -> Self {
+        ControlsOptions { which: ControlChoice::All, seed: 0 }
+    }
+}
 
 #[derive(Debug, Clone, Deserialize, Serialize)]
 pub struct ControlsRequest {
     pub bundle: NamedText,
-    /// Control names (`no_argument`, `label_only`, `noise`, `ir_passages`); empty = all
-    /// that the inputs allow (ir_passages only with a corpus).
-    #[serde(default)]
-    pub which: Vec<String>,
     #[serde(default)]
     pub corpus: Option<NamedText>,
-    #[serde(default)]
-    pub seed: u64,
+    #[serde(flatten)]
+    pub options: ControlsOptions,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -106,7 +127,7 @@ impl ControlChoice {
                 if names.is_empty() {
                     return Ok(ControlPlan { add: Vec::new(), left_out: Vec::new() });
                 }
-                let add = parse_controls(names, have_corpus)?;
+                let add = named_controls(names)?;
                 for &control in &add {
                     match already(control) {
                         Some(system) if system != control.system_name() => {
@@ -133,11 +154,8 @@ impl ControlChoice {
     }
 }
 
-/// The controls a request names, or the default set.
-pub fn parse_controls(which: &[String], have_corpus: bool) -> Result<Vec<Control>> {
-    if which.is_empty() {
-        return Ok(Control::ALL.iter().copied().filter(|c| have_corpus || *c != Control::IrPassages).collect());
-    }
+/// The controls a list names (`ControlChoice::resolve` decides `all`).
+fn named_controls(which: &[String]) -> Result<Vec<Control>> {
     which
         .iter()
         .map(|name| {
@@ -160,8 +178,11 @@ pub fn add_controls(req: &ControlsRequest) -> Result<ControlsOutcome> {
         }
         None => None,
     };
-    let which = parse_controls(&req.which, corpus.is_some())?;
-    let mut report = controls::add_controls(&mut bundle, &which, corpus.as_deref(), req.seed)?;
+    // The one decision of which controls to add, a model ranking's too: `all` leaves out,
+    // saying so, what the inputs rule out.
+    let plan = req.options.which.resolve(&bundle, corpus.is_some())?;
+    warnings.extend(plan.left_out);
+    let mut report = controls::add_controls(&mut bundle, &plan.add, corpus.as_deref(), req.options.seed)?;
     let mut inputs = vec![&req.bundle];
     inputs.extend(req.corpus.as_ref());
     fingerprint_all(&mut report.provenance, &inputs);
@@ -169,6 +190,48 @@ pub fn add_controls(req: &ControlsRequest) -> Result<ControlsOutcome> {
     report.warnings = warnings;
     let tables = tables::controls(&report);
     Ok(ControlsOutcome { bundle_jsonl: data::write_bundle_jsonl(&bundle), report, tables })
+}
+
+// ------------------------------------------------------------------ the job ----------------
+
+/// The job: the control cases added to a bundle, the bundle to download.
+pub const JOB: JobSpec = JobSpec::new("controls", "Controls", "control cases added to a bundle", "controls")
+    .reads(&["bundle", "corpus"], &[&["bundle"]])
+    .views(&[View::tab("controls_view", "Control cases")])
+    .defaults(defaults_of::<ControlsOptions>)
+    .runs(run);
+
+/// The Control cases tab: the systems added to every instance and the bundle with them
+/// (what `medrank controls --out` writes).
+#[derive(Serialize)]
+struct ControlsView<'a> {
+    added: Vec<&'static str>,
+    instances: usize,
+    noise_source: Option<&'a str>,
+    bundle_name: String,
+    bundle_jsonl: &'a str,
+}
+
+/// Control cases added to the page's bundle (`medrank controls --bundle --corpus --which
+/// --seed --out`).
+fn run(request: &JobRequest, progress: Progress) -> Result<String> {
+    #[derive(Serialize)]
+    struct Views<'a> {
+        controls_view: ControlsView<'a>,
+    }
+    let bundle = request.required("bundle", "an argument bundle")?.named();
+    let req = ControlsRequest { corpus: request.optional("corpus", "corpus")?, options: request.options()?, bundle };
+    between(progress, "Adding the control cases", || {
+        let o = add_controls(&req)?;
+        let view = ControlsView {
+            added: o.report.added.iter().map(|c| c.system_name()).collect(),
+            instances: o.bundle_jsonl.lines().filter(|l| !l.trim().is_empty()).count(),
+            noise_source: o.report.noise_source.as_deref(),
+            bundle_name: format!("{}.with_controls.jsonl", file_stem(&req.bundle.name)),
+            bundle_jsonl: &o.bundle_jsonl,
+        };
+        json(&ReportPart { report: &o.report, tables: page_tables(&o.tables), views: Views { controls_view: view } })
+    })
 }
 
 #[cfg(test)]
@@ -211,5 +274,58 @@ mod tests {
         assert_eq!(ControlChoice::parse("").resolve(&bundle, true).unwrap().add, []);
         let e = ControlChoice::parse("nosie").resolve(&bundle, false).unwrap_err().to_string();
         assert!(e.contains("unknown control case `nosie`"), "{e}");
+    }
+
+    #[test]
+    fn the_pages_controls_job_is_medrank_controls_with_its_bundle_to_download() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples");
+        let read = |name: &str| NamedText::new(name, std::fs::read_to_string(root.join(name)).unwrap());
+        let (bundle, corpus) = (read("bundle.jsonl"), read("corpus.jsonl"));
+        // The page's request: the example bundle and corpus, the Options' seed; `which` left
+        // to its default, every control the inputs allow, as `medrank controls` without --which.
+        let file = |f: &NamedText, kind: &str| crate::jobs::InputFile {
+            name: f.name.clone(),
+            text: f.text.clone(),
+            kind: kind.into(),
+            params: Default::default(),
+        };
+        let request = JobRequest {
+            files: vec![file(&bundle, "bundle"), file(&corpus, "corpus")],
+            options: serde_json::json!({"seed": 7, "resamples": 1000}),
+        };
+        let mut stages = Vec::new();
+        let reply = run(&request, &mut |stage, _, _| {
+            stages.push(stage.to_string());
+            Ok(())
+        })
+        .unwrap();
+        let reply: serde_json::Value = serde_json::from_str(&reply).unwrap();
+        let cli = add_controls(&ControlsRequest {
+            bundle,
+            corpus: Some(corpus),
+            options: ControlsOptions { which: ControlChoice::All, seed: 7 },
+        })
+        .unwrap();
+        // The same report and CSVs as the CLI's --json and --csv, and its --out to download
+        // (both through JSON text: serde_json reads some floats back one bit apart).
+        let cli_report: serde_json::Value = serde_json::from_str(&serde_json::to_string(&cli.report).unwrap()).unwrap();
+        assert_eq!(reply["report"], cli_report);
+        let csv: Vec<&str> = reply["tables"].as_array().unwrap().iter().map(|t| t["csv"].as_str().unwrap()).collect();
+        assert_eq!(csv, cli.tables.iter().map(|t| t.to_csv()).collect::<Vec<_>>());
+        let view = &reply["controls_view"];
+        assert_eq!(view["bundle_jsonl"], cli.bundle_jsonl.as_str());
+        assert_eq!(view["bundle_name"], "bundle.with_controls.jsonl");
+        // By hand: the example has 20 instances; with a corpus all four controls are added,
+        // the noise control from the first system in the bundle's order.
+        assert_eq!(view["added"], serde_json::json!(["no_argument", "label_only", "noise", "ir_passages"]));
+        assert_eq!(view["instances"], 20);
+        assert_eq!(view["noise_source"], "expert");
+        assert_eq!(stages, ["Adding the control cases", "Adding the control cases"]);
+        // Without the corpus, `all` leaves ir_passages out and says so (no silent drop).
+        let request = JobRequest { files: vec![file(&read("bundle.jsonl"), "bundle")], options: serde_json::json!({}) };
+        let reply: serde_json::Value = serde_json::from_str(&run(&request, &mut |_, _, _| Ok(())).unwrap()).unwrap();
+        assert_eq!(reply["controls_view"]["added"], serde_json::json!(["no_argument", "label_only", "noise"]));
+        let warnings = reply["report"]["warnings"].to_string();
+        assert!(warnings.contains("the ir_passages control was not added: it needs a corpus"), "{warnings}");
     }
 }

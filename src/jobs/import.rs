@@ -1,7 +1,11 @@
 //! Import of the public Ranking-Over-Scoring (HiTZ) MCQA files into a bundle.
 
-use super::*;
+use super::{fingerprint_all, NamedText};
+use crate::data;
 use crate::data::controls::Control;
+use crate::report::{Provenance, Table};
+use crate::{Error, Result, Warning};
+use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Clone, Deserialize, Serialize)]
 pub struct ImportRequest {

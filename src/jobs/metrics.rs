@@ -1,7 +1,13 @@
-//! Reference-based metrics (with BERTScore when a model is given) and rubric grading:
-//! the methods read their own single input.
+//! Reference-based metrics (with BERTScore when a model is given): the method reads its own
+//! single input.
 
-use super::*;
+use super::kept::Progress;
+use super::spec::{between, defaults_of, reply, JobRequest, JobSpec};
+use super::{tables, NamedText, Outcome};
+use crate::eval::metrics::MetricsOptions;
+use crate::report::Fingerprint;
+use crate::Result;
+use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Clone, Deserialize, Serialize)]
 pub struct MetricsRequest {
@@ -95,37 +101,18 @@ pub fn metrics_with_bertscore(
     Ok(Outcome { report, tables })
 }
 
-#[derive(Debug, Clone, Deserialize, Serialize)]
-pub struct RubricRequest {
-    pub file: NamedText,
-    #[serde(default)]
-    pub options: crate::eval::rubric::RubricOptions,
-}
+/// The job: reference-based metrics over one candidates file.
+pub const JOB: JobSpec = JobSpec::new("metrics", "Metrics", "reference-based metrics", "metrics")
+    .reads(&["metrics"], &[&["metrics"]])
+    .defaults(defaults_of::<MetricsOptions>)
+    .runs(run);
 
-pub fn rubric(req: &RubricRequest) -> Result<Outcome<crate::eval::rubric::RubricReport>> {
-    let report = crate::eval::rubric::grade(&req.file.name, &req.file.text, &req.options)?;
-    let tables = tables::rubric(&report);
-    Ok(Outcome { report, tables })
-}
-
-/// Agreement of a rubric grader with people, and of people with each other
-/// (`medrank rubric-agreement`).
-#[derive(Debug, Clone, Deserialize, Serialize)]
-pub struct RubricAgreementRequest {
-    /// Criteria with human judgements (FORMATS.md §7: `met_by`, or `met`).
-    pub file: NamedText,
-    /// The grader's graded file: the same responses and criteria, with `met`.
-    #[serde(default)]
-    pub grader_file: Option<NamedText>,
-}
-
-pub fn rubric_agreement(
-    req: &RubricAgreementRequest,
-) -> Result<Outcome<crate::eval::rubric_agreement::RubricAgreementReport>> {
-    let grader = req.grader_file.as_ref().map(|f| (f.name.as_str(), f.text.as_str()));
-    let mut report = crate::eval::rubric_agreement::agreement((&req.file.name, &req.file.text), grader)?;
-    let inputs: Vec<&NamedText> = std::iter::once(&req.file).chain(&req.grader_file).collect();
-    fingerprint_all(&mut report.provenance, &inputs);
-    let tables = tables::rubric_agreement(&report);
-    Ok(Outcome { report, tables })
+/// Reference-based metrics over one candidates file (`medrank metrics`; BERTScore is the
+/// CLI's, with a model folder).
+fn run(request: &JobRequest, progress: Progress) -> Result<String> {
+    let req = MetricsRequest {
+        file: request.required("metrics", "a candidates file (JSONL with candidate and references)")?.named(),
+        options: request.options()?,
+    };
+    between(progress, "Scoring candidates", || reply(&metrics(&req)?, ()))
 }

@@ -13,36 +13,96 @@
 //! `workload` is the end-to-end benchmark both front ends time. What only the page needs
 //! (the kinds of input file, its requests and views) is the page's front end, `crate::page`.
 
-mod agreement;
-mod controls;
+pub mod agreement;
+pub mod controls;
 pub mod draft;
-mod evaluate;
-mod grade;
-mod import;
-mod metrics;
-mod nrp;
-mod quantize;
+pub mod evaluate;
+pub mod grade;
+pub mod import;
+pub mod kept;
+pub mod metrics;
+pub mod nrp;
+pub mod quantize;
 pub mod rankers;
-mod statements;
+pub mod rubric;
+pub mod rubric_agreement;
+pub mod spec;
+pub mod statements;
 pub mod tables;
-mod train;
-mod workload;
+pub mod train;
+pub mod views;
+pub mod workload;
 
-pub use agreement::*;
-pub use controls::*;
-pub use evaluate::*;
-pub use grade::*;
-pub use import::*;
-pub use metrics::*;
-pub use nrp::*;
-pub use quantize::*;
-pub use statements::*;
-pub use train::*;
-pub use workload::*;
+/// Every job of the page, in the order of its Run buttons: each described once, in its file.
+#[rustfmt::skip]
+pub const JOBS: &[&JobSpec] = &[
+    &evaluate::JOB,
+    &nrp::JOB,
+    &metrics::JOB,
+    &rubric::JOB,
+    &rubric_agreement::JOB,
+    &grade::JOB,
+    &statements::JOB,
+    &controls::JOB,
+];
+
+/// The job called `name`.
+pub fn job(name: &str) -> Result<&'static JobSpec> {
+    JOBS.iter().copied().find(|j| j.name == name).ok_or_else(|| {
+        let known: Vec<&str> = JOBS.iter().map(|j| j.name).collect();
+        crate::Error::invalid(format!("unknown job `{name}` (known: {})", known.join(", ")))
+    })
+}
+
+// What the front ends call, by name (a glob would hide which file a name comes from, and
+// let one file add to another's types unseen).
+pub use agreement::{agreement, AgreementReport, AgreementRequest, ScopedAgreement};
+pub use controls::{add_controls, ControlChoice, ControlPlan, ControlsOptions, ControlsOutcome, ControlsRequest};
+pub use evaluate::{
+    evaluate_predictions, evaluate_tables, evaluate_with_model, plan_model_evaluation, rank_check, tasks_of_model,
+    EmptyOptionsReport, EvaluateReport, EvaluateRequest, EvaluatorPredictions, EvaluatorReport, ModelOptions,
+    ModelOutcome, ModelRunPlan, ProxyOptions, RankCell, RankCheck, RankMatrix, RankOptions, RankWithModel,
+};
+pub use grade::{
+    grade_tables, read_rubric, CriterionGrade, CutPair, GradeJobOptions, GradeOptions, GradeOutcome, GradeReport,
+    GradeRequest, GraderSummary, MET_THRESHOLD,
+};
+pub use import::{
+    bundle_or_import, import_healthbench, import_ranking_over_scoring, EmptyOptionRecords, HealthBenchImportOutcome,
+    HealthBenchImportReport, HealthBenchImportRequest, ImportOutcome, ImportReport, ImportRequest, Reordered, RosFile,
+    SystemResponses,
+};
+pub use kept::{
+    describe_backend, describe_precision, parse_backend, progress_parts, run_on_backend, EncodeProgress, Encoding,
+    KeptModel, ModelJob, Progress, RunOptions, TimeEstimate,
+};
+pub use metrics::{metrics, metrics_with_bertscore, BertScoreRequest, MetricsRequest};
+pub use nrp::{
+    nrp, nrp_with_models, pair_precomputed, parse_denominator, parse_not_judgeable, parse_ties, parse_unscored,
+    AnswerFile, NrpRequest, NrpRequestOptions, PrecomputedRanker, QrelsFile,
+};
+pub use quantize::{
+    int8_safetensors, quantize_model, DevCheck, EmbeddingCheck, FolderFiles, OrderCheck, QuantizeReport,
+    QuantizeRequest,
+};
+pub use rubric::{rubric, RubricRequest};
+pub use rubric_agreement::{rubric_agreement, RubricAgreementRequest};
+pub use spec::{json, InputFile, JobDescription, JobRequest, JobSpec, ModelRun};
+pub use statements::{
+    statement_tables, CutStatement, StatementJobOptions, StatementJudgement, StatementOptions, StatementReport,
+    StatementRequest,
+};
+#[cfg(not(target_arch = "wasm32"))]
+pub use train::train;
+pub use train::{
+    argument_choices, freeze_name, head_of, parse_arguments, parse_freeze, training_choices, ArgumentChoice, DevData,
+    Note, TrainForm, TrainRequest, TrainTask, TrainedEvaluator, TrainingChoices, TrainingJob, TrainingSummary,
+};
+pub use workload::{run_workload, workload_accuracy, workload_bundle, WorkloadResult, WORKLOAD_SYSTEM};
 
 use crate::data::{self, Bundle, HumanRankings};
 use crate::report::{Fingerprint, Provenance, Table};
-use crate::{Error, Result, Warning};
+use crate::{Result, Warning};
 use serde::{Deserialize, Serialize};
 
 /// A user file: the name they know it by (path or browser file name) and its text.
@@ -67,6 +127,12 @@ impl NamedText {
 pub struct Outcome<R> {
     pub report: R,
     pub tables: Vec<Table>,
+}
+
+/// The file name without folders and extension.
+pub fn file_stem(name: &str) -> String {
+    let base = name.rsplit(['/', '\\']).next().unwrap_or(name);
+    base.rsplit_once('.').map(|(s, _)| s).unwrap_or(base).to_string()
 }
 
 /// Adds the fingerprints of `inputs` to a report's provenance (methods do not see files).

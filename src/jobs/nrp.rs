@@ -1,12 +1,19 @@
 //! NRP: generated answers placed among expert-judged documents by the best ranker per
 //! quality dimension (BM25, precomputed runs, neural rankers).
 
-use super::*;
+use super::kept::Progress;
+use super::spec::{between, defaults_of, reply, JobRequest, JobSpec, View};
+use super::views::{nrp_view, NrpView};
+use super::{fingerprint_all, tables, NamedText, Outcome};
+use crate::data;
 use crate::eval::nrp::fusion::{FusionSpec, Scope};
 use crate::eval::nrp::{
     self as method, AnswerKey, Denominator, NrpOptions, NrpReport, RankerScores, TiePolicy, Unscored,
 };
+use crate::report::Fingerprint;
 use crate::stats::bootstrap::Bootstrap;
+use crate::{Error, Result, Warning};
+use serde::{Deserialize, Serialize};
 
 /// A file of generated answers: JSONL carries system and prompt itself; a CSV
 /// `qid,query,answer1..N` needs them, given here or taken from a `<system>__<prompt>.csv` name.
@@ -82,12 +89,33 @@ pub struct NrpRequestOptions {
     pub fuse_scope: String,
     pub weights: Vec<(String, f64)>,
     pub forced_rankers: Vec<(String, String)>,
-    /// (dimension, grades) meaning "not able to judge".
+    /// (dimension, grades) meaning "not able to judge"; the page sends the CLI's
+    /// `--not-judgeable` values (`DIMENSION=GRADES`), read by [`parse_not_judgeable`].
+    #[serde(deserialize_with = "not_judgeable_entries")]
     pub not_judgeable: Vec<(String, Vec<i64>)>,
     /// Add the model-free BM25 ranker (needs the documents).
     pub bm25: bool,
     #[serde(flatten)]
     pub bootstrap: Bootstrap,
+}
+
+/// `not_judgeable` as `DIMENSION=GRADES` entries, or as (dimension, grades) pairs.
+fn not_judgeable_entries<'de, D: serde::Deserializer<'de>>(
+    d: D,
+) -> std::result::Result<Vec<(String, Vec<i64>)>, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Entry {
+        Text(String),
+        Pair(String, Vec<i64>),
+    }
+    Vec::<Entry>::deserialize(d)?
+        .into_iter()
+        .map(|e| match e {
+            Entry::Text(text) => parse_not_judgeable(&text).map_err(serde::de::Error::custom),
+            Entry::Pair(dimension, grades) => Ok((dimension, grades)),
+        })
+        .collect()
 }
 
 impl Default for NrpRequestOptions {
@@ -384,12 +412,6 @@ pub fn parse_not_judgeable(spec: &str) -> Result<(String, Vec<i64>)> {
     Ok((dimension.to_string(), grades))
 }
 
-/// The page's "not able to judge" field: several `DIMENSION=GRADES`, separated by `;`
-/// (`credibility=3; relevance=-1,9`); empty for none.
-pub fn parse_not_judgeable_list(text: &str) -> Result<Vec<(String, Vec<i64>)>> {
-    text.split(';').map(str::trim).filter(|s| !s.is_empty()).map(parse_not_judgeable).collect()
-}
-
 pub fn parse_ties(s: &str) -> Result<TiePolicy> {
     match s {
         "pessimistic" => Ok(TiePolicy::Pessimistic),
@@ -470,8 +492,111 @@ fn read_answers(a: &AnswerFile) -> Result<(Vec<data::Answer>, Vec<data::Topic>, 
     data::parse_answers_csv(&f.name, &f.text, &system, &prompt)
 }
 
+// ------------------------------------------------------------------ the job ----------------
+
+/// The job: NRP of generated answers among expert-judged documents.
+pub const JOB: JobSpec = JobSpec::new("nrp", "NRP", "normalized rank position (NRP)", "nrp")
+    .reads(
+        &[
+            "topics",
+            "qrels",
+            "qrels_combined",
+            "documents",
+            "answers",
+            "answers_jsonl",
+            "run",
+            "answer_scores",
+            "expert_rankings",
+        ],
+        &[&["qrels", "qrels_combined"], &["documents", "run"], &["answers", "answers_jsonl", "answer_scores"]],
+    )
+    .views(&[View::tab("nrp_view", "NRP")])
+    .defaults(defaults_of::<NrpRequestOptions>)
+    .runs(run);
+
+/// The request of `medrank nrp`. A run file and an answer-scores file form one precomputed
+/// ranker (matched by their `ranker` names; a lone pair belongs together); BM25 is added
+/// when the documents are given.
+pub fn nrp_request(request: &JobRequest) -> Result<NrpRequest> {
+    let named = |kind| request.files_of(kind).map(|f| (f.param_or_stem("ranker"), f.named())).collect::<Vec<_>>();
+    let documents = request.optional("documents", "documents file")?;
+    let mut options: NrpRequestOptions = request.options()?;
+    options.bm25 = documents.is_some();
+    Ok(NrpRequest {
+        topics: request.required("topics", "the topics (queries)")?.named(),
+        qrels: request
+            .files_of("qrels")
+            .map(|f| QrelsFile { dimension: f.params.get("dimension").cloned(), file: f.named() })
+            .chain(request.files_of("qrels_combined").map(|f| QrelsFile { dimension: None, file: f.named() }))
+            .collect(),
+        documents,
+        answers: request
+            .files_of("answers")
+            .chain(request.files_of("answers_jsonl"))
+            .map(|f| AnswerFile {
+                file: f.named(),
+                system: f.params.get("system").cloned(),
+                prompt: f.params.get("prompt").cloned(),
+            })
+            .collect(),
+        rankers: pair_precomputed(&named("run"), &named("answer_scores"))?,
+        expert_rankings: request.optional("expert_rankings", "expert rankings file")?,
+        options,
+    })
+}
+
+/// NRP of generated answers among expert-judged documents (`medrank nrp`).
+fn run(request: &JobRequest, progress: Progress) -> Result<String> {
+    #[derive(Serialize)]
+    struct NrpViews<'a> {
+        nrp_view: NrpView<'a>,
+    }
+    let req = nrp_request(request)?;
+    between(progress, "Placing answers among the judged documents", || {
+        let outcome = nrp(&req)?;
+        reply(&outcome, NrpViews { nrp_view: nrp_view(&outcome.report) })
+    })
+}
+
 #[cfg(test)]
 mod tests {
+    use crate::jobs::spec::testing::{file as kinded, request};
+
+    #[test]
+    fn the_page_request_reads_the_options_and_pairs_files_as_the_cli() {
+        let r = request(
+            vec![
+                kinded("topics.xml", "topics", &[]),
+                kinded("qrels.credibility.txt", "qrels", &[("dimension", "credibility")]),
+                kinded("q.tsv", "qrels_combined", &[]),
+                kinded("gpt__expert.csv", "answers", &[("system", "gpt"), ("prompt", "expert")]),
+                kinded("dense.run", "run", &[("ranker", "dense")]),
+                kinded("dense.csv", "answer_scores", &[("ranker", "dense")]),
+            ],
+            serde_json::json!({"not_judgeable": ["credibility=3", "relevance=-1, 9"], "ties": "average",
+                               "weights": [["credibility", 2.0]], "resamples": 10}),
+        );
+        let req = nrp_request(&r).unwrap();
+        assert_eq!(
+            req.options.not_judgeable,
+            [("credibility".to_string(), vec![3]), ("relevance".into(), vec![-1, 9])]
+        );
+        assert_eq!(req.options.ties, "average");
+        assert_eq!(req.options.weights, [("credibility".to_string(), 2.0)]);
+        assert_eq!(req.options.bootstrap.resamples, 10);
+        assert!(!req.options.bm25, "BM25 only with the documents");
+        assert_eq!(
+            req.qrels.iter().map(|q| q.dimension.clone()).collect::<Vec<_>>(),
+            [Some("credibility".into()), None]
+        );
+        assert_eq!(req.rankers.len(), 1);
+        assert_eq!((req.answers[0].system.as_deref(), req.answers[0].prompt.as_deref()), (Some("gpt"), Some("expert")));
+        // A grade that is not a whole number is an error naming the entry.
+        let r = request(vec![kinded("t.xml", "topics", &[])], serde_json::json!({"not_judgeable": ["credibility=x"]}));
+        let e = nrp_request(&r).unwrap_err().to_string();
+        assert!(e.contains("`credibility=x`: `x` is not a whole number"), "{e}");
+    }
+
     use super::*;
 
     fn file(name: &str) -> NamedText {

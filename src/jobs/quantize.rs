@@ -6,9 +6,15 @@
 //!
 //! The figures are printed and kept in the folder's `quantization.json`.
 
-use super::*;
+use super::evaluate::{evaluate_with_model, EvaluateRequest, ModelOptions};
+use super::workload::{workload_accuracy, workload_bundle};
+use super::{model_fingerprints, NamedText};
+use crate::eval::proxy::ProxyOptions;
 use crate::model::load::{int8_tensor_names, to_named_tensors, write_raw_safetensors, RawTensor};
 use crate::model::{ModelFiles, Precision, TextModel};
+use crate::report::Provenance;
+use crate::{Error, Result, Warning};
+use serde::Serialize;
 
 /// What to quantize and what to measure it on.
 pub struct QuantizeRequest<'a> {
@@ -235,14 +241,8 @@ fn embedding_check(
 }
 
 fn dev_check(f32_model: &TextModel, int8_model: &TextModel, dev: &NamedText) -> Result<DevCheck> {
-    let bundle = workload_bundle(dev)?;
-    let req = EvaluateRequest {
-        bundle,
-        predictions: Vec::new(),
-        rankings: None,
-        corpus: None,
-        options: ProxyOptions { controls: Vec::new(), ..Default::default() },
-    };
+    let req =
+        EvaluateRequest::of_bundle(workload_bundle(dev)?, ProxyOptions { controls: Vec::new(), ..Default::default() });
     let accuracy = |model: &TextModel| -> Result<(f64, usize)> {
         let (outcome, _) = evaluate_with_model(&req, model, Vec::new(), &ModelOptions::default())?;
         let instances = outcome.report.evaluators.first().and_then(|e| e.report.tasks.first()).map(|t| t.n_instances);

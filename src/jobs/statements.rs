@@ -3,12 +3,13 @@
 //! `eval::statements`); the answer (after its question or conversation) is the premise,
 //! each statement the hypothesis (`model::grade::encode_pair`, the grader's input).
 
-use super::evaluate::{describe_backend, describe_precision, EncodeProgress, ProgressEncoder};
+use super::kept::{classification_head, Encoding, ModelJob, ProgressEncoder, RunOptions};
+use super::spec::{options_value, reply, JobSpec, LocalFuture, ModelRun, RunViews, View};
 use super::{NamedText, Outcome};
 use crate::data::statements::parse_statements;
 use crate::eval::statements::{answer_checks, system_checks, AnswerChecks, SystemChecks};
 use crate::model::grade::{conversation_text, encode_pair, head_logits, GradeInput, NliJudgement, NliLabels};
-use crate::report::{fmt_num, fmt_stat, Fingerprint, Provenance, Table};
+use crate::report::{fmt_num, fmt_stat, Provenance, Table};
 use crate::stats::bootstrap::Bootstrap;
 use crate::stats::Stat;
 use crate::{Error, Result, Warning};
@@ -25,10 +26,7 @@ pub struct StatementOptions {
 
 impl Default for StatementOptions {
     fn default() -> Self {
-        StatementOptions {
-            bootstrap: Bootstrap { seed: 42, ..Bootstrap::default() },
-            batch_size: crate::model::embed::DEFAULT_BATCH,
-        }
+        StatementOptions { bootstrap: Bootstrap::default(), batch_size: crate::model::embed::DEFAULT_BATCH }
     }
 }
 
@@ -75,167 +73,161 @@ pub struct StatementReport {
     pub warnings: Vec<Warning>,
 }
 
-/// Checks every answer of `req.answers` against its statements with `model` on `encoder`.
-pub async fn check_statements<E: crate::model::Encoder>(
-    req: &StatementRequest,
-    model: &crate::model::TextModel,
-    encoder: &E,
-    model_inputs: Vec<Fingerprint>,
-    progress: &mut dyn FnMut(&EncodeProgress) -> bool,
-) -> Result<Outcome<StatementReport>> {
-    crate::stats::bootstrap::check_settings(req.options.bootstrap.resamples, req.options.bootstrap.confidence)
-        .map_err(Error::invalid)?;
-    let loaded = &model.encoder.model;
-    // The encoder reads out the model's own head (`Readout::Logits`): it must be a classifier.
-    match (&loaded.head, loaded.config.head) {
-        (Some(_), crate::model::HeadKind::SequenceClassification) => {}
-        _ => {
-            return Err(Error::invalid(format!(
-                "{} has no sequence-classification head: statement checks need an NLI model",
-                model.name
-            )))
-        }
-    }
-    let labels = NliLabels::of_labels(&loaded.config.labels)?;
-    let (answers, mut warnings) = parse_statements(&req.answers.name, &req.answers.text)?;
-    let mut inputs: Vec<GradeInput> = Vec::new();
-    // The answer and the statement's field of each input.
-    let mut fields: Vec<(usize, String)> = Vec::new();
-    for (n, a) in answers.iter().enumerate() {
-        let prompt = conversation_text(a.prompt.as_ref());
-        for (i, (statement, must)) in a.statements().enumerate() {
-            let field =
-                if must { format!("must_have[{i}]") } else { format!("nice_to_have[{}]", i - a.must_have.len()) };
-            fields.push((n, field.clone()));
-            inputs.push(
-                encode_pair(&model.tokenizer, &prompt, &a.response, statement)
-                    .map_err(|e| Error::input(&req.answers.name, a.line, &field, e.to_string()))?,
-            );
-        }
-    }
-    let start = EncodeProgress { sequences: inputs.len(), ..EncodeProgress::default() };
-    if !progress(&start) {
-        return Err(Error::Cancelled);
-    }
-    let counted = ProgressEncoder::new(encoder, start, progress);
-    let encoded: Vec<&crate::model::Encoded> = inputs.iter().map(|i| &i.encoded).collect();
-    let batch = req.options.batch_size.clamp(1, crate::bounds::MAX_BATCH);
-    let logits = head_logits(&counted, &model.tokenizer, &encoded, batch).await.map_err(|e| {
-        e.naming_input(&model.name, |i| {
-            let (n, field) = &fields[i];
-            let a = &answers[*n];
-            format!("{}:{}: answer `{}` of system `{}`, {field}", req.answers.name, a.line, a.id, a.system)
-        })
-    })?;
+impl ModelJob for StatementRequest {
+    type Output = Outcome<StatementReport>;
+    const STAGE: &'static str = "Checking statements with the model";
 
-    let (mut judged, mut judgements, mut truncated) = (Vec::new(), Vec::new(), Vec::new());
-    let mut next = 0;
-    for a in &answers {
-        let mut of_answer = Vec::new();
-        for (statement, must) in a.statements() {
-            let j = labels.judge(&logits[next]);
-            let input = &inputs[next];
-            if input.conversation_cut + input.response_cut > 0 {
-                truncated.push(CutStatement {
+    /// Checks every answer of `req.answers` against its statements with `model` on `encoder`.
+    async fn run_on<E: crate::model::Encoder>(&self, on: Encoding<'_, E>) -> Result<Outcome<StatementReport>> {
+        let Encoding { model, encoder, model_inputs, progress } = on;
+        let req = self;
+        crate::stats::bootstrap::check_settings(req.options.bootstrap.resamples, req.options.bootstrap.confidence)
+            .map_err(Error::invalid)?;
+        let loaded = &model.encoder.model;
+        // The encoder reads out the model's own head (`Readout::Logits`): it must be a classifier.
+        classification_head(model, "statement checks need an NLI model")?;
+        let labels = NliLabels::of_labels(&loaded.config.labels)?;
+        let (answers, mut warnings) = parse_statements(&req.answers.name, &req.answers.text)?;
+        let mut inputs: Vec<GradeInput> = Vec::new();
+        // The answer and the statement's field of each input.
+        let mut fields: Vec<(usize, String)> = Vec::new();
+        for (n, a) in answers.iter().enumerate() {
+            let prompt = conversation_text(a.prompt.as_ref());
+            for (i, (statement, must)) in a.statements().enumerate() {
+                let field =
+                    if must { format!("must_have[{i}]") } else { format!("nice_to_have[{}]", i - a.must_have.len()) };
+                fields.push((n, field.clone()));
+                inputs.push(
+                    encode_pair(&model.tokenizer, &prompt, &a.response, statement)
+                        .map_err(|e| Error::input(&req.answers.name, a.line, &field, e.to_string()))?,
+                );
+            }
+        }
+        let counted = ProgressEncoder::start(encoder, inputs.len(), progress)?;
+        let encoded: Vec<&crate::model::Encoded> = inputs.iter().map(|i| &i.encoded).collect();
+        let batch = req.options.batch_size.clamp(1, crate::bounds::MAX_BATCH);
+        let logits = head_logits(&counted, &model.tokenizer, &encoded, batch).await.map_err(|e| {
+            e.naming_input(&model.name, |i| {
+                let (n, field) = &fields[i];
+                let a = &answers[*n];
+                format!("{}:{}: answer `{}` of system `{}`, {field}", req.answers.name, a.line, a.id, a.system)
+            })
+        })?;
+
+        let (mut judged, mut judgements, mut truncated) = (Vec::new(), Vec::new(), Vec::new());
+        let mut next = 0;
+        for a in &answers {
+            let mut of_answer = Vec::new();
+            for (statement, must) in a.statements() {
+                let j = labels.judge(&logits[next]);
+                let input = &inputs[next];
+                if input.conversation_cut + input.response_cut > 0 {
+                    truncated.push(CutStatement {
+                        id: a.id.clone(),
+                        system: a.system.clone(),
+                        line: a.line,
+                        statement: statement.to_string(),
+                        prompt_tokens_cut: input.conversation_cut,
+                        response_tokens_cut: input.response_cut,
+                    });
+                }
+                judgements.push(StatementJudgement {
                     id: a.id.clone(),
                     system: a.system.clone(),
                     line: a.line,
                     statement: statement.to_string(),
-                    prompt_tokens_cut: input.conversation_cut,
-                    response_tokens_cut: input.response_cut,
+                    must_have: must,
+                    judgement: j,
                 });
+                of_answer.push(j);
+                next += 1;
             }
-            judgements.push(StatementJudgement {
-                id: a.id.clone(),
-                system: a.system.clone(),
-                line: a.line,
-                statement: statement.to_string(),
-                must_have: must,
-                judgement: j,
-            });
-            of_answer.push(j);
-            next += 1;
+            judged.push(of_answer);
         }
-        judged.push(of_answer);
+        if !truncated.is_empty() {
+            warnings.push(Warning::new(format!(
+                "{} of {} (answer, statement) pairs were longer than the model's {}-token limit and were cut: the \
+                 question first, the answer's end only when it alone did not fit, the statement never (all listed in \
+                 the table statement_truncated)",
+                truncated.len(),
+                inputs.len(),
+                model.tokenizer.max_tokens
+            )));
+        }
+        let checks = answer_checks(&answers, &judged);
+        let systems = system_checks(&answers, &checks, req.options.bootstrap);
+        let b = req.options.bootstrap;
+        let mut provenance = Provenance::new(b.seed)
+            .convention("judgement", "NLI with the answer (after its question) as premise and the statement as hypothesis; the label with the largest logit")
+            .convention("comprehensiveness", "must-have statements entailed / must-have statements (K-QA's Comp)")
+            .convention("contradicted", "statements (must-have and nice-to-have) contradicted, counted (K-QA's Hall)")
+            .convention("hallucination", "statements contradicted / statements")
+            .convention(
+                "interval",
+                format!(
+                    "percentile bootstrap of the mean per system, over the prompts (prompt_id, else id), {} resamples, {}% confidence",
+                    b.resamples,
+                    b.confidence * 100.0
+                ),
+            );
+        provenance.inputs.push(req.answers.fingerprint());
+        provenance.inputs.extend(model_inputs);
+        let report = StatementReport {
+            provenance,
+            model: model.name.clone(),
+            labels,
+            judgements,
+            answers: checks,
+            systems,
+            truncated,
+            warnings,
+        };
+        let tables = statement_tables(&report);
+        Ok(Outcome { report, tables })
     }
-    if !truncated.is_empty() {
-        warnings.push(Warning::new(format!(
-            "{} of {} (answer, statement) pairs were longer than the model's {}-token limit and were cut: the \
-             question first, the answer's end only when it alone did not fit, the statement never (all listed in \
-             the table statement_truncated)",
-            truncated.len(),
-            inputs.len(),
-            model.tokenizer.max_tokens
-        )));
+
+    fn provenance(output: &mut Outcome<StatementReport>) -> &mut Provenance {
+        &mut output.report.provenance
     }
-    let checks = answer_checks(&answers, &judged);
-    let systems = system_checks(&answers, &checks, req.options.bootstrap);
-    let b = req.options.bootstrap;
-    let mut provenance = Provenance::new(b.seed)
-        .convention("judgement", "NLI with the answer (after its question) as premise and the statement as hypothesis; the label with the largest logit")
-        .convention("comprehensiveness", "must-have statements entailed / must-have statements (K-QA's Comp)")
-        .convention("contradicted", "statements (must-have and nice-to-have) contradicted, counted (K-QA's Hall)")
-        .convention("hallucination", "statements contradicted / statements")
-        .convention(
-            "interval",
-            format!(
-                "percentile bootstrap of the mean per system, over the prompts (prompt_id, else id), {} resamples, {}% confidence",
-                b.resamples,
-                b.confidence * 100.0
-            ),
+}
+
+// ------------------------------------------------------------------ the job ----------------
+
+/// `medrank statements`' options with the run's (`--backend`, `--precision`), named as the
+/// flags; the page's Options send the same names.
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[serde(default)]
+pub struct StatementJobOptions {
+    #[serde(flatten)]
+    pub statements: StatementOptions,
+    #[serde(flatten)]
+    pub run: RunOptions,
+}
+
+/// The job: the chosen NLI model checks each answer against its expert statements.
+pub const JOB: JobSpec =
+    JobSpec::new("statements", "Statements", "answers checked against expert statements", "statements")
+        .reads(&["statement_answers"], &[&["statement_answers"]])
+        .views(&[View::tab("statement_checks", "Statements")])
+        .defaults(|| options_value(&StatementJobOptions { run: RunOptions::page(), ..Default::default() }))
+        .runs_on_model(
+            run_on_model,
+            &[],
+            "Needs an NLI model: choose one under Model (labels naming entailment and contradiction).",
         );
-    provenance.inputs.push(req.answers.fingerprint());
-    provenance.inputs.extend(model_inputs);
-    let report = StatementReport {
-        provenance,
-        model: model.name.clone(),
-        labels,
-        judgements,
-        answers: checks,
-        systems,
-        truncated,
-        warnings,
-    };
-    let tables = statement_tables(&report);
-    Ok(Outcome { report, tables })
-}
 
-impl super::KeptModel {
-    /// [`check_statements`] on the kept model's encoder (the page's Statements job), the
-    /// backend's description added to the provenance.
-    pub async fn check_statements(
-        &mut self,
-        req: &StatementRequest,
-        choice: crate::gpu::BackendChoice,
-        progress: &mut dyn FnMut(&EncodeProgress) -> bool,
-    ) -> Result<(Outcome<StatementReport>, crate::gpu::BackendReport)> {
-        let fingerprints = self.fingerprints.clone();
-        self.encoder(choice).await?;
-        let (model, encoder, backend) = self.opened().expect("opened above");
-        let mut outcome = check_statements(req, model, encoder, fingerprints, progress).await?;
-        describe_run(&mut outcome.report.provenance, model, backend);
-        Ok((outcome, backend.clone()))
-    }
-}
-
-/// The backend and precision that ran, in a report's provenance.
-fn describe_run(provenance: &mut Provenance, model: &crate::model::TextModel, backend: &crate::gpu::BackendReport) {
-    provenance.conventions.push(("backend".into(), describe_backend(backend)));
-    provenance.conventions.push(("precision".into(), describe_precision(model, backend)));
-}
-
-/// [`check_statements`] on the backend `choice` asks for (the CLI's `--backend`).
-pub async fn check_statements_with_backend(
-    req: &StatementRequest,
-    model: &crate::model::TextModel,
-    choice: crate::gpu::BackendChoice,
-    model_inputs: Vec<Fingerprint>,
-    progress: &mut dyn FnMut(&EncodeProgress) -> bool,
-) -> Result<(Outcome<StatementReport>, crate::gpu::BackendReport)> {
-    let (encoder, backend) = crate::gpu::open_encoder(model.encoder.model.clone(), choice).await?;
-    let mut outcome = check_statements(req, model, &encoder, model_inputs, progress).await?;
-    describe_run(&mut outcome.report.provenance, model, &backend);
-    Ok((outcome, backend))
+/// Statement checks with the kept model as the NLI model (`medrank statements --input --nli
+/// --backend`): on WebGPU when the options allow it and the browser gives an adapter, else
+/// on the CPU, in the options' precision; the reply says which.
+fn run_on_model(model: ModelRun<'_>) -> LocalFuture<'_, Result<String>> {
+    Box::pin(async move {
+        let options: StatementJobOptions = model.request.options()?;
+        let answers = model.request.required("statement_answers", "a file of answers with expert statements")?;
+        let req = StatementRequest { answers: answers.named(), options: options.statements };
+        let (outcome, backend, kept) = model.run(&req, &options.run, "Checking statements with the model").await?;
+        // The Statements tab draws from the report itself.
+        reply(&outcome, RunViews::of(kept, &backend))
+    })
 }
 
 /// The judgements, the answers' figures, the systems' means, and the cut pairs.
@@ -305,22 +297,9 @@ pub fn statement_tables(report: &StatementReport) -> Vec<Table> {
     }
     let mut out = vec![judgements, answers, systems];
     if !report.truncated.is_empty() {
-        let mut cut = Table::new(
-            "statement_truncated",
-            "Pairs cut to the model's token limit",
-            &["id", "system", "line", "statement", "question tokens cut", "answer tokens cut"],
-        );
-        for c in &report.truncated {
-            cut.push(vec![
-                c.id.clone(),
-                c.system.clone(),
-                c.line.to_string(),
-                c.statement.clone(),
-                c.prompt_tokens_cut.to_string(),
-                c.response_tokens_cut.to_string(),
-            ]);
-        }
-        out.push(cut);
+        let headers = ["id", "system", "line", "statement", "question tokens cut", "answer tokens cut"];
+        let keys = ["id", "system", "line", "statement", "prompt_tokens_cut", "response_tokens_cut"];
+        out.push(super::tables::table_of("statement_truncated", super::grade::CUT, &headers, &keys, &report.truncated));
     }
     out
 }

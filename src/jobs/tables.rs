@@ -1,4 +1,5 @@
-//! Each report as flat tables, one function per report (every report's tables live here),
+//! Each report as flat tables, one function per report (a job's own report's tables live
+//! in its file: `evaluate`, `grade`, `statements`),
 //! used for printing, `--csv` and the page's CSV export, so the three always agree. Numbers
 //! keep 4 decimals (p-values 4 significant digits); the JSON report keeps full precision.
 
@@ -8,11 +9,26 @@ use crate::eval::nrp::{NrpReport, Unscored};
 use crate::eval::proxy::{HumanAgreement, ProxyReport};
 use crate::eval::rubric::RubricReport;
 use crate::eval::rubric_agreement::{PairAgreement, RubricAgreementReport};
-use crate::jobs::EvaluateReport;
 use crate::report::{fmt_num, fmt_p_value, fmt_stat, PValueDigits, Table};
 use crate::stats::{Interval, Stat};
 
 const D: usize = 4;
+
+/// A table of `items`, one row each: the fields `keys` of the item as its JSON has them
+/// (text as it is, whole numbers in digits), under `headers`.
+pub fn table_of<T: serde::Serialize>(name: &str, title: &str, headers: &[&str], keys: &[&str], items: &[T]) -> Table {
+    let mut table = Table::new(name, title, headers);
+    for item in items {
+        let value = serde_json::to_value(item).unwrap_or_default();
+        let cell = |key: &&str| match &value[*key] {
+            serde_json::Value::String(s) => s.clone(),
+            serde_json::Value::Null => String::new(),
+            other => other.to_string(),
+        };
+        table.push(keys.iter().map(cell).collect());
+    }
+    table
+}
 
 fn interval_cells(i: &Stat<Interval>) -> [String; 2] {
     match i {
@@ -23,51 +39,6 @@ fn interval_cells(i: &Stat<Interval>) -> [String; 2] {
 
 fn p_value(p: f64) -> String {
     fmt_p_value(p, PValueDigits::Table)
-}
-
-/// Every evaluator's tables (names suffixed with the evaluator when there are several), the
-/// rank heatmap per task (evaluators x systems, controls last) and the controls added.
-pub fn evaluate(report: &EvaluateReport) -> Vec<Table> {
-    let several = report.evaluators.len() > 1;
-    let mut tables = Vec::new();
-    for e in &report.evaluators {
-        for mut t in proxy(&e.report) {
-            if several {
-                t.name = format!("{}__{}", t.name, e.evaluator);
-                t.title = format!("[{}] {}", e.evaluator, t.title);
-            }
-            tables.push(t);
-        }
-    }
-    let tasks = crate::data::common::first_appearance(
-        report.evaluators.iter().flat_map(|e| e.report.tasks.iter().map(|t| t.task)),
-    );
-    for task in tasks {
-        tables.push(heatmap(report, task));
-    }
-    if let Some(c) = &report.controls_added {
-        tables.extend(controls(c));
-    }
-    tables
-}
-
-/// Ranks of every system under every evaluator for one task: primary systems first (in
-/// the first evaluator's order), then the controls (paper, Figures 3 and 4).
-fn heatmap(report: &EvaluateReport, task: crate::data::Task) -> Table {
-    let m = report.rank_matrix(&[task]);
-    let mut headers = vec!["evaluator"];
-    headers.extend(m.systems.iter().map(|(n, _)| n.as_str()));
-    let mut table = Table::new(
-        &format!("heatmap_{}", task.name()),
-        &format!("Rank of each system per evaluator — {} (1 = best; control cases last)", task.name()),
-        &headers,
-    );
-    for ((evaluator, _), cells) in m.rows.iter().zip(&m.cells) {
-        let mut row = vec![evaluator.clone()];
-        row.extend(cells.iter().map(|c| c.map(|c| fmt_num(c.rank, 1)).unwrap_or_default()));
-        table.push(row);
-    }
-    table
 }
 
 pub fn proxy(report: &ProxyReport) -> Vec<Table> {

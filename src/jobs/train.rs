@@ -7,6 +7,7 @@
 //! tokenizer.json, model.safetensors, train_log.json).
 
 use super::NamedText;
+use crate::data::tasks::{Head, Metric, TaskFacts, TASKS};
 use crate::data::Task;
 use crate::model::config::SizeRange;
 use crate::model::{HeadKind, TextModel};
@@ -18,7 +19,7 @@ use crate::train::{
 use crate::{Error, Result};
 use rand::seq::SliceRandom;
 use rand::SeedableRng;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// Where the dev examples (which pick the best epoch) come from.
 #[derive(Debug, Clone, PartialEq)]
@@ -40,29 +41,38 @@ pub enum TrainTask {
 }
 
 impl TrainTask {
-    /// Every task's name, as `--task` and the page's form take them.
-    pub const NAMES: [&'static str; 4] = ["mcqa", "misinformation", "nli", "criterion"];
+    /// Every task's name, as `--task` and the page's form take them: the task table's rows.
+    pub const NAMES: [&'static str; 4] = [TASKS[0].name, TASKS[1].name, TASKS[2].name, TASKS[3].name];
+
+    /// Every task, in the task table's order.
+    pub fn all() -> impl Iterator<Item = TrainTask> {
+        TASKS.iter().map(|t| t.task.map_or(TrainTask::Criterion, TrainTask::Proxy))
+    }
 
     pub fn parse(name: &str) -> Option<TrainTask> {
-        match name {
-            "criterion" => Some(TrainTask::Criterion),
-            other => Task::parse(other).map(TrainTask::Proxy),
+        crate::data::tasks::facts(name).map(|t| t.task.map_or(TrainTask::Criterion, TrainTask::Proxy))
+    }
+
+    /// Its row of the task table: labels, head, metric, input, truncation.
+    pub fn facts(self) -> &'static TaskFacts {
+        match self {
+            TrainTask::Proxy(task) => task.facts(),
+            TrainTask::Criterion => &TASKS[3],
         }
     }
 
     pub fn name(self) -> &'static str {
-        match self {
-            TrainTask::Proxy(task) => task.name(),
-            TrainTask::Criterion => "criterion",
-        }
+        self.facts().name
+    }
+
+    /// The task in the page's words.
+    pub fn label(self) -> &'static str {
+        self.facts().label
     }
 
     /// The labels of the classification head (none for multiple choice).
     pub fn labels(self) -> Vec<String> {
-        match self {
-            TrainTask::Proxy(task) => t::task_labels(task),
-            TrainTask::Criterion => crate::model::grade::CRITERION_LABELS.iter().map(|s| s.to_string()).collect(),
-        }
+        self.facts().labels.iter().map(|s| s.to_string()).collect()
     }
 }
 
@@ -78,13 +88,111 @@ pub struct TrainRequest {
     pub arguments: String,
     pub options: TrainOptions,
     pub conventions: ExampleOptions,
-    /// With `top:N`: the trained layers run on the GPU (`--backend gpu`) instead of
-    /// candle's autograd on the CPU.
-    pub on_gpu: bool,
     /// Record a trace of the first this many optimiser steps (0: none; `usize::MAX`: all),
     /// with the starting weights, for a reference implementation to replay
     /// (`medrank train --trace`, tests/reference/train_reference.py).
     pub trace_steps: usize,
+}
+
+/// `medrank train`'s options, named as its flags (the page's training form sends the same
+/// names): `Default` is the one home of each default, for both front ends.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(default)]
+pub struct TrainForm {
+    /// The task: a proxy task of argument bundles, or `criterion` (a rubric file).
+    pub task: String,
+    /// With a bundle: `none`, `system:NAME` or `random:A,B,C`.
+    pub arguments: String,
+    /// `head`, `top:N` or `all`.
+    pub freeze: String,
+    pub epochs: usize,
+    pub batch_size: usize,
+    pub grad_accum: usize,
+    pub lr: f64,
+    pub layer_lr: f64,
+    pub weight_decay: f64,
+    pub warmup: f64,
+    pub patience: usize,
+    pub seed: u64,
+    /// `accuracy`, `macro-f1`, `loss`, or empty for the task's metric.
+    pub select_by: String,
+    /// `balanced`, `none`, or empty for the task's default.
+    pub class_weights: String,
+    /// The share of the training file's examples that picks the best epoch when no dev
+    /// file is given (the CLI's `--dev-split`; the page's choice of a split).
+    pub dev_split: f64,
+    pub keep_empty_options: bool,
+    pub keep_not_enough_evidence: bool,
+    /// Where the frozen encoder runs (`auto`, `cpu`, `gpu`); the trained layers follow it
+    /// ([`TrainingJob::place`]).
+    pub backend: String,
+}
+
+impl Default for TrainForm {
+    fn default() -> Self {
+        let o = TrainOptions::default();
+        TrainForm {
+            task: TrainTask::Proxy(Task::Mcqa).name().into(),
+            arguments: "none".into(),
+            freeze: freeze_name(o.freeze),
+            epochs: o.epochs,
+            batch_size: o.batch_size,
+            grad_accum: o.grad_accum,
+            lr: o.learning_rate,
+            layer_lr: o.layer_learning_rate,
+            weight_decay: o.weight_decay,
+            warmup: o.warmup_ratio,
+            patience: o.patience,
+            seed: o.seed,
+            select_by: String::new(),
+            class_weights: String::new(),
+            dev_split: 0.2,
+            keep_empty_options: false,
+            keep_not_enough_evidence: false,
+            backend: super::kept::RunOptions::default().backend,
+        }
+    }
+}
+
+/// A form field's value, or `None` when it was left empty (the default).
+fn non_empty(s: &str) -> Option<&str> {
+    Some(s.trim()).filter(|s| !s.is_empty())
+}
+
+impl TrainForm {
+    /// The request these options make for the `train` file and the dev examples, and the
+    /// backend of the frozen encoder.
+    pub fn request(&self, train: NamedText, dev: DevData) -> Result<(TrainRequest, crate::gpu::BackendChoice)> {
+        let task = TrainTask::parse(&self.task)
+            .ok_or_else(|| Error::invalid(format!("unknown task `{}` ({})", self.task, TrainTask::NAMES.join(", "))))?;
+        let options = TrainOptions {
+            freeze: parse_freeze(&self.freeze)?,
+            epochs: self.epochs,
+            batch_size: self.batch_size,
+            grad_accum: self.grad_accum,
+            learning_rate: self.lr,
+            layer_learning_rate: self.layer_lr,
+            weight_decay: self.weight_decay,
+            warmup_ratio: self.warmup,
+            patience: self.patience,
+            seed: self.seed,
+            select_by: non_empty(&self.select_by).map(SelectBy::parse).transpose()?,
+            class_weights: non_empty(&self.class_weights).map(crate::train::ClassWeights::parse).transpose()?,
+        };
+        let request = TrainRequest {
+            train,
+            dev,
+            task,
+            arguments: self.arguments.clone(),
+            options,
+            conventions: ExampleOptions {
+                keep_empty_options: self.keep_empty_options,
+                keep_not_enough_evidence: self.keep_not_enough_evidence,
+            },
+            trace_steps: 0,
+        };
+        Ok((request, super::kept::parse_backend(&self.backend)?))
+    }
 }
 
 /// `head`, `top:N` or `all` (`--freeze`).
@@ -94,10 +202,10 @@ pub fn parse_freeze(s: &str) -> Result<Freeze> {
         "all" => Ok(Freeze::All),
         other => match other.strip_prefix("top:").and_then(|n| n.parse().ok()) {
             Some(n) if (1..=SizeRange::LAYERS.max).contains(&n) => Ok(Freeze::TopLayers(n)),
-            _ => Err(Error::invalid(format!(
-                "--freeze {other}: expected head, top:N (N from 1 to {}) or all",
-                SizeRange::LAYERS.max
-            ))),
+            _ => Err(Error::option(
+                "freeze",
+                format!("{other}: expected head, top:N (N from 1 to {}) or all", SizeRange::LAYERS.max),
+            )),
         },
     }
 }
@@ -120,17 +228,25 @@ pub fn parse_arguments(s: &str) -> Result<ArgumentSource> {
             (_, Some(list)) if list.split(',').all(|x| !x.trim().is_empty()) => {
                 Ok(ArgumentSource::RandomOf(list.split(',').map(|x| x.trim().to_string()).collect()))
             }
-            _ => Err(Error::invalid(format!("--arguments {s}: expected none, system:NAME or random:A,B,..."))),
+            _ => Err(Error::option("arguments", format!("{s}: expected none, system:NAME or random:A,B,..."))),
         },
     }
 }
 
-/// The head a task trains: multiple choice for MCQA, else classification over its labels.
+/// The head a task trains (the task table's `head`).
 pub fn head_of(task: TrainTask) -> HeadKind {
-    if task == TrainTask::Proxy(Task::Mcqa) {
-        HeadKind::MultipleChoice
-    } else {
-        HeadKind::SequenceClassification
+    match task.facts().head {
+        Head::MultipleChoice => HeadKind::MultipleChoice,
+        Head::Classification => HeadKind::SequenceClassification,
+    }
+}
+
+/// The dev metric a task is scored by (the task table's `metric`): what picks the best epoch
+/// unless `--select-by` says otherwise.
+pub fn select_by_of(task: TrainTask) -> SelectBy {
+    match task.facts().metric {
+        Metric::Accuracy => SelectBy::Accuracy,
+        Metric::MacroF1 => SelectBy::MacroF1,
     }
 }
 
@@ -181,22 +297,14 @@ impl std::fmt::Display for Note {
     }
 }
 
-/// A trained evaluator: its folder's files and what the log says.
+/// A trained evaluator: its folder's files and what the training found.
 #[derive(Debug, Clone, Serialize)]
 pub struct TrainedEvaluator {
-    pub best_epoch: usize,
-    pub best_dev_accuracy: f64,
-    /// The metric that picked the best epoch and its value there.
-    pub select_by: SelectBy,
-    pub best_dev_metric: f64,
-    /// Classification: the share of the most frequent dev label.
-    pub dev_majority_rate: Option<f64>,
-    /// What the user must know about the picked model (it predicts one class for all).
-    pub warnings: Vec<String>,
-    pub curve: Vec<EpochLog>,
-    /// Examples with at least one input cut to the model's token limit (train, dev).
-    pub truncated: (usize, usize),
-    /// A warning about those cut inputs, when there are any.
+    /// The training's result (`train::TrainResult`: the curve, the best epoch and its dev
+    /// figures, the warnings, the cut examples; not the model, which the files hold).
+    #[serde(flatten)]
+    pub result: t::TrainResult,
+    /// A warning about the inputs cut to the model's token limit, when there are any.
     pub truncation_warning: Option<String>,
     /// config.json, model.safetensors, train_log.json, tokenizer.json.
     #[serde(skip)]
@@ -292,7 +400,7 @@ fn read_examples(
 /// Splits `data` into (train, dev): `fraction` of the examples (at least one, at most all
 /// but one), drawn with `seed`; both keep the file's order.
 fn split(data: TrainData, fraction: f64, seed: u64, file: &str) -> Result<(TrainData, TrainData)> {
-    t::dev_split(fraction).map_err(|why| Error::invalid(format!("--dev-split {fraction}: {why}")))?;
+    t::dev_split(fraction).map_err(|why| Error::option("dev_split", format!("{fraction}: {why}")))?;
     let n = data.examples.len();
     if n < 2 {
         return Err(Error::in_file(file, format!("{n} example: too few to split off a dev set")));
@@ -350,42 +458,24 @@ impl TrainingJob {
             }
         };
         for (what, d) in [("training", &train_data), ("dev", &dev_data)] {
+            // What the readers left out, each with its count (and ids, where they name some).
             let c = &d.counts;
-            if c.empty_options_left_out > 0 {
-                summary.notes.push(
-                    format!(
-                        "{what} data: {} empty options are no candidate (--keep-empty-options keeps them)",
-                        c.empty_options_left_out
-                    )
-                    .into(),
-                );
-            }
-            if c.criteria_unjudged > 0 {
-                summary.notes.push(
-                    format!(
-                        "{what} data: {} criteria nobody judged (no met, no met_by) are not examples",
-                        c.criteria_unjudged
-                    )
-                    .into(),
-                );
-            }
-            if !c.criteria_tied.is_empty() {
-                summary.notes.push(Note {
-                    text: format!(
-                        "{what} data: {} criteria whose people split evenly (met_by) are left out",
-                        c.criteria_tied.len()
-                    ),
-                    ids: c.criteria_tied.clone(),
-                });
-            }
-            if !c.not_enough_evidence_dropped.is_empty() {
-                summary.notes.push(Note {
-                    text: format!(
-                        "{what} data: {} not_enough_evidence instances dropped, as evaluation drops them (--keep-not-enough-evidence keeps them)",
-                        c.not_enough_evidence_dropped.len()
-                    ),
-                    ids: c.not_enough_evidence_dropped.clone(),
-                });
+            let left_out: [(usize, &str, &[String]); 4] = [
+                (c.empty_options_left_out, "empty options are no candidate (--keep-empty-options keeps them)", &[]),
+                (c.criteria_unjudged, "criteria nobody judged (no met, no met_by) are not examples", &[]),
+                (
+                    c.criteria_tied.len(),
+                    "criteria whose people split evenly (met_by) are left out",
+                    &c.criteria_tied,
+                ),
+                (
+                    c.not_enough_evidence_dropped.len(),
+                    "not_enough_evidence instances dropped, as evaluation drops them (--keep-not-enough-evidence keeps them)",
+                    &c.not_enough_evidence_dropped,
+                ),
+            ];
+            for (n, text, ids) in left_out.into_iter().filter(|(n, _, _)| *n > 0) {
+                summary.notes.push(Note { text: format!("{what} data: {n} {text}"), ids: ids.to_vec() });
             }
             if d.examples.is_empty() {
                 return Err(Error::invalid(format!("no {what} example is left to train on")));
@@ -400,15 +490,11 @@ impl TrainingJob {
                 *o = true;
             }
         }
-        let mut trainer = Trainer::new(
-            base,
-            head_of(req.task),
-            &labels,
-            train_data.examples,
-            dev_data.examples,
-            req.options.clone(),
-            clock,
-        )?;
+        // The task's metric picks the epoch unless the request names another.
+        let options =
+            TrainOptions { select_by: req.options.select_by.or(Some(select_by_of(req.task))), ..req.options.clone() };
+        let mut trainer =
+            Trainer::new(base, head_of(req.task), &labels, train_data.examples, dev_data.examples, options, clock)?;
         summary.inputs = trainer.inputs().1;
         summary.select_by = trainer.select_by();
         summary.class_weights = labels.iter().cloned().zip(trainer.class_weights().iter().copied()).collect();
@@ -452,13 +538,19 @@ impl TrainingJob {
         self.trainer.encode_batches(encoder, max_batches).await
     }
 
-    /// The trained layers run on the GPU of `ctx` (see [`Trainer::train_on_gpu`]).
-    pub fn train_on_gpu(&mut self, ctx: crate::gpu::context::GpuContext) -> Result<()> {
+    /// Where the trained part runs, the one rule of both front ends, decided before the
+    /// frozen pass: trained layers (the top ones, or all with the embeddings) go to the GPU
+    /// that runs the frozen encoder (`gpu`: its context; the same device, its states already
+    /// there); the head alone, or the frozen encoder on the CPU, keeps them on the CPU.
+    /// Returns whether they run on the GPU.
+    pub fn place(&mut self, gpu: Option<&crate::gpu::context::GpuContext>) -> Result<bool> {
+        let trains_layers = !matches!(self.summary.freeze, Freeze::HeadOnly);
+        let Some(ctx) = gpu.filter(|_| trains_layers) else { return Ok(false) };
         let adapter = ctx.adapter.to_string();
-        self.trainer.train_on_gpu(ctx)?;
+        self.trainer.train_on_gpu(ctx.clone())?;
         let memory = self.trainer.gpu_memory().describe();
         self.summary.notes.push(format!("the trained layers run on {adapter}; they need {memory}").into());
-        Ok(())
+        Ok(true)
     }
 
     /// One epoch; `None` once training is over (see [`Trainer::run_epoch`]).
@@ -509,27 +601,10 @@ impl TrainingJob {
         };
         let (cut_train, cut_dev) = result.truncated;
         let truncation_warning = (cut_train + cut_dev > 0).then(|| {
-            let what = match self.summary.task {
-                "mcqa" => "the case or argument, never the option",
-                "nli" => "the longest of statement, evidence and argument first",
-                "criterion" => "the conversation's earliest turns first, then the response's end; never the criterion",
-                _ => "the longer of claim and argument first",
-            };
+            let what = TrainTask::parse(self.summary.task).map_or("", |t| t.facts().truncation);
             format!("{cut_train} training and {cut_dev} dev examples had inputs cut to the model's token limit ({what}); train_log.json records the counts")
         });
-        Ok(TrainedEvaluator {
-            best_epoch: result.best_epoch,
-            best_dev_accuracy: result.best_dev_accuracy,
-            select_by: result.select_by,
-            best_dev_metric: result.best_dev_metric,
-            dev_majority_rate: result.dev_majority_rate,
-            warnings: result.warnings,
-            curve: result.curve,
-            truncated: result.truncated,
-            truncation_warning,
-            files,
-            trace_files,
-        })
+        Ok(TrainedEvaluator { result, truncation_warning, files, trace_files })
     }
 }
 
@@ -570,7 +645,10 @@ fn trace_json(
             .collect()
     };
     let (total, warmup) = t::schedule(train.len(), options);
-    let head = if summary.task == "mcqa" { "multiple_choice" } else { "sequence_classification" };
+    let head = match TrainTask::parse(summary.task).map(head_of) {
+        Some(HeadKind::MultipleChoice) => "multiple_choice",
+        _ => "sequence_classification",
+    };
     let labels: Vec<&str> = summary.class_weights.iter().map(|(l, _)| l.as_str()).collect();
     let weights: Option<Vec<f64>> =
         (!summary.class_weights.is_empty()).then(|| summary.class_weights.iter().map(|(_, w)| *w).collect());
@@ -596,24 +674,28 @@ fn trace_json(
 }
 
 /// Training from start to end (`medrank train`): the same steps the page runs one at a
-/// time, on the CPU or (`on_gpu`) on this machine's GPU, the frozen pass and the trained
-/// part alike. `events` sees the summary's start, the frozen pass and every epoch.
+/// time, the frozen encoder on `backend` (`gpu::open_encoder`: Auto takes a hardware GPU
+/// when there is one) and the trained part where [`TrainingJob::place`] puts it. `events`
+/// sees the summary's start, the frozen pass and every epoch.
 #[cfg(not(target_arch = "wasm32"))]
 pub fn train(
     req: &TrainRequest,
     base: &TextModel,
     tokenizer_json: &[u8],
+    backend: crate::gpu::BackendChoice,
     started: &mut dyn FnMut(&TrainingSummary),
     events: &mut dyn FnMut(TrainEvent),
 ) -> Result<TrainedEvaluator> {
     let mut job = TrainingJob::start(req, base, t::native_clock)?;
-    // With the trained part on the GPU, the frozen layers run there too.
-    let gpu = if req.on_gpu { Some(crate::gpu::context::GpuContext::new_blocking()?) } else { None };
-    if let Some(ctx) = &gpu {
-        job.train_on_gpu(ctx.clone())?;
-    }
+    let (encoder, _) = pollster::block_on(crate::gpu::open_encoder(base.encoder.model.clone(), backend))?;
+    let gpu = match &encoder {
+        crate::gpu::AnyEncoder::Gpu(gpu) => Some(gpu.context().clone()),
+        crate::gpu::AnyEncoder::Cpu(_) => None,
+    };
+    job.place(gpu.as_ref())?;
     started(job.summary());
-    job.trainer.frozen_pass_blocking(base, gpu.as_ref())?;
+    // The frozen pass, all at once (the page runs it a few batches per step).
+    pollster::block_on(job.encode(&encoder, usize::MAX))?;
     if job.trainer.has_frozen_pass() {
         events(TrainEvent::Cached { inputs: job.inputs().1, seconds: job.cache_seconds() });
     }
@@ -630,7 +712,29 @@ pub struct TrainingChoices {
     pub format: &'static str,
     pub tasks: Vec<&'static str>,
     pub systems: Vec<String>,
+    /// The arguments its instances can carry (`--arguments`).
+    pub arguments: Vec<ArgumentChoice>,
     pub instances: usize,
+}
+
+/// One argument a training instance can carry, as `--arguments` takes it and in words.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ArgumentChoice {
+    pub value: String,
+    pub label: String,
+}
+
+/// The arguments a file with arguments of `systems` offers: none (the baseline evaluator),
+/// one system's, or a random system's per instance.
+pub fn argument_choices(systems: &[String]) -> Vec<ArgumentChoice> {
+    let choice = |value: String, label: String| ArgumentChoice { value, label };
+    let mut out = vec![choice("none".into(), "none (the baseline evaluator)".into())];
+    out.extend(systems.iter().map(|s| choice(format!("system:{s}"), format!("{s}'s argument"))));
+    if systems.len() > 1 {
+        let all = systems.join(",");
+        out.push(choice(format!("random:{all}"), format!("a random system's per instance ({})", systems.join(", "))));
+    }
+    out
 }
 
 /// The choices one training file allows (it is read with the trainer's own readers).
@@ -641,6 +745,7 @@ pub fn training_choices(file: &NamedText) -> Result<TrainingChoices> {
             format: "rubric",
             tasks: vec!["criterion"],
             systems: Vec::new(),
+            arguments: argument_choices(&[]),
             instances: examples,
         });
     }
@@ -650,11 +755,39 @@ pub fn training_choices(file: &NamedText) -> Result<TrainingChoices> {
         Ok(TrainingChoices {
             format: "bundle",
             tasks,
+            arguments: argument_choices(&bundle.systems),
             systems: bundle.systems.clone(),
             instances: bundle.instances.len(),
         })
     } else {
         let (items, _) = crate::data::parse_hitz(&file.name, &file.text)?;
-        Ok(TrainingChoices { format: "hitz", tasks: vec!["mcqa"], systems: Vec::new(), instances: items.len() })
+        Ok(TrainingChoices {
+            format: "hitz",
+            tasks: vec!["mcqa"],
+            systems: Vec::new(),
+            arguments: argument_choices(&[]),
+            instances: items.len(),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_task_of_the_table_trains_its_head_labels_and_metric() {
+        let names: Vec<&str> = TrainTask::all().map(TrainTask::name).collect();
+        assert_eq!(names, TrainTask::NAMES);
+        for task in TrainTask::all() {
+            assert_eq!(TrainTask::parse(task.name()), Some(task));
+            let facts = task.facts();
+            assert_eq!(task.labels(), facts.labels.iter().map(|l| l.to_string()).collect::<Vec<_>>());
+            // The trainer's own fallback for the metric (no task known) agrees with the table.
+            assert_eq!(SelectBy::for_head(head_of(task)), select_by_of(task), "{}", task.name());
+        }
+        assert_eq!(TrainTask::parse("criterion"), Some(TrainTask::Criterion));
+        assert_eq!(crate::model::grade::CRITERION_LABELS, TrainTask::Criterion.facts().labels);
+        assert_eq!(head_of(TrainTask::Proxy(Task::Mcqa)), HeadKind::MultipleChoice);
     }
 }

@@ -10,7 +10,14 @@
 //! beside it, as `evaluate --controls no_argument` does. The encoder's work is that of a
 //! two-system bundle: per line, two contexts (up to the model's limit) and five options.
 
-use super::*;
+use super::controls::ControlChoice;
+use super::evaluate::{EvaluateReport, EvaluateRequest, ModelOptions, RankWithModel};
+use super::kept::{EncodeProgress, KeptModel};
+use super::NamedText;
+use crate::data;
+use crate::eval::proxy::ProxyOptions;
+use crate::Result;
+use serde::Serialize;
 
 /// The system whose argument the dev file's questions carry.
 pub const WORKLOAD_SYSTEM: &str = "casimedicos_llm";
@@ -76,14 +83,8 @@ pub async fn run_workload(
     now: &dyn Fn() -> f64,
     progress: &mut dyn FnMut(usize, usize) -> bool,
 ) -> Result<WorkloadResult> {
-    let bundle = workload_bundle(dev)?;
-    let req = EvaluateRequest {
-        bundle,
-        predictions: Vec::new(),
-        rankings: None,
-        corpus: None,
-        options: ProxyOptions { controls: vec!["no_argument".into()], ..Default::default() },
-    };
+    let ranking = ProxyOptions { controls: vec!["no_argument".into()], ..Default::default() };
+    let req = EvaluateRequest::of_bundle(workload_bundle(dev)?, ranking);
     let options = ModelOptions { controls: ControlChoice::Named(vec!["no_argument".into()]), ..Default::default() };
     let mut sequences = 0;
     let mut counting = |p: &EncodeProgress| {
@@ -91,7 +92,8 @@ pub async fn run_workload(
         progress(p.sequences_done, p.sequences)
     };
     let started = now();
-    let ((outcome, _), backend) = model.evaluate(&req, choice, &options, &mut counting).await?;
+    let ((outcome, _), backend) =
+        model.run(&RankWithModel { request: &req, options: &options }, choice, &mut counting).await?;
     let seconds = now() - started;
     let report = &outcome.report;
     let accuracy = workload_accuracy(report);

@@ -148,11 +148,10 @@ pub fn mcqa_parts<'a>(question: &'a str, argument: &'a str, option: &'a str) -> 
 /// case-insensitively; generic names (`LABEL_0`, ...) are taken in the task's order when
 /// their count matches.
 pub fn label_mapping(head_labels: &[String], task: Task) -> Result<Vec<usize>> {
-    let want: &[&str] = match task {
-        Task::Misinformation => &Task::MISINFORMATION_LABELS,
-        Task::Nli => &Task::NLI_LABELS,
-        Task::Mcqa => return Err(Error::invalid("MCQA has no label head")),
-    };
+    let want = task.labels();
+    if want.is_empty() {
+        return Err(Error::invalid(format!("{} has no label head", task.facts().label)));
+    }
     let norm = |s: &str| s.to_lowercase().replace([' ', '-'], "_");
     let found: Option<Vec<usize>> = want.iter().map(|w| head_labels.iter().position(|h| norm(h) == *w)).collect();
     if let Some(m) = found {

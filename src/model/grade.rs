@@ -25,7 +25,7 @@ use crate::error::{Error, Result};
 use serde::Serialize;
 
 /// The labels of a grader trained by medrank, in head order.
-pub const CRITERION_LABELS: [&str; 2] = ["met", "not_met"];
+pub const CRITERION_LABELS: &[&str] = crate::data::tasks::CRITERION.labels;
 
 /// How a head's logits become P(met).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]

@@ -3,7 +3,7 @@
 //! clock and the progress report are passed in (the browser's `performance.now()` and the
 //! worker's callback), so the loop is plain Rust and runs natively in its tests.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::error::Result;
 use crate::gpu::bench::BenchRow;
@@ -48,6 +48,77 @@ pub struct BenchPlan<'a> {
     /// What runs the CPU path, for its rows' `device` ("medrank kernels (wasm simd128, 4
     /// threads)").
     pub cpu_device: &'a dyn Fn(usize) -> String,
+}
+
+/// The SIMD this build was compiled with.
+pub fn simd_name() -> &'static str {
+    if cfg!(target_feature = "relaxed-simd") {
+        "simd128 + relaxed"
+    } else if cfg!(target_feature = "simd128") {
+        "simd128"
+    } else {
+        "no SIMD"
+    }
+}
+
+/// "medrank kernels (wasm simd128, 4 threads)": what runs the CPU path in this build.
+pub fn cpu_kernels(threads: usize) -> String {
+    format!("medrank kernels (wasm {}, {threads} thread{})", simd_name(), if threads == 1 { "" } else { "s" })
+}
+
+/// What this build is and how many threads its CPU path runs on (1 until the wasm pool
+/// started).
+#[derive(Debug, Serialize)]
+pub struct Build {
+    pub threaded_build: bool,
+    pub threads: usize,
+    pub simd: &'static str,
+}
+
+impl Build {
+    pub fn this() -> Build {
+        Build {
+            threaded_build: cfg!(target_feature = "atomics"),
+            threads: crate::model::cpu::worker_threads(),
+            simd: simd_name(),
+        }
+    }
+}
+
+/// The int8 kernels of this build against the scheme's formula on odd shapes
+/// (`model::cpu::int8::self_check`): the names of the kernels checked, as JSON, or the first
+/// difference as an error (the bench page's "Check the int8 kernels").
+pub fn int8_check() -> Result<String> {
+    crate::jobs::json(&crate::model::cpu::int8::self_check().map_err(crate::Error::model)?)
+}
+
+/// The bench page's grid as the worker sends it (JSON text): a [`BenchPlan`] on this
+/// build's CPU kernels.
+#[derive(Debug, Deserialize)]
+pub struct BenchRequest {
+    pub backends: Vec<String>,
+    pub precisions: Vec<String>,
+    pub cells: Vec<(usize, usize)>,
+    pub min_seconds: f64,
+}
+
+/// The grid of a [`BenchRequest`] (JSON text): every backend's rows, as JSON.
+pub async fn bench_page(
+    kept: &mut KeptModel,
+    request: &str,
+    now: &dyn Fn() -> f64,
+    progress: &mut dyn FnMut(&str, usize, usize) -> Result<()>,
+) -> Result<String> {
+    let r: BenchRequest = serde_json::from_str(request)
+        .map_err(|e| crate::Error::invalid(format!("bad request from the bench page: {e}")))?;
+    let plan = BenchPlan {
+        backends: &r.backends,
+        precisions: &r.precisions,
+        cells: &r.cells,
+        min_seconds: r.min_seconds,
+        cpu_device: &cpu_kernels,
+    };
+    crate::jobs::json(&bench_grid(kept, &plan, now, progress).await?)
 }
 
 /// Runs the grid; `progress(stage, done, total)` counts cells and may cancel (`Err`).
@@ -169,5 +240,5 @@ pub async fn gradient_check() -> Result<String> {
     }
     let ctx = crate::gpu::context::GpuContext::new().await?;
     let checks = crate::train::gpu::gradient_check::gradient_check(&ctx).await?;
-    super::json(&Reply { adapter: &ctx.adapter, tolerance: crate::train::gpu::gradient_check::TOLERANCE, checks })
+    crate::jobs::json(&Reply { adapter: &ctx.adapter, tolerance: crate::train::gpu::gradient_check::TOLERANCE, checks })
 }

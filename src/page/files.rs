@@ -1,14 +1,16 @@
 //! The kinds of input file, in one place: what each kind is called, which parameters it
-//! takes (the system of a HiTZ file, the dimension of a qrels file, ...), which kinds each
-//! job reads, a first guess of a file's kind from its name and first lines, and the check
-//! of one file on its own. The page learns all of it from here (through `wasm::file_kinds`,
-//! `wasm::describe_file`, `wasm::check_file`), so it keeps no copy of its own.
+//! takes (the system of a HiTZ file, the dimension of a qrels file, ...), a first guess of a
+//! file's kind from its name and first lines, and the check of one file on its own. Which
+//! kinds a job reads is the job's (`jobs::JobSpec::inputs`). The page learns all of it from
+//! the engine (`page::describe`, `wasm::describe_file`, `wasm::check_file`), so it keeps no
+//! copy of its own.
 //!
 //! The guess only picks a reader; the user can change it, and the reader validates the
 //! file for real.
 
 use crate::data::controls::Control;
 use crate::data::{self, NotJudgeable};
+use crate::jobs::InputFile;
 use crate::{Error, Result, Warning};
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
@@ -118,69 +120,6 @@ pub const FILE_KINDS: &[FileKind] = &[
         &[],
     ),
 ];
-
-/// Which kinds a job reads: every kind in `accepts`; of each group in `required`, at least
-/// one kind must be present.
-#[derive(Debug, Clone, Copy, Serialize)]
-pub struct JobInputs {
-    pub job: &'static str,
-    pub accepts: &'static [&'static str],
-    pub required: &'static [&'static [&'static str]],
-}
-
-pub const JOB_INPUTS: &[JobInputs] = &[
-    JobInputs {
-        job: "rank_systems",
-        accepts: &["bundle", "predictions", "rankings", "corpus", "ros"],
-        required: &[&["bundle", "ros"], &["predictions"]],
-    },
-    JobInputs {
-        job: "nrp",
-        accepts: &[
-            "topics",
-            "qrels",
-            "qrels_combined",
-            "documents",
-            "answers",
-            "answers_jsonl",
-            "run",
-            "answer_scores",
-            "expert_rankings",
-        ],
-        required: &[
-            &["qrels", "qrels_combined"],
-            &["documents", "run"],
-            &["answers", "answers_jsonl", "answer_scores"],
-        ],
-    },
-    JobInputs { job: "metrics", accepts: &["metrics"], required: &[&["metrics"]] },
-    // A grader's graded file is a graded file too: Rubric scores it when no other graded
-    // file is given (`JobRequest::rubric` prefers a `rubric` file).
-    JobInputs { job: "rubric", accepts: &["rubric", "rubric_grader"], required: &[&["rubric", "rubric_grader"]] },
-    // A graded file scores as it is (Rubric); a file with the responses' text and no `met`
-    // is graded by the model first (Grade: `medrank grade`). A graded file with texts can be
-    // graded again when the user gives it this kind.
-    JobInputs { job: "grade", accepts: &["rubric_responses"], required: &[&["rubric_responses"]] },
-    JobInputs { job: "statements", accepts: &["statement_answers"], required: &[&["statement_answers"]] },
-    // People's judgements against each other, and against a grader's file when one is given
-    // (`medrank rubric-agreement --input --grader-file`).
-    JobInputs {
-        job: "rubric_agreement",
-        accepts: &["rubric_judged", "rubric_grader"],
-        required: &[&["rubric_judged"]],
-    },
-];
-
-/// Everything the page needs to know about kinds and jobs.
-#[derive(Debug, Serialize)]
-pub struct KindsDescription {
-    pub kinds: &'static [FileKind],
-    pub jobs: &'static [JobInputs],
-}
-
-pub fn kinds_description() -> KindsDescription {
-    KindsDescription { kinds: FILE_KINDS, jobs: JOB_INPUTS }
-}
 
 pub fn file_kind(key: &str) -> Option<&'static FileKind> {
     FILE_KINDS.iter().find(|k| k.key == key)
@@ -390,25 +329,6 @@ pub struct FileSummary {
     pub warnings: Vec<Warning>,
 }
 
-/// A file with the kind the user confirmed and that kind's parameters.
-pub struct KindedFile<'a> {
-    pub name: &'a str,
-    pub text: &'a str,
-    pub kind: &'a str,
-    pub params: &'a BTreeMap<String, String>,
-}
-
-impl<'a> KindedFile<'a> {
-    /// A parameter's value; an empty or missing one is an error naming the file.
-    pub fn param(&self, key: &str) -> Result<&'a str> {
-        self.params
-            .get(key)
-            .map(String::as_str)
-            .filter(|v| !v.trim().is_empty())
-            .ok_or_else(|| Error::in_file(self.name, format!("give this file's {key}")))
-    }
-}
-
 fn plural(n: usize, what: &str) -> String {
     match (n, what.strip_suffix('y')) {
         (1, _) => format!("1 {what}"),
@@ -422,9 +342,9 @@ fn distinct<'a>(items: impl Iterator<Item = &'a str>) -> usize {
 }
 
 /// Parses one file with the reader for its kind; the summary says what was found.
-pub fn check_file(f: &KindedFile) -> Result<FileSummary> {
-    let (name, text) = (f.name, f.text);
-    let (summary, warnings) = match f.kind {
+pub fn check_file(f: &InputFile) -> Result<FileSummary> {
+    let (name, text) = (f.name.as_str(), f.text.as_str());
+    let (summary, warnings) = match f.kind.as_str() {
         "bundle" => {
             let (bundle, warnings) = data::parse_bundle(name, text)?;
             let tasks = data::common::first_appearance(bundle.instances.iter().map(|i| i.problem.task().name()));
@@ -459,7 +379,7 @@ pub fn check_file(f: &KindedFile) -> Result<FileSummary> {
             // A preview: the run uses the page's not-judgeable option. A file given for one
             // dimension is read as the job reads it (its grades stay that dimension's).
             let not_judgeable = NotJudgeable::clef_ehealth_2021();
-            let (judgments, warnings) = match (f.kind, f.params.get("dimension")) {
+            let (judgments, warnings) = match (f.kind.as_str(), f.params.get("dimension")) {
                 ("qrels", Some(dimension)) if !dimension.trim().is_empty() => {
                     let (j, w) = data::parse_qrels_dimension(name, text, dimension, &not_judgeable)?;
                     (vec![j], w)
@@ -588,18 +508,24 @@ pub fn check_file(f: &KindedFile) -> Result<FileSummary> {
 mod tests {
     use super::*;
 
+    fn kinded(name: &str, text: &str, kind: &str) -> InputFile {
+        InputFile { name: name.into(), text: text.into(), kind: kind.into(), params: BTreeMap::new() }
+    }
+
     #[test]
     fn every_kind_a_job_names_exists_and_every_kind_is_read_by_some_job() {
-        for job in JOB_INPUTS {
-            for k in job.accepts.iter().chain(job.required.iter().flat_map(|g| g.iter())) {
-                assert!(file_kind(k).is_some(), "{}: unknown kind {k}", job.job);
+        for job in crate::jobs::JOBS {
+            let inputs = &job.inputs;
+            let named = inputs.accepts.iter().chain(inputs.required.iter().flat_map(|g| g.iter()));
+            for k in named.chain(inputs.model_replaces) {
+                assert!(file_kind(k).is_some(), "{}: unknown kind {k}", job.name);
             }
-            for group in job.required {
-                assert!(group.iter().all(|k| job.accepts.contains(k)), "{}: required kind not accepted", job.job);
+            for group in inputs.required {
+                assert!(group.iter().all(|k| inputs.accepts.contains(k)), "{}: required kind not accepted", job.name);
             }
         }
         for k in FILE_KINDS {
-            assert!(JOB_INPUTS.iter().any(|j| j.accepts.contains(&k.key)), "{} is read by no job", k.key);
+            assert!(crate::jobs::JOBS.iter().any(|j| j.inputs.accepts.contains(&k.key)), "{} is read by no job", k.key);
         }
     }
 
@@ -678,7 +604,6 @@ mod tests {
     #[test]
     fn the_example_rubric_files_are_told_apart_graded_to_grade_judged_and_a_graders() {
         let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/rubric");
-        let no_params = BTreeMap::new();
         for (name, kind, summary) in [
             ("graded.jsonl", "rubric", "8 graded responses, 2 systems"),
             ("conversations.jsonl", "rubric_responses", "12 responses to grade (46 criteria), 2 systems"),
@@ -694,16 +619,16 @@ mod tests {
         ] {
             let text = std::fs::read_to_string(root.join(name)).unwrap();
             assert_eq!(guess_kind(name, &text).kind, Some(kind), "{name}");
-            let file = KindedFile { name, text: &text, kind, params: &no_params };
+            let file = kinded(name, &text, kind);
             assert_eq!(check_file(&file).unwrap().summary, summary);
         }
         // A file without the responses' text cannot be graded: the check says which line and field.
         let text = r#"{"id": "r1", "system": "s", "criteria": [{"criterion": "c", "points": 1}]}"#;
-        let file = KindedFile { name: "u.jsonl", text, kind: "rubric_responses", params: &no_params };
+        let file = kinded("u.jsonl", text, "rubric_responses");
         let e = check_file(&file).unwrap_err();
         assert_eq!(e.location().map(|l| (l.line, l.field.clone())), Some((Some(1), Some("response".to_string()))));
         // An ungraded file given as a grader's: the check names the line and field.
-        let file = KindedFile { name: "u.jsonl", text, kind: "rubric_grader", params: &no_params };
+        let file = kinded("u.jsonl", text, "rubric_grader");
         let e = check_file(&file).unwrap_err();
         assert_eq!(
             e.location().map(|l| (l.line, l.field.clone())),

@@ -1,59 +1,97 @@
 //! The page's front end, beside the CLI's (`src/cli/`): plain Rust, built and tested
-//! natively, that `src/wasm.rs` only wraps for JavaScript.
+//! natively, that `src/wasm.rs` only wraps for JavaScript. The jobs themselves (their
+//! options, the page's request read into theirs, their runs, tables and views) are the job
+//! layer's, each described once (`jobs::JOBS`); here is what only the page has:
 //!
-//! - `files`: the kinds of input file, which kinds each job reads, the first guess and the
-//!   check of one file (the page learns all of it from here);
-//! - `request`: the dropped files and the Options read into the job layer's requests;
-//! - `views`: what each result tab draws (`www/results.js` only draws); `drilldown`: the
-//!   per-instance view of ranking over scoring;
+//! - [`describe`]: what the page learns when the engine is ready (the kinds of input file,
+//!   every job, the training form's defaults), so `www/` keeps no list and no default;
+//! - [`run`], [`run_on_model`], [`check`]: a job by its name on the page's request (JSON
+//!   text, as the worker sends it);
+//! - `files`: the kinds of input file, the first guess and the check of one file;
 //! - `training`: the training form and a training kept between the worker's steps;
 //! - `bench`: the benchmark page's encoder grid, with the clock passed in.
-//!
-//! Each job here returns the reply the page gets: the report (what `--json` writes), its
-//! tables with their CSV (what `--csv` writes) and the page's views, as JSON text.
 
 pub mod bench;
-pub mod drilldown;
 pub mod files;
-pub mod request;
 pub mod training;
-pub mod views;
 
 use serde::Serialize;
 
-use crate::error::Result;
-use crate::jobs::{self, KeptModel, NamedText, Outcome};
-use crate::report::Table;
-use request::JobRequest;
+use crate::error::{Error, Result};
+use crate::jobs::{self, JobRequest, KeptModel, NamedText};
+pub use jobs::Progress;
 
-/// A table as the page shows and exports it: the shared `Table` plus its CSV text, made by
-/// the same `Table::to_csv` as the CLI's `--csv`, so exports are identical.
+/// What the page learns when the engine is ready.
 #[derive(Serialize)]
-pub struct PageTable<'a> {
-    #[serde(flatten)]
-    pub table: &'a Table,
-    pub csv: String,
+struct Engine {
+    version: &'static str,
+    /// This build: threaded or not, its threads, its SIMD.
+    build: bench::Build,
+    /// The kinds of input file, in the order the page lists them.
+    kinds: &'static [files::FileKind],
+    /// Every job, in the order of the Run buttons.
+    jobs: Vec<jobs::JobDescription>,
+    /// The training form: its defaults, the tasks it trains and the arguments every file
+    /// offers.
+    training: training::FormDescription,
 }
 
-pub fn page_tables(tables: &[Table]) -> Vec<PageTable<'_>> {
-    tables.iter().map(|t| PageTable { table: t, csv: t.to_csv() }).collect()
+/// [`Engine`] as JSON text.
+pub fn describe() -> Result<String> {
+    let engine = Engine {
+        version: crate::VERSION,
+        build: bench::Build::this(),
+        kinds: files::FILE_KINDS,
+        jobs: jobs::JOBS.iter().map(|j| j.description()).collect::<Result<_>>()?,
+        training: training::FormDescription::new()?,
+    };
+    jobs::json(&engine)
 }
 
-#[derive(Serialize)]
-struct Reply<'a, R: Serialize, V: Serialize> {
-    report: &'a R,
-    tables: Vec<PageTable<'a>>,
-    #[serde(flatten)]
-    views: V,
+/// The job `name` without a model, on the page's `request` (JSON text): its reply, as JSON.
+pub fn run(name: &str, request: &str, progress: Progress) -> Result<String> {
+    let job = jobs::job(name)?;
+    let run = job.run.ok_or_else(|| Error::invalid(job.needs_model))?;
+    run(&JobRequest::from_json(request)?, progress)
 }
 
-fn reply<R: Serialize, V: Serialize>(outcome: &Outcome<R>, views: V) -> Result<String> {
-    json(&Reply { report: &outcome.report, tables: page_tables(&outcome.tables), views })
+/// The job `name` on the kept model; `now` is the page's clock in seconds.
+pub async fn run_on_model(
+    kept: &mut KeptModel,
+    name: &str,
+    request: &str,
+    now: &dyn Fn() -> f64,
+    progress: Progress<'_>,
+) -> Result<String> {
+    let job = jobs::job(name)?;
+    let run = job.run_on_model.ok_or_else(|| Error::invalid(format!("{} runs no model", job.label)))?;
+    let request = JobRequest::from_json(request)?;
+    run(jobs::ModelRun { kept, request: &request, now, progress }).await
 }
 
-/// A reply as JSON text (the page parses it once; `--json` writes the same serialisation).
-pub fn json<T: Serialize>(value: &T) -> Result<String> {
-    serde_json::to_string(value).map_err(|e| crate::Error::invalid(format!("could not write the reply: {e}")))
+/// The checks the job `name` makes before any model loads (`with_model`: a model will run
+/// it), as JSON; run whenever the page's files or options change.
+pub fn check(name: &str, request: &str, with_model: bool) -> Result<String> {
+    let job = jobs::job(name)?;
+    let check = job.check.ok_or_else(|| Error::invalid(format!("{} has no check before a run", job.label)))?;
+    check(&JobRequest::from_json(request)?, with_model)
+}
+
+/// An error as the page shows it: `{message, location?, cancelled, option?}`, the message
+/// without the location (the page points at the file, line and field) and, for a refused
+/// option, without the CLI's flag: `option` names it, and the page says it after its own
+/// form's field ("Epochs: 0: expected ...").
+pub fn error_reply(e: &Error) -> serde_json::Value {
+    let message = match e {
+        Error::Input { message, .. } | Error::Option { message, .. } => message.clone(),
+        other => other.to_string(),
+    };
+    let option = match e {
+        Error::Option { option, .. } => Some(*option),
+        _ => None,
+    };
+    let cancelled = matches!(e, Error::Cancelled);
+    serde_json::json!({"message": sentence_case(&message), "location": e.location(), "cancelled": cancelled, "option": option})
 }
 
 /// A message as the page writes it, a sentence: the CLI's `error: the import needs ...`
@@ -70,407 +108,6 @@ pub fn sentence_case(message: &str) -> String {
     }
 }
 
-/// The page's progress report: `(stage, done, total)`; `Err(Cancelled)` once the user
-/// cancelled.
-pub type Progress<'a> = &'a mut dyn FnMut(&str, usize, usize) -> Result<()>;
-
-/// Runs a job between two progress reports (the model-free jobs have no inner steps).
-fn between(progress: Progress, stage: &str, job: impl FnOnce() -> Result<String>) -> Result<String> {
-    progress(stage, 0, 1)?;
-    let out = job()?;
-    progress(stage, 1, 1)?;
-    Ok(out)
-}
-
-// ------------------------------------------------------------------ ranking over scoring ----
-
-/// The import of the Ranking-Over-Scoring files, when the page made the bundle from them:
-/// its report (reordered options, control files, empty options) and table.
-#[derive(Serialize)]
-struct ImportView<'a> {
-    report: &'a jobs::ImportReport,
-    tables: Vec<PageTable<'a>>,
-}
-
-/// Everything the ranking-over-scoring tabs draw.
-#[derive(Serialize)]
-struct RankViews<'a> {
-    /// Systems treated as control cases (the options' and the control files the bundle marks).
-    controls: &'a [String],
-    #[serde(skip_serializing_if = "Option::is_none")]
-    import: Option<ImportView<'a>>,
-    instances: Vec<drilldown::InstanceView<'a>>,
-    #[serde(flatten)]
-    proxy: views::ProxyViews<'a>,
-}
-
-/// The views of an evaluate outcome, with the bundle and every evaluator's predictions
-/// for the drill-down.
-fn rank_views<'a>(
-    outcome: &'a Outcome<jobs::EvaluateReport>,
-    imported: &'a Option<jobs::ImportOutcome>,
-    bundle: &'a crate::data::Bundle,
-    controls: &'a [String],
-    predictions: &[(&'a str, &'a crate::data::Prediction)],
-) -> RankViews<'a> {
-    RankViews {
-        controls,
-        import: imported.as_ref().map(|o| ImportView { report: &o.report, tables: page_tables(&o.tables) }),
-        instances: drilldown::instance_views(bundle, predictions),
-        proxy: views::proxy_views(&outcome.report, controls),
-    }
-}
-
-/// What the page knows of a ranking before any model loads: the checks a run makes first
-/// (the import of the Ranking-Over-Scoring files, the bundle, the control cases) and what
-/// it will encode. Run whenever files or options change; an error is the one the run
-/// would give, so the page can show it before the wait.
-#[derive(Serialize)]
-pub struct RankCheck {
-    /// The import's report, when the bundle comes from Ranking-Over-Scoring files.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub import: Option<jobs::ImportReport>,
-    /// With a model as the evaluator: what the run will do.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub model_run: Option<jobs::ModelRunPlan>,
-}
-
-/// [`RankCheck`] for a request; `with_model` when a model is the evaluator (else the
-/// predictions files are).
-pub fn check_rank(request: &JobRequest, with_model: bool) -> Result<RankCheck> {
-    let (bundle, imported) = request.bundle()?;
-    let model_run = if with_model {
-        let (req, model_options, _) = request.evaluate_with_model(bundle)?;
-        Some(jobs::plan_model_evaluation(&req, &model_options)?)
-    } else {
-        request.evaluate(bundle)?;
-        None
-    };
-    Ok(RankCheck { import: imported.map(|o| o.report), model_run })
-}
-
-/// Ranking over scoring from imported predictions (`medrank evaluate --predictions`).
-pub fn rank_systems(request: &JobRequest, progress: Progress) -> Result<String> {
-    let (bundle_text, imported) = request.bundle()?;
-    let req = request.evaluate(bundle_text.clone())?;
-    between(progress, "Ranking systems", || {
-        let outcome = jobs::evaluate_predictions(&req)?;
-        // The drill-down reads the same files again with the same readers (cheap, and keeps
-        // the job's report free of page-only data).
-        let (bundle, _) = crate::data::parse_bundle(&bundle_text.name, &bundle_text.text)?;
-        let mut parsed = Vec::new();
-        for p in &req.predictions {
-            let (file, _) = crate::data::parse_predictions(&p.file.name, &p.file.text)?;
-            parsed.push((p.evaluator.as_deref().unwrap_or_default(), file));
-        }
-        let flat: Vec<(&str, &crate::data::Prediction)> =
-            parsed.iter().flat_map(|(e, file)| file.predictions.iter().map(move |p| (*e, p))).collect();
-        let controls = drilldown::with_file_controls(&req.options.controls, &bundle);
-        reply(&outcome, rank_views(&outcome, &imported, &bundle, &controls, &flat))
-    })
-}
-
-/// Ranking over scoring with the kept model as the evaluator (`medrank evaluate --model
-/// --controls --backend`): on WebGPU when the options allow it and the browser gives an
-/// adapter, else on the CPU; the reply says which (`backend`) and on how many threads.
-///
-/// The encoding stage reports work done of work in all ([`jobs::EncodeProgress`]), and
-/// says in words the sequences, tokens and time left ([`jobs::TimeEstimate`]: measured on
-/// this run once 2 % is done, before that at this kept model's last rate).
-pub async fn rank_with_model(
-    kept: &mut KeptModel,
-    request: &JobRequest,
-    now: &dyn Fn() -> f64,
-    progress: Progress<'_>,
-) -> Result<String> {
-    #[derive(Serialize)]
-    struct ModelViews<'a> {
-        #[serde(flatten)]
-        rank: RankViews<'a>,
-        #[serde(flatten)]
-        run: RunViews<'a>,
-    }
-    let precision = request.options.precision()?;
-    let (bundle_text, imported) = request.bundle()?;
-    let (req, model_options, choice) = request.evaluate_with_model(bundle_text.clone())?;
-    let estimate = start_estimate(kept, precision, choice, now());
-    let mut last = jobs::EncodeProgress::default();
-    let mut on_batch = |p: &jobs::EncodeProgress| {
-        last = *p;
-        let (done, total) = progress_parts(p);
-        progress(&encoding_stage(p, &estimate, now()), done, total).is_ok()
-    };
-    let ((outcome, predictions), backend) = kept.evaluate(&req, choice, &model_options, &mut on_batch).await?;
-    keep_rate(kept, choice, &estimate, &last, now());
-    progress("Ranking systems", 1, 1)?;
-    let (bundle, _) = crate::data::parse_bundle(&bundle_text.name, &bundle_text.text)?;
-    let evaluator = outcome.report.evaluators.first().map(|e| e.evaluator.as_str()).unwrap_or("model");
-    let flat: Vec<(&str, &crate::data::Prediction)> = predictions.iter().map(|p| (evaluator, p)).collect();
-    let controls = drilldown::with_file_controls(&req.options.controls, &bundle);
-    let views = ModelViews {
-        rank: rank_views(&outcome, &imported, &bundle, &controls, &flat),
-        run: RunViews::of(kept, &backend),
-    };
-    reply(&outcome, views)
-}
-
-/// What every reply of a kept-model job says of the run.
-#[derive(Serialize)]
-struct RunViews<'a> {
-    /// Which backend ran the encoder, on what, and why the CPU when it was a fallback.
-    backend: &'a crate::gpu::BackendReport,
-    /// Threads the CPU path used (1 in the single-threaded build).
-    threads: usize,
-    /// The precision the model ran in (`f32`, `int8`; the provenance says how).
-    precision: &'static str,
-}
-
-impl<'a> RunViews<'a> {
-    fn of(kept: &KeptModel, backend: &'a crate::gpu::BackendReport) -> Self {
-        RunViews {
-            backend,
-            threads: crate::model::cpu::worker_threads(),
-            // The GPU refuses int8 (or Auto falls back to the CPU): the model's precision ran.
-            precision: kept.model.encoder.model.precision.name(),
-        }
-    }
-}
-
-/// Switches the kept model to `precision` and starts a run's time estimate from its last
-/// speed under `choice` (none when that speed was another arithmetic's or backend's).
-fn start_estimate(
-    kept: &mut KeptModel,
-    precision: crate::model::Precision,
-    choice: crate::gpu::BackendChoice,
-    started: f64,
-) -> jobs::TimeEstimate {
-    if kept.model.encoder.model.precision != precision {
-        kept.last_rate = None;
-    }
-    kept.set_precision(precision);
-    let prior_rate = kept.last_rate.filter(|(kept_choice, _)| *kept_choice == choice).map(|(_, rate)| rate);
-    jobs::TimeEstimate { started, prior_rate }
-}
-
-/// Keeps this run's speed for the next run's first estimate.
-fn keep_rate(
-    kept: &mut KeptModel,
-    choice: crate::gpu::BackendChoice,
-    estimate: &jobs::TimeEstimate,
-    last: &jobs::EncodeProgress,
-    now: f64,
-) {
-    if let Some(rate) = estimate.rate(last, now) {
-        kept.last_rate = Some((choice, rate));
-    }
-}
-
-/// The encoding's work done and in all as the page's progress takes them: parts per
-/// million of the work, since the work itself passes 2^32 (usize on wasm32) on a large run
-/// (8,605 sequences of ~250 tokens with MiniLM: ~5.5e9).
-pub fn progress_parts(p: &jobs::EncodeProgress) -> (usize, usize) {
-    const PARTS: u64 = 1_000_000;
-    match p.work {
-        0 => (0, 0),
-        work => ((p.work_done.min(work) as u128 * PARTS as u128 / work as u128) as usize, PARTS as usize),
-    }
-}
-
-/// "Encoding with the model: 1,234 of 8,605 sequences (1.9 M tokens) · about 4 min 05 s
-/// left": what the run will encode and how long it may take, from before its first batch.
-pub fn encoding_stage(p: &jobs::EncodeProgress, estimate: &jobs::TimeEstimate, now: f64) -> String {
-    if p.work == 0 {
-        // Before the evaluator's plan: it is tokenizing the inputs.
-        return format!(
-            "Encoding with the model: splitting {} sequences into tokens",
-            crate::report::thousands(p.sequences)
-        );
-    }
-    format!("Encoding with the model: {}{}", p.describe(), time_left(p, estimate, now))
-}
-
-// ------------------------------------------------------------------ NRP, metrics, rubric, agreement
-
-/// NRP of generated answers among expert-judged documents (`medrank nrp`).
-pub fn nrp(request: &JobRequest, progress: Progress) -> Result<String> {
-    #[derive(Serialize)]
-    struct NrpViews<'a> {
-        nrp_view: views::NrpView<'a>,
-    }
-    let req = request.nrp()?;
-    between(progress, "Placing answers among the judged documents", || {
-        let outcome = jobs::nrp(&req)?;
-        reply(&outcome, NrpViews { nrp_view: views::nrp_view(&outcome.report) })
-    })
-}
-
-/// Reference-based metrics over one candidates file (`medrank metrics`).
-pub fn metrics(request: &JobRequest, progress: Progress) -> Result<String> {
-    let req = request.metrics()?;
-    between(progress, "Scoring candidates", || reply(&jobs::metrics(&req)?, ()))
-}
-
-/// The rubric's Scores tab, for the Rubric and the Grade job.
-#[derive(Serialize)]
-struct RubricViews<'a> {
-    rubric_view: views::RubricView<'a>,
-}
-
-/// Rubric grading over one file of graded responses (`medrank rubric`).
-pub fn rubric(request: &JobRequest, progress: Progress) -> Result<String> {
-    let req = request.rubric()?;
-    between(progress, "Scoring the graded responses", || {
-        let outcome = jobs::rubric(&req)?;
-        let confidence = req.options.bootstrap.confidence;
-        reply(&outcome, RubricViews { rubric_view: views::rubric_view(&outcome.report.system_scores, confidence) })
-    })
-}
-
-/// A grader's agreement with people, and each person's with the others (`medrank
-/// rubric-agreement --input --grader-file`): the report, its two tables and the Agreement tab.
-pub fn rubric_agreement(request: &JobRequest, progress: Progress) -> Result<String> {
-    #[derive(Serialize)]
-    struct AgreementViews<'a> {
-        rubric_agreement_view: views::RubricAgreementView<'a>,
-    }
-    let req = request.rubric_agreement()?;
-    between(progress, "Comparing the judgements", || {
-        let outcome = jobs::rubric_agreement(&req)?;
-        reply(&outcome, AgreementViews { rubric_agreement_view: views::rubric_agreement_view(&outcome.report) })
-    })
-}
-
-/// A rubric file graded by the kept model (`medrank grade --rubric --grader --backend`):
-/// P(met) for every (response, criterion) pair, then the HealthBench scores with met =
-/// P(met) >= 0.5, expected means and intervals that draw met from P(met). On WebGPU when
-/// the options allow it and the browser gives an adapter, else on the CPU, in the options'
-/// precision; the reply says which, and carries the graded file (the CLI's `--out`).
-///
-/// Progress and cancelling as [`rank_with_model`]: the grading stage reports work done of
-/// work in all, the pairs and tokens, and the time left.
-pub async fn grade_with_model(
-    kept: &mut KeptModel,
-    request: &JobRequest,
-    now: &dyn Fn() -> f64,
-    progress: Progress<'_>,
-) -> Result<String> {
-    #[derive(Serialize)]
-    struct GradeViews<'a> {
-        grade_view: views::GradeView<'a>,
-        #[serde(flatten)]
-        rubric: RubricViews<'a>,
-        #[serde(flatten)]
-        run: RunViews<'a>,
-        /// When the file carries people's `met_by`: this grader against them.
-        #[serde(skip_serializing_if = "Option::is_none")]
-        grader_agreement: Option<GraderAgreement<'a>>,
-    }
-    /// Kept beside the Grade report (not in its tables), so the reply's report and tables
-    /// stay those of `medrank grade`.
-    #[derive(Serialize)]
-    struct GraderAgreement<'a> {
-        report: &'a crate::eval::rubric_agreement::RubricAgreementReport,
-        tables: Vec<PageTable<'a>>,
-        rubric_agreement_view: views::RubricAgreementView<'a>,
-    }
-    let precision = request.options.precision()?;
-    let (req, choice) = request.grade()?;
-    let estimate = start_estimate(kept, precision, choice, now());
-    let mut last = jobs::EncodeProgress::default();
-    let mut on_batch = |p: &jobs::EncodeProgress| {
-        last = *p;
-        let (done, total) = progress_parts(p);
-        progress(&grading_stage(p, &estimate, now()), done, total).is_ok()
-    };
-    let (graded, backend) = kept.grade(&req, choice, &mut on_batch).await?;
-    keep_rate(kept, choice, &estimate, &last, now());
-    progress("Scoring the graded responses", 1, 1)?;
-    let outcome = &graded.outcome;
-    let max_tokens = kept.model.tokenizer.max_tokens;
-    let grade_view = views::grade_view(&outcome.report, &graded.graded_jsonl, &req.rubric.name, max_tokens);
-    let agreement = grader_agreement(&req.rubric, &grade_view.graded_name, &graded.graded_jsonl)?;
-    let views = GradeViews {
-        grader_agreement: agreement.as_ref().map(|a| GraderAgreement {
-            report: &a.report,
-            tables: page_tables(&a.tables),
-            rubric_agreement_view: views::rubric_agreement_view(&a.report),
-        }),
-        grade_view,
-        rubric: RubricViews {
-            rubric_view: views::rubric_view(&outcome.report.system_scores, req.options.rubric.bootstrap.confidence),
-        },
-        run: RunViews::of(kept, &backend),
-    };
-    reply(outcome, views)
-}
-
-/// The grader just run against the people who judged the same criteria (`met_by`), when
-/// the graded file carries any: `medrank rubric-agreement --input RUBRIC --grader-file
-/// GRADED` on the graded file this reply carries (the same job, `jobs::rubric_agreement`).
-fn grader_agreement(
-    rubric: &NamedText,
-    graded_name: &str,
-    graded_jsonl: &str,
-) -> Result<Option<Outcome<crate::eval::rubric_agreement::RubricAgreementReport>>> {
-    let (responses, _) = crate::data::graded::parse_rubric(&rubric.name, &rubric.text)?;
-    if !responses.iter().flat_map(|r| &r.criteria).any(|c| !c.met_by.is_empty()) {
-        return Ok(None);
-    }
-    let request = jobs::RubricAgreementRequest {
-        file: rubric.clone(),
-        grader_file: Some(NamedText::new(graded_name, graded_jsonl)),
-    };
-    jobs::rubric_agreement(&request).map(Some)
-}
-
-/// Statement checks with the kept model as the NLI model (`medrank statements --input --nli
-/// --backend`): on WebGPU when the options allow it and the browser gives an adapter, else
-/// on the CPU, in the options' precision; progress and cancelling as [`grade_with_model`].
-pub async fn statements_with_model(
-    kept: &mut KeptModel,
-    request: &JobRequest,
-    now: &dyn Fn() -> f64,
-    progress: Progress<'_>,
-) -> Result<String> {
-    let precision = request.options.precision()?;
-    let (req, choice) = request.statements()?;
-    let estimate = start_estimate(kept, precision, choice, now());
-    let mut last = jobs::EncodeProgress::default();
-    let mut on_batch = |p: &jobs::EncodeProgress| {
-        last = *p;
-        let (done, total) = progress_parts(p);
-        let stage = format!("Checking statements with the model: {}{}", p.describe(), time_left(p, &estimate, now()));
-        progress(&stage, done, total).is_ok()
-    };
-    let (outcome, backend) = kept.check_statements(&req, choice, &mut on_batch).await?;
-    keep_rate(kept, choice, &estimate, &last, now());
-    progress("Checking statements with the model", 1, 1)?;
-    reply(&outcome, RunViews::of(kept, &backend))
-}
-
-/// "Grading with the model: 12 of 46 sequences (5.1 k tokens) · about 3 s left": one
-/// sequence per (response, criterion) pair.
-pub fn grading_stage(p: &jobs::EncodeProgress, estimate: &jobs::TimeEstimate, now: f64) -> String {
-    if p.work == 0 {
-        return format!(
-            "Grading with the model: {} (response, criterion) pairs",
-            crate::report::thousands(p.sequences)
-        );
-    }
-    format!("Grading with the model: {}{}", p.describe(), time_left(p, estimate, now))
-}
-
-/// " · about 4 min 05 s left" (the stage's tail, measured or from the model's last speed).
-fn time_left(p: &jobs::EncodeProgress, estimate: &jobs::TimeEstimate, now: f64) -> String {
-    match estimate.seconds_left(p, now) {
-        Some(s) if p.work_done == 0 => {
-            format!(" · about {} at this model's last speed", crate::report::fmt_duration(s))
-        }
-        Some(s) => format!(" · about {} left", crate::report::fmt_duration(s)),
-        None => " · timing the first batches to estimate the time".into(),
-    }
-}
-
 /// The benchmark page's workload (`jobs::run_workload`, as `medrank bench --parts
 /// workload`): `evaluate` on the bundle made from the CasiMedicos dev file's text.
 pub async fn workload(
@@ -478,7 +115,6 @@ pub async fn workload(
     dev_text: String,
     backend: &str,
     now: &dyn Fn() -> f64,
-    cpu_device: &dyn Fn(usize) -> String,
     progress: Progress<'_>,
 ) -> Result<String> {
     // "cpu-int8": the CPU in int8; any other backend in f32 (the bench grid may have left
@@ -494,22 +130,51 @@ pub async fn workload(
     let mut on_batch = |done: usize, total: usize| progress(&stage, done, total).is_ok();
     let mut result = jobs::run_workload(kept, &dev, choice, now, &mut on_batch).await?;
     if result.backend == "cpu" {
-        result.device = cpu_device(result.threads);
+        result.device = bench::cpu_kernels(result.threads);
     }
-    json(&result)
+    jobs::json(&result)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::jobs::{InputFile, JobRequest};
+
+    /// A request as the worker sends it: JSON text.
+    fn text(request: &JobRequest) -> String {
+        serde_json::to_string(request).unwrap()
+    }
+
+    fn check_rank(request: &JobRequest, with_model: bool) -> Result<jobs::RankCheck> {
+        // The page's `check` gives the same as JSON.
+        let reply: serde_json::Value =
+            serde_json::from_str(&check("rank_systems", &text(request), with_model)?).unwrap();
+        let check = jobs::rank_check(request, with_model)?;
+        assert_eq!(reply, serde_json::to_value(&check).unwrap());
+        Ok(check)
+    }
 
     #[test]
     fn the_pages_progress_is_a_share_of_the_work_that_fits_32_bits() {
         let p = |work_done, work| jobs::EncodeProgress { work_done, work, ..Default::default() };
+        let progress_parts = jobs::progress_parts;
         assert_eq!(progress_parts(&p(0, 0)), (0, 0));
         // 5.5e9 units, more than u32 holds: a quarter done is 250,000 parts of a million.
         assert_eq!(progress_parts(&p(1_375_000_000, 5_500_000_000)), (250_000, 1_000_000));
         assert_eq!(progress_parts(&p(5_500_000_000, 5_500_000_000)), (1_000_000, 1_000_000));
+    }
+
+    #[test]
+    fn a_refused_option_is_worded_by_each_front_end() {
+        let e = Error::option("epochs", "0: expected a whole number from 1 to 10000");
+        // The CLI names its flag; the page gets the option's key to name its own field.
+        assert_eq!(e.to_string(), "--epochs 0: expected a whole number from 1 to 10000");
+        let page = error_reply(&e);
+        assert_eq!(page["message"], "0: expected a whole number from 1 to 10000");
+        assert_eq!(page["option"], "epochs");
+        assert_eq!(error_reply(&Error::option("dev_split", "x"))["option"], "dev_split");
+        assert!(error_reply(&Error::invalid("add a training file"))["option"].is_null());
+        assert_eq!(error_reply(&Error::invalid("add a training file"))["message"], "Add a training file");
     }
 
     #[test]
@@ -521,7 +186,7 @@ mod tests {
         assert_eq!(sentence_case("cancelled"), "cancelled", "a bare word is a code, not a sentence");
     }
 
-    fn ros_file(name: &str, system: &str, control: bool) -> request::InputFile {
+    fn ros_file(name: &str, system: &str, control: bool) -> InputFile {
         let text = std::fs::read_to_string(format!(
             "{}/tests/fixtures/ros_published/{name}.jsonl",
             env!("CARGO_MANIFEST_DIR")
@@ -531,7 +196,7 @@ mod tests {
         if control {
             params.insert("control".into(), "true".into());
         }
-        request::InputFile { name: format!("en.test_casimedicos_{name}.jsonl"), text, kind: "ros".into(), params }
+        InputFile { name: format!("en.test_casimedicos_{name}.jsonl"), text, kind: "ros".into(), params }
     }
 
     #[test]
@@ -545,7 +210,8 @@ mod tests {
             ros_file("label_only", "Label_Only", true),
             ros_file("noise", "Noise", true),
         ];
-        let request = JobRequest { files, options: Default::default() };
+        // Every control the inputs allow (`--controls` without a list).
+        let request = JobRequest { files, options: serde_json::json!({"controls": "all"}) };
         let check = check_rank(&request, true).unwrap();
         let import = check.import.unwrap();
         assert_eq!(import.instances, 6);
@@ -611,7 +277,7 @@ mod tests {
         let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
         let text = std::fs::read_to_string(root.join("examples/rubric/conversations.jsonl")).unwrap();
         let graded = std::fs::read_to_string(root.join("examples/rubric/graded.jsonl")).unwrap();
-        let file = |name: &str, text: String, kind: &str| request::InputFile {
+        let file = |name: &str, text: String, kind: &str| InputFile {
             name: name.into(),
             text,
             kind: kind.into(),
@@ -620,7 +286,7 @@ mod tests {
         JobRequest {
             // The graded example beside it is the Rubric job's: Grade reads only its own kind.
             files: vec![file("graded.jsonl", graded, "rubric"), file("conversations.jsonl", text, "rubric_responses")],
-            options: serde_json::from_value(options).unwrap(),
+            options,
         }
     }
 
@@ -631,7 +297,7 @@ mod tests {
             stages.push(stage.to_string());
             Ok(())
         };
-        let reply = pollster::block_on(grade_with_model(kept, request, &|| 0.0, &mut progress))?;
+        let reply = pollster::block_on(run_on_model(kept, "grade", &text(request), &|| 0.0, &mut progress))?;
         Ok((serde_json::from_str(&reply).unwrap(), stages))
     }
 
@@ -641,10 +307,13 @@ mod tests {
         let request = grade_request(serde_json::json!({"seed": 3, "resamples": 40, "backend": "cpu"}));
         let (reply, stages) = page_grade(&mut kept, &request).unwrap();
 
-        // The job as the CLI runs it (`grade_with_backend`, the same request and backend).
-        let (req, choice) = request.grade().unwrap();
+        // The job as the CLI runs it (`run_on_backend`, the same request and backend).
+        let options: jobs::GradeJobOptions = request.options().unwrap();
+        let rubric = request.required("rubric_responses", "the file to grade").unwrap().named();
+        let req = jobs::GradeRequest { rubric, options: options.grade.clone() };
+        let (_, choice) = options.run.read().unwrap();
         let mut all_right = |_: &jobs::EncodeProgress| true;
-        let (cli, _) = pollster::block_on(jobs::grade_with_backend(
+        let (cli, _) = pollster::block_on(jobs::run_on_backend(
             &req,
             &kept.model,
             choice,
@@ -762,7 +431,8 @@ mod tests {
                 Ok(())
             }
         };
-        let e = pollster::block_on(grade_with_model(&mut kept, &request, &|| 0.0, &mut progress)).unwrap_err();
+        let e =
+            pollster::block_on(run_on_model(&mut kept, "grade", &text(&request), &|| 0.0, &mut progress)).unwrap_err();
         assert!(matches!(e, crate::Error::Cancelled), "{e}");
     }
 
@@ -784,7 +454,7 @@ mod tests {
     /// (grader.jsonl), as the page sends them: the reply as JSON.
     fn page_agreement(with_grader: bool) -> serde_json::Value {
         let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/rubric");
-        let file = |name: &str, kind: &str| request::InputFile {
+        let file = |name: &str, kind: &str| InputFile {
             name: name.into(),
             text: std::fs::read_to_string(root.join(name)).unwrap(),
             kind: kind.into(),
@@ -796,7 +466,7 @@ mod tests {
         }
         let request = JobRequest { files, options: Default::default() };
         let mut progress = |_: &str, _: usize, _: usize| Ok(());
-        serde_json::from_str(&rubric_agreement(&request, &mut progress).unwrap()).unwrap()
+        serde_json::from_str(&run("rubric_agreement", &text(&request), &mut progress).unwrap()).unwrap()
     }
 
     /// A value as the page reads it: through JSON text (serde_json's own parser may round a
@@ -857,7 +527,8 @@ mod tests {
     fn the_rubric_reply_has_the_scores_view_of_its_report() {
         let request = grade_request(serde_json::json!({"resamples": 20, "confidence": 0.9}));
         let mut progress = |_: &str, _: usize, _: usize| Ok(());
-        let reply: serde_json::Value = serde_json::from_str(&rubric(&request, &mut progress).unwrap()).unwrap();
+        let reply: serde_json::Value =
+            serde_json::from_str(&run("rubric", &text(&request), &mut progress).unwrap()).unwrap();
         let view = &reply["rubric_view"];
         assert_eq!((view["confidence"].as_f64(), &view["graded_by_model"]), (Some(0.9), &serde_json::json!(false)));
         let overall = &view["scores"][0];

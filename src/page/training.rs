@@ -10,62 +10,19 @@ use serde::{Deserialize, Serialize};
 use crate::error::{Error, Result};
 use crate::gpu::{AnyEncoder, BackendChoice, BackendReport};
 use crate::jobs::{self, KeptModel, NamedText};
-use crate::train::{Baseline, ClassWeights, EpochLog, ExampleOptions, Freeze, SelectBy, TrainEvent, TrainOptions};
+use crate::train::{Baseline, EpochLog, SelectBy, TrainEvent};
 
-/// The page's training form; names match the CLI's flags (`medrank train`).
-#[derive(Debug, Clone, Deserialize)]
+/// The page's training form: the files, and the options as `medrank train`'s flags name
+/// them (`jobs::TrainForm`, whose `Default` the page starts from).
+#[derive(Debug, Clone, Default, Deserialize)]
 #[serde(default)]
 pub struct TrainPageRequest {
-    /// The training file: an argument bundle or a HiTZ MCQA file.
+    /// The training file: an argument bundle, a HiTZ MCQA file or a rubric file.
     pub train: Option<NamedText>,
-    /// The dev file, or none with `dev_split`.
+    /// The dev file; without one, the form's `dev_split` of the training file.
     pub dev: Option<NamedText>,
-    pub dev_split: Option<f64>,
-    pub task: String,
-    pub arguments: String,
-    pub freeze: String,
-    pub epochs: usize,
-    pub batch_size: usize,
-    pub lr: f64,
-    pub patience: usize,
-    pub seed: u64,
-    /// `accuracy`, `macro-f1`, `loss`, or empty for the task's metric (`--select-by`).
-    pub select_by: String,
-    /// `balanced`, `none`, or empty for the task's default (`--class-weights`).
-    pub class_weights: String,
-    pub keep_empty_options: bool,
-    pub keep_not_enough_evidence: bool,
-    /// Where the frozen encoder runs: auto | cpu | gpu (`--backend`).
-    pub backend: String,
-}
-
-impl Default for TrainPageRequest {
-    fn default() -> Self {
-        let o = TrainOptions::default();
-        TrainPageRequest {
-            train: None,
-            dev: None,
-            dev_split: None,
-            task: "mcqa".into(),
-            arguments: "none".into(),
-            freeze: "head".into(),
-            epochs: o.epochs,
-            batch_size: o.batch_size,
-            lr: o.learning_rate,
-            patience: o.patience,
-            seed: o.seed,
-            select_by: String::new(),
-            class_weights: String::new(),
-            keep_empty_options: false,
-            keep_not_enough_evidence: false,
-            backend: "auto".into(),
-        }
-    }
-}
-
-/// A form field's value, or `None` when it was left empty (the default).
-fn non_empty(s: &str) -> Option<&str> {
-    Some(s.trim()).filter(|s| !s.is_empty())
+    #[serde(flatten)]
+    pub form: jobs::TrainForm,
 }
 
 impl TrainPageRequest {
@@ -73,40 +30,35 @@ impl TrainPageRequest {
     /// frozen encoder runs.
     pub fn to_request(&self) -> Result<(jobs::TrainRequest, BackendChoice)> {
         let train = self.train.clone().ok_or_else(|| Error::invalid("add a training file"))?;
-        let dev = match (self.dev.clone(), self.dev_split) {
-            (Some(dev), None) => jobs::DevData::File(dev),
-            (None, Some(fraction)) => jobs::DevData::Split(fraction),
-            (Some(_), Some(_)) => return Err(Error::invalid("give a dev file or a dev split, not both")),
-            (None, None) => return Err(Error::invalid("add a dev file or choose a dev split")),
+        let dev = match self.dev.clone() {
+            Some(dev) => jobs::DevData::File(dev),
+            None => jobs::DevData::Split(self.form.dev_split),
         };
-        let task = jobs::TrainTask::parse(&self.task).ok_or_else(|| {
-            Error::invalid(format!("unknown task `{}` ({})", self.task, jobs::TrainTask::NAMES.join(", ")))
-        })?;
-        let options = TrainOptions {
-            freeze: jobs::parse_freeze(&self.freeze)?,
-            epochs: self.epochs,
-            batch_size: self.batch_size,
-            learning_rate: self.lr,
-            patience: self.patience,
-            seed: self.seed,
-            select_by: non_empty(&self.select_by).map(SelectBy::parse).transpose()?,
-            class_weights: non_empty(&self.class_weights).map(ClassWeights::parse).transpose()?,
-            ..Default::default()
-        };
-        let request = jobs::TrainRequest {
-            train,
-            dev,
-            task,
-            arguments: self.arguments.clone(),
-            options,
-            conventions: ExampleOptions {
-                keep_empty_options: self.keep_empty_options,
-                keep_not_enough_evidence: self.keep_not_enough_evidence,
-            },
-            on_gpu: false,
-            trace_steps: 0,
-        };
-        Ok((request, jobs::parse_backend(&self.backend)?))
+        self.form.request(train, dev)
+    }
+}
+
+/// What the page's training form learns when the engine is ready: its defaults, the tasks
+/// it trains (with their names in words) and the arguments any file offers.
+#[derive(Debug, Serialize)]
+pub struct FormDescription {
+    pub defaults: jobs::TrainForm,
+    pub tasks: Vec<TaskChoice>,
+    pub arguments: Vec<jobs::ArgumentChoice>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct TaskChoice {
+    pub name: &'static str,
+    pub label: &'static str,
+}
+
+impl FormDescription {
+    pub fn new() -> Result<FormDescription> {
+        // The page's frozen encoder runs where its Model section says (WebGPU when there is one).
+        let defaults = jobs::TrainForm { backend: jobs::RunOptions::page().backend, ..Default::default() };
+        let tasks = jobs::TrainTask::all().map(|t| TaskChoice { name: t.name(), label: t.label() }).collect();
+        Ok(FormDescription { defaults, tasks, arguments: jobs::argument_choices(&[]) })
     }
 }
 
@@ -378,7 +330,7 @@ pub fn outcome(
 pub struct PageTraining {
     job: jobs::TrainingJob,
     backend: BackendChoice,
-    /// Whether the trained part's engine was chosen (after the frozen pass).
+    /// Whether the trained part's engine was chosen (before the frozen pass).
     placed: bool,
     /// Where the trained part runs: "cpu" (candle's autograd) or "gpu" (WebGPU).
     trained_on: &'static str,
@@ -389,16 +341,11 @@ pub struct PageTraining {
 
 impl PageTraining {
     /// Reads the training data and sets up a new head on `kept`'s model, run in the
-    /// precision its folder holds (`folder_precision`), as `medrank train` runs it: the
-    /// evaluation Options' precision is not the training's.
-    pub fn start(
-        request: &TrainPageRequest,
-        kept: &mut KeptModel,
-        folder_precision: crate::model::Precision,
-        clock: fn() -> f64,
-    ) -> Result<PageTraining> {
+    /// precision its folder holds, as `medrank train` runs it: the evaluation Options'
+    /// precision is not the training's.
+    pub fn start(request: &TrainPageRequest, kept: &mut KeptModel, clock: fn() -> f64) -> Result<PageTraining> {
         let (req, backend) = request.to_request()?;
-        kept.set_precision(folder_precision);
+        kept.set_precision(kept.folder_precision);
         let job = jobs::TrainingJob::start(&req, &kept.model, clock)?;
         let s = job.summary();
         let (trained_layers, layers) = job.trainer().layers();
@@ -428,15 +375,22 @@ impl PageTraining {
     }
 
     /// Up to `max_batches` more batches of the frozen pass on `kept`'s encoder (the
-    /// request's backend).
+    /// request's backend); before the first, the trained part is placed by the one rule of
+    /// both front ends (`jobs::TrainingJob::place`).
     pub async fn encode<'a>(&mut self, kept: &'a mut KeptModel, max_batches: usize) -> Result<EncodeProgress<'a>> {
         let started = (self.clock)();
         let (encoder, report) = kept.encoder(self.backend).await?;
-        let finished = self.job.encode(encoder, max_batches.max(1)).await?;
-        if finished && !self.placed {
+        if !self.placed {
             self.placed = true;
-            self.place(encoder)?;
+            let gpu = match encoder {
+                AnyEncoder::Gpu(gpu) => Some(gpu.context()),
+                AnyEncoder::Cpu(_) => None,
+            };
+            if self.job.place(gpu)? {
+                self.trained_on = "gpu";
+            }
         }
+        let finished = self.job.encode(encoder, max_batches.max(1)).await?;
         let (done, total) = self.job.inputs();
         self.measured.encode_seconds += (self.clock)() - started;
         self.measured.inputs_done = done;
@@ -451,19 +405,6 @@ impl PageTraining {
             stage: Stage::Frozen.text(),
             left,
         })
-    }
-
-    /// Where the trained part runs, once the frozen pass is done: trained layers (the top
-    /// ones, or all with the embeddings) go to the GPU whose encoder computed the frozen
-    /// part (the same device, its states already there); the head alone, or a CPU
-    /// encoder, keeps it on the CPU.
-    fn place(&mut self, encoder: &AnyEncoder) -> Result<()> {
-        let trains_layers = matches!(self.job.summary().freeze, Freeze::TopLayers(_) | Freeze::All);
-        if let (AnyEncoder::Gpu(gpu), true) = (encoder, trains_layers) {
-            self.job.train_on_gpu(gpu.context().clone())?;
-            self.trained_on = "gpu";
-        }
-        Ok(())
     }
 
     /// One epoch; `progress` sees its stages as they start (training, then dev
@@ -517,8 +458,8 @@ impl PageTraining {
         let baseline = self.job.trainer().dev_baseline();
         let (epochs, patience) = (self.plan.epochs, self.plan.patience);
         let trained = self.job.finish(tokenizer_json).await?;
-        let outcome =
-            outcome(epochs, patience, trained.curve.len(), trained.select_by, trained.best_dev_metric, baseline);
+        let r = &trained.result;
+        let outcome = outcome(epochs, patience, r.curve.len(), r.select_by, r.best_dev_metric, baseline);
         Ok((trained, outcome))
     }
 }
@@ -531,10 +472,11 @@ mod tests {
         serde_json::from_value(value).unwrap()
     }
 
+    use crate::train::{ClassWeights, Freeze, TrainOptions};
+
     #[test]
     fn the_form_left_empty_takes_the_trainers_defaults() {
-        let (req, backend) =
-            form(serde_json::json!({"train": {"name": "t.jsonl", "text": ""}, "dev_split": 0.2})).to_request().unwrap();
+        let (req, backend) = form(serde_json::json!({"train": {"name": "t.jsonl", "text": ""}})).to_request().unwrap();
         let d = TrainOptions::default();
         assert_eq!(
             (req.options.epochs, req.options.batch_size, req.options.learning_rate, req.options.seed),
@@ -542,8 +484,10 @@ mod tests {
         );
         assert_eq!(req.options.freeze, Freeze::HeadOnly);
         assert_eq!((req.options.select_by, req.options.class_weights), (None, None), "the task's own defaults");
-        assert!(matches!(req.dev, jobs::DevData::Split(f) if f == 0.2));
-        assert_eq!(backend, BackendChoice::Auto);
+        assert!(matches!(req.dev, jobs::DevData::Split(f) if f == jobs::TrainForm::default().dev_split));
+        // The page sends its Model section's backend; the form's own default is the CLI's.
+        assert_eq!(backend, BackendChoice::Cpu);
+        assert_eq!(FormDescription::new().unwrap().defaults.backend, "auto");
     }
 
     #[test]
@@ -569,11 +513,6 @@ mod tests {
         let err = |v| form(v).to_request().unwrap_err().to_string();
         assert_eq!(err(serde_json::json!({})), "add a training file");
         let train = serde_json::json!({"name": "t.jsonl", "text": ""});
-        assert_eq!(err(serde_json::json!({"train": train})), "add a dev file or choose a dev split");
-        assert_eq!(
-            err(serde_json::json!({"train": train, "dev": train, "dev_split": 0.1})),
-            "give a dev file or a dev split, not both"
-        );
         assert!(err(serde_json::json!({"train": train, "dev_split": 0.1, "task": "x"})).contains("unknown task `x`"));
     }
     /// 1000 frozen inputs for 400 training and 100 dev examples (2 inputs each), 20 epochs,

@@ -248,9 +248,5 @@ pub fn examples_from_rubric_count(file: &str, text: &str) -> Result<usize> {
 
 /// The label list a task's classification head uses.
 pub fn task_labels(task: Task) -> Vec<String> {
-    match task {
-        Task::Mcqa => Vec::new(),
-        Task::Misinformation => Task::MISINFORMATION_LABELS.iter().map(|s| s.to_string()).collect(),
-        Task::Nli => Task::NLI_LABELS.iter().map(|s| s.to_string()).collect(),
-    }
+    task.labels().iter().map(|s| s.to_string()).collect()
 }

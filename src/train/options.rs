@@ -65,7 +65,7 @@ impl SelectBy {
             "accuracy" => Ok(SelectBy::Accuracy),
             "macro-f1" | "macro_f1" => Ok(SelectBy::MacroF1),
             "loss" => Ok(SelectBy::Loss),
-            other => Err(Error::invalid(format!("--select-by {other}: expected accuracy, macro-f1 or loss"))),
+            other => Err(Error::option("select_by", format!("{other}: expected accuracy, macro-f1 or loss"))),
         }
     }
 
@@ -115,7 +115,7 @@ impl ClassWeights {
         match s.trim() {
             "balanced" => Ok(ClassWeights::Balanced),
             "none" => Ok(ClassWeights::Equal),
-            other => Err(Error::invalid(format!("--class-weights {other}: expected balanced or none"))),
+            other => Err(Error::option("class_weights", format!("{other}: expected balanced or none"))),
         }
     }
 
@@ -228,23 +228,28 @@ pub fn dev_split(v: f64) -> Result<f64, String> {
 
 /// Options that would train nothing, train on numbers that are not numbers, or exceed
 /// their bounds (`crate::bounds`: the page sends epochs, batch size and patience too) are
-/// refused, naming the flag (never coerced to something else). A rate or decay above 1
-/// makes AdamW's steps (about the rate) and decay (rate x decay) larger than the weights.
+/// refused, naming the option (never coerced to something else): each front end words it
+/// (`Error::Option`: the CLI's flag, the page's field). A rate or decay above 1 makes
+/// AdamW's steps (about the rate) and decay (rate x decay) larger than the weights.
 pub(super) fn check_options(o: &TrainOptions) -> Result<()> {
     use crate::bounds::{check_count, MAX_BATCH, MAX_EPOCHS, MAX_GRAD_ACCUM};
-    check_count("--epochs", o.epochs, 1, MAX_EPOCHS).map_err(Error::invalid)?;
-    check_count("--batch-size", o.batch_size, 1, MAX_BATCH).map_err(Error::invalid)?;
-    check_count("--grad-accum", o.grad_accum, 1, MAX_GRAD_ACCUM).map_err(Error::invalid)?;
-    check_count("--patience", o.patience, 1, MAX_EPOCHS).map_err(Error::invalid)?;
+    // The bound's words without a flag: "0: expected a whole number from 1 to 10000".
+    let count = |option: &'static str, value, max| {
+        check_count("", value, 1, max).map_err(|e| Error::option(option, e.trim_start()))
+    };
+    count("epochs", o.epochs, MAX_EPOCHS)?;
+    count("batch_size", o.batch_size, MAX_BATCH)?;
+    count("grad_accum", o.grad_accum, MAX_GRAD_ACCUM)?;
+    count("patience", o.patience, MAX_EPOCHS)?;
     type Check = fn(f64) -> Result<f64, String>;
-    let checks: [(&str, f64, Check); 4] = [
-        ("--lr", o.learning_rate, learning_rate),
-        ("--layer-lr", o.layer_learning_rate, learning_rate),
-        ("--weight-decay", o.weight_decay, weight_decay),
-        ("--warmup", o.warmup_ratio, warmup_ratio),
+    let checks: [(&'static str, f64, Check); 4] = [
+        ("lr", o.learning_rate, learning_rate),
+        ("layer_lr", o.layer_learning_rate, learning_rate),
+        ("weight_decay", o.weight_decay, weight_decay),
+        ("warmup", o.warmup_ratio, warmup_ratio),
     ];
-    for (flag, v, check) in checks {
-        check(v).map_err(|why| Error::invalid(format!("{flag} {v}: {why}")))?;
+    for (option, v, check) in checks {
+        check(v).map_err(|why| Error::option(option, format!("{v}: {why}")))?;
     }
     Ok(())
 }
@@ -311,8 +316,10 @@ mod tests {
             ),
             (TrainOptions { weight_decay: 2.0, ..o.clone() }, "--weight-decay 2: expected a number from 0 to 1"),
         ] {
-            let e = check_options(&bad).unwrap_err().to_string();
-            assert!(e.contains(flag), "{e}");
+            let e = check_options(&bad).unwrap_err();
+            // Named by the option, worded as the CLI's flag by the error's own text.
+            assert!(matches!(e, Error::Option { .. }), "{e:?}");
+            assert!(e.to_string().contains(flag), "{e}");
         }
         check_options(&o).unwrap();
     }

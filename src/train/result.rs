@@ -73,9 +73,12 @@ pub enum TrainEvent<'a> {
     Epoch(&'a EpochLog),
 }
 
-#[derive(Debug, Clone)]
+/// What a training found; serialised (the front ends' report of a training) without the
+/// model and the traced steps.
+#[derive(Debug, Clone, Serialize)]
 pub struct TrainResult {
     /// The encoder with the trained head, weights of the best dev epoch.
+    #[serde(skip)]
     pub model: LoadedModel,
     pub curve: Vec<EpochLog>,
     pub best_epoch: usize,
@@ -89,6 +92,7 @@ pub struct TrainResult {
     /// What the user must know about the picked model (it predicts one class for all).
     pub warnings: Vec<String>,
     /// The first optimiser steps, when a trace was asked for ([`Trainer::trace_steps`](super::Trainer::trace_steps)).
+    #[serde(skip)]
     pub steps: Vec<StepRecord>,
     /// The loss weight of each label (empty for multiple choice).
     pub class_weights: Vec<f64>,

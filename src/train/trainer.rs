@@ -290,7 +290,7 @@ impl Trainer {
     pub fn train_on_gpu(&mut self, ctx: GpuContext) -> Result<()> {
         if self.opts.freeze == Freeze::HeadOnly {
             return Err(Error::invalid(
-                "--backend gpu trains encoder layers: use it with --freeze top:N or all (the head alone trains on the CPU)",
+                "the GPU trainer trains encoder layers: a head alone trains on the CPU (the placement rule, jobs::TrainingJob::place)",
             ));
         }
         if !self.curve.is_empty() {

@@ -187,7 +187,7 @@ for (const withGrader of [true, false]) {
       assert.match(await page.locator(`tr[data-file="${name}"] td.check`).textContent(), /^✓ /, name);
     }
     const started = Date.now();
-    await run(page, '#run-agreement');
+    await run(page, '#run-rubric_agreement');
     const { result } = await page.evaluate(() => window.medrank.state.lastResult);
     // The whole report, within 1e-12 (file names aside).
     assert.deepEqual(differences(baseNames(result.report), baseNames(expected.report)), []);
@@ -211,7 +211,7 @@ test('the example loads the judged and the grader file with their own kinds: Rub
   assert.equal(await kind('rubric/conversations.jsonl'), 'rubric_responses');
   for (const name of [JUDGED, GRADER, 'rubric/graded.jsonl'])
     assert.match(await page.locator(`tr[data-file="${name}"] td.check`).textContent(), /^✓ /, name);
-  await run(page, '#run-agreement');
+  await run(page, '#run-rubric_agreement');
   let { result } = await page.evaluate(() => window.medrank.state.lastResult);
   assert.deepEqual(
     result.report.provenance.inputs.map((f) => f.name),

@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { copyFileSync, existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { openApp, run, waitForChecks, cli, differencesWithin, withoutPaths, ROOT, SITE, EXAMPLES } from './harness.mjs';
+import { openApp, run, setOptions, waitForChecks, cli, differencesWithin, withoutPaths, ROOT, SITE, EXAMPLES } from './harness.mjs';
 
 const MODEL = 'models/all-MiniLM-L6-v2';
 const haveModel =
@@ -42,6 +42,8 @@ test(
       const { page, requests } = app;
       await page.check('input[name=model][value=bundled]');
       await page.selectOption('#opt-backend', 'cpu');
+      // Every control the inputs allow, as the CLI's bare --controls.
+      await setOptions(page, { controls: 'all' });
       // Without the no-argument file: the check says so at once, in a sentence naming the files.
       const others = Object.keys(PUBLISHED).filter((s) => s !== 'No_Argument');
       await page.setInputFiles(
@@ -53,7 +55,7 @@ test(
       const problem = await page.textContent('#rank-check');
       assert.match(problem, /^Before ranking: The Ranking-Over-Scoring import needs the no-argument file/);
       assert.ok(problem.includes(`none of ${others.map(published).join(', ')} has the system no_argument`), problem);
-      assert.equal(await page.isDisabled('#run-rank'), true, 'the Rank button waits for the fix');
+      assert.equal(await page.isDisabled('#run-rank_systems'), true, 'the Rank button waits for the fix');
       assert.ok(!requests.some((r) => r.url.includes('/models/')), 'no model was loaded to find it');
 
       // With it: the names give each file its role (the prefix dropped, the base recognised in
@@ -83,7 +85,7 @@ test(
       assert.ok(ready.includes('the ir_passages control was not added: it needs a corpus'), ready);
       assert.ok(!requests.some((r) => r.url.includes('/models/')), 'still no model loaded');
 
-      await run(page, '#run-rank');
+      await run(page, '#run-rank_systems');
       const report = await page.evaluate(() => window.medrank.state.lastResult.result.report);
       const ranked = report.evaluators[0].report.tasks[0].systems.map((s) => s.system);
       assert.deepEqual([...ranked].sort(), ['Label_Only', 'Noise', 'gpt-4o', 'llama-3-70b', 'no_argument']);
@@ -196,7 +198,7 @@ test(
           window.__stages.push({ t: performance.now(), text: stage.textContent, done: bar.value, total: bar.max }),
         ).observe(stage, { childList: true, characterData: true, subtree: true });
       });
-      await page.click('#run-rank');
+      await page.click('#run-rank_systems');
       // While it runs, the progress is in view at the bottom of the page and at its top.
       await page.waitForFunction(
         () => /Encoding with the model: [1-9]/.test(document.querySelector('#progress-stage').textContent),
@@ -245,7 +247,7 @@ test(
       await page.evaluate(() => {
         window.__stages = [];
       });
-      await page.click('#run-rank');
+      await page.click('#run-rank_systems');
       await page.waitForFunction(() => window.__stages.some((s) => s.text.includes('tokens)')), null, {
         timeout: 60000,
       });

@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { openApp, upload, waitForChecks, cli, screenshot, differencesWithin, withoutPaths, ROOT, SITE, EXAMPLES } from './harness.mjs';
+import { openApp, upload, setOptions, waitForChecks, cli, screenshot, differencesWithin, withoutPaths, ROOT, SITE, EXAMPLES } from './harness.mjs';
 
 const MODEL = 'models/all-MiniLM-L6-v2';
 const haveModel = existsSync(join(SITE, MODEL, 'model.safetensors')) && existsSync(join(ROOT, MODEL, 'model.safetensors'));
@@ -23,16 +23,14 @@ function maxRelativeDifference(a, b) {
 }
 
 /** Choose the bundled model and the backend, run "Rank systems", return the page's reply. */
-async function evaluateWithModel(page, backend, { controls } = {}) {
+async function evaluateWithModel(page, backend, { controls = 'all' } = {}) {
   await page.check('input[name=model][value=bundled]');
   await page.selectOption('#opt-backend', backend);
-  if (controls !== undefined) {
-    await page.evaluate(() => { document.querySelector('details.options').open = true; });
-    await page.fill('#opt-controls', controls);
-  }
+  // The control cases to add: by default every one the inputs allow (the CLI's bare --controls).
+  await setOptions(page, { controls });
   // Wait for a new result (a second run in the same page already shows the first one).
   await page.evaluate(() => { window.previousResult = window.medrank.state.lastResult; });
-  await page.click('#run-rank');
+  await page.click('#run-rank_systems');
   await page.waitForFunction(() => window.medrank.state.lastResult !== window.previousResult || !document.querySelector('#run-error').hidden, null, { timeout: 300000 });
   const error = await page.$eval('#run-error', (e) => (e.hidden ? null : e.textContent));
   if (error) throw new Error(`the page reported: ${error}`);
@@ -130,7 +128,7 @@ test('without WebGPU the page runs the model on the CPU and says so', { skip: !h
     assert.ok(result.report.provenance.conventions.some(([k, v]) => k === 'backend' && v.startsWith('cpu (candle)')));
     // Forcing the GPU without an adapter is an error, not a silent CPU run.
     await page.selectOption('#opt-backend', 'gpu');
-    await page.click('#run-rank');
+    await page.click('#run-rank_systems');
     await page.waitForFunction(() => !document.querySelector('#run-error').hidden, null, { timeout: 60000 });
     assert.match(await page.textContent('#run-error'), /GPU backend was requested but cannot run/);
   }));

@@ -23,7 +23,7 @@ before(async () => {
 
   app = await openApp();
   await upload(app.page, FILES);
-  await run(app.page, '#run-rank');
+  await run(app.page, '#run-rank_systems');
   pageResult = await app.page.evaluate(() => window.medrank.state.lastResult.result);
 });
 after(async () => {

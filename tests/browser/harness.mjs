@@ -137,6 +137,20 @@ export async function waitForChecks(page, rows = 1) {
   }, rows, { timeout: 60000 });
 }
 
+/** Sets Options fields by their option's name (the CLI's flag; `data-option` in the page),
+ *  as a user types or picks them: `{ controls: 'all' }`. */
+export async function setOptions(page, values) {
+  await page.evaluate(() => { document.querySelector('details.options').open = true; });
+  for (const [key, value] of Object.entries(values)) {
+    const field = `[data-option="${key}"]`;
+    const tag = await page.$eval(field, (e) => e.tagName);
+    if (typeof value === 'boolean') await page.setChecked(field, value);
+    else if (tag === 'SELECT') await page.selectOption(field, value);
+    else await page.fill(field, String(value));
+    await page.dispatchEvent(field, 'change');
+  }
+}
+
 /** Click a run button and wait for the results (or an error box). */
 export async function run(page, buttonId) {
   // Results of an earlier job stay on screen, so "results visible" alone would return at

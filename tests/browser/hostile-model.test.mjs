@@ -52,7 +52,7 @@ test('a model that computes NaN is refused by every model job of the page, as by
     return [m[1], input];
   };
   const cliRefusals = {
-    '#run-rank': cliRefusal(['evaluate', '--bundle', join(EXAMPLES, 'bundle.jsonl'), '--model', dir]),
+    '#run-rank_systems': cliRefusal(['evaluate', '--bundle', join(EXAMPLES, 'bundle.jsonl'), '--model', dir]),
     '#run-grade': cliRefusal(['grade', '--rubric', join(EXAMPLES, 'rubric/conversations.jsonl'), '--grader', dir]),
     '#run-statements': cliRefusal(['statements', '--input', join(EXAMPLES, 'statements/answers.jsonl'), '--nli', dir]),
   };

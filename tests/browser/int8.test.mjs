@@ -15,6 +15,7 @@ import { join } from 'node:path';
 import {
   openApp,
   upload,
+  setOptions,
   waitForChecks,
   cli,
   medrankBin,
@@ -124,10 +125,12 @@ async function rankWith(page, { backend = 'cpu', precision = 'int8', modelFiles 
   }
   await page.selectOption('#opt-backend', backend);
   await page.selectOption('#opt-precision', precision);
+  // Every control the inputs allow, as the CLI's bare --controls.
+  await setOptions(page, { controls: 'all' });
   await page.evaluate(() => {
     window.previousResult = window.medrank.state.lastResult;
   });
-  await page.click('#run-rank');
+  await page.click('#run-rank_systems');
   await page.waitForFunction(
     () => window.medrank.state.lastResult !== window.previousResult || !document.querySelector('#run-error').hidden,
     null,

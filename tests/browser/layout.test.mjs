@@ -83,13 +83,13 @@ test('a keyboard-only run: load the example, rank, switch result tabs, download 
   await page.keyboard.press('Enter');
   await waitForChecks(page, 4);
   // The page moves focus to "Rank systems" once the example is checked.
-  await page.waitForFunction(() => document.activeElement?.id === 'run-rank' && !document.activeElement.disabled);
+  await page.waitForFunction(() => document.activeElement?.id === 'run-rank_systems' && !document.activeElement.disabled);
   // The whole tab order with the example loaded (the files' kind choosers and parameters,
   // the model choices, the run buttons, the training panel...): up to the skip link, down to
   // the footer's link, back up to "Rank systems". Every stop must show where the focus is.
   await tabUntil(page, 'a.skip', reached, 'Shift+Tab');
   await tabUntil(page, 'footer a', reached);
-  await tabUntil(page, '#run-rank', reached, 'Shift+Tab');
+  await tabUntil(page, '#run-rank_systems', reached, 'Shift+Tab');
   for (const id of ['drop', 'load-example-2', 'opt-backend', 'run-nrp', 'train-task', 'train-file'])
     assert.ok(
       reached.some((r) => r.id === id),
@@ -283,7 +283,7 @@ test('nothing is cut at 1280, 1024 and 768 px: files, options, progress, trainin
     await page.click('#load-example-2');
     await waitForChecks(page, 4);
   }
-  if ((await page.locator('table.ranking').count()) === 0) await run(page, '#run-rank');
+  if ((await page.locator('table.ranking').count()) === 0) await run(page, '#run-rank_systems');
   await page.click('.options summary');
   const found = [];
   const check = async (what) => {
@@ -300,7 +300,7 @@ test('nothing is cut at 1280, 1024 and 768 px: files, options, progress, trainin
     let measured = null;
     for (let attempt = 0; attempt < 4 && !measured; attempt++) {
       if (!(await page.evaluate(() => Boolean(window.medrank.state.running)))) {
-        await page.click('#run-rank');
+        await page.click('#run-rank_systems');
         await page.waitForSelector('#progress:not([hidden])');
       }
       // Measured at the end of the page, where body.running leaves the docked area its room:
@@ -343,7 +343,7 @@ test('nothing is cut at 1280, 1024 and 768 px: files, options, progress, trainin
     ['#run-nrp', 'NRP'],
     ['#run-metrics', 'Metrics'],
     ['#run-rubric', 'Rubric'],
-    ['#run-agreement', 'Agreement'],
+    ['#run-rubric_agreement', 'Agreement'],
   ]) {
     await run(page, button);
     const titles = await page.locator('#tabs [role=tab]').allTextContents();

@@ -17,9 +17,9 @@ test('the bundled model is cached in the browser and the clear button removes it
     const { page, requests, server } = app;
     await upload(page, ['bundle.jsonl']);
     await page.check('input[name=model][value=bundled]');
-    assert.equal(await page.isEnabled('#run-rank'), true, 'a model replaces the predictions file');
+    assert.equal(await page.isEnabled('#run-rank_systems'), true, 'a model replaces the predictions file');
     await page.selectOption('#opt-backend', 'cpu');
-    await run(page, '#run-rank');
+    await run(page, '#run-rank_systems');
     // Every model file the site serves (config, tokenizer, weights and the optional
     // sentence-transformers settings) is read and cached.
     const served = readdirSync(join(SITE, 'models/all-MiniLM-L6-v2'), { recursive: true }).filter((f) => statSync(join(SITE, 'models/all-MiniLM-L6-v2', f)).isFile());
@@ -47,7 +47,7 @@ test('a model picked from disk is read, cached, and cleared the same way', async
     await page.setInputFiles('#model-files', ['config.json', 'tokenizer.json', 'model.safetensors'].map((f) => join(dir, f)));
     assert.equal(await page.isChecked('input[name=model][value=local]'), true, 'picking files selects the local model');
     await page.selectOption('#opt-backend', 'cpu');
-    await run(page, '#run-rank');
+    await run(page, '#run-rank_systems');
     assert.match(await page.evaluate(() => window.medrank.state.lastResult.result.report.evaluators[0].evaluator), /\(similarity\)$/);
     await page.waitForFunction(() => /Cached in this browser: 3 model files/.test(document.querySelector('#model-status').textContent), null, { timeout: 10000 });
     // Nothing was sent anywhere: the files were read in the page.

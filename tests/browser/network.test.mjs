@@ -14,7 +14,7 @@ test('a full evaluation with uploaded files requests nothing but the site’s ow
     const origin = new URL(server.url).origin;
     await upload(page, ['bundle.jsonl', 'rankings.csv', 'predictions.csv', 'corpus.jsonl']);
     const evaluationStarts = Date.now();
-    await run(page, '#run-rank');
+    await run(page, '#run-rank_systems');
     await page.click('#tabs [role=tab]:text-is("Tables & export")');
     const download = page.waitForEvent('download');
     await page.locator('[data-export$=".csv"]').first().click();

@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { copyFileSync, mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
-import { openApp, run, screenshot, waitForChecks, cli, differences, EXAMPLES } from './harness.mjs';
+import { openApp, run, setOptions, screenshot, waitForChecks, cli, differences, EXAMPLES } from './harness.mjs';
 
 const NRP = join(EXAMPLES, 'nrp');
 const ANSWERS = ['gpt-3.5-turbo__multimedqa.csv', 'gpt-3.5-turbo__no_prompt.csv', 'llama-2-13b__multimedqa.csv', 'llama-2-13b__no_prompt.csv'];
@@ -28,6 +28,7 @@ before(async () => {
   app = await openApp();
   await app.page.setInputFiles('#file-input', FILES.map((f) => join(dir, basename(f))));
   await waitForChecks(app.page, FILES.length);
+  await setOptions(app.page, { not_judgeable: 'credibility=3' });
   await run(app.page, '#run-nrp');
   pageReport = await app.page.evaluate(() => window.medrank.state.lastResult.result.report);
 });

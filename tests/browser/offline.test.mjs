@@ -21,7 +21,7 @@ test('after one visit the page loads and evaluates the example with the network 
     await page.waitForFunction(() => document.querySelector('#version')?.textContent !== '—', null, { timeout: 30000 });
     await page.click('#load-example-2');
     await waitForChecks(page, 4);
-    await run(page, '#run-rank');
+    await run(page, '#run-rank_systems');
     assert.ok(await page.locator('table.ranking').count() > 0);
     await screenshot(page, '12-offline');
   } finally {
@@ -56,7 +56,7 @@ test('Cancel stops a long job, says so, and the page can run again', async () =>
     await waitForChecks(page, 2);
     await page.click('.options summary');
     await page.fill('#opt-resamples', '5000');
-    await page.click('#run-rank');
+    await page.click('#run-rank_systems');
     await page.waitForSelector('#progress:not([hidden])');
     await screenshot(page, '13-progress');
     await page.click('#cancel');
@@ -66,7 +66,7 @@ test('Cancel stops a long job, says so, and the page can run again', async () =>
     // A fresh engine is ready again: a small run works.
     await page.fill('#opt-resamples', '50');
     await page.waitForFunction(() => document.querySelector('#version')?.textContent !== '—');
-    await run(page, '#run-rank');
+    await run(page, '#run-rank_systems');
     assert.ok(await page.locator('table.ranking').count() > 0);
   } finally {
     await app.close();

@@ -32,8 +32,8 @@ test('a fresh page shows its empty states, the engine version and no console err
   assert.equal(await page.isVisible('#results-empty'), true);
   assert.match(await page.textContent('#version'), /^\d+\.\d+\.\d+/);
   // Nothing to run yet: the run buttons say what they need.
-  assert.equal(await page.isDisabled('#run-rank'), true);
-  assert.match(await page.getAttribute('#run-rank', 'title'), /Needs: Argument bundle/);
+  assert.equal(await page.isDisabled('#run-rank_systems'), true);
+  assert.match(await page.getAttribute('#run-rank_systems', 'title'), /Needs: Argument bundle/);
   await screenshot(page, '01-empty');
   assert.deepEqual(consoleErrors, []);
 });

@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { copyFileSync, existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { openApp, run, openTab, waitForChecks, cli, differences, differencesWithin, withoutPaths, EXAMPLES, ROOT, SITE } from './harness.mjs';
+import { openApp, run, openTab, setOptions, waitForChecks, cli, differences, differencesWithin, withoutPaths, EXAMPLES, ROOT, SITE } from './harness.mjs';
 
 const SOURCES = ['gpt-4o', 'llama-3-70b', 'label_only'];
 // How `medrank import` takes each source: label_only is the published label-only control,
@@ -51,7 +51,7 @@ async function pageRanksLikeTheCli(dir, beforeRun = async () => {}, afterRun = a
     await page.setInputFiles('#file-input', ['no_argument', ...SOURCES].map((f) => join(dir, `${f}.jsonl`)).concat(join(dir, 'evaluator.csv')));
     await waitForChecks(page, 5);
     await beforeRun(page);
-    await run(page, '#run-rank');
+    await run(page, '#run-rank_systems');
     const report = await page.evaluate(() => window.medrank.state.lastResult.result.report);
     assert.deepEqual(differences(report, expected), []);
     await afterRun(page);
@@ -135,7 +135,7 @@ test('control files marked as control cases in the page count in the verdict and
     await page.setInputFiles('#file-input', files.map((f) => join(dir, `${f}.jsonl`)).concat(join(dir, 'evaluator.csv')));
     await waitForChecks(page, files.length + 1);
     for (const c of Object.keys(controls)) assert.equal(await page.isChecked(`tr[data-file="${c}.jsonl"] input.control-case`), true, c);
-    await run(page, '#run-rank');
+    await run(page, '#run-rank_systems');
     const report = await page.evaluate(() => window.medrank.state.lastResult.result.report);
     assert.deepEqual(differences(report, expected), []);
     // The ranking table and the heatmap draw them as controls.
@@ -181,11 +181,11 @@ test('the default model in the page leaves empty options out, or keeps them with
     await page.check('tr[data-file="Noise.jsonl"] input.control-case');
     await page.check('input[name=model][value=bundled]');
     await page.selectOption('#opt-backend', 'cpu');
-    await page.evaluate(() => { document.querySelector('details.options').open = true; });
-    await page.fill('#opt-controls', 'no_argument');
+    // As --controls no_argument --control-systems no_argument.
+    await setOptions(page, { controls: 'no_argument', control_systems: 'no_argument' });
     for (const keep of [false, true]) {
       await page.setChecked('#opt-keep-empty-options', keep);
-      await run(page, '#run-rank');
+      await run(page, '#run-rank_systems');
       const report = await page.evaluate(() => window.medrank.state.lastResult.result.report);
       const expected = cliReport(keep);
       // Option 5 of instances 1, 3, 5 is empty (make.py): left out, or kept.

@@ -14,6 +14,7 @@ import { chromium } from 'playwright-core';
 import {
   openApp,
   upload,
+  setOptions,
   waitForChecks,
   cli,
   screenshot,
@@ -49,10 +50,12 @@ async function rankWithModel(page) {
 /** Rank systems on the CPU with the model chosen in the page; returns its last result. */
 async function rankOnCpu(page) {
   await page.selectOption('#opt-backend', 'cpu');
+  // Every control the inputs allow, as the CLI's bare --controls.
+  await setOptions(page, { controls: 'all' });
   await page.evaluate(() => {
     window.previousResult = window.medrank.state.lastResult;
   });
-  await page.click('#run-rank');
+  await page.click('#run-rank_systems');
   await page.waitForFunction(
     () => window.medrank.state.lastResult !== window.previousResult || !document.querySelector('#run-error').hidden,
     null,

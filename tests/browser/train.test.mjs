@@ -10,7 +10,7 @@ import { existsSync, mkdtempSync, readFileSync, writeFileSync, readdirSync, rmSy
 import { execFileSync } from 'node:child_process';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { openApp, upload, run, cli, trainFilledForm, ROOT, SITE, EXAMPLES } from './harness.mjs';
+import { openApp, upload, run, setOptions, cli, trainFilledForm, ROOT, SITE, EXAMPLES } from './harness.mjs';
 import { writeRandomBert } from './random-model.mjs';
 
 const MODEL = join(ROOT, 'models/all-MiniLM-L6-v2');
@@ -199,7 +199,9 @@ for (const [key, c] of Object.entries(CASES)) {
         window.medrank.state.files = [];
       });
       await upload(page, ['bundle.jsonl']);
-      await run(page, '#run-rank');
+      // Every control the inputs allow, as the CLI's bare --controls.
+      await setOptions(page, { controls: 'all' });
+      await run(page, '#run-rank_systems');
       const ranked = await page.evaluate(() => window.medrank.state.lastResult.result);
       assert.equal(ranked.report.evaluators.length, 1);
       assert.deepEqual(
@@ -652,5 +654,17 @@ test(
     const noteLine = await page.locator('#train-notes div', { has: page.locator('details.train-ids') }).textContent();
     assert.match(noteLine, /^Note: training data: 12 not_enough_evidence instances dropped/);
     assert.ok(!noteLine.split('12 instance ids')[0].includes(want12[0]), 'the ids are not inline');
+  },
+);
+
+// An option out of its range is refused by the trainer, named by the option's key: the page
+// says it after its own field, where the CLI names its flag (`--epochs 0: ...`).
+test(
+  'an option the trainer refuses is said after the form’s field',
+  { skip: !haveModel && 'no default model' },
+  async () => {
+    const c = { ...CASES.mcqa, settings: { ...CASES.mcqa.settings, epochs: 0 } };
+    await assert.rejects(pageTrain(app.page, c, 'never-trained'), /the page reported/);
+    assert.equal(await app.page.textContent('#train-error'), 'Epochs: 0: expected a whole number from 1 to 10000');
   },
 );

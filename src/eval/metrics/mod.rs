@@ -67,8 +67,9 @@ impl Metric {
     }
 }
 
-/// What to compute and how. Deserialisable so the page can send it as JSON.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// What to compute and how. Deserialisable so the page can send it as JSON. Its default
+/// bootstrap is the front ends' (`--seed`, `--resamples`, `--confidence`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct MetricsOptions {
     pub rouge: RougeOptions,
@@ -78,16 +79,6 @@ pub struct MetricsOptions {
     /// Quadratic weighted kappa, per metric, only for the metrics binned here (metric
     /// scores are real numbers; how to put them on the human scale is the user's call).
     pub kappa_bins: BTreeMap<Metric, KappaBins>,
-}
-
-impl Default for MetricsOptions {
-    fn default() -> Self {
-        MetricsOptions {
-            rouge: RougeOptions::default(),
-            bootstrap: Bootstrap { seed: 42, ..Bootstrap::default() },
-            kappa_bins: BTreeMap::new(),
-        }
-    }
 }
 
 /// One ROUGE type's score against the best reference.

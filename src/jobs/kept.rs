@@ -1,0 +1,450 @@
+//! What the jobs that run a model's encoder share (ranking with a model as the evaluator,
+//! grading rubric criteria, checking statements): the backend opened for it (the CLI's
+//! `--backend`, or the encoder the page keeps across jobs) and its description in the
+//! report, the work counted after every batch with the caller's cancel, and the page's
+//! progress: a share of the work, the stage in words, the time left from the kept model's
+//! last speed. A job says only what it encodes ([`ModelJob`]); [`run_on_backend`] (the
+//! CLI) and [`KeptModel::run_for_page`] (the page) are the one runner each front end uses.
+
+use std::future::Future;
+
+use serde::{Deserialize, Serialize};
+
+use crate::gpu::{AnyEncoder, BackendChoice, BackendReport};
+use crate::model::{Encoder, Precision, TextModel};
+use crate::report::{Fingerprint, Provenance};
+use crate::{Error, Result};
+
+/// A job that runs a model's encoder over its inputs.
+pub trait ModelJob {
+    /// What the job gives back: its report (with its tables) and what else the front ends
+    /// write (the graded file, the model's predictions).
+    type Output;
+
+    /// The page's name for the encoding stage ("Grading with the model").
+    const STAGE: &'static str;
+
+    /// The stage before the work is known (the inputs being split into tokens), when it
+    /// says more than the sequences' count: "46 (response, criterion) pairs".
+    fn planning(_sequences: usize) -> Option<String> {
+        None
+    }
+
+    /// The job on an encoder (the CPU's, the GPU's, a test's): its progress sees the work
+    /// before the first batch and after each; its `false` cancels ([`Error::Cancelled`]).
+    fn run_on<E: Encoder>(&self, on: Encoding<'_, E>) -> impl Future<Output = Result<Self::Output>>;
+
+    /// The provenance of the output's report: where the backend and the precision that ran
+    /// are written.
+    fn provenance(output: &mut Self::Output) -> &mut Provenance;
+}
+
+/// Where a model job runs: the model, the encoder that runs it, the model's files'
+/// fingerprints (for the report), and the progress after every batch (`false` cancels).
+pub struct Encoding<'a, E> {
+    pub model: &'a TextModel,
+    pub encoder: &'a E,
+    pub model_inputs: Vec<Fingerprint>,
+    pub progress: &'a mut dyn FnMut(&EncodeProgress) -> bool,
+}
+
+/// The model's sequence-classification head, or an error naming the model and what the job
+/// `needs` (a grader, an NLI model).
+pub fn classification_head<'m>(model: &'m TextModel, needs: &str) -> Result<&'m crate::model::HeadWeights> {
+    let loaded = &model.encoder.model;
+    match (&loaded.head, loaded.config.head) {
+        (Some(head), crate::model::HeadKind::SequenceClassification) => Ok(head),
+        _ => Err(Error::invalid(format!("{} has no sequence-classification head: {needs}", model.name))),
+    }
+}
+
+/// The backend and the precision that ran, in a report's provenance.
+fn describe_run(provenance: &mut Provenance, model: &TextModel, backend: &BackendReport) {
+    provenance.conventions.push(("backend".into(), describe_backend(backend)));
+    provenance.conventions.push(("precision".into(), describe_precision(model, backend)));
+}
+
+/// `job` on the backend `choice` asks for (`gpu::open_encoder`: Auto takes a hardware GPU
+/// adapter when one exists, else the CPU): the CLI's `--backend`. The report's provenance
+/// says which backend ran; the [`BackendReport`] comes back for the front end to show.
+pub async fn run_on_backend<J: ModelJob>(
+    job: &J,
+    model: &TextModel,
+    choice: BackendChoice,
+    model_inputs: Vec<Fingerprint>,
+    progress: &mut dyn FnMut(&EncodeProgress) -> bool,
+) -> Result<(J::Output, BackendReport)> {
+    // LoadedModel holds candle tensors (reference counted): the clone shares the weights.
+    let (encoder, backend) = crate::gpu::open_encoder(model.encoder.model.clone(), choice).await?;
+    let mut output = job.run_on(Encoding { model, encoder: &encoder, model_inputs, progress }).await?;
+    describe_run(J::provenance(&mut output), model, &backend);
+    Ok((output, backend))
+}
+
+/// The page's progress report: `(stage, done, total)`; `Err(Cancelled)` once the user
+/// cancelled.
+pub type Progress<'a> = &'a mut dyn FnMut(&str, usize, usize) -> Result<()>;
+
+/// Where a kept-model job runs the encoder and in which arithmetic, named as `--backend` and
+/// `--precision` (the page's Model section sends the same names).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(default)]
+pub struct RunOptions {
+    /// `auto` (a hardware GPU when there is one), `cpu` or `gpu` (an error without one).
+    pub backend: String,
+    /// `f32` or `int8`; empty: the model folder's own (int8 for a folder written by
+    /// `medrank quantize`, else f32).
+    pub precision: String,
+}
+
+impl Default for RunOptions {
+    /// The CLI's: the CPU path, the reference the GPU is tested against, and the folder's
+    /// own precision.
+    fn default() -> Self {
+        RunOptions { backend: "cpu".into(), precision: String::new() }
+    }
+}
+
+impl RunOptions {
+    /// The page's: the browser's GPU (WebGPU) when it has one, else the CPU. The only
+    /// default the two front ends do not share: a page runs where the browser runs fastest.
+    pub fn page() -> Self {
+        RunOptions { backend: "auto".into(), ..RunOptions::default() }
+    }
+
+    /// The precision asked for (`None`: the folder's own) and the backend.
+    pub fn read(&self) -> Result<(Option<Precision>, BackendChoice)> {
+        let precision = match self.precision.trim() {
+            "" => None,
+            name => Some(Precision::parse(name)?),
+        };
+        Ok((precision, parse_backend(&self.backend)?))
+    }
+}
+
+/// A model loaded once and kept across jobs (the page's worker holds one until the user
+/// picks another): the text model, its files' fingerprints, and the encoder last opened for
+/// it — so a second job neither parses the weights again nor rebuilds the CPU layers or
+/// re-uploads them to the GPU.
+pub struct KeptModel {
+    pub model: TextModel,
+    pub fingerprints: Vec<Fingerprint>,
+    /// The model's tokenizer.json: a folder trained on it holds a copy.
+    pub tokenizer_json: Vec<u8>,
+    /// Work per second of this model's last run, and the backend choice it ran under: the
+    /// next run's first time estimate ([`TimeEstimate`]).
+    pub last_rate: Option<(BackendChoice, f64)>,
+    /// The precision the model's folder holds (int8 weights or not): a run that asks for
+    /// none, and a training, run in it.
+    pub folder_precision: Precision,
+    opened: Option<(BackendChoice, AnyEncoder, BackendReport)>,
+}
+
+impl KeptModel {
+    pub fn from_files(files: &crate::model::ModelFiles) -> Result<KeptModel> {
+        let model = TextModel::from_files(files)?;
+        Ok(KeptModel {
+            folder_precision: model.encoder.model.precision,
+            model,
+            fingerprints: super::model_fingerprints(files),
+            tokenizer_json: files.tokenizer_json.clone(),
+            last_rate: None,
+            opened: None,
+        })
+    }
+
+    /// The encoder for `choice`, opened on first use and kept while the choice stays the
+    /// same (another choice drops the old one first, freeing its GPU buffers).
+    pub async fn encoder(&mut self, choice: BackendChoice) -> Result<(&AnyEncoder, &BackendReport)> {
+        if !matches!(&self.opened, Some((kept, _, _)) if *kept == choice) {
+            self.opened = None;
+            let (encoder, report) = crate::gpu::open_encoder(self.model.encoder.model.clone(), choice).await?;
+            self.opened = Some((choice, encoder, report));
+        }
+        let (_, encoder, report) = self.opened.as_ref().expect("opened above");
+        Ok((encoder, report))
+    }
+
+    /// Run the kept model in `precision` from now on (the page's Options, the CLI's
+    /// `--precision`): the encoder is opened again at the next job.
+    pub fn set_precision(&mut self, precision: Precision) {
+        if self.model.encoder.model.precision != precision {
+            self.opened = None;
+            self.model.set_precision(precision);
+        }
+    }
+
+    /// [`run_on_backend`] on the kept encoder.
+    pub async fn run<J: ModelJob>(
+        &mut self,
+        job: &J,
+        choice: BackendChoice,
+        progress: &mut dyn FnMut(&EncodeProgress) -> bool,
+    ) -> Result<(J::Output, BackendReport)> {
+        self.encoder(choice).await?;
+        let (_, encoder, backend) = self.opened.as_ref().expect("opened above");
+        let on = Encoding { model: &self.model, encoder, model_inputs: self.fingerprints.clone(), progress };
+        let mut output = job.run_on(on).await?;
+        describe_run(J::provenance(&mut output), &self.model, backend);
+        Ok((output, backend.clone()))
+    }
+
+    /// `job` as the page runs it: in `precision` (the folder's own when `None`), on
+    /// `choice`, its progress as the page
+    /// shows it (a share of the work, [`progress_parts`]; the stage in words with the
+    /// sequences, tokens and time left, measured once 2 % is done and before that at this
+    /// model's last speed), and this run's speed kept for the next run's first estimate.
+    pub async fn run_for_page<J: ModelJob>(
+        &mut self,
+        job: &J,
+        precision: Option<Precision>,
+        choice: BackendChoice,
+        now: &dyn Fn() -> f64,
+        progress: Progress<'_>,
+    ) -> Result<(J::Output, BackendReport)> {
+        let precision = precision.unwrap_or(self.folder_precision);
+        if self.model.encoder.model.precision != precision {
+            self.last_rate = None; // that speed was another arithmetic's
+        }
+        self.set_precision(precision);
+        let prior_rate = self.last_rate.filter(|(kept, _)| *kept == choice).map(|(_, rate)| rate);
+        let estimate = TimeEstimate { started: now(), prior_rate };
+        let mut last = EncodeProgress::default();
+        let mut on_batch = |p: &EncodeProgress| {
+            last = *p;
+            let (done, total) = progress_parts(p);
+            progress(&stage::<J>(p, &estimate, now()), done, total).is_ok()
+        };
+        let out = self.run(job, choice, &mut on_batch).await?;
+        if let Some(rate) = estimate.rate(&last, now()) {
+            self.last_rate = Some((choice, rate));
+        }
+        Ok(out)
+    }
+}
+
+/// The encoding's work done and in all as the page's progress takes them: parts per
+/// million of the work, since the work itself passes 2^32 (usize on wasm32) on a large run
+/// (8,605 sequences of ~250 tokens with MiniLM: ~5.5e9).
+pub fn progress_parts(p: &EncodeProgress) -> (usize, usize) {
+    const PARTS: u64 = 1_000_000;
+    match p.work {
+        0 => (0, 0),
+        work => ((p.work_done.min(work) as u128 * PARTS as u128 / work as u128) as usize, PARTS as usize),
+    }
+}
+
+/// "Grading with the model: 12 of 46 sequences (5.1 k tokens) · about 3 s left": what the
+/// run encodes and how long it may take, from before its first batch.
+fn stage<J: ModelJob>(p: &EncodeProgress, estimate: &TimeEstimate, now: f64) -> String {
+    if p.work == 0 {
+        if let Some(planning) = J::planning(p.sequences) {
+            return format!("{}: {planning}", J::STAGE);
+        }
+    }
+    let left = match estimate.seconds_left(p, now) {
+        Some(s) if p.work_done == 0 => {
+            format!(" · about {} at this model's last speed", crate::report::fmt_duration(s))
+        }
+        Some(s) => format!(" · about {} left", crate::report::fmt_duration(s)),
+        None => " · timing the first batches to estimate the time".into(),
+    };
+    format!("{}: {}{left}", J::STAGE, p.describe())
+}
+
+/// The backend names the CLI's `--backend` and the page's select use.
+pub fn parse_backend(name: &str) -> Result<BackendChoice> {
+    use BackendChoice;
+    match name.trim().to_ascii_lowercase().as_str() {
+        "auto" | "" => Ok(BackendChoice::Auto),
+        "cpu" => Ok(BackendChoice::Cpu),
+        "gpu" | "webgpu" => Ok(BackendChoice::Gpu),
+        other => Err(Error::invalid(format!("unknown backend `{other}` (known: auto, cpu, gpu)"))),
+    }
+}
+
+/// The arithmetic that ran: the model's precision on the CPU, f32 on the GPU.
+pub fn describe_precision(model: &TextModel, backend: &BackendReport) -> String {
+    match backend.backend.as_str() {
+        "gpu" => crate::model::describe_precision(crate::model::Precision::F32),
+        _ => crate::model::describe_precision(model.encoder.model.precision),
+    }
+}
+
+/// "cpu (candle)", "gpu (adapter name)", plus why the CPU ran when it was a fallback.
+pub fn describe_backend(backend: &BackendReport) -> String {
+    // A browser may give an adapter no name (SwiftShader): the summary then starts blank.
+    let device = backend.device.trim();
+    match &backend.fallback_reason {
+        Some(why) => format!("{} ({device}); the GPU was not used: {why}", backend.backend),
+        None => format!("{} ({device})", backend.backend),
+    }
+}
+
+/// How far a model evaluation has got, after each batch: sequences and tokens for people,
+/// work ([`EncodingPlan::batch_work`], proportional to the arithmetic) for time estimates,
+/// since batches run from shortest to longest and a share of sequences done is not a share
+/// of the time.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+pub struct EncodeProgress {
+    pub sequences_done: usize,
+    pub sequences: usize,
+    /// Tokens of every input, padding not counted.
+    pub tokens: usize,
+    pub work_done: u64,
+    pub work: u64,
+}
+
+impl EncodeProgress {
+    /// "1,234 of 8,605 sequences (1.9 M tokens)".
+    pub fn describe(&self) -> String {
+        format!(
+            "{} of {} sequences ({} tokens)",
+            crate::report::thousands(self.sequences_done),
+            crate::report::thousands(self.sequences),
+            crate::report::compact(self.tokens as f64)
+        )
+    }
+}
+
+/// The time left of a model evaluation, from the work done so far ([`EncodeProgress`]),
+/// or before enough is done to measure, from a rate measured on an earlier run of the same
+/// model and backend. Both front ends use it (the CLI's stderr, the page's progress).
+#[derive(Debug, Clone, Copy)]
+pub struct TimeEstimate {
+    /// When the encoding started (seconds on the caller's clock).
+    pub started: f64,
+    /// Work per second of an earlier run, if any.
+    pub prior_rate: Option<f64>,
+}
+
+impl TimeEstimate {
+    /// Work done before the run's own rate is trusted: the first batches are the shortest
+    /// and pay for starting the thread pool or uploading to the GPU.
+    const MEASURED_FROM: f64 = 0.02;
+
+    /// Seconds left, or `None` while nothing allows an estimate.
+    pub fn seconds_left(&self, p: &EncodeProgress, now: f64) -> Option<f64> {
+        if p.work == 0 {
+            return None;
+        }
+        let left = p.work.saturating_sub(p.work_done) as f64;
+        let elapsed = now - self.started;
+        if p.work_done as f64 >= Self::MEASURED_FROM * p.work as f64 && elapsed > 0.0 {
+            return Some(left * elapsed / p.work_done as f64);
+        }
+        self.prior_rate.filter(|r| *r > 0.0).map(|rate| left / rate)
+    }
+
+    /// The rate of a finished run, for the next run's first estimate.
+    pub fn rate(&self, p: &EncodeProgress, now: f64) -> Option<f64> {
+        let elapsed = now - self.started;
+        (p.work_done > 0 && elapsed > 0.0).then(|| p.work_done as f64 / elapsed)
+    }
+}
+
+/// Counts what an encoder has encoded and reports it after every batch; the callback's
+/// `false` stops the evaluation with [`Error::Cancelled`]. The evaluator's plan (told
+/// before its first batch) gives the totals.
+pub(super) struct ProgressEncoder<'a, E> {
+    inner: &'a E,
+    state: std::cell::Cell<EncodeProgress>,
+    cancelled: std::cell::Cell<bool>,
+    progress: std::cell::RefCell<&'a mut dyn FnMut(&EncodeProgress) -> bool>,
+}
+
+impl<'a, E> ProgressEncoder<'a, E> {
+    /// Reports the `sequences` to encode before the evaluator's plan (its `false` cancels at
+    /// once), then wraps `inner`.
+    pub(super) fn start(
+        inner: &'a E,
+        sequences: usize,
+        progress: &'a mut dyn FnMut(&EncodeProgress) -> bool,
+    ) -> Result<Self> {
+        let start = EncodeProgress { sequences, ..EncodeProgress::default() };
+        if !progress(&start) {
+            return Err(Error::Cancelled);
+        }
+        Ok(ProgressEncoder::new(inner, start, progress))
+    }
+
+    /// Wraps `inner`; `start` is what is known before the evaluator's plan.
+    pub(super) fn new(
+        inner: &'a E,
+        start: EncodeProgress,
+        progress: &'a mut dyn FnMut(&EncodeProgress) -> bool,
+    ) -> Self {
+        ProgressEncoder {
+            inner,
+            state: std::cell::Cell::new(start),
+            cancelled: std::cell::Cell::new(false),
+            progress: std::cell::RefCell::new(progress),
+        }
+    }
+}
+
+impl<E: crate::model::Encoder> crate::model::Encoder for ProgressEncoder<'_, E> {
+    fn config(&self) -> &crate::model::EncoderConfig {
+        self.inner.config()
+    }
+
+    /// The totals are known: reported at once, so a front end can say what the run will
+    /// encode and how long it may take before the first batch ends.
+    fn plan(&self, plan: &crate::model::EncodingPlan) {
+        let state = EncodeProgress {
+            sequences: plan.sequences,
+            tokens: plan.tokens,
+            work: plan.work(self.config()),
+            ..EncodeProgress::default()
+        };
+        self.state.set(state);
+        if !(self.progress.borrow_mut())(&state) {
+            self.cancelled.set(true);
+        }
+    }
+
+    async fn encode(
+        &self,
+        batch: &crate::model::TokenBatch,
+        output_layer: usize,
+    ) -> Result<crate::model::HiddenStates> {
+        self.check_cancelled()?;
+        let hidden = self.inner.encode(batch, output_layer).await?;
+        self.count(batch).map(|()| hidden)
+    }
+
+    async fn read_out(
+        &self,
+        batch: &crate::model::TokenBatch,
+        readout: crate::model::Readout,
+    ) -> Result<Vec<Vec<f32>>> {
+        self.check_cancelled()?;
+        let rows = self.inner.read_out(batch, readout).await?;
+        self.count(batch).map(|()| rows)
+    }
+}
+
+impl<E: crate::model::Encoder> ProgressEncoder<'_, E> {
+    fn check_cancelled(&self) -> Result<()> {
+        if self.cancelled.get() {
+            return Err(Error::Cancelled);
+        }
+        Ok(())
+    }
+
+    /// Adds a finished batch to the counts and reports them; the callback's `false` cancels.
+    fn count(&self, batch: &crate::model::TokenBatch) -> Result<()> {
+        let mut state = self.state.get();
+        state.sequences_done = (state.sequences_done + batch.batch).min(state.sequences);
+        let work =
+            crate::model::EncodingPlan::batch_work(batch.batch, batch.seq_len, crate::model::Encoder::config(self));
+        state.work_done = (state.work_done + work).min(state.work);
+        self.state.set(state);
+        if (self.progress.borrow_mut())(&state) {
+            Ok(())
+        } else {
+            self.cancelled.set(true);
+            Err(Error::Cancelled)
+        }
+    }
+}
