@@ -24,31 +24,31 @@ pub struct RubricDraftArgs {
     #[arg(long, value_name = "FILE")]
     pub out: PathBuf,
     /// Criteria per prompt (1 to 100).
-    #[arg(long, default_value_t = job::DEFAULT_CRITERIA, value_parser = count(1, job::MAX_CRITERIA))]
+    #[arg(long, default_value_t = job::DraftOptions::default().criteria, value_parser = count(1, job::MAX_CRITERIA))]
     pub criteria: usize,
     /// Passages kept per prompt, criteria drawn from their statements (1 to 100).
-    #[arg(long, default_value_t = job::DEFAULT_PASSAGES, value_parser = count(1, job::MAX_PASSAGES))]
+    #[arg(long, default_value_t = job::DraftOptions::default().passages, value_parser = count(1, job::MAX_PASSAGES))]
     pub passages: usize,
     /// With a ranker: passages BM25 retrieves for it to order (1 to 1,000; fewer than
     /// --passages counts as --passages).
-    #[arg(long, default_value_t = job::DEFAULT_CANDIDATES, value_parser = count(1, job::MAX_CANDIDATES))]
+    #[arg(long, default_value_t = job::DraftOptions::default().candidates, value_parser = count(1, job::MAX_CANDIDATES))]
     pub candidates: usize,
     /// Words a passage holds at most (10 to 10,000); longer blocks are cut between
     /// sentences.
-    #[arg(long, default_value_t = job::DEFAULT_PASSAGE_WORDS, value_parser = count(10, job::MAX_PASSAGE_WORDS))]
+    #[arg(long, default_value_t = job::DraftOptions::default().passage_words, value_parser = count(10, job::MAX_PASSAGE_WORDS))]
     pub passage_words: usize,
     /// Words a statement needs to become a criterion (1 to 100).
-    #[arg(long, default_value_t = job::DEFAULT_MIN_WORDS, value_parser = count(1, job::MAX_MIN_WORDS))]
+    #[arg(long, default_value_t = job::DraftOptions::default().min_words, value_parser = count(1, job::MAX_MIN_WORDS))]
     pub min_words: usize,
     /// Points of every drafted criterion (above 0, at most 100).
-    #[arg(long, default_value_t = job::DEFAULT_POINTS, value_parser = points)]
+    #[arg(long, default_value_t = job::DraftOptions::default().points, value_parser = points)]
     pub points: f64,
     /// A tag of every drafted criterion (repeat; default: axis:completeness).
     #[arg(long = "tag", value_name = "TAG", value_parser = job::check_tag)]
     pub tags: Vec<String>,
     /// Without --nli, with --dense-ranker: statements whose embeddings' cosine reaches
     /// this are near-duplicates (0 to 1).
-    #[arg(long, default_value_t = job::DEFAULT_DUPLICATE_COSINE, value_parser = duplicate_cosine)]
+    #[arg(long, default_value_t = job::DraftOptions::default().duplicate_cosine, value_parser = duplicate_cosine)]
     pub duplicate_cosine: f64,
     /// A dense bi-encoder (cosine of pooled embeddings) that ranks passages and statements
     /// beside BM25 and, without --nli, tells near-duplicates by cosine.
@@ -69,7 +69,7 @@ pub struct RubricDraftArgs {
     #[arg(long, value_parser = ["f32", "int8"])]
     pub precision: Option<String>,
     /// Sequences per forward pass (1 to 1,024).
-    #[arg(long, default_value_t = crate::model::embed::DEFAULT_BATCH, value_parser = count(1, crate::bounds::MAX_BATCH))]
+    #[arg(long, default_value_t = job::DraftOptions::default().batch_size, value_parser = count(1, crate::bounds::MAX_BATCH))]
     pub batch_size: usize,
     #[command(flatten)]
     pub output: OutputArgs,
@@ -98,6 +98,21 @@ fn load(
 /// A model on its CPU encoder (the CLI's drafting runs on the CPU, as NRP's rankers do).
 fn on_cpu(model: &crate::model::TextModel, batch_size: usize) -> OnEncoder<'_, crate::model::CpuEncoder> {
     OnEncoder { model, encoder: &model.encoder, batch_size }
+}
+
+/// The job's options from the flags (no `--tag`: the default tags).
+fn options(a: &RubricDraftArgs) -> job::DraftOptions {
+    job::DraftOptions {
+        criteria: a.criteria,
+        passages: a.passages,
+        candidates: a.candidates,
+        passage_words: a.passage_words,
+        min_words: a.min_words,
+        points: a.points,
+        tags: if a.tags.is_empty() { job::DraftOptions::default().tags } else { a.tags.clone() },
+        duplicate_cosine: a.duplicate_cosine,
+        batch_size: a.batch_size,
+    }
 }
 
 pub(super) fn rubric_draft(a: RubricDraftArgs) -> Result<()> {
@@ -136,7 +151,6 @@ pub(super) fn rubric_draft(a: RubricDraftArgs) -> Result<()> {
         models.fingerprints.extend(crate::jobs::model_fingerprints(files));
     }
 
-    let defaults = job::DraftOptions::default();
     let req = job::DraftRequest {
         prompts: named(&a.prompts)?,
         evidence: a
@@ -144,17 +158,7 @@ pub(super) fn rubric_draft(a: RubricDraftArgs) -> Result<()> {
             .iter()
             .map(|p| Ok(job::EvidenceFile { file: named(p)?, format: None }))
             .collect::<Result<_>>()?,
-        options: job::DraftOptions {
-            criteria: a.criteria,
-            passages: a.passages,
-            candidates: a.candidates,
-            passage_words: a.passage_words,
-            min_words: a.min_words,
-            points: a.points,
-            tags: if a.tags.is_empty() { defaults.tags } else { a.tags.clone() },
-            duplicate_cosine: a.duplicate_cosine,
-            batch_size: a.batch_size,
-        },
+        options: options(&a),
     };
     let clock = std::time::Instant::now();
     let mut last = 0.0f64;
@@ -171,4 +175,23 @@ pub(super) fn rubric_draft(a: RubricDraftArgs) -> Result<()> {
     let outcome = drafted.outcome;
     warn_all(&outcome.report.warnings, quiet);
     emit(&outcome.report, &outcome.tables, &a.output, outputs)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        args: RubricDraftArgs,
+    }
+
+    #[test]
+    fn a_bare_command_line_drafts_with_the_jobs_defaults() {
+        let a =
+            Cli::parse_from(["rubric-draft", "--prompts", "p.jsonl", "--evidence", "e.md", "--out", "o.jsonl"]).args;
+        assert_eq!(options(&a), job::DraftOptions::default());
+    }
 }
