@@ -123,6 +123,16 @@ function addText(name, text) {
   return entry;
 }
 
+/** A file a result hands the page (the Draft job's reviewed rubric), listed as if the
+ *  user had added it: its kind the engine's guess, then its check. */
+async function addResultFile(name, text) {
+  const entry = addText(name, text);
+  renderFiles();
+  await identifyAndCheck(entry);
+  announce(`${name} added to the files`);
+  return entry;
+}
+
 /** The engine's guess of the file's kind, then its check. */
 async function identifyAndCheck(entry) {
   try {
@@ -498,7 +508,7 @@ export async function runJob(job, extraOptions = {}) {
       elapsedMs: reply.elapsedMs,
       modelLoaded: reply.modelLoaded,
     };
-    renderResults(state.lastResult, { runJob, jobs: JOBS });
+    renderResults(state.lastResult, { runJob, jobs: JOBS, addFile: addResultFile });
     if (reply.result.backend)
       $('#backend-used').textContent = describeBackend(reply.result.backend, reply.result.precision);
     $('#report-buttons').hidden = false;

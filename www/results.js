@@ -18,7 +18,9 @@ let nrpWeights = null;
 
 /** Each view's drawing, by its key in the engine's description of a job (`views`): a job's
  *  reply carries the data of its views under these keys. `ctx.rerun(extra)` runs the same
- *  job again with more options (the NRP view's weights and fusion). */
+ *  job again with more options (the NRP view's weights and fusion); `ctx.addFile(name,
+ *  text)` lists a file the view made, `ctx.runJob(name)` runs another job (the Draft view's
+ *  reviewed rubric, graded). */
 const VIEWS = {
   ranking: (result) => rankingView(result),
   heatmap: (result) => heatmapView(result),
@@ -32,9 +34,10 @@ const VIEWS = {
   rubric_agreement_view: (result) => rubricAgreementView(result),
   statement_checks: (result) => statementsView(result),
   controls_view: (result) => controlsView(result),
+  draft_view: (result, ctx) => draftView(result.draft_view, ctx),
 };
 
-export function renderResults(last, { runJob, jobs }) {
+export function renderResults(last, { runJob, jobs, addFile }) {
   const job = jobs[last.job];
   // The engine sends each tab's view (src/jobs/); this file only draws them.
   // An imported bundle's table and warnings come first, as `medrank import` prints them.
@@ -51,7 +54,7 @@ export function renderResults(last, { runJob, jobs }) {
       ...(r.grader_agreement?.report.warnings || []),
     ],
   };
-  const ctx = { rerun: (extra) => runJob(last.job, extra), options: last.request.options };
+  const ctx = { rerun: (extra) => runJob(last.job, extra), options: last.request.options, runJob, addFile };
   // The job's tabs in its order; an optional one only when the reply has its data.
   const views = job.views
     .filter((v) => !v.optional || r[v.key] != null)
@@ -806,6 +809,207 @@ function controlsView(result) {
   button.addEventListener('click', () => download(v.bundle_name, v.bundle_jsonl, 'application/jsonl'));
   box.append(button);
   return box;
+}
+
+/** The reviewer's work on the last draft: it survives the page drawing the results again
+ *  (the same draft drawn again keeps its edits). */
+let review = null;
+
+/** The Draft tab: each prompt's drafted criteria to review (keep or not, edit, delete, add;
+ *  points and tags), each shown in the evidence passage it was cut from with the statement
+ *  marked; the reviewed rubric downloads as the §7 file `medrank grade` reads, or goes to
+ *  the page's files and is graded at once. The engine gives the drafted file's lines; this
+ *  view only puts each prompt's reviewed criteria into them. */
+function draftView(v, ctx) {
+  if (review?.drafted !== v.rubric_jsonl) {
+    review = {
+      drafted: v.rubric_jsonl,
+      prompts: v.prompts.map((p) => ({
+        id: p.id,
+        criteria: p.criteria.map((c) => ({
+          keep: true,
+          text: c.drafted.criterion,
+          points: c.drafted.points,
+          tags: c.drafted.tags || [],
+          drafted: c.drafted,
+          source: c,
+        })),
+      })),
+    };
+  }
+  const box = el('div', { class: 'draft-review' });
+  box.append(
+    el(
+      'p',
+      { class: 'muted' },
+      'Extractive: every criterion below is a statement of your evidence in its own words, chosen by BM25; no model wrote it. Review each one: keep it or not, edit it, delete it, or add your own; set points and tags. What you keep is the rubric that is graded and downloaded.',
+    ),
+  );
+  const summary = el('p', { class: 'draft-summary', role: 'status' });
+  const note = el('p', { class: 'draft-note', role: 'status' });
+  const downloadButton = el('button', { type: 'button', id: 'draft-download' }, `Download ${v.rubric_name}`);
+  downloadButton.addEventListener('click', () =>
+    download(v.rubric_name, reviewedRubric(v, review).jsonl, 'application/x-ndjson'),
+  );
+  const grade = el('button', { type: 'button', id: 'draft-grade' }, 'Grade with this rubric');
+  grade.title = v.gradable
+    ? 'Adds the reviewed rubric to the files and grades it with the chosen model'
+    : 'A prompt without responses drafts a rubric that waits for them: add responses to the prompts file to grade';
+  grade.addEventListener('click', async () => {
+    const entry = await ctx.addFile(v.rubric_name, reviewedRubric(v, review).jsonl);
+    if (entry.check.status === 'bad') {
+      note.replaceChildren(`${v.rubric_name}: `, formatError(entry.check.error));
+      return;
+    }
+    const run = document.getElementById(`run-${v.grade_job}`);
+    if (run?.disabled) note.textContent = `${v.rubric_name} is in the files. ${run.title}`;
+    else ctx.runJob(v.grade_job);
+  });
+  const refresh = () => {
+    const r = reviewedRubric(v, review);
+    summary.textContent = r.summary;
+    downloadButton.disabled = !!r.error;
+    grade.disabled = !!r.error || !v.gradable;
+    note.textContent = r.error || '';
+  };
+  for (const p of review.prompts) {
+    const section = el('section', { class: 'draft-prompt', 'data-prompt': p.id });
+    const shown = v.prompts.find((q) => q.id === p.id);
+    section.append(el('h3', {}, p.id), el('p', { class: 'muted' }, 'Searched with: ', el('q', {}, shown.query)));
+    const list = el('ol', { class: 'draft-criteria' });
+    const draw = () => {
+      list.replaceChildren(...p.criteria.map((c, i) => criterionEditor(p, c, i, draw, refresh)));
+      refresh();
+    };
+    const add = el('button', { type: 'button', class: 'draft-add secondary' }, 'Add a criterion');
+    add.addEventListener('click', () => {
+      // Points and tags as drafted (the draft's options); the reviewer changes them.
+      const like = shown.criteria[0].drafted;
+      p.criteria.push({
+        keep: true,
+        text: '',
+        points: like.points,
+        tags: [...(like.tags || [])],
+        drafted: {},
+        source: null,
+      });
+      draw();
+      list.lastElementChild?.querySelector('textarea')?.focus();
+    });
+    section.append(list, add);
+    box.append(section);
+    draw();
+  }
+  box.append(summary, el('div', { class: 'draft-actions' }, downloadButton, grade), note);
+  return box;
+}
+
+/** One criterion's editor: keep, text, points, tags, delete, and its source passage. */
+function criterionEditor(prompt, c, index, redraw, refresh) {
+  const label = `criterion ${index + 1} of ${prompt.id}`;
+  const item = el('li', { class: 'draft-criterion' + (c.keep ? '' : ' left-out') });
+  const keep = el('input', { type: 'checkbox', class: 'draft-keep', 'aria-label': `keep ${label}` });
+  keep.checked = c.keep;
+  keep.addEventListener('change', () => {
+    c.keep = keep.checked;
+    item.classList.toggle('left-out', !c.keep);
+    refresh();
+  });
+  const text = el('textarea', { class: 'draft-text', rows: '2', 'aria-label': `text of ${label}` });
+  text.value = c.text;
+  text.addEventListener('input', () => {
+    c.text = text.value;
+    refresh();
+  });
+  const points = el('input', {
+    type: 'number',
+    step: 'any',
+    class: 'draft-points',
+    'aria-label': `points of ${label}`,
+  });
+  points.value = String(c.points);
+  points.addEventListener('input', () => {
+    c.points = points.value.trim() === '' ? NaN : Number(points.value);
+    refresh();
+  });
+  const tags = el('input', { type: 'text', class: 'draft-tags', 'aria-label': `tags of ${label}` });
+  tags.value = c.tags.join(', ');
+  tags.addEventListener('input', () => {
+    c.tags = tags.value
+      .split(',')
+      .map((t) => t.trim())
+      .filter(Boolean);
+    refresh();
+  });
+  const remove = el(
+    'button',
+    { type: 'button', class: 'draft-delete secondary', 'aria-label': `delete ${label}` },
+    'Delete',
+  );
+  remove.addEventListener('click', () => {
+    prompt.criteria.splice(index, 1);
+    redraw();
+  });
+  item.append(
+    el(
+      'div',
+      { class: 'draft-fields' },
+      el('label', {}, keep, ' keep'),
+      text,
+      el('label', {}, 'points ', points),
+      el('label', {}, 'tags ', tags),
+      remove,
+    ),
+  );
+  const s = c.source;
+  item.append(
+    s
+      ? el(
+          'blockquote',
+          { class: 'draft-source' },
+          el('cite', { class: 'muted' }, s.document, s.contradicted ? ' · the conversation contradicts it' : ''),
+          el('div', {}, s.before, el('mark', {}, s.statement), s.after),
+        )
+      : el('p', { class: 'draft-source muted' }, 'Added by the reviewer: no source in the evidence.'),
+  );
+  return item;
+}
+
+/** The reviewed rubric: each drafted line with its prompt's kept criteria (the drafted
+ *  criterion's fields, its text, points and tags as reviewed; an edited criterion keeps the
+ *  source it was cut from); a prompt left without criteria leaves its lines out. */
+function reviewedRubric(v, review) {
+  const kept = new Map();
+  let blank = 0;
+  let error = null;
+  for (const p of review.prompts) {
+    const criteria = [];
+    for (const [i, c] of p.criteria.entries()) {
+      if (!c.keep) continue;
+      if (!c.text.trim()) {
+        blank++;
+        continue;
+      }
+      if (!Number.isFinite(c.points))
+        error ??= `Criterion ${i + 1} of ${p.id} needs its points (a number; negative for something a response must not do).`;
+      const { criterion, points, tags, ...rest } = c.drafted;
+      criteria.push({
+        criterion: c.text.trim(),
+        points: c.points,
+        ...(c.tags.length ? { tags: c.tags } : {}),
+        ...rest,
+      });
+    }
+    kept.set(p.id, criteria);
+  }
+  const lines = v.lines.filter((l) => kept.get(l.id)?.length).map((l) => ({ ...l, criteria: kept.get(l.id) }));
+  const n = [...kept.values()].reduce((a, c) => a + c.length, 0);
+  const without = review.prompts.filter((p) => !kept.get(p.id).length).map((p) => p.id);
+  if (!lines.length) error ??= 'No criterion is kept: nothing to grade or download.';
+  const parts = [`${n} criteri${n === 1 ? 'on' : 'a'} kept for ${kept.size - without.length} prompt(s)`];
+  if (blank) parts.push(`${blank} blank one(s) left out`);
+  if (without.length) parts.push(`no criterion for ${without.join(', ')}: its lines are left out`);
+  return { jsonl: lines.map((l) => JSON.stringify(l)).join('\n') + '\n', summary: parts.join('; ') + '.', error };
 }
 
 /** Statement checks: each system's means with their intervals, then each answer's

@@ -25,9 +25,11 @@
 //! The models are given as [`DraftModels`]: small traits with boxed futures, so the same
 //! job runs on any encoder backend and a test can inject an entailment rule.
 
+use super::kept::Progress;
+use super::spec::{defaults_of, reply, JobRequest, JobSpec, View};
 use super::{NamedText, Outcome};
 use crate::data::draft_prompts::{parse_draft_prompts, DraftPrompt};
-use crate::data::evidence::{read_evidence, EvidenceFormat};
+use crate::data::evidence::{read_evidence, EvidenceDocument, EvidenceFormat};
 use crate::data::graded::{write_rubric_jsonl, CriterionSource, RubricCriterion, RubricResponse};
 use crate::eval::bm25::{Bm25Index, Bm25Params};
 use crate::eval::draft::coverage::{coverage, prompt_coverage, Coverage};
@@ -468,6 +470,8 @@ pub struct DraftReport {
 pub struct Drafted {
     pub outcome: Outcome<DraftReport>,
     pub rubric_jsonl: String,
+    /// The evidence as read (the page shows each criterion in its passage).
+    pub documents: Vec<EvidenceDocument>,
 }
 
 /// The sentence every draft report carries.
@@ -780,7 +784,7 @@ pub async fn draft_rubric(
         warnings,
     };
     let tables = draft_tables(&report);
-    Ok(Drafted { outcome: Outcome { report, tables }, rubric_jsonl })
+    Ok(Drafted { outcome: Outcome { report, tables }, rubric_jsonl, documents })
 }
 
 fn retrieval_rule(rankers: &[String], o: &DraftOptions) -> String {
@@ -1173,6 +1177,159 @@ pub fn draft_tables(report: &DraftReport) -> Vec<Table> {
     out
 }
 
+// ------------------------------------------------------------------ the page's job ---------
+
+/// The page's Draft job: prompts and evidence in, the draft to review (accept, edit,
+/// delete, add criteria; points and tags), to grade and to download as the §7 file. The
+/// page drafts without models: BM25 and the word rule, `medrank rubric-draft` without
+/// `--dense-ranker`, `--cross-encoder` and `--nli`.
+pub const JOB: JobSpec =
+    JobSpec::new("draft", "Draft", "rubric drafted from the evidence (extractive)", "rubric-draft")
+        .reads(
+            &["draft_prompts", "evidence", "corpus", "documents"],
+            &[&["draft_prompts"], &["evidence", "corpus", "documents"]],
+        )
+        .views(&[View::tab("draft_view", "Draft")])
+        .defaults(defaults_of::<DraftOptions>)
+        .runs(run);
+
+/// The page's request read as `medrank rubric-draft`'s: the prompts, and every evidence
+/// file (a corpus or NRP's documents read as documents, one per line, whatever its name).
+pub fn draft_request(request: &JobRequest) -> Result<DraftRequest> {
+    let prompts = request.required("draft_prompts", "a file of prompts to draft rubrics for")?.named();
+    let evidence = request
+        .files
+        .iter()
+        .filter_map(|f| {
+            let format = match f.kind.as_str() {
+                "evidence" => None,
+                "corpus" | "documents" => Some(EvidenceFormat::Corpus.name().to_owned()),
+                _ => return None,
+            };
+            Some(EvidenceFile { file: f.named(), format })
+        })
+        .collect();
+    Ok(DraftRequest { prompts, evidence, options: request.options()? })
+}
+
+/// The Draft tab: each prompt's criteria to review, each in the passage it was cut from,
+/// and the drafted file's lines, into which the page puts each prompt's reviewed criteria
+/// to write the rubric it grades and downloads.
+#[derive(Debug, Serialize)]
+struct DraftView<'a> {
+    /// The file `--out` writes, and its name.
+    rubric_name: String,
+    rubric_jsonl: &'a str,
+    /// Its lines as JSON objects (§7's fields in the writer's order).
+    lines: Vec<serde_json::Value>,
+    /// Every line has a response (a prompt without responses drafts a line that waits for
+    /// them; Grade asks for one).
+    gradable: bool,
+    /// The job that grades the reviewed rubric.
+    grade_job: &'static str,
+    prompts: Vec<PromptView<'a>>,
+}
+
+#[derive(Debug, Serialize)]
+struct PromptView<'a> {
+    id: &'a str,
+    /// What retrieval searched with.
+    query: &'a str,
+    criteria: Vec<CriterionView<'a>>,
+}
+
+#[derive(Debug, Serialize)]
+struct CriterionView<'a> {
+    /// The criterion as the drafted lines hold it (`criterion`, `points`, `tags`, `source`).
+    drafted: serde_json::Value,
+    /// Whether the conversation contradicts it (with an NLI model; never in the page).
+    contradicted: Option<bool>,
+    /// Its source: the document, and the passage it was cut from in three parts, the
+    /// statement's span the middle one.
+    document: &'a str,
+    before: &'a str,
+    statement: &'a str,
+    after: &'a str,
+}
+
+/// `text` cut at the character offsets `start <= mid_start <= mid_end <= end`: the part
+/// before the middle, the middle, the part after.
+fn cut_at_chars(text: &str, [start, mid_start, mid_end, end]: [usize; 4]) -> Result<[&str; 3]> {
+    let byte = |c: usize| {
+        text.char_indices().map(|(b, _)| b).chain([text.len()]).nth(c).ok_or_else(|| {
+            Error::invalid(format!("a source offset ({c}) beyond its document's {} characters", text.chars().count()))
+        })
+    };
+    let [a, b, c, d] = [byte(start)?, byte(mid_start)?, byte(mid_end)?, byte(end)?];
+    Ok([&text[a..b], &text[b..c], &text[c..d]])
+}
+
+fn draft_view<'a>(prompts_name: &str, drafted: &'a Drafted) -> Result<DraftView<'a>> {
+    let lines: Vec<serde_json::Value> = drafted
+        .rubric_jsonl
+        .lines()
+        .map(|l| serde_json::from_str(l).map_err(|e| Error::invalid(format!("the drafted file: {e}"))))
+        .collect::<Result<_>>()?;
+    let mut prompts = Vec::new();
+    for p in drafted.outcome.report.prompts.iter().filter(|p| !p.criteria.is_empty()) {
+        // The prompt's first line (`id` = the prompt's id) holds its criteria, as every line does.
+        let line = lines
+            .iter()
+            .find(|l| l["id"].as_str() == Some(p.id.as_str()))
+            .ok_or_else(|| Error::invalid(format!("the drafted file has no line of prompt {}", p.id)))?;
+        let mut criteria = Vec::new();
+        for (c, drafted_criterion) in p.criteria.iter().zip(line["criteria"].as_array().into_iter().flatten()) {
+            let doc = drafted
+                .documents
+                .iter()
+                .find(|d| d.id == c.document)
+                .ok_or_else(|| Error::invalid(format!("no evidence document {}", c.document)))?;
+            let passage = &p.passages[c.passage_rank - 1];
+            // A list item's span starts at its lead-in, which may sit before its passage.
+            let [before, statement, after] =
+                cut_at_chars(&doc.text, [passage.start.min(c.start), c.start, c.end, passage.end.max(c.end)])?;
+            criteria.push(CriterionView {
+                drafted: drafted_criterion.clone(),
+                contradicted: c.contradicted,
+                document: &c.document,
+                before,
+                statement,
+                after,
+            });
+        }
+        prompts.push(PromptView { id: &p.id, query: &p.query, criteria });
+    }
+    Ok(DraftView {
+        rubric_name: format!("{}.draft.jsonl", super::file_stem(prompts_name)),
+        rubric_jsonl: &drafted.rubric_jsonl,
+        gradable: lines.iter().all(|l| l.get("response").is_some()),
+        lines,
+        grade_job: super::grade::JOB.name,
+        prompts,
+    })
+}
+
+/// A draft of the page's prompts and evidence (`medrank rubric-draft --prompts --evidence
+/// --out`, without models).
+fn run(request: &JobRequest, progress: Progress) -> Result<String> {
+    #[derive(Serialize)]
+    struct Views<'a> {
+        draft_view: DraftView<'a>,
+    }
+    let req = draft_request(request)?;
+    let stage = "Drafting criteria";
+    let mut cancelled = None;
+    // Without models every step is ready at once: no executor is needed.
+    let drafted = crate::model::run_ready(draft_rubric(&req, &DraftModels::default(), &mut |done, total| {
+        progress(stage, done, total).map_err(|e| cancelled = Some(e)).is_ok()
+    }));
+    let drafted = match (drafted, cancelled) {
+        (Err(_), Some(why)) => return Err(why),
+        (drafted, _) => drafted?,
+    };
+    reply(&drafted.outcome, Views { draft_view: draft_view(&req.prompts.name, &drafted)? })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1356,5 +1513,110 @@ mod tests {
         assert_eq!(with(|o| o.duplicate_cosine = 1.5), "--duplicate-cosine 1.5: expected a number from 0 to 1");
         assert_eq!(with(|o| o.tags = vec!["a".into(), "a".into()]), "--tag a: given twice");
         assert_eq!(with(|o| o.tags = vec![" ".into()]), "--tag: a tag cannot be empty");
+    }
+
+    #[test]
+    fn the_pages_draft_job_is_medrank_rubric_draft_with_each_criterion_in_its_passage() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/draft");
+        let read = |name: &str| std::fs::read_to_string(root.join(name)).unwrap();
+        let file = |name: &str, kind: &str| crate::jobs::spec::InputFile {
+            name: name.into(),
+            text: read(name),
+            kind: kind.into(),
+            params: Default::default(),
+        };
+        // The page's files: the prompts, the guideline as evidence and the formulary as the
+        // page first takes a .tsv (NRP's documents); a file of another kind is not evidence.
+        let request = JobRequest {
+            files: vec![
+                file("prompts.jsonl", "draft_prompts"),
+                file("guideline.md", "evidence"),
+                file("formulary.tsv", "documents"),
+                file("prompts.jsonl", "rubric"),
+            ],
+            options: serde_json::json!({"criteria": 3, "seed": 7}),
+        };
+        let mut stages = Vec::new();
+        let reply = run(&request, &mut |stage, done, total| {
+            stages.push((stage.to_string(), done, total));
+            Ok(())
+        })
+        .unwrap();
+        let reply: serde_json::Value = serde_json::from_str(&reply).unwrap();
+        let cli = crate::model::run_ready(draft_rubric(
+            &DraftRequest {
+                prompts: NamedText::new("prompts.jsonl", read("prompts.jsonl")),
+                evidence: vec![
+                    EvidenceFile { file: NamedText::new("guideline.md", read("guideline.md")), format: None },
+                    EvidenceFile { file: NamedText::new("formulary.tsv", read("formulary.tsv")), format: None },
+                ],
+                options: DraftOptions { criteria: 3, ..DraftOptions::default() },
+            },
+            &DraftModels::default(),
+            &mut |_, _| true,
+        ))
+        .unwrap();
+        // The CLI's --json and --csv, and its --out as the file to review.
+        let cli_report: serde_json::Value =
+            serde_json::from_str(&serde_json::to_string(&cli.outcome.report).unwrap()).unwrap();
+        assert_eq!(reply["report"], cli_report);
+        let csv: Vec<&str> = reply["tables"].as_array().unwrap().iter().map(|t| t["csv"].as_str().unwrap()).collect();
+        assert_eq!(csv, cli.outcome.tables.iter().map(|t| t.to_csv()).collect::<Vec<_>>());
+        let view = &reply["draft_view"];
+        assert_eq!(view["rubric_jsonl"], cli.rubric_jsonl.as_str());
+        assert_eq!(view["rubric_name"], "prompts.draft.jsonl");
+        let lines: Vec<serde_json::Value> =
+            cli.rubric_jsonl.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+        assert_eq!(view["lines"], serde_json::Value::Array(lines.clone()));
+        // aom-1 has two responses, aom-2 one: three lines, each with its response.
+        assert_eq!(lines.len(), 3);
+        assert_eq!(view["gradable"], true);
+        assert_eq!(view["grade_job"], "grade");
+        assert_eq!(stages.first(), Some(&("Drafting criteria".to_string(), 0, 2)));
+        assert_eq!(stages.last(), Some(&("Drafting criteria".to_string(), 2, 2)));
+        // Each criterion: the drafted line's criterion, and its passage cut around its
+        // statement, the statement being the document's characters start..end (counted in
+        // characters: the guideline's "°" is two bytes).
+        let prompts = view["prompts"].as_array().unwrap();
+        assert_eq!(prompts.len(), 2);
+        let mut checked = 0;
+        for (p, drafted) in prompts.iter().zip(&cli.outcome.report.prompts) {
+            assert_eq!(p["id"], drafted.id.as_str());
+            let line = lines.iter().find(|l| l["id"] == p["id"]).unwrap();
+            for (i, (c, d)) in p["criteria"].as_array().unwrap().iter().zip(&drafted.criteria).enumerate() {
+                assert_eq!(c["drafted"], line["criteria"][i]);
+                assert_eq!(c["document"], d.document.as_str());
+                let text = &cli.documents.iter().find(|doc| doc.id == d.document).unwrap().text;
+                let chars = |a: usize, b: usize| text.chars().skip(a).take(b - a).collect::<String>();
+                assert_eq!(c["statement"], chars(d.start, d.end).as_str());
+                let passage = &drafted.passages[d.passage_rank - 1];
+                let whole = format!(
+                    "{}{}{}",
+                    c["before"].as_str().unwrap(),
+                    c["statement"].as_str().unwrap(),
+                    c["after"].as_str().unwrap()
+                );
+                assert_eq!(whole, chars(passage.start.min(d.start), passage.end.max(d.end)));
+                checked += 1;
+            }
+        }
+        assert_eq!(checked, 6);
+        // A statement with "°" before it in its document: offsets counted in characters.
+        let degrees = prompts
+            .iter()
+            .flat_map(|p| p["criteria"].as_array().unwrap())
+            .find(|c| c["before"].as_str().unwrap().contains('°') || c["statement"].as_str().unwrap().contains('°'));
+        assert!(degrees.is_some(), "{view:#}");
+        // Without prompts the Draft job says what to add; the kinds it reads are the page's.
+        let request = JobRequest { files: vec![file("guideline.md", "evidence")], options: serde_json::json!({}) };
+        let e = run(&request, &mut |_, _, _| Ok(())).unwrap_err().to_string();
+        assert!(e.contains("add a file of prompts to draft rubrics for"), "{e}");
+        // A cancel between prompts is the page's cancel.
+        let request = JobRequest {
+            files: vec![file("prompts.jsonl", "draft_prompts"), file("guideline.md", "evidence")],
+            options: serde_json::json!({}),
+        };
+        let e = run(&request, &mut |_, done, _| if done == 1 { Err(Error::Cancelled) } else { Ok(()) }).unwrap_err();
+        assert!(matches!(e, Error::Cancelled), "{e}");
     }
 }

@@ -41,6 +41,7 @@ pub const JOBS: &[&JobSpec] = &[
     &metrics::JOB,
     &rubric::JOB,
     &rubric_agreement::JOB,
+    &draft::JOB,
     &grade::JOB,
     &statements::JOB,
     &controls::JOB,

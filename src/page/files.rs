@@ -119,6 +119,13 @@ pub const FILE_KINDS: &[FileKind] = &[
         "answer texts with must-have and nice-to-have statements; an NLI model checks them",
         &[],
     ),
+    kind(
+        "draft_prompts",
+        "Prompts to draft rubrics for",
+        "id and prompt; responses to grade and experts’ statements optional",
+        &[],
+    ),
+    kind("evidence", "Evidence to draft from", "Markdown or text, one document a file; or documents, one a line", &[]),
 ];
 
 pub fn file_kind(key: &str) -> Option<&'static FileKind> {
@@ -225,6 +232,10 @@ fn guess(lower: &str, text: &str) -> Option<&'static str> {
             "bundle"
         } else if has(&["correct_option"]) {
             "ros"
+        } else if has(&["id", "prompt"]) && !has(&["response"]) && !has(&["criteria"]) {
+            // A prompt without an answer or criteria: one to draft a rubric for (its
+            // experts' statements, if any, measure the draft).
+            "draft_prompts"
         } else if has(&["must_have"]) || has(&["nice_to_have"]) {
             "statement_answers"
         } else if has(&["criteria"]) {
@@ -281,6 +292,11 @@ fn guess(lower: &str, text: &str) -> Option<&'static str> {
     };
     if fields.len() == 4 && integer(fields[3]) {
         return Some("qrels");
+    }
+    // Prose: what no reader above took, by the extensions drafting reads as one document.
+    let extension = lower.rsplit_once('.').map_or("", |(_, e)| e);
+    if ["md", "markdown", "txt", "text"].contains(&extension) {
+        return Some("evidence");
     }
     None
 }
@@ -489,6 +505,23 @@ pub fn check_file(f: &InputFile) -> Result<FileSummary> {
                 warnings,
             )
         }
+        "draft_prompts" => {
+            let (prompts, warnings) = data::draft_prompts::parse_draft_prompts(name, text)?;
+            let responses: usize = prompts.iter().map(|p| p.responses.len()).sum();
+            let statements: usize = prompts.iter().map(|p| p.statements().count()).sum();
+            let summary = format!(
+                "{}, {} to grade, {} of experts",
+                plural(prompts.len(), "prompt"),
+                plural(responses, "response"),
+                plural(statements, "statement")
+            );
+            (summary, warnings)
+        }
+        "evidence" => {
+            let format = data::evidence::EvidenceFormat::of_file_name(name)?;
+            let (documents, warnings) = data::evidence::read_evidence(&[(name, text, format)])?;
+            (format!("{} ({})", plural(documents.len(), "document"), format.name()), warnings)
+        }
         "ros" => {
             let (items, warnings) = data::parse_hitz(name, text)?;
             let system = f.param("system")?;
@@ -594,7 +627,15 @@ mod tests {
             ("corpus.tsv", "d1\tsome text", Some("corpus")),
             ("run.bm25", "1 Q0 d1 1 12.5 bm25", Some("run")),
             ("qrels.txt", "1 0 d1 2", Some("qrels")),
-            ("notes.txt", "hello", None),
+            ("notes.txt", "hello", Some("evidence")),
+            ("guide.md", "# Otitis media", Some("evidence")),
+            ("x.jsonl", r#"{"id": "a", "prompt": "q", "must_have": ["s"]}"#, Some("draft_prompts")),
+            (
+                "x.jsonl",
+                r#"{"id": "a", "prompt": "q", "response": "r", "must_have": ["s"]}"#,
+                Some("statement_answers"),
+            ),
+            ("notes.csv", "hello", None),
         ];
         for (name, first, want) in cases {
             assert_eq!(guess_kind(name, &format!("\n{first}\nmore")).kind, *want, "{name}: {first}");
@@ -634,6 +675,37 @@ mod tests {
             e.location().map(|l| (l.line, l.field.clone())),
             Some((Some(1), Some("criteria[0].met".to_string())))
         );
+    }
+
+    #[test]
+    fn the_draft_examples_are_told_apart_and_a_drafted_rubric_is_what_its_grade_job_reads() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/draft");
+        let read = |name: &str| std::fs::read_to_string(root.join(name)).unwrap();
+        for (name, kind, summary) in [
+            ("prompts.jsonl", "draft_prompts", "2 prompts, 3 responses to grade, 3 statements of experts"),
+            ("guideline.md", "evidence", "1 document (markdown)"),
+            // A .tsv of documents is NRP's documents first; the Draft job reads them as evidence.
+            ("formulary.tsv", "documents", "3 documents"),
+        ] {
+            assert_eq!(guess_kind(name, &read(name)).kind, Some(kind), "{name}");
+            assert_eq!(check_file(&kinded(name, &read(name), kind)).unwrap().summary, summary, "{name}");
+        }
+        // The rubric the page's Draft job writes is the kind its view's grade job requires.
+        let request = crate::jobs::spec::JobRequest {
+            files: vec![
+                kinded("prompts.jsonl", &read("prompts.jsonl"), "draft_prompts"),
+                kinded("guideline.md", &read("guideline.md"), "evidence"),
+            ],
+            options: serde_json::json!({}),
+        };
+        let reply = (crate::jobs::job("draft").unwrap().run.unwrap())(&request, &mut |_, _, _| Ok(())).unwrap();
+        let view: serde_json::Value = serde_json::from_str::<serde_json::Value>(&reply).unwrap()["draft_view"].clone();
+        let grade = crate::jobs::job(view["grade_job"].as_str().unwrap()).unwrap();
+        let kind = guess_kind("prompts.draft.jsonl", view["rubric_jsonl"].as_str().unwrap()).kind.unwrap();
+        assert!(grade.inputs.required.iter().all(|group| group.contains(&kind)), "{kind}");
+        // An evidence file of another extension is refused, naming it.
+        let e = check_file(&kinded("notes.rtf", "text", "evidence")).unwrap_err().to_string();
+        assert!(e.starts_with("notes.rtf: the evidence format is read from the file's extension"), "{e}");
     }
 
     #[test]

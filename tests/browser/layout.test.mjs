@@ -344,6 +344,7 @@ test('nothing is cut at 1280, 1024 and 768 px: files, options, progress, trainin
     ['#run-metrics', 'Metrics'],
     ['#run-rubric', 'Rubric'],
     ['#run-rubric_agreement', 'Agreement'],
+    ['#run-draft', 'Draft'],
   ]) {
     await run(page, button);
     const titles = await page.locator('#tabs [role=tab]').allTextContents();
