@@ -295,6 +295,8 @@ function exampleFiles(index) {
     /^nrp\/answers\.jsonl$/,
     /^nrp\/qrels\.combined/,
     /^rubric\/healthbench\//,
+    // The Draft job's files: its formulary would be a second documents file for NRP.
+    /^draft\//,
     /README/i,
     /\.md$/,
   ];
