@@ -17,6 +17,7 @@ import {
   cli,
   cliHas,
   differences,
+  differencesAbs,
   assertOwnStaticFilesOnly,
   readExample,
   ROOT,
@@ -32,18 +33,6 @@ const SKIP =
 /** P(met) and scores computed by wasm and natively: f32 sums in another order. */
 const TOLERANCE = 1e-5;
 const FILES = ['draft/prompts.jsonl', 'draft/guideline.md', 'draft/formulary.tsv'];
-
-/** Paths where two values differ: numbers by more than `tol` (absolute), anything else at all. */
-function differencesAbs(a, b, tol, path = '$', out = []) {
-  if (typeof a === 'number' && typeof b === 'number') {
-    if (!(Math.abs(a - b) <= tol)) out.push(`${path}: ${a} vs ${b}`);
-  } else if (a && b && typeof a === 'object' && typeof b === 'object') {
-    for (const k of new Set([...Object.keys(a), ...Object.keys(b)])) differencesAbs(a[k], b[k], tol, `${path}.${k}`, out);
-  } else if (a !== b) {
-    out.push(`${path}: ${JSON.stringify(a)} vs ${JSON.stringify(b)}`);
-  }
-  return out;
-}
 
 /** The report with its inputs (and grader) named by file name: the CLI names them by path. */
 function byFileName(report) {

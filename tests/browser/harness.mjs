@@ -227,6 +227,22 @@ export function differences(a, b, path = '$', out = []) {
 }
 
 
+/** Paths where two values differ: numbers by more than `tol` (absolute), anything else at all. */
+export function differencesAbs(a, b, tol, path = '$', out = []) {
+  if (typeof a === 'number' && typeof b === 'number') {
+    if (!(Math.abs(a - b) <= tol)) out.push(`${path}: ${a} vs ${b}`);
+  } else if (a && b && typeof a === 'object' && typeof b === 'object') {
+    if (Array.isArray(a) !== Array.isArray(b) || (Array.isArray(a) && a.length !== b.length)) {
+      out.push(`${path}: ${JSON.stringify(a).slice(0, 80)} vs ${JSON.stringify(b).slice(0, 80)}`);
+      return out;
+    }
+    for (const k of new Set([...Object.keys(a), ...Object.keys(b)])) differencesAbs(a[k], b[k], tol, `${path}.${k}`, out);
+  } else if (a !== b) {
+    out.push(`${path}: ${JSON.stringify(a)} vs ${JSON.stringify(b)}`);
+  }
+  return out;
+}
+
 /** Paths that differ beyond `rel` relative tolerance (absolute below 1e-300). */
 export function differencesWithin(a, b, rel, path = '$', out = []) {
   if (typeof a === 'number' && typeof b === 'number') {
