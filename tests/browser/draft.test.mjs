@@ -91,7 +91,8 @@ test('the page drafts, a reviewer edits a criterion, and Grade on the reviewed r
     await section.screenshot({ path: join(ARTIFACTS, 'draft-review.png') });
 
     // The review: criterion 1 of aom-1 edited (text, points, tags), its criterion 2
-    // deleted; a criterion added to aom-2, which starts at the draft's points and tags.
+    // deleted; aom-2's criterion 1 not kept, and a criterion added to it, which starts at
+    // the draft's points and tags.
     const edited = 'Gives paracetamol or ibuprofen for the ear pain';
     await items.nth(0).locator('textarea').fill(edited);
     await items.nth(0).locator('.draft-points').fill('7');
@@ -99,6 +100,7 @@ test('the page drafts, a reviewer edits a criterion, and Grade on the reviewed r
     await items.nth(1).locator('.draft-delete').click();
     assert.equal(await items.count(), aom1.criteria.length - 1);
     const aom2 = page.locator('.draft-prompt[data-prompt="aom-2"]');
+    await aom2.locator('li.draft-criterion').first().locator('.draft-keep').uncheck();
     await aom2.locator('.draft-add').click();
     const added = aom2.locator('li.draft-criterion').last();
     await added.locator('textarea').fill('Asks how severe the allergic reaction was');
@@ -115,6 +117,7 @@ test('the page drafts, a reviewer edits a criterion, and Grade on the reviewed r
         Object.assign(criteria[0], { criterion: edited, points: 7, tags: ['axis:accuracy', 'level:example'] });
         criteria.splice(1, 1);
       } else {
+        criteria.shift();
         criteria.push({ criterion: 'Asks how severe the allergic reaction was', points: criteria[0].points, tags: criteria[0].tags });
       }
       return { ...line, criteria };
