@@ -23,6 +23,7 @@ import {
   cliHas,
   assertOwnStaticFilesOnly,
   trainFilledForm,
+  differencesAbs,
   ROOT,
   EXAMPLES,
 } from './harness.mjs';
@@ -59,22 +60,6 @@ const GRADERS = [
       cli(['train', '--model', MODEL, '--train', join(EXAMPLES, RUBRIC), '--dev-split', '0.25', '--task', 'criterion', '--epochs', '2', '--out', dir]),
   },
 ];
-
-/** Paths where two values differ: numbers by more than `tol` (absolute), anything else at all. */
-function differencesAbs(a, b, tol, path = '$', out = []) {
-  if (typeof a === 'number' && typeof b === 'number') {
-    if (!(Math.abs(a - b) <= tol)) out.push(`${path}: ${a} vs ${b}`);
-  } else if (a && b && typeof a === 'object' && typeof b === 'object') {
-    if (Array.isArray(a) !== Array.isArray(b) || (Array.isArray(a) && a.length !== b.length)) {
-      out.push(`${path}: ${JSON.stringify(a).slice(0, 80)} vs ${JSON.stringify(b).slice(0, 80)}`);
-      return out;
-    }
-    for (const k of new Set([...Object.keys(a), ...Object.keys(b)])) differencesAbs(a[k], b[k], tol, `${path}.${k}`, out);
-  } else if (a !== b) {
-    out.push(`${path}: ${JSON.stringify(a)} vs ${JSON.stringify(b)}`);
-  }
-  return out;
-}
 
 /** The CLI names the rubric and the grader's files by the paths it was given, the page by
  *  the file's and the folder's names; the order a front end lists its inputs in is not part
