@@ -44,8 +44,8 @@ export function hubBytes(n) {
 }
 
 /**
- * The model's files for the engine's Model ({name, config, tokenizer, weights, ...}), named
- * `hf://ORG/NAME@COMMIT` as the CLI names them in reports. `choice`: {id, endpoint?};
+ * The model's files by path ({name, files}), named `hf://ORG/NAME@COMMIT` as the CLI names
+ * them in reports. `choice`: {id, endpoint?};
  * `progress(stage, done, total)` returns false on Cancel; `onPlan(plan)` hears the plan
  * (files, sizes, what is cached) before any file is asked for; `keep(cache, key, response)`
  * stores a file (a refusal of the browser's storage only costs the next visit a download).
@@ -107,16 +107,7 @@ export async function loadHubModel({ medrank, choice, progress, onPlan, keep, ca
     }
     // Written last: a kept plan's files are all kept.
     if (!plan.offline) await keep(cache, refKey, new Response(JSON.stringify(plan)));
-    const text = (path) => (files[path] ? new TextDecoder().decode(files[path]) : undefined);
-    return {
-      name: plan.name,
-      config: text('config.json'),
-      tokenizer: text('tokenizer.json'),
-      weights: files['model.safetensors'],
-      pooling: text('1_Pooling/config.json'),
-      modules: text('modules.json'),
-      sentence_config: text('sentence_bert_config.json'),
-    };
+    return { name: plan.name, files };
   } finally {
     hub.free();
   }

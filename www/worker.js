@@ -293,7 +293,10 @@ async function bundledFolder(precision) {
 async function loadModel(choice, progress, onPlan) {
   if (choice.source === 'trained') return loadTrained(choice.id);
   const cache = await caches.open(MODEL_CACHE);
-  if (choice.source === 'hub') return loadHubModel({ medrank, choice, progress, onPlan, keep, cache });
+  if (choice.source === 'hub') {
+    const { name, files } = await loadHubModel({ medrank, choice, progress, onPlan, keep, cache });
+    return engineFiles(name, files);
+  }
   const files = {};
   for (const [i, name] of MODEL_FILES.entries()) {
     progress(`Loading the model: ${name}`, i, MODEL_FILES.length);
@@ -326,11 +329,16 @@ async function loadModel(choice, progress, onPlan) {
     if (bytes) files[name] = bytes;
   }
   progress('Loading the model', MODEL_FILES.length, MODEL_FILES.length);
-  const text = (name) => (files[name] ? new TextDecoder().decode(files[name]) : undefined);
+  // The name reports use for the evaluator and the model's fingerprints: the bundled model's
+  // site path equals the repo path the CLI is given (models/all-MiniLM-L6-v2).
+  return engineFiles(choice.source === 'bundled' ? choice.folder.replace(/\/$/, '') : choice.label, files);
+}
+
+/** A model's files by path as the engine's Model takes them. */
+function engineFiles(name, files) {
+  const text = (path) => (files[path] ? new TextDecoder().decode(files[path]) : undefined);
   return {
-    // The name reports use for the evaluator and the model's fingerprints: the bundled
-    // model's site path equals the repo path the CLI is given (models/all-MiniLM-L6-v2).
-    name: choice.source === 'bundled' ? choice.folder.replace(/\/$/, '') : choice.label,
+    name,
     config: text('config.json'),
     tokenizer: text('tokenizer.json'),
     weights: files['model.safetensors'],
