@@ -10,7 +10,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
-import { execFileSync } from 'node:child_process';
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
@@ -41,16 +42,17 @@ function nliModel(dir, seed) {
   return Object.fromEntries(MODEL_FILES.map((f) => [f, readFileSync(join(dir, f))]));
 }
 
-/** `medrank grade` with HF_ENDPOINT at the stand-in and a Hugging Face cache of its own. */
-function cliGrade(hub, work, id) {
+/** `medrank grade` with HF_ENDPOINT at the stand-in and a Hugging Face cache of its own (run
+ *  asynchronously: the stand-in answers from this process). */
+async function cliGrade(hub, work, id) {
   const env = { ...process.env, HF_ENDPOINT: hub.url, HF_HOME: join(work, 'hf'), HF_HUB_CACHE: join(work, 'hf/hub') };
   for (const v of ['HF_TOKEN', 'HF_HUB_OFFLINE', 'HF_TOKEN_PATH']) delete env[v];
   const json = join(work, 'cli.json');
-  execFileSync(
+  await promisify(execFile)(
     medrankBin(),
     ['grade', '--rubric', join(EXAMPLES, RUBRIC), '--grader', id, '--out', join(work, 'graded.jsonl'), '--json', json,
       '--seed', '0', '--resamples', '1000', '--confidence', '0.95', '--backend', 'cpu', '--quiet'],
-    { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] },
+    { cwd: ROOT, env },
   );
   return JSON.parse(readFileSync(json, 'utf8'));
 }
@@ -77,7 +79,7 @@ test('the page grades with a model by its Hub id as medrank grade does, asking o
   try {
     const files = nliModel(join(work, 'nli'), 41);
     const commit = hub.publish('tiny-org/nli', 'main', files);
-    const expected = cliGrade(hub, work, 'tiny-org/nli');
+    const expected = await cliGrade(hub, work, 'tiny-org/nli');
     const name = `hf://tiny-org/nli@${commit}`;
     assert.equal(expected.grader.model, name);
 
