@@ -494,6 +494,8 @@ export async function runJob(job, extraOptions = {}) {
   const startedFrom = document.activeElement;
   document.body.classList.add('running');
   updateRunButtons();
+  // A Hub model's plan is shown afresh for this run (or not at all when it is kept).
+  $('#hub-plan').hidden = true;
   showProgress({ stage: 'Starting', done: 0, total: 0 });
   try {
     const reply = await ask({ type: 'run', job, request, cancelBuffer }, showProgress);
