@@ -2,7 +2,8 @@
 // itself, from a stand-in Hub on 127.0.0.1 (hub-stand-in.mjs: the Hub's URL layout, its
 // weights redirected to a second port as the Hub redirects to its CDN), through the CLI's own
 // code (the engine's HubDownload), and grades with it as `medrank grade --grader ORG/NAME`
-// does with HF_ENDPOINT at the same stand-in: the same numbers, and both reports name the
+// does with HF_ENDPOINT at the same stand-in, then checks statements with it as `medrank
+// statements --nli ORG/NAME` does: the same numbers, and both reports name the
 // files `hf://ORG/NAME@COMMIT/FILE` with their sha256. The requests go to the site and the
 // stand-in only, and carry nothing of the user's. A wrong sha256 and a 404 are refused naming
 // the id and the file, and nothing of them is kept. After a reload, with the stand-in
@@ -21,6 +22,7 @@ import { writeRandomBert } from './random-model.mjs';
 
 const TOKENIZER = join(ROOT, 'models/all-MiniLM-L6-v2/tokenizer.json');
 const RUBRIC = 'rubric/conversations.jsonl';
+const STATEMENTS = 'statements/answers.jsonl';
 const SKIP =
   (!existsSync(TOKENIZER) && 'no models/all-MiniLM-L6-v2/tokenizer.json: run scripts/setup.sh model') ||
   (!cliHas('grade') && 'this medrank binary has no `grade`');
@@ -42,18 +44,14 @@ function nliModel(dir, seed) {
   return Object.fromEntries(MODEL_FILES.map((f) => [f, readFileSync(join(dir, f))]));
 }
 
-/** `medrank grade` with HF_ENDPOINT at the stand-in and a Hugging Face cache of its own (run
- *  asynchronously: the stand-in answers from this process). */
-async function cliGrade(hub, work, id) {
+/** A medrank command with HF_ENDPOINT at the stand-in and a Hugging Face cache of its own
+ *  (run asynchronously: the stand-in answers from this process); its --json report. */
+async function cliReport(hub, work, args) {
   const env = { ...process.env, HF_ENDPOINT: hub.url, HF_HOME: join(work, 'hf'), HF_HUB_CACHE: join(work, 'hf/hub') };
   for (const v of ['HF_TOKEN', 'HF_HUB_OFFLINE', 'HF_TOKEN_PATH']) delete env[v];
-  const json = join(work, 'cli.json');
-  await promisify(execFile)(
-    medrankBin(),
-    ['grade', '--rubric', join(EXAMPLES, RUBRIC), '--grader', id, '--out', join(work, 'graded.jsonl'), '--json', json,
-      '--seed', '0', '--resamples', '1000', '--confidence', '0.95', '--backend', 'cpu', '--quiet'],
-    { cwd: ROOT, env },
-  );
+  const json = join(work, `${args[0]}.json`);
+  const common = ['--json', json, '--seed', '0', '--resamples', '1000', '--confidence', '0.95', '--backend', 'cpu'];
+  await promisify(execFile)(medrankBin(), [...args, ...common], { cwd: ROOT, env });
   return JSON.parse(readFileSync(json, 'utf8'));
 }
 
@@ -79,7 +77,10 @@ test('the page grades with a model by its Hub id as medrank grade does, asking o
   try {
     const files = nliModel(join(work, 'nli'), 41);
     const commit = hub.publish('tiny-org/nli', 'main', files);
-    const expected = await cliGrade(hub, work, 'tiny-org/nli');
+    const expected = await cliReport(hub, work, [
+      'grade', '--rubric', join(EXAMPLES, RUBRIC), '--grader', 'tiny-org/nli', '--out', join(work, 'graded.jsonl'), '--quiet',
+    ]);
+    const statements = await cliReport(hub, work, ['statements', '--input', join(EXAMPLES, STATEMENTS), '--nli', 'tiny-org/nli']);
     const name = `hf://tiny-org/nli@${commit}`;
     assert.equal(expected.grader.model, name);
 
@@ -109,6 +110,14 @@ test('the page grades with a model by its Hub id as medrank grade does, asking o
       models.map((f) => [f.name, f.sha256]).sort(),
       MODEL_FILES.map((f) => [`${name}/${f}`, sha256(files[f])]).sort(),
     );
+    // Statements with the same model (kept: nothing more is downloaded), as the CLI's.
+    const before = requests.length;
+    await upload(page, [STATEMENTS]);
+    await run(page, '#run-statements');
+    const checked = await page.evaluate(() => window.medrank.state.lastResult.result.report);
+    assert.deepEqual(differencesAbs(withoutPaths(checked), withoutPaths(statements), TOLERANCE), []);
+    assert.ok(!requests.slice(before).some((r) => !r.url.startsWith(server.url)), 'the kept model is not asked for again');
+
     // The size came before the download.
     const total = MODEL_FILES.reduce((n, f) => n + files[f].length, 0);
     const plan = await page.evaluate(() => window.medrank.state.lastHubPlan);
