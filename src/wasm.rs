@@ -117,8 +117,7 @@ pub fn int8_self_check() -> Result<String, JsValue> {
     Ok(page::bench::int8_check()?)
 }
 
-/// A model downloaded by the worker's `fetch` through the CLI's own steps
-/// (`page::hub::HubDownload`); `answer`: an HTTP answer's head (`page::hub::Answer`).
+/// A Hub model downloaded by the worker's `fetch` through the CLI's steps (`page::hub`).
 #[wasm_bindgen]
 pub struct HubDownload(page::hub::HubDownload);
 
@@ -156,8 +155,7 @@ pub struct Model {
     training: Option<training::PageTraining>,
 }
 
-/// The model's files as the worker loaded them: `{name, config, tokenizer, weights:
-/// Uint8Array, pooling?, modules?, sentence_config?}`.
+/// The model's files as the worker loaded them (`{name, config, tokenizer, weights, ...}`).
 fn model_files(model: &JsValue) -> Result<crate::model::ModelFiles> {
     let get = |key: &str| js_sys::Reflect::get(model, &key.into()).ok().filter(|v| !v.is_undefined() && !v.is_null());
     let text = |key: &str| get(key).and_then(|v| v.as_string()).map(String::into_bytes);
@@ -234,7 +232,9 @@ impl Model {
         for (name, bytes) in &trained.files {
             js_sys::Reflect::set(&files, &JsValue::from_str(name), &js_sys::Uint8Array::from(bytes.as_slice()))?;
         }
-        let out = to_js(&serde_json::json!({"report": trained, "outcome": outcome}))?;
+        let out = js_sys::Object::new();
+        js_sys::Reflect::set(&out, &JsValue::from_str("report"), &to_js(&trained)?)?;
+        js_sys::Reflect::set(&out, &JsValue::from_str("outcome"), &to_js(&outcome)?)?;
         js_sys::Reflect::set(&out, &JsValue::from_str("files"), &files)?;
         Ok(out.into())
     }
