@@ -3,8 +3,9 @@
 // weights redirected to a second port as the Hub redirects to its CDN), through the CLI's own
 // code (the engine's HubDownload), and grades with it as `medrank grade --grader ORG/NAME`
 // does with HF_ENDPOINT at the same stand-in, then checks statements with it as `medrank
-// statements --nli ORG/NAME` does: the same numbers, and both reports name the
-// files `hf://ORG/NAME@COMMIT/FILE` with their sha256. The requests go to the site and the
+// statements --nli ORG/NAME` does, and ranks with a sentence encoder (its pooling files read
+// too, its README not fetched) as `medrank evaluate --model ORG/NAME` does: the same numbers,
+// and the reports name the files `hf://ORG/NAME@COMMIT/FILE` with their sha256. The requests go to the site and the
 // stand-in only, and carry nothing of the user's. A wrong sha256 and a 404 are refused naming
 // the id and the file, and nothing of them is kept. After a reload, with the stand-in
 // stopped, the model kept in the browser still runs.
@@ -167,6 +168,67 @@ test('the page grades with a model by its Hub id as medrank grade does, asking o
     assert.deepEqual(differencesAbs(again, result.report, 0), []);
     assert.match(await page.textContent('#hub-plan'), /all kept in this browser \(the Hub could not be reached\)/);
     t.diagnostic(`${requests.length} requests recorded`);
+  } finally {
+    await app?.close();
+    await hub.stop().catch(() => {});
+    rmSync(work, { recursive: true, force: true });
+  }
+});
+
+/** A report without what the clock measured (no two runs share those). */
+function withoutTimings(value) {
+  if (Array.isArray(value)) return value.map(withoutTimings);
+  if (!value || typeof value !== 'object') return value;
+  const kept = Object.entries(value).filter(([k]) => !k.endsWith('seconds') && !k.endsWith('per_second'));
+  return Object.fromEntries(kept.map(([k, v]) => [k, withoutTimings(v)]));
+}
+
+test('the page ranks with a sentence encoder by its Hub id as medrank evaluate --model does, its pooling files read too', { skip: SKIP }, async () => {
+  const work = mkdtempSync(join(tmpdir(), 'medrank-hub-encoder-'));
+  const hub = await startStandInHub();
+  let app = null;
+  try {
+    // A random BERT without a head, with sentence-transformers' files (mean pooling,
+    // normalised, 128 tokens at most): the similarity evaluator.
+    const dir = join(work, 'encoder');
+    writeRandomBert(dir, TOKENIZER, { layers: 2, hidden: 32, heads: 2, seed: 7, scale: 0.2 });
+    const files = Object.fromEntries(MODEL_FILES.map((f) => [f, readFileSync(join(dir, f))]));
+    files['modules.json'] = Buffer.from(JSON.stringify([
+      { idx: 0, name: '0', path: '', type: 'sentence_transformers.models.Transformer' },
+      { idx: 1, name: '1', path: '1_Pooling', type: 'sentence_transformers.models.Pooling' },
+      { idx: 2, name: '2', path: '2_Normalize', type: 'sentence_transformers.models.Normalize' },
+    ]));
+    files['1_Pooling/config.json'] = Buffer.from(JSON.stringify({
+      word_embedding_dimension: 32, pooling_mode_cls_token: false, pooling_mode_mean_tokens: true,
+      pooling_mode_max_tokens: false, pooling_mode_mean_sqrt_len_tokens: false,
+    }));
+    files['sentence_bert_config.json'] = Buffer.from(JSON.stringify({ max_seq_length: 128, do_lower_case: false }));
+    files['README.md'] = Buffer.from('# not fetched\n');
+    const commit = hub.publish('tiny-org/encoder', 'main', files);
+    const expected = await cliReport(hub, work, ['evaluate', '--bundle', join(EXAMPLES, 'bundle.jsonl'), '--model', 'tiny-org/encoder', '--quiet']);
+
+    app = await openApp({ hubStandIn: hub.url });
+    const { page, requests, server } = app;
+    await upload(page, ['bundle.jsonl']);
+    await chooseHubModel(page, 'tiny-org/encoder');
+    const started = Date.now();
+    await run(page, '#run-rank_systems');
+    const report = await page.evaluate(() => window.medrank.state.lastResult.result.report);
+    const strip = (r) => {
+      const copy = withoutTimings(structuredClone(r));
+      for (const p of [copy.provenance, ...copy.evaluators.map((e) => e.report.provenance)]) {
+        for (const f of p.inputs) if (!f.name.startsWith('hf://')) f.name = basename(f.name);
+        p.inputs.sort((x, y) => x.name.localeCompare(y.name));
+      }
+      return copy;
+    };
+    assert.deepEqual(differencesAbs(strip(report), strip(expected), TOLERANCE), []);
+    const name = `hf://tiny-org/encoder@${commit}`;
+    const named = report.evaluators[0].report.provenance.inputs.map((f) => f.name).filter((n) => n.startsWith('hf://'));
+    assert.deepEqual(named.sort(), ['1_Pooling/config.json', 'config.json', 'model.safetensors', 'modules.json', 'tokenizer.json'].map((f) => `${name}/${f}`));
+    // Only the files the loader reads were asked for: no README.
+    const asked = requests.filter((r) => r.time >= started && r.url.includes('/resolve/')).map((r) => r.url.split(`${commit}/`)[1]);
+    assert.deepEqual(asked.sort(), ['1_Pooling/config.json', 'config.json', 'model.safetensors', 'modules.json', 'sentence_bert_config.json', 'tokenizer.json']);
   } finally {
     await app?.close();
     await hub.stop().catch(() => {});
