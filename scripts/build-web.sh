@@ -11,6 +11,11 @@
 #                  browser bench (the npm package, Python's onnx).
 #   --serve PORT   afterwards run `medrank serve DIR --port PORT` (default port 8080)
 #
+#   MEDRANK_HUB=off  a site that never opens a connection: no "Hugging Face Hub" model choice
+#                  (www/hub.js's HUB_ACCESS false, so the worker refuses one too) and the
+#                  page's connect-src 'self' alone. Default on: the page may download a model
+#                  by its Hub id from huggingface.co and the storage hosts it redirects to.
+#
 # Toolchain routes (scripts/setup.sh wasm installs route 2):
 #   1. rustup has the wasm32-unknown-unknown target  -> plain cargo build
 #   2. Debian's rustc-web + rust-web-src + wasm-ld     -> build std ourselves (-Z build-std)
@@ -33,7 +38,7 @@ while [ $# -gt 0 ]; do
     --bench-peer) PEER=1; shift ;;
     --serve)
       if [ $# -gt 1 ] && [[ "$2" =~ ^[0-9]+$ ]]; then SERVE_PORT="$2"; shift 2; else SERVE_PORT=8080; shift; fi ;;
-    -h|--help) sed -n '2,19p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,24p' "$0"; exit 0 ;;
     *) die "unknown argument: $1 (see --help)" ;;
   esac
 done
@@ -144,6 +149,17 @@ log "assembling $OUT"
 rm -rf "$OUT"
 mkdir -p "$OUT"
 cp -R www/. "$OUT/"
+case "${MEDRANK_HUB:-on}" in
+  on) ;;
+  off)
+    log "MEDRANK_HUB=off: no Hub choice, connect-src 'self' alone"
+    sed -i -E "s|connect-src 'self'[^;]*;|connect-src 'self';|" "$OUT/index.html"
+    sed -i 's/^export const HUB_ACCESS = true;/export const HUB_ACCESS = false;/' "$OUT/hub.js"
+    grep -q "connect-src 'self';" "$OUT/index.html" && grep -q '^export const HUB_ACCESS = false;' "$OUT/hub.js" \
+      || die "MEDRANK_HUB=off: could not turn the Hub off in index.html and hub.js"
+    ;;
+  *) die "MEDRANK_HUB is on or off, not ${MEDRANK_HUB}" ;;
+esac
 cp -R "$STAGE/pkg" "$OUT/pkg"
 [ -d "$STAGE/pkg-threads" ] && cp -R "$STAGE/pkg-threads" "$OUT/pkg-threads"
 [ -d "$STAGE/pkg-threads-relaxed" ] && cp -R "$STAGE/pkg-threads-relaxed" "$OUT/pkg-threads-relaxed"
@@ -207,12 +223,15 @@ list_files "$OUT" | grep -v '^models/' | grep -v '^data/' | grep -v '^peer/' | g
 BUILD_ID="$(cd "$OUT" && list_files . | grep -v '^models/' | grep -v '^peer/' | xargs sha256sum | sha256sum | cut -c1-16)"
 sed -i "s/__BUILD_ID__/$BUILD_ID/" "$OUT/sw.js"
 
-# No served file may point at another origin (privacy by construction). XML namespace names
-# (http://www.w3.org/2000/svg) are identifiers, never fetched, and the Apache licence links
-# (the thread pool helper's licence header, the vendored data's LICENSE) are text: allowed.
-# The bench build's peer (third-party code the main page never loads) is left out of the check.
+# No served file may point at another origin (privacy by construction), but for the Hub's
+# hosts in index.html's policy (connect-src: where a model may be downloaded from). XML
+# namespace names (http://www.w3.org/2000/svg) are identifiers, never fetched, and the Apache
+# licence links (the thread pool helper's licence header, the vendored data's LICENSE) are
+# text: allowed. The bench build's peer (third-party code the main page never loads) is left
+# out of the check.
 external="$(grep -rIoE "(https?:)?//[a-zA-Z0-9.-]+\.[a-z]{2,}[^\"' )]*" "$OUT" --exclude-dir=models --exclude-dir=peer \
-  | grep -vE '//www\.w3\.org/(2000/svg|1999/xhtml|1999/xlink|2000/xmlns)|//www\.apache\.org/licenses/' || true)"
+  | grep -vE '//www\.w3\.org/(2000/svg|1999/xhtml|1999/xlink|2000/xmlns)|//www\.apache\.org/licenses/' \
+  | grep -vxE "$OUT/index\.html:https://(huggingface\.co|hf\.co);?" || true)"
 if [ -n "$external" ]; then
   echo "$external" | head -10 >&2
   die "a served file mentions an external URL (listed above)"

@@ -20,13 +20,12 @@ pub fn start() {
     console_error_panic_hook::set_once();
 }
 
-/// The threaded build's pool: the worker calls `initThreadPool(n)` once, before any job, when
-/// the page is cross-origin isolated (shared memory); the CPU path then runs on `n` threads.
+/// The threaded build's pool: `initThreadPool(n)` once, before any job, when the page is
+/// cross-origin isolated; the CPU path then runs on `n` threads.
 #[cfg(feature = "threads")]
 pub use wasm_bindgen_rayon::init_thread_pool;
 
-/// Errors reach the page as `page::error_reply` writes them (`{message, location?,
-/// cancelled, option?}`), so it can point at the file, line and field, or the option.
+/// Errors reach the page as `page::error_reply` writes them (`{message, location?, ...}`).
 impl From<Error> for JsValue {
     fn from(e: Error) -> JsValue {
         to_js(&page::error_reply(&e)).unwrap_or_else(|_| JsValue::from_str(&e.to_string()))
@@ -45,8 +44,7 @@ fn from_js<T: DeserializeOwned>(value: JsValue) -> Result<T> {
     serde_wasm_bindgen::from_value(value).map_err(|e| Error::invalid(format!("bad request from the page: {e}")))
 }
 
-/// The page's callback `progress(stage, done, total) -> bool` as the page layer's progress
-/// report: `false` from it means the user pressed Cancel.
+/// The page's callback `progress(stage, done, total) -> bool`: `false` means Cancel.
 fn progress_of(callback: &js_sys::Function) -> impl FnMut(&str, usize, usize) -> Result<()> + '_ {
     move |stage, done, total| {
         let args = [JsValue::from_str(stage), JsValue::from_f64(done as f64), JsValue::from_f64(total as f64)];
@@ -70,8 +68,7 @@ fn seconds_now() -> f64 {
     performance_now() / 1000.0
 }
 
-/// What the page learns when the engine is ready (`page::describe`): the version, this
-/// build, the kinds of input file, every job and the training form's defaults, as JSON text.
+/// What the page learns when the engine is ready (`page::describe`), as JSON text.
 #[wasm_bindgen]
 pub fn describe() -> Result<String, JsValue> {
     Ok(page::describe()?)
@@ -120,8 +117,37 @@ pub fn int8_self_check() -> Result<String, JsValue> {
     Ok(page::bench::int8_check()?)
 }
 
-/// A model the worker keeps across jobs (`jobs::KeptModel`: the weights and the encoder it
-/// last ran on) until it frees it (`model.free()`) for another one.
+/// A Hub model downloaded by the worker's `fetch` through the CLI's steps (`page::hub`).
+#[wasm_bindgen]
+pub struct HubDownload(page::hub::HubDownload);
+
+#[wasm_bindgen]
+impl HubDownload {
+    /// `endpoint`: the public Hub when undefined, else a stand-in on this machine.
+    #[wasm_bindgen(constructor)]
+    pub fn new(id: &str, endpoint: Option<String>) -> Result<HubDownload, JsValue> {
+        Ok(HubDownload(page::hub::HubDownload::new(id, endpoint.as_deref())?))
+    }
+    pub fn listing_url(&self) -> String {
+        self.0.listing_url()
+    }
+    /// The listing's answer to the plan, `page::hub::PagePlan` as JSON text.
+    pub fn plan(&mut self, answer: JsValue, body: &[u8]) -> Result<String, JsValue> {
+        Ok(self.0.plan(&from_js(answer)?, body)?)
+    }
+    /// A file's answer before its body; then each chunk (`update`), then `finish`.
+    pub fn open(&mut self, path: &str, answer: JsValue) -> Result<(), JsValue> {
+        Ok(self.0.open(path, &from_js(answer)?)?)
+    }
+    pub fn update(&mut self, chunk: &[u8]) -> Result<(), JsValue> {
+        Ok(self.0.update(chunk)?)
+    }
+    pub fn finish(&mut self) -> Result<(), JsValue> {
+        Ok(self.0.finish()?)
+    }
+}
+
+/// A model the worker keeps across jobs (`jobs::KeptModel`) until it frees it (`model.free()`).
 #[wasm_bindgen]
 pub struct Model {
     kept: jobs::KeptModel,
@@ -129,12 +155,9 @@ pub struct Model {
     training: Option<training::PageTraining>,
 }
 
-/// The model's files as the worker loaded them: `{name, config, tokenizer, weights:
-/// Uint8Array, pooling?, modules?, sentence_config?}`.
+/// The model's files as the worker loaded them (`{name, config, tokenizer, weights, ...}`).
 fn model_files(model: &JsValue) -> Result<crate::model::ModelFiles> {
-    let get = |key: &str| {
-        js_sys::Reflect::get(model, &JsValue::from_str(key)).ok().filter(|v| !v.is_undefined() && !v.is_null())
-    };
+    let get = |key: &str| js_sys::Reflect::get(model, &key.into()).ok().filter(|v| !v.is_undefined() && !v.is_null());
     let text = |key: &str| get(key).and_then(|v| v.as_string()).map(String::into_bytes);
     let missing = |file: &str| Error::invalid(format!("the model has no {file}"));
     let weights = get("weights").ok_or_else(|| missing("model.safetensors"))?;
@@ -157,21 +180,16 @@ impl Model {
         let files = model_files(&files)?;
         Ok(Model { kept: jobs::KeptModel::from_files(&files)?, training: None })
     }
-
-    /// The job `job` on this model (the evaluator, the grader, the NLI model) on the page's
-    /// request (JSON text); its reply as JSON text.
+    /// The job `job` on this model (evaluator, grader, NLI model); request and reply JSON text.
     pub async fn run(&mut self, job: String, request: String, progress: js_sys::Function) -> Result<String, JsValue> {
         let mut progress = progress_of(&progress);
         Ok(page::run_on_model(&mut self.kept, &job, &request, &seconds_now, &mut progress).await?)
     }
-
-    /// The bench page's encoder grid (`page::bench::BenchRequest`, JSON text): each backend
-    /// in each precision.
+    /// The bench page's encoder grid (`page::bench::BenchRequest`, JSON text).
     pub async fn bench(&mut self, request: String, progress: js_sys::Function) -> Result<String, JsValue> {
         let mut progress = progress_of(&progress);
         Ok(page::bench::bench_page(&mut self.kept, &request, &seconds_now, &mut progress).await?)
     }
-
     /// The benchmark page's workload (`medrank bench --parts workload`) on `backend`.
     pub async fn workload(
         &mut self,
@@ -182,12 +200,8 @@ impl Model {
         let mut progress = progress_of(&progress);
         Ok(page::workload(&mut self.kept, dev_text, &backend, &seconds_now, &mut progress).await?)
     }
-
-    // Training in steps (`page::training`): `train_start`, `train_encode` until finished,
-    // `train_epoch` until `undefined`, then `train_finish` (or `train_abort`).
-
-    /// Reads the form (`TrainPageRequest`) and its data, sets up a new head; the summary
-    /// (`PageSummary`: with the dev baseline).
+    // Training in steps (`page::training`): start, encode, epochs, then finish (or abort).
+    /// Reads the form (`TrainPageRequest`) and its data; the summary (`PageSummary`).
     pub fn train_start(&mut self, request: JsValue) -> Result<JsValue, JsValue> {
         self.training = None;
         let training = training::PageTraining::start(&from_js(request)?, &mut self.kept, seconds_now)?;
@@ -195,15 +209,12 @@ impl Model {
         self.training = Some(training);
         Ok(summary)
     }
-
     /// Up to `max_batches` more batches of the frozen pass (`EncodeProgress`).
     pub async fn train_encode(&mut self, max_batches: usize) -> Result<JsValue, JsValue> {
         let training = self.training.as_mut().ok_or_else(not_started)?;
         Ok(to_js(&training.encode(&mut self.kept, max_batches).await?)?)
     }
-
-    /// One epoch (`TrainProgress` with its log), or `{over: true}` once training is over;
-    /// `progress(TrainProgress)` sees its stages as they start.
+    /// One epoch (`TrainProgress` with its log, its stages to `progress`), or `{over: true}`.
     pub async fn train_epoch(&mut self, progress: js_sys::Function) -> Result<JsValue, JsValue> {
         let training = self.training.as_mut().ok_or_else(not_started)?;
         let mut report = |p: &training::TrainProgress| {
@@ -213,9 +224,7 @@ impl Model {
         };
         Ok(to_js(&training.epoch(&mut report).await?)?)
     }
-
-    /// The trained evaluator: `{report, outcome, files}`, `files` the folder's files by
-    /// name, `outcome` how training ended (`page::training::Outcome`).
+    /// The trained evaluator: `{report, outcome, files}` (the folder's files by name).
     pub async fn train_finish(&mut self) -> Result<JsValue, JsValue> {
         let training = self.training.take().ok_or_else(not_started)?;
         let (trained, outcome) = training.finish(&self.kept.tokenizer_json).await?;
@@ -229,7 +238,6 @@ impl Model {
         js_sys::Reflect::set(&out, &JsValue::from_str("files"), &files)?;
         Ok(out.into())
     }
-
     /// Drops a training under way (the user cancelled): nothing of it is kept.
     pub fn train_abort(&mut self) {
         self.training = None;

@@ -3,6 +3,7 @@
 import { renderResults, buildReportHtml } from './results.js';
 import { el, download, formatError } from './dom.js';
 import { wireTraining } from './train.js';
+import { HUB_ACCESS, hubBytes } from './hub.js';
 import {
   registerServiceWorker,
   describeThreads,
@@ -47,6 +48,7 @@ function startWorker() {
         // Once: a worker started again (another thread count) keeps what the user set.
         if (!state.optionsFilled) fillOptions();
         state.optionsFilled = true;
+        renderHubSuggestions(msg.hub);
         $('#version').textContent = msg.version;
         $('#engine').textContent = `engine: wasm (Web Worker) · ${describeThreads(msg)}`;
         resolve(msg);
@@ -459,6 +461,10 @@ function selectedModel() {
       : $('#model-folder').files[0]?.webkitRelativePath.split('/')[0];
     return { source, files, label: folder || files.map((f) => f.name).join('+') || 'local' };
   }
+  if (source === 'hub') {
+    const id = $('#hub-id').value.trim();
+    return { source, id, endpoint: hubEndpoint(), label: id };
+  }
   if (source.startsWith('trained:')) {
     // An evaluator trained in this browser (train.js), kept in its storage.
     const radio = document.querySelector('input[name=model]:checked');
@@ -500,6 +506,8 @@ export async function runJob(job, extraOptions = {}) {
   const startedFrom = document.activeElement;
   document.body.classList.add('running');
   updateRunButtons();
+  // A Hub model's plan is shown afresh for this run (or not at all when it is kept).
+  $('#hub-plan').hidden = true;
   showProgress({ stage: 'Starting', done: 0, total: 0 });
   try {
     const reply = await ask({ type: 'run', job, request, cancelBuffer }, showProgress);
@@ -544,6 +552,7 @@ function describeBackend(b, precision) {
 }
 
 function showProgress(p) {
+  if (p.hubPlan) showHubPlan(p.hubPlan);
   $('#progress').hidden = false;
   $('#progress-stage').textContent = p.stage || 'Working…';
   const bar = $('#progress-bar');
@@ -599,6 +608,59 @@ async function refreshModelStatus() {
   }
 }
 
+// ---------------------------------------------------------------- the Hub ----------------
+/** A stand-in Hub for the browser tests (`?hub=http://127.0.0.1:PORT`); the engine refuses
+ *  any other than the public Hub or one on this machine, and the server's policy must allow
+ *  it (`medrank serve --hub-stand-in`). Undefined: the public Hub. */
+function hubEndpoint() {
+  return new URLSearchParams(location.search).get('hub') || undefined;
+}
+
+/** The engine's suggested checkpoints per role, each one a button that fills the id. */
+function renderHubSuggestions(hub) {
+  const box = $('#hub-suggestions');
+  box.replaceChildren();
+  if (!HUB_ACCESS) {
+    // A site built with MEDRANK_HUB=off: no Hub choice, no connection.
+    $('#hub-choice').hidden = true;
+    return;
+  }
+  $('#hub-from').textContent = new URL(hubEndpoint() || hub.endpoint).host;
+  box.append(el('p', {}, 'Suggested public checkpoints (check a model card before relying on one):'));
+  const list = el('ul', {});
+  for (const group of hub.suggested) {
+    const ids = group.checkpoints.map((c) => {
+      const use = el('button', { type: 'button', class: 'link-button', 'data-hub-id': c.id }, c.id);
+      use.addEventListener('click', () => {
+        $('#hub-id').value = c.id;
+        document.querySelector('input[name=model][value=hub]').checked = true;
+        updateRunButtons();
+        scheduleRankCheck();
+      });
+      return el('span', {}, use, ` (${c.verified_here ? 'verified here' : 'not verified here'})`);
+    });
+    const item = el('li', {}, `${group.role}: `);
+    ids.forEach((node, i) => item.append(...(i ? [', ', node] : [node])));
+    list.append(item);
+  }
+  box.append(list);
+}
+
+/** What a Hub model's download takes, shown before its first file is asked for. */
+function showHubPlan(plan) {
+  state.lastHubPlan = plan;
+  const box = $('#hub-plan');
+  const cached = plan.files.filter((f) => f.cached).length;
+  box.textContent =
+    `${plan.name}: ${plan.files.length} files, ${hubBytes(plan.total)}; ` +
+    (plan.download
+      ? `${hubBytes(plan.download)} to download from ${plan.from}${cached ? ` (${cached} kept in this browser)` : ''}.`
+      : plan.offline
+        ? `all kept in this browser (the Hub could not be reached).`
+        : `all kept in this browser: nothing to download.`);
+  box.hidden = false;
+}
+
 // ---------------------------------------------------------------- helpers ----------------
 function formatBytes(n) {
   if (n < 1024) return `${n} B`;
@@ -650,6 +712,11 @@ function wire() {
   });
   // Any option may change what the check before a run finds.
   for (const field of document.querySelectorAll('[data-option]')) field.addEventListener('change', scheduleRankCheck);
+  $('#hub-id').addEventListener('input', () => {
+    document.querySelector('input[name=model][value=hub]').checked = true;
+    updateRunButtons();
+    scheduleRankCheck();
+  });
   for (const id of ['#model-files', '#model-folder']) {
     $(id).addEventListener('change', () => {
       document.querySelector('input[name=model][value=local]').checked = true;

@@ -15,6 +15,8 @@
 // navigator.hardwareConcurrency; `simd=plain` skips the relaxed build (the bench page's
 // comparison).
 
+import { loadHubModel } from './hub.js';
+
 const MODEL_CACHE = 'medrank-models-v1';
 const BUNDLED_MODEL = 'models/all-MiniLM-L6-v2/';
 // Its 8-bit copy (int8 weights, a quarter of the download), loaded for the int8 precision
@@ -172,7 +174,10 @@ async function runJob(msg) {
   if (job.model !== 'none' && choice && choice.source !== 'predictions') {
     // The kept model runs the job (the evaluator, the grader, the NLI model): WebGPU or the
     // wasm CPU (request.options.backend), in request.options.precision.
-    const { model, loaded } = await keptModel(choice, progress, request.options?.precision);
+    // A Hub model's plan (its files and sizes, what is cached) goes out before any download.
+    const onPlan = (hubPlan) =>
+      postMessage({ type: 'progress', id: msg.id, stage: 'Downloading', done: 0, total: 0, hubPlan });
+    const { model, loaded } = await keptModel(choice, progress, request.options?.precision, onPlan);
     modelLoaded = loaded;
     reply = await model.run(msg.job, JSON.stringify(request), progress);
   } else if (job.model === 'required') {
@@ -232,10 +237,11 @@ async function runWorkload(msg) {
 // picks another one: a second job with the same model starts encoding at once.
 let kept = null; // {key, model}
 
-/** Identifies a model choice: the bundled one (by its folder), or picked files by name, size
- *  and date. */
+/** Identifies a model choice: the bundled one (by its folder), a Hub id (with the Hub it
+ *  comes from), or picked files by name, size and date. */
 function modelKey(choice) {
   if (choice.source === 'bundled') return `bundled:${choice.folder}`;
+  if (choice.source === 'hub') return `hub:${choice.endpoint || ''}:${choice.id}`;
   if (choice.source === 'trained') return `trained:${choice.id}`;
   const files = (choice.files || []).map((f) => `${f.webkitRelativePath || f.name}:${f.size}:${f.lastModified}`).sort();
   return `local:${choice.label}:${files.join('|')}`;
@@ -243,7 +249,7 @@ function modelKey(choice) {
 
 /** The kept model for `choice`, loading it (and freeing the previous one) when it differs.
  *  The bundled model's folder depends on the precision (its 8-bit copy for int8). */
-async function keptModel(choice, progress, precision) {
+async function keptModel(choice, progress, precision, onPlan = () => {}) {
   if (choice.source === 'bundled') choice = { ...choice, folder: await bundledFolder(precision) };
   const key = modelKey(choice);
   if (kept && kept.key === key) return { model: kept.model, loaded: false };
@@ -252,7 +258,7 @@ async function keptModel(choice, progress, precision) {
     kept = null;
   }
   progress('Loading the model', 0, 1);
-  const files = await loadModel(choice, progress);
+  const files = await loadModel(choice, progress, onPlan);
   progress('Reading the model', 0, 1);
   kept = { key, model: new medrank.Model(files) };
   return { model: kept.model, loaded: true };
@@ -284,9 +290,13 @@ async function bundledFolder(precision) {
 }
 
 /** The model's files as {config, tokenizer, weights}, from the Cache API when stored there. */
-async function loadModel(choice, progress) {
+async function loadModel(choice, progress, onPlan) {
   if (choice.source === 'trained') return loadTrained(choice.id);
   const cache = await caches.open(MODEL_CACHE);
+  if (choice.source === 'hub') {
+    const { name, files } = await loadHubModel({ medrank, choice, progress, onPlan, keep, cache });
+    return engineFiles(name, files);
+  }
   const files = {};
   for (const [i, name] of MODEL_FILES.entries()) {
     progress(`Loading the model: ${name}`, i, MODEL_FILES.length);
@@ -319,11 +329,16 @@ async function loadModel(choice, progress) {
     if (bytes) files[name] = bytes;
   }
   progress('Loading the model', MODEL_FILES.length, MODEL_FILES.length);
-  const text = (name) => (files[name] ? new TextDecoder().decode(files[name]) : undefined);
+  // The name reports use for the evaluator and the model's fingerprints: the bundled model's
+  // site path equals the repo path the CLI is given (models/all-MiniLM-L6-v2).
+  return engineFiles(choice.source === 'bundled' ? choice.folder.replace(/\/$/, '') : choice.label, files);
+}
+
+/** A model's files by path as the engine's Model takes them. */
+function engineFiles(name, files) {
+  const text = (path) => (files[path] ? new TextDecoder().decode(files[path]) : undefined);
   return {
-    // The name reports use for the evaluator and the model's fingerprints: the bundled
-    // model's site path equals the repo path the CLI is given (models/all-MiniLM-L6-v2).
-    name: choice.source === 'bundled' ? choice.folder.replace(/\/$/, '') : choice.label,
+    name,
     config: text('config.json'),
     tokenizer: text('tokenizer.json'),
     weights: files['model.safetensors'],

@@ -97,7 +97,8 @@ pub fn run(command: Command) -> Result<()> {
                 request_timeout: std::time::Duration::from_secs(a.request_timeout),
                 ..Default::default()
             };
-            super::serve::serve(&a.dir, a.port, limits).map_err(|e| Error::io(a.dir.display().to_string(), e))
+            super::serve::serve(&a.dir, a.port, limits, a.hub_stand_in.as_ref())
+                .map_err(|e| Error::io(a.dir.display().to_string(), e))
         }
     }
 }
@@ -115,6 +116,18 @@ pub struct ServeArgs {
     /// now and then cannot hold the server.
     #[arg(long, value_name = "SECONDS", default_value_t = super::serve::REQUEST_TIMEOUT_SECONDS, value_parser = request_timeout)]
     pub request_timeout: u64,
+    /// A stand-in Hub on this machine (http://127.0.0.1:PORT), for the browser tests: the
+    /// policy's connect-src allows its host on every port besides the public Hub's hosts.
+    #[arg(long, value_name = "URL", value_parser = hub_stand_in)]
+    pub hub_stand_in: Option<crate::hub::Endpoint>,
+}
+
+/// `--hub-stand-in`: an http URL on this machine.
+fn hub_stand_in(s: &str) -> std::result::Result<crate::hub::Endpoint, String> {
+    match crate::hub::Endpoint::new(s) {
+        Ok(endpoint) if endpoint.is_loopback() => Ok(endpoint),
+        _ => Err("expected a Hub on this machine: http://127.0.0.1:PORT".into()),
+    }
 }
 
 /// `--request-timeout`: 1 to [`super::serve::MAX_REQUEST_TIMEOUT_SECONDS`] seconds.

@@ -39,10 +39,15 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 /// The policy the page also declares in its `<meta http-equiv>`: nothing from any other
-/// origin, no inline script, wasm allowed to compile, workers from blob: URLs (the threaded
-/// build's pool: wasm-bindgen-rayon starts each thread from a blob of its own same-origin
-/// helper script). `frame-ancestors` only works as a header.
-pub const CONTENT_SECURITY_POLICY: &str = "default-src 'self'; connect-src 'self'; \
+/// origin but the Hugging Face Hub's hosts, which the worker may download a model from
+/// (`connect-src`: exactly `hub::listing::PUBLIC_HUB_SOURCES`, the hosts a download from the
+/// Hub may be redirected to; a site built with `MEDRANK_HUB=off` has `'self'` alone), no
+/// inline script, wasm allowed to compile, workers from blob: URLs (the threaded build's
+/// pool: wasm-bindgen-rayon starts each thread from a blob of its own same-origin helper
+/// script). `frame-ancestors` only works as a header. A worker follows the policy of its
+/// own script's answer, not the page's meta tag: this header is what binds its downloads.
+pub const CONTENT_SECURITY_POLICY: &str = "default-src 'self'; \
+connect-src 'self' https://huggingface.co https://*.huggingface.co https://hf.co https://*.hf.co; \
 script-src 'self' 'wasm-unsafe-eval'; style-src 'self'; img-src 'self' data: blob:; \
 worker-src 'self' blob:; font-src 'self'; object-src 'none'; base-uri 'none'; form-action 'none'; \
 frame-ancestors 'none'";
@@ -94,9 +99,39 @@ impl Default for Limits {
     }
 }
 
+/// The policy this process's server sends: [`CONTENT_SECURITY_POLICY`], or that with a
+/// stand-in Hub's hosts (`--hub-stand-in`), set once by [`serve`] (one server per process).
+static POLICY: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+
+fn policy() -> &'static str {
+    POLICY.get().map_or(CONTENT_SECURITY_POLICY, String::as_str)
+}
+
+/// [`CONTENT_SECURITY_POLICY`] whose `connect-src` also allows a stand-in Hub on this machine
+/// (the browser tests': every port of its host, as a download from it may be redirected to).
+pub fn policy_with_stand_in(stand_in: &crate::hub::Endpoint) -> String {
+    let sources = stand_in.connect_sources().join(" ");
+    CONTENT_SECURITY_POLICY.replacen("connect-src 'self' ", &format!("connect-src 'self' {sources} "), 1)
+}
+
+/// [`CONTENT_SECURITY_POLICY`] with `connect-src 'self'` alone: what a site built with
+/// `MEDRANK_HUB=off` declares (its index.html says so), and what it is then served with.
+pub fn policy_without_hub() -> String {
+    let directives = CONTENT_SECURITY_POLICY.split("; ");
+    let directives = directives.map(|d| if d.starts_with("connect-src ") { "connect-src 'self'" } else { d });
+    directives.collect::<Vec<_>>().join("; ")
+}
+
 /// Serve `dir` on 127.0.0.1:`port` (0: a free port) until the process ends. Prints the URL
-/// to stdout.
-pub fn serve(dir: &Path, port: u16, limits: Limits) -> io::Result<()> {
+/// to stdout. `stand_in`: a Hub on this machine the page's worker may reach too. A site
+/// built without Hub access (its index.html's connect-src is `'self'` alone) gets that.
+pub fn serve(dir: &Path, port: u16, limits: Limits, stand_in: Option<&crate::hub::Endpoint>) -> io::Result<()> {
+    let page = std::fs::read_to_string(dir.join("index.html")).unwrap_or_default();
+    if page.contains("connect-src 'self';") {
+        let _ = POLICY.set(policy_without_hub());
+    } else if let Some(hub) = stand_in {
+        let _ = POLICY.set(policy_with_stand_in(hub));
+    }
     let (listener, root) = bind(dir, port)?;
     println!("medrank: serving {} at http://{}/", root.display(), listener.local_addr()?);
     println!("medrank: press Ctrl+C to stop");
@@ -543,13 +578,14 @@ fn cache_control(file: &Path, root: &Path) -> &'static str {
 /// which gives the page SharedArrayBuffer — the flag a running job polls to cancel.
 fn common_headers() -> String {
     format!(
-        "Content-Security-Policy: {CONTENT_SECURITY_POLICY}\r\n\
+        "Content-Security-Policy: {}\r\n\
          X-Content-Type-Options: nosniff\r\n\
          Referrer-Policy: no-referrer\r\n\
          Cross-Origin-Opener-Policy: same-origin\r\n\
          Cross-Origin-Embedder-Policy: require-corp\r\n\
          Cross-Origin-Resource-Policy: same-origin\r\n\
-         Connection: close\r\n"
+         Connection: close\r\n",
+        policy()
     )
 }
 
@@ -638,10 +674,27 @@ mod tests {
         let (headers, body) = get_ok(addr, "/app.wasm");
         assert!(headers.contains("content-type: application/wasm\r\n"), "{headers}");
         assert!(headers.contains("content-length: 4"));
-        assert!(headers.contains("content-security-policy: default-src 'self'; connect-src 'self';"));
+        assert!(headers.contains(&format!("content-security-policy: {CONTENT_SECURITY_POLICY}\r\n")));
         assert!(headers.contains("cache-control: no-cache"));
         assert!(headers.contains("cross-origin-embedder-policy: require-corp"));
         assert_eq!(body, [0u8, 0x61, 0x73, 0x6d]);
+    }
+
+    #[test]
+    fn the_policy_is_the_pages_and_connects_to_the_hub_alone() {
+        let page = include_str!("../../www/index.html");
+        let meta = page.split("http-equiv=\"Content-Security-Policy\" content=\"").nth(1).unwrap();
+        let meta = &meta[..meta.find('"').unwrap()];
+        assert_eq!(format!("{meta}; frame-ancestors 'none'"), CONTENT_SECURITY_POLICY);
+        let connect = CONTENT_SECURITY_POLICY.split("; ").find(|d| d.starts_with("connect-src ")).unwrap();
+        let hub = crate::hub::Endpoint::new(crate::hub::listing::DEFAULT_ENDPOINT).unwrap();
+        assert_eq!(connect, format!("connect-src 'self' {}", hub.connect_sources().join(" ")));
+        let stand_in = crate::hub::Endpoint::new("http://127.0.0.1:8123").unwrap();
+        let tests = policy_with_stand_in(&stand_in);
+        assert!(tests.contains("connect-src 'self' http://127.0.0.1:* https://huggingface.co "), "{tests}");
+        let off = policy_without_hub();
+        assert!(off.starts_with("default-src 'self'; connect-src 'self'; script-src 'self'"), "{off}");
+        assert!(!off.contains("hf.co") && off.ends_with("frame-ancestors 'none'"), "{off}");
     }
 
     #[test]

@@ -73,18 +73,18 @@ impl Endpoint {
 
     /// Whether a download may follow a redirect to `target`: to the Hub's own origin; to
     /// another port of its host (a mirror's or a test's file server); to a subdomain of its
-    /// host; and from the public Hub, to its storage hosts under `hf.co` and
-    /// `huggingface.co` (its CDN and Xet bridge). Never from https down to http. The error
-    /// names the host and why.
+    /// host; and from the public Hub, to its hosts in [`PUBLIC_HUB_SOURCES`] (its storage
+    /// under `hf.co` and `huggingface.co`: its CDN and Xet bridge). Never from https down to
+    /// http. The error names the host and why.
     pub fn may_redirect_to(&self, target: &Url) -> Result<(), String> {
         if self.base.scheme == "https" && target.scheme != "https" {
             return Err(format!("a redirect from https down to {}://{}: refused", target.scheme, target.host));
         }
         let hub = &self.base.host;
         let host = &target.host;
-        let under = |domain: &str| host == domain || host.ends_with(&format!(".{domain}"));
-        let public_hub = hub == "huggingface.co" || hub.ends_with(".huggingface.co");
-        if host == hub || under(hub) || (public_hub && (under("hf.co") || under("huggingface.co"))) {
+        let under_hub = host == hub || host.ends_with(&format!(".{hub}"));
+        let public_storage = self.is_public() && PUBLIC_HUB_SOURCES.iter().any(|source| source_matches(source, target));
+        if under_hub || public_storage {
             Ok(())
         } else {
             Err(format!(
@@ -92,6 +92,52 @@ impl Endpoint {
             ))
         }
     }
+
+    /// The public Hub (`huggingface.co` or one of its subdomains).
+    pub fn is_public(&self) -> bool {
+        let hub = &self.base.host;
+        hub == "huggingface.co" || hub.ends_with(".huggingface.co")
+    }
+
+    /// An http endpoint on this machine (`127.0.0.1`, `[::1]`, `localhost`): a mirror or a
+    /// test's stand-in, the only Hub besides the public one the page may be pointed at.
+    pub fn is_loopback(&self) -> bool {
+        self.base.scheme == "http" && matches!(self.base.host.as_str(), "127.0.0.1" | "[::1]" | "localhost")
+    }
+
+    /// The Content-Security-Policy sources (`connect-src`) that allow what
+    /// [`Endpoint::may_redirect_to`] allows: the public Hub's [`PUBLIC_HUB_SOURCES`], or
+    /// another endpoint's host on every port (and its subdomains, for a name).
+    pub fn connect_sources(&self) -> Vec<String> {
+        if self.is_public() && self.base.scheme == "https" {
+            return PUBLIC_HUB_SOURCES.iter().map(|s| s.to_string()).collect();
+        }
+        let (scheme, host) = (&self.base.scheme, &self.base.host);
+        let mut sources = vec![format!("{scheme}://{host}:*")];
+        if host.parse::<std::net::Ipv4Addr>().is_err() && !host.starts_with('[') {
+            sources.push(format!("{scheme}://*.{host}:*"));
+        }
+        sources
+    }
+}
+
+/// The public Hub and the storage hosts its downloads are redirected to, as
+/// Content-Security-Policy sources (https, the default port): the page's `connect-src` lists
+/// exactly these, and [`Endpoint::may_redirect_to`] follows a redirect from the public Hub to
+/// them and nowhere else.
+pub const PUBLIC_HUB_SOURCES: [&str; 4] =
+    ["https://huggingface.co", "https://*.huggingface.co", "https://hf.co", "https://*.hf.co"];
+
+/// Whether `target` matches a CSP host source `https://HOST` or `https://*.DOMAIN` (scheme,
+/// host, and the scheme's default port, as browsers match a source without a port).
+fn source_matches(source: &str, target: &Url) -> bool {
+    let Some((scheme, host)) = source.split_once("://") else { return false };
+    let default_port = target.port.is_none() || target.port == Some(if scheme == "https" { 443 } else { 80 });
+    let host_matches = match host.strip_prefix("*.") {
+        Some(domain) => target.host.ends_with(&format!(".{domain}")),
+        None => target.host == host,
+    };
+    target.scheme == scheme && default_port && host_matches
 }
 
 /// `main` stays `main`; `refs/pr/1` becomes `refs%2Fpr%2F1` (as `huggingface_hub` quotes
@@ -395,7 +441,25 @@ mod tests {
         let e = local.may_redirect_to(&Url::parse("http://127.0.0.2:9000/blob").unwrap()).unwrap_err();
         assert!(e.contains("`127.0.0.2`"), "{e}");
         assert!(local.is_own(&Url::parse("http://127.0.0.1:8000/a").unwrap()));
+        assert!(!allowed("https://cdn-lfs.hf.co:8443/x"), "a CSP source without a port means 443");
         assert!(!local.is_own(&Url::parse("http://127.0.0.1:9000/a").unwrap()));
+    }
+
+    #[test]
+    fn the_pages_connect_sources_are_the_hosts_redirects_may_go_to() {
+        let hub = Endpoint::new(DEFAULT_ENDPOINT).unwrap();
+        assert_eq!(hub.connect_sources(), PUBLIC_HUB_SOURCES);
+        assert!(!hub.is_loopback());
+        for source in PUBLIC_HUB_SOURCES {
+            let example = Url::parse(&source.replace("*.", "cdn-lfs-us-1.")).unwrap();
+            assert!(hub.may_redirect_to(&example).is_ok(), "{source}");
+        }
+        let local = Endpoint::new("http://127.0.0.1:8000").unwrap();
+        assert!(local.is_loopback() && !local.is_public());
+        assert_eq!(local.connect_sources(), ["http://127.0.0.1:*"]);
+        let mirror = Endpoint::new("https://mirror.example").unwrap();
+        assert_eq!(mirror.connect_sources(), ["https://mirror.example:*", "https://*.mirror.example:*"]);
+        assert!(!mirror.is_loopback() && !Endpoint::new("https://127.0.0.1:1").unwrap().is_loopback());
     }
 
     #[test]

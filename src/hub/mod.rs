@@ -12,6 +12,8 @@
 //!   (`/api/models/{id}/revision/{rev}?blobs=true`: commit, files, sizes, LFS sha256),
 //!   which files a model needs ([`select_files`]), the size bounds, which hosts a download
 //!   may be redirected to;
+//! - `plan.rs`    [`Plan`]: from the listing, what to download (the files, their sizes and
+//!   digests, the bounds) before any byte, and the Hub's error answers in words;
 //! - `verify.rs`  [`Check`]: a file checked as its bytes arrive (never more than announced,
 //!   exactly the announced size, the LFS sha256 or the git blob id).
 //!
@@ -26,6 +28,7 @@
 
 pub mod id;
 pub mod listing;
+pub mod plan;
 pub mod verify;
 
 #[cfg(not(target_arch = "wasm32"))]
@@ -39,6 +42,7 @@ mod transport;
 
 pub use id::HubId;
 pub use listing::{select_files, Endpoint, Listing, RemoteFile};
+pub use plan::Plan;
 pub use verify::{Check, Digest};
 
 #[cfg(not(target_arch = "wasm32"))]

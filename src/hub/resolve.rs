@@ -5,7 +5,8 @@
 
 use super::cache::Cache;
 use super::id::{HubId, SCHEME};
-use super::listing::{select_files, SHARD_INDEX};
+use super::listing::select_files;
+use super::plan::loadable;
 use super::settings::Settings;
 use crate::model::ModelFiles;
 use crate::{Error, Location, Result};
@@ -124,33 +125,15 @@ fn from_cache(id: &HubId, cache: &Cache, why: &str, events: &mut dyn FnMut(Event
     let names: Vec<&str> = present.iter().map(String::as_str).collect();
     let chosen = select_files(&names)
         .map_err(|why| Error::in_file(&resolved, format!("the cached snapshot ({}) has {why}", dir.display())))?;
-    loadable(&resolved, &chosen)?;
+    loadable(&resolved, &chosen, true)?;
     events(Event::Note(format!("{name}: from the cache, commit {commit} ({why})")));
     Ok(Resolved { dir, name: resolved, hub: Some((id.clone(), commit)) })
 }
 
-/// Refuses, before any download, what the loader (`model::load`) cannot read yet although
-/// [`select_files`] knows it: weights in shards, a tokenizer in `spm.model` alone.
-fn loadable(resolved: &str, chosen: &[&str]) -> Result<()> {
-    let refuse = |file: &str, why: &str| Err(Error::in_file(&format!("{resolved}/{file}"), why.to_string()));
-    if chosen.contains(&SHARD_INDEX) {
-        return refuse(
-            SHARD_INDEX,
-            "the weights are split in shards; medrank's loader reads one model.safetensors (or pytorch_model.bin), so nothing was downloaded",
-        );
-    }
-    if chosen.contains(&"spm.model") {
-        return refuse(
-            "spm.model",
-            "the repository has a SentencePiece spm.model but no tokenizer.json, the only tokenizer medrank's loader reads; nothing was downloaded",
-        );
-    }
-    Ok(())
-}
-
 #[cfg(feature = "hub")]
 mod fetch {
-    use super::super::listing::{check_sizes, is_weights, safe_path, Listing, RemoteFile};
+    use super::super::listing::Listing;
+    use super::super::plan::{file_failure, listing_failure, Plan, Token};
     use super::super::transport::{HttpFailure, Transport};
     use super::*;
 
@@ -165,7 +148,7 @@ mod fetch {
         let name = format!("{SCHEME}{}", id.display());
         let transport = Transport::new(settings.endpoint.clone(), settings.token.clone());
         let url = settings.endpoint.revision_url(id);
-        let has_token = settings.token.is_some();
+        let token = if settings.token.is_some() { Token::Sent } else { Token::NotSet };
         let listing = match transport.listing(&url) {
             Ok(bytes) => Listing::parse(&bytes).map_err(|why| Error::in_file(&name, format!("{why} (from {url})")))?,
             // As huggingface_hub does: with no answer at all, a cached snapshot still serves.
@@ -182,86 +165,43 @@ mod fetch {
                 ),
                 ))
             }
-            Err(e) => return Err(Error::in_file(&name, listing_failure(id, &e, has_token, &url))),
+            Err(HttpFailure::Status(status)) => {
+                return Err(Error::in_file(&name, listing_failure(id, &status, token, &url)))
+            }
+            Err(e) => return Err(Error::in_file(&name, format!("{e} (asking {url})"))),
         };
-        let commit = listing.commit.clone();
-        let resolved = id.resolved_name(&commit);
-        let names = listing.names();
-        let chosen =
-            select_files(&names).map_err(|why| Error::in_file(&resolved, format!("the repository has {why}")))?;
-        loadable(&resolved, &chosen)?;
-        let mut files: Vec<RemoteFile> = Vec::new();
-        for path in chosen {
-            let in_file = |why: String| Error::in_file(&format!("{resolved}/{path}"), why);
-            safe_path(path).map_err(in_file)?;
-            files.push(listing.file(path).map_err(in_file)?.clone());
-        }
-        check_sizes(&files.iter().collect::<Vec<_>>(), is_weights)
-            .map_err(|why| Error::in_file(&resolved, format!("{why}; nothing was downloaded")))?;
-        let plan: Vec<PlannedFile> = files
+        let plan = Plan::new(id, &listing, true)?;
+        let (commit, resolved) = (&plan.commit, &plan.name);
+        let planned: Vec<PlannedFile> = plan
+            .files
             .iter()
             .map(|f| PlannedFile { path: f.path.clone(), size: f.size, cached: cache.has_blob(id, &f.digest, f.size) })
             .collect();
-        events(Event::Plan { model: &resolved, files: &plan });
-        for (file, planned) in files.iter().zip(&plan) {
+        events(Event::Plan { model: resolved, files: &planned });
+        for (file, planned) in plan.files.iter().zip(&planned) {
             if planned.cached {
                 continue;
             }
-            let file_url = settings.endpoint.file_url(&id.repo, &commit, &file.path);
+            let file_url = settings.endpoint.file_url(&id.repo, commit, &file.path);
             cache.write_blob(id, &file.digest, |out| {
                 let mut progress = |received| events(Event::Progress { file: &file.path, received, size: file.size });
-                transport.download(&file_url, &commit, file, out, &mut progress).map_err(|e| {
-                    Error::in_file(&format!("{resolved}/{}", file.path), file_failure(&e, listing.gated, has_token))
+                transport.download(&file_url, commit, file, out, &mut progress).map_err(|e| {
+                    let why = match &e {
+                        HttpFailure::Status(status) => file_failure(status, plan.gated, token),
+                        e => e.to_string(),
+                    };
+                    Error::in_file(&format!("{resolved}/{}", file.path), why)
                 })
             })?;
         }
-        for file in &files {
-            cache.link(id, &commit, &file.path, &file.digest)?;
+        for file in &plan.files {
+            cache.link(id, commit, &file.path, &file.digest)?;
         }
-        cache.set_ref(id, &commit)?;
-        Ok(Resolved { dir: cache.snapshot(id, &commit), name: resolved, hub: Some((id.clone(), commit)) })
-    }
-
-    const TOKEN_HINT: &str =
-        "give a Hugging Face access token in HF_TOKEN (or log in with `hf auth login`, which writes $HF_HOME/token)";
-
-    /// The listing's failure in words: no such model or revision, a gated or private one.
-    fn listing_failure(id: &HubId, e: &HttpFailure, has_token: bool, url: &str) -> String {
-        let HttpFailure::Status { status, code, .. } = e else { return format!("{e} (asking {url})") };
-        let why = match (*status, code.as_deref()) {
-            (_, Some("RevisionNotFound")) => {
-                format!("the model has no revision `{}` (a branch, tag or commit)", id.revision())
-            }
-            (401 | 404, Some("RepoNotFound")) | (404, _) => format!(
-                "no model `{}` on the Hub, or a private one{}",
-                id.repo,
-                if has_token { " your token cannot see" } else { ": for a private model, set HF_TOKEN" }
-            ),
-            (401, Some("GatedRepo")) | (403, _) => gated_hint(has_token),
-            (401, _) if has_token => "the token in HF_TOKEN was refused".into(),
-            (401, _) => format!("the model is gated or private: {TOKEN_HINT}"),
-            _ => "try again later".into(),
-        };
-        format!("{e}: {why} (asking {url})")
-    }
-
-    /// A file's failure in words.
-    fn file_failure(e: &HttpFailure, gated: bool, has_token: bool) -> String {
-        match e {
-            HttpFailure::Status { status, .. } if *status == 403 || (*status == 401 && gated) => {
-                format!("{e}: {}", gated_hint(has_token))
-            }
-            HttpFailure::Status { status: 401, .. } => format!("{e}: the model is private: {TOKEN_HINT}"),
-            HttpFailure::Status { status: 404, .. } => format!("{e}: the file is not at this commit"),
-            e => e.to_string(),
-        }
-    }
-
-    fn gated_hint(has_token: bool) -> String {
-        if has_token {
-            "the model is gated and your token has no access to it: accept its conditions on its Hub page with the account of the token".into()
-        } else {
-            format!("the model is gated: accept its conditions on its Hub page, then {TOKEN_HINT}")
-        }
+        cache.set_ref(id, commit)?;
+        Ok(Resolved {
+            dir: cache.snapshot(id, commit),
+            name: resolved.clone(),
+            hub: Some((id.clone(), commit.clone())),
+        })
     }
 }

@@ -3,6 +3,7 @@
 //! Hub's own origin only, every byte counted and hashed as it arrives ([`Check`]).
 
 use super::listing::{Endpoint, RemoteFile, Url, MAX_LISTING_BYTES};
+use super::plan::Status;
 use super::verify::{Check, Failure};
 use std::io::{Read, Write};
 use std::time::Duration;
@@ -15,9 +16,8 @@ const MAX_REDIRECTS: usize = 5;
 pub enum HttpFailure {
     /// No answer: no connection, a timeout, a TLS failure (the cache may still serve).
     Unreachable(String),
-    /// The Hub answered with an error status; `code` is its `X-Error-Code`, `message` its
-    /// `X-Error-Message` (the Hub's own reason), when it sent them.
-    Status { status: u16, reason: String, code: Option<String>, message: Option<String> },
+    /// The Hub answered with an error status (with its own reason, when it sent one).
+    Status(Status),
     /// A redirect that is not followed, or an answer that contradicts the listing.
     Refused(String),
     /// The bytes did not hold (size or digest).
@@ -32,13 +32,7 @@ impl std::fmt::Display for HttpFailure {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             HttpFailure::Unreachable(why) => write!(f, "the Hub could not be reached: {why}"),
-            HttpFailure::Status { status, reason, message, .. } => {
-                write!(f, "the Hub answered {status} {reason}")?;
-                match message {
-                    Some(m) => write!(f, " ({m})"),
-                    None => Ok(()),
-                }
-            }
+            HttpFailure::Status(status) => write!(f, "{status}"),
             HttpFailure::Refused(why) => write!(f, "{why}"),
             HttpFailure::Check(failure) => write!(f, "{failure}"),
             HttpFailure::Broken { received, announced, why } => write!(
@@ -166,10 +160,10 @@ fn header(response: &ureq::http::Response<ureq::Body>, name: &str) -> Option<Str
 
 fn status_failure(response: &ureq::http::Response<ureq::Body>) -> HttpFailure {
     let status = response.status();
-    HttpFailure::Status {
+    HttpFailure::Status(Status {
         status: status.as_u16(),
         reason: status.canonical_reason().unwrap_or("").to_string(),
         code: header(response, "x-error-code"),
         message: header(response, "x-error-message"),
-    }
+    })
 }

@@ -9,10 +9,12 @@
 //!   text, as the worker sends it);
 //! - `files`: the kinds of input file, the first guess and the check of one file;
 //! - `training`: the training form and a training kept between the worker's steps;
-//! - `bench`: the benchmark page's encoder grid, with the clock passed in.
+//! - `bench`: the benchmark page's encoder grid, with the clock passed in;
+//! - `hub`: a model by its Hub id, downloaded by the worker through the CLI's own steps.
 
 pub mod bench;
 pub mod files;
+pub mod hub;
 pub mod training;
 
 use serde::Serialize;
@@ -34,6 +36,8 @@ struct Engine {
     /// The training form: its defaults, the tasks it trains and the arguments every file
     /// offers.
     training: training::FormDescription,
+    /// The Hub: its URL, the hosts a download reaches, the suggested checkpoints.
+    hub: hub::HubDescription,
 }
 
 /// [`Engine`] as JSON text.
@@ -44,6 +48,7 @@ pub fn describe() -> Result<String> {
         kinds: files::FILE_KINDS,
         jobs: jobs::JOBS.iter().map(|j| j.description()).collect::<Result<_>>()?,
         training: training::FormDescription::new()?,
+        hub: hub::description(),
     };
     jobs::json(&engine)
 }

@@ -27,10 +27,12 @@ export function medrankBin() {
   throw new Error('medrank binary not found: build it (cargo build --release) or set MEDRANK_BIN');
 }
 
-/** Start `medrank serve SITE --port 0` and resolve to its base URL (read from its stdout). */
-export async function startServer() {
+/** Start `medrank serve SITE --port 0` and resolve to its base URL (read from its stdout);
+ *  `hubStandIn`: a stand-in Hub's URL its policy lets the page's worker reach too. */
+export async function startServer({ hubStandIn = null } = {}) {
   if (!existsSync(join(SITE, 'index.html'))) throw new Error(`${SITE} has no index.html: run scripts/build-web.sh first`);
-  const child = spawn(medrankBin(), ['serve', SITE, '--port', '0'], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const args = ['serve', SITE, '--port', '0', ...(hubStandIn ? ['--hub-stand-in', hubStandIn] : [])];
+  const child = spawn(medrankBin(), args, { stdio: ['ignore', 'pipe', 'pipe'] });
   const url = await new Promise((resolvePromise, reject) => {
     let out = '';
     const timer = setTimeout(() => reject(new Error(`medrank serve printed no URL: ${out}`)), 15000);
@@ -86,8 +88,8 @@ export const CHROMIUM_ARGS = ['--no-sandbox', '--disable-background-networking',
  * every test before and after it passing), it is started once more and says so on stderr;
  * a page that crashes while the browser lives is never retried.
  */
-export async function openApp({ webgpu = false, staticServer = false, serviceWorkers = 'allow' } = {}, retried = false) {
-  const server = staticServer ? await startStaticServer() : await startServer();
+export async function openApp({ webgpu = false, staticServer = false, serviceWorkers = 'allow', hubStandIn = null } = {}, retried = false) {
+  const server = staticServer ? await startStaticServer() : await startServer({ hubStandIn });
   let browser = null;
   try {
     browser = await chromium.launch({
@@ -103,7 +105,8 @@ export async function openApp({ webgpu = false, staticServer = false, serviceWor
       if (m.type() === 'error') consoleErrors.push(m.text());
     });
     page.on('pageerror', (e) => consoleErrors.push(String(e)));
-    await page.goto(server.url);
+    // A stand-in Hub: the page's option for it (honoured for one on this machine only).
+    await page.goto(hubStandIn ? `${server.url}?hub=${encodeURIComponent(hubStandIn)}` : server.url);
     await page.waitForFunction(() => document.querySelector('#version')?.textContent !== '—', null, { timeout: 60000 });
     const close = async () => {
       await browser.close();
@@ -116,7 +119,7 @@ export async function openApp({ webgpu = false, staticServer = false, serviceWor
     server.stop();
     if (browserGone && !retried) {
       process.stderr.write(`openApp: the browser process exited while the page loaded (${e.message.split('\n')[0]}); starting it once more\n`);
-      return openApp({ webgpu, staticServer, serviceWorkers }, true);
+      return openApp({ webgpu, staticServer, serviceWorkers, hubStandIn }, true);
     }
     throw e;
   }
