@@ -278,3 +278,49 @@ test('a wrong sha256, a missing file and an unknown model are refused naming the
     rmSync(work, { recursive: true, force: true });
   }
 });
+
+test('a transfer broken off halfway is refused naming the id and the file, keeps nothing of it, and a good model downloads after it', { skip: SKIP }, async () => {
+  const work = mkdtempSync(join(tmpdir(), 'medrank-hub-truncated-'));
+  const hub = await startStandInHub();
+  let app = null;
+  try {
+    const broken = nliModel(join(work, 'nli'), 44);
+    const commit = hub.publish('tiny-org/truncated', 'main', broken);
+    hub.fault('tiny-org/truncated', 'model.safetensors', 'truncated');
+    const good = hub.publish('tiny-org/good', 'main', nliModel(join(work, 'nli-2'), 45));
+
+    app = await openApp({ hubStandIn: hub.url });
+    const { page } = app;
+    await upload(page, [RUBRIC]);
+    await chooseHubModel(page, 'tiny-org/truncated');
+    const refused = await run(page, '#run-grade').then(() => null, (e) => e.message);
+    // The CDN sent the first half of the weights' bytes (hub-stand-in.mjs) of the whole
+    // length it announced; the browser hands over up to that many before the error (its
+    // last buffer may go with the connection).
+    const size = broken['model.safetensors'].length;
+    const named = `hf://tiny-org/truncated@${commit}/model.safetensors: The transfer broke off after `;
+    assert.ok(refused?.includes(named), `expected “${named}” in: ${refused}`);
+    const said = refused.match(new RegExp(`after (\\d+) of the ${size} bytes the Hub's listing announces \\(truncated: .+\\); nothing was kept`));
+    const received = Number(said?.[1]);
+    assert.ok(received > 0 && received <= size >> 1, `${received} of ${size} bytes: ${refused}`);
+    // Nothing of it kept: no plan, and of the blobs only its small files' (40-digit git
+    // blob ids, checked whole), no weights (64-digit sha256).
+    const keptKeys = () => page.evaluate(async () => (await (await caches.open('medrank-models-v1')).keys()).map((r) => decodeURIComponent(r.url)));
+    let kept = await keptKeys();
+    assert.deepEqual(kept.filter((k) => k.includes('hub-refs')), []);
+    assert.deepEqual(kept.filter((k) => /hub-blobs\/[0-9a-f]{64}$/.test(k)), []);
+
+    // A good model downloads and grades after it, and its plan is kept.
+    await chooseHubModel(page, 'tiny-org/good');
+    await run(page, '#run-grade');
+    const report = await page.evaluate(() => window.medrank.state.lastResult.result.report);
+    assert.equal(report.grader.model, `hf://tiny-org/good@${good}`);
+    kept = await keptKeys();
+    assert.equal(kept.filter((k) => k.includes('hub-refs')).length, 1, kept.join('\n'));
+    assert.ok(kept.some((k) => k.includes('tiny-org/good')), kept.join('\n'));
+  } finally {
+    await app?.close();
+    await hub.stop().catch(() => {});
+    rmSync(work, { recursive: true, force: true });
+  }
+});
