@@ -92,10 +92,11 @@ export function wireTraining(ctx) {
     $('#train-run').disabled = !!ctx.state.running || !form.train || !form.choices || !devOk;
   }
 
-  /** The base encoder: the model chosen above when it is a model folder, else the bundled one. */
+  /** The base encoder: the model chosen above when it is a model folder or a Hub id, else the
+   *  bundled one. */
   function baseModel() {
     const chosen = ctx.selectedModel();
-    return chosen.source === 'bundled' || chosen.source === 'local' ? chosen : { source: 'bundled' };
+    return ['bundled', 'local', 'hub'].includes(chosen.source) ? chosen : { source: 'bundled' };
   }
 
   /** The form as `medrank train`'s flags name it (`page::training` reads it so); where the

@@ -187,6 +187,37 @@ export async function trainFilledForm(page, timeoutMs = 300000) {
   return page.evaluate(() => window.medrank.state.lastTraining);
 }
 
+/** Fills the training form with a case of train.test.mjs ({file, dev?, task, arguments, freeze?,
+ *  settings}) and trains on `backend` (the Model section's choice, its model too); resolves
+ *  to the page's {report, stored, backend} (or throws with the page's error). On 'gpu' the
+ *  adapter here is SwiftShader, a CPU emulation ~100 times slower than the wasm CPU path and
+ *  as slow again when the machine is busy: those runs get more time. */
+export async function pageTrain(page, c, name, backend = 'cpu') {
+  const s = c.settings;
+  await page.selectOption('#opt-backend', backend);
+  await page.setInputFiles('#train-file', c.file);
+  await page.waitForFunction(() => /instances/.test(document.querySelector('#train-file-info').textContent), null, {
+    timeout: 30000,
+  });
+  await page.selectOption('#train-task', c.task);
+  await page.selectOption('#train-arguments', c.arguments);
+  await page.selectOption('#train-freeze', c.freeze || 'head');
+  if (c.dev)
+    await page.setInputFiles('#train-dev-file', c.dev); // picks "a file"
+  else await page.check('input[name=train-dev][value=split]');
+  for (const [id, v] of [
+    ['#train-dev-split', s.split],
+    ['#train-epochs', s.epochs],
+    ['#train-lr', s.lr],
+    ['#train-batch', s.batch],
+    ['#train-patience', s.patience],
+    ['#train-seed', s.seed],
+    ['#train-name', name],
+  ])
+    await page.fill(id, String(v));
+  return trainFilledForm(page, backend === 'gpu' ? 900000 : 300000);
+}
+
 export async function openTab(page, name) {
   await page.click(`#tabs [role=tab]:text-is("${name}")`);
 }

@@ -9,7 +9,8 @@
 //   second server on another port of 127.0.0.1.
 // Both answer with CORS headers (the Hub's: `Access-Control-Allow-Origin: *`, its headers
 // exposed), since the page fetches from its own origin. Faults per file: `wrong-sha256` (the
-// listing publishes another digest than the bytes served have) and `404`. Every request is
+// listing publishes another digest than the bytes served have), `404`, and `truncated` (the
+// CDN announces the whole length, sends the first half and closes the connection). Every request is
 // logged: which server, the method, the URL, the bytes of its body.
 import { createHash } from 'node:crypto';
 import { createServer } from 'node:http';
@@ -28,7 +29,7 @@ const CORS = {
 /** Starts the Hub and its CDN; resolves to {url, cdn, publish, fault, requests, stop}. */
 export async function startStandInHub() {
   const repos = new Map(); // ORG/NAME -> {refs: Map(rev -> commit), commits: Map(commit -> Map(path -> bytes))}
-  const faults = new Map(); // `ORG/NAME/PATH` -> 'wrong-sha256' | '404'
+  const faults = new Map(); // `ORG/NAME/PATH` -> 'wrong-sha256' | '404' | 'truncated'
   const requests = [];
   const log = (server) => (request) => {
     let body = 0;
@@ -44,11 +45,17 @@ export async function startStandInHub() {
     reply(response, 404, { 'X-Error-Code': code, 'X-Error-Message': message, 'Content-Type': 'text/plain' }, message);
 
   const blobs = new Map(); // sha256 -> bytes (the CDN's store)
+  const truncated = new Set(); // sha256s the CDN breaks off halfway
   const cdn = createServer((request, response) => {
     log('cdn')(request);
-    const bytes = blobs.get(decodeURIComponent(new URL(request.url, 'http://x').pathname.replace(/^\/blobs\//, '')));
+    const digest = decodeURIComponent(new URL(request.url, 'http://x').pathname.replace(/^\/blobs\//, ''));
+    const bytes = blobs.get(digest);
     if (!bytes) return reply(response, 404, {}, 'no such blob');
-    reply(response, 200, { 'Content-Type': 'application/octet-stream', 'Content-Length': bytes.length, ETag: `"${sha256(bytes)}"` }, bytes);
+    const headers = { 'Content-Type': 'application/octet-stream', 'Content-Length': bytes.length, ETag: `"${digest}"` };
+    if (!truncated.has(digest)) return reply(response, 200, headers, bytes);
+    // The whole length announced, half of it sent, then the connection closed.
+    response.writeHead(200, { ...CORS, ...headers });
+    response.write(bytes.subarray(0, bytes.length >> 1), () => response.socket.destroy());
   });
 
   const hub = createServer((request, response) => {
@@ -83,6 +90,7 @@ export async function startStandInHub() {
       const headers = { 'X-Repo-Commit': commit };
       if (isLfs(file)) {
         blobs.set(sha256(bytes), bytes);
+        if (faults.get(`${repo}/${file}`) === 'truncated') truncated.add(sha256(bytes));
         const location = `http://127.0.0.1:${cdn.address().port}/blobs/${sha256(bytes)}`;
         return reply(response, 302, { ...headers, Location: location, ETag: `"${sha256(bytes)}"` });
       }

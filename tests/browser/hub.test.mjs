@@ -7,7 +7,9 @@
 // too, its README not fetched) as `medrank evaluate --model ORG/NAME` does: the same numbers,
 // and the reports name the files `hf://ORG/NAME@COMMIT/FILE` with their sha256. The requests go to the site and the
 // stand-in only, and carry nothing of the user's. A wrong sha256 and a 404 are refused naming
-// the id and the file, and nothing of them is kept. After a reload, with the stand-in
+// the id and the file, and nothing of them is kept; so is a transfer broken off halfway, and
+// a good model downloads after it. The training section trains on a base model picked by
+// its Hub id as `medrank train --model ORG/NAME` does. After a reload, with the stand-in
 // stopped, the model kept in the browser still runs.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -17,7 +19,7 @@ import { promisify } from 'node:util';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
-import { openApp, upload, run, screenshot, cliHas, differencesAbs, medrankBin, ROOT, EXAMPLES } from './harness.mjs';
+import { openApp, upload, run, screenshot, cliHas, differencesAbs, medrankBin, pageTrain, ROOT, EXAMPLES } from './harness.mjs';
 import { startStandInHub } from './hub-stand-in.mjs';
 import { writeRandomBert } from './random-model.mjs';
 
@@ -48,12 +50,17 @@ function nliModel(dir, seed) {
 /** A medrank command with HF_ENDPOINT at the stand-in and a Hugging Face cache of its own
  *  (run asynchronously: the stand-in answers from this process); its --json report. */
 async function cliReport(hub, work, args) {
-  const env = { ...process.env, HF_ENDPOINT: hub.url, HF_HOME: join(work, 'hf'), HF_HUB_CACHE: join(work, 'hf/hub') };
-  for (const v of ['HF_TOKEN', 'HF_HUB_OFFLINE', 'HF_TOKEN_PATH']) delete env[v];
   const json = join(work, `${args[0]}.json`);
   const common = ['--json', json, '--seed', '0', '--resamples', '1000', '--confidence', '0.95', '--backend', 'cpu'];
-  await promisify(execFile)(medrankBin(), [...args, ...common], { cwd: ROOT, env });
+  await cliAtHub(hub, work, [...args, ...common]);
   return JSON.parse(readFileSync(json, 'utf8'));
+}
+
+/** Runs medrank with HF_ENDPOINT at the stand-in and a Hugging Face cache in `work`. */
+function cliAtHub(hub, work, args) {
+  const env = { ...process.env, HF_ENDPOINT: hub.url, HF_HOME: join(work, 'hf'), HF_HUB_CACHE: join(work, 'hf/hub') };
+  for (const v of ['HF_TOKEN', 'HF_HUB_OFFLINE', 'HF_TOKEN_PATH']) delete env[v];
+  return promisify(execFile)(medrankBin(), args, { cwd: ROOT, env });
 }
 
 /** The CLI names the rubric by its path, the page by its name; the model's files are named
@@ -272,6 +279,110 @@ test('a wrong sha256, a missing file and an unknown model are refused naming the
     assert.ok(blobs.every((k) => /hub-blobs\/[0-9a-f]{40}$/.test(k)), blobs.join('\n'));
     // The page goes on working: the run buttons are back.
     assert.equal(await page.isEnabled('#run-grade'), true);
+  } finally {
+    await app?.close();
+    await hub.stop().catch(() => {});
+    rmSync(work, { recursive: true, force: true });
+  }
+});
+
+test('a transfer broken off halfway is refused naming the id and the file, keeps nothing of it, and a good model downloads after it', { skip: SKIP }, async () => {
+  const work = mkdtempSync(join(tmpdir(), 'medrank-hub-truncated-'));
+  const hub = await startStandInHub();
+  let app = null;
+  try {
+    const broken = nliModel(join(work, 'nli'), 44);
+    const commit = hub.publish('tiny-org/truncated', 'main', broken);
+    hub.fault('tiny-org/truncated', 'model.safetensors', 'truncated');
+    const good = hub.publish('tiny-org/good', 'main', nliModel(join(work, 'nli-2'), 45));
+
+    app = await openApp({ hubStandIn: hub.url });
+    const { page } = app;
+    await upload(page, [RUBRIC]);
+    await chooseHubModel(page, 'tiny-org/truncated');
+    const refused = await run(page, '#run-grade').then(() => null, (e) => e.message);
+    // The CDN sent the first half of the weights' bytes (hub-stand-in.mjs) of the whole
+    // length it announced; the browser hands over up to that many before the error (its
+    // last buffer may go with the connection).
+    const size = broken['model.safetensors'].length;
+    const named = `hf://tiny-org/truncated@${commit}/model.safetensors: The transfer broke off after `;
+    assert.ok(refused?.includes(named), `expected “${named}” in: ${refused}`);
+    const said = refused.match(new RegExp(`after (\\d+) of the ${size} bytes the Hub's listing announces \\(truncated: .+\\); nothing was kept`));
+    const received = Number(said?.[1]);
+    assert.ok(received > 0 && received <= size >> 1, `${received} of ${size} bytes: ${refused}`);
+    // Nothing of it kept: no plan, and of the blobs only its small files' (40-digit git
+    // blob ids, checked whole), no weights (64-digit sha256).
+    const keptKeys = () => page.evaluate(async () => (await (await caches.open('medrank-models-v1')).keys()).map((r) => decodeURIComponent(r.url)));
+    let kept = await keptKeys();
+    assert.deepEqual(kept.filter((k) => k.includes('hub-refs')), []);
+    assert.deepEqual(kept.filter((k) => /hub-blobs\/[0-9a-f]{64}$/.test(k)), []);
+
+    // A good model downloads and grades after it, and its plan is kept.
+    await chooseHubModel(page, 'tiny-org/good');
+    await run(page, '#run-grade');
+    const report = await page.evaluate(() => window.medrank.state.lastResult.result.report);
+    assert.equal(report.grader.model, `hf://tiny-org/good@${good}`);
+    kept = await keptKeys();
+    assert.equal(kept.filter((k) => k.includes('hub-refs')).length, 1, kept.join('\n'));
+    assert.ok(kept.some((k) => k.includes('tiny-org/good')), kept.join('\n'));
+  } finally {
+    await app?.close();
+    await hub.stop().catch(() => {});
+    rmSync(work, { recursive: true, force: true });
+  }
+});
+
+test('the page trains on a base model picked by its Hub id as medrank train --model ORG/NAME does, and both logs name it hf://ORG/NAME@COMMIT', { skip: SKIP }, async () => {
+  const work = mkdtempSync(join(tmpdir(), 'medrank-hub-train-'));
+  const hub = await startStandInHub();
+  let app = null;
+  try {
+    const dir = join(work, 'base');
+    writeRandomBert(dir, TOKENIZER, { layers: 2, hidden: 32, heads: 2, seed: 9, scale: 0.2 });
+    const commit = hub.publish('tiny-org/base', 'main', Object.fromEntries(MODEL_FILES.map((f) => [f, readFileSync(join(dir, f))])));
+    // A case as train.test.mjs writes them (the NLI fixture, 2 epochs): a head on frozen features.
+    const fx = join(ROOT, 'tests/fixtures/train_nli');
+    const c = {
+      file: join(fx, 'train.jsonl'),
+      dev: join(fx, 'dev.jsonl'),
+      task: 'nli',
+      arguments: 'system:informative',
+      settings: { epochs: 2, lr: 0.01, batch: 8, patience: 2, seed: 5, split: 0.2 },
+    };
+    const s = c.settings;
+    const out = join(work, 'trained');
+    await cliAtHub(hub, work, [
+      'train', '--model', 'tiny-org/base', '--train', c.file, '--dev', c.dev, '--task', c.task, '--arguments', c.arguments,
+      '--freeze', 'head', '--epochs', String(s.epochs), '--lr', String(s.lr), '--batch-size', String(s.batch),
+      '--patience', String(s.patience), '--seed', String(s.seed), '--out', out,
+    ]);
+    const cliLog = JSON.parse(readFileSync(join(out, 'train_log.json'), 'utf8'));
+
+    app = await openApp({ hubStandIn: hub.url });
+    const { page } = app;
+    await chooseHubModel(page, 'tiny-org/base');
+    const { report, stored } = await pageTrain(page, c, 'from-the-hub');
+    // train.test.mjs's comparison: epoch by epoch within 1e-4 (the frozen features from the
+    // wasm CPU path here, the native one there), the same confusion, steps and best epoch.
+    assert.equal(report.curve.length, cliLog.curve.length, JSON.stringify(report.curve));
+    report.curve.forEach((e, i) => {
+      const want = cliLog.curve[i];
+      for (const key of ['train_loss', 'dev_accuracy', 'dev_metric'])
+        assert.ok(Math.abs(e[key] - want[key]) <= 1e-4, `epoch ${i + 1} ${key} ${e[key]} vs ${want[key]}`);
+      assert.deepEqual(e.dev_confusion, want.dev_confusion, `epoch ${i + 1} confusion`);
+      assert.equal(e.steps, want.steps);
+    });
+    assert.notEqual(report.curve[0].train_loss, report.curve[1].train_loss, 'the loss moved');
+    assert.equal(report.best_epoch, cliLog.best_epoch);
+    // Both logs name the base model by its id and commit: the page's as kept in the browser
+    // (the file its .zip holds).
+    const pageLog = await page.evaluate(async (id) => {
+      const cache = await caches.open('medrank-trained-v1');
+      const key = new URL(`trained-models/${encodeURIComponent(id)}/train_log.json`, location.href).href;
+      return (await cache.match(key)).json();
+    }, stored.id);
+    assert.equal(cliLog.base_model, `hf://tiny-org/base@${commit}`);
+    assert.equal(pageLog.base_model, cliLog.base_model);
   } finally {
     await app?.close();
     await hub.stop().catch(() => {});

@@ -10,7 +10,7 @@ import { existsSync, mkdtempSync, readFileSync, writeFileSync, readdirSync, rmSy
 import { execFileSync } from 'node:child_process';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { openApp, upload, run, setOptions, cli, trainFilledForm, ROOT, SITE, EXAMPLES } from './harness.mjs';
+import { openApp, upload, run, setOptions, cli, pageTrain, ROOT, SITE, EXAMPLES } from './harness.mjs';
 import { writeRandomBert } from './random-model.mjs';
 
 const MODEL = join(ROOT, 'models/all-MiniLM-L6-v2');
@@ -86,36 +86,6 @@ function cliTrain(c, out) {
     out,
   ]);
   return JSON.parse(readFileSync(join(out, 'train_log.json'), 'utf8'));
-}
-
-/** Fills the training form and trains on `backend` (the Model section's choice); resolves
- *  to the page's {report, stored, backend} (or throws with the page's error). On 'gpu' the
- *  adapter here is SwiftShader, a CPU emulation ~100 times slower than the wasm CPU path and
- *  as slow again when the machine is busy: those runs get more time. */
-async function pageTrain(page, c, name, backend = 'cpu') {
-  const s = c.settings;
-  await page.selectOption('#opt-backend', backend);
-  await page.setInputFiles('#train-file', c.file);
-  await page.waitForFunction(() => /instances/.test(document.querySelector('#train-file-info').textContent), null, {
-    timeout: 30000,
-  });
-  await page.selectOption('#train-task', c.task);
-  await page.selectOption('#train-arguments', c.arguments);
-  await page.selectOption('#train-freeze', c.freeze || 'head');
-  if (c.dev)
-    await page.setInputFiles('#train-dev-file', c.dev); // picks "a file"
-  else await page.check('input[name=train-dev][value=split]');
-  for (const [id, v] of [
-    ['#train-dev-split', s.split],
-    ['#train-epochs', s.epochs],
-    ['#train-lr', s.lr],
-    ['#train-batch', s.batch],
-    ['#train-patience', s.patience],
-    ['#train-seed', s.seed],
-    ['#train-name', name],
-  ])
-    await page.fill(id, String(v));
-  return trainFilledForm(page, backend === 'gpu' ? 900000 : 300000);
 }
 
 /** (instance, system) -> probs by label, from `medrank evaluate --save-predictions` CSV. */
