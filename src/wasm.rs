@@ -222,6 +222,7 @@ fn model_files(model: &JsValue) -> Result<crate::model::ModelFiles> {
         modules_json: text("modules"),
         sentence_config_json: text("sentence_config"),
         weights_source: None,
+        tokenizer_source: None,
     })
 }
 

@@ -62,7 +62,7 @@ pub fn model_files(arg: &Path, events: &mut dyn FnMut(Event)) -> Result<ModelFil
         other => other,
     })?;
     files.name = resolved.name.clone();
-    if let Some(source) = &mut files.weights_source {
+    for source in [&mut files.weights_source, &mut files.tokenizer_source].into_iter().flatten() {
         source.name = rename(&source.name);
     }
     Ok(files)
@@ -130,19 +130,14 @@ fn from_cache(id: &HubId, cache: &Cache, why: &str, events: &mut dyn FnMut(Event
 }
 
 /// Refuses, before any download, what the loader (`model::load`) cannot read yet although
-/// [`select_files`] knows it: weights in shards, a tokenizer in `spm.model` alone.
+/// [`select_files`] knows it: weights in shards. (A tokenizer in `spm.model` alone, as
+/// DeBERTa-v3 repositories have it, the loader converts: `model::spm`.)
 fn loadable(resolved: &str, chosen: &[&str]) -> Result<()> {
     let refuse = |file: &str, why: &str| Err(Error::in_file(&format!("{resolved}/{file}"), why.to_string()));
     if chosen.contains(&SHARD_INDEX) {
         return refuse(
             SHARD_INDEX,
             "the weights are split in shards; medrank's loader reads one model.safetensors (or pytorch_model.bin), so nothing was downloaded",
-        );
-    }
-    if chosen.contains(&"spm.model") {
-        return refuse(
-            "spm.model",
-            "the repository has a SentencePiece spm.model but no tokenizer.json, the only tokenizer medrank's loader reads; nothing was downloaded",
         );
     }
     Ok(())

@@ -293,6 +293,7 @@ impl Trainer {
                 "--backend gpu trains encoder layers: use it with --freeze top:N or all (the head alone trains on the CPU)",
             ));
         }
+        super::gpu::supports(&self.model.config)?;
         if !self.curve.is_empty() {
             return Err(Error::invalid("the GPU engine is chosen before the first epoch"));
         }
