@@ -24,6 +24,9 @@ use std::path::Path;
 
 const TOLERANCE: f32 = 1e-4;
 
+/// A folder's tokenizer files: (from, to), as `common::families::make` copies them.
+type Tokenizer<'a> = &'a [(&'a str, &'a str)];
+
 /// The `field` of the first `n` lines of a vendored JSONL file.
 fn field(file: &str, key: &str, n: usize) -> Vec<String> {
     let text = std::fs::read_to_string(root().join(file)).unwrap();
@@ -121,7 +124,7 @@ fn small_models_of_both_families_match_transformers_on_200_inputs() {
     let inputs = inputs();
     let (spm, wordpiece) = (&DEBERTA_TOKENIZER, &MODERNBERT_TOKENIZER);
     let nli = "entailment,neutral,contradiction";
-    let cases: [(&str, &str, &str, &str, usize, &[(&str, &str)]); 5] = [
+    let cases: [(&str, &str, &str, &str, usize, Tokenizer); 5] = [
         ("small-v3", "seq", nli, "DeBERTa-v3, NLI head", SPM_PIECES, spm),
         (
             "small-v2",
@@ -156,7 +159,7 @@ fn base_size_models_match_transformers() {
         return;
     }
     let inputs = inputs();
-    let cases: [(&str, &str, usize, &[(&str, &str)]); 2] = [
+    let cases: [(&str, &str, usize, Tokenizer); 2] = [
         ("base-v3", "entailment,neutral,contradiction", SPM_PIECES, &DEBERTA_TOKENIZER),
         ("base-modernbert", "a,b", MODERNBERT_VOCAB, &MODERNBERT_TOKENIZER),
     ];
@@ -373,4 +376,37 @@ fn grade_and_statements_run_zero_shot_with_a_deberta_v3_nli_model() {
         assert!(pe > 0.0 && pc > 0.0 && pe + pc < 1.0, "{j}");
     }
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// What these families can have but medrank does not run is refused at load with a
+/// sentence naming the field, never run wrongly.
+#[test]
+fn unsupported_family_options_are_refused_naming_the_field() {
+    use medrank::model::EncoderConfig;
+    let deberta = r#""model_type": "deberta-v2", "hidden_size": 32, "num_hidden_layers": 2,
+        "num_attention_heads": 4, "intermediate_size": 64, "vocab_size": 100, "relative_attention": true,
+        "pos_att_type": ["p2c", "c2p"], "position_buckets": 8, "max_relative_positions": 32"#;
+    let modernbert = r#""model_type": "modernbert", "hidden_size": 32, "num_hidden_layers": 2,
+        "num_attention_heads": 4, "intermediate_size": 64, "vocab_size": 100"#;
+    let cases = [
+        (deberta, r#""share_att_key": true, "conv_kernel_size": 3"#, "conv_kernel_size", "convolution layer"),
+        (deberta, r#""share_att_key": false"#, "share_att_key", "separate position projections"),
+        (deberta, r#""share_att_key": true, "embedding_size": 16"#, "embedding_size", "other than hidden_size"),
+        (deberta, r#""share_att_key": true, "norm_rel_ebd": "batch_norm""#, "norm_rel_ebd", "unsupported `batch_norm`"),
+        (
+            modernbert,
+            r#""rope_parameters": {"full_attention": {"rope_type": "yarn", "rope_theta": 160000}}"#,
+            "rope_type",
+            "rotary scaling `yarn` is not supported",
+        ),
+    ];
+    for (base, extra, field, words) in cases {
+        let json = format!("{{{base}, {extra}}}");
+        let err = EncoderConfig::from_json("m/config.json", &json).unwrap_err().to_string();
+        assert!(err.contains("m/config.json") && err.contains(field) && err.contains(words), "{extra}: {err}");
+    }
+    // The same configs without the option load.
+    for base in [format!("{{{deberta}, \"share_att_key\": true}}"), format!("{{{modernbert}}}")] {
+        EncoderConfig::from_json("m/config.json", &base).unwrap();
+    }
 }

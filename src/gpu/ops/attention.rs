@@ -51,8 +51,12 @@ pub struct RelativeTables<'a> {
 pub struct Attention {
     /// The forward kernel, compiled per head size (its registers hold one query and one
     /// output row) and relative terms (c2p, p2c) on first use.
-    by_head_dim: std::sync::Mutex<std::collections::HashMap<(usize, Option<(bool, bool)>), Kernel>>,
+    by_head_dim: std::sync::Mutex<std::collections::HashMap<ForwardKey, Kernel>>,
 }
+
+/// What a compiled forward kernel is specialised for: the head size, and DeBERTa's relative
+/// terms (c2p, p2c) when it has them.
+type ForwardKey = (usize, Option<(bool, bool)>);
 
 impl Attention {
     /// The backward kernels keep one row of scores in workgroup memory (2 KiB).

@@ -51,7 +51,7 @@ impl Rotary {
         })?;
         let head_dim = hidden / heads;
         let (positions, half) = cos.dims2("rotary cos")?;
-        check(head_dim % 2 == 0 && half == head_dim / 2 && sin.shape == cos.shape, "rotary", || {
+        check(head_dim.is_multiple_of(2) && half == head_dim / 2 && sin.shape == cos.shape, "rotary", || {
             format!("tables {:?} / {:?} for heads of {head_dim}", cos.shape, sin.shape)
         })?;
         check(seq_len > 0 && tokens % seq_len == 0 && seq_len <= positions, "rotary", || {

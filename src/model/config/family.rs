@@ -271,15 +271,11 @@ pub(super) fn deberta(v: &Fields, hidden_size: usize, num_heads: usize, max_posi
                 format!("{buckets} buckets over {max_relative} positions leave no logarithmic range (at least 4 buckets, 2 positions)"),
             );
         }
-        let norm = match v.string("norm_rel_ebd")?.unwrap_or("none") {
-            s => {
-                let parts: Vec<&str> = s.split('|').map(str::trim).collect();
-                if let Some(bad) = parts.iter().find(|p| !matches!(p.to_lowercase().as_str(), "none" | "layer_norm")) {
-                    return refuse("norm_rel_ebd", format!("unsupported `{bad}` (none, layer_norm)"));
-                }
-                parts.iter().any(|p| p.eq_ignore_ascii_case("layer_norm"))
-            }
-        };
+        let parts: Vec<&str> = v.string("norm_rel_ebd")?.unwrap_or("none").split('|').map(str::trim).collect();
+        if let Some(bad) = parts.iter().find(|p| !matches!(p.to_lowercase().as_str(), "none" | "layer_norm")) {
+            return refuse("norm_rel_ebd", format!("unsupported `{bad}` (none, layer_norm)"));
+        }
+        let norm = parts.iter().any(|p| p.eq_ignore_ascii_case("layer_norm"));
         Some(Relative { buckets, max_relative_positions: max_relative, c2p, p2c, norm })
     } else {
         None

@@ -119,6 +119,9 @@ fn linear(parts: &[&Dense], inputs: usize, precision: Precision) -> Result<Proje
     })
 }
 
+/// One layer's relative-position table through its query and key maps: `(pos_q, pos_k)`.
+pub type PositionTables = (Vec<f32>, Vec<f32>);
+
 fn norm(n: &Norm) -> Result<(Vec<f32>, Vec<f32>)> {
     Ok((values(&n.weight)?, values(&n.bias)?))
 }
@@ -131,7 +134,7 @@ pub fn relative_position_tables(
     cfg: &EncoderConfig,
     w: &EncoderWeights,
     precision: Precision,
-) -> Result<Option<Vec<(Vec<f32>, Vec<f32>)>>> {
+) -> Result<Option<Vec<PositionTables>>> {
     let (Some(r), Some(rel), Some(_)) = (&w.relative, cfg.relative(), cfg.deberta()) else { return Ok(None) };
     let h = cfg.hidden_size;
     let arithmetic = match precision {
