@@ -60,6 +60,27 @@ fn traced(name: &str, model: &str, args: &[&str], steps: &str) -> std::path::Pat
     trace
 }
 
+/// `train` arguments of one epoch of class-weighted misinformation classification in
+/// batches of 8, with `freeze`.
+fn misinformation_args<'a>(train: &'a str, dev: &'a str, freeze: &'a str) -> Vec<&'a str> {
+    vec![
+        "--train",
+        train,
+        "--dev",
+        dev,
+        "--task",
+        "misinformation",
+        "--arguments",
+        "system:informative",
+        "--freeze",
+        freeze,
+        "--batch-size",
+        "8",
+        "--epochs",
+        "1",
+    ]
+}
+
 #[test]
 fn every_step_equals_the_pytorch_fine_tune() {
     if !reference_available() {
@@ -69,24 +90,7 @@ fn every_step_equals_the_pytorch_fine_tune() {
     let scifact_dev = first_lines("data/scifact-mini/dev.jsonl", 16, "scifact16.jsonl");
     let mcqa = first_lines("data/casimedicos/train.jsonl", 24, "casimedicos24.jsonl");
     let mcqa_dev = first_lines("data/casimedicos/dev.jsonl", 8, "casimedicos8.jsonl");
-    let classification = |freeze: &'static str| {
-        vec![
-            "--train",
-            &scifact,
-            "--dev",
-            &scifact_dev,
-            "--task",
-            "misinformation",
-            "--arguments",
-            "system:informative",
-            "--freeze",
-            freeze,
-            "--batch-size",
-            "8",
-            "--epochs",
-            "1",
-        ]
-    };
+    let classification = |freeze: &'static str| misinformation_args(&scifact, &scifact_dev, freeze);
     // (case, arguments), 6 steps each (one epoch of 48 examples; two of 24 questions):
     // class-weighted classification with the head alone, the top layer (its input cached
     // in f16), every layer and the embeddings; multiple choice (a softmax over each
@@ -145,24 +149,7 @@ fn deberta_and_modernbert_steps_equal_the_pytorch_fine_tune() {
     ];
     for (family, base) in &bases {
         for freeze in ["head", "top:1"] {
-            let args = [
-                "--train",
-                &scifact,
-                "--dev",
-                &scifact_dev,
-                "--task",
-                "misinformation",
-                "--arguments",
-                "system:informative",
-                "--freeze",
-                freeze,
-                "--batch-size",
-                "8",
-                "--epochs",
-                "1",
-                "--layer-lr",
-                "1e-4",
-            ];
+            let args = [misinformation_args(&scifact, &scifact_dev, freeze), vec!["--layer-lr", "1e-4"]].concat();
             let name = format!("{family}-{}", freeze.replace(':', ""));
             let trace = traced(&name, s(base), &args, "6");
             let report = reference(&trace, &[]);
