@@ -12,9 +12,9 @@
 //! `train.rs`). The same function serves inference and training (it is differentiable).
 
 use super::config::{Activation, HeadPooling};
-use super::load::{Dense, EncoderWeights, HeadWeights};
+use super::load::{Dense, EncoderWeights, HeadWeights, Norm};
 use super::states::HiddenStates;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use candle_core::{DType, Device, Module, Tensor};
 
 /// The activation between a head's two maps.
@@ -45,6 +45,43 @@ impl HeadActivation {
             HeadActivation::Relu => x.relu()?,
         })
     }
+}
+
+impl HeadWeights {
+    /// The head's first map and its activation, and its last map, with the norm between
+    /// them that ModernBERT's head has: the shape every head shares (the GPU runs them so).
+    pub fn parts<'a>(&'a self, pooler: Option<&'a Dense>) -> Result<HeadParts<'a>> {
+        let tanh = HeadActivation::Tanh;
+        let of = HeadActivation::from;
+        Ok(match self {
+            HeadWeights::PooledLinear { classifier } => HeadParts {
+                first: pooler.ok_or_else(|| Error::model("this head needs the encoder's pooler"))?,
+                activation: tanh,
+                norm: None,
+                last: classifier,
+            },
+            HeadWeights::RobertaClassifier { dense, out_proj } => {
+                HeadParts { first: dense, activation: tanh, norm: None, last: out_proj }
+            }
+            HeadWeights::DistilClassifier { pre_classifier, classifier } => {
+                HeadParts { first: pre_classifier, activation: of(Activation::Relu), norm: None, last: classifier }
+            }
+            HeadWeights::ContextPooler { dense, activation, classifier } => {
+                HeadParts { first: dense, activation: of(*activation), norm: None, last: classifier }
+            }
+            HeadWeights::ModernBertHead { dense, activation, norm, classifier, .. } => {
+                HeadParts { first: dense, activation: of(*activation), norm: Some(norm), last: classifier }
+            }
+        })
+    }
+}
+
+/// Every head as `last(norm(activation(first(x))))` (see [`HeadWeights::parts`]).
+pub struct HeadParts<'a> {
+    pub first: &'a Dense,
+    pub activation: HeadActivation,
+    pub norm: Option<&'a Norm>,
+    pub last: &'a Dense,
 }
 
 fn linear(x: &Tensor, d: &Dense) -> Result<Tensor> {
