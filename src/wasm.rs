@@ -169,7 +169,7 @@ fn model_files(model: &JsValue) -> Result<crate::model::ModelFiles> {
         pooling_json: text("pooling"),
         modules_json: text("modules"),
         sentence_config_json: text("sentence_config"),
-        weights_source: None,
+        ..Default::default() // the page reads tokenizer.json and model.safetensors only
     })
 }
 

@@ -37,6 +37,7 @@ fn tiny(arch: Arch, head: HeadKind, labels: &[&str]) -> EncoderConfig {
         head,
         labels: labels.iter().map(|s| s.to_string()).collect(),
         max_seq_length: None,
+        options: medrank::model::config::ArchOptions::None,
     }
 }
 
@@ -260,7 +261,7 @@ fn heads_match_plain_arithmetic_and_evaluators_run() {
     let batch = tok.batch(&[&e]);
     let hidden = run_ready(enc.encode(&batch, 2)).unwrap();
     let head = model.head.as_ref().unwrap();
-    let got = medrank::model::heads::logits(head, &model.weights, &hidden).unwrap();
+    let got = medrank::model::heads::logits(head, &model.weights, &hidden, &batch.mask).unwrap();
     let medrank::model::HeadWeights::RobertaClassifier { dense, out_proj } = head else { panic!() };
     let mat = |t: &Tensor| t.to_vec2::<f32>().unwrap();
     let vec = |t: &Tensor| t.to_vec1::<f32>().unwrap();
@@ -375,8 +376,10 @@ fn training_learns_a_separable_task_and_saves_a_loadable_evaluator() {
     let batch = tok.batch(&[&dev_set[0].inputs[0]]);
     let h1 = run_ready(CpuEncoder::new(loaded.clone()).encode(&batch, 2)).unwrap();
     let h2 = run_ready(CpuEncoder::new(result.model.clone()).encode(&batch, 2)).unwrap();
-    let l1 = medrank::model::heads::logits(loaded.head.as_ref().unwrap(), &loaded.weights, &h1).unwrap();
-    let l2 = medrank::model::heads::logits(result.model.head.as_ref().unwrap(), &result.model.weights, &h2).unwrap();
+    let l1 = medrank::model::heads::logits(loaded.head.as_ref().unwrap(), &loaded.weights, &h1, &batch.mask).unwrap();
+    let l2 =
+        medrank::model::heads::logits(result.model.head.as_ref().unwrap(), &result.model.weights, &h2, &batch.mask)
+            .unwrap();
     assert_eq!(l1, l2);
     // Training the top layer too (differentiable forward) runs and changes that layer.
     let top = TrainOptions { freeze: Freeze::TopLayers(1), epochs: 2, ..opts };

@@ -64,13 +64,20 @@ fn random_model_unit_scale(config: EncoderConfig, seed: u64) -> LoadedModel {
     if let Some(p) = &mut model.weights.pooler {
         rescale(p);
     }
+    // DeBERTa's relative-position table at std 1 (as the word embeddings' rows are after
+    // their norm), so the relative terms move the scores by order 1.
+    if let Some(r) = &mut model.weights.relative {
+        r.table = (&r.table * 50.0).unwrap();
+    }
     match &mut model.head {
         Some(HeadWeights::PooledLinear { classifier }) => rescale(classifier),
         Some(HeadWeights::RobertaClassifier { dense, out_proj }) => {
             rescale(dense);
             rescale(out_proj);
         }
-        Some(HeadWeights::DistilClassifier { pre_classifier, classifier }) => {
+        Some(HeadWeights::DistilClassifier { pre_classifier, classifier })
+        | Some(HeadWeights::ContextPooler { dense: pre_classifier, classifier, .. })
+        | Some(HeadWeights::ModernBertHead { dense: pre_classifier, classifier, .. }) => {
             rescale(pre_classifier);
             rescale(classifier);
         }
@@ -170,7 +177,7 @@ fn classification_logits_match_the_cpu_encoder() {
             .unwrap();
         let batch = random_batch(&config, &[40, 9, 64, 2, 17], 13);
         let layers = config.num_layers;
-        let logits = |h: &HiddenStates| medrank::model::heads::logits(head, &model.weights, h).unwrap();
+        let logits = |h: &HiddenStates| medrank::model::heads::logits(head, &model.weights, h, &batch.mask).unwrap();
         let (c, g) = (logits(&encode(&cpu, &batch, layers)), logits(&encode(&gpu, &batch, layers)));
         let diff = max_abs_diff(&g.concat(), &c.concat());
         let scale = c.concat().iter().fold(0f32, |m, v| m.max(v.abs()));
@@ -182,6 +189,79 @@ fn classification_logits_match_the_cpu_encoder() {
             rows.iter().map(|r| (0..r.len()).max_by(|&a, &b| r[a].total_cmp(&r[b])).unwrap()).collect()
         };
         assert_eq!(argmax(&g), argmax(&c));
+    }
+}
+
+/// DeBERTa-v3 (relative positions only, log buckets, c2p and p2c, the table normed),
+/// DeBERTa-v2 (absolute positions too, token types, clamped distances, GELU-tanh) and
+/// ModernBERT (rotary, alternating global and 16-token local layers, GeGLU, final norm,
+/// mean-pooling head): every layer's states and the logits of the GPU path against the CPU
+/// path, which tests/families.rs holds to transformers within 1e-4.
+#[test]
+fn deberta_and_modernbert_match_the_cpu_encoder_at_every_layer_and_in_logits() {
+    let Some(ctx) = context() else { return };
+    let mut ctx = Some(ctx);
+    let configs = [
+        (
+            "deberta-v3",
+            r#"{"model_type": "deberta-v2", "architectures": ["DebertaV2ForSequenceClassification"],
+                "hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4,
+                "intermediate_size": 128, "vocab_size": 300, "max_position_embeddings": 160,
+                "relative_attention": true, "pos_att_type": ["p2c", "c2p"], "position_buckets": 16,
+                "max_relative_positions": 64, "norm_rel_ebd": "layer_norm", "share_att_key": true,
+                "position_biased_input": false, "type_vocab_size": 0, "layer_norm_eps": 1e-7,
+                "id2label": {"0": "entailment", "1": "neutral", "2": "contradiction"}}"#,
+        ),
+        (
+            "deberta-v2",
+            r#"{"model_type": "deberta-v2", "architectures": ["DebertaV2ForMultipleChoice"],
+                "hidden_size": 48, "num_hidden_layers": 2, "num_attention_heads": 3,
+                "intermediate_size": 80, "vocab_size": 300, "max_position_embeddings": 160,
+                "relative_attention": true, "pos_att_type": "c2p|p2c", "position_buckets": -1,
+                "max_relative_positions": 24, "norm_rel_ebd": "none", "share_att_key": true,
+                "position_biased_input": true, "type_vocab_size": 2, "hidden_act": "gelu_new",
+                "layer_norm_eps": 1e-7}"#,
+        ),
+        (
+            "modernbert",
+            r#"{"model_type": "modernbert", "architectures": ["ModernBertForSequenceClassification"],
+                "hidden_size": 64, "num_hidden_layers": 3, "num_attention_heads": 4,
+                "intermediate_size": 96, "vocab_size": 300, "max_position_embeddings": 256,
+                "global_attn_every_n_layers": 3, "local_attention": 16, "pad_token_id": 0,
+                "classifier_pooling": "mean", "id2label": {"0": "a", "1": "b"}}"#,
+        ),
+    ];
+    for (name, json) in configs {
+        let config = tiny_config(json);
+        let model = random_model_unit_scale(config.clone(), 7);
+        let head = model.head.as_ref().expect("a head");
+        let cpu = CpuEncoder::new(model.clone());
+        let gpu = GpuEncoder::with_context(ctx.take().unwrap_or_else(|| GpuContext::new_blocking().unwrap()), &model)
+            .unwrap();
+        // Lengths past the windows and buckets, one of a single token, heavy padding.
+        let batch = random_batch(&config, &[140, 3, 1, 77, 139], 11);
+        // The real tokens' rows: a padded query of a local layer sees no real key in its
+        // window, and what each path leaves in such a row (read by nothing) differs.
+        let real = |h: &HiddenStates| -> Vec<f32> {
+            let w = h.hidden;
+            h.data.chunks_exact(w).zip(&batch.mask).filter(|(_, &m)| m != 0).flat_map(|(row, _)| row.to_vec()).collect()
+        };
+        for layer in 0..=config.num_layers {
+            let (c, g) = (encode(&cpu, &batch, layer), encode(&gpu, &batch, layer));
+            let diff = max_abs_diff(&real(&g), &real(&c));
+            eprintln!("{name} layer {layer}: max abs diff {diff:e}");
+            assert!(diff <= TOL, "{name} layer {layer}: max abs diff {diff}");
+        }
+        let logits = |h: &HiddenStates| medrank::model::heads::logits(head, &model.weights, h, &batch.mask).unwrap();
+        let layers = config.num_layers;
+        let (c, g) = (logits(&encode(&cpu, &batch, layers)), logits(&encode(&gpu, &batch, layers)));
+        let on_device = pollster::block_on(gpu.read_out(&batch, medrank::model::Readout::Logits)).unwrap();
+        let scale = c.concat().iter().fold(0f32, |m, v| m.max(v.abs()));
+        let (diff, device_diff) =
+            (max_abs_diff(&g.concat(), &c.concat()), max_abs_diff(&on_device.concat(), &c.concat()));
+        eprintln!("{name}: logits up to {scale:.2}, max abs diff {diff:e}, the head on the device {device_diff:e}");
+        assert!(scale > 0.1, "{name}: logits too small to make the comparison meaningful");
+        assert!(diff <= TOL && device_diff <= TOL, "{name}: logits max abs diff {diff}, {device_diff}");
     }
 }
 

@@ -151,7 +151,7 @@ fn gpu_and_cpu_train_alike(freeze: Freeze) {
             picked.extend([
                 flat(&w.layers[0].key.weight),
                 flat(&w.word_embeddings),
-                flat(&w.position_embeddings),
+                flat(w.position_embeddings.as_ref().unwrap()),
                 flat(w.token_type_embeddings.as_ref().unwrap()),
                 flat(&w.embedding_norm.weight),
             ]);
@@ -186,5 +186,38 @@ fn the_memory_figure_is_what_the_trainer_allocates() {
         let trainer = pollster::block_on(GpuTrainer::new(ctx.clone(), &m, first, embeddings, head, layers)).unwrap();
         let figure = GpuMemory::estimate(&m.config, 2, first, embeddings, 1, 1);
         assert_eq!(trainer.parameter_bytes(), figure.parameters, "first layer {first}, embeddings {embeddings}");
+    }
+}
+
+/// DeBERTa-v2's relative attention and ModernBERT's rotary, windowed, pre-norm layers have
+/// no backward kernels: `--backend gpu` refuses them with a sentence naming the family and
+/// the path (they train on the CPU trainer, tests/train_reference.rs), before any step.
+#[test]
+fn the_gpu_trainer_refuses_deberta_and_modernbert() {
+    let Some(ctx) = context() else { return };
+    for (arch, name) in [(Arch::DebertaV2, "DeBERTa-v2"), (Arch::ModernBert, "ModernBERT")] {
+        let config = EncoderConfig { vocab_size: 30522, ..EncoderConfig::tiny(arch, 2, HeadKind::None, &[]) };
+        let tok = tokenizer(&config);
+        let base = TextModel {
+            name: "tiny".into(),
+            tokenizer: tok.clone(),
+            encoder: CpuEncoder::new(medrank::model::load::random_model(config, 3).unwrap()),
+            pooling: Pooling::default(),
+        };
+        let example = |i: usize| TrainExample {
+            id: format!("e{i}"),
+            inputs: vec![tok.encode_parts(&[Part::keep("fever and cough")], &[]).unwrap()],
+            gold: i % 2,
+        };
+        let set: Vec<TrainExample> = (0..4).map(example).collect();
+        let opts = TrainOptions { freeze: Freeze::TopLayers(1), epochs: 1, batch_size: 2, ..Default::default() };
+        let (head, labels) = (HeadKind::SequenceClassification, ["a".to_string(), "b".to_string()]);
+        let err = train_with_events(&base, head, &labels, &set, &set, &opts, Some(ctx.clone()), &mut |_| {})
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains(&format!("the GPU trainer runs BERT, RoBERTa and DistilBERT layers only: a {name} model")),
+            "{err}"
+        );
     }
 }

@@ -13,21 +13,9 @@
 
 mod common;
 use common::cli::{json, ok, root, s, tmp};
+use common::reference_available;
 use std::path::Path;
 use std::process::Command;
-
-fn reference_available() -> bool {
-    let ok =
-        Command::new("python3").args(["-c", "import torch, transformers"]).output().is_ok_and(|o| o.status.success());
-    if !ok {
-        assert!(
-            std::env::var("MEDRANK_REQUIRE_REFERENCE").as_deref() != Ok("1"),
-            "PyTorch and transformers are required here (scripts/setup.sh reference)"
-        );
-        eprintln!("skipped: the PyTorch reference needs torch and transformers (scripts/setup.sh reference)");
-    }
-    ok
-}
 
 /// Runs the reference on a trace folder (`extra`: --full, --out ...); its JSON report.
 fn reference(trace: &Path, extra: &[&str]) -> serde_json::Value {
@@ -56,17 +44,41 @@ fn first_lines(file: &str, n: usize, name: &str) -> String {
     s(&path).to_string()
 }
 
-/// `medrank train` with a trace of the first `steps` steps into a fresh folder; the folder.
-fn traced(name: &str, args: &[&str], steps: &str) -> std::path::PathBuf {
+const MINILM: &str = "models/all-MiniLM-L6-v2";
+
+/// `medrank train` of `model` with a trace of the first `steps` steps into a fresh folder;
+/// the folder.
+fn traced(name: &str, model: &str, args: &[&str], steps: &str) -> std::path::PathBuf {
     let (out, trace) = (tmp(&format!("{name}-evaluator")), tmp(&format!("{name}-trace")));
     for d in [&out, &trace] {
         let _ = std::fs::remove_dir_all(d);
     }
-    let mut all = vec!["train", "--model", "models/all-MiniLM-L6-v2", "--out", s(&out), "--trace", s(&trace)];
+    let mut all = vec!["train", "--model", model, "--out", s(&out), "--trace", s(&trace)];
     all.extend_from_slice(&["--trace-steps", steps]);
     all.extend_from_slice(args);
     ok(&all);
     trace
+}
+
+/// `train` arguments of one epoch of class-weighted misinformation classification in
+/// batches of 8, with `freeze`.
+fn misinformation_args<'a>(train: &'a str, dev: &'a str, freeze: &'a str) -> Vec<&'a str> {
+    vec![
+        "--train",
+        train,
+        "--dev",
+        dev,
+        "--task",
+        "misinformation",
+        "--arguments",
+        "system:informative",
+        "--freeze",
+        freeze,
+        "--batch-size",
+        "8",
+        "--epochs",
+        "1",
+    ]
 }
 
 #[test]
@@ -78,24 +90,7 @@ fn every_step_equals_the_pytorch_fine_tune() {
     let scifact_dev = first_lines("data/scifact-mini/dev.jsonl", 16, "scifact16.jsonl");
     let mcqa = first_lines("data/casimedicos/train.jsonl", 24, "casimedicos24.jsonl");
     let mcqa_dev = first_lines("data/casimedicos/dev.jsonl", 8, "casimedicos8.jsonl");
-    let classification = |freeze: &'static str| {
-        vec![
-            "--train",
-            &scifact,
-            "--dev",
-            &scifact_dev,
-            "--task",
-            "misinformation",
-            "--arguments",
-            "system:informative",
-            "--freeze",
-            freeze,
-            "--batch-size",
-            "8",
-            "--epochs",
-            "1",
-        ]
-    };
+    let classification = |freeze: &'static str| misinformation_args(&scifact, &scifact_dev, freeze);
     // (case, arguments), 6 steps each (one epoch of 48 examples; two of 24 questions):
     // class-weighted classification with the head alone, the top layer (its input cached
     // in f16), every layer and the embeddings; multiple choice (a softmax over each
@@ -124,13 +119,47 @@ fn every_step_equals_the_pytorch_fine_tune() {
         ],
     ));
     for (name, args) in cases {
-        let trace = traced(name, &args, "6");
+        let trace = traced(name, MINILM, &args, "6");
         let report = reference(&trace, &[]);
         let steps = report["steps"].as_array().unwrap();
         assert_eq!(steps.len(), 6, "{name}: {report}");
         let max = report["max_diff"].as_f64().unwrap();
         assert!(max <= 1e-3, "{name}: a step's loss differs by {max}: {report}");
         eprintln!("{name}: {} steps, max |medrank - PyTorch| loss {max:.2e}", steps.len());
+    }
+}
+
+/// DeBERTa-v3 and ModernBERT (random weights written by transformers, tests/common/families.rs):
+/// the head alone and the top layer with the head, 6 steps each of class-weighted
+/// classification, every step's loss equal to transformers' fine-tune of the same folder.
+#[test]
+fn deberta_and_modernbert_steps_equal_the_pytorch_fine_tune() {
+    if !reference_available() {
+        return;
+    }
+    use common::families::{make, DEBERTA_TOKENIZER, MODERNBERT_TOKENIZER, MODERNBERT_VOCAB, SPM_PIECES};
+    let scifact = first_lines("data/scifact-mini/train.jsonl", 48, "scifact48.jsonl");
+    let scifact_dev = first_lines("data/scifact-mini/dev.jsonl", 16, "scifact16.jsonl");
+    let bases = [
+        ("deberta", make("deberta-base", "small-v3", "none", "", SPM_PIECES, &DEBERTA_TOKENIZER)),
+        (
+            "modernbert",
+            make("modernbert-base", "small-modernbert", "none", "", MODERNBERT_VOCAB, &MODERNBERT_TOKENIZER),
+        ),
+    ];
+    for (family, base) in &bases {
+        for freeze in ["head", "top:1"] {
+            let args = [misinformation_args(&scifact, &scifact_dev, freeze), vec!["--layer-lr", "1e-4"]].concat();
+            let name = format!("{family}-{}", freeze.replace(':', ""));
+            let trace = traced(&name, s(base), &args, "6");
+            let report = reference(&trace, &[]);
+            let steps = report["steps"].as_array().unwrap();
+            assert_eq!(steps.len(), 6, "{name}: {report}");
+            let max = report["max_diff"].as_f64().unwrap();
+            assert!(max <= 1e-3, "{name}: a step's loss differs by {max}: {report}");
+            eprintln!("{name}: {} steps, max |medrank - PyTorch| loss {max:.2e}", steps.len());
+        }
+        std::fs::remove_dir_all(base).unwrap();
     }
 }
 
@@ -159,6 +188,7 @@ fn a_medrank_evaluator_scores_the_test_set_as_the_pytorch_one() {
     }
     let trace = traced(
         "esnli-full",
+        MINILM,
         &[
             "--train",
             "data/esnli-mini/train.jsonl",

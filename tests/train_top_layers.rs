@@ -214,7 +214,7 @@ fn top_layers_from_cached_states_match_the_whole_forward_pass() {
     for lower in [4, 5] {
         let h = model.encoder.hidden_states(&batch, lower).unwrap();
         let x = Tensor::from_vec(h.data.clone(), (h.batch, h.seq_len, h.hidden), &candle_core::Device::Cpu).unwrap();
-        let top = layers_forward(cfg, &w.layers[lower..], x, &batch.mask, true).unwrap();
+        let top = layers_forward(cfg, w, lower..cfg.num_layers, x, &batch.mask, true).unwrap();
         assert_eq!(top.dims(), &[2, 1, cfg.hidden_size]);
         let top = top.i((.., 0, ..)).unwrap().to_vec2::<f32>().unwrap();
         // The CPU path is held within 1e-4 of candle per layer (tests/encoder_minilm.rs).

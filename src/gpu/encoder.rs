@@ -21,6 +21,21 @@
 //! x     = LayerNorm(inner . Wf^T + bf + x1)
 //! ```
 //!
+//!
+//! DeBERTa-v2 runs the same layer with its relative-position terms in the attention
+//! kernel (the table through each layer's query and key maps, uploaded once). ModernBERT's
+//! layers are pre-norm:
+//!
+//! ```text
+//! qkv   = LN(x) . Wqkv^T                        (the first layer without its norm)
+//! qkv   = rotary(qkv)                            the queries and keys turned in place
+//! ctx   = attention(qkv, mask, window)           local layers: keys within the window
+//! x    += ctx . Wo^T                             the product accumulated into x
+//! x    += GeGLU(LN(x) . Wi^T) . Wf^T
+//! ```
+//!
+//! and a final norm after the last layer.
+//!
 //! then the readout the job asks for: the states themselves ([`Encoder::encode`]), one
 //! pooled vector per row (ops::Pool), or the head's logits (two products on the first
 //! tokens' rows, read in place as a strided view). Only that is copied back to the host.
@@ -30,10 +45,12 @@ use std::future::Future;
 use candle_core::Tensor;
 
 use super::context::{ChunkedTable, GpuContext, GpuTensor};
-use super::ops::{record, record_timed, Activation, Addend, Attention, Dispatch, Mat, Ops};
+use super::ops::{
+    record, record_timed, Activation, Addend, Attention, AttentionExtras, Dispatch, Mat, Ops, RelativeTables,
+};
 use crate::error::{Error, Result};
-use crate::model::config::Activation as ModelActivation;
-use crate::model::load::{Dense, HeadWeights, Norm};
+use crate::model::config::{Activation as ModelActivation, HeadPooling};
+use crate::model::load::{Dense, Norm};
 use crate::model::{Encoder, EncoderConfig, HiddenStates, LoadedModel, Readout, TokenBatch};
 
 /// How the encoder stores the weights of its linear layers on the device.
@@ -93,19 +110,29 @@ struct GpuLayer {
     /// Query, key and value weights stacked: [3 * hidden, hidden].
     qkv: GpuDense,
     attn_out: GpuDense,
-    attn_norm: GpuNorm,
+    /// After attention (post-norm) or before it (ModernBERT; none in its first layer).
+    attn_norm: Option<GpuNorm>,
     ffn_in: GpuDense,
     ffn_out: GpuDense,
     ffn_norm: GpuNorm,
+    /// DeBERTa-v2: the relative-position table through this layer's query and key maps.
+    relative: Option<(GpuTensor, GpuTensor)>,
+    /// ModernBERT: this layer's rotary tables (cos, sin; an index into the encoder's) and
+    /// its window.
+    rotary: Option<usize>,
+    window: Option<usize>,
 }
 
 /// The model's head on the device (for [`Readout::Logits`]), in f32 whatever the layers'
-/// format (it is small): `first` on the first token's state with its activation (BERT's
-/// pooler and RoBERTa's dense with tanh, DistilBERT's pre-classifier with ReLU), then
-/// `last`, the classifier, to the logits: the layouts of `model::heads`.
+/// format (it is small): `first` on the first token's state (or a ModernBERT head's mean
+/// state) with its activation (BERT's pooler and RoBERTa's dense with tanh, DistilBERT's
+/// pre-classifier with ReLU, DeBERTa's pooler and ModernBERT's dense with GELU), ModernBERT's
+/// norm, then `last`, the classifier, to the logits: the layouts of `model::heads`.
 struct GpuHead {
     first: GpuDense,
     activation: Activation,
+    norm: Option<(GpuNorm, f32)>,
+    pooling: HeadPooling,
     last: GpuDense,
     labels: usize,
 }
@@ -118,10 +145,16 @@ pub struct GpuEncoder {
     ops: Ops,
     config: EncoderConfig,
     word_embeddings: ChunkedTable,
-    position_embeddings: ChunkedTable,
+    position_embeddings: Option<ChunkedTable>,
     token_type_embeddings: Option<ChunkedTable>,
     embedding_norm: GpuNorm,
     layers: Vec<GpuLayer>,
+    /// DeBERTa-v2: the table row of every distance (u32, see `Relative::index_table`).
+    relative_index: Option<GpuTensor>,
+    /// ModernBERT: the rotary tables (cos, sin) of its two bases.
+    rotary: Vec<(GpuTensor, GpuTensor)>,
+    /// ModernBERT's norm after the last layer.
+    final_norm: Option<GpuNorm>,
     /// The model's head, or why [`Readout::Logits`] cannot run (the CPU path's words).
     head: std::result::Result<GpuHead, &'static str>,
     /// The kept plans and their activation buffers (taken out while a pass runs).
@@ -161,6 +194,8 @@ struct Activations {
     context: GpuTensor,
     qkv: GpuTensor,
     inner: GpuTensor,
+    /// ModernBERT's GeGLU output `[tokens, intermediate]` (a single value otherwise).
+    gated: GpuTensor,
     /// The readouts: the head's first product and the pooled vectors `[rows, hidden]`, the
     /// logits `[rows, labels]`.
     head_hidden: GpuTensor,
@@ -251,6 +286,7 @@ pub mod step {
     pub const LAYER_NORM: &str = "layer norm (+ residual)";
     pub const QKV: &str = "QKV product";
     pub const ATTENTION: &str = "attention";
+    pub const ROTARY: &str = "rotary positions";
     pub const ATTENTION_OUT: &str = "attention output product";
     pub const FFN_IN: &str = "feed-forward in product (+ activation)";
     pub const FFN_OUT: &str = "feed-forward out product";
@@ -311,19 +347,25 @@ fn norm(ctx: &GpuContext, label: &str, n: &Norm) -> Result<GpuNorm> {
 /// The model's head on the device, or why it has none (the CPU path's words).
 fn head(ctx: &GpuContext, model: &LoadedModel) -> Result<std::result::Result<GpuHead, &'static str>> {
     let Some(h) = &model.head else { return Ok(Err("this model has no classification head")) };
-    let (first, activation, last) = match h {
-        HeadWeights::PooledLinear { classifier } => match &model.weights.pooler {
-            Some(pooler) => (pooler, Activation::Tanh, classifier),
-            None => return Ok(Err("this head needs the encoder's pooler")),
-        },
-        HeadWeights::RobertaClassifier { dense, out_proj } => (dense, Activation::Tanh, out_proj),
-        HeadWeights::DistilClassifier { pre_classifier, classifier } => (pre_classifier, Activation::Relu, classifier),
+    let parts = match h.parts(model.weights.pooler.as_ref()) {
+        Ok(parts) => parts,
+        Err(_) => return Ok(Err("this head needs the encoder's pooler")),
     };
+    use crate::model::heads::HeadActivation;
+    let activation = match parts.activation {
+        HeadActivation::Tanh => Activation::Tanh,
+        HeadActivation::Gelu => Activation::Gelu,
+        HeadActivation::GeluTanh => Activation::GeluTanh,
+        HeadActivation::Relu => Activation::Relu,
+    };
+    let eps = model.config.layer_norm_eps as f32;
     Ok(Ok(GpuHead {
-        first: dense(ctx, WeightFormat::F32, "head.first", first)?,
+        first: dense(ctx, WeightFormat::F32, "head.first", parts.first)?,
         activation,
-        labels: last.weight.dims2()?.0,
-        last: dense(ctx, WeightFormat::F32, "head.last", last)?,
+        norm: parts.norm.map(|n| Ok::<_, Error>((norm(ctx, "head.norm", n)?, eps))).transpose()?,
+        pooling: h.pooling(),
+        labels: parts.last.weight.dims2()?.0,
+        last: dense(ctx, WeightFormat::F32, "head.last", parts.last)?,
     }))
 }
 
@@ -363,27 +405,70 @@ impl GpuEncoder {
         }
         let w = &model.weights;
         let ops = Ops::with_f16_math(&ctx, format == WeightFormat::F16Math);
+        let max_len = config.max_tokens();
+        // DeBERTa's table through each layer's query and key maps: the CPU path's, in f32.
+        let positions =
+            crate::model::cpu::relative_position_tables(&config, w, crate::model::Precision::F32)?.unwrap_or_default();
+        let rotary: Vec<(GpuTensor, GpuTensor)> = match config.modernbert() {
+            Some(m) => [m.global_theta, m.local_theta]
+                .iter()
+                .map(|&theta| {
+                    let (cos, sin) = crate::model::config::family::rotary_tables(theta, head_dim, max_len);
+                    Ok((
+                        ctx.upload_f32("rotary.cos", &cos, &[max_len, head_dim / 2])?,
+                        ctx.upload_f32("rotary.sin", &sin, &[max_len, head_dim / 2])?,
+                    ))
+                })
+                .collect::<Result<_>>()?,
+            None => Vec::new(),
+        };
         let mut layers = Vec::with_capacity(w.layers.len());
         for (i, l) in w.layers.iter().enumerate() {
             let name = |part: &str| format!("layer{i}.{part}");
+            let h = config.hidden_size;
+            let relative = match positions.get(i) {
+                Some((pos_q, pos_k)) => Some((
+                    ctx.upload_f32(&name("pos_q"), pos_q, &[pos_q.len() / h, h])?,
+                    ctx.upload_f32(&name("pos_k"), pos_k, &[pos_k.len() / h, h])?,
+                )),
+                None => None,
+            };
+            let window = config.modernbert().and_then(|m| m.window(i));
             layers.push(GpuLayer {
                 qkv: stacked_qkv(&ctx, format, &name("qkv"), [&l.query, &l.key, &l.value])?,
                 attn_out: dense(&ctx, format, &name("attn_out"), &l.attn_out)?,
-                attn_norm: norm(&ctx, &name("attn_norm"), &l.attn_norm)?,
+                attn_norm: l.attn_norm.as_ref().map(|n| norm(&ctx, &name("attn_norm"), n)).transpose()?,
                 ffn_in: dense(&ctx, format, &name("ffn_in"), &l.ffn_in)?,
                 ffn_out: dense(&ctx, format, &name("ffn_out"), &l.ffn_out)?,
                 ffn_norm: norm(&ctx, &name("ffn_norm"), &l.ffn_norm)?,
+                relative,
+                rotary: config.modernbert().map(|_| usize::from(window.is_some())),
+                window,
             });
         }
+        let relative_index = match config.relative() {
+            Some(r) => {
+                let index = r.index_table(max_len);
+                let n = index.len();
+                Some(ctx.upload_u32("relative_index", &index, &[n])?)
+            }
+            None => None,
+        };
         Ok(GpuEncoder {
             word_embeddings: table(&ctx, "word_embeddings", &w.word_embeddings)?,
-            position_embeddings: table(&ctx, "position_embeddings", &w.position_embeddings)?,
+            position_embeddings: match &w.position_embeddings {
+                Some(t) => Some(table(&ctx, "position_embeddings", t)?),
+                None => None,
+            },
             token_type_embeddings: match &w.token_type_embeddings {
                 Some(t) => Some(table(&ctx, "token_type_embeddings", t)?),
                 None => None,
             },
             embedding_norm: norm(&ctx, "embedding_norm", &w.embedding_norm)?,
             layers,
+            relative_index,
+            rotary,
+            final_norm: w.final_norm.as_ref().map(|n| norm(&ctx, "final_norm", n)).transpose()?,
             head: head(&ctx, model)?,
             plans: std::sync::Mutex::new(None),
             bytes_read_back: Default::default(),
@@ -412,7 +497,7 @@ impl GpuEncoder {
     /// The widest activation of a token, in values (what the binding limit divides).
     fn widest(&self) -> usize {
         let c = &self.config;
-        (3 * c.hidden_size).max(c.intermediate_size).max(c.hidden_size)
+        (3 * c.hidden_size).max(c.ffn_in_size()).max(c.hidden_size)
     }
 
     /// How many rows of `seq_len` tokens one pass may hold (larger batches run in several
@@ -433,7 +518,7 @@ impl GpuEncoder {
     /// The length sequences of `seq_len` tokens run at on the device: the next multiple of
     /// [`LENGTH_BUCKET`] within the model's and the kernels' limit.
     fn padded_len(&self, seq_len: usize) -> usize {
-        let limit = Attention::MAX_SEQ_LEN.min(self.config.max_tokens());
+        let limit = Attention::MAX_FORWARD_SEQ_LEN.min(self.config.max_tokens());
         seq_len.next_multiple_of(LENGTH_BUCKET).min(limit).max(seq_len)
     }
 
@@ -444,10 +529,10 @@ impl GpuEncoder {
 
     fn check_batch(&self, batch: &TokenBatch, output_layer: usize) -> Result<()> {
         batch.check(&self.config, output_layer)?;
-        if batch.seq_len > Attention::MAX_SEQ_LEN {
+        if batch.seq_len > Attention::MAX_FORWARD_SEQ_LEN {
             return Err(Error::invalid(format!(
                 "the GPU encoder handles at most {} tokens a sequence, got {}",
-                Attention::MAX_SEQ_LEN,
+                Attention::MAX_FORWARD_SEQ_LEN,
                 batch.seq_len
             )));
         }
@@ -578,7 +663,8 @@ impl GpuEncoder {
             projected: ctx.zeros_f32("projected", &[tokens, h])?,
             context: ctx.zeros_f32("context", &[tokens, h])?,
             qkv: ctx.zeros_f32("qkv", &[tokens, 3 * h])?,
-            inner: ctx.zeros_f32("inner", &[tokens, c.intermediate_size])?,
+            inner: ctx.zeros_f32("inner", &[tokens, c.ffn_in_size()])?,
+            gated: ctx.zeros_f32("gated", &[if c.pre_norm() { tokens * c.intermediate_size } else { 1 }])?,
             head_hidden: ctx.zeros_f32("head_hidden", &[rows, h])?,
             pooled: ctx.zeros_f32("pooled", &[rows, h])?,
             logits: ctx.zeros_f32("logits", &[rows, labels])?,
@@ -725,7 +811,7 @@ impl GpuEncoder {
         let embedded = view(&class.embedded, h);
         let (x, x1, projected, context) =
             (view(&class.x, h), view(&class.x1, h), view(&class.projected, h), view(&class.context, h));
-        let (qkv, inner) = (view(&class.qkv, 3 * h), view(&class.inner, c.intermediate_size));
+        let (qkv, inner) = (view(&class.qkv, 3 * h), view(&class.inner, c.ffn_in_size()));
 
         let mut d = Vec::new();
         let mut steps = Vec::new();
@@ -735,28 +821,75 @@ impl GpuEncoder {
         };
         let eps = c.layer_norm_eps as f32;
         add(step::EMBEDDINGS, ops.gather_add.prepare(ctx, &ids, &self.word_embeddings.blocks(), &embedded)?);
-        add(
-            step::EMBEDDINGS,
-            ops.gather_add.prepare(ctx, &position_ids, &self.position_embeddings.blocks(), &embedded)?,
-        );
+        if let Some(positions) = &self.position_embeddings {
+            add(step::EMBEDDINGS, ops.gather_add.prepare(ctx, &position_ids, &positions.blocks(), &embedded)?);
+        }
         if let Some(types) = &self.token_type_embeddings {
             add(step::EMBEDDINGS, ops.gather_add.prepare(ctx, &type_ids, &types.blocks(), &embedded)?);
         }
         let n = &self.embedding_norm;
         add(step::LAYER_NORM, ops.layer_norm.prepare(ctx, &embedded, None, &n.gamma, &n.beta, eps, &x)?);
         let (act, none) = (activation(c.activation), Activation::None);
+        let factor = c.relative().map_or(1, |r| r.scale_factor());
+        let scale = 1.0 / ((c.head_dim() * factor) as f32).sqrt();
         for l in self.layers.iter().take(output_layer) {
-            add(step::QKV, ops.matmul.prepare(ctx, &x, &l.qkv.weight, &l.qkv.bias, none, &qkv)?);
-            add(step::ATTENTION, ops.attention.prepare(ctx, &qkv, &mask, c.num_heads, &context)?);
-            let out = ops.matmul.prepare(ctx, &context, &l.attn_out.weight, &l.attn_out.bias, none, &projected)?;
-            add(step::ATTENTION_OUT, out);
-            let n = &l.attn_norm;
-            add(step::LAYER_NORM, ops.layer_norm.prepare(ctx, &projected, Some(&x), &n.gamma, &n.beta, eps, &x1)?);
-            add(step::FFN_IN, ops.matmul.prepare(ctx, &x1, &l.ffn_in.weight, &l.ffn_in.bias, act, &inner)?);
-            add(step::FFN_OUT, ops.matmul.prepare(ctx, &inner, &l.ffn_out.weight, &l.ffn_out.bias, none, &projected)?);
-            let n = &l.ffn_norm;
-            add(step::LAYER_NORM, ops.layer_norm.prepare(ctx, &projected, Some(&x1), &n.gamma, &n.beta, eps, &x)?);
+            let relative = match (&l.relative, &self.relative_index, c.relative()) {
+                (Some((pos_q, pos_k)), Some(index), Some(r)) => {
+                    Some(RelativeTables { pos_q, pos_k, index, max_len: c.max_tokens(), c2p: r.c2p, p2c: r.p2c })
+                }
+                _ => None,
+            };
+            let extras = AttentionExtras { scale: Some(scale), window: l.window, relative };
+            if c.pre_norm() {
+                // ModernBERT: x += attn(LN(x)); x += GeGLU(LN(x)) products, into x itself.
+                let normed = &x1;
+                let input = match &l.attn_norm {
+                    Some(n) => {
+                        add(step::LAYER_NORM, ops.layer_norm.prepare(ctx, &x, None, &n.gamma, &n.beta, eps, normed)?);
+                        normed
+                    }
+                    None => &x,
+                };
+                add(step::QKV, ops.matmul.prepare(ctx, input, &l.qkv.weight, &l.qkv.bias, none, &qkv)?);
+                if let Some((cos, sin)) = l.rotary.and_then(|t| self.rotary.get(t)) {
+                    add(step::ROTARY, ops.rotary.prepare(ctx, &qkv, s, c.num_heads, (cos, sin))?);
+                }
+                add(step::ATTENTION, ops.attention.prepare_with(ctx, &qkv, &mask, c.num_heads, extras, &context)?);
+                let residual = |src: &GpuTensor, d: &GpuDense| -> Result<Vec<Dispatch>> {
+                    let product = (Mat::of(src)?, Mat::of(&d.weight)?, Addend::Row(&d.bias));
+                    ops.matmul.prepare_product(ctx, product.0, product.1, product.2, none, true, Mat::of(&x)?)
+                };
+                add(step::ATTENTION_OUT, residual(&context, &l.attn_out)?);
+                let n = &l.ffn_norm;
+                add(step::LAYER_NORM, ops.layer_norm.prepare(ctx, &x, None, &n.gamma, &n.beta, eps, normed)?);
+                add(step::FFN_IN, ops.matmul.prepare(ctx, normed, &l.ffn_in.weight, &l.ffn_in.bias, none, &inner)?);
+                let gated = Activations::view(&class.gated, &[tokens, c.intermediate_size]);
+                add(step::FFN_IN, ops.geglu.prepare(ctx, &inner, act, &gated)?);
+                add(step::FFN_OUT, residual(&gated, &l.ffn_out)?);
+            } else {
+                add(step::QKV, ops.matmul.prepare(ctx, &x, &l.qkv.weight, &l.qkv.bias, none, &qkv)?);
+                add(step::ATTENTION, ops.attention.prepare_with(ctx, &qkv, &mask, c.num_heads, extras, &context)?);
+                let out = ops.matmul.prepare(ctx, &context, &l.attn_out.weight, &l.attn_out.bias, none, &projected)?;
+                add(step::ATTENTION_OUT, out);
+                let n = l.attn_norm.as_ref().ok_or_else(|| Error::model("a post-norm layer has its norm"))?;
+                add(step::LAYER_NORM, ops.layer_norm.prepare(ctx, &projected, Some(&x), &n.gamma, &n.beta, eps, &x1)?);
+                add(step::FFN_IN, ops.matmul.prepare(ctx, &x1, &l.ffn_in.weight, &l.ffn_in.bias, act, &inner)?);
+                add(
+                    step::FFN_OUT,
+                    ops.matmul.prepare(ctx, &inner, &l.ffn_out.weight, &l.ffn_out.bias, none, &projected)?,
+                );
+                let n = &l.ffn_norm;
+                add(step::LAYER_NORM, ops.layer_norm.prepare(ctx, &projected, Some(&x1), &n.gamma, &n.beta, eps, &x)?);
+            }
         }
+        // ModernBERT's final norm, when the pass runs every layer.
+        let x = match (&self.final_norm, output_layer == c.num_layers) {
+            (Some(n), true) => {
+                add(step::LAYER_NORM, ops.layer_norm.prepare(ctx, &x, None, &n.gamma, &n.beta, eps, &x1)?);
+                x1
+            }
+            _ => x,
+        };
         let out = match readout {
             None => x,
             Some(Readout::Pooled(pooling)) => {
@@ -765,18 +898,37 @@ impl GpuEncoder {
                 pooled
             }
             Some(Readout::Logits) => {
-                // The head reads the first token of every row in place (a strided view).
+                // The head reads the first token of every row in place (a strided view), or
+                // a mean-pooling head the pooled rows.
                 let head = self.gpu_head()?;
                 let hidden = Activations::view(&class.head_hidden, &[rows, h]);
                 let logits = Activations::view(&class.logits, &[rows, head.labels]);
-                let first = Mat::every_nth_row(&x, s, rows)?;
+                let pooled = Activations::view(&class.pooled, &[rows, h]);
+                let first = match head.pooling {
+                    HeadPooling::Cls => Mat::every_nth_row(&x, s, rows)?,
+                    HeadPooling::Mean => {
+                        let mean = crate::model::Pooling { mode: crate::model::PoolingMode::Mean, normalize: false };
+                        add(step::POOLING, ops.pool.prepare(ctx, &x, &mask, mean, &pooled)?);
+                        Mat::of(&pooled)?
+                    }
+                };
                 let w = Mat::of(&head.first.weight)?;
                 let bias = Addend::Row(&head.first.bias);
                 add(
                     step::HEAD,
                     ops.matmul.prepare_product(ctx, first, w, bias, head.activation, false, Mat::of(&hidden)?)?,
                 );
-                add(step::HEAD, ops.matmul.prepare(ctx, &hidden, &head.last.weight, &head.last.bias, none, &logits)?);
+                let last_input = match &head.norm {
+                    Some((n, eps)) => {
+                        add(step::HEAD, ops.layer_norm.prepare(ctx, &hidden, None, &n.gamma, &n.beta, *eps, &pooled)?);
+                        &pooled
+                    }
+                    None => &hidden,
+                };
+                add(
+                    step::HEAD,
+                    ops.matmul.prepare(ctx, last_input, &head.last.weight, &head.last.bias, none, &logits)?,
+                );
                 logits
             }
         };

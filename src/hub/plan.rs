@@ -44,8 +44,10 @@ impl Plan {
 }
 
 /// Refuses, before any download, what the loader (`model::load`) cannot read although
-/// [`select_files`] knows it: weights in shards, a tokenizer in `spm.model` alone, and
-/// `pytorch_model.bin` where the front end cannot convert it (`reads_bin` false: the page).
+/// [`select_files`] knows it: weights in shards, and where the front end cannot convert them
+/// (`reads_bin` false: the page, whose worker reads `tokenizer.json` and `model.safetensors`
+/// by name) a tokenizer in `spm.model` alone and `pytorch_model.bin`; the command line
+/// converts both (`model::spm`, the `.bin` reader).
 pub fn loadable(resolved: &str, chosen: &[&str], reads_bin: bool) -> Result<()> {
     let refuse = |file: &str, why: &str| Err(Error::in_file(&format!("{resolved}/{file}"), why.to_string()));
     if chosen.contains(&SHARD_INDEX) {
@@ -54,10 +56,10 @@ pub fn loadable(resolved: &str, chosen: &[&str], reads_bin: bool) -> Result<()> 
             "the weights are split in shards; medrank's loader reads one model.safetensors (or pytorch_model.bin), so nothing was downloaded",
         );
     }
-    if chosen.contains(&"spm.model") {
+    if !reads_bin && chosen.contains(&"spm.model") {
         return refuse(
             "spm.model",
-            "the repository has a SentencePiece spm.model but no tokenizer.json, the only tokenizer medrank's loader reads; nothing was downloaded",
+            "the repository has a SentencePiece spm.model but no tokenizer.json, the only tokenizer the page reads (the command line converts spm.model); nothing was downloaded",
         );
     }
     if !reads_bin && chosen.contains(&"pytorch_model.bin") {

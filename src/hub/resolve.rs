@@ -63,7 +63,7 @@ pub fn model_files(arg: &Path, events: &mut dyn FnMut(Event)) -> Result<ModelFil
         other => other,
     })?;
     files.name = resolved.name.clone();
-    if let Some(source) = &mut files.weights_source {
+    for source in [&mut files.weights_source, &mut files.tokenizer_source].into_iter().flatten() {
         source.name = rename(&source.name);
     }
     Ok(files)

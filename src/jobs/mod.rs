@@ -169,7 +169,10 @@ fn read_rankings(
 pub fn model_fingerprints(files: &crate::model::ModelFiles) -> Vec<Fingerprint> {
     let mut out = vec![
         Fingerprint::of(format!("{}/config.json", files.name), &files.config_json),
-        Fingerprint::of(format!("{}/tokenizer.json", files.name), &files.tokenizer_json),
+        match &files.tokenizer_source {
+            Some(spm) => spm.clone(),
+            None => Fingerprint::of(format!("{}/tokenizer.json", files.name), &files.tokenizer_json),
+        },
     ];
     out.push(match &files.weights_source {
         Some(original) => original.clone(),

@@ -1,8 +1,13 @@
 //! Hugging Face `config.json` -> the architecture facts the encoder needs.
 //!
-//! One struct for the three BERT-family shapes so the CPU encoder, the GPU encoder and the
-//! loader share a single description. DistilBERT's config uses other key names (`dim`,
-//! `n_layers`, ...); they are mapped here and nowhere else.
+//! One struct for every family medrank runs (BERT, RoBERTa, DistilBERT, DeBERTa-v2/v3,
+//! ModernBERT) so the CPU encoder, the GPU encoder and the loader share a single
+//! description: the sizes they all have here, what a family adds in [`family`].
+//! DistilBERT's and ModernBERT's configs use other key names (`dim`, `n_layers`,
+//! `norm_eps`, ...); they are mapped here and nowhere else.
+
+pub mod family;
+pub use family::{ArchOptions, Deberta, HeadPooling, ModernBert, Relative};
 
 use crate::data::json::Json;
 use crate::error::{Error, Result};
@@ -19,6 +24,25 @@ pub enum Arch {
     Roberta,
     /// DistilBERT: no token types, no pooler, its own tensor names.
     DistilBert,
+    /// DeBERTa-v2 and v3 (`deberta-v2`): disentangled attention over relative positions
+    /// ([`family::Deberta`]).
+    DebertaV2,
+    /// ModernBERT: pre-norm layers, rotary positions, global and sliding-window attention,
+    /// GeGLU, no biases ([`family::ModernBert`]).
+    ModernBert,
+}
+
+impl Arch {
+    /// The family's name in messages.
+    pub fn name(self) -> &'static str {
+        match self {
+            Arch::Bert => "BERT",
+            Arch::Roberta => "RoBERTa",
+            Arch::DistilBert => "DistilBERT",
+            Arch::DebertaV2 => "DeBERTa-v2",
+            Arch::ModernBert => "ModernBERT",
+        }
+    }
 }
 
 /// The feed-forward activation.
@@ -54,7 +78,8 @@ pub struct EncoderConfig {
     pub num_heads: usize,
     pub intermediate_size: usize,
     pub max_position_embeddings: usize,
-    /// 0 for DistilBERT (no token-type embedding), 1 for RoBERTa, 2 for BERT.
+    /// 0 for DistilBERT, DeBERTa-v3 and ModernBERT (no token-type embedding), 1 for
+    /// RoBERTa, 2 for BERT.
     pub type_vocab_size: usize,
     pub layer_norm_eps: f64,
     pub activation: Activation,
@@ -71,6 +96,8 @@ pub struct EncoderConfig {
     /// `sentence_bert_config.json`), so that every run of the trained model cuts inputs
     /// where training cut them.
     pub max_seq_length: Option<usize>,
+    /// What the family adds (DeBERTa's relative attention, ModernBERT's layer pattern).
+    pub options: ArchOptions,
 }
 
 /// The `config.json` key of [`EncoderConfig::max_seq_length`] (sentence-transformers' name
@@ -128,6 +155,15 @@ impl<'a> Fields<'a> {
     /// A value; `null` counts as absent (Hugging Face writes `"pad_token_id": null`).
     fn get(&self, key: &str) -> Option<&'a Json> {
         self.entries.iter().find(|(k, _)| k == key).map(|(_, v)| v).filter(|v| **v != Json::Null)
+    }
+
+    /// A boolean; absent: `default`.
+    fn boolean(&self, key: &str, default: bool) -> Result<bool> {
+        match self.get(key) {
+            None => Ok(default),
+            Some(Json::Bool(b)) => Ok(*b),
+            Some(other) => Err(self.error(key, format!("expected true or false, found {}", other.kind()))),
+        }
     }
 
     fn string(&self, key: &str) -> Result<Option<&'a str>> {
@@ -277,7 +313,10 @@ impl EncoderConfig {
             num_heads: 4,
             intermediate_size: 64,
             max_position_embeddings: 64,
-            type_vocab_size: if arch == Arch::DistilBert { 0 } else { 2 },
+            type_vocab_size: match arch {
+                Arch::DistilBert | Arch::ModernBert => 0,
+                _ => 2,
+            },
             layer_norm_eps: 1e-12,
             activation: Activation::Gelu,
             // RoBERTa's pad id and first position as in its checkpoints.
@@ -286,6 +325,102 @@ impl EncoderConfig {
             head,
             labels: labels.iter().map(|s| s.to_string()).collect(),
             max_seq_length: None,
+            options: match arch {
+                // DeBERTa-v3's shape: relative positions only, 8 buckets over 32 distances.
+                Arch::DebertaV2 => ArchOptions::DebertaV2(Deberta {
+                    relative: Some(Relative {
+                        buckets: 8,
+                        max_relative_positions: 32,
+                        c2p: true,
+                        p2c: true,
+                        norm: true,
+                    }),
+                    absolute_positions: false,
+                    pooler_activation: Activation::Gelu,
+                }),
+                // Every other layer local, with a window of 8 tokens each side.
+                Arch::ModernBert => ArchOptions::ModernBert(ModernBert {
+                    local_layers: (0..layers).map(|i| i % 2 == 1).collect(),
+                    local_attention: 16,
+                    global_theta: 160_000.0,
+                    local_theta: 10_000.0,
+                    norm_bias: false,
+                    attention_bias: false,
+                    mlp_bias: false,
+                    classifier_bias: false,
+                    classifier_pooling: HeadPooling::Cls,
+                    classifier_activation: Activation::Gelu,
+                }),
+                _ => ArchOptions::None,
+            },
+        }
+    }
+
+    /// DeBERTa-v2's options, when this is a DeBERTa-v2 model.
+    pub fn deberta(&self) -> Option<&Deberta> {
+        match &self.options {
+            ArchOptions::DebertaV2(d) => Some(d),
+            _ => None,
+        }
+    }
+
+    /// DeBERTa-v2's relative attention, when the model has it.
+    pub fn relative(&self) -> Option<&Relative> {
+        self.deberta().and_then(|d| d.relative.as_ref())
+    }
+
+    /// ModernBERT's options, when this is a ModernBERT model.
+    pub fn modernbert(&self) -> Option<&ModernBert> {
+        match &self.options {
+            ArchOptions::ModernBert(m) => Some(m),
+            _ => None,
+        }
+    }
+
+    /// How a classification head reads the last layer: the first token, or ModernBERT's
+    /// mean over the real tokens when its config says `classifier_pooling: mean`.
+    pub fn head_pooling(&self) -> HeadPooling {
+        self.modernbert().map_or(HeadPooling::Cls, |m| m.classifier_pooling)
+    }
+
+    /// Whether the embeddings add a table of absolute positions (BERT, RoBERTa,
+    /// DistilBERT; DeBERTa-v2 when `position_biased_input`; never ModernBERT).
+    pub fn absolute_positions(&self) -> bool {
+        match &self.options {
+            ArchOptions::None => true,
+            ArchOptions::DebertaV2(d) => d.absolute_positions,
+            ArchOptions::ModernBert(_) => false,
+        }
+    }
+
+    /// Whether the layers are pre-norm with a residual sum (ModernBERT) rather than
+    /// post-norm (BERT's `LayerNorm(x + branch)`).
+    pub fn pre_norm(&self) -> bool {
+        self.arch == Arch::ModernBert
+    }
+
+    /// Whether the layers' linear maps carry biases (ModernBERT's flags; everyone else's do).
+    pub fn linear_bias(&self) -> bool {
+        self.modernbert().is_none_or(|m| m.attention_bias)
+    }
+
+    /// Whether the feed-forward maps carry biases.
+    pub fn mlp_bias(&self) -> bool {
+        self.modernbert().is_none_or(|m| m.mlp_bias)
+    }
+
+    /// Whether the layer norms carry biases.
+    pub fn norm_bias(&self) -> bool {
+        self.modernbert().is_none_or(|m| m.norm_bias)
+    }
+
+    /// The feed-forward's first map's outputs: twice the inner size for ModernBERT's GeGLU
+    /// (the activated half times the gate half), the inner size otherwise.
+    pub fn ffn_in_size(&self) -> usize {
+        if self.arch == Arch::ModernBert {
+            2 * self.intermediate_size
+        } else {
+            self.intermediate_size
         }
     }
 
@@ -327,20 +462,25 @@ impl EncoderConfig {
             "bert" => Arch::Bert,
             "roberta" | "xlm-roberta" | "camembert" => Arch::Roberta,
             "distilbert" => Arch::DistilBert,
+            "deberta-v2" => Arch::DebertaV2,
+            "modernbert" => Arch::ModernBert,
             "" if first_arch.starts_with("Bert") => Arch::Bert,
             "" if first_arch.starts_with("Roberta") || first_arch.starts_with("XLMRoberta") => Arch::Roberta,
             "" if first_arch.starts_with("DistilBert") => Arch::DistilBert,
+            "" if first_arch.starts_with("DebertaV2") => Arch::DebertaV2,
+            "" if first_arch.starts_with("ModernBert") => Arch::ModernBert,
             other => {
                 return Err(Error::in_file(
                     file,
                     format!(
                         "unsupported model_type `{other}` (architectures {architectures:?}): \
-                         medrank runs BERT/MiniLM, RoBERTa/XLM-R and DistilBERT encoders"
+                         medrank runs BERT/MiniLM, RoBERTa/XLM-R, DistilBERT, DeBERTa-v2/v3 and ModernBERT encoders"
                     ),
                 ))
             }
         };
         let distil = arch == Arch::DistilBert;
+        let modern = arch == Arch::ModernBert;
         let key = |bert: &'static str, distilbert: &'static str| if distil { distilbert } else { bert };
         let hidden_size = v.size(key("hidden_size", "dim"), SizeRange::HIDDEN, None)?;
         let num_layers = v.size(key("num_hidden_layers", "n_layers"), SizeRange::LAYERS, None)?;
@@ -354,9 +494,21 @@ impl EncoderConfig {
         }
         let intermediate_size = v.size(key("intermediate_size", "hidden_dim"), SizeRange::INTERMEDIATE, None)?;
         let vocab_size = v.size("vocab_size", SizeRange::VOCAB, None)?;
-        let max_position_embeddings = v.size("max_position_embeddings", SizeRange::POSITIONS, Some(512))?;
-        let type_vocab_size = if distil { 0 } else { v.size("type_vocab_size", SizeRange::TYPE_VOCAB, Some(2))? };
-        let default_pad = if arch == Arch::Roberta { 1 } else { 0 };
+        let default_positions = if modern { 8192 } else { 512 };
+        let max_position_embeddings =
+            v.size("max_position_embeddings", SizeRange::POSITIONS, Some(default_positions))?;
+        let type_vocab_size = match arch {
+            Arch::DistilBert | Arch::ModernBert => 0,
+            // DeBERTa-v2 reads no table when it says 0 (DeBERTa-v3 does).
+            Arch::DebertaV2 => v.size("type_vocab_size", SizeRange { min: 0, ..SizeRange::TYPE_VOCAB }, Some(0))?,
+            _ => v.size("type_vocab_size", SizeRange::TYPE_VOCAB, Some(2))?,
+        };
+        let default_pad = match arch {
+            Arch::Roberta => 1,
+            // ModernBERT's released tokenizer pads with id 50283.
+            Arch::ModernBert => 50283.min(vocab_size - 1),
+            _ => 0,
+        };
         let pad_range = SizeRange { min: 0, max: vocab_size - 1, what: "an id of the vocabulary (below vocab_size)" };
         let pad_token_id = v.size("pad_token_id", pad_range, Some(default_pad))?;
         // RoBERTa counts positions from `padding_idx + 1`: at least one must remain.
@@ -370,15 +522,21 @@ impl EncoderConfig {
                 ),
             ));
         }
+        let eps_key = if modern { "norm_eps" } else { "layer_norm_eps" };
         let layer_norm_eps = if distil {
             1e-12 // fixed in HF's DistilBERT code, not in its config
         } else {
-            match v.number("layer_norm_eps")? {
-                None => 1e-12,
+            let default_eps = match arch {
+                Arch::DebertaV2 => 1e-7,
+                Arch::ModernBert => 1e-5,
+                _ => 1e-12,
+            };
+            match v.number(eps_key)? {
+                None => default_eps,
                 Some(eps) if eps > 0.0 && eps <= MAX_LAYER_NORM_EPS => eps,
                 Some(eps) => {
                     return Err(v.error(
-                        "layer_norm_eps",
+                        eps_key,
                         format!(
                             "expected a number above 0 and at most {MAX_LAYER_NORM_EPS}, found {eps}: layer norm \
                              divides by sqrt(variance + eps), so eps <= 0 makes NaN of a constant row and a huge \
@@ -388,7 +546,7 @@ impl EncoderConfig {
                 }
             }
         };
-        let act_key = key("hidden_act", "activation");
+        let act_key = if modern { "hidden_activation" } else { key("hidden_act", "activation") };
         let activation = match v.string(act_key)?.unwrap_or("gelu") {
             "gelu" => Activation::Gelu,
             "gelu_new" | "gelu_pytorch_tanh" | "gelu_fast" => Activation::GeluTanh,
@@ -409,6 +567,13 @@ impl EncoderConfig {
             None => None,
             Some(_) => Some(v.size(MAX_SEQ_LENGTH_KEY, limit_range, None)?),
         };
+        let options = match arch {
+            Arch::DebertaV2 => {
+                ArchOptions::DebertaV2(family::deberta(&v, hidden_size, num_heads, max_position_embeddings)?)
+            }
+            Arch::ModernBert => ArchOptions::ModernBert(family::modernbert(&v, num_layers)?),
+            _ => ArchOptions::None,
+        };
         Ok(EncoderConfig {
             arch,
             vocab_size,
@@ -425,6 +590,7 @@ impl EncoderConfig {
             head,
             labels,
             max_seq_length,
+            options,
         })
     }
 
@@ -457,6 +623,8 @@ impl EncoderConfig {
             Arch::Bert => "Bert",
             Arch::Roberta => "Roberta",
             Arch::DistilBert => "DistilBert",
+            Arch::DebertaV2 => "DebertaV2",
+            Arch::ModernBert => "ModernBert",
         };
         let suffix = match self.head {
             HeadKind::None => "Model",
@@ -485,15 +653,24 @@ impl EncoderConfig {
             o.insert("hidden_dim".into(), self.intermediate_size.into());
             o.insert("activation".into(), act.into());
         } else {
-            let mt = if self.arch == Arch::Bert { "bert" } else { "roberta" };
+            let mt = match self.arch {
+                Arch::Bert => "bert",
+                Arch::DebertaV2 => "deberta-v2",
+                Arch::ModernBert => "modernbert",
+                _ => "roberta",
+            };
+            let modern = self.arch == Arch::ModernBert;
             o.insert("model_type".into(), mt.into());
             o.insert("hidden_size".into(), self.hidden_size.into());
             o.insert("num_hidden_layers".into(), self.num_layers.into());
             o.insert("num_attention_heads".into(), self.num_heads.into());
             o.insert("intermediate_size".into(), self.intermediate_size.into());
-            o.insert("hidden_act".into(), act.into());
-            o.insert("type_vocab_size".into(), self.type_vocab_size.into());
-            o.insert("layer_norm_eps".into(), self.layer_norm_eps.into());
+            o.insert(if modern { "hidden_activation" } else { "hidden_act" }.into(), act.into());
+            if !modern {
+                o.insert("type_vocab_size".into(), self.type_vocab_size.into());
+            }
+            o.insert(if modern { "norm_eps" } else { "layer_norm_eps" }.into(), self.layer_norm_eps.into());
+            family::write_keys(&self.options, o);
         }
         if !self.labels.is_empty() {
             o.insert("id2label".into(), Value::Object(id2label));

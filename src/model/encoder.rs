@@ -156,7 +156,7 @@ pub fn read_out_on_host(
         Readout::Pooled(pooling) => Ok(pooling.pool(hidden, batch)),
         Readout::Logits => {
             let head = model.head.as_ref().ok_or_else(|| Error::model("this model has no classification head"))?;
-            super::heads::logits(head, &model.weights, hidden)
+            super::heads::logits(head, &model.weights, hidden, &batch.mask)
         }
     }
 }
@@ -183,8 +183,10 @@ fn norm(x: &Tensor, n: &Norm, eps: f64, differentiable: bool) -> Result<Tensor> 
     })
 }
 
-/// The embedding layer `[b, s, hidden]` (word + position + token type, normalised) of a
-/// batch that passed [`TokenBatch::check`]. Shared by both CPU paths.
+/// The embedding layer `[b, s, hidden]` (word + position + token type where the model
+/// has them, normalised) of a batch that passed [`TokenBatch::check`]. Shared by both CPU
+/// paths. (DeBERTa-v2 also zeroes padded rows here; padded rows are masked everywhere
+/// after, so real tokens' states are the same without it.)
 fn embeddings(
     cfg: &EncoderConfig,
     w: &EncoderWeights,
@@ -197,13 +199,14 @@ fn embeddings(
         return Ok(Tensor::zeros((b, s, cfg.hidden_size), DType::F32, &Device::Cpu)?);
     }
     let h = cfg.hidden_size;
-    // Positions count from the offset (2 for RoBERTa); right padding keeps real tokens at
-    // offset..offset+len, and padded positions are masked out of attention anyway.
-    let positions: Vec<u32> = (0..s as u32).map(|i| i + cfg.position_offset as u32).collect();
-    let positions = Tensor::from_vec(positions, s, &Device::Cpu)?;
     let mut x = w.word_embeddings.embedding(&ids.flatten_all()?)?.reshape((b, s, h))?;
-    let pos = w.position_embeddings.embedding(&positions)?;
-    x = x.broadcast_add(&pos)?;
+    if let Some(table) = &w.position_embeddings {
+        // Positions count from the offset (2 for RoBERTa); right padding keeps real tokens
+        // at offset..offset+len, and padded positions are masked out of attention anyway.
+        let positions: Vec<u32> = (0..s as u32).map(|i| i + cfg.position_offset as u32).collect();
+        let positions = Tensor::from_vec(positions, s, &Device::Cpu)?;
+        x = x.broadcast_add(&table.embedding(&positions)?)?;
+    }
     if let Some(tt) = &w.token_type_embeddings {
         x = (x + tt.embedding(&types.flatten_all()?)?.reshape((b, s, h))?)?;
     }
@@ -217,17 +220,105 @@ pub fn forward(cfg: &EncoderConfig, w: &EncoderWeights, batch: &TokenBatch, outp
     batch.check(cfg, output_layer)?;
     let (ids, types, _) = batch_tensors(batch);
     let x = embeddings(cfg, w, &ids, &types, true)?;
-    layers_forward(cfg, &w.layers[..output_layer], x, &batch.mask, false)
+    layers_forward(cfg, w, 0..output_layer, x, &batch.mask, false)
 }
 
-/// `layers` (candle ops, differentiable) over hidden states `x` `[batch, seq_len, hidden]`
-/// with `mask` `[batch * seq_len]` (1 = real token). Training starts here from states that
-/// the frozen lower layers produced once. With `first_token_only` the last layer computes
-/// the output of position 0 alone (its keys and values still come from every token), all
-/// a head reads: `[batch, 1, hidden]`, the same numbers as the full layer's first row.
+/// The additive mask `[b, 1, rows, s]` of query rows `0..rows`: a large negative where the
+/// key is padding or (ModernBERT's local layers) further than `window` from the query; `None`
+/// when nothing is masked (adding zeros to b x heads x s x s scores is costly at 512).
+fn additive_mask(mask: &[u32], b: usize, rows: usize, s: usize, window: Option<usize>) -> Result<Option<Tensor>> {
+    let padded = mask.contains(&0);
+    let windowed = window.is_some_and(|w| w + 1 < s);
+    if !padded && !windowed {
+        return Ok(None);
+    }
+    let mut v = Vec::with_capacity(b * rows * s);
+    for seq in 0..b {
+        for i in 0..rows {
+            v.extend((0..s).map(|j| {
+                let far = window.is_some_and(|w| i.abs_diff(j) > w);
+                if mask[seq * s + j] == 0 || far {
+                    -1e9f32
+                } else {
+                    0.0
+                }
+            }));
+        }
+    }
+    Ok(Some(Tensor::from_vec(v, (b, 1, rows, s), &Device::Cpu)?))
+}
+
+/// DeBERTa's relative-position scores of query rows `0..rows` over `s` keys, `[b, heads,
+/// rows, s]`, already divided by the attention's scale (`scale` multiplies): content to
+/// position `q_i . pos_k[r(i, j)]` and position to content `k_j . pos_q[r(i, j)]`, each
+/// gathered from the products with the whole table.
+fn relative_scores(
+    rel: &super::config::Relative,
+    table: &Tensor,
+    layer: &LayerWeights,
+    (q, k): (&Tensor, &Tensor),
+    heads: usize,
+    scale: f64,
+) -> Result<Option<Tensor>> {
+    let (b, _, rows, d) = q.dims4()?;
+    let s = k.dims4()?.2;
+    let span2 = 2 * rel.span();
+    // [1, heads, 2 span, d]: the table through the layer's own query and key maps.
+    let project = |dense: &Dense| -> Result<Tensor> {
+        Ok(linear(table, dense)?.reshape((1, span2, heads, d))?.transpose(1, 2)?.contiguous()?)
+    };
+    // Gathers [b, heads, n, 2 span] at flat positions `at(i, j)` into [b, heads, rows, s].
+    let gather = |all: Tensor, n: usize, at: &dyn Fn(usize, usize) -> usize| -> Result<Tensor> {
+        let idx: Vec<u32> = (0..rows).flat_map(|i| (0..s).map(move |j| (i, j))).map(|(i, j)| at(i, j) as u32).collect();
+        let idx = Tensor::from_vec(idx, rows * s, &Device::Cpu)?;
+        Ok(all.reshape((b * heads, n * span2))?.index_select(&idx, 1)?.reshape((b, heads, rows, s))?)
+    };
+    let index = |i: usize, j: usize| rel.index(i as i64 - j as i64);
+    let mut score: Option<Tensor> = None;
+    if rel.c2p {
+        let pos_k = project(&layer.key)?;
+        let all = q.broadcast_matmul(&pos_k.t()?)?;
+        let c2p = gather(all, rows, &|i, j| i * span2 + index(i, j))?;
+        score = Some(c2p);
+    }
+    if rel.p2c {
+        let pos_q = project(&layer.query)?;
+        let all = k.broadcast_matmul(&pos_q.t()?)?;
+        let p2c = (gather(all, s, &|i, j| j * span2 + index(i, j))? * scale)?;
+        score = Some(match score {
+            Some(c2p) => (c2p + p2c)?,
+            None => p2c,
+        });
+    }
+    Ok(score)
+}
+
+/// Turns heads `[b, heads, n, d]` by the rotary angles of positions `0..n` (`cos`, `sin`:
+/// `[max positions, d / 2]`), as HF's `apply_rotary_pos_emb` with `rotate_half`.
+fn rotate(x: &Tensor, cos: &Tensor, sin: &Tensor) -> Result<Tensor> {
+    let (_, _, n, d) = x.dims4()?;
+    let half = d / 2;
+    let cos = cos.narrow(0, 0, n)?;
+    let sin = sin.narrow(0, 0, n)?;
+    let cos = Tensor::cat(&[&cos, &cos], 1)?.reshape((1, 1, n, d))?;
+    let sin = Tensor::cat(&[&sin, &sin], 1)?.reshape((1, 1, n, d))?;
+    let x1 = x.narrow(3, 0, half)?;
+    let x2 = x.narrow(3, half, half)?;
+    let rotated = Tensor::cat(&[&x2.neg()?, &x1], 3)?;
+    Ok((x.broadcast_mul(&cos)? + rotated.broadcast_mul(&sin)?)?)
+}
+
+/// Layers `range` of the model (candle ops, differentiable) over hidden states `x`
+/// `[batch, seq_len, hidden]` with `mask` `[batch * seq_len]` (1 = real token); a range
+/// that ends at the last layer ends with ModernBERT's final norm. Training starts here from
+/// states that the frozen lower layers produced once. With `first_token_only` the last
+/// layer computes the output of position 0 alone (its keys and values still come from
+/// every token), all a first-token head reads: `[batch, 1, hidden]`, the same numbers as
+/// the full layer's first row.
 pub fn layers_forward(
     cfg: &EncoderConfig,
-    layers: &[LayerWeights],
+    w: &EncoderWeights,
+    range: std::ops::Range<usize>,
     mut x: Tensor,
     mask: &[u32],
     first_token_only: bool,
@@ -236,27 +327,50 @@ pub fn layers_forward(
     if mask.len() != b * s {
         return Err(Error::invalid(format!("mask of {} values for {b}x{s} hidden states", mask.len())));
     }
-    // Additive mask [b, 1, 1, s]: 0 for real tokens, a large negative for padding. A batch
-    // without padding skips it (adding zeros to b x heads x s x s scores is costly at 512).
-    let neg = if mask.contains(&0) {
-        let v: Vec<f32> = mask.iter().map(|&m| if m != 0 { 0.0 } else { -1e9 }).collect();
-        Some(Tensor::from_vec(v, (b, 1, 1, s), &Device::Cpu)?)
-    } else {
-        None
-    };
     let heads = cfg.num_heads;
     let d = cfg.head_dim();
-    let scale = 1.0 / (d as f64).sqrt();
-    for (l, layer) in layers.iter().enumerate() {
-        let rows = if first_token_only && l + 1 == layers.len() { 1 } else { s };
+    let relative = match (cfg.relative(), w.relative_table(cfg.layer_norm_eps)?) {
+        (Some(r), Some(table)) => Some((r, table)),
+        _ => None,
+    };
+    let factor = cfg.relative().map_or(1, |r| r.scale_factor());
+    let scale = 1.0 / ((d * factor) as f64).sqrt();
+    let last = range.end;
+    for l in range {
+        let layer = &w.layers[l];
+        let rows = if first_token_only && l + 1 == last { 1 } else { s };
+        let window = cfg.modernbert().and_then(|m| m.window(l));
+        let neg = additive_mask(mask, b, rows, s, window)?;
         let split =
             |t: Tensor, n: usize| -> Result<Tensor> { Ok(t.reshape((b, n, heads, d))?.transpose(1, 2)?.contiguous()?) };
         let xq = if rows == s { x.clone() } else { x.narrow(1, 0, rows)? };
+        // ModernBERT normalises before attention (its first layer not at all); the others after.
+        let (attn_in, attn_in_q) = match (cfg.pre_norm(), &layer.attn_norm) {
+            (true, Some(n)) => {
+                let normed = norm(&x, n, cfg.layer_norm_eps, true)?;
+                let q_rows = if rows == s { normed.clone() } else { normed.narrow(1, 0, rows)? };
+                (normed, q_rows)
+            }
+            _ => (x.clone(), xq.clone()),
+        };
+        let mut q = split(linear(&attn_in_q, &layer.query)?, rows)?;
+        let mut k = split(linear(&attn_in, &layer.key)?, s)?;
+        let v = split(linear(&attn_in, &layer.value)?, s)?;
+        if let Some(m) = cfg.modernbert() {
+            let (cos, sin) = super::config::family::rotary_tables(m.theta(l), d, s);
+            let cos = Tensor::from_vec(cos, (s, d / 2), &Device::Cpu)?;
+            let sin = Tensor::from_vec(sin, (s, d / 2), &Device::Cpu)?;
+            q = rotate(&q, &cos, &sin)?;
+            k = rotate(&k, &cos, &sin)?;
+        }
         // Scaling q (s x d) is cheaper than scaling the scores (s x s).
-        let q = (split(linear(&xq, &layer.query)?, rows)? * scale)?;
-        let k = split(linear(&x, &layer.key)?, s)?;
-        let v = split(linear(&x, &layer.value)?, s)?;
-        let scores = q.matmul(&k.t()?)?;
+        let q = (q * scale)?;
+        let mut scores = q.matmul(&k.t()?)?;
+        if let Some((rel, table)) = &relative {
+            if let Some(extra) = relative_scores(rel, table, layer, (&q, &k), heads, scale)? {
+                scores = (scores + extra)?;
+            }
+        }
         let scores = match &neg {
             Some(neg) => scores.broadcast_add(neg)?,
             None => scores,
@@ -264,16 +378,34 @@ pub fn layers_forward(
         let probs = candle_nn::ops::softmax(&scores, D::Minus1)?;
         let ctx = probs.matmul(&v)?.transpose(1, 2)?.reshape((b, rows, h))?;
         let attn = linear(&ctx, &layer.attn_out)?;
-        let y = norm(&(attn + &xq)?, &layer.attn_norm, cfg.layer_norm_eps, true)?;
-        let inner = linear(&y, &layer.ffn_in)?;
-        let inner = match cfg.activation {
-            Activation::Gelu => inner.gelu_erf()?,
-            Activation::GeluTanh => inner.gelu()?,
-            Activation::Relu => inner.relu()?,
-        };
-        let out = linear(&inner, &layer.ffn_out)?;
-        x = norm(&(out + &y)?, &layer.ffn_norm, cfg.layer_norm_eps, true)?;
+        if cfg.pre_norm() {
+            let y = (attn + &xq)?;
+            let inner = linear(&norm(&y, &layer.ffn_norm, cfg.layer_norm_eps, true)?, &layer.ffn_in)?;
+            let half = cfg.intermediate_size;
+            let gated = (activate(cfg.activation, &inner.narrow(2, 0, half)?)? * inner.narrow(2, half, half)?)?;
+            x = (linear(&gated, &layer.ffn_out)? + y)?;
+        } else {
+            let norm_after =
+                layer.attn_norm.as_ref().ok_or_else(|| Error::model("a post-norm layer lacks its norm"))?;
+            let y = norm(&(attn + &xq)?, norm_after, cfg.layer_norm_eps, true)?;
+            let inner = activate(cfg.activation, &linear(&y, &layer.ffn_in)?)?;
+            let out = linear(&inner, &layer.ffn_out)?;
+            x = norm(&(out + &y)?, &layer.ffn_norm, cfg.layer_norm_eps, true)?;
+        }
+    }
+    if last == cfg.num_layers {
+        if let Some(n) = &w.final_norm {
+            x = norm(&x, n, cfg.layer_norm_eps, true)?;
+        }
     }
     debug_assert_eq!(x.dtype(), DType::F32);
     Ok(x)
+}
+
+fn activate(activation: Activation, x: &Tensor) -> Result<Tensor> {
+    Ok(match activation {
+        Activation::Gelu => x.gelu_erf()?,
+        Activation::GeluTanh => x.gelu()?,
+        Activation::Relu => x.relu()?,
+    })
 }

@@ -15,81 +15,50 @@
 //! - any other tensor: **error** naming it (a wrong architecture or a mis-mapped checkpoint
 //!   would otherwise run with silently missing parts).
 
-use super::config::{Arch, EncoderConfig, HeadKind};
+use super::config::{Activation, Arch, EncoderConfig, HeadKind, HeadPooling};
+use super::names::{self, canonical_name, LayerNames, Qkv};
 use crate::error::{Error, Result, Warning};
 use candle_core::{DType, Device, Tensor};
 use std::collections::{BTreeMap, HashMap};
 
-/// A dense layer: `y = x W^T + b`, `weight` is `[out, in]` as in PyTorch.
+/// A dense layer: `y = x W^T + b`, `weight` is `[out, in]` as in PyTorch. A family without
+/// biases (ModernBERT) holds zeros here, which are neither trained nor written.
 #[derive(Debug, Clone)]
 pub struct Dense {
     pub weight: Tensor,
     pub bias: Tensor,
 }
 
-/// Layer norm parameters (`[hidden]` each).
+/// Layer norm parameters (`[hidden]` each); zeros for `bias` where the family has none.
 #[derive(Debug, Clone)]
 pub struct Norm {
     pub weight: Tensor,
     pub bias: Tensor,
 }
 
-/// One transformer layer (post-norm, as in BERT, RoBERTa and DistilBERT).
+/// One transformer layer: post-norm as in BERT, RoBERTa, DistilBERT and DeBERTa
+/// (`x = LN(x + attn(x)); x = LN(x + ffn(x))`), or pre-norm as in ModernBERT
+/// (`x = x + attn(LN(x)); x = x + ffn(LN(x))`, the first layer without its attention norm;
+/// `ffn_in` then has twice the inner size: GeGLU's input and gate).
 #[derive(Debug, Clone)]
 pub struct LayerWeights {
     pub query: Dense,
     pub key: Dense,
     pub value: Dense,
     pub attn_out: Dense,
-    pub attn_norm: Norm,
+    /// `None` only for ModernBERT's first layer (an identity).
+    pub attn_norm: Option<Norm>,
     pub ffn_in: Dense,
     pub ffn_out: Dense,
     pub ffn_norm: Norm,
 }
 
-/// The checkpoint names of one layer's tensors, for one architecture.
-struct LayerNames {
-    query: &'static str,
-    key: &'static str,
-    value: &'static str,
-    attn_out: &'static str,
-    attn_norm: &'static str,
-    ffn_in: &'static str,
-    ffn_out: &'static str,
-    ffn_norm: &'static str,
-}
-
-/// The checkpoint names of a layer's tensors: the layer prefix (then ".{i}.") and the
-/// names after it. One table for reading and writing checkpoints.
-fn layer_names(arch: Arch) -> (&'static str, LayerNames) {
-    match arch {
-        Arch::Bert | Arch::Roberta => (
-            "encoder.layer",
-            LayerNames {
-                query: "attention.self.query",
-                key: "attention.self.key",
-                value: "attention.self.value",
-                attn_out: "attention.output.dense",
-                attn_norm: "attention.output.LayerNorm",
-                ffn_in: "intermediate.dense",
-                ffn_out: "output.dense",
-                ffn_norm: "output.LayerNorm",
-            },
-        ),
-        Arch::DistilBert => (
-            "transformer.layer",
-            LayerNames {
-                query: "attention.q_lin",
-                key: "attention.k_lin",
-                value: "attention.v_lin",
-                attn_out: "attention.out_lin",
-                attn_norm: "sa_layer_norm",
-                ffn_in: "ffn.lin1",
-                ffn_out: "ffn.lin2",
-                ffn_norm: "output_layer_norm",
-            },
-        ),
-    }
+/// DeBERTa-v2's relative-position table `[2 * span, hidden]` and the norm it goes through
+/// before use (`norm_rel_ebd: layer_norm`).
+#[derive(Debug, Clone)]
+pub struct RelativeTable {
+    pub table: Tensor,
+    pub norm: Option<Norm>,
 }
 
 /// The encoder body in a backend-neutral layout: f32 tensors on the CPU. The GPU encoder
@@ -98,14 +67,30 @@ fn layer_names(arch: Arch) -> (&'static str, LayerNames) {
 pub struct EncoderWeights {
     /// `[vocab, hidden]`
     pub word_embeddings: Tensor,
-    /// `[max_positions, hidden]`
-    pub position_embeddings: Tensor,
-    /// `[type_vocab, hidden]`; `None` for DistilBERT.
+    /// `[max_positions, hidden]`; `None` where positions are relative (DeBERTa-v3) or
+    /// rotary (ModernBERT).
+    pub position_embeddings: Option<Tensor>,
+    /// `[type_vocab, hidden]`; `None` for DistilBERT, DeBERTa-v3 and ModernBERT.
     pub token_type_embeddings: Option<Tensor>,
     pub embedding_norm: Norm,
     pub layers: Vec<LayerWeights>,
     /// BERT/RoBERTa pooler (`tanh(dense(h[CLS]))`), when the checkpoint has one.
     pub pooler: Option<Dense>,
+    /// DeBERTa-v2's relative positions.
+    pub relative: Option<RelativeTable>,
+    /// ModernBERT's norm after the last layer.
+    pub final_norm: Option<Norm>,
+}
+
+impl EncoderWeights {
+    /// The relative-position table as the layers read it: normed when the model says so.
+    pub fn relative_table(&self, eps: f64) -> Result<Option<Tensor>> {
+        let Some(r) = &self.relative else { return Ok(None) };
+        Ok(Some(match &r.norm {
+            Some(n) => candle_nn::ops::layer_norm_slow(&r.table, &n.weight, &n.bias, eps as f32)?,
+            None => r.table.clone(),
+        }))
+    }
 }
 
 /// Task heads with their standard tensor names (see `heads.rs` for how they run).
@@ -119,6 +104,31 @@ pub enum HeadWeights {
     RobertaClassifier { dense: Dense, out_proj: Dense },
     /// DistilBERT: `pre_classifier` + ReLU + `classifier` on the first token's hidden state.
     DistilClassifier { pre_classifier: Dense, classifier: Dense },
+    /// DeBERTa-v2: the head's own `pooler.dense` + `pooler_hidden_act` (GELU) on the first
+    /// token's hidden state, then `classifier`.
+    ContextPooler { dense: Dense, activation: Activation, classifier: Dense },
+    /// ModernBERT: the first token's or the mean state (`classifier_pooling`), then
+    /// `head.dense` + `classifier_activation` + `head.norm`, then `classifier`.
+    ModernBertHead {
+        pooling: HeadPooling,
+        dense: Dense,
+        activation: Activation,
+        norm: Norm,
+        /// The norm's epsilon (`norm_eps`).
+        eps: f64,
+        classifier: Dense,
+    },
+}
+
+impl HeadWeights {
+    /// How the head reads the last layer: the first token's state, or the mean of the
+    /// real tokens' states (a ModernBERT head with `classifier_pooling: mean`).
+    pub fn pooling(&self) -> HeadPooling {
+        match self {
+            HeadWeights::ModernBertHead { pooling, .. } => *pooling,
+            _ => HeadPooling::Cls,
+        }
+    }
 }
 
 /// A loaded model: architecture, encoder weights, optional head, and load warnings.
@@ -153,6 +163,27 @@ pub struct ModelFiles {
     /// When `weights` were converted from another file (`pytorch_model.bin`): that file's
     /// fingerprint, which reports give instead of the converted bytes'.
     pub weights_source: Option<crate::report::Fingerprint>,
+    /// When `tokenizer_json` was converted from a SentencePiece model (`spm.model`, a
+    /// DeBERTa-v3 folder without `tokenizer.json`): that file's fingerprint.
+    pub tokenizer_source: Option<crate::report::Fingerprint>,
+}
+
+impl ModelFiles {
+    /// `tokenizer.json` bytes from a SentencePiece model (`spm_name` names it in errors and
+    /// reports), with the options of the folder's `tokenizer_config.json` when it has one:
+    /// for a folder that has no `tokenizer.json` (`super::spm`).
+    pub fn tokenizer_from_spm(
+        spm_name: &str,
+        spm: &[u8],
+        tokenizer_config: Option<(&str, &[u8])>,
+    ) -> Result<(Vec<u8>, crate::report::Fingerprint)> {
+        let options = match tokenizer_config {
+            Some((name, bytes)) => super::spm::SpmOptions::from_tokenizer_config(name, bytes)?,
+            None => super::spm::SpmOptions::default(),
+        };
+        let json = super::spm::tokenizer_json(spm_name, spm, options)?;
+        Ok((json, crate::report::Fingerprint::of(spm_name, spm)))
+    }
 }
 
 impl ModelFiles {
@@ -207,10 +238,27 @@ impl ModelFiles {
                 "no model.safetensors (or pytorch_model.bin) in this folder",
             ));
         };
+        // A DeBERTa-v3 folder may hold only the SentencePiece model: converted here, as
+        // transformers' fast tokenizer converts it.
+        let (tokenizer_json, tokenizer_source) =
+            if !dir.join("tokenizer.json").exists() && dir.join("spm.model").exists() {
+                let spm = read("spm.model")?;
+                let config = optional("tokenizer_config.json")?;
+                let config_name = dir.join("tokenizer_config.json").display().to_string();
+                let (json, source) = ModelFiles::tokenizer_from_spm(
+                    &dir.join("spm.model").display().to_string(),
+                    &spm,
+                    config.as_deref().map(|b| (config_name.as_str(), b)),
+                )?;
+                (json, Some(source))
+            } else {
+                (read("tokenizer.json")?, None)
+            };
         Ok(ModelFiles {
             name: dir.display().to_string(),
             config_json: read("config.json")?,
-            tokenizer_json: read("tokenizer.json")?,
+            tokenizer_json,
+            tokenizer_source,
             weights,
             pooling_json: optional("1_Pooling/config.json")?,
             modules_json: optional("modules.json")?,
@@ -418,33 +466,13 @@ pub fn load_model(config: EncoderConfig, file: &str, safetensors: &[u8]) -> Resu
     Ok(model)
 }
 
-/// A checkpoint's tensor name as medrank names it: the model prefix (`bert.`, `roberta.`,
-/// `distilbert.`) dropped, old TF-converted checkpoints' `LayerNorm.gamma` / `.beta` read
-/// as `.weight` / `.bias`. Head tensors (`classifier.*`, `pre_classifier.*`) keep their
-/// names: they sit outside the model prefix in HF checkpoints.
-fn canonical_name(arch: Arch, name: &str) -> String {
-    let prefix = match arch {
-        Arch::Bert => "bert.",
-        Arch::Roberta => "roberta.",
-        Arch::DistilBert => "distilbert.",
-    };
-    let k = name.strip_prefix(prefix).unwrap_or(name);
-    if k.ends_with("LayerNorm.gamma") {
-        k.replace("LayerNorm.gamma", "LayerNorm.weight")
-    } else if k.ends_with("LayerNorm.beta") {
-        k.replace("LayerNorm.beta", "LayerNorm.bias")
-    } else {
-        k.to_string()
-    }
-}
-
 /// Each size `config.json` states against the shapes of the weights file's tensors, read
 /// from the safetensors header before any tensor is (so before anything of the config's
 /// size is allocated): the vocabulary and hidden size against the word embeddings, the
 /// positions and token types against theirs, the layers against the layers the file
-/// holds, the feed-forward size against the first layer's. A disagreement names the
-/// config's field and what the file holds; a tensor that is missing or of another shape
-/// than the rest implies is named by [`from_tensors`].
+/// holds, the feed-forward size against the first layer's, DeBERTa's relative span against
+/// its table. A disagreement names the config's field and what the file holds; a tensor
+/// that is missing or of another shape than the rest implies is named by [`from_tensors`].
 pub fn check_config_backed(config: &EncoderConfig, config_file: &str, weights_file: &str, bytes: &[u8]) -> Result<()> {
     let st = safetensors::SafeTensors::deserialize(bytes)
         .map_err(|e| Error::in_file(weights_file, format!("not a readable safetensors file: {e:?}")))?;
@@ -459,25 +487,42 @@ pub fn check_config_backed(config: &EncoderConfig, config_file: &str, weights_fi
         Error::field(config_file, field, format!("says {says}, but {weights_file} {holds}"))
     };
     // (tensor, dimension, the config's value, its field)
-    let (prefix, names) = layer_names(config.arch);
-    let ffn_in = format!("{prefix}.0.{}.weight", names.ffn_in);
+    let first = names::layer(config.arch, 0);
+    let ffn_in = format!("{}.weight", first.ffn_in);
+    let word = names::word_embeddings(config.arch);
     let mut checks = vec![
-        ("embeddings.word_embeddings.weight", 0, config.vocab_size, "vocab_size"),
-        ("embeddings.word_embeddings.weight", 1, config.hidden_size, key("hidden_size", "dim")),
-        ("embeddings.position_embeddings.weight", 0, config.max_position_embeddings, "max_position_embeddings"),
-        (ffn_in.as_str(), 0, config.intermediate_size, key("intermediate_size", "hidden_dim")),
+        (word, 0, config.vocab_size, "vocab_size"),
+        (word, 1, config.hidden_size, key("hidden_size", "dim")),
+        (ffn_in.as_str(), 0, config.ffn_in_size(), key("intermediate_size", "hidden_dim")),
     ];
-    if !distil {
-        checks.push(("embeddings.token_type_embeddings.weight", 0, config.type_vocab_size, "type_vocab_size"));
+    if config.absolute_positions() {
+        checks.push((names::POSITION_EMBEDDINGS, 0, config.max_position_embeddings, "max_position_embeddings"));
+    }
+    if config.type_vocab_size > 0 {
+        checks.push((names::TOKEN_TYPE_EMBEDDINGS, 0, config.type_vocab_size, "type_vocab_size"));
+    }
+    let span_field = match config.relative() {
+        Some(r) if r.buckets > 0 => "position_buckets",
+        _ => "max_relative_positions",
+    };
+    if let Some(r) = config.relative() {
+        checks.push((names::RELATIVE_EMBEDDINGS, 0, 2 * r.span(), span_field));
     }
     for (tensor, dim, says, field) in checks {
         if let Some(&holds) = shapes.get(tensor).and_then(|shape| shape.get(dim)) {
             if holds != says {
-                return Err(disagree(field, says, format!("has `{tensor}` of {holds} along dimension {dim}")));
+                let says = if tensor == names::RELATIVE_EMBEDDINGS { says / 2 } else { says };
+                let holds = if tensor == names::RELATIVE_EMBEDDINGS {
+                    format!("has `{tensor}` of {holds} rows (2 x the span)")
+                } else {
+                    format!("has `{tensor}` of {holds} along dimension {dim}")
+                };
+                return Err(disagree(field, says, holds));
             }
         }
     }
-    let layer = |i: usize| format!("{prefix}.{i}.{}.weight", names.query);
+    let prefix = names::layer_prefix(config.arch);
+    let layer = |i: usize| format!("{}.weight", names::layer(config.arch, i).query());
     let held = (0..=shapes.len()).find(|&i| !shapes.contains_key(&layer(i))).unwrap_or(0);
     if held != config.num_layers {
         let which = if held == 0 { String::new() } else { format!(" (`{prefix}.0` to `{prefix}.{}`)", held - 1) };
@@ -497,48 +542,91 @@ pub fn from_tensors(config: EncoderConfig, file: &str, tensors: HashMap<String, 
         tensors.into_iter().map(|(k, t)| (canonical_name(config.arch, &k), t)).collect();
     let mut take = Taker { file, named, cfg: &config };
     let h = config.hidden_size;
-    let (prefix, names) = layer_names(config.arch);
-    let word_embeddings = take.tensor("embeddings.word_embeddings.weight", &[config.vocab_size, h])?;
-    let position_embeddings =
-        take.tensor("embeddings.position_embeddings.weight", &[config.max_position_embeddings, h])?;
-    // DistilBERT has neither token types nor a pooler.
-    let token_type_embeddings = match config.arch {
-        Arch::DistilBert => None,
-        _ => Some(take.tensor("embeddings.token_type_embeddings.weight", &[config.type_vocab_size, h])?),
-    };
-    let embedding_norm = take.norm("embeddings.LayerNorm")?;
-    let mut layers = Vec::with_capacity(config.num_layers);
-    for i in 0..config.num_layers {
-        let n = |name: &str| format!("{prefix}.{i}.{name}");
-        layers.push(LayerWeights {
-            query: take.dense(&n(names.query), h, h)?,
-            key: take.dense(&n(names.key), h, h)?,
-            value: take.dense(&n(names.value), h, h)?,
-            attn_out: take.dense(&n(names.attn_out), h, h)?,
-            attn_norm: take.norm(&n(names.attn_norm))?,
-            ffn_in: take.dense(&n(names.ffn_in), config.intermediate_size, h)?,
-            ffn_out: take.dense(&n(names.ffn_out), h, config.intermediate_size)?,
-            ffn_norm: take.norm(&n(names.ffn_norm))?,
-        });
-    }
-    let pooler = if config.arch != Arch::DistilBert && take.has("pooler.dense.weight") {
-        Some(take.dense("pooler.dense", h, h)?)
+    let word_embeddings = take.tensor(names::word_embeddings(config.arch), &[config.vocab_size, h])?;
+    let position_embeddings = if config.absolute_positions() {
+        Some(take.tensor(names::POSITION_EMBEDDINGS, &[config.max_position_embeddings, h])?)
     } else {
         None
     };
-    let weights =
-        EncoderWeights { word_embeddings, position_embeddings, token_type_embeddings, embedding_norm, layers, pooler };
+    let token_type_embeddings = if config.type_vocab_size > 0 {
+        Some(take.tensor(names::TOKEN_TYPE_EMBEDDINGS, &[config.type_vocab_size, h])?)
+    } else {
+        None
+    };
+    let norm_bias = config.norm_bias();
+    let embedding_norm = take.norm(names::embedding_norm(config.arch), norm_bias)?;
+    let mut layers = Vec::with_capacity(config.num_layers);
+    let (bias, mlp_bias, inner) = (config.linear_bias(), config.mlp_bias(), config.intermediate_size);
+    for i in 0..config.num_layers {
+        let n: LayerNames = names::layer(config.arch, i);
+        let [query, key, value] = match &n.qkv {
+            Qkv::Separate([q, k, v]) => {
+                [take.dense(q, h, h, bias)?, take.dense(k, h, h, bias)?, take.dense(v, h, h, bias)?]
+            }
+            Qkv::Fused(qkv) => split_qkv(&take.dense(qkv, 3 * h, h, bias)?, h)?,
+        };
+        layers.push(LayerWeights {
+            query,
+            key,
+            value,
+            attn_out: take.dense(&n.attn_out, h, h, bias)?,
+            attn_norm: n.attn_norm.as_deref().map(|name| take.norm(name, norm_bias)).transpose()?,
+            ffn_in: take.dense(&n.ffn_in, config.ffn_in_size(), h, mlp_bias)?,
+            ffn_out: take.dense(&n.ffn_out, h, inner, mlp_bias)?,
+            ffn_norm: take.norm(&n.ffn_norm, norm_bias)?,
+        });
+    }
+    let pooler = if matches!(config.arch, Arch::Bert | Arch::Roberta) && take.has("pooler.dense.weight") {
+        Some(take.dense("pooler.dense", h, h, true)?)
+    } else {
+        None
+    };
+    let relative = match config.relative() {
+        Some(r) => Some(RelativeTable {
+            table: take.tensor(names::RELATIVE_EMBEDDINGS, &[2 * r.span(), h])?,
+            norm: if r.norm { Some(take.norm(names::RELATIVE_NORM, true)?) } else { None },
+        }),
+        None => None,
+    };
+    let final_norm =
+        if config.arch == Arch::ModernBert { Some(take.norm(names::FINAL_NORM, norm_bias)?) } else { None };
+    let weights = EncoderWeights {
+        word_embeddings,
+        position_embeddings,
+        token_type_embeddings,
+        embedding_norm,
+        layers,
+        pooler,
+        relative,
+        final_norm,
+    };
     let n_out = head_outputs(&config);
     let head = match (config.head, config.arch) {
         (HeadKind::None, _) => None,
         (_, Arch::DistilBert) => Some(HeadWeights::DistilClassifier {
-            pre_classifier: take.dense("pre_classifier", h, h)?,
-            classifier: take.dense("classifier", n_out, h)?,
+            pre_classifier: take.dense("pre_classifier", h, h, true)?,
+            classifier: take.dense("classifier", n_out, h, true)?,
         }),
         (HeadKind::SequenceClassification, Arch::Roberta) => Some(HeadWeights::RobertaClassifier {
-            dense: take.dense("classifier.dense", h, h)?,
-            out_proj: take.dense("classifier.out_proj", n_out, h)?,
+            dense: take.dense("classifier.dense", h, h, true)?,
+            out_proj: take.dense("classifier.out_proj", n_out, h, true)?,
         }),
+        (_, Arch::DebertaV2) => Some(HeadWeights::ContextPooler {
+            dense: take.dense("pooler.dense", h, h, true)?,
+            activation: config.deberta().map_or(Activation::Gelu, |d| d.pooler_activation),
+            classifier: take.dense("classifier", n_out, h, true)?,
+        }),
+        (_, Arch::ModernBert) => {
+            let m = config.modernbert().expect("a ModernBERT config has its options");
+            Some(HeadWeights::ModernBertHead {
+                pooling: m.classifier_pooling,
+                dense: take.dense("head.dense", h, h, m.classifier_bias)?,
+                activation: m.classifier_activation,
+                norm: take.norm("head.norm", norm_bias)?,
+                eps: config.layer_norm_eps,
+                classifier: take.dense("classifier", n_out, h, true)?,
+            })
+        }
         _ => {
             if weights.pooler.is_none() {
                 return Err(Error::in_file(
@@ -546,20 +634,15 @@ pub fn from_tensors(config: EncoderConfig, file: &str, tensors: HashMap<String, 
                     "missing tensor `pooler.dense.weight` (the classifier head runs on the pooler)",
                 ));
             }
-            Some(HeadWeights::PooledLinear { classifier: take.dense("classifier", n_out, h)? })
+            Some(HeadWeights::PooledLinear { classifier: take.dense("classifier", n_out, h, true)? })
         }
     };
     let mut warnings = Vec::new();
     for name in take.named.keys() {
-        let known_unused = name.starts_with("cls.")
-            || name.starts_with("lm_head.")
-            || name.starts_with("vocab_")
-            || is_integer_buffer(name)
-            || name.starts_with("pooler.");
-        if !known_unused {
+        if !names::known_unused(&config, name) {
             return Err(Error::in_file(
                 file,
-                format!("unexpected tensor `{name}` for a {:?} encoder with head {:?}", config.arch, config.head),
+                format!("unexpected tensor `{name}` for a {} encoder with head {:?}", config.arch.name(), config.head),
             ));
         }
         warnings.push(Warning::at(
@@ -570,11 +653,19 @@ pub fn from_tensors(config: EncoderConfig, file: &str, tensors: HashMap<String, 
     Ok(LoadedModel { config, weights, head, warnings, precision: Default::default() })
 }
 
+/// ModernBERT's fused `Wqkv` (`[3 h, h]`: the query's rows, then the key's, then the
+/// value's) as three maps.
+fn split_qkv(fused: &Dense, h: usize) -> Result<[Dense; 3]> {
+    let part = |k: usize| -> Result<Dense> {
+        Ok(Dense { weight: fused.weight.narrow(0, k * h, h)?.contiguous()?, bias: fused.bias.narrow(0, k * h, h)? })
+    };
+    Ok([part(0)?, part(1)?, part(2)?])
+}
+
 /// Takes tensors out of the name map, checking names and shapes.
 struct Taker<'a> {
     file: &'a str,
     named: BTreeMap<String, Tensor>,
-    #[allow(dead_code)]
     cfg: &'a EncoderConfig,
 }
 
@@ -592,67 +683,119 @@ impl Taker<'_> {
         }
         Ok(t)
     }
-    fn dense(&mut self, name: &str, out: usize, inp: usize) -> Result<Dense> {
+    /// `name.weight` and, where the family has biases, `name.bias` (zeros otherwise; a bias
+    /// the config says the model lacks is left in the map, so it is refused as unexpected).
+    fn dense(&mut self, name: &str, out: usize, inp: usize, bias: bool) -> Result<Dense> {
         Ok(Dense {
             weight: self.tensor(&format!("{name}.weight"), &[out, inp])?,
-            bias: self.tensor(&format!("{name}.bias"), &[out])?,
+            bias: if bias {
+                self.tensor(&format!("{name}.bias"), &[out])?
+            } else {
+                Tensor::zeros(out, DType::F32, &Device::Cpu)?
+            },
         })
     }
-    fn norm(&mut self, name: &str) -> Result<Norm> {
+    fn norm(&mut self, name: &str, bias: bool) -> Result<Norm> {
         let h = self.cfg.hidden_size;
         Ok(Norm {
             weight: self.tensor(&format!("{name}.weight"), &[h])?,
-            bias: self.tensor(&format!("{name}.bias"), &[h])?,
+            bias: if bias {
+                self.tensor(&format!("{name}.bias"), &[h])?
+            } else {
+                Tensor::zeros(h, DType::F32, &Device::Cpu)?
+            },
         })
     }
 }
 
 /// The checkpoint names (bare, HF style) of every tensor of a model: used to save trained
-/// models and random test models so that [`from_tensors`] reads them back.
+/// models and random test models so that [`from_tensors`] reads them back. A family's
+/// absent biases (the zeros [`Dense`] holds for them) are not written.
 pub fn to_named_tensors(model: &LoadedModel) -> Vec<(String, Tensor)> {
     let cfg = &model.config;
     let w = &model.weights;
     let mut out: Vec<(String, Tensor)> = Vec::new();
-    let dense = |out: &mut Vec<(String, Tensor)>, name: String, d: &Dense| {
+    let dense = |out: &mut Vec<(String, Tensor)>, name: &str, d: &Dense, bias: bool| {
         out.push((format!("{name}.weight"), d.weight.clone()));
-        out.push((format!("{name}.bias"), d.bias.clone()));
+        if bias {
+            out.push((format!("{name}.bias"), d.bias.clone()));
+        }
     };
-    let norm = |out: &mut Vec<(String, Tensor)>, name: String, n: &Norm| {
+    let norm = |out: &mut Vec<(String, Tensor)>, name: &str, n: &Norm, bias: bool| {
         out.push((format!("{name}.weight"), n.weight.clone()));
-        out.push((format!("{name}.bias"), n.bias.clone()));
+        if bias {
+            out.push((format!("{name}.bias"), n.bias.clone()));
+        }
     };
-    out.push(("embeddings.word_embeddings.weight".into(), w.word_embeddings.clone()));
-    out.push(("embeddings.position_embeddings.weight".into(), w.position_embeddings.clone()));
-    if let Some(tt) = &w.token_type_embeddings {
-        out.push(("embeddings.token_type_embeddings.weight".into(), tt.clone()));
+    let (bias, mlp_bias, norm_bias) = (cfg.linear_bias(), cfg.mlp_bias(), cfg.norm_bias());
+    out.push((names::word_embeddings(cfg.arch).into(), w.word_embeddings.clone()));
+    if let Some(p) = &w.position_embeddings {
+        out.push((names::POSITION_EMBEDDINGS.into(), p.clone()));
     }
-    norm(&mut out, "embeddings.LayerNorm".into(), &w.embedding_norm);
-    let (prefix, names) = layer_names(cfg.arch);
+    if let Some(tt) = &w.token_type_embeddings {
+        out.push((names::TOKEN_TYPE_EMBEDDINGS.into(), tt.clone()));
+    }
+    norm(&mut out, names::embedding_norm(cfg.arch), &w.embedding_norm, norm_bias);
     for (i, l) in w.layers.iter().enumerate() {
-        let n = |name: &str| format!("{prefix}.{i}.{name}");
-        dense(&mut out, n(names.query), &l.query);
-        dense(&mut out, n(names.key), &l.key);
-        dense(&mut out, n(names.value), &l.value);
-        dense(&mut out, n(names.attn_out), &l.attn_out);
-        norm(&mut out, n(names.attn_norm), &l.attn_norm);
-        dense(&mut out, n(names.ffn_in), &l.ffn_in);
-        dense(&mut out, n(names.ffn_out), &l.ffn_out);
-        norm(&mut out, n(names.ffn_norm), &l.ffn_norm);
+        let n = names::layer(cfg.arch, i);
+        match &n.qkv {
+            Qkv::Separate([q, k, v]) => {
+                dense(&mut out, q, &l.query, bias);
+                dense(&mut out, k, &l.key, bias);
+                dense(&mut out, v, &l.value, bias);
+            }
+            Qkv::Fused(qkv) => {
+                let cat = |f: fn(&Dense) -> &Tensor| {
+                    Tensor::cat(&[f(&l.query), f(&l.key), f(&l.value)], 0).expect("three maps of one width")
+                };
+                let fused = Dense { weight: cat(|d| &d.weight), bias: cat(|d| &d.bias) };
+                dense(&mut out, qkv, &fused, bias);
+            }
+        }
+        dense(&mut out, &n.attn_out, &l.attn_out, bias);
+        if let (Some(name), Some(nw)) = (&n.attn_norm, &l.attn_norm) {
+            norm(&mut out, name, nw, norm_bias);
+        }
+        dense(&mut out, &n.ffn_in, &l.ffn_in, mlp_bias);
+        dense(&mut out, &n.ffn_out, &l.ffn_out, mlp_bias);
+        norm(&mut out, &n.ffn_norm, &l.ffn_norm, norm_bias);
+    }
+    if let Some(r) = &w.relative {
+        out.push((names::RELATIVE_EMBEDDINGS.into(), r.table.clone()));
+        if let Some(n) = &r.norm {
+            norm(&mut out, names::RELATIVE_NORM, n, true);
+        }
+    }
+    if let Some(n) = &w.final_norm {
+        norm(&mut out, names::FINAL_NORM, n, norm_bias);
     }
     if let Some(p) = &w.pooler {
-        dense(&mut out, "pooler.dense".into(), p);
+        dense(&mut out, "pooler.dense", p, true);
     }
     match &model.head {
         None => {}
-        Some(HeadWeights::PooledLinear { classifier }) => dense(&mut out, "classifier".into(), classifier),
+        Some(HeadWeights::PooledLinear { classifier }) => dense(&mut out, "classifier", classifier, true),
         Some(HeadWeights::RobertaClassifier { dense: d, out_proj }) => {
-            dense(&mut out, "classifier.dense".into(), d);
-            dense(&mut out, "classifier.out_proj".into(), out_proj);
+            dense(&mut out, "classifier.dense", d, true);
+            dense(&mut out, "classifier.out_proj", out_proj, true);
         }
         Some(HeadWeights::DistilClassifier { pre_classifier, classifier }) => {
-            dense(&mut out, "pre_classifier".into(), pre_classifier);
-            dense(&mut out, "classifier".into(), classifier);
+            dense(&mut out, "pre_classifier", pre_classifier, true);
+            dense(&mut out, "classifier", classifier, true);
         }
+        Some(HeadWeights::ContextPooler { dense: d, classifier, .. }) => {
+            dense(&mut out, "pooler.dense", d, true);
+            dense(&mut out, "classifier", classifier, true);
+        }
+        Some(HeadWeights::ModernBertHead { dense: d, norm: n, classifier, .. }) => {
+            let classifier_bias = cfg.modernbert().is_some_and(|m| m.classifier_bias);
+            dense(&mut out, "head.dense", d, classifier_bias);
+            norm(&mut out, "head.norm", n, norm_bias);
+            dense(&mut out, "classifier", classifier, true);
+        }
+    }
+    for (name, _) in &mut out {
+        *name = names::written(cfg.arch, name);
     }
     out
 }
@@ -722,14 +865,11 @@ pub fn write_raw_safetensors(mut tensors: Vec<RawTensor>) -> Result<Vec<u8>> {
 /// the largest tensor of a small encoder, widened to f32 at load; the embeddings are
 /// computed in f32).
 pub fn int8_tensor_names(cfg: &EncoderConfig) -> Vec<String> {
-    let (prefix, names) = layer_names(cfg.arch);
-    let mut out = vec!["embeddings.word_embeddings.weight".to_string()];
+    let mut out = vec![names::word_embeddings(cfg.arch).to_string()];
     for i in 0..cfg.num_layers {
-        for name in [names.query, names.key, names.value, names.attn_out, names.ffn_in, names.ffn_out] {
-            out.push(format!("{prefix}.{i}.{name}.weight"));
-        }
+        out.extend(names::layer(cfg.arch, i).linear().iter().map(|name| format!("{name}.weight")));
     }
-    out
+    out.iter().map(|name| names::written(cfg.arch, name)).collect()
 }
 
 /// A model with seeded random weights (normal, std 0.02 like HF's init; norms at 1/0):
@@ -744,8 +884,11 @@ pub fn random_model(config: EncoderConfig, seed: u64) -> Result<LoadedModel> {
         let v: Vec<f32> = (0..n).map(|_| 0.02 * normal(&mut rng)).collect();
         Ok(Tensor::from_vec(v, shape, &Device::Cpu)?)
     };
-    let dense = |r: &mut dyn FnMut(&[usize]) -> Result<Tensor>, out: usize, inp: usize| -> Result<Dense> {
-        Ok(Dense { weight: r(&[out, inp])?, bias: r(&[out])? })
+    // A family's absent biases are zeros and draw nothing.
+    let dense = |r: &mut dyn FnMut(&[usize]) -> Result<Tensor>, out: usize, inp: usize, bias: bool| -> Result<Dense> {
+        let weight = r(&[out, inp])?;
+        let bias = if bias { r(&[out])? } else { Tensor::zeros(out, DType::F32, &Device::Cpu)? };
+        Ok(Dense { weight, bias })
     };
     let norm = || -> Result<Norm> {
         Ok(Norm {
@@ -753,37 +896,61 @@ pub fn random_model(config: EncoderConfig, seed: u64) -> Result<LoadedModel> {
             bias: Tensor::zeros(h, DType::F32, &Device::Cpu)?,
         })
     };
+    let (bias, mlp_bias) = (config.linear_bias(), config.mlp_bias());
     let word_embeddings = rand_t(&[config.vocab_size, h])?;
-    let position_embeddings = rand_t(&[config.max_position_embeddings, h])?;
+    let position_embeddings =
+        if config.absolute_positions() { Some(rand_t(&[config.max_position_embeddings, h])?) } else { None };
     let token_type_embeddings =
-        if config.arch == Arch::DistilBert { None } else { Some(rand_t(&[config.type_vocab_size, h])?) };
+        if config.type_vocab_size > 0 { Some(rand_t(&[config.type_vocab_size, h])?) } else { None };
     let mut layers = Vec::new();
-    for _ in 0..config.num_layers {
+    for i in 0..config.num_layers {
         layers.push(LayerWeights {
-            query: dense(&mut rand_t, h, h)?,
-            key: dense(&mut rand_t, h, h)?,
-            value: dense(&mut rand_t, h, h)?,
-            attn_out: dense(&mut rand_t, h, h)?,
-            attn_norm: norm()?,
-            ffn_in: dense(&mut rand_t, config.intermediate_size, h)?,
-            ffn_out: dense(&mut rand_t, h, config.intermediate_size)?,
+            query: dense(&mut rand_t, h, h, bias)?,
+            key: dense(&mut rand_t, h, h, bias)?,
+            value: dense(&mut rand_t, h, h, bias)?,
+            attn_out: dense(&mut rand_t, h, h, bias)?,
+            attn_norm: if config.pre_norm() && i == 0 { None } else { Some(norm()?) },
+            ffn_in: dense(&mut rand_t, config.ffn_in_size(), h, mlp_bias)?,
+            ffn_out: dense(&mut rand_t, h, config.intermediate_size, mlp_bias)?,
             ffn_norm: norm()?,
         });
     }
-    let pooler = if config.arch == Arch::DistilBert { None } else { Some(dense(&mut rand_t, h, h)?) };
+    let pooler =
+        if matches!(config.arch, Arch::Bert | Arch::Roberta) { Some(dense(&mut rand_t, h, h, true)?) } else { None };
     let n_out = head_outputs(&config);
     let head = match (config.head, config.arch) {
         (HeadKind::None, _) => None,
         (_, Arch::DistilBert) => Some(HeadWeights::DistilClassifier {
-            pre_classifier: dense(&mut rand_t, h, h)?,
-            classifier: dense(&mut rand_t, n_out, h)?,
+            pre_classifier: dense(&mut rand_t, h, h, true)?,
+            classifier: dense(&mut rand_t, n_out, h, true)?,
         }),
         (HeadKind::SequenceClassification, Arch::Roberta) => Some(HeadWeights::RobertaClassifier {
-            dense: dense(&mut rand_t, h, h)?,
-            out_proj: dense(&mut rand_t, n_out, h)?,
+            dense: dense(&mut rand_t, h, h, true)?,
+            out_proj: dense(&mut rand_t, n_out, h, true)?,
         }),
-        _ => Some(HeadWeights::PooledLinear { classifier: dense(&mut rand_t, n_out, h)? }),
+        (_, Arch::DebertaV2) => Some(HeadWeights::ContextPooler {
+            dense: dense(&mut rand_t, h, h, true)?,
+            activation: config.deberta().map_or(Activation::Gelu, |d| d.pooler_activation),
+            classifier: dense(&mut rand_t, n_out, h, true)?,
+        }),
+        (_, Arch::ModernBert) => {
+            let m = config.modernbert().expect("a ModernBERT config has its options");
+            Some(HeadWeights::ModernBertHead {
+                pooling: m.classifier_pooling,
+                dense: dense(&mut rand_t, h, h, m.classifier_bias)?,
+                activation: m.classifier_activation,
+                norm: norm()?,
+                eps: config.layer_norm_eps,
+                classifier: dense(&mut rand_t, n_out, h, true)?,
+            })
+        }
+        _ => Some(HeadWeights::PooledLinear { classifier: dense(&mut rand_t, n_out, h, true)? }),
     };
+    let relative = match config.relative() {
+        Some(r) => Some(RelativeTable { table: rand_t(&[2 * r.span(), h])?, norm: r.norm.then(norm).transpose()? }),
+        None => None,
+    };
+    let final_norm = if config.arch == Arch::ModernBert { Some(norm()?) } else { None };
     let weights = EncoderWeights {
         word_embeddings,
         position_embeddings,
@@ -791,6 +958,8 @@ pub fn random_model(config: EncoderConfig, seed: u64) -> Result<LoadedModel> {
         embedding_norm: norm()?,
         layers,
         pooler,
+        relative,
+        final_norm,
     };
     Ok(LoadedModel { config, weights, head, warnings: Vec::new(), precision: Default::default() })
 }

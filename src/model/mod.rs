@@ -36,10 +36,12 @@ pub mod grade;
 pub mod heads;
 pub mod load;
 pub mod monot5;
+pub mod names;
 pub mod pooling;
 pub mod precision;
 pub mod quant;
 pub mod rankers;
+pub mod spm;
 pub mod states;
 pub mod tokenize;
 

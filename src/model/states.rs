@@ -2,7 +2,7 @@
 //! states out ([`HiddenStates`]). A module of their own so that what reads states (pooling,
 //! heads) and what makes batches (the tokenizer) need not import the encoders.
 
-use super::config::{Arch, EncoderConfig};
+use super::config::EncoderConfig;
 use crate::error::{Error, Result};
 
 /// Right-padded token ids of a batch of sequences, row-major `[batch, seq_len]`.
@@ -81,8 +81,8 @@ impl TokenBatch {
                 cfg.vocab_size
             )));
         }
-        // DistilBERT has no token-type table and ignores the type ids.
-        if cfg.arch != Arch::DistilBert {
+        // DistilBERT, DeBERTa-v3 and ModernBERT have no token-type table and ignore the type ids.
+        if cfg.type_vocab_size > 0 {
             if let Some(&t) = self.type_ids.iter().find(|&&t| t as usize >= cfg.type_vocab_size) {
                 return Err(Error::invalid(format!(
                     "token type {t} given to a model with {} token types (RoBERTa-style models \

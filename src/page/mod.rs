@@ -273,6 +273,7 @@ mod tests {
             modules_json: None,
             sentence_config_json: None,
             weights_source: None,
+            tokenizer_source: None,
         };
         KeptModel::from_files(&files).unwrap()
     }

@@ -9,9 +9,10 @@ use super::export::detached;
 use super::frozen::{Frozen, Prepared};
 use super::options::{trained_layers, Freeze, TrainOptions};
 use crate::error::{Error, Result};
+use crate::model::config::HeadPooling;
 use crate::model::encoder::{forward, layers_forward};
-use crate::model::heads::head_forward;
-use crate::model::load::{Dense, HeadWeights, LoadedModel};
+use crate::model::heads::{head_forward, pool_for_head};
+use crate::model::load::{Dense, HeadWeights, LoadedModel, Norm};
 use crate::model::tokenize::{Encoded, TextTokenizer};
 use candle_core::backprop::GradStore;
 use candle_core::{Device, IndexOp, Tensor, Var, D};
@@ -177,7 +178,10 @@ impl Engine for CpuEngine {
 }
 
 /// Replace the trainable tensors with variables; returns them for the optimisers:
-/// (head and pooler, encoder layers and embeddings).
+/// (head and pooler, encoder layers and embeddings). A family's absent biases (the zeros
+/// ModernBERT's maps and norms hold) stay constants: they are not part of the model.
+/// The top layers train with ModernBERT's final norm (it reads their output); DeBERTa's
+/// relative-position table, which every layer reads, trains only with everything.
 fn make_trainable(model: &mut LoadedModel, freeze: Freeze) -> Result<(Vec<Var>, Vec<Var>)> {
     fn var(vars: &mut Vec<Var>, t: &mut Tensor) -> Result<()> {
         let v = Var::from_tensor(t)?;
@@ -185,55 +189,84 @@ fn make_trainable(model: &mut LoadedModel, freeze: Freeze) -> Result<(Vec<Var>, 
         vars.push(v);
         Ok(())
     }
-    fn dense(vars: &mut Vec<Var>, d: &mut Dense) -> Result<()> {
+    fn dense(vars: &mut Vec<Var>, d: &mut Dense, bias: bool) -> Result<()> {
         var(vars, &mut d.weight)?;
-        var(vars, &mut d.bias)
+        if bias {
+            var(vars, &mut d.bias)?;
+        }
+        Ok(())
     }
+    fn norm(vars: &mut Vec<Var>, n: &mut Norm, bias: bool) -> Result<()> {
+        var(vars, &mut n.weight)?;
+        if bias {
+            var(vars, &mut n.bias)?;
+        }
+        Ok(())
+    }
+    let cfg = model.config.clone();
+    let (bias, mlp_bias, norm_bias) = (cfg.linear_bias(), cfg.mlp_bias(), cfg.norm_bias());
     let mut vars = Vec::new();
     match model.head.as_mut().ok_or_else(|| Error::invalid("no head to train"))? {
         HeadWeights::PooledLinear { classifier } => {
-            dense(&mut vars, classifier)?;
+            dense(&mut vars, classifier, true)?;
             if let Some(p) = model.weights.pooler.as_mut() {
-                dense(&mut vars, p)?;
+                dense(&mut vars, p, true)?;
             }
         }
         HeadWeights::RobertaClassifier { dense: d, out_proj } => {
-            dense(&mut vars, d)?;
-            dense(&mut vars, out_proj)?;
+            dense(&mut vars, d, true)?;
+            dense(&mut vars, out_proj, true)?;
         }
         HeadWeights::DistilClassifier { pre_classifier, classifier } => {
-            dense(&mut vars, pre_classifier)?;
-            dense(&mut vars, classifier)?;
+            dense(&mut vars, pre_classifier, true)?;
+            dense(&mut vars, classifier, true)?;
+        }
+        HeadWeights::ContextPooler { dense: d, classifier, .. } => {
+            dense(&mut vars, d, true)?;
+            dense(&mut vars, classifier, true)?;
+        }
+        HeadWeights::ModernBertHead { dense: d, norm: n, classifier, .. } => {
+            dense(&mut vars, d, cfg.modernbert().is_some_and(|m| m.classifier_bias))?;
+            norm(&mut vars, n, norm_bias)?;
+            dense(&mut vars, classifier, true)?;
         }
     }
     let head_vars = std::mem::take(&mut vars);
     let n_layers = model.weights.layers.len();
     let top = trained_layers(freeze, n_layers);
     for layer in model.weights.layers.iter_mut().skip(n_layers - top) {
-        for d in [
-            &mut layer.query,
-            &mut layer.key,
-            &mut layer.value,
-            &mut layer.attn_out,
-            &mut layer.ffn_in,
-            &mut layer.ffn_out,
-        ] {
-            dense(&mut vars, d)?;
+        for d in [&mut layer.query, &mut layer.key, &mut layer.value, &mut layer.attn_out] {
+            dense(&mut vars, d, bias)?;
         }
-        for n in [&mut layer.attn_norm, &mut layer.ffn_norm] {
-            var(&mut vars, &mut n.weight)?;
-            var(&mut vars, &mut n.bias)?;
+        for d in [&mut layer.ffn_in, &mut layer.ffn_out] {
+            dense(&mut vars, d, mlp_bias)?;
+        }
+        if let Some(n) = layer.attn_norm.as_mut() {
+            norm(&mut vars, n, norm_bias)?;
+        }
+        norm(&mut vars, &mut layer.ffn_norm, norm_bias)?;
+    }
+    if top > 0 {
+        if let Some(n) = model.weights.final_norm.as_mut() {
+            norm(&mut vars, n, norm_bias)?;
         }
     }
     if freeze == Freeze::All {
         let w = &mut model.weights;
         var(&mut vars, &mut w.word_embeddings)?;
-        var(&mut vars, &mut w.position_embeddings)?;
+        if let Some(t) = w.position_embeddings.as_mut() {
+            var(&mut vars, t)?;
+        }
         if let Some(t) = w.token_type_embeddings.as_mut() {
             var(&mut vars, t)?;
         }
-        var(&mut vars, &mut w.embedding_norm.weight)?;
-        var(&mut vars, &mut w.embedding_norm.bias)?;
+        norm(&mut vars, &mut w.embedding_norm, norm_bias)?;
+        if let Some(r) = w.relative.as_mut() {
+            var(&mut vars, &mut r.table)?;
+            if let Some(n) = r.norm.as_mut() {
+                norm(&mut vars, n, true)?;
+            }
+        }
     }
     Ok((head_vars, vars))
 }
@@ -250,7 +283,8 @@ fn logits_of(
 ) -> Result<Tensor> {
     let flat = p.rows(set, idx);
     let cfg = &model.config;
-    let cls = match &p.frozen {
+    let pooling = model.head.as_ref().map_or(HeadPooling::Cls, |h| h.pooling());
+    let input = match &p.frozen {
         Frozen::FirstTokens(f) => {
             let rows: Vec<u32> = flat.iter().map(|&r| r as u32).collect();
             f.index_select(&Tensor::new(rows.as_slice(), &Device::Cpu)?, 0)?
@@ -268,16 +302,18 @@ fn logits_of(
                 mask[k * s..k * s + len].fill(1);
             }
             let x = Tensor::from_vec(x, (flat.len(), s, h), &Device::Cpu)?;
-            let top = layers_forward(cfg, &model.weights.layers[lower..], x, &mask, true)?;
-            top.i((.., 0, ..))?.contiguous()?
+            let first_only = pooling == HeadPooling::Cls;
+            let top = layers_forward(cfg, &model.weights, lower..cfg.num_layers, x, &mask, first_only)?;
+            pool_for_head(pooling, &top, &mask)?
         }
         Frozen::Nothing => {
             let items: Vec<&Encoded> = idx.iter().flat_map(|&i| set[i].inputs.iter()).collect();
-            let h = forward(cfg, &model.weights, &tok.batch(&items), cfg.num_layers)?;
-            h.i((.., 0, ..))?.contiguous()?
+            let batch = tok.batch(&items);
+            let h = forward(cfg, &model.weights, &batch, cfg.num_layers)?;
+            pool_for_head(pooling, &h, &batch.mask)?
         }
     };
-    head_forward(model.head.as_ref().expect("head"), model.weights.pooler.as_ref(), &cls)
+    head_forward(model.head.as_ref().expect("head"), model.weights.pooler.as_ref(), &input)
 }
 
 /// Summed cross-entropy, each example's term times its gold class's weight (`weights`:

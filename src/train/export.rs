@@ -4,7 +4,9 @@
 use super::options::TrainOptions;
 use super::result::TrainResult;
 use crate::error::Result;
-use crate::model::load::{to_safetensors, Dense, EncoderWeights, HeadWeights, LayerWeights, LoadedModel, Norm};
+use crate::model::load::{
+    to_safetensors, Dense, EncoderWeights, HeadWeights, LayerWeights, LoadedModel, Norm, RelativeTable,
+};
 use candle_core::Tensor;
 
 /// `model` with every tensor copied out of the autograd graph: what is saved holds plain
@@ -31,6 +33,8 @@ fn detach_dense(d: &Dense) -> Result<Dense> {
 }
 
 fn detach_head(h: &HeadWeights) -> Result<HeadWeights> {
+    let norm =
+        |n: &Norm| -> Result<Norm> { Ok(Norm { weight: n.weight.copy()?.detach(), bias: n.bias.copy()?.detach() }) };
     Ok(match h {
         HeadWeights::PooledLinear { classifier } => HeadWeights::PooledLinear { classifier: detach_dense(classifier)? },
         HeadWeights::RobertaClassifier { dense, out_proj } => {
@@ -40,6 +44,21 @@ fn detach_head(h: &HeadWeights) -> Result<HeadWeights> {
             pre_classifier: detach_dense(pre_classifier)?,
             classifier: detach_dense(classifier)?,
         },
+        HeadWeights::ContextPooler { dense, activation, classifier } => HeadWeights::ContextPooler {
+            dense: detach_dense(dense)?,
+            activation: *activation,
+            classifier: detach_dense(classifier)?,
+        },
+        HeadWeights::ModernBertHead { pooling, dense, activation, norm: n, eps, classifier } => {
+            HeadWeights::ModernBertHead {
+                pooling: *pooling,
+                dense: detach_dense(dense)?,
+                activation: *activation,
+                norm: norm(n)?,
+                eps: *eps,
+                classifier: detach_dense(classifier)?,
+            }
+        }
     })
 }
 
@@ -48,7 +67,7 @@ fn detach_weights(w: &EncoderWeights) -> Result<EncoderWeights> {
     let n = |x: &Norm| -> Result<Norm> { Ok(Norm { weight: t(&x.weight)?, bias: t(&x.bias)? }) };
     Ok(EncoderWeights {
         word_embeddings: t(&w.word_embeddings)?,
-        position_embeddings: t(&w.position_embeddings)?,
+        position_embeddings: w.position_embeddings.as_ref().map(t).transpose()?,
         token_type_embeddings: w.token_type_embeddings.as_ref().map(t).transpose()?,
         embedding_norm: n(&w.embedding_norm)?,
         layers: w
@@ -60,7 +79,7 @@ fn detach_weights(w: &EncoderWeights) -> Result<EncoderWeights> {
                     key: detach_dense(&l.key)?,
                     value: detach_dense(&l.value)?,
                     attn_out: detach_dense(&l.attn_out)?,
-                    attn_norm: n(&l.attn_norm)?,
+                    attn_norm: l.attn_norm.as_ref().map(n).transpose()?,
                     ffn_in: detach_dense(&l.ffn_in)?,
                     ffn_out: detach_dense(&l.ffn_out)?,
                     ffn_norm: n(&l.ffn_norm)?,
@@ -68,6 +87,14 @@ fn detach_weights(w: &EncoderWeights) -> Result<EncoderWeights> {
             })
             .collect::<Result<_>>()?,
         pooler: w.pooler.as_ref().map(detach_dense).transpose()?,
+        relative: w
+            .relative
+            .as_ref()
+            .map(|r| -> Result<RelativeTable> {
+                Ok(RelativeTable { table: t(&r.table)?, norm: r.norm.as_ref().map(n).transpose()? })
+            })
+            .transpose()?,
+        final_norm: w.final_norm.as_ref().map(n).transpose()?,
     })
 }
 

@@ -5,15 +5,17 @@
 use super::examples::TrainExample;
 use crate::error::Result;
 use crate::model::batching::length_batches;
-use crate::model::config::EncoderConfig;
+use crate::model::config::{EncoderConfig, HeadPooling};
 use crate::model::encoder::Encoder;
+use crate::model::heads::head_inputs;
 use crate::model::tokenize::{Encoded, TextTokenizer};
 use candle_core::{Device, Tensor};
 use std::collections::VecDeque;
 
 /// What the frozen part of the encoder gives each input, computed once per set.
 pub(super) enum Frozen {
-    /// Head only: first-token states after every layer, `[n_inputs, hidden]`.
+    /// Head only: what the head reads of the last layer (the first token's state, or a
+    /// mean-pooling head's mean state), `[n_inputs, hidden]`.
     FirstTokens(Tensor),
     /// Top N: each input's states after the frozen lower layers, real tokens only,
     /// `len x hidden` in f16.
@@ -76,6 +78,8 @@ pub(super) struct FrozenPass {
     lower: usize,
     hidden: usize,
     num_layers: usize,
+    /// How the head reads the last layer (head only).
+    pooling: HeadPooling,
     /// (train, dev), and the batches still to run as (set, inputs).
     caches: [SetCache; 2],
     pending: VecDeque<(usize, Vec<usize>)>,
@@ -104,6 +108,7 @@ impl FrozenPass {
             lower,
             hidden: config.hidden_size,
             num_layers: config.num_layers,
+            pooling: config.head_pooling(),
             caches,
             pending,
             inputs_done: 0,
@@ -157,9 +162,10 @@ impl FrozenPass {
             let batch = tokenizer.batch(&items);
             if self.lower >= num_layers {
                 let states = encoder.encode(&batch, num_layers).await?;
+                let inputs: Vec<f32> = head_inputs(self.pooling, &states, &batch.mask)?.flatten_all()?.to_vec1()?;
                 cache.rows.resize(cache.lens.len() * h, 0.0);
                 for (k, &i) in group.iter().enumerate() {
-                    cache.rows[i * h..(i + 1) * h].copy_from_slice(states.token(k, 0));
+                    cache.rows[i * h..(i + 1) * h].copy_from_slice(&inputs[k * h..(k + 1) * h]);
                 }
             } else {
                 let hidden = encoder.encode(&batch, self.lower).await?;

@@ -293,6 +293,7 @@ impl Trainer {
                 "the GPU trainer trains encoder layers: a head alone trains on the CPU (the placement rule, jobs::TrainingJob::place)",
             ));
         }
+        super::gpu::supports(&self.model.config)?;
         if !self.curve.is_empty() {
             return Err(Error::invalid("the GPU engine is chosen before the first epoch"));
         }

@@ -4,6 +4,7 @@
 #![allow(dead_code)] // each test binary uses part of it
 
 pub mod cli;
+pub mod families;
 pub mod hub;
 
 use medrank::gpu::context::GpuContext;
@@ -36,6 +37,24 @@ pub fn context() -> Option<GpuContext> {
             None
         }
     }
+}
+
+/// Whether PyTorch and transformers are here for the tests that compare with them
+/// (`scripts/setup.sh reference`). Where they are missing the test says so and passes,
+/// unless MEDRANK_REQUIRE_REFERENCE=1 (set by scripts/test.sh), which makes that a failure.
+pub fn reference_available() -> bool {
+    let ok = std::process::Command::new("python3")
+        .args(["-c", "import torch, transformers"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !ok {
+        assert!(
+            std::env::var("MEDRANK_REQUIRE_REFERENCE").as_deref() != Ok("1"),
+            "PyTorch and transformers are required here (scripts/setup.sh reference)"
+        );
+        eprintln!("skipped: the PyTorch reference needs torch and transformers (scripts/setup.sh reference)");
+    }
+    ok
 }
 
 /// `n` seeded values in [-1, 1): the GPU tests' random inputs.

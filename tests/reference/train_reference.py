@@ -4,8 +4,9 @@
 `medrank train ... --trace DIR` writes the model training starts from (DIR itself: HF
 config, f32 safetensors, tokenizer.json) and DIR/trace.json: the options, the examples as
 token ids, and each optimiser step's examples, learning rates and loss. This script loads
-DIR with Hugging Face transformers (BertForSequenceClassification or
-BertForMultipleChoice), trains exactly what medrank trains with torch's autograd and
+DIR with Hugging Face transformers (AutoModelForSequenceClassification or
+AutoModelForMultipleChoice: BERT, DeBERTa-v2/v3 or ModernBERT, as the folder's config
+says), trains exactly what medrank trains with torch's autograd and
 torch.optim.AdamW, and compares each step's loss (computed before that step's update) with
 medrank's. It is independent of medrank: HF's BERT forward pass, torch's gradients and
 torch's optimiser, its own schedule and objective; none of medrank's code or numbers
@@ -22,8 +23,11 @@ Deliberate differences from a stock HF Trainer fine-tune (they follow medrank's 
   but leaves autograd on (only torch.no_grad stops it), and the config stays as loaded,
   so a saved model's config.json is the initial one;
 - weight decay on every trained parameter, biases and LayerNorm included (the Trainer
-  exempts them); two parameter groups: the new head at `lr`, pretrained weights at
-  `layer_lr` (the pooler in the group "pooler_trains_with" names); no gradient clipping;
+  exempts them); two parameter groups: the new head at `lr` (DeBERTa's pooler and
+  ModernBERT's head layer are the head's), pretrained weights at `layer_lr` (BERT's pooler
+  in the group "pooler_trains_with" names; with top:N ModernBERT's final norm, which reads
+  the top layer, trains with the layers; DeBERTa's relative-position table, which every
+  layer reads, only with all); no gradient clipping;
 - linear warm-up then linear decay computed per step as medrank does:
   lr(s) = base*(s+1)/W for s < W, else base*(T-s)/max(T-W, 1) (HF's warm-up starts at 0);
 - the class-weighted loss is a mean over the step's examples, sum w[gold]*CE / |E|,
@@ -53,7 +57,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
-from transformers import BertForMultipleChoice, BertForSequenceClassification  # noqa: E402
+from transformers import AutoModelForMultipleChoice, AutoModelForSequenceClassification  # noqa: E402
 from transformers.utils import logging as hf_logging  # noqa: E402
 
 hf_logging.disable_progress_bar()
@@ -85,13 +89,13 @@ def schedule_lengths(trace):
 
 def load_model(initial, trace):
     mc = trace["head"] == "multiple_choice"
-    cls = BertForMultipleChoice if mc else BertForSequenceClassification
+    cls = AutoModelForMultipleChoice if mc else AutoModelForSequenceClassification
     model, info = cls.from_pretrained(initial, local_files_only=True, attn_implementation="eager",
                                       output_loading_info=True)
     if info["missing_keys"] or info["unexpected_keys"]:
-        fail(f"initial weights do not match {cls.__name__}: {info}")
+        fail(f"initial weights do not match {type(model).__name__}: {info}")
     arch = (model.config.architectures or [None])[0]
-    if arch != cls.__name__:
+    if arch != type(model).__name__:
         fail(f"config architectures {model.config.architectures}, trace head {trace['head']}")
     if not mc and [model.config.id2label[i] for i in range(model.config.num_labels)] != trace["labels"]:
         fail(f"config id2label {model.config.id2label} vs trace labels {trace['labels']}")
@@ -107,14 +111,21 @@ def param_groups(model, trace):
     if top != expected:
         fail(f"freeze {freeze} trains {expected} of {n_layers} layers, trace says {top}")
     head, layers = [], []
+    base = model.base_model_prefix + "."  # bert., deberta., model.
     for name, p in model.named_parameters():
-        if name.startswith("classifier."):
+        inner = name[len(base):] if name.startswith(base) else None
+        if name.startswith(("classifier.", "pooler.", "head.")):  # DeBERTa's pooler, ModernBERT's head
             group = head
-        elif name.startswith("bert.pooler."):
+        elif inner is None:
+            fail(f"unexpected parameter {name}")
+        elif inner.startswith("pooler."):
             group = head if trace["pooler_trains_with"] == "head" else layers
-        elif name.startswith("bert.encoder.layer."):
-            group = layers if int(name.split(".")[3]) >= n_layers - top else None
-        elif name.startswith("bert.embeddings."):
+        elif inner.startswith(("encoder.layer.", "layers.")):
+            index = int(inner.split(".")[2 if inner.startswith("encoder.") else 1])
+            group = layers if index >= n_layers - top else None
+        elif inner.startswith("final_norm."):
+            group = layers if top > 0 else None
+        elif inner.startswith(("embeddings.", "encoder.rel_embeddings.", "encoder.LayerNorm.")):
             group = layers if freeze == "all" else None
         else:
             fail(f"unexpected parameter {name}")
@@ -142,7 +153,8 @@ def logits_of(model, examples, mc):
             types[at][:n] = torch.tensor(inp.get("token_type_ids") or [0] * n)
             mask[at][:n] = 1
             present[i, k] = k < len(e["inputs"])
-    logits = model(input_ids=ids, token_type_ids=types, attention_mask=mask).logits
+    typed = {"token_type_ids": types} if getattr(model.config, "type_vocab_size", 0) else {}
+    logits = model(input_ids=ids, attention_mask=mask, **typed).logits
     return logits.masked_fill(~present, float("-inf")) if mc else logits
 
 

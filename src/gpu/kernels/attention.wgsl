@@ -15,6 +15,12 @@
 // later key raises the maximum). No length x length buffer exists, and a key is read from
 // global memory once per QUERIES queries rather than once per query.
 //
+// Two families add to the scores: a local layer (ModernBERT, `p.window` > 0) masks the keys
+// more than `window` positions from the query like padding, and only the key blocks some
+// query of the workgroup can see are walked; DeBERTa-v2's relative positions add
+// `relative(...)`, the content-to-position and position-to-content terms (from
+// attention_relative.wgsl; the plain kernel's `relative` is zero, attention_plain.wgsl).
+//
 // A head of D <= 64 values is held as HEAD_MATS 4 x 4 matrices (16 values each, zero past
 // D): the query in q0..q3 and the output row in a0..a3, named variables rather than an
 // array indexed in a loop, which drivers may keep in slow thread-local memory. Keys are
@@ -59,8 +65,17 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>,
     var a3 = mat4x4<f32>();
     var running_max = LOWEST;
     var total = 0.0;
-    for (var k0 = 0u; k0 < p.seq_len; k0 += KEY_BLOCK) {
-        let n = min(KEY_BLOCK, p.seq_len - k0); // keys in this block
+    // The keys the block's queries can see: all, or (a local layer) those within the window
+    // of the block's first to last query. The same for every thread (the barriers need it).
+    let block_first = (wid.x % blocks) * QUERIES;
+    var keys_from = 0u;
+    var keys_to = p.seq_len;
+    if (p.window > 0u) {
+        keys_from = select(0u, block_first - p.window, block_first > p.window);
+        keys_to = min(p.seq_len, block_first + QUERIES + p.window);
+    }
+    for (var k0 = keys_from; k0 < keys_to; k0 += KEY_BLOCK) {
+        let n = min(KEY_BLOCK, keys_to - k0); // keys in this block
         // Stage the block's keys and values (zeros past the head or the sequence).
         for (var e = lid; e < KEY_BLOCK * VECS; e += QUERIES) {
             let j = e / VECS;
@@ -86,7 +101,11 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>,
         for (var j = 0u; j < n; j += 4u) {
             let s = vec4<f32>(score(q0, q1, q2, q3, j), score(q0, q1, q2, q3, j + 1u),
                               score(q0, q1, q2, q3, j + 2u), score(q0, q1, q2, q3, j + 3u))
-                  + vec4<f32>(penalty[j], penalty[j + 1u], penalty[j + 2u], penalty[j + 3u]);
+                  + vec4<f32>(penalty[j], penalty[j + 1u], penalty[j + 2u], penalty[j + 3u])
+                  + vec4<f32>(extra(q0, q1, q2, q3, query, head, k0, j, n),
+                              extra(q0, q1, q2, q3, query, head, k0, j + 1u, n),
+                              extra(q0, q1, q2, q3, query, head, k0, j + 2u, n),
+                              extra(q0, q1, q2, q3, query, head, k0, j + 3u, n));
             let chunk_max = max(max(s.x, s.y), max(s.z, s.w));
             if (chunk_max > running_max) {
                 // A new maximum: rescale what was summed under the old one (0 at first).
@@ -123,6 +142,19 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>,
         store_mat(at, 2u, a2 * inv);
         store_mat(at, 3u, a3 * inv);
     }
+}
+
+// What the family adds to the score of the query at `query` (its head's values from column
+// `head`) and staged key j (key k0 + j, when j < n): the window's mask and the relative
+// positions' terms.
+fn extra(q0: mat4x4<f32>, q1: mat4x4<f32>, q2: mat4x4<f32>, q3: mat4x4<f32>,
+         query: u32, head: u32, k0: u32, j: u32, n: u32) -> f32 {
+    if (j >= n || query >= p.seq_len) {
+        return 0.0;
+    }
+    let key = k0 + j;
+    let far = p.window > 0u && max(query, key) - min(query, key) > p.window;
+    return select(0.0, MASKED, far) + relative(q0, q1, q2, q3, query, key, head, j * VECS);
 }
 
 // The query's (scaled) dot product with staged key j.

@@ -26,23 +26,27 @@ mod column_sum;
 mod cross_entropy;
 mod embedding_backward;
 mod gather_add;
+mod geglu;
 mod layer_norm;
 mod layer_norm_backward;
 mod matmul;
 mod pool;
+mod rotary;
 
 pub use activation_backward::ActivationBackward;
 pub use adamw::{AdamW, AdamWConfig, AdamWStep};
-pub use attention::Attention;
+pub use attention::{Attention, AttentionExtras, RelativeTables};
 pub use attention_backward::AttentionBackward;
 pub use column_sum::ColumnSum;
 pub use cross_entropy::CrossEntropy;
 pub use embedding_backward::{EmbeddingBackward, TokensById, TokensByIdOnDevice};
 pub use gather_add::GatherAdd;
+pub use geglu::GeGlu;
 pub use layer_norm::LayerNorm;
 pub use layer_norm_backward::{LayerNormBackward, LayerNormGrads};
 pub use matmul::{Activation, Addend, Mat, MatMul, Tile};
 pub use pool::Pool;
+pub use rotary::Rotary;
 
 use wgpu::util::DeviceExt;
 
@@ -57,6 +61,9 @@ pub struct Ops {
     pub attention: Attention,
     /// The readouts after the last layer: pooling (heads are products, `matmul`).
     pub pool: Pool,
+    /// ModernBERT's rotary positions and gated feed-forward.
+    pub rotary: Rotary,
+    pub geglu: GeGlu,
 }
 
 impl Ops {
@@ -72,6 +79,8 @@ impl Ops {
             layer_norm: LayerNorm::new(ctx),
             attention: Attention::new(ctx),
             pool: Pool::new(ctx),
+            rotary: Rotary::new(ctx),
+            geglu: GeGlu::new(ctx),
         }
     }
 }

@@ -22,7 +22,7 @@ use crate::gpu::ops::AdamWConfig;
 use crate::model::config::{Arch, EncoderConfig, HeadKind};
 use crate::model::encoder::{forward, layers_forward};
 use crate::model::heads::head_forward;
-use crate::model::load::{random_model, Dense, HeadWeights, LoadedModel, Norm};
+use crate::model::load::{random_model, Dense, HeadWeights, LoadedModel};
 use crate::model::tokenize::Encoded;
 use crate::model::TokenBatch;
 
@@ -247,7 +247,7 @@ pub fn jittered_model(config: EncoderConfig, seed: u64) -> Result<LoadedModel> {
         for d in [&mut l.query, &mut l.key, &mut l.value, &mut l.attn_out, &mut l.ffn_in, &mut l.ffn_out] {
             d.weight = (&d.weight * 10.0)?;
         }
-        for n in [&mut l.attn_norm, &mut l.ffn_norm] {
+        for n in l.attn_norm.iter_mut().chain([&mut l.ffn_norm]) {
             n.weight = jitter(&n.weight, 1.0, 0.3)?;
             n.bias = jitter(&n.bias, 0.0, 0.3)?;
         }
@@ -273,7 +273,9 @@ fn make_vars(m: &mut LoadedModel, first: usize) -> Result<Vec<(String, Var)>> {
     if first == 0 {
         let w = &mut m.weights;
         var("word_embeddings".into(), &mut w.word_embeddings)?;
-        var("position_embeddings".into(), &mut w.position_embeddings)?;
+        if let Some(p) = w.position_embeddings.as_mut() {
+            var("position_embeddings".into(), p)?;
+        }
         if let (Some(t), false) = (w.token_type_embeddings.as_mut(), m.config.arch == Arch::DistilBert) {
             var("token_type_embeddings".into(), t)?;
         }
@@ -293,7 +295,7 @@ fn make_vars(m: &mut LoadedModel, first: usize) -> Result<Vec<(String, Var)>> {
             var(format!("layer{i}.{n}.weight"), &mut d.weight)?;
             var(format!("layer{i}.{n}.bias"), &mut d.bias)?;
         }
-        let norms: [(&str, &mut Norm); 2] = [("attn_norm", &mut l.attn_norm), ("ffn_norm", &mut l.ffn_norm)];
+        let norms = l.attn_norm.iter_mut().map(|n| ("attn_norm", n)).chain([("ffn_norm", &mut l.ffn_norm)]);
         for (n, d) in norms {
             var(format!("layer{i}.{n}.weight"), &mut d.weight)?;
             var(format!("layer{i}.{n}.bias"), &mut d.bias)?;
@@ -317,6 +319,9 @@ fn make_vars(m: &mut LoadedModel, first: usize) -> Result<Vec<(String, Var)>> {
             dense("pre_classifier", pre_classifier)?;
             dense("classifier", classifier)?;
         }
+        Some(HeadWeights::ContextPooler { .. } | HeadWeights::ModernBertHead { .. }) => {
+            return Err(crate::Error::model("the GPU trainer runs BERT, RoBERTa and DistilBERT heads only"))
+        }
         None => return Err(crate::Error::model("the checked model has no head")),
     }
     Ok(vars)
@@ -336,7 +341,7 @@ fn first_tokens_from_states(m: &LoadedModel, first: usize, states: &[Vec<f16>]) 
         mask[k * s..k * s + st.len() / h].fill(1);
     }
     let x = Tensor::from_vec(x, (states.len(), s, h), &Device::Cpu)?;
-    let top = layers_forward(&m.config, &m.weights.layers[first..], x, &mask, true)?;
+    let top = layers_forward(&m.config, &m.weights, first..m.config.num_layers, x, &mask, true)?;
     Ok(top.i((.., 0, ..))?.contiguous()?)
 }
 

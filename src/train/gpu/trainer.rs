@@ -33,6 +33,25 @@ use crate::model::tokenize::Encoded;
 use crate::model::TokenBatch;
 use candle_core::{Device, Tensor};
 
+/// Whether the GPU trainer's kernels run `config`'s layers: BERT, RoBERTa and DistilBERT
+/// (post-norm layers, plain attention). DeBERTa-v2's relative attention and ModernBERT's
+/// rotary, windowed, pre-norm layers have no backward kernels here: refused with a
+/// sentence, and they train on the CPU trainer.
+pub fn supports(config: &EncoderConfig) -> Result<()> {
+    match config.arch {
+        Arch::DebertaV2 | Arch::ModernBert => Err(unsupported(config)),
+        _ => Ok(()),
+    }
+}
+
+fn unsupported(config: &EncoderConfig) -> Error {
+    Error::invalid(format!(
+        "the GPU trainer runs BERT, RoBERTa and DistilBERT layers only: a {} model trains on the CPU \
+         (--backend cpu; the page trains it on the CPU as well)",
+        config.arch.name()
+    ))
+}
+
 /// A trained tensor on the device with its gradient (summed over a step's micro-batches)
 /// and AdamW's two moments.
 struct Param {
@@ -446,6 +465,7 @@ impl GpuTrainer {
         layer_opt: AdamWConfig,
     ) -> Result<Self> {
         let config = model.config.clone();
+        supports(&config)?;
         if config.activation != ModelActivation::Gelu {
             return Err(Error::invalid(format!(
                 "the GPU trainer supports GELU (erf) layers; this model's activation is {:?}",
@@ -471,7 +491,12 @@ impl GpuTrainer {
             };
             Some(Embeddings {
                 word: Table::new(&ctx, "word_embeddings", &w.word_embeddings, trained)?,
-                position: Table::new(&ctx, "position_embeddings", &w.position_embeddings, trained)?,
+                position: Table::new(
+                    &ctx,
+                    "position_embeddings",
+                    w.position_embeddings.as_ref().ok_or_else(|| Error::model("a BERT-family model has positions"))?,
+                    trained,
+                )?,
                 token_type: match (&w.token_type_embeddings, config.arch) {
                     (Some(t), arch) if arch != Arch::DistilBert => {
                         Some(Table::new(&ctx, "token_type_embeddings", t, trained)?)
@@ -507,7 +532,8 @@ impl GpuTrainer {
                 ))
             };
             let (out_w, out_b) = dense("attn_out", &l.attn_out)?;
-            let (norm1_g, norm1_b) = norm("attn_norm", &l.attn_norm)?;
+            let attn_norm = l.attn_norm.as_ref().ok_or_else(|| Error::model("a post-norm layer has its norm"))?;
+            let (norm1_g, norm1_b) = norm("attn_norm", attn_norm)?;
             let (in_w, in_b) = dense("ffn_in", &l.ffn_in)?;
             let (ffn_w, ffn_b) = dense("ffn_out", &l.ffn_out)?;
             let (norm2_g, norm2_b) = norm("ffn_norm", &l.ffn_norm)?;
@@ -538,6 +564,9 @@ impl GpuTrainer {
             }
             HeadWeights::DistilClassifier { pre_classifier, classifier } => {
                 (Activation::Relu, pre_classifier, classifier, ["pre_classifier", "classifier"])
+            }
+            HeadWeights::ContextPooler { .. } | HeadWeights::ModernBertHead { .. } => {
+                return Err(unsupported(&config));
             }
         };
         let n_out = out.weight.dims2()?.0;
@@ -1177,7 +1206,9 @@ impl GpuTrainer {
             l.key = dense(&mut take, n("key"), &l.key)?;
             l.value = dense(&mut take, n("value"), &l.value)?;
             l.attn_out = dense(&mut take, n("attn_out"), &l.attn_out)?;
-            l.attn_norm = norm(&mut take, n("attn_norm"), &l.attn_norm)?;
+            if let Some(attn_norm) = l.attn_norm.as_mut() {
+                *attn_norm = norm(&mut take, n("attn_norm"), attn_norm)?;
+            }
             l.ffn_in = dense(&mut take, n("ffn_in"), &l.ffn_in)?;
             l.ffn_out = dense(&mut take, n("ffn_out"), &l.ffn_out)?;
             l.ffn_norm = norm(&mut take, n("ffn_norm"), &l.ffn_norm)?;
@@ -1185,7 +1216,9 @@ impl GpuTrainer {
         if self.trained_embeddings().is_some() {
             let w = &mut m.weights;
             w.word_embeddings = take("word_embeddings".into(), &w.word_embeddings)?;
-            w.position_embeddings = take("position_embeddings".into(), &w.position_embeddings)?;
+            if let Some(p) = w.position_embeddings.as_mut() {
+                *p = take("position_embeddings".into(), p)?;
+            }
             if self.embeddings.as_ref().is_some_and(|e| e.token_type.is_some()) {
                 if let Some(t) = w.token_type_embeddings.as_mut() {
                     *t = take("token_type_embeddings".into(), t)?;
@@ -1206,6 +1239,9 @@ impl GpuTrainer {
             HeadWeights::DistilClassifier { pre_classifier, classifier } => {
                 *pre_classifier = dense(&mut take, "pre_classifier".into(), pre_classifier)?;
                 *classifier = dense(&mut take, "classifier".into(), classifier)?;
+            }
+            HeadWeights::ContextPooler { .. } | HeadWeights::ModernBertHead { .. } => {
+                return Err(unsupported(&self.config));
             }
         }
         Ok(m)
