@@ -383,12 +383,20 @@ fn attention_refuses_heads_over_64_values() {
     assert!(err.to_string().contains("heads of 80 values exceed the kernel's 64"), "{err}");
 }
 
+/// The forward kernel walks the keys in blocks and holds no row of scores: past the backward
+/// kernels' 512 tokens it runs, up to ModernBERT's 8,192; one token more is refused.
 #[test]
-fn attention_refuses_sequences_longer_than_its_workgroup_buffer() {
+fn attention_refuses_sequences_longer_than_its_limit() {
     let Some(ctx) = context() else { return };
-    let qkv = ctx.zeros_f32("qkv", &[513, 48]).unwrap();
-    let mask = ctx.zeros_f32("mask", &[1, 513]).unwrap();
-    let out = ctx.zeros_f32("out", &[513, 16]).unwrap();
-    let err = Attention::new(&ctx).prepare(&ctx, &qkv, &mask, 2, &out).unwrap_err();
-    assert!(err.to_string().contains("exceed the kernel's 512"), "{err}");
+    let attention = Attention::new(&ctx);
+    let prepare = |n: usize| {
+        let qkv = ctx.zeros_f32("qkv", &[n, 48]).unwrap();
+        let mask = ctx.zeros_f32("mask", &[1, n]).unwrap();
+        let out = ctx.zeros_f32("out", &[n, 16]).unwrap();
+        attention.prepare(&ctx, &qkv, &mask, 2, &out).map(|_| ())
+    };
+    assert_eq!(Attention::MAX_FORWARD_SEQ_LEN, 8192);
+    prepare(Attention::MAX_SEQ_LEN + 1).unwrap();
+    let err = prepare(Attention::MAX_FORWARD_SEQ_LEN + 1).unwrap_err();
+    assert!(err.to_string().contains("sequences of 8193 tokens exceed the kernel's 8192"), "{err}");
 }

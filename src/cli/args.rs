@@ -199,3 +199,11 @@ pub struct PairRunArgs {
     #[command(flatten)]
     pub bootstrap: BootstrapArgs,
 }
+
+/// A subcommand's flags as a test types them (`["evaluate", "--bundle", ...]`), parsed by
+/// clap as `medrank` parses them: the tests that hold clap's defaults to the job layer's.
+#[cfg(test)]
+pub(super) fn parse_flags<A: clap::Args + clap::FromArgMatches>(argv: &[&str]) -> A {
+    let matches = A::augment_args(clap::Command::new("medrank")).get_matches_from(argv);
+    A::from_arg_matches(&matches).expect("the flags parse")
+}

@@ -180,18 +180,12 @@ pub(super) fn rubric_draft(a: RubricDraftArgs) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use clap::Parser;
-
-    #[derive(Parser)]
-    struct Cli {
-        #[command(flatten)]
-        args: RubricDraftArgs,
-    }
+    use crate::cli::args::parse_flags;
 
     #[test]
     fn a_bare_command_line_drafts_with_the_jobs_defaults() {
-        let a =
-            Cli::parse_from(["rubric-draft", "--prompts", "p.jsonl", "--evidence", "e.md", "--out", "o.jsonl"]).args;
+        let a: RubricDraftArgs =
+            parse_flags(&["rubric-draft", "--prompts", "p.jsonl", "--evidence", "e.md", "--out", "o.jsonl"]);
         assert_eq!(options(&a), job::DraftOptions::default());
     }
 }

@@ -162,21 +162,14 @@ fn evaluate_with_model(a: &EvaluateArgs, dir: &Path, mut outputs: Outputs) -> Re
 #[cfg(test)]
 mod tests {
     use super::*;
-    use clap::Parser;
-
-    /// `medrank evaluate` as a test types it.
-    #[derive(Parser)]
-    struct Cli {
-        #[command(flatten)]
-        args: EvaluateArgs,
-    }
+    use crate::cli::args::parse_flags;
 
     #[test]
     fn the_flags_left_out_are_the_job_layers_defaults() {
-        let cli = Cli::parse_from(["evaluate", "--bundle", "b.jsonl", "--model", "m"]);
-        assert_eq!(options(&cli.args), jobs::RankOptions::default());
+        let a: EvaluateArgs = parse_flags(&["evaluate", "--bundle", "b.jsonl", "--model", "m"]);
+        assert_eq!(options(&a), jobs::RankOptions::default());
         // A bare --controls is every control the inputs allow; a list is taken as given.
-        let cli = Cli::parse_from(["evaluate", "--bundle", "b.jsonl", "--model", "m", "--controls"]);
-        assert_eq!(options(&cli.args).controls, jobs::ControlChoice::All);
+        let a: EvaluateArgs = parse_flags(&["evaluate", "--bundle", "b.jsonl", "--model", "m", "--controls"]);
+        assert_eq!(options(&a).controls, jobs::ControlChoice::All);
     }
 }

@@ -280,18 +280,12 @@ pub(super) fn train(a: TrainArgs) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use clap::Parser;
-
-    /// `medrank train` as a test types it.
-    #[derive(Parser)]
-    struct Cli {
-        #[command(flatten)]
-        args: TrainArgs,
-    }
+    use crate::cli::args::parse_flags;
 
     #[test]
     fn the_flags_left_out_are_the_job_layers_defaults() {
-        let a = Cli::parse_from(["train", "--model", "m", "--train", "t.jsonl", "--dev", "d.jsonl", "--out", "o"]).args;
+        let a: TrainArgs =
+            parse_flags(&["train", "--model", "m", "--train", "t.jsonl", "--dev", "d.jsonl", "--out", "o"]);
         let d = crate::jobs::TrainForm::default();
         assert_eq!((a.task, a.arguments, a.freeze, a.backend), (d.task, d.arguments, d.freeze, d.backend));
         assert_eq!(

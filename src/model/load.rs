@@ -238,6 +238,8 @@ impl ModelFiles {
                 "no model.safetensors (or pytorch_model.bin) in this folder",
             ));
         };
+        // The config first, as the loader reads it first (its errors come before the tokenizer's).
+        let config_json = read("config.json")?;
         // A DeBERTa-v3 folder may hold only the SentencePiece model: converted here, as
         // transformers' fast tokenizer converts it.
         let (tokenizer_json, tokenizer_source) =
@@ -256,7 +258,7 @@ impl ModelFiles {
             };
         Ok(ModelFiles {
             name: dir.display().to_string(),
-            config_json: read("config.json")?,
+            config_json,
             tokenizer_json,
             tokenizer_source,
             weights,
