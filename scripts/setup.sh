@@ -71,6 +71,10 @@ setup_reference() {
   # Python's side of the Hugging Face cache tests/hub.rs shares with medrank (transformers
   # brings it; named here because the test runs it itself).
   pip_install huggingface_hub "huggingface_hub>=0.23"
+  # DeBERTa-v3's SentencePiece tokenizer as transformers converts it (tests/families.rs,
+  # tests/reference/deberta_tokenizer.py: the converter reads spm.model through protobuf).
+  pip_install sentencepiece "sentencepiece>=0.2"
+  pip_install google.protobuf "protobuf>=4"
 }
 
 MODEL_DIR="$ROOT/models/all-MiniLM-L6-v2"
