@@ -6,7 +6,7 @@
 //! and the graded file (met and p_met per criterion), which `medrank rubric` scores to the
 //! same means and `medrank rubric-agreement --grader-file` sets beside people.
 
-use super::kept::{classification_head, Encoding, ModelJob, ProgressEncoder, RunOptions};
+use super::kept::{check_classification_head, Encoding, ModelJob, ProgressEncoder, RunOptions};
 use super::rubric_agreement::{rubric_agreement, AgreementViews, RubricAgreementRequest};
 use super::spec::{options_value, reply, JobRequest, JobSpec, LocalFuture, ModelRun, ReportPart, RunViews, View};
 use super::views::{rubric_view, value, RubricView};
@@ -159,8 +159,7 @@ impl ModelJob for GradeRequest {
         let req = self;
         let loaded = &model.encoder.model;
         let needs = "a grader is a model trained with `medrank train --task criterion`, or an NLI model (its labels name `entailment`)";
-        // The encoder reads out the model's own head (`Readout::Logits`): it must be a classifier.
-        classification_head(model, needs)?;
+        check_classification_head(model, needs)?;
         let kind = GraderKind::of_labels(&loaded.config.labels)?;
         let mut warnings = Vec::new();
         let responses = read_rubric(&req.rubric, &mut warnings)?;

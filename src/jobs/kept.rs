@@ -48,12 +48,13 @@ pub struct Encoding<'a, E> {
     pub progress: &'a mut dyn FnMut(&EncodeProgress) -> bool,
 }
 
-/// The model's sequence-classification head, or an error naming the model and what the job
-/// `needs` (a grader, an NLI model).
-pub fn classification_head<'m>(model: &'m TextModel, needs: &str) -> Result<&'m crate::model::HeadWeights> {
+/// Checks that the model has a sequence-classification head (the encoder reads it out,
+/// `Readout::Logits`), or an error naming the model and what the job `needs` (a grader, an
+/// NLI model).
+pub fn check_classification_head(model: &TextModel, needs: &str) -> Result<()> {
     let loaded = &model.encoder.model;
     match (&loaded.head, loaded.config.head) {
-        (Some(head), crate::model::HeadKind::SequenceClassification) => Ok(head),
+        (Some(_), crate::model::HeadKind::SequenceClassification) => Ok(()),
         _ => Err(Error::invalid(format!("{} has no sequence-classification head: {needs}", model.name))),
     }
 }

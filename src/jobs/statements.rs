@@ -3,7 +3,7 @@
 //! `eval::statements`); the answer (after its question or conversation) is the premise,
 //! each statement the hypothesis (`model::grade::encode_pair`, the grader's input).
 
-use super::kept::{classification_head, Encoding, ModelJob, ProgressEncoder, RunOptions};
+use super::kept::{check_classification_head, Encoding, ModelJob, ProgressEncoder, RunOptions};
 use super::spec::{options_value, reply, JobSpec, LocalFuture, ModelRun, RunViews, View};
 use super::{NamedText, Outcome};
 use crate::data::statements::parse_statements;
@@ -84,8 +84,7 @@ impl ModelJob for StatementRequest {
         crate::stats::bootstrap::check_settings(req.options.bootstrap.resamples, req.options.bootstrap.confidence)
             .map_err(Error::invalid)?;
         let loaded = &model.encoder.model;
-        // The encoder reads out the model's own head (`Readout::Logits`): it must be a classifier.
-        classification_head(model, "statement checks need an NLI model")?;
+        check_classification_head(model, "statement checks need an NLI model")?;
         let labels = NliLabels::of_labels(&loaded.config.labels)?;
         let (answers, mut warnings) = parse_statements(&req.answers.name, &req.answers.text)?;
         let mut inputs: Vec<GradeInput> = Vec::new();
