@@ -8,7 +8,7 @@
 use candle_core::{Device, Tensor, Var, D};
 use candle_nn::{AdamW as CandleAdamW, Optimizer, ParamsAdamW};
 use medrank::gpu::ops::{
-    ActivationBackward, AdamW, AdamWConfig, Addend, AttentionBackward, ColumnSum, CrossEntropy, EmbeddingBackward,
+    ActivationOp, AdamW, AdamWConfig, Addend, AttentionBackward, ColumnSum, CrossEntropy, EmbeddingBackward,
     LayerNormBackward, LayerNormGrads, Mat, MatMul, TokensById,
 };
 use medrank::gpu::{Activation, GpuContext, GpuTensor};
@@ -141,7 +141,7 @@ fn matmul_reads_strided_rows_and_adds_a_matrix() {
 #[test]
 fn activation_gradients_match_candle() {
     let Some(ctx) = context() else { return };
-    let op = ActivationBackward::new(&ctx);
+    let op = ActivationOp::new(&ctx);
     let n = 1000;
     let x: Vec<f32> = random(n, 5).iter().map(|v| v * 4.0).collect();
     let r = random(n, 6);
@@ -157,7 +157,7 @@ fn activation_gradients_match_candle() {
         let want = grads(&y, &r, &[&xv]);
         // The forward mode gives the activation (the saved output of tanh and ReLU).
         let out = zeros(&ctx, &[n]);
-        run(&ctx, op.prepare_forward(&ctx, &xt, act, &out).unwrap());
+        run(&ctx, op.prepare_forward(&ctx, &xt, act, false, &out).unwrap());
         assert_rel(&ctx.read_f32_blocking(&out).unwrap(), &values(&y), &format!("{act:?} forward"));
         let saved = if act == Activation::Gelu { &xt } else { &out };
         let dx = zeros(&ctx, &[n]);

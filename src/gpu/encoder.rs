@@ -864,7 +864,7 @@ impl GpuEncoder {
                 add(step::LAYER_NORM, ops.layer_norm.prepare(ctx, &x, None, &n.gamma, &n.beta, eps, normed)?);
                 add(step::FFN_IN, ops.matmul.prepare(ctx, normed, &l.ffn_in.weight, &l.ffn_in.bias, none, &inner)?);
                 let gated = Activations::view(&class.gated, &[tokens, c.intermediate_size]);
-                add(step::FFN_IN, ops.geglu.prepare(ctx, &inner, act, &gated)?);
+                add(step::FFN_IN, ops.activation.prepare_forward(ctx, &inner, act, true, &gated)?);
                 add(step::FFN_OUT, residual(&gated, &l.ffn_out)?);
             } else {
                 add(step::QKV, ops.matmul.prepare(ctx, &x, &l.qkv.weight, &l.qkv.bias, none, &qkv)?);

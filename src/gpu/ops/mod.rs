@@ -18,7 +18,7 @@
 //! transposed and strided views, [`Mat`], plus [`ColumnSum`] for biases), the loss and
 //! AdamW; tests/gpu_backward.rs checks each against candle's autograd.
 
-mod activation_backward;
+mod activation;
 mod adamw;
 mod attention;
 mod attention_backward;
@@ -26,14 +26,13 @@ mod column_sum;
 mod cross_entropy;
 mod embedding_backward;
 mod gather_add;
-mod geglu;
 mod layer_norm;
 mod layer_norm_backward;
 mod matmul;
 mod pool;
 mod rotary;
 
-pub use activation_backward::ActivationBackward;
+pub use activation::ActivationOp;
 pub use adamw::{AdamW, AdamWConfig, AdamWStep};
 pub use attention::{Attention, AttentionExtras, RelativeTables};
 pub use attention_backward::AttentionBackward;
@@ -41,7 +40,6 @@ pub use column_sum::ColumnSum;
 pub use cross_entropy::CrossEntropy;
 pub use embedding_backward::{EmbeddingBackward, TokensById, TokensByIdOnDevice};
 pub use gather_add::GatherAdd;
-pub use geglu::GeGlu;
 pub use layer_norm::LayerNorm;
 pub use layer_norm_backward::{LayerNormBackward, LayerNormGrads};
 pub use matmul::{Activation, Addend, Mat, MatMul, Tile};
@@ -61,9 +59,10 @@ pub struct Ops {
     pub attention: Attention,
     /// The readouts after the last layer: pooling (heads are products, `matmul`).
     pub pool: Pool,
-    /// ModernBERT's rotary positions and gated feed-forward.
+    /// ModernBERT's rotary positions.
     pub rotary: Rotary,
-    pub geglu: GeGlu,
+    /// Activations a product cannot fuse: ModernBERT's gated feed-forward, and training's.
+    pub activation: ActivationOp,
 }
 
 impl Ops {
@@ -80,7 +79,7 @@ impl Ops {
             attention: Attention::new(ctx),
             pool: Pool::new(ctx),
             rotary: Rotary::new(ctx),
-            geglu: GeGlu::new(ctx),
+            activation: ActivationOp::new(ctx),
         }
     }
 }
@@ -89,7 +88,6 @@ impl Ops {
 /// only when something trains.
 pub struct TrainOps {
     pub column_sum: ColumnSum,
-    pub activation: ActivationBackward,
     pub layer_norm: LayerNormBackward,
     pub attention: AttentionBackward,
     pub cross_entropy: CrossEntropy,
@@ -101,7 +99,6 @@ impl TrainOps {
     pub fn new(ctx: &GpuContext) -> Self {
         TrainOps {
             column_sum: ColumnSum::new(ctx),
-            activation: ActivationBackward::new(ctx),
             layer_norm: LayerNormBackward::new(ctx),
             attention: AttentionBackward::new(ctx),
             cross_entropy: CrossEntropy::new(ctx),

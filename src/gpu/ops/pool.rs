@@ -8,7 +8,7 @@ params! {
         rows: u32,
         seq_len: u32,
         hidden: u32,
-        /// MODE_MEAN, MODE_CLS or MODE_MAX.
+        /// A [`PoolingMode`] as its MODE_* code.
         mode: u32,
         /// 1: scale each vector to unit length.
         normalize: u32,
@@ -17,10 +17,6 @@ params! {
         _pad2: u32,
     }
 }
-
-const MODE_MEAN: usize = 0;
-const MODE_CLS: usize = 1;
-const MODE_MAX: usize = 2;
 
 /// One vector per sequence from its tokens' states (kernels/pool.wgsl): the mean or the
 /// maximum over the real tokens, or the first token's state, optionally normalised; what
@@ -34,8 +30,13 @@ impl Pool {
     const THREADS: usize = 128;
 
     pub fn new(ctx: &GpuContext) -> Self {
-        let constants =
-            [("THREADS", Self::THREADS), ("MODE_MEAN", MODE_MEAN), ("MODE_CLS", MODE_CLS), ("MODE_MAX", MODE_MAX)];
+        // The kernel's MODE_* codes are the host enum's own discriminants.
+        let constants = [
+            ("THREADS", Self::THREADS),
+            ("MODE_MEAN", PoolingMode::Mean as usize),
+            ("MODE_CLS", PoolingMode::Cls as usize),
+            ("MODE_MAX", PoolingMode::Max as usize),
+        ];
         let source = Source {
             directives: "",
             params: Params::WGSL,
@@ -67,11 +68,7 @@ impl Pool {
             rows: to_u32(rows, "pool", "rows")?,
             seq_len: to_u32(seq_len, "pool", "seq_len")?,
             hidden: to_u32(hidden, "pool", "hidden")?,
-            mode: match pooling.mode {
-                PoolingMode::Mean => MODE_MEAN,
-                PoolingMode::Cls => MODE_CLS,
-                PoolingMode::Max => MODE_MAX,
-            } as u32,
+            mode: pooling.mode as u32,
             normalize: pooling.normalize as u32,
             _pad0: 0,
             _pad1: 0,

@@ -712,7 +712,7 @@ impl GpuTrainer {
                 &s.y,
             )?);
             dispatches.extend(mm(&s.y, &layer.in_w, &layer.in_b, &s.pre)?);
-            dispatches.extend(self.train.activation.prepare_forward(ctx, &s.pre, Activation::Gelu, &s.act)?);
+            dispatches.extend(self.ops.activation.prepare_forward(ctx, &s.pre, Activation::Gelu, false, &s.act)?);
             dispatches.extend(mm(&s.act, &layer.ffn_w, &layer.ffn_b, &s.ffn)?);
             dispatches.extend(ops.layer_norm.prepare(
                 ctx,
@@ -978,7 +978,7 @@ impl GpuTrainer {
 
     /// Records the backward pass from the logits' gradient down to the first trained layer.
     fn backward(&self, f: &Forward, dlogits: &GpuTensor, d: &mut Vec<Dispatch>) -> Result<()> {
-        let (ctx, mm, t) = (&self.ctx, &self.ops.matmul, &self.train);
+        let (ctx, mm, act, t) = (&self.ctx, &self.ops.matmul, &self.ops.activation, &self.train);
         let h = self.config.hidden_size;
         let inter = self.config.intermediate_size;
         let (batch, seq_len) = (f.batch, f.seq_len);
@@ -1012,7 +1012,7 @@ impl GpuTrainer {
         let dpooled = ctx.zeros_f32("dpooled", &[batch, h])?;
         input_grads(d, Mat::of(dlogits)?, &head.out_w, Addend::None, Mat::of(&dpooled)?)?;
         let dpre = ctx.zeros_f32("dpooled pre", &[batch, h])?;
-        d.extend(t.activation.prepare(ctx, head.activation, &f.pooled, &dpooled, &dpre)?);
+        d.extend(act.prepare(ctx, head.activation, &f.pooled, &dpooled, &dpre)?);
         weight_grads(d, Mat::of(&dpre)?, Mat::of(last)?, &head.dense_w, &head.dense_b, &dpre)?;
         let dlast = ctx.zeros_f32("dout", &[batch, h])?;
         input_grads(d, Mat::of(&dpre)?, &head.dense_w, Addend::None, Mat::of(&dlast)?)?;
@@ -1064,7 +1064,7 @@ impl GpuTrainer {
             d.extend(norm_grads(&s.ffn, &s.y, (&layer.norm2_g, &layer.norm2_b), dout, ds2)?);
             weight_grads(d, Mat::of(ds2)?, Mat::of(&s.act)?, &layer.ffn_w, &layer.ffn_b, ds2)?;
             input_grads(d, Mat::of(ds2)?, &layer.ffn_w, Addend::None, Mat::of(dact)?)?;
-            d.extend(t.activation.prepare(ctx, Activation::Gelu, &s.pre, dact, dpre_ffn)?);
+            d.extend(act.prepare(ctx, Activation::Gelu, &s.pre, dact, dpre_ffn)?);
             weight_grads(d, Mat::of(dpre_ffn)?, Mat::of(&s.y)?, &layer.in_w, &layer.in_b, dpre_ffn)?;
             // y feeds the feed-forward block and its residual.
             input_grads(d, Mat::of(dpre_ffn)?, &layer.in_w, Addend::Matrix(ds2), Mat::of(dy)?)?;
