@@ -59,7 +59,7 @@ pub fn loadable(resolved: &str, chosen: &[&str], reads_bin: bool) -> Result<()> 
     if !reads_bin && chosen.contains(&"spm.model") {
         return refuse(
             "spm.model",
-            "the repository has a SentencePiece spm.model but no tokenizer.json, the only tokenizer the page reads (the command line converts spm.model); nothing was downloaded",
+            &format!("the repository has {}; nothing was downloaded", crate::model::load::SPM_ONLY_IN_THE_PAGE),
         );
     }
     if !reads_bin && chosen.contains(&"pytorch_model.bin") {
