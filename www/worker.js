@@ -209,8 +209,9 @@ async function runBench(msg) {
     postMessage({ type: 'progress', id: msg.id, stage, done, total });
     return true;
   };
-  // The f32 folder: the grid's int8 runs quantize it as the page's Options would.
-  const { model } = await keptModel({ source: 'bundled' }, progress);
+  // The bundled f32 folder (the grid's int8 runs quantize it as the page's Options would),
+  // or a folder picked on the bench page.
+  const { model } = await keptModel(msg.model || { source: 'bundled' }, progress);
   const precisions = msg.precisions || ['f32'];
   const request = { backends: msg.backends, precisions, cells: msg.cells, min_seconds: msg.minSeconds };
   const reply = await model.bench(JSON.stringify(request), progress);
