@@ -161,10 +161,19 @@ fn model_files(model: &JsValue) -> Result<crate::model::ModelFiles> {
     let text = |key: &str| get(key).and_then(|v| v.as_string()).map(String::into_bytes);
     let missing = |file: &str| Error::invalid(format!("the model has no {file}"));
     let weights = get("weights").ok_or_else(|| missing("model.safetensors"))?;
+    let name = get("name").and_then(|v| v.as_string()).unwrap_or_else(|| "model".into());
+    // A folder whose only tokenizer is `spm.model` (the worker says so with `spm_only`).
+    let no_tokenizer = || match get("spm_only") {
+        Some(_) => Error::in_file(
+            &format!("{name}/spm.model"),
+            format!("the folder has {}", crate::model::load::SPM_ONLY_IN_THE_PAGE),
+        ),
+        None => missing("tokenizer.json"),
+    };
     Ok(crate::model::ModelFiles {
-        name: get("name").and_then(|v| v.as_string()).unwrap_or_else(|| "model".into()),
         config_json: text("config").ok_or_else(|| missing("config.json"))?,
-        tokenizer_json: text("tokenizer").ok_or_else(|| missing("tokenizer.json"))?,
+        tokenizer_json: text("tokenizer").ok_or_else(no_tokenizer)?,
+        name,
         weights: js_sys::Uint8Array::new(&weights).to_vec(),
         pooling_json: text("pooling"),
         modules_json: text("modules"),
@@ -184,6 +193,10 @@ impl Model {
     pub async fn run(&mut self, job: String, request: String, progress: js_sys::Function) -> Result<String, JsValue> {
         let mut progress = progress_of(&progress);
         Ok(page::run_on_model(&mut self.kept, &job, &request, &seconds_now, &mut progress).await?)
+    }
+    /// The encoder's states and logits for texts and pairs (`page::encoder_outputs`).
+    pub async fn encoder_outputs(&mut self, request: String) -> Result<String, JsValue> {
+        Ok(page::encoder_outputs(&mut self.kept, &request).await?)
     }
     /// The bench page's encoder grid (`page::bench::BenchRequest`, JSON text).
     pub async fn bench(&mut self, request: String, progress: js_sys::Function) -> Result<String, JsValue> {

@@ -19,7 +19,7 @@ mod common;
 use common::cli::{root, s, tmp};
 use common::families::{make, python, DEBERTA_TOKENIZER, MODERNBERT_TOKENIZER, MODERNBERT_VOCAB, SPM, SPM_PIECES};
 use common::reference_available;
-use medrank::model::{run_ready, Encoded, Encoder, Part, Readout, TextModel, TextTokenizer};
+use medrank::model::{encoder_outputs, run_ready, Encoder, Part, Readout, TextModel, TextTokenizer};
 use std::path::Path;
 
 const TOLERANCE: f32 = 1e-4;
@@ -67,31 +67,13 @@ fn max_abs_diff(a: &[f32], b: &[f32]) -> f32 {
 /// (last layer's max difference, layer `layer`'s, logits', the longest input in tokens).
 fn compare(dir: &Path, layer: usize, inputs: &[(String, Option<String>)]) -> (f32, f32, f32, usize) {
     let model = TextModel::read_dir(dir).unwrap();
-    let encoded: Vec<Encoded> = inputs
-        .iter()
-        .map(|(a, b)| match b {
-            None => model.tokenizer.encode(a).unwrap(),
-            Some(b) => model.tokenizer.encode_parts(&[Part::cut_end(a)], &[Part::cut_end(b)]).unwrap(),
-        })
-        .collect();
-    let cfg = model.encoder.model.config.clone();
-    let (mut hidden, mut at_layer, mut logits) = (Vec::new(), Vec::new(), Vec::new());
-    for group in encoded.chunks(16) {
-        let batch = model.tokenizer.batch(&group.iter().collect::<Vec<_>>());
-        let h = model.encoder.hidden_states(&batch, cfg.num_layers).unwrap();
-        let l = model.encoder.hidden_states(&batch, layer).unwrap();
-        for (row, e) in group.iter().enumerate() {
-            let span = row * h.seq_len * h.hidden..(row * h.seq_len + e.len()) * h.hidden;
-            hidden.extend_from_slice(&h.data[span.clone()]);
-            at_layer.extend_from_slice(&l.data[span]);
-        }
-        if model.encoder.model.head.is_some() {
-            logits.extend(run_ready(model.encoder.read_out(&batch, Readout::Logits)).unwrap().concat());
-        }
-    }
+    let outputs = run_ready(encoder_outputs(&model, &model.encoder, inputs, layer)).unwrap();
+    let hidden: Vec<f32> = outputs.iter().flat_map(|o| o.hidden.iter().copied()).collect();
+    let at_layer: Vec<f32> = outputs.iter().flat_map(|o| o.layer.iter().copied()).collect();
+    let logits: Vec<f32> = outputs.iter().flat_map(|o| o.logits.iter().copied()).collect();
     let ids = serde_json::json!({
-        "ids": encoded.iter().map(|e| e.ids.clone()).collect::<Vec<_>>(),
-        "type_ids": encoded.iter().map(|e| e.type_ids.clone()).collect::<Vec<_>>(),
+        "ids": outputs.iter().map(|o| &o.ids).collect::<Vec<_>>(),
+        "type_ids": outputs.iter().map(|o| &o.type_ids).collect::<Vec<_>>(),
     });
     let ids_file = dir.join("inputs.json");
     std::fs::write(&ids_file, ids.to_string()).unwrap();
@@ -111,7 +93,7 @@ fn compare(dir: &Path, layer: usize, inputs: &[(String, Option<String>)]) -> (f3
     ]);
     let reference = |ext: &str| floats(&prefix.with_extension(ext));
     let logits_diff = if logits.is_empty() { 0.0 } else { max_abs_diff(&logits, &reference("logits")) };
-    let longest = encoded.iter().map(Encoded::len).max().unwrap();
+    let longest = outputs.iter().map(|o| o.ids.len()).max().unwrap();
     (max_abs_diff(&hidden, &reference("hidden")), max_abs_diff(&at_layer, &reference("layer")), logits_diff, longest)
 }
 

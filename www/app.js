@@ -780,4 +780,11 @@ registerServiceWorker({
   },
 });
 // For the browser tests and for debugging from the console.
-window.medrank = { state, runJob, refreshTrained: () => trainingUi.refreshTrained() };
+/** The chosen model's encoder outputs for `inputs` (texts and [text, pair]s): its states
+ *  after the last layer and `layer`, and its head's logits (the parity tests' view). */
+async function encoderOutputs(inputs, layer, runOptions = options()) {
+  const reply = await ask({ type: 'encode', request: { inputs, layer, options: runOptions, model: selectedModel() } });
+  return reply.result;
+}
+
+window.medrank = { state, runJob, encoderOutputs, refreshTrained: () => trainingUi.refreshTrained() };

@@ -10,9 +10,7 @@ let last = null; // the latest result, re-rendered when native figures arrive
 // The same worker as the app, so the same build choice (threaded when this page is
 // cross-origin isolated) and the same thread count (the app's Options).
 // `bench.html?simd=plain` runs the threaded build without relaxed SIMD (to measure what it adds).
-const url = workerUrl(import.meta.url);
-if (new URL(location.href).searchParams.get('simd') === 'plain') url.searchParams.set('simd', 'plain');
-const worker = new Worker(url, { type: 'module' });
+const worker = new Worker(workerUrl(import.meta.url), { type: 'module' });
 let engine = null;
 const ready = new Promise((resolve, reject) => {
   worker.addEventListener('message', (e) => {
@@ -62,13 +60,18 @@ function run() {
   // f32, and int8 beside it (the CPU only: the GPU path is f32).
   const precisions = $('#bench-int8').checked ? ['f32', 'int8'] : ['f32'];
   const message = { type: 'bench', backends, precisions, cells: GRID[$('#bench-grid').value], minSeconds: 1.0 };
+  // A picked folder is timed instead of the bundled model (the peer's graph is the bundled
+  // model's, so it is left out then).
+  const folder = [...$('#bench-model').files];
+  if (folder.length)
+    message.model = { source: 'local', files: folder, label: folder[0].webkitRelativePath.split('/')[0] };
   ask(
     message,
     (result) => {
       last = result;
       window.__benchLast = result; // for scripts/bench-page.sh
       render();
-      if ($('#bench-peer').checked && !$('#bench-peer').disabled) runPeer(message.cells);
+      if ($('#bench-peer').checked && !$('#bench-peer').disabled && !message.model) runPeer(message.cells);
     },
     { button: $('#bench-run'), progress: $('#bench-progress'), error: $('#bench-error') },
   );

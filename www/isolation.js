@@ -66,10 +66,12 @@ export function chooseThreads(n) {
   else localStorage.removeItem('medrank-threads');
 }
 
-/** The worker's URL with the thread count it should start. */
+/** The worker's URL with the thread count it should start; a page opened with `?simd=plain`
+ *  runs the threaded build without relaxed SIMD (to measure or test what it changes). */
 export function workerUrl(base) {
   const url = new URL('./worker.js', base);
   const n = chosenThreads();
   if (n) url.searchParams.set('threads', String(n));
+  if (new URL(location.href).searchParams.get('simd') === 'plain') url.searchParams.set('simd', 'plain');
   return url;
 }

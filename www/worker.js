@@ -1,6 +1,6 @@
 // The worker: loads the wasm build of the medrank library and runs every heavy job, so the
 // page never freezes. Messages in: {type: 'describe' | 'check-file' | 'check' | 'run' | 'bench' |
-// 'workload' | 'gradient-check' | 'int8-check' | 'model-status' | 'clear-models' | 'train' |
+// 'encode' | 'workload' | 'gradient-check' | 'int8-check' | 'model-status' | 'clear-models' | 'train' |
 // 'train-cancel' | 'training-choices' | 'trained-list' | 'trained-files' | 'trained-delete', id,
 // ...}; out: 'ready' (the engine's description: the file kinds, the jobs, the training form's
 // defaults), 'progress', 'described', 'checked', 'result', 'error', 'fatal' and the training
@@ -120,6 +120,12 @@ self.onmessage = async (event) => {
     } else if (msg.type === 'run') {
       cancelFlag = msg.cancelBuffer ? new Int32Array(msg.cancelBuffer) : null;
       await runJob(msg);
+    } else if (msg.type === 'encode') {
+      // The encoder's own states and logits for texts and pairs (the parity tests' view).
+      const { model: choice, ...request } = msg.request;
+      const { model } = await keptModel(choice, () => true, request.options?.precision);
+      const result = JSON.parse(await model.encoder_outputs(JSON.stringify(request)));
+      postMessage({ type: 'result', id: msg.id, result });
     } else if (msg.type === 'bench') {
       await runBench(msg);
     } else if (msg.type === 'workload') {
@@ -203,8 +209,9 @@ async function runBench(msg) {
     postMessage({ type: 'progress', id: msg.id, stage, done, total });
     return true;
   };
-  // The f32 folder: the grid's int8 runs quantize it as the page's Options would.
-  const { model } = await keptModel({ source: 'bundled' }, progress);
+  // The bundled f32 folder (the grid's int8 runs quantize it as the page's Options would),
+  // or a folder picked on the bench page.
+  const { model } = await keptModel(msg.model || { source: 'bundled' }, progress);
   const precisions = msg.precisions || ['f32'];
   const request = { backends: msg.backends, precisions, cells: msg.cells, min_seconds: msg.minSeconds };
   const reply = await model.bench(JSON.stringify(request), progress);
@@ -313,6 +320,11 @@ async function loadModel(choice, progress, onPlan) {
       }
     } else {
       const file = choice.files.find((f) => f.name === name && (f.webkitRelativePath || name).split('/').length <= 2);
+      // A DeBERTa-v3 folder with its SentencePiece model only: the engine refuses it in words.
+      if (!file && name === 'tokenizer.json' && choice.files.some((f) => f.name === 'spm.model')) {
+        files.spmOnly = true;
+        continue;
+      }
       if (!file)
         throw new Error(
           `The chosen model folder has no ${name}: pick config.json, tokenizer.json and model.safetensors.`,
@@ -345,6 +357,7 @@ function engineFiles(name, files) {
     pooling: text('1_Pooling/config.json'),
     modules: text('modules.json'),
     sentence_config: text('sentence_bert_config.json'),
+    spm_only: files.spmOnly,
   };
 }
 

@@ -59,7 +59,7 @@ pub fn loadable(resolved: &str, chosen: &[&str], reads_bin: bool) -> Result<()> 
     if !reads_bin && chosen.contains(&"spm.model") {
         return refuse(
             "spm.model",
-            "the repository has a SentencePiece spm.model but no tokenizer.json, the only tokenizer the page reads (the command line converts spm.model); nothing was downloaded",
+            &format!("the repository has {}; nothing was downloaded", crate::model::load::SPM_ONLY_IN_THE_PAGE),
         );
     }
     if !reads_bin && chosen.contains(&"pytorch_model.bin") {
@@ -209,6 +209,21 @@ mod tests {
         assert_eq!(
             file_failure(&status(404, None), false, Token::Sent),
             "the Hub answered 404 R: the file is not at this commit"
+        );
+    }
+
+    /// A repository whose only tokenizer is `spm.model`: the command line loads it (it
+    /// converts the SentencePiece model), the page is told why not before any download, in
+    /// the sentence a folder picked in the page gets too (`model::load::SPM_ONLY_IN_THE_PAGE`).
+    #[test]
+    fn a_repository_with_only_spm_model_is_refused_for_the_page_in_words() {
+        let chosen = ["config.json", "spm.model", "model.safetensors"];
+        loadable("hf://o/deberta@c0ffee", &chosen, true).unwrap();
+        let err = loadable("hf://o/deberta@c0ffee", &chosen, false).unwrap_err().to_string();
+        assert_eq!(
+            err,
+            "hf://o/deberta@c0ffee/spm.model: the repository has a SentencePiece spm.model but no tokenizer.json, \
+             the only tokenizer the page reads (the command line converts spm.model); nothing was downloaded"
         );
     }
 }

@@ -190,6 +190,19 @@ impl KeptModel {
         Ok((output, backend.clone()))
     }
 
+    /// [`crate::model::encoder_outputs`] of `inputs` on the kept encoder for `choice`, with
+    /// the backend that ran: what the page's parity tests compare with transformers.
+    pub async fn encoder_outputs(
+        &mut self,
+        inputs: &[(String, Option<String>)],
+        layer: usize,
+        choice: BackendChoice,
+    ) -> Result<(Vec<crate::model::EncoderOutputs>, BackendReport)> {
+        self.encoder(choice).await?;
+        let (_, encoder, backend) = self.opened.as_ref().expect("opened above");
+        Ok((crate::model::encoder_outputs(&self.model, encoder, inputs, layer).await?, backend.clone()))
+    }
+
     /// `job` as the page runs it: in `precision` (the folder's own when `None`), on
     /// `choice`, its progress as the page
     /// shows it (a share of the work, [`progress_parts`]; the stage in words with the

@@ -171,6 +171,33 @@ mod tests {
         assert!(b.ids.iter().all(|&i| (1000..30522).contains(&i)));
         assert_eq!(b, random_batch(30522, 4, 2, 0));
     }
+
+    /// The peer scripts build the BERT family's graph: for DeBERTa and ModernBERT the report
+    /// says they were skipped and why (before, each peer failed on a tensor name: a KeyError).
+    #[test]
+    fn peers_of_another_family_are_skipped_with_a_reason() {
+        use crate::model::config::{Arch, EncoderConfig, HeadKind};
+        for arch in [Arch::DebertaV2, Arch::ModernBert] {
+            let config = EncoderConfig { vocab_size: 2000, ..EncoderConfig::tiny(arch, 1, HeadKind::None, &[]) };
+            let model = crate::model::load::random_model(config, 1).unwrap();
+            let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+            let peer = PeerScript {
+                name: "numpy".into(),
+                script: root.join("tests/reference/minilm_numpy.py"),
+                args: vec![],
+                precision: Precision::F32,
+            };
+            let report =
+                bench_with_peers(&model, &[Precision::F32], root, &[peer], &[16], &[1], 1, &mut |_| {}).unwrap();
+            assert_eq!(report.ours.len(), 1, "{arch:?}: medrank itself is measured");
+            let expected = format!(
+                "skipped: the peer builds the BERT family's graph (BERT, RoBERTa, DistilBERT), not {}",
+                arch.name()
+            );
+            assert_eq!(report.peers[0].error.as_deref(), Some(expected.as_str()));
+            assert!(report.peers[0].points.is_empty());
+        }
+    }
 }
 
 /// A peer's measurements, or why it could not run.
@@ -328,10 +355,24 @@ pub fn bench_with_peers(
         })?);
     }
     let peak_memory_bytes = peak_memory_bytes();
+    // The peer scripts build the BERT family's graph (tests/reference/minilm_numpy.py reads
+    // BERT, RoBERTa and DistilBERT folders): another family is reported as skipped, in words,
+    // instead of a peer failing on a tensor name.
+    let unsupported = matches!(model.config.arch, super::Arch::DebertaV2 | super::Arch::ModernBert).then(|| {
+        format!(
+            "skipped: the peer builds the BERT family's graph (BERT, RoBERTa, DistilBERT), not {}",
+            model.config.arch.name()
+        )
+    });
     let mut runs = Vec::new();
     for peer in peers.iter().filter(|p| precisions.contains(&p.precision)) {
         let name = format!("{} {}", peer.name, peer.precision.name());
         let mut run = PeerRun { name: peer.name.clone(), precision: peer.precision, points: Vec::new(), error: None };
+        if let Some(why) = &unsupported {
+            run.error = Some(why.clone());
+            runs.push(run);
+            continue;
+        }
         'shapes: for &len in lengths {
             for &b in batches {
                 match bench_peer(peer, model_dir, len, b, repeats) {

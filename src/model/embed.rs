@@ -141,6 +141,60 @@ pub fn embed_lines(model: &TextModel, lines: &[&str]) -> Result<Vec<Vec<f32>>> {
     run_ready(embed_texts(&model.encoder, &model.tokenizer, &model.pooling, lines, DEFAULT_BATCH)).map(|(v, _)| v)
 }
 
+/// The encoder's outputs for one input of [`encoder_outputs`]: its token ids and types,
+/// the states of its real tokens after the last layer and after layer `layer` (row after
+/// row of `hidden` values), and the head's logits (empty without a head).
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct EncoderOutputs {
+    pub ids: Vec<u32>,
+    pub type_ids: Vec<u32>,
+    pub hidden: Vec<f32>,
+    pub layer: Vec<f32>,
+    pub logits: Vec<f32>,
+}
+
+/// Texts and pairs of texts (the model's pair template, each part cut at its end where the
+/// pair is too long) run through `encoder` in batches of 16, in input order: what the parity
+/// tests compare with Hugging Face transformers on every path (natively, and in the page
+/// through `page::encoder_outputs`).
+pub async fn encoder_outputs<E: Encoder>(
+    model: &TextModel,
+    encoder: &E,
+    inputs: &[(String, Option<String>)],
+    layer: usize,
+) -> Result<Vec<EncoderOutputs>> {
+    use super::tokenize::Part;
+    let tokenizer = &model.tokenizer;
+    let encoded: Vec<Encoded> = inputs
+        .iter()
+        .map(|(a, b)| match b {
+            None => tokenizer.encode(a),
+            Some(b) => tokenizer.encode_parts(&[Part::cut_end(a)], &[Part::cut_end(b)]),
+        })
+        .collect::<Result<_>>()?;
+    let last = encoder.config().num_layers;
+    let has_head = model.encoder.model.head.is_some();
+    let mut out = Vec::with_capacity(encoded.len());
+    for group in encoded.chunks(16) {
+        let batch = tokenizer.batch(&group.iter().collect::<Vec<_>>());
+        let states = encoder.encode(&batch, last).await?;
+        let at_layer = encoder.encode(&batch, layer).await?;
+        let mut logits = if has_head { encoder.read_out(&batch, Readout::Logits).await? } else { vec![] };
+        logits.resize(group.len(), vec![]);
+        for ((row, e), logits) in group.iter().enumerate().zip(logits) {
+            let span = row * states.seq_len * states.hidden..(row * states.seq_len + e.len()) * states.hidden;
+            out.push(EncoderOutputs {
+                ids: e.ids.clone(),
+                type_ids: e.type_ids.clone(),
+                hidden: states.data[span.clone()].to_vec(),
+                layer: at_layer.data[span].to_vec(),
+                logits,
+            });
+        }
+    }
+    Ok(out)
+}
+
 #[cfg(test)]
 mod input_limit_tests {
     use super::input_limit;

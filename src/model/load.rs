@@ -144,6 +144,12 @@ pub struct LoadedModel {
     pub precision: super::precision::Precision,
 }
 
+/// Why the page refuses a model whose only tokenizer is a SentencePiece model (a Hub
+/// repository's plan, `hub::plan::loadable`, and a folder picked in the page alike): its
+/// worker reads `tokenizer.json` by name and converts nothing.
+pub const SPM_ONLY_IN_THE_PAGE: &str =
+    "a SentencePiece spm.model but no tokenizer.json, the only tokenizer the page reads (the command line converts spm.model)";
+
 /// The files of a Hugging Face style model folder, as bytes.
 #[derive(Debug, Clone, Default)]
 pub struct ModelFiles {

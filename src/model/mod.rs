@@ -47,7 +47,7 @@ pub mod tokenize;
 
 pub use batching::EncodingPlan;
 pub use config::{Activation, Arch, EncoderConfig, HeadKind};
-pub use embed::{embed_lines, embed_texts, run_ready, TextModel};
+pub use embed::{embed_lines, embed_texts, encoder_outputs, run_ready, EncoderOutputs, TextModel};
 pub use encoder::{describe_precision, CpuEncoder, Encoder, Readout};
 pub use evaluate::{
     evaluate_bundle, evaluate_bundle_on, sequences_to_encode, EvalOutput, EvaluatorKind, TruncatedInput,

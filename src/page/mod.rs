@@ -74,6 +74,33 @@ pub async fn run_on_model(
     run(jobs::ModelRun { kept, request: &request, now, progress }).await
 }
 
+/// The page's request for its encoder's outputs ([`encoder_outputs`]).
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct EncodeRequest {
+    /// Texts, and pairs of texts (`[text, pair]`, the pair `null` for a single text).
+    inputs: Vec<(String, Option<String>)>,
+    /// The layer whose states come back beside the last one's.
+    layer: usize,
+    /// The backend and the precision, named as the Model section names them.
+    #[serde(default = "jobs::RunOptions::page")]
+    options: jobs::RunOptions,
+}
+
+/// The kept model's encoder outputs on the page's request (JSON text: `{inputs, layer,
+/// options}`), as JSON `{backend, precision, rows}` (rows: `model::EncoderOutputs`): the
+/// engine's own states and logits, which the page's parity tests compare with
+/// transformers' and with the CLI's on the same folder (tests/browser/families.test.mjs).
+pub async fn encoder_outputs(kept: &mut KeptModel, request: &str) -> Result<String> {
+    let r: EncodeRequest = serde_json::from_str(request)
+        .map_err(|e| Error::invalid(format!("bad request for the encoder's outputs: {e}")))?;
+    let (precision, choice) = r.options.read()?;
+    kept.set_precision(precision.unwrap_or(kept.folder_precision));
+    let (rows, backend) = kept.encoder_outputs(&r.inputs, r.layer, choice).await?;
+    let precision = kept.model.encoder.model.precision.name();
+    jobs::json(&serde_json::json!({ "backend": backend, "precision": precision, "rows": rows }))
+}
+
 /// The checks the job `name` makes before any model loads (`with_model`: a model will run
 /// it), as JSON; run whenever the page's files or options change.
 pub fn check(name: &str, request: &str, with_model: bool) -> Result<String> {
@@ -259,9 +286,14 @@ mod tests {
     /// A kept 2-layer random BERT (64 positions: the example's pairs get cut) with the
     /// MiniLM tokenizer and a head of `labels` (none when empty).
     fn tiny_grader(labels: &[&str]) -> KeptModel {
-        use crate::model::config::{Arch, EncoderConfig, HeadKind};
+        tiny_model(crate::model::config::Arch::Bert, labels)
+    }
+
+    /// [`tiny_grader`] of the family `arch`.
+    fn tiny_model(arch: crate::model::config::Arch, labels: &[&str]) -> KeptModel {
+        use crate::model::config::{EncoderConfig, HeadKind};
         let head = if labels.is_empty() { HeadKind::None } else { HeadKind::SequenceClassification };
-        let config = EncoderConfig { vocab_size: 30522, ..EncoderConfig::tiny(Arch::Bert, 2, head, labels) };
+        let config = EncoderConfig { vocab_size: 30522, ..EncoderConfig::tiny(arch, 2, head, labels) };
         let model = crate::model::load::random_model(config, 11).unwrap();
         let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
         let files = crate::model::ModelFiles {
@@ -276,6 +308,47 @@ mod tests {
             tokenizer_source: None,
         };
         KeptModel::from_files(&files).unwrap()
+    }
+
+    /// The page's encoder outputs: per input its ids, every real token's states (last layer
+    /// and the layer asked for) and the head's logits; an input's numbers do not depend on
+    /// the batch it ran in (the padding is masked), for each family; a bad request is refused.
+    #[test]
+    fn the_pages_encoder_outputs_give_each_inputs_states_and_logits() {
+        use crate::model::config::Arch;
+        for arch in [Arch::Bert, Arch::DebertaV2, Arch::ModernBert] {
+            let mut kept = tiny_model(arch, &["entailment", "neutral", "contradiction"]);
+            let hidden = kept.model.encoder.model.config.hidden_size;
+            let request = serde_json::json!({
+                "inputs": [["A patient with fever.", null], ["The drug works.", "It was tested on mice."]],
+                "layer": 1,
+                "options": {"backend": "cpu"},
+            });
+            let reply: serde_json::Value =
+                serde_json::from_str(&pollster::block_on(encoder_outputs(&mut kept, &request.to_string())).unwrap())
+                    .unwrap();
+            assert_eq!(reply["backend"]["backend"], "cpu");
+            let rows: Vec<crate::model::EncoderOutputs> = serde_json::from_value(reply["rows"].clone()).unwrap();
+            assert_eq!(rows.len(), 2);
+            for row in &rows {
+                assert_eq!(row.hidden.len(), row.ids.len() * hidden, "{arch:?}");
+                assert_eq!(row.layer.len(), row.hidden.len());
+                assert_eq!(row.logits.len(), 3);
+                assert_ne!(row.hidden, row.layer, "{arch:?}: the last layer is not layer 1");
+            }
+            assert!(rows[1].ids.len() > rows[0].ids.len(), "the first input is padded in the batch");
+            // The short input alone: the same numbers as beside the longer one.
+            let alone = serde_json::json!({"inputs": [["A patient with fever.", null]], "layer": 1, "options": {"backend": "cpu"}});
+            let reply: serde_json::Value =
+                serde_json::from_str(&pollster::block_on(encoder_outputs(&mut kept, &alone.to_string())).unwrap())
+                    .unwrap();
+            let single: crate::model::EncoderOutputs = serde_json::from_value(reply["rows"][0].clone()).unwrap();
+            let worst = single.hidden.iter().zip(&rows[0].hidden).map(|(a, b)| (a - b).abs()).fold(0.0, f32::max);
+            assert!(worst <= 1e-5, "{arch:?}: padding changed the states by {worst}");
+        }
+        let mut kept = tiny_grader(&[]);
+        let err = pollster::block_on(encoder_outputs(&mut kept, r#"{"inputs": [], "layers": 1}"#)).unwrap_err();
+        assert!(err.to_string().contains("bad request for the encoder's outputs"), "{err}");
     }
 
     /// The example rubric to grade, as the page sends it, with `options`.

@@ -7,7 +7,11 @@
 // at the same thread count. A benchmark: it prints figures and asserts nothing about speed.
 //
 //   node bench-page.mjs OUT.json [NATIVE.json] [--grid full|small] [--no-gpu] [--no-workload]
-//                       [--builds threaded,plain,single]
+//                       [--builds threaded,plain,single] [--model DIR] [--no-int8]
+//
+// --model DIR times that model folder (picked on bench.html as a user picks one) instead of
+// the bundled model; the ONNX Runtime Web peer and the workload (both the bundled model's)
+// are left out then. --no-int8: the CPU in f32 only.
 import { writeFileSync, readFileSync } from 'node:fs';
 import { openApp } from './harness.mjs';
 
@@ -18,9 +22,11 @@ const grid = args.includes('--grid') ? args[args.indexOf('--grid') + 1] : 'full'
 const gpu = !args.includes('--no-gpu');
 const workload = !args.includes('--no-workload');
 const builds = (args.includes('--builds') ? args[args.indexOf('--builds') + 1] : 'threaded,plain,single').split(',');
+const model = args.includes('--model') ? args[args.indexOf('--model') + 1] : null;
+const int8 = !args.includes('--no-int8');
 if (!out) {
   console.error(
-    'usage: node bench-page.mjs OUT.json [NATIVE.json] [--grid full|small] [--no-gpu] [--no-workload] [--builds threaded,plain,single]',
+    'usage: node bench-page.mjs OUT.json [NATIVE.json] [--grid full|small] [--no-gpu] [--no-workload] [--builds threaded,plain,single] [--model DIR] [--no-int8]',
   );
   process.exit(2);
 }
@@ -45,7 +51,9 @@ async function measure(threads, { webgpu, plain = false }) {
     await page.selectOption('#bench-grid', grid);
     await page.setChecked('#bench-cpu', true);
     await page.setChecked('#bench-gpu', webgpu);
-    const peer = !(await page.isDisabled('#bench-peer'));
+    await page.setChecked('#bench-int8', int8);
+    if (model) await page.setInputFiles('#bench-model', model);
+    const peer = !model && !(await page.isDisabled('#bench-peer'));
     if (peer) await page.setChecked('#bench-peer', true);
     result.grid = await runAndRead(page, '#bench-run', '#bench-progress', '#bench-error', async () => {
       // With the peer, the grid is done once onnxruntime-web's rows are in too.
@@ -55,7 +63,7 @@ async function measure(threads, { webgpu, plain = false }) {
         });
       return page.evaluate(() => window.__benchLast);
     });
-    if (!webgpu && workload) {
+    if (!webgpu && workload && !model) {
       await page.setChecked('#workload-cpu', true);
       await page.setChecked('#workload-int8', true);
       await page.setChecked('#workload-gpu', false);

@@ -74,6 +74,20 @@ CONFIGS = {
                             intermediate_size=1152, max_position_embeddings=8192, global_attn_every_n_layers=3,
                             local_attention=128, hidden_activation="gelu", norm_eps=1e-5, pad_token_id=0,
                             bos_token_id=101, eos_token_id=102, cls_token_id=101, sep_token_id=102),
+    # The benchmarks' shapes (BENCHMARKS.md): all-MiniLM-L6-v2's 6 layers x 384 (12 heads of
+    # 32, feed-forward 1,536) in DeBERTa-v3's and ModernBERT's families (ModernBERT's GeGLU
+    # at its own ratio, 1.5 x hidden as in ModernBERT-base; windows of 128, every third
+    # layer global).
+    "bench-v3-6x384": dict(model_type="deberta-v2", hidden_size=384, num_hidden_layers=6, num_attention_heads=12,
+                           intermediate_size=1536, max_position_embeddings=512, relative_attention=True,
+                           pos_att_type=["p2c", "c2p"], position_buckets=256, max_relative_positions=-1,
+                           norm_rel_ebd="layer_norm", share_att_key=True, position_biased_input=False,
+                           type_vocab_size=0, hidden_act="gelu", layer_norm_eps=1e-7, pad_token_id=0),
+    "bench-modernbert-6x384": dict(model_type="modernbert", hidden_size=384, num_hidden_layers=6,
+                                   num_attention_heads=12, intermediate_size=576, max_position_embeddings=8192,
+                                   global_attn_every_n_layers=3, local_attention=128, hidden_activation="gelu",
+                                   norm_eps=1e-5, pad_token_id=0, bos_token_id=101, eos_token_id=102,
+                                   cls_token_id=101, sep_token_id=102),
 }
 
 HEADS = {"seq": AutoModelForSequenceClassification, "mc": AutoModelForMultipleChoice, "none": AutoModel}

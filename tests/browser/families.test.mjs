@@ -1,0 +1,279 @@
+// DeBERTa-v2/v3 and ModernBERT in the page (issue 42): random-weight folders written by
+// Hugging Face transformers itself (tests/reference/families_reference.py make, as
+// tests/families.rs makes them), picked from this computer as a user picks a model folder,
+// run by the page's engine in its Web Worker. The page's own states (after the last layer and
+// after layer 1) and logits (window.medrank.encoderOutputs: the kept model's encoder, as every
+// model job runs it) equal transformers' on the same token ids within 1e-4 (the native
+// tests' tolerance), on single texts, pairs and, for ModernBERT, texts of more than 512
+// tokens, in each of the site's three wasm builds (threaded with relaxed SIMD, threaded
+// without it, single-threaded); on WebGPU (Chromium's SwiftShader) they equal the page's CPU
+// within 1e-3, the GPU tolerance of tests/gpu_encoder.rs and encoder.test.mjs. A DeBERTa-v3
+// NLI model (id2label entailment / neutral / contradiction) grades the example rubric and
+// checks the example statements zero-shot with `medrank grade` / `medrank statements`'
+// numbers; a folder whose only tokenizer is spm.model is refused with the sentence the Hub
+// plan gives.
+//
+// The DeBERTa folders get transformers' own conversion of the vendored spm.model as their
+// tokenizer.json (tests/reference/deberta_tokenizer.py; tests/families.rs holds medrank's
+// conversion to it on 1,000 texts); the ModernBERT folders MiniLM's WordPiece tokenizer.json.
+// Needs PyTorch, transformers and sentencepiece (scripts/setup.sh reference); without them the
+// tests are skipped, unless MEDRANK_REQUIRE_REFERENCE=1.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { copyFileSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { basename, join } from 'node:path';
+import { openApp, upload, run, cli, differencesAbs, ROOT, SITE, EXAMPLES } from './harness.mjs';
+
+const SPM = join(ROOT, 'tests/fixtures/deberta-v3-spm/spm.model');
+const SPM_PIECES = 6000;
+const WORDPIECE = join(ROOT, 'models/all-MiniLM-L6-v2/tokenizer.json');
+const WORDPIECE_VOCAB = 30522;
+const NLI = 'entailment,neutral,contradiction';
+const TOLERANCE = 1e-4;
+const GPU_TOLERANCE = 1e-3;
+
+function referenceAvailable() {
+  try {
+    execFileSync('python3', ['-c', 'import torch, transformers, sentencepiece'], { stdio: 'ignore' });
+    return true;
+  } catch {
+    if (process.env.MEDRANK_REQUIRE_REFERENCE === '1')
+      throw new Error('PyTorch, transformers and sentencepiece are required here (scripts/setup.sh reference)');
+    return false;
+  }
+}
+const SKIP =
+  (!existsSync(WORDPIECE) && 'no model in models/: run scripts/setup.sh model') ||
+  (!referenceAvailable() && 'the PyTorch reference needs torch and transformers (scripts/setup.sh reference)');
+const haveThreads = existsSync(join(SITE, 'pkg-threads-relaxed/medrank_bg.wasm')) && existsSync(join(SITE, 'pkg-threads/medrank_bg.wasm'));
+
+const python = (args) => execFileSync('python3', args, { cwd: ROOT, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+
+/**
+ * A folder `name` under `work` written by transformers (`config` of families_reference.py's
+ * CONFIGS, `head` seq|mc|none, comma-separated `labels`), with a tokenizer.json: the
+ * converted spm.model for DeBERTa (which stays beside it), MiniLM's for ModernBERT.
+ */
+function makeFolder(work, name, config, head, labels) {
+  const dir = join(work, name);
+  const deberta = !config.includes('modernbert');
+  const vocab = String(deberta ? SPM_PIECES : WORDPIECE_VOCAB);
+  python(['tests/reference/families_reference.py', 'make', '--config', config, '--head', head, '--vocab', vocab, '--out', dir, '--seed', '7', ...(labels ? ['--labels', labels] : [])]);
+  if (deberta) {
+    copyFileSync(SPM, join(dir, 'spm.model'));
+    const texts = join(work, `${name}-texts.json`);
+    writeFileSync(texts, JSON.stringify([['a', null]]));
+    python(['tests/reference/deberta_tokenizer.py', '--spm', SPM, '--texts', texts, '--tokenizer-json', join(dir, 'tokenizer.json'), '--ids', join(work, `${name}-ids.json`)]);
+  } else {
+    copyFileSync(WORDPIECE, join(dir, 'tokenizer.json'));
+  }
+  return dir;
+}
+
+/** The `field` of the first `n` lines of a vendored JSONL file. */
+function field(file, key, n) {
+  return readFileSync(join(ROOT, file), 'utf8').split('\n').filter(Boolean).slice(0, n).map((l) => JSON.parse(l)[key]);
+}
+
+/** 28 inputs ([text, pair or null]) of tests/families.rs's kinds: clinical questions, NLI
+ *  pairs (statement, evidence), claims, and two texts of four questions joined (over 512
+ *  tokens: cut at DeBERTa's limit, whole for ModernBERT's 1,024). */
+function inputs() {
+  const questions = field('data/casimedicos/train.jsonl', 'question', 20);
+  const statements = field('data/esnli-mini/train.jsonl', 'statement', 10);
+  const evidence = field('data/esnli-mini/train.jsonl', 'evidence', 10);
+  return [
+    ...questions.slice(0, 12).map((q) => [q, null]),
+    ...statements.map((s, i) => [s, evidence[i]]),
+    ...field('data/scifact-mini/train.jsonl', 'claim', 4).map((c) => [c, null]),
+    [questions.slice(12, 16).join(' '), null],
+    [questions.slice(16, 20).join(' '), null],
+  ];
+}
+/** SwiftShader emulates the GPU on the CPU (slowly): a question, a pair, a claim, and for
+ *  ModernBERT a text over 512 tokens. */
+const gpuInputs = (all, config) => [all[0], all[12], all[22], ...(config.includes('modernbert') ? [all[27]] : [])];
+
+/** transformers' outputs (families_reference.py run) on the page's token ids:
+ *  {hidden, layer, logits} as flat Float32Arrays. */
+function reference(dir, rows, layer) {
+  const ids = join(dir, 'page-inputs.json');
+  writeFileSync(ids, JSON.stringify({ ids: rows.map((r) => r.ids), type_ids: rows.map((r) => r.type_ids) }));
+  const prefix = join(dir, 'reference');
+  python(['tests/reference/families_reference.py', 'run', '--model', dir, '--inputs', ids, '--out', prefix, '--layer', String(layer)]);
+  const floats = (ext) => (existsSync(`${prefix}.${ext}`) ? new Float32Array(new Uint8Array(readFileSync(`${prefix}.${ext}`)).buffer) : new Float32Array());
+  return { hidden: floats('hidden'), layer: floats('layer'), logits: floats('logits') };
+}
+
+/** The largest |a - b| of two equally long arrays of numbers. */
+function maxDiff(a, b, what) {
+  assert.equal(a.length, b.length, `${what}: lengths`);
+  let worst = 0;
+  for (let i = 0; i < a.length; i++) worst = Math.max(worst, Math.abs(a[i] - b[i]));
+  return worst;
+}
+const flat = (rows, key) => rows.flatMap((r) => r[key]);
+
+/** The cases: a folder of each family's shapes and heads (tests/families.rs's small ones). */
+const CASES = [
+  { name: 'deberta-v3-nli', config: 'small-v3', head: 'seq', labels: NLI, what: 'DeBERTa-v3, NLI head' },
+  { name: 'deberta-v2-mc', config: 'small-v2', head: 'mc', labels: '', what: 'DeBERTa-v2 (absolute positions, types, clamped distances), multiple choice' },
+  { name: 'modernbert-cls', config: 'small-modernbert', head: 'seq', labels: 'yes,no', what: 'ModernBERT (cls pooling)' },
+  { name: 'modernbert-mean', config: 'small-modernbert-mean', head: 'seq', labels: 'a,b,c', what: 'ModernBERT (mean pooling, biases)' },
+];
+
+/** The page's encoder outputs for `texts` with the folder `dir` picked as the model. */
+async function pageOutputs(page, dir, texts, backend) {
+  await page.check('input[name=model][value=local]');
+  await page.setInputFiles('#model-folder', dir);
+  return page.evaluate(([t, b]) => window.medrank.encoderOutputs(t, 1, { backend: b, precision: '' }), [texts, backend]);
+}
+
+// The wasm builds the site ships, as the page picks them: medrank serve isolates the page,
+// so the threaded build with relaxed SIMD by default; `?simd=plain` the threaded one without;
+// one thread chosen in Options the single-threaded one.
+const BUILDS = [
+  { name: 'threaded, relaxed SIMD', query: '', threads: null, expect: { threadedBuild: true, relaxedSimd: true } },
+  { name: 'threaded, plain SIMD', query: '?simd=plain', threads: null, expect: { threadedBuild: true, relaxedSimd: false } },
+  { name: 'single-threaded', query: '', threads: 1, expect: { threadedBuild: false, relaxedSimd: false } },
+];
+
+test('the page runs DeBERTa-v2/v3 and ModernBERT as transformers does, in every wasm build', { skip: SKIP || (!haveThreads && 'the site has no threaded build') }, async (t) => {
+  const work = mkdtempSync(join(tmpdir(), 'medrank-families-'));
+  const texts = inputs();
+  const expected = new Map(); // case -> {ids, reference}
+  try {
+    for (const c of CASES) c.dir = makeFolder(work, c.name, c.config, c.head, c.labels);
+    for (const build of BUILDS) {
+      const app = await openApp();
+      try {
+        const { page } = app;
+        await page.evaluate((n) => (n ? localStorage.setItem('medrank-threads', String(n)) : localStorage.removeItem('medrank-threads')), build.threads);
+        await page.goto(new URL(build.query, app.server.url).href);
+        await page.waitForFunction(() => window.medrank?.state.engine, null, { timeout: 60000 });
+        const engine = await page.evaluate(() => window.medrank.state.engine);
+        assert.deepEqual({ threadedBuild: engine.threadedBuild, relaxedSimd: engine.relaxedSimd }, build.expect, build.name);
+        for (const c of CASES) {
+          const out = await pageOutputs(page, c.dir, texts, 'cpu');
+          assert.equal(out.backend.backend, 'cpu');
+          const ids = out.rows.map((r) => r.ids);
+          if (!expected.has(c.name)) expected.set(c.name, { ids, ref: reference(c.dir, out.rows, 1) });
+          const { ids: firstIds, ref } = expected.get(c.name);
+          assert.deepEqual(ids, firstIds, `${c.what}: the same token ids in every build`);
+          const hidden = maxDiff(flat(out.rows, 'hidden'), ref.hidden, 'hidden');
+          const layer = maxDiff(flat(out.rows, 'layer'), ref.layer, 'layer 1');
+          const logits = maxDiff(flat(out.rows, 'logits'), ref.logits, 'logits');
+          const longest = Math.max(...ids.map((r) => r.length));
+          t.diagnostic(`${build.name}, ${c.what}: max |page - transformers| hidden ${hidden.toExponential(2)}, layer 1 ${layer.toExponential(2)}, logits ${logits.toExponential(2)}; longest input ${longest} tokens`);
+          assert.ok(hidden <= TOLERANCE && layer <= TOLERANCE && logits <= TOLERANCE, `${build.name}, ${c.what}: ${hidden} ${layer} ${logits}`);
+          assert.ok(ref.logits.length > 0, `${c.what}: the head's logits were compared`);
+          if (c.config.includes('modernbert')) assert.ok(longest > 512, `${c.what}: inputs past 512 tokens (${longest})`);
+        }
+      } finally {
+        await app.close();
+      }
+    }
+  } finally {
+    rmSync(work, { recursive: true, force: true });
+  }
+});
+
+test('on WebGPU (SwiftShader) both families give the page’s CPU states and logits within 1e-3', { skip: SKIP }, async (t) => {
+  const work = mkdtempSync(join(tmpdir(), 'medrank-families-gpu-'));
+  const app = await openApp({ webgpu: true });
+  try {
+    const { page } = app;
+    for (const c of CASES) {
+      const dir = makeFolder(work, c.name, c.config, c.head, c.labels);
+      const texts = gpuInputs(inputs(), c.config);
+      const cpu = await pageOutputs(page, dir, texts, 'cpu');
+      const gpu = await pageOutputs(page, dir, texts, 'gpu');
+      assert.equal(gpu.backend.backend, 'gpu', 'WebGPU ran');
+      assert.deepEqual(gpu.rows.map((r) => r.ids), cpu.rows.map((r) => r.ids));
+      const diffs = ['hidden', 'layer', 'logits'].map((k) => maxDiff(flat(gpu.rows, k), flat(cpu.rows, k), k));
+      const longest = Math.max(...cpu.rows.map((r) => r.ids.length));
+      t.diagnostic(`${c.what}: max |WebGPU - wasm CPU| hidden ${diffs[0].toExponential(2)}, layer 1 ${diffs[1].toExponential(2)}, logits ${diffs[2].toExponential(2)}; longest input ${longest} tokens`);
+      assert.ok(diffs.every((d) => d <= GPU_TOLERANCE), `${c.what}: ${diffs}`);
+      if (c.config.includes('modernbert')) assert.ok(longest > 512, `${c.what}: an input past 512 tokens (${longest})`);
+    }
+  } finally {
+    await app.close();
+    rmSync(work, { recursive: true, force: true });
+  }
+});
+
+/** A report with the inputs and the model named by their file names, in one order (the CLI
+ *  names them by the paths it was given, the page by the names it was given). */
+function withoutPaths(report, modelKey) {
+  const copy = structuredClone(report);
+  for (const f of copy.provenance.inputs) f.name = basename(f.name);
+  copy.provenance.inputs.sort((x, y) => x.name.localeCompare(y.name) || x.sha256.localeCompare(y.sha256));
+  if (modelKey === 'grader') copy.grader.model = basename(copy.grader.model);
+  else copy.model = basename(copy.model);
+  return copy;
+}
+
+test('grade and statements run zero-shot with a DeBERTa-v3 NLI model in the page, with the CLI’s numbers', { skip: SKIP }, async () => {
+  const work = mkdtempSync(join(tmpdir(), 'medrank-families-nli-'));
+  const app = await openApp();
+  try {
+    const dir = makeFolder(work, 'deberta-v3-nli', 'small-v3', 'seq', NLI);
+    const graded = join(work, 'grade.json');
+    const checked = join(work, 'statements.json');
+    cli(['grade', '--rubric', join(EXAMPLES, 'rubric/conversations.jsonl'), '--grader', dir, '--json', graded, '--seed', '0', '--backend', 'cpu', '-q']);
+    cli(['statements', '--input', join(EXAMPLES, 'statements/answers.jsonl'), '--nli', dir, '--json', checked, '--seed', '0', '--backend', 'cpu', '-q']);
+    const nativeGrade = JSON.parse(readFileSync(graded, 'utf8'));
+    const nativeStatements = JSON.parse(readFileSync(checked, 'utf8'));
+    assert.equal(nativeGrade.grader.kind, 'zero_shot_nli');
+    assert.deepEqual([nativeGrade.grader.entailment, nativeGrade.grader.contradiction], [0, 2]);
+
+    const { page } = app;
+    await upload(page, ['rubric/conversations.jsonl', 'statements/answers.jsonl']);
+    await page.check('input[name=model][value=local]');
+    await page.setInputFiles('#model-folder', dir);
+    await page.selectOption('#opt-backend', 'cpu');
+    await run(page, '#run-grade');
+    const grade = await page.evaluate(() => window.medrank.state.lastResult.result.report);
+    await run(page, '#run-statements');
+    const statements = await page.evaluate(() => window.medrank.state.lastResult.result.report);
+    // The random model's verdicts spread: the comparison is not one of constants.
+    const pMet = grade.criteria.map((c) => c.p_met);
+    assert.equal(pMet.length, 46);
+    assert.ok(Math.max(...pMet) - Math.min(...pMet) > 0.01, `P(met) ${Math.min(...pMet)} .. ${Math.max(...pMet)}`);
+    assert.equal(statements.judgements.length, 18);
+    // f32 sums in another order (wasm SIMD, native AVX): numbers in [0, 1] within 1e-5, as
+    // grade.test.mjs holds the page's grade and statements to the CLI's.
+    assert.deepEqual(differencesAbs(withoutPaths(grade, 'grader'), withoutPaths(nativeGrade, 'grader'), 1e-5), []);
+    assert.deepEqual(differencesAbs(withoutPaths(statements, 'model'), withoutPaths(nativeStatements, 'model'), 1e-5), []);
+  } finally {
+    await app.close();
+    rmSync(work, { recursive: true, force: true });
+  }
+});
+
+test('a DeBERTa folder whose only tokenizer is spm.model is refused in the page in words', { skip: SKIP }, async () => {
+  const work = mkdtempSync(join(tmpdir(), 'medrank-families-spm-'));
+  const app = await openApp();
+  try {
+    const dir = makeFolder(work, 'deberta-spm-only', 'small-v3', 'seq', NLI);
+    rmSync(join(dir, 'tokenizer.json'));
+    // The command line converts it and runs.
+    cli(['statements', '--input', join(EXAMPLES, 'statements/answers.jsonl'), '--nli', dir, '--json', join(work, 's.json'), '-q']);
+    const { page } = app;
+    await upload(page, ['statements/answers.jsonl']);
+    await page.check('input[name=model][value=local]');
+    await page.setInputFiles('#model-folder', dir);
+    await page.selectOption('#opt-backend', 'cpu');
+    await assert.rejects(run(page, '#run-statements'), (e) => {
+      // The sentence of the Hub's plan for such a repository (hub::plan::loadable), one constant.
+      assert.match(e.message, /deberta-spm-only\/spm\.model: The folder has a SentencePiece spm\.model but no tokenizer\.json, the only tokenizer the page reads \(the command line converts spm\.model\)$/);
+      return true;
+    });
+    assert.equal(await page.evaluate(() => window.medrank.state.lastResult), null, 'nothing was shown as a result');
+  } finally {
+    await app.close();
+    rmSync(work, { recursive: true, force: true });
+  }
+});
