@@ -249,7 +249,7 @@ fn the_report_says_which_backend_ran_and_the_gpu_ranks_like_the_cpu() {
     let req = request();
     let options = ModelOptions::default();
     let job = jobs::RankWithModel { request: &req, options: &options };
-    let run = |choice| pollster::block_on(jobs::run_on_backend(&job, &model, choice, Vec::new(), &mut |_| true));
+    let run = |choice| pollster::block_on(jobs::run_on_backend(&job, &model, choice, Vec::new(), None, &mut |_| true));
     let ((cpu, cpu_predictions), cpu_backend) = run(BackendChoice::Cpu).unwrap();
     assert_eq!(cpu_backend.backend, "cpu");
     let backend_of = |o: &jobs::Outcome<jobs::EvaluateReport>| {

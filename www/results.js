@@ -56,9 +56,11 @@ export function renderResults(last, { runJob, jobs, addFile }) {
   };
   const ctx = { rerun: (extra) => runJob(last.job, extra), options: last.request.options, runJob, addFile };
   // The job's tabs in its order; an optional one only when the reply has its data.
+  // A result a trained model made says how far to trust it, in each of the job's tabs.
+  const quality = r.report?.model_quality;
   const views = job.views
     .filter((v) => !v.optional || r[v.key] != null)
-    .map((v) => [v.title, () => VIEWS[v.key](result, ctx)]);
+    .map((v) => [v.title, () => withQuality(quality, VIEWS[v.key](result, ctx))]);
   views.push(['Tables & export', () => tablesView(result)]);
   views.push([`Warnings (${result.warnings?.length || 0})`, () => warningsView(result)]);
   views.push(['Provenance', () => provenanceView(result)]);
@@ -111,6 +113,22 @@ export function renderResults(last, { runJob, jobs, addFile }) {
   const keep = views.findIndex(([t]) => t === selected);
   select(keep >= 0 ? keep : 0);
   $('#results').scrollIntoView({ behavior: 'smooth', block: 'start' });
+}
+
+/** A view with the model's measured quality above it (`jobs::quality::ModelQuality`): its
+ *  dev figures beside what learns nothing, and, for a model no better than that or measured
+ *  on too few dev examples, that its results are not to be trusted. */
+function withQuality(quality, view) {
+  if (!quality) return view;
+  const untrusted = quality.untrusted;
+  const line = el(
+    'p',
+    { class: untrusted ? 'model-quality issue bad' : 'model-quality', 'data-trusted': String(!untrusted) },
+    el('strong', {}, 'Model quality: '),
+    `${quality.text}.`,
+    ...(untrusted ? [' ', el('strong', {}, 'Not to be trusted:'), ` ${untrusted}.`] : []),
+  );
+  return el('div', {}, line, view);
 }
 
 function select(index) {
@@ -1155,6 +1173,9 @@ function gradeView(result) {
     for (const c of r.criteria) {
       const bar = el('span', { class: 'prob-bar' });
       bar.style.width = `${Math.round(c.p_met * 120)}px`;
+      // Good or bad for the response: a met criterion earns its points, so a met penalty
+      // (negative points) counts against it, and an unmet one is in its favour.
+      const good = c.met === c.points > 0;
       tb.append(
         el(
           'tr',
@@ -1163,7 +1184,11 @@ function gradeView(result) {
           el('td', { class: 'num' }, points(c.points)),
           el('td', { class: 'num', 'data-col': 'p_met' }, fmt(c.p_met)),
           el('td', {}, bar),
-          el('td', { class: c.met ? 'status-ok' : '' }, c.met ? 'met' : 'not met'),
+          el(
+            'td',
+            { class: good ? 'status-ok' : 'status-bad', 'data-col': 'verdict' },
+            `${c.met ? 'met' : 'not met'} · ${good ? 'good' : 'bad'} for the response`,
+          ),
         ),
       );
     }

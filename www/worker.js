@@ -328,6 +328,12 @@ async function loadModel(choice, progress, onPlan) {
     const bytes = await optionalModelFile(choice, cache, name);
     if (bytes) files[name] = bytes;
   }
+  // A folder medrank trained carries its dev figures: every result of it says them
+  // (jobs::quality), as the CLI's do.
+  if (choice.source === 'local') {
+    const log = await optionalModelFile(choice, cache, 'train_log.json');
+    if (log) files['train_log.json'] = log;
+  }
   progress('Loading the model', MODEL_FILES.length, MODEL_FILES.length);
   // The name reports use for the evaluator and the model's fingerprints: the bundled model's
   // site path equals the repo path the CLI is given (models/all-MiniLM-L6-v2).
@@ -345,6 +351,7 @@ function engineFiles(name, files) {
     pooling: text('1_Pooling/config.json'),
     modules: text('modules.json'),
     sentence_config: text('sentence_bert_config.json'),
+    train_log: text('train_log.json'),
   };
 }
 
@@ -492,9 +499,12 @@ async function storeTrained(msg, report, files) {
     created: new Date().toISOString(),
     task: msg.request.task,
     arguments: msg.request.arguments,
+    freeze: msg.request.freeze,
     base: msg.model.source === 'bundled' ? BUNDLED_MODEL.replace(/\/$/, '') : msg.model.label || msg.model.source,
     best_epoch: report.best_epoch,
     best_dev_accuracy: report.best_dev_accuracy,
+    // The measured quality (jobs::quality): the list says it, and whether to trust it.
+    quality: report.quality,
   };
   try {
     for (const name of TRAINED_FILES) await cache.put(trainedKey(id, name), new Response(files[name]));
@@ -550,5 +560,7 @@ async function loadTrained(id) {
     config: text('config.json'),
     tokenizer: text('tokenizer.json'),
     weights: files['model.safetensors'],
+    // Its dev figures: every result of it carries them (jobs::quality).
+    train_log: text('train_log.json'),
   };
 }

@@ -157,7 +157,9 @@ pub(super) fn run_model_job<J: jobs::ModelJob>(
         true
     };
     let fingerprints = jobs::model_fingerprints(files);
-    let (output, backend) = pollster::block_on(jobs::run_on_backend(job, model, choice, fingerprints, &mut progress))?;
+    let quality = jobs::model_quality(files)?;
+    let (output, backend) =
+        pollster::block_on(jobs::run_on_backend(job, model, choice, fingerprints, quality.as_ref(), &mut progress))?;
     if !quiet {
         eprintln!("encoder backend: {}", jobs::describe_backend(&backend));
         eprintln!("encoder precision: {}", jobs::describe_precision(model, &backend));

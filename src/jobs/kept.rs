@@ -10,10 +10,11 @@ use std::future::Future;
 
 use serde::{Deserialize, Serialize};
 
+use super::quality::ModelQuality;
 use crate::gpu::{AnyEncoder, BackendChoice, BackendReport};
 use crate::model::{Encoder, Precision, TextModel};
 use crate::report::{Fingerprint, Provenance};
-use crate::{Error, Result};
+use crate::{Error, Result, Warning};
 
 /// A job that runs a model's encoder over its inputs.
 pub trait ModelJob {
@@ -37,6 +38,10 @@ pub trait ModelJob {
     /// The provenance of the output's report: where the backend and the precision that ran
     /// are written.
     fn provenance(output: &mut Self::Output) -> &mut Provenance;
+
+    /// The report's place for the model's measured quality, and its warnings (where a
+    /// model not to be trusted is said).
+    fn trust(output: &mut Self::Output) -> (&mut Option<ModelQuality>, &mut Vec<Warning>);
 }
 
 /// Where a model job runs: the model, the encoder that runs it, the model's files'
@@ -59,10 +64,32 @@ pub fn check_classification_head(model: &TextModel, needs: &str) -> Result<()> {
     }
 }
 
-/// The backend and the precision that ran, in a report's provenance.
-fn describe_run(provenance: &mut Provenance, model: &TextModel, backend: &BackendReport) {
+/// The backend and the precision that ran, in a report's provenance; the model's measured
+/// quality (a model medrank trained) beside the output, and a warning when it is not to be
+/// trusted: the one place every model job's report gets them.
+fn describe_run<J: ModelJob>(
+    output: &mut J::Output,
+    model: &TextModel,
+    backend: &BackendReport,
+    quality: Option<&ModelQuality>,
+) {
+    let provenance = J::provenance(output);
     provenance.conventions.push(("backend".into(), describe_backend(backend)));
     provenance.conventions.push(("precision".into(), describe_precision(model, backend)));
+    if let Some(q) = quality {
+        provenance.conventions.push(("model quality".into(), q.text.clone()));
+        let (place, warnings) = J::trust(output);
+        *place = Some(q.clone());
+        if let Some(w) = q.warning() {
+            warnings.push(Warning::new(w));
+        }
+    }
+}
+
+/// The measured quality a model folder's `train_log.json` records, if it has one.
+pub fn model_quality(files: &crate::model::ModelFiles) -> Result<Option<ModelQuality>> {
+    let name = format!("{}/train_log.json", files.name.trim_end_matches('/'));
+    files.train_log_json.as_deref().map(|log| ModelQuality::from_train_log(&name, log)).transpose()
 }
 
 /// `job` on the backend `choice` asks for (`gpu::open_encoder`: Auto takes a hardware GPU
@@ -73,12 +100,13 @@ pub async fn run_on_backend<J: ModelJob>(
     model: &TextModel,
     choice: BackendChoice,
     model_inputs: Vec<Fingerprint>,
+    quality: Option<&ModelQuality>,
     progress: &mut dyn FnMut(&EncodeProgress) -> bool,
 ) -> Result<(J::Output, BackendReport)> {
     // LoadedModel holds candle tensors (reference counted): the clone shares the weights.
     let (encoder, backend) = crate::gpu::open_encoder(model.encoder.model.clone(), choice).await?;
     let mut output = job.run_on(Encoding { model, encoder: &encoder, model_inputs, progress }).await?;
-    describe_run(J::provenance(&mut output), model, &backend);
+    describe_run::<J>(&mut output, model, &backend, quality);
     Ok((output, backend))
 }
 
@@ -138,6 +166,8 @@ pub struct KeptModel {
     /// The precision the model's folder holds (int8 weights or not): a run that asks for
     /// none, and a training, run in it.
     pub folder_precision: Precision,
+    /// Its measured quality, when medrank trained it (its folder's `train_log.json`).
+    pub quality: Option<ModelQuality>,
     opened: Option<(BackendChoice, AnyEncoder, BackendReport)>,
 }
 
@@ -145,6 +175,7 @@ impl KeptModel {
     pub fn from_files(files: &crate::model::ModelFiles) -> Result<KeptModel> {
         let model = TextModel::from_files(files)?;
         Ok(KeptModel {
+            quality: model_quality(files)?,
             folder_precision: model.encoder.model.precision,
             model,
             fingerprints: super::model_fingerprints(files),
@@ -186,7 +217,7 @@ impl KeptModel {
         let (_, encoder, backend) = self.opened.as_ref().expect("opened above");
         let on = Encoding { model: &self.model, encoder, model_inputs: self.fingerprints.clone(), progress };
         let mut output = job.run_on(on).await?;
-        describe_run(J::provenance(&mut output), &self.model, backend);
+        describe_run::<J>(&mut output, &self.model, backend, self.quality.as_ref());
         Ok((output, backend.clone()))
     }
 

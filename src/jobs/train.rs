@@ -306,6 +306,9 @@ pub struct TrainedEvaluator {
     pub result: t::TrainResult,
     /// A warning about the inputs cut to the model's token limit, when there are any.
     pub truncation_warning: Option<String>,
+    /// The measured quality its `train_log.json` gives every result of it
+    /// (`jobs::quality`): a model not to be trusted is not picked by the page.
+    pub quality: super::quality::ModelQuality,
     /// config.json, model.safetensors, train_log.json, tokenizer.json.
     #[serde(skip)]
     pub files: Vec<(String, Vec<u8>)>,
@@ -604,7 +607,10 @@ impl TrainingJob {
             let what = TrainTask::parse(self.summary.task).map_or("", |t| t.facts().truncation);
             format!("{cut_train} training and {cut_dev} dev examples had inputs cut to the model's token limit ({what}); train_log.json records the counts")
         });
-        Ok(TrainedEvaluator { result, truncation_warning, files, trace_files })
+        let log =
+            files.iter().find(|(name, _)| name == "train_log.json").map(|(_, b)| b.as_slice()).unwrap_or_default();
+        let quality = super::quality::ModelQuality::from_train_log("train_log.json", log)?;
+        Ok(TrainedEvaluator { result, truncation_warning, quality, files, trace_files })
     }
 }
 

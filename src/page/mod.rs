@@ -274,6 +274,7 @@ mod tests {
             sentence_config_json: None,
             weights_source: None,
             tokenizer_source: None,
+            train_log_json: None,
         };
         KeptModel::from_files(&files).unwrap()
     }
@@ -324,6 +325,7 @@ mod tests {
             &kept.model,
             choice,
             kept.fingerprints.clone(),
+            kept.quality.as_ref(),
             &mut all_right,
         ))
         .unwrap();

@@ -69,6 +69,9 @@ pub struct EvaluateReport {
     /// How empty MCQA options were treated (model evaluations only).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub empty_options: Option<EmptyOptionsReport>,
+    /// The evaluator's measured quality, when it was trained by medrank (`jobs::quality`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub model_quality: Option<super::quality::ModelQuality>,
     pub warnings: Vec<Warning>,
 }
 
@@ -211,8 +214,15 @@ fn rank_all(
         }
         reports.push(EvaluatorReport { evaluator: e.evaluator, report });
     }
-    let report =
-        EvaluateReport { provenance, controls_added, evaluators: reports, truncated, empty_options: None, warnings };
+    let report = EvaluateReport {
+        provenance,
+        controls_added,
+        evaluators: reports,
+        truncated,
+        empty_options: None,
+        model_quality: None,
+        warnings,
+    };
     let tables = evaluate_tables(&report);
     Ok(Outcome { report, tables })
 }
@@ -486,6 +496,11 @@ impl ModelJob for RankWithModel<'_> {
 
     fn provenance(output: &mut ModelOutcome) -> &mut Provenance {
         &mut output.0.report.provenance
+    }
+
+    fn trust(output: &mut ModelOutcome) -> (&mut Option<super::quality::ModelQuality>, &mut Vec<Warning>) {
+        let report = &mut output.0.report;
+        (&mut report.model_quality, &mut report.warnings)
     }
 }
 
