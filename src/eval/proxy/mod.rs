@@ -39,6 +39,7 @@ mod robustness;
 mod score;
 
 pub use agreement::{human_agreement, HumanAgreement, HumanSystemRank};
+pub use inputs::not_enough_evidence_left_out;
 use inputs::{check_rankings, index_predictions, select_task};
 use score::task_report;
 

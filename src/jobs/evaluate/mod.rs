@@ -621,6 +621,9 @@ pub struct ModelRunPlan {
     pub sequences_similarity: Option<usize>,
     /// Sequences to encode by a trained head.
     pub sequences_head: usize,
+    /// Misinformation instances labelled not_enough_evidence that the ranking leaves out
+    /// (unless `keep_not_enough_evidence`): counted before the run, and in its warnings.
+    pub left_out_not_enough_evidence: usize,
     pub warnings: Vec<Warning>,
 }
 
@@ -636,6 +639,17 @@ pub fn plan_model_evaluation(req: &EvaluateRequest, model_options: &ModelOptions
     let mut mcqa = bundle.clone();
     mcqa.instances.retain(|i| i.problem.task() == data::Task::Mcqa);
     use crate::model::{evaluate::sequences_to_encode, EvaluatorKind};
+    let mut warnings = prepared.warnings;
+    let not_enough_evidence: Vec<&str> = bundle
+        .instances
+        .iter()
+        .filter(|i| matches!(&i.problem, data::Problem::Misinformation { label, .. } if label == "not_enough_evidence"))
+        .map(|i| i.id.as_str())
+        .collect();
+    let left_out = if req.options.drop_not_enough_evidence { not_enough_evidence } else { Vec::new() };
+    if !left_out.is_empty() {
+        warnings.push(crate::eval::proxy::not_enough_evidence_left_out(&left_out));
+    }
     Ok(ModelRunPlan {
         instances: bundle.instances.len(),
         systems: prepared.full_bundle.systems.clone(),
@@ -644,6 +658,7 @@ pub fn plan_model_evaluation(req: &EvaluateRequest, model_options: &ModelOptions
         sequences_similarity: (!mcqa.instances.is_empty())
             .then(|| sequences_to_encode(&mcqa, EvaluatorKind::Similarity, empty)),
         sequences_head: sequences_to_encode(bundle, EvaluatorKind::Head, empty),
-        warnings: prepared.warnings,
+        left_out_not_enough_evidence: left_out.len(),
+        warnings,
     })
 }
