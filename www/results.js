@@ -153,6 +153,18 @@ function rankingView(result) {
   );
   for (const ev of result.ranking || []) {
     box.append(el('h3', {}, `${ev.evaluator} — ${ev.task} (${ev.metric})`));
+    const below = ev.systems.filter((s) => s.below_chance).map((s) => s.system);
+    if (ev.chance != null)
+      box.append(
+        el(
+          'p',
+          { class: below.length ? 'chance issue warn' : 'chance muted', 'data-task': ev.task },
+          `Chance: ${fmt(ev.chance)} (a uniform guess among each question’s options). ` +
+            (below.length
+              ? `Below chance: ${below.join(', ')} (the evaluator does worse than a guess with those arguments).`
+              : 'No system scores below it.'),
+        ),
+      );
     const t = el('table', { class: 'ranking', 'data-evaluator': ev.evaluator, 'data-task': ev.task });
     t.append(
       el(
@@ -174,7 +186,13 @@ function rankingView(result) {
           'tr',
           { class: s.control ? 'control' : '', 'data-system': s.system },
           el('td', { class: 'num' }, fmtRank(s.rank)),
-          el('td', {}, s.system, s.control ? el('span', { class: 'muted small' }, ' (control)') : null),
+          el(
+            'td',
+            {},
+            s.system,
+            s.control ? el('span', { class: 'muted small' }, ' (control)') : null,
+            s.below_chance ? el('span', { class: 'below-chance small' }, ' (below chance)') : null,
+          ),
           el('td', { class: 'num', 'data-col': 'score' }, fmt(s.score)),
           el('td', { class: 'num' }, Number.isFinite(s.lo) ? `${fmt(s.lo)} – ${fmt(s.hi)}` : '—'),
           el('td', { class: 'num' }, fmt(s.mean_p_correct)),

@@ -147,6 +147,31 @@ test('the printable report is self-contained', async () => {
   assert.doesNotMatch(html, /<script|https?:\/\/(?!www\.w3\.org\/2000\/svg)/);
 });
 
+test('a score below the task’s chance level is flagged beside the ranking (issue 47)', async () => {
+  const { page } = app;
+  await openTab(page, 'Ranking');
+  const mcqa = cliReport.evaluators[0].report.tasks.find((t) => t.task === 'mcqa');
+  // Chance for MCQA: a uniform guess among each question's options, 1 / options averaged.
+  const bundle = readFileSync(join(EXAMPLES, 'bundle.jsonl'), 'utf8').trim().split('\n').map(JSON.parse);
+  const scored = bundle.filter((i) => i.task === 'mcqa');
+  const chance = scored.reduce((sum, i) => sum + 1 / Object.keys(i.options).length, 0) / scored.length;
+  assert.ok(Math.abs(mcqa.chance - chance) < 1e-12, `${mcqa.chance} vs ${chance}`);
+  const below = mcqa.systems.filter((s) => s.score < chance).map((s) => s.system);
+  assert.equal(
+    await page.textContent('p.chance[data-task="mcqa"]'),
+    `Chance: ${fmt3(chance)} (a uniform guess among each question’s options). ` +
+      (below.length
+        ? `Below chance: ${below.join(', ')} (the evaluator does worse than a guess with those arguments).`
+        : 'No system scores below it.'),
+  );
+  for (const s of mcqa.systems) {
+    const cell = await page.textContent(`table.ranking[data-task="mcqa"] tr[data-system="${s.system}"] td:nth-child(2)`);
+    assert.equal(cell.endsWith(' (below chance)'), below.includes(s.system), `${s.system}: ${cell}`);
+  }
+  // Misinformation has no plain chance level (macro-F1): nothing is said there.
+  assert.equal(await page.locator('p.chance[data-task="misinformation"]').count(), 0);
+});
+
 test('items the ranking leaves out are counted before the run, in Warnings and in the report, and the page keeps them on request', async () => {
   const { page } = app;
   const nee = readFileSync(join(EXAMPLES, 'bundle.jsonl'), 'utf8')
