@@ -62,16 +62,25 @@ export function wireTraining(ctx) {
     ctx.state.worker.postMessage({ type: 'train-cancel' });
   });
 
-  /** The arguments a file's instances can carry, as the engine lists them ({value, label}). */
-  function showArguments(choices) {
-    $('#train-arguments').replaceChildren(...choices.map((c) => el('option', { value: c.value }, c.label)));
+  /** The arguments a file's instances can carry, as the engine lists them ({value, label,
+   *  explain}), starting at `chosen` (the engine's default for the file: the arguments it
+   *  carries), with the chosen one's line on what training with it measures. */
+  function showArguments(choices, chosen) {
+    const select = $('#train-arguments');
+    select.replaceChildren(...choices.map((c) => el('option', { value: c.value }, c.label)));
+    if (chosen) select.value = chosen;
+    const explain = () => {
+      $('#train-arguments-help').textContent = choices.find((c) => c.value === select.value)?.explain || '';
+    };
+    select.onchange = explain;
+    explain();
   }
 
   function showChoices(choices) {
     const tasks = $('#train-task');
     for (const option of tasks.options) option.disabled = !choices.tasks.includes(option.value);
     if (!choices.tasks.includes(tasks.value)) tasks.value = choices.tasks[0];
-    showArguments(choices.arguments);
+    showArguments(choices.arguments, choices.default_argument);
     const what = {
       bundle: 'instances, argument bundle',
       hitz: 'instances, HiTZ MCQA file (the argument is in the question)',

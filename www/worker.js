@@ -483,9 +483,15 @@ function trainedKey(id, name) {
 }
 
 /** Keeps a trained evaluator's files and its meta.json; returns the meta. */
-/** The name the user gave the evaluator, or evaluator-TASK-DATE. */
+/** The name the user gave the evaluator, or one saying what it is: TASK-ARGUMENT-TRAINED-DATE
+ *  ("misinformation-expert-head-2026-11-27T21:10"; `random` for a random system's argument,
+ *  `top2` for the head and the top 2 layers). */
 function trainedName(msg) {
-  return (msg.name || '').trim() || `evaluator-${msg.request.task}-${new Date().toISOString().slice(0, 16)}`;
+  // The form sends every field (the engine's defaults fill them).
+  const { task, arguments: args, freeze } = msg.request;
+  const argument = args.startsWith('system:') ? args.slice('system:'.length) : args.split(':')[0];
+  const trained = freeze.replace(':', '');
+  return (msg.name || '').trim() || `${task}-${argument}-${trained}-${new Date().toISOString().slice(0, 16)}`;
 }
 
 /** Keeps a trained evaluator's files and meta.json in the Cache API; on a refusal, removes
