@@ -11,7 +11,7 @@
 //   node bench-estimate.mjs OUT.json [--copies 20] [--runs 2]
 import { writeFileSync } from 'node:fs';
 import { cpus } from 'node:os';
-import { openApp, scaledUpBundle, waitForChecks } from './harness.mjs';
+import { openApp, scaledUpBundle, setUpLongRun } from './harness.mjs';
 
 const args = process.argv.slice(2);
 const out = args[0];
@@ -34,16 +34,7 @@ async function record(bundle) {
   const app = await openApp();
   try {
     const { page } = app;
-    await page.setInputFiles('#file-input', [bundle]);
-    await waitForChecks(page, 1);
-    await page.check('input[name=model][value=bundled]');
-    await page.selectOption('#opt-backend', 'cpu');
-    await page.evaluate(() => {
-      document.querySelector('details.options').open = true;
-    });
-    await page.fill('#opt-controls', '');
-    await page.dispatchEvent('#opt-controls', 'change');
-    await page.waitForFunction(() => /encodes [\d,]+ sequences/.test(document.querySelector('#rank-check')?.textContent));
+    await setUpLongRun(page, bundle);
     const engine = await page.evaluate(() => {
       const { threads, threadedBuild, simd } = window.medrank.state.engine;
       return { threads, threadedBuild, simd };

@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { copyFileSync, existsSync, mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { openApp, run, setOptions, waitForChecks, scaledUpBundle, cli, differencesWithin, withoutPaths, ROOT, SITE, EXAMPLES } from './harness.mjs';
+import { openApp, run, setOptions, waitForChecks, scaledUpBundle, setUpLongRun, cli, differencesWithin, withoutPaths, ROOT, SITE, EXAMPLES } from './harness.mjs';
 
 const MODEL = 'models/all-MiniLM-L6-v2';
 const haveModel =
@@ -154,18 +154,8 @@ test(
       // the time left comes is the estimate's unit test's (recorded batch timings, the same
       // Rust code: tests/model_backend.rs) and the benchmark's (bench-estimate.mjs), never
       // a wall clock's here: this machine's speed is not the test's to know.
-      await page.setInputFiles('#file-input', [scaledUpBundle(10)]);
-      await waitForChecks(page, 1);
-      await page.check('input[name=model][value=bundled]');
-      await page.selectOption('#opt-backend', 'cpu');
-      await page.evaluate(() => {
-        document.querySelector('details.options').open = true;
-      });
-      await page.fill('#opt-controls', '');
-      await page.dispatchEvent('#opt-controls', 'change');
-      await page.waitForFunction(() =>
-        /encodes 1,080 sequences/.test(document.querySelector('#rank-check')?.textContent),
-      );
+      await setUpLongRun(page, scaledUpBundle(10));
+      assert.match(await page.textContent('#rank-check'), /encodes 1,080 sequences/);
       // Every change of the stage text, with the bar's position.
       await page.evaluate(() => {
         window.__stages = [];

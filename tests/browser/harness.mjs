@@ -348,3 +348,18 @@ export function scaledUpBundle(copies) {
   writeFileSync(join(dir, 'long_bundle.jsonl'), out.join('\n') + '\n');
   return join(dir, 'long_bundle.jsonl');
 }
+
+/** Sets the page up for a long ranking of `bundle` (a path): the bundled model on the CPU,
+ *  no generated controls; resolves once the check before the run says what it encodes. */
+export async function setUpLongRun(page, bundle) {
+  await page.setInputFiles('#file-input', [bundle]);
+  await waitForChecks(page, 1);
+  await page.check('input[name=model][value=bundled]');
+  await page.selectOption('#opt-backend', 'cpu');
+  await page.evaluate(() => {
+    document.querySelector('details.options').open = true;
+  });
+  await page.fill('#opt-controls', '');
+  await page.dispatchEvent('#opt-controls', 'change');
+  await page.waitForFunction(() => /encodes [\d,]+ sequences/.test(document.querySelector('#rank-check')?.textContent));
+}
