@@ -48,8 +48,8 @@ impl Baseline {
     /// Whether a model scoring `metric` on dev does no better than this baseline (within
     /// [`BASELINE_TOLERANCE`]): its results are no better than guessing.
     pub fn not_beaten_by(&self, select_by: SelectBy, metric: f64) -> bool {
-        // A NaN metric beats nothing.
-        !(self.lead(select_by, metric) > BASELINE_TOLERANCE)
+        // A NaN metric beats nothing (it compares to nothing).
+        self.lead(select_by, metric).partial_cmp(&BASELINE_TOLERANCE) != Some(std::cmp::Ordering::Greater)
     }
 }
 
