@@ -178,6 +178,8 @@ fn model_files(model: &JsValue) -> Result<crate::model::ModelFiles> {
         pooling_json: text("pooling"),
         modules_json: text("modules"),
         sentence_config_json: text("sentence_config"),
+        // An evaluator trained in this browser: its dev figures (jobs::quality).
+        train_log_json: text("train_log"),
         ..Default::default() // the page reads tokenizer.json and model.safetensors only
     })
 }

@@ -371,6 +371,11 @@ function renderRankCheck() {
           ? `, plus the generated control${run.generated.length === 1 ? '' : 's'} ${run.generated.join(', ')}`
           : ''),
     );
+    // Nothing dropped without a word: the items the ranking leaves out, and how to keep them.
+    if (run.left_out_not_enough_evidence)
+      parts.push(
+        `of them ${run.left_out_not_enough_evidence.toLocaleString()} labelled not_enough_evidence ${run.left_out_not_enough_evidence === 1 ? 'is' : 'are'} left out of the ranking (Options → “keep not_enough_evidence” keeps them)`,
+      );
     // The bundled model has no head (the similarity baseline); one trained here has one; a
     // model from this computer may have either.
     const model = selectedModel().source;

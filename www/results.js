@@ -56,9 +56,11 @@ export function renderResults(last, { runJob, jobs, addFile }) {
   };
   const ctx = { rerun: (extra) => runJob(last.job, extra), options: last.request.options, runJob, addFile };
   // The job's tabs in its order; an optional one only when the reply has its data.
+  // A result a trained model made says how far to trust it, in each of the job's tabs.
+  const quality = r.report?.model_quality;
   const views = job.views
     .filter((v) => !v.optional || r[v.key] != null)
-    .map((v) => [v.title, () => VIEWS[v.key](result, ctx)]);
+    .map((v) => [v.title, () => withQuality(quality, VIEWS[v.key](result, ctx))]);
   views.push(['Tables & export', () => tablesView(result)]);
   views.push([`Warnings (${result.warnings?.length || 0})`, () => warningsView(result)]);
   views.push(['Provenance', () => provenanceView(result)]);
@@ -113,6 +115,22 @@ export function renderResults(last, { runJob, jobs, addFile }) {
   $('#results').scrollIntoView({ behavior: 'smooth', block: 'start' });
 }
 
+/** A view with the model's measured quality above it (`jobs::quality::ModelQuality`): its
+ *  dev figures beside what learns nothing, and, for a model no better than that or measured
+ *  on too few dev examples, that its results are not to be trusted. */
+function withQuality(quality, view) {
+  if (!quality) return view;
+  const untrusted = quality.untrusted;
+  const line = el(
+    'p',
+    { class: untrusted ? 'model-quality issue bad' : 'model-quality', 'data-trusted': String(!untrusted) },
+    el('strong', {}, 'Model quality: '),
+    `${quality.text}.`,
+    ...(untrusted ? [' ', el('strong', {}, 'Not to be trusted:'), ` ${untrusted}.`] : []),
+  );
+  return el('div', {}, line, view);
+}
+
 function select(index) {
   for (const tab of document.querySelectorAll('#tabs [role=tab]')) {
     const on = tab.id === `tab-${index}`;
@@ -135,6 +153,18 @@ function rankingView(result) {
   );
   for (const ev of result.ranking || []) {
     box.append(el('h3', {}, `${ev.evaluator} — ${ev.task} (${ev.metric})`));
+    const below = ev.systems.filter((s) => s.below_chance).map((s) => s.system);
+    if (ev.chance != null)
+      box.append(
+        el(
+          'p',
+          { class: below.length ? 'chance issue warn' : 'chance muted', 'data-task': ev.task },
+          `Chance: ${fmt(ev.chance)} (a uniform guess among each question’s options). ` +
+            (below.length
+              ? `Below chance: ${below.join(', ')} (the evaluator does worse than a guess with those arguments).`
+              : 'No system scores below it.'),
+        ),
+      );
     const t = el('table', { class: 'ranking', 'data-evaluator': ev.evaluator, 'data-task': ev.task });
     t.append(
       el(
@@ -156,7 +186,13 @@ function rankingView(result) {
           'tr',
           { class: s.control ? 'control' : '', 'data-system': s.system },
           el('td', { class: 'num' }, fmtRank(s.rank)),
-          el('td', {}, s.system, s.control ? el('span', { class: 'muted small' }, ' (control)') : null),
+          el(
+            'td',
+            {},
+            s.system,
+            s.control ? el('span', { class: 'muted small' }, ' (control)') : null,
+            s.below_chance ? el('span', { class: 'below-chance small' }, ' (below chance)') : null,
+          ),
           el('td', { class: 'num', 'data-col': 'score' }, fmt(s.score)),
           el('td', { class: 'num' }, Number.isFinite(s.lo) ? `${fmt(s.lo)} – ${fmt(s.hi)}` : '—'),
           el('td', { class: 'num' }, fmt(s.mean_p_correct)),
@@ -1155,6 +1191,9 @@ function gradeView(result) {
     for (const c of r.criteria) {
       const bar = el('span', { class: 'prob-bar' });
       bar.style.width = `${Math.round(c.p_met * 120)}px`;
+      // Good or bad for the response: a met criterion earns its points, so a met penalty
+      // (negative points) counts against it, and an unmet one is in its favour.
+      const good = c.met === c.points > 0;
       tb.append(
         el(
           'tr',
@@ -1163,7 +1202,11 @@ function gradeView(result) {
           el('td', { class: 'num' }, points(c.points)),
           el('td', { class: 'num', 'data-col': 'p_met' }, fmt(c.p_met)),
           el('td', {}, bar),
-          el('td', { class: c.met ? 'status-ok' : '' }, c.met ? 'met' : 'not met'),
+          el(
+            'td',
+            { class: good ? 'status-ok' : 'status-bad', 'data-col': 'verdict' },
+            `${c.met ? 'met' : 'not met'} · ${good ? 'good' : 'bad'} for the response`,
+          ),
         ),
       );
     }

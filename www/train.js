@@ -62,16 +62,25 @@ export function wireTraining(ctx) {
     ctx.state.worker.postMessage({ type: 'train-cancel' });
   });
 
-  /** The arguments a file's instances can carry, as the engine lists them ({value, label}). */
-  function showArguments(choices) {
-    $('#train-arguments').replaceChildren(...choices.map((c) => el('option', { value: c.value }, c.label)));
+  /** The arguments a file's instances can carry, as the engine lists them ({value, label,
+   *  explain}), starting at `chosen` (the engine's default for the file: the arguments it
+   *  carries), with the chosen one's line on what training with it measures. */
+  function showArguments(choices, chosen) {
+    const select = $('#train-arguments');
+    select.replaceChildren(...choices.map((c) => el('option', { value: c.value }, c.label)));
+    if (chosen) select.value = chosen;
+    const explain = () => {
+      $('#train-arguments-help').textContent = choices.find((c) => c.value === select.value)?.explain || '';
+    };
+    select.onchange = explain;
+    explain();
   }
 
   function showChoices(choices) {
     const tasks = $('#train-task');
     for (const option of tasks.options) option.disabled = !choices.tasks.includes(option.value);
     if (!choices.tasks.includes(tasks.value)) tasks.value = choices.tasks[0];
-    showArguments(choices.arguments);
+    showArguments(choices.arguments, choices.default_argument);
     const what = {
       bundle: 'instances, argument bundle',
       hitz: 'instances, HiTZ MCQA file (the argument is in the question)',
@@ -189,7 +198,9 @@ export function wireTraining(ctx) {
             ? '.'
             : `; the trained layers ran on ${trainedOn === 'gpu' ? 'the GPU (WebGPU)' : 'the CPU (WebAssembly)'}.`),
         stored
-          ? `Kept in this browser as “${stored.name}” and chosen as the model above.`
+          ? report.quality.untrusted
+            ? `Kept in this browser as “${stored.name}” but not chosen as the model above: its results are not to be trusted (${report.quality.untrusted}).`
+            : `Kept in this browser as “${stored.name}” and chosen as the model above.`
           : `This browser refused to keep it (${notStored.reason}): download it now, it is not kept after this page closes.`,
         report.truncation_warning && `Note: ${report.truncation_warning}.`,
       ];
@@ -201,7 +212,11 @@ export function wireTraining(ctx) {
         ...(notStored ? [' ', downloadButton(notStored.name, notStored.files)] : []),
       );
       await refreshTrained();
-      const radio = stored && document.querySelector(`input[name=model][value="trained:${stored.id}"]`);
+      // A model no better than what learns nothing is kept, never picked for the user.
+      const radio =
+        stored &&
+        !report.quality.untrusted &&
+        document.querySelector(`input[name=model][value="trained:${stored.id}"]`);
       if (radio) radio.checked = true;
       ctx.announce(`Training finished in ${((performance.now() - started) / 1000).toFixed(1)} s`);
     } catch (error) {
@@ -288,6 +303,15 @@ export function wireTraining(ctx) {
     $('#train-error').hidden = true;
   }
 
+  /** A kept evaluator's dev figure: the metric that picked its epoch (its measured quality,
+   *  jobs::quality), and whether its results are to be trusted; an evaluator kept before
+   *  the quality was recorded has its dev accuracy only. */
+  function trainedFigure(m) {
+    const q = m.quality;
+    if (!q) return `dev accuracy ${m.best_dev_accuracy.toFixed(3)}`;
+    return `dev ${q.metric} ${q.dev_metric.toFixed(3)}` + (q.untrusted ? ' — not to be trusted' : '');
+  }
+
   /** Lists the kept evaluators, here and as model choices. */
   async function refreshTrained() {
     let list = [];
@@ -305,7 +329,7 @@ export function wireTraining(ctx) {
           el('input', { type: 'radio', name: 'model', value: `trained:${m.id}`, 'data-label': m.name }),
           ` Trained in this browser: `,
           el('code', {}, m.name),
-          ` (${m.task}, dev accuracy ${m.best_dev_accuracy.toFixed(3)})`,
+          ` (${m.task}, ${trainedFigure(m)})`,
         ),
       ),
     );
@@ -329,7 +353,7 @@ export function wireTraining(ctx) {
           'li',
           { 'data-id': m.id },
           el('code', {}, m.name),
-          ` — ${m.task}, arguments ${m.arguments}, best epoch ${m.best_epoch}, dev accuracy ${m.best_dev_accuracy.toFixed(4)}, on ${m.base}, ${m.created.slice(0, 16).replace('T', ' ')} `,
+          ` — ${m.task}, arguments ${m.arguments}${m.freeze ? `, trained ${m.freeze}` : ''}, best epoch ${m.best_epoch} by ${trainedFigure(m)}, on ${m.base}, ${m.created.slice(0, 16).replace('T', ' ')} `,
           get,
           ' ',
           del,

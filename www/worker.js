@@ -340,6 +340,12 @@ async function loadModel(choice, progress, onPlan) {
     const bytes = await optionalModelFile(choice, cache, name);
     if (bytes) files[name] = bytes;
   }
+  // A folder medrank trained carries its dev figures: every result of it says them
+  // (jobs::quality), as the CLI's do.
+  if (choice.source === 'local') {
+    const log = await optionalModelFile(choice, cache, 'train_log.json');
+    if (log) files['train_log.json'] = log;
+  }
   progress('Loading the model', MODEL_FILES.length, MODEL_FILES.length);
   // The name reports use for the evaluator and the model's fingerprints: the bundled model's
   // site path equals the repo path the CLI is given (models/all-MiniLM-L6-v2).
@@ -358,6 +364,7 @@ function engineFiles(name, files) {
     modules: text('modules.json'),
     sentence_config: text('sentence_bert_config.json'),
     spm_only: files.spmOnly,
+    train_log: text('train_log.json'),
   };
 }
 
@@ -489,9 +496,15 @@ function trainedKey(id, name) {
 }
 
 /** Keeps a trained evaluator's files and its meta.json; returns the meta. */
-/** The name the user gave the evaluator, or evaluator-TASK-DATE. */
+/** The name the user gave the evaluator, or one saying what it is: TASK-ARGUMENT-TRAINED-DATE
+ *  ("misinformation-expert-head-2026-11-27T21:10"; `random` for a random system's argument,
+ *  `top2` for the head and the top 2 layers). */
 function trainedName(msg) {
-  return (msg.name || '').trim() || `evaluator-${msg.request.task}-${new Date().toISOString().slice(0, 16)}`;
+  // The form sends every field (the engine's defaults fill them).
+  const { task, arguments: args, freeze } = msg.request;
+  const argument = args.startsWith('system:') ? args.slice('system:'.length) : args.split(':')[0];
+  const trained = freeze.replace(':', '');
+  return (msg.name || '').trim() || `${task}-${argument}-${trained}-${new Date().toISOString().slice(0, 16)}`;
 }
 
 /** Keeps a trained evaluator's files and meta.json in the Cache API; on a refusal, removes
@@ -505,9 +518,12 @@ async function storeTrained(msg, report, files) {
     created: new Date().toISOString(),
     task: msg.request.task,
     arguments: msg.request.arguments,
+    freeze: msg.request.freeze,
     base: msg.model.source === 'bundled' ? BUNDLED_MODEL.replace(/\/$/, '') : msg.model.label || msg.model.source,
     best_epoch: report.best_epoch,
     best_dev_accuracy: report.best_dev_accuracy,
+    // The measured quality (jobs::quality): the list says it, and whether to trust it.
+    quality: report.quality,
   };
   try {
     for (const name of TRAINED_FILES) await cache.put(trainedKey(id, name), new Response(files[name]));
@@ -563,5 +579,7 @@ async function loadTrained(id) {
     config: text('config.json'),
     tokenizer: text('tokenizer.json'),
     weights: files['model.safetensors'],
+    // Its dev figures: every result of it carries them (jobs::quality).
+    train_log: text('train_log.json'),
   };
 }

@@ -138,14 +138,17 @@ pub(super) fn run_model_job<J: jobs::ModelJob>(
     let choice = jobs::parse_backend(backend)?;
     let clock = std::time::Instant::now();
     let seconds = || clock.elapsed().as_secs_f64();
-    let estimate = jobs::TimeEstimate { started: seconds(), prior_rate: None };
+    let mut estimate = jobs::TimeEstimate::new(seconds(), None);
     let mut last = 0.0f64;
     let mut progress = |p: &jobs::EncodeProgress| {
         let t = seconds();
         let finished = p.sequences_done == p.sequences;
+        // Every batch feeds the estimate (its rate comes from the batches between); stderr
+        // hears of it at most every 2 seconds.
+        let seconds_left = estimate.observe(p, t);
         if !quiet && p.sequences_done > 0 && (t - last >= 2.0 || finished) {
             last = t;
-            let left = match estimate.seconds_left(p, t) {
+            let left = match seconds_left {
                 Some(s) if !finished => format!(", about {} left", fmt_duration(s)),
                 _ => String::new(),
             };
@@ -154,7 +157,9 @@ pub(super) fn run_model_job<J: jobs::ModelJob>(
         true
     };
     let fingerprints = jobs::model_fingerprints(files);
-    let (output, backend) = pollster::block_on(jobs::run_on_backend(job, model, choice, fingerprints, &mut progress))?;
+    let quality = jobs::model_quality(files)?;
+    let (output, backend) =
+        pollster::block_on(jobs::run_on_backend(job, model, choice, fingerprints, quality.as_ref(), &mut progress))?;
     if !quiet {
         eprintln!("encoder backend: {}", jobs::describe_backend(&backend));
         eprintln!("encoder precision: {}", jobs::describe_precision(model, &backend));

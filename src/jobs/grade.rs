@@ -100,6 +100,9 @@ pub struct GradeReport {
     pub tags: Vec<String>,
     pub responses: Vec<ResponseScore>,
     pub system_scores: Vec<SystemScore>,
+    /// The grader's measured quality, when it was trained by medrank (`jobs::quality`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub model_quality: Option<super::quality::ModelQuality>,
     pub warnings: Vec<Warning>,
 }
 
@@ -297,6 +300,7 @@ impl ModelJob for GradeRequest {
             tags: scores.tags,
             responses: scores.responses,
             system_scores: scores.system_scores,
+            model_quality: None,
             warnings,
         };
         let tables = grade_tables(&report);
@@ -308,6 +312,11 @@ impl ModelJob for GradeRequest {
 
     fn provenance(output: &mut GradeOutcome) -> &mut Provenance {
         &mut output.outcome.report.provenance
+    }
+
+    fn trust(output: &mut GradeOutcome) -> (&mut Option<super::quality::ModelQuality>, &mut Vec<Warning>) {
+        let report = &mut output.outcome.report;
+        (&mut report.model_quality, &mut report.warnings)
     }
 }
 

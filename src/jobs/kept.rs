@@ -10,10 +10,11 @@ use std::future::Future;
 
 use serde::{Deserialize, Serialize};
 
+use super::quality::ModelQuality;
 use crate::gpu::{AnyEncoder, BackendChoice, BackendReport};
 use crate::model::{Encoder, Precision, TextModel};
 use crate::report::{Fingerprint, Provenance};
-use crate::{Error, Result};
+use crate::{Error, Result, Warning};
 
 /// A job that runs a model's encoder over its inputs.
 pub trait ModelJob {
@@ -37,6 +38,10 @@ pub trait ModelJob {
     /// The provenance of the output's report: where the backend and the precision that ran
     /// are written.
     fn provenance(output: &mut Self::Output) -> &mut Provenance;
+
+    /// The report's place for the model's measured quality, and its warnings (where a
+    /// model not to be trusted is said).
+    fn trust(output: &mut Self::Output) -> (&mut Option<ModelQuality>, &mut Vec<Warning>);
 }
 
 /// Where a model job runs: the model, the encoder that runs it, the model's files'
@@ -59,10 +64,32 @@ pub fn check_classification_head(model: &TextModel, needs: &str) -> Result<()> {
     }
 }
 
-/// The backend and the precision that ran, in a report's provenance.
-fn describe_run(provenance: &mut Provenance, model: &TextModel, backend: &BackendReport) {
+/// The backend and the precision that ran, in a report's provenance; the model's measured
+/// quality (a model medrank trained) beside the output, and a warning when it is not to be
+/// trusted: the one place every model job's report gets them.
+fn describe_run<J: ModelJob>(
+    output: &mut J::Output,
+    model: &TextModel,
+    backend: &BackendReport,
+    quality: Option<&ModelQuality>,
+) {
+    let provenance = J::provenance(output);
     provenance.conventions.push(("backend".into(), describe_backend(backend)));
     provenance.conventions.push(("precision".into(), describe_precision(model, backend)));
+    if let Some(q) = quality {
+        provenance.conventions.push(("model quality".into(), q.text.clone()));
+        let (place, warnings) = J::trust(output);
+        *place = Some(q.clone());
+        if let Some(w) = q.warning() {
+            warnings.push(Warning::new(w));
+        }
+    }
+}
+
+/// The measured quality a model folder's `train_log.json` records, if it has one.
+pub fn model_quality(files: &crate::model::ModelFiles) -> Result<Option<ModelQuality>> {
+    let name = format!("{}/train_log.json", files.name.trim_end_matches('/'));
+    files.train_log_json.as_deref().map(|log| ModelQuality::from_train_log(&name, log)).transpose()
 }
 
 /// `job` on the backend `choice` asks for (`gpu::open_encoder`: Auto takes a hardware GPU
@@ -73,12 +100,13 @@ pub async fn run_on_backend<J: ModelJob>(
     model: &TextModel,
     choice: BackendChoice,
     model_inputs: Vec<Fingerprint>,
+    quality: Option<&ModelQuality>,
     progress: &mut dyn FnMut(&EncodeProgress) -> bool,
 ) -> Result<(J::Output, BackendReport)> {
     // LoadedModel holds candle tensors (reference counted): the clone shares the weights.
     let (encoder, backend) = crate::gpu::open_encoder(model.encoder.model.clone(), choice).await?;
     let mut output = job.run_on(Encoding { model, encoder: &encoder, model_inputs, progress }).await?;
-    describe_run(J::provenance(&mut output), model, &backend);
+    describe_run::<J>(&mut output, model, &backend, quality);
     Ok((output, backend))
 }
 
@@ -138,6 +166,8 @@ pub struct KeptModel {
     /// The precision the model's folder holds (int8 weights or not): a run that asks for
     /// none, and a training, run in it.
     pub folder_precision: Precision,
+    /// Its measured quality, when medrank trained it (its folder's `train_log.json`).
+    pub quality: Option<ModelQuality>,
     opened: Option<(BackendChoice, AnyEncoder, BackendReport)>,
 }
 
@@ -145,6 +175,7 @@ impl KeptModel {
     pub fn from_files(files: &crate::model::ModelFiles) -> Result<KeptModel> {
         let model = TextModel::from_files(files)?;
         Ok(KeptModel {
+            quality: model_quality(files)?,
             folder_precision: model.encoder.model.precision,
             model,
             fingerprints: super::model_fingerprints(files),
@@ -186,7 +217,7 @@ impl KeptModel {
         let (_, encoder, backend) = self.opened.as_ref().expect("opened above");
         let on = Encoding { model: &self.model, encoder, model_inputs: self.fingerprints.clone(), progress };
         let mut output = job.run_on(on).await?;
-        describe_run(J::provenance(&mut output), &self.model, backend);
+        describe_run::<J>(&mut output, &self.model, backend, self.quality.as_ref());
         Ok((output, backend.clone()))
     }
 
@@ -222,15 +253,13 @@ impl KeptModel {
         }
         self.set_precision(precision);
         let prior_rate = self.last_rate.filter(|(kept, _)| *kept == choice).map(|(_, rate)| rate);
-        let estimate = TimeEstimate { started: now(), prior_rate };
-        let mut last = EncodeProgress::default();
+        let mut estimate = TimeEstimate::new(now(), prior_rate);
         let mut on_batch = |p: &EncodeProgress| {
-            last = *p;
             let (done, total) = progress_parts(p);
-            progress(&stage::<J>(p, &estimate, now()), done, total).is_ok()
+            progress(&stage::<J>(p, &mut estimate, now()), done, total).is_ok()
         };
         let out = self.run(job, choice, &mut on_batch).await?;
-        if let Some(rate) = estimate.rate(&last, now()) {
+        if let Some(rate) = estimate.rate() {
             self.last_rate = Some((choice, rate));
         }
         Ok(out)
@@ -250,13 +279,13 @@ pub fn progress_parts(p: &EncodeProgress) -> (usize, usize) {
 
 /// "Grading with the model: 12 of 46 sequences (5.1 k tokens) · about 3 s left": what the
 /// run encodes and how long it may take, from before its first batch.
-fn stage<J: ModelJob>(p: &EncodeProgress, estimate: &TimeEstimate, now: f64) -> String {
+fn stage<J: ModelJob>(p: &EncodeProgress, estimate: &mut TimeEstimate, now: f64) -> String {
     if p.work == 0 {
         if let Some(planning) = J::planning(p.sequences) {
             return format!("{}: {planning}", J::STAGE);
         }
     }
-    let left = match estimate.seconds_left(p, now) {
+    let left = match estimate.observe(p, now) {
         Some(s) if p.work_done == 0 => {
             format!(" · about {} at this model's last speed", crate::report::fmt_duration(s))
         }
@@ -321,39 +350,93 @@ impl EncodeProgress {
     }
 }
 
-/// The time left of a model evaluation, from the work done so far ([`EncodeProgress`]),
-/// or before enough is done to measure, from a rate measured on an earlier run of the same
-/// model and backend. Both front ends use it (the CLI's stderr, the page's progress).
-#[derive(Debug, Clone, Copy)]
+/// The time left of a model evaluation, the one rule both front ends show (the CLI's
+/// stderr, the page's progress): fed the progress after every batch ([`observe`]), it
+/// estimates from this run's recent speed, or before enough is done to measure, from a rate
+/// measured on an earlier run of the same model and backend.
+///
+/// Why not the run's average speed since its start: the first batch pays for starting the
+/// thread pool or uploading to the GPU, and the speed per unit of work changes along a run
+/// (batches run from shortest to longest sequences, with fewer rows each, so each batch's
+/// fixed costs weigh differently; which way depends on the machine), so the average lags
+/// and its estimate stays off (the page once said "about 2 min 41 s left" at 10 % of a run
+/// that took 134 s more, issue 47). The rate is the work per second of the later quarter
+/// of the work done so far ([`TimeEstimate::RECENT`]): it drops the start-up once past it
+/// and follows the batches of now. And an estimate that rises while the machine is steady
+/// reads as wrong: a new one above the last one shown is taken only when it is more than
+/// [`TimeEstimate::RISE`] above it (the machine slowed down), else the last one stays.
+///
+/// [`observe`]: TimeEstimate::observe
+#[derive(Debug, Clone)]
 pub struct TimeEstimate {
-    /// When the encoding started (seconds on the caller's clock).
-    pub started: f64,
     /// Work per second of an earlier run, if any.
-    pub prior_rate: Option<f64>,
+    prior_rate: Option<f64>,
+    /// (seconds on the caller's clock, work done): when the encoding began (the last
+    /// progress with nothing done, after the inputs are tokenized) and after each batch.
+    marks: Vec<(f64, u64)>,
+    /// The last estimate given, in seconds left.
+    shown: Option<f64>,
 }
 
 impl TimeEstimate {
     /// Work done before the run's own rate is trusted: the first batches are the shortest
     /// and pay for starting the thread pool or uploading to the GPU.
-    const MEASURED_FROM: f64 = 0.02;
+    pub const MEASURED_FROM: f64 = 0.02;
+    /// The later share of the work done whose speed is the rate.
+    pub const RECENT: f64 = 0.25;
+    /// How far above the last estimate a new one must be to be shown: less is the noise
+    /// of a steady machine (or a slower stretch of batches), more a machine that slowed.
+    pub const RISE: f64 = 0.25;
 
-    /// Seconds left, or `None` while nothing allows an estimate.
-    pub fn seconds_left(&self, p: &EncodeProgress, now: f64) -> Option<f64> {
+    /// An estimate for a run starting at `started` (seconds on the caller's clock), with
+    /// the work per second of an earlier run of the same model and backend, if any.
+    pub fn new(started: f64, prior_rate: Option<f64>) -> Self {
+        TimeEstimate { prior_rate, marks: vec![(started, 0)], shown: None }
+    }
+
+    /// Takes the progress `p` at `now` (call it after every batch: the rate comes from the
+    /// batches between) and gives the seconds left, or `None` while nothing allows an
+    /// estimate.
+    pub fn observe(&mut self, p: &EncodeProgress, now: f64) -> Option<f64> {
         if p.work == 0 {
             return None;
         }
+        if p.work_done == 0 {
+            // Not begun: the encoding's time starts at the latest such report.
+            self.marks = vec![(now, 0)];
+        } else if self.marks.last().is_none_or(|&(_, done)| p.work_done > done) {
+            self.marks.push((now, p.work_done));
+        }
+        let raw = self.raw_seconds_left(p, now)?;
+        let shown = match self.shown {
+            Some(last) if raw <= last * (1.0 + Self::RISE) => raw.min(last),
+            _ => raw,
+        };
+        self.shown = Some(shown);
+        Some(shown)
+    }
+
+    /// The estimate before smoothing: the work left at the recent rate.
+    fn raw_seconds_left(&self, p: &EncodeProgress, now: f64) -> Option<f64> {
         let left = p.work.saturating_sub(p.work_done) as f64;
-        let elapsed = now - self.started;
-        if p.work_done as f64 >= Self::MEASURED_FROM * p.work as f64 && elapsed > 0.0 {
-            return Some(left * elapsed / p.work_done as f64);
+        if p.work_done as f64 >= Self::MEASURED_FROM * p.work as f64 {
+            // The window starts at the last mark at or before the recent share's start.
+            let start = (p.work_done as f64 * (1.0 - Self::RECENT)) as u64;
+            let from = self.marks.partition_point(|&(_, done)| done <= start).saturating_sub(1);
+            let (t0, w0) = self.marks[from];
+            let (seconds, work) = (now - t0, p.work_done.saturating_sub(w0));
+            if seconds > 0.0 && work > 0 {
+                return Some(left * seconds / work as f64);
+            }
         }
         self.prior_rate.filter(|r| *r > 0.0).map(|rate| left / rate)
     }
 
-    /// The rate of a finished run, for the next run's first estimate.
-    pub fn rate(&self, p: &EncodeProgress, now: f64) -> Option<f64> {
-        let elapsed = now - self.started;
-        (p.work_done > 0 && elapsed > 0.0).then(|| p.work_done as f64 / elapsed)
+    /// The work per second of the whole run so far (from its first batch's start): the
+    /// next run's first estimate, which covers a whole run again.
+    pub fn rate(&self) -> Option<f64> {
+        let (&(t0, _), &(t, done)) = (self.marks.first()?, self.marks.last()?);
+        (done > 0 && t > t0).then(|| done as f64 / (t - t0))
     }
 }
 

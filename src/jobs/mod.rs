@@ -22,6 +22,7 @@ pub mod import;
 pub mod kept;
 pub mod metrics;
 pub mod nrp;
+pub mod quality;
 pub mod quantize;
 pub mod rankers;
 pub mod rubric;
@@ -74,8 +75,8 @@ pub use import::{
     SystemResponses,
 };
 pub use kept::{
-    describe_backend, describe_precision, parse_backend, progress_parts, run_on_backend, EncodeProgress, Encoding,
-    KeptModel, ModelJob, Progress, RunOptions, TimeEstimate,
+    describe_backend, describe_precision, model_quality, parse_backend, progress_parts, run_on_backend, EncodeProgress,
+    Encoding, KeptModel, ModelJob, Progress, RunOptions, TimeEstimate,
 };
 pub use metrics::{metrics, metrics_with_bertscore, BertScoreRequest, MetricsRequest};
 pub use nrp::{

@@ -70,6 +70,9 @@ pub struct StatementReport {
     pub answers: Vec<AnswerChecks>,
     pub systems: Vec<SystemChecks>,
     pub truncated: Vec<CutStatement>,
+    /// The NLI model's measured quality, when it was trained by medrank (`jobs::quality`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub model_quality: Option<super::quality::ModelQuality>,
     pub warnings: Vec<Warning>,
 }
 
@@ -179,6 +182,7 @@ impl ModelJob for StatementRequest {
             answers: checks,
             systems,
             truncated,
+            model_quality: None,
             warnings,
         };
         let tables = statement_tables(&report);
@@ -187,6 +191,10 @@ impl ModelJob for StatementRequest {
 
     fn provenance(output: &mut Outcome<StatementReport>) -> &mut Provenance {
         &mut output.report.provenance
+    }
+
+    fn trust(output: &mut Outcome<StatementReport>) -> (&mut Option<super::quality::ModelQuality>, &mut Vec<Warning>) {
+        (&mut output.report.model_quality, &mut output.report.warnings)
     }
 }
 

@@ -306,6 +306,9 @@ pub struct TrainedEvaluator {
     pub result: t::TrainResult,
     /// A warning about the inputs cut to the model's token limit, when there are any.
     pub truncation_warning: Option<String>,
+    /// The measured quality its `train_log.json` gives every result of it
+    /// (`jobs::quality`): a model not to be trusted is not picked by the page.
+    pub quality: super::quality::ModelQuality,
     /// config.json, model.safetensors, train_log.json, tokenizer.json.
     #[serde(skip)]
     pub files: Vec<(String, Vec<u8>)>,
@@ -604,7 +607,10 @@ impl TrainingJob {
             let what = TrainTask::parse(self.summary.task).map_or("", |t| t.facts().truncation);
             format!("{cut_train} training and {cut_dev} dev examples had inputs cut to the model's token limit ({what}); train_log.json records the counts")
         });
-        Ok(TrainedEvaluator { result, truncation_warning, files, trace_files })
+        let log =
+            files.iter().find(|(name, _)| name == "train_log.json").map(|(_, b)| b.as_slice()).unwrap_or_default();
+        let quality = super::quality::ModelQuality::from_train_log("train_log.json", log)?;
+        Ok(TrainedEvaluator { result, truncation_warning, quality, files, trace_files })
     }
 }
 
@@ -714,27 +720,80 @@ pub struct TrainingChoices {
     pub systems: Vec<String>,
     /// The arguments its instances can carry (`--arguments`).
     pub arguments: Vec<ArgumentChoice>,
+    /// The choice the page's form starts at ([`default_argument`]).
+    pub default_argument: String,
     pub instances: usize,
 }
 
-/// One argument a training instance can carry, as `--arguments` takes it and in words.
+/// One argument a training instance can carry, as `--arguments` takes it, in words, and
+/// what training with it measures (one line; the page shows it under the choice).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ArgumentChoice {
     pub value: String,
     pub label: String,
+    pub explain: String,
 }
 
-/// The arguments a file with arguments of `systems` offers: none (the baseline evaluator),
-/// one system's, or a random system's per instance.
+/// The arguments a file with arguments of `systems` offers: one system's (the expert's
+/// first), a random system's per instance, or none (the baseline evaluator).
 pub fn argument_choices(systems: &[String]) -> Vec<ArgumentChoice> {
-    let choice = |value: String, label: String| ArgumentChoice { value, label };
-    let mut out = vec![choice("none".into(), "none (the baseline evaluator)".into())];
-    out.extend(systems.iter().map(|s| choice(format!("system:{s}"), format!("{s}'s argument"))));
-    if systems.len() > 1 {
-        let all = systems.join(",");
-        out.push(choice(format!("random:{all}"), format!("a random system's per instance ({})", systems.join(", "))));
+    let choice = |value: String, label: String, explain: &str| ArgumentChoice { value, label, explain: explain.into() };
+    let controls = crate::data::controls::Control::all_names();
+    let mut ordered: Vec<&String> = systems.iter().filter(|s| *s == "expert").collect();
+    ordered.extend(systems.iter().filter(|s| *s != "expert"));
+    let mut out: Vec<ArgumentChoice> = ordered
+        .into_iter()
+        .map(|s| {
+            let explain = if s == "expert" {
+                "the expert's argument on every instance: the evaluator learns to read a sound argument, so a ranking with it tells the systems' arguments apart by what they give it"
+            } else if controls.contains(s) {
+                "a control case's argument on every instance: an evaluator that learns from it measures the control, not the systems"
+            } else {
+                "this system's argument on every instance: the evaluator learns to read arguments like this system's"
+            };
+            choice(format!("system:{s}"), format!("{s}'s argument"), explain)
+        })
+        .collect();
+    // A random system's per instance: among the real systems, and among all of them when
+    // the file has control cases too.
+    let real: Vec<String> = systems.iter().filter(|s| !controls.contains(s)).cloned().collect();
+    for (group, explain) in [
+        (&real, "a different system's argument on each instance: the evaluator learns from arguments of every quality"),
+        (
+            &systems.to_vec(),
+            "a different system's argument on each instance, the control cases' among them: the evaluator also learns from arguments made to mislead",
+        ),
+    ] {
+        if group.len() > 1 && !out.iter().any(|c| c.value == format!("random:{}", group.join(","))) {
+            let value = format!("random:{}", group.join(","));
+            out.push(choice(value, format!("a random system's per instance ({})", group.join(", ")), explain));
+        }
     }
+    out.push(choice(
+        "none".into(),
+        "none (the baseline evaluator)".into(),
+        "no argument: the evaluator learns from the question alone and never learns to read an argument, so a ranking with it cannot tell good arguments from bad (the paper's baseline, to compare against)",
+    ));
     out
+}
+
+/// The argument a file's training starts at: what it carries (the expert's where there is
+/// one, else a random real system's per instance, or its one system's), never the control
+/// cases; none only when the file has no arguments (issue 47: the baseline evaluator as the
+/// default ranked the expert last).
+pub fn default_argument(systems: &[String]) -> String {
+    let controls = crate::data::controls::Control::all_names();
+    let real: Vec<&String> = systems.iter().filter(|s| !controls.contains(s)).collect();
+    if systems.iter().any(|s| s == "expert") {
+        "system:expert".into()
+    } else if real.len() == 1 {
+        format!("system:{}", real[0])
+    } else if real.len() > 1 {
+        // `random:` over the real systems: one of the choices when there are no controls.
+        format!("random:{}", real.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(","))
+    } else {
+        "none".into()
+    }
 }
 
 /// The choices one training file allows (it is read with the trainer's own readers).
@@ -746,6 +805,7 @@ pub fn training_choices(file: &NamedText) -> Result<TrainingChoices> {
             tasks: vec!["criterion"],
             systems: Vec::new(),
             arguments: argument_choices(&[]),
+            default_argument: default_argument(&[]),
             instances: examples,
         });
     }
@@ -756,6 +816,7 @@ pub fn training_choices(file: &NamedText) -> Result<TrainingChoices> {
             format: "bundle",
             tasks,
             arguments: argument_choices(&bundle.systems),
+            default_argument: default_argument(&bundle.systems),
             systems: bundle.systems.clone(),
             instances: bundle.instances.len(),
         })
@@ -766,6 +827,7 @@ pub fn training_choices(file: &NamedText) -> Result<TrainingChoices> {
             tasks: vec!["mcqa"],
             systems: Vec::new(),
             arguments: argument_choices(&[]),
+            default_argument: default_argument(&[]),
             instances: items.len(),
         })
     }
@@ -774,6 +836,33 @@ pub fn training_choices(file: &NamedText) -> Result<TrainingChoices> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn training_defaults_to_the_arguments_the_file_carries_with_the_baseline_last() {
+        let names = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        // The expert's where there is one (issue 47: the baseline evaluator as the default
+        // ranked the expert last), the control cases never by default.
+        let systems = names(&["gpt-4o", "expert", "label_only"]);
+        assert_eq!(default_argument(&systems), "system:expert");
+        let values: Vec<String> = argument_choices(&systems).into_iter().map(|c| c.value).collect();
+        assert_eq!(
+            values,
+            [
+                "system:expert",
+                "system:gpt-4o",
+                "system:label_only",
+                "random:gpt-4o,expert",
+                "random:gpt-4o,expert,label_only",
+                "none"
+            ]
+        );
+        assert_eq!(default_argument(&names(&["gpt-4o", "llama", "noise"])), "random:gpt-4o,llama");
+        assert_eq!(default_argument(&names(&["gpt-4o", "noise"])), "system:gpt-4o");
+        assert_eq!(default_argument(&names(&["noise"])), "none");
+        assert_eq!(default_argument(&[]), "none");
+        // Every choice says what training with it measures.
+        assert!(argument_choices(&systems).iter().all(|c| !c.explain.is_empty()));
+    }
 
     #[test]
     fn every_task_of_the_table_trains_its_head_labels_and_metric() {

@@ -172,6 +172,9 @@ pub struct ModelFiles {
     /// When `tokenizer_json` was converted from a SentencePiece model (`spm.model`, a
     /// DeBERTa-v3 folder without `tokenizer.json`): that file's fingerprint.
     pub tokenizer_source: Option<crate::report::Fingerprint>,
+    /// `train_log.json` of a folder medrank trained (its dev figures and baselines: the
+    /// measured quality every result of the model carries, `jobs::quality`), if present.
+    pub train_log_json: Option<Vec<u8>>,
 }
 
 impl ModelFiles {
@@ -272,6 +275,7 @@ impl ModelFiles {
             modules_json: optional("modules.json")?,
             sentence_config_json: optional("sentence_bert_config.json")?,
             weights_source,
+            train_log_json: optional("train_log.json")?,
         })
     }
 }

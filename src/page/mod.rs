@@ -306,6 +306,7 @@ mod tests {
             sentence_config_json: None,
             weights_source: None,
             tokenizer_source: None,
+            train_log_json: None,
         };
         KeptModel::from_files(&files).unwrap()
     }
@@ -397,6 +398,7 @@ mod tests {
             &kept.model,
             choice,
             kept.fingerprints.clone(),
+            kept.quality.as_ref(),
             &mut all_right,
         ))
         .unwrap();

@@ -264,11 +264,6 @@ pub struct Outcome {
     pub baseline_warning: Option<String>,
 }
 
-/// Within this of the baseline the picked epoch counts as no better: half a point of the
-/// metric, below which the two figures rounded to two decimals (as a reader compares
-/// them) read the same.
-pub const BASELINE_TOLERANCE: f64 = 0.005;
-
 /// The baseline in words: what it predicts and what it scores.
 pub fn baseline_text(b: &Baseline, select_by: SelectBy) -> String {
     let what = match &b.label {
@@ -300,14 +295,11 @@ pub fn outcome(
         format!("stopped early at epoch {k} of {epochs}: no dev improvement for {patience} epoch{plural}")
     });
     let baseline_warning = baseline.as_ref().and_then(|b| {
-        let gap = match select_by {
-            SelectBy::Loss => b.metric - best_dev_metric,
-            _ => best_dev_metric - b.metric,
-        };
-        if gap > BASELINE_TOLERANCE {
+        if !b.not_beaten_by(select_by, best_dev_metric) {
             return None;
         }
-        let relation = match (gap.abs() <= BASELINE_TOLERANCE, select_by) {
+        let gap = b.lead(select_by, best_dev_metric);
+        let relation = match (gap.abs() <= crate::train::BASELINE_TOLERANCE, select_by) {
             (true, _) => "=",
             (false, SelectBy::Loss) => ">",
             (false, _) => "<",

@@ -30,6 +30,29 @@ pub struct Baseline {
     pub accuracy: f64,
 }
 
+/// Within this of the baseline a dev metric counts as no better: half a point of the
+/// metric, below which the two figures rounded to two decimals (as a reader compares
+/// them) read the same.
+pub const BASELINE_TOLERANCE: f64 = 0.005;
+
+impl Baseline {
+    /// How far `metric` (of the selecting metric `select_by`) is better than the baseline:
+    /// negative when worse (for loss, lower is better).
+    pub fn lead(&self, select_by: SelectBy, metric: f64) -> f64 {
+        match select_by {
+            SelectBy::Loss => self.metric - metric,
+            _ => metric - self.metric,
+        }
+    }
+
+    /// Whether a model scoring `metric` on dev does no better than this baseline (within
+    /// [`BASELINE_TOLERANCE`]): its results are no better than guessing.
+    pub fn not_beaten_by(&self, select_by: SelectBy, metric: f64) -> bool {
+        // A NaN metric beats nothing (it compares to nothing).
+        self.lead(select_by, metric).partial_cmp(&BASELINE_TOLERANCE) != Some(std::cmp::Ordering::Greater)
+    }
+}
+
 /// The classification baseline: `golds` are the dev examples' label indices.
 pub fn majority_baseline(labels: &[String], golds: &[usize], select_by: SelectBy) -> Option<Baseline> {
     if golds.is_empty() || labels.is_empty() {

@@ -121,6 +121,8 @@ pub fn trained_files_with(
         "best_dev_metric": result.best_dev_metric,
         "best_dev_accuracy": result.best_dev_accuracy,
         "dev_majority_rate": result.dev_majority_rate,
+        "dev_baseline": result.dev_baseline,
+        "dev_chance_accuracy": result.dev_chance_accuracy,
         "class_weights": result.class_weights,
         "warnings": result.warnings,
         "truncated_examples": {"train": result.truncated.0, "dev": result.truncated.1},

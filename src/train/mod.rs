@@ -70,7 +70,7 @@ mod options;
 mod result;
 mod trainer;
 
-pub use baseline::{chance_baseline, majority_baseline, Baseline};
+pub use baseline::{chance_baseline, majority_baseline, Baseline, BASELINE_TOLERANCE};
 pub use examples::{
     examples_from_bundle, examples_from_rubric, examples_from_rubric_count, read_hitz_mcqa, task_labels,
     ArgumentSource, DataCounts, ExampleOptions, TrainData, TrainExample,

@@ -89,6 +89,13 @@ pub struct TrainResult {
     /// Classification: the share of the most frequent dev label (what always predicting it
     /// scores in accuracy).
     pub dev_majority_rate: Option<f64>,
+    /// What a model that learnt nothing scores on dev with the selecting metric (the
+    /// majority class for classification, chance for multiple choice): the line a result
+    /// of this model must be above to be trusted (`jobs::quality`).
+    pub dev_baseline: Option<super::Baseline>,
+    /// The dev accuracy of a uniform guess: 1 / labels (classification), the mean of
+    /// 1 / options (multiple choice).
+    pub dev_chance_accuracy: Option<f64>,
     /// What the user must know about the picked model (it predicts one class for all).
     pub warnings: Vec<String>,
     /// The first optimiser steps, when a trace was asked for ([`Trainer::trace_steps`](super::Trainer::trace_steps)).

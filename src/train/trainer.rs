@@ -556,6 +556,13 @@ impl Trainer {
                 rate,
             ));
         }
+        let dev_baseline = self.dev_baseline();
+        let dev_chance_accuracy = if self.multiple_choice {
+            let options: Vec<usize> = self.dev_set.iter().map(|e| e.inputs.len()).collect();
+            chance_baseline(&options, SelectBy::Accuracy).map(|b| b.accuracy)
+        } else {
+            (!self.labels.is_empty()).then(|| 1.0 / self.labels.len() as f64)
+        };
         let steps = self.step_log;
         let mut engine = self.engine;
         let model = engine.best_model(&self.model).await?;
@@ -569,6 +576,8 @@ impl Trainer {
             select_by,
             best_dev_metric,
             dev_majority_rate,
+            dev_baseline,
+            dev_chance_accuracy,
             warnings,
             steps,
             class_weights: self.class_weights,

@@ -2,13 +2,13 @@
 // are added, before any model loads; the published Ranking-Over-Scoring files are taken by
 // their public names; a control a file already is is not generated again, and a default
 // that cannot run is said, as the CLI says it; a long run states what it will encode and a
-// time left that holds, and its progress stays in view wherever the user scrolls.
+// time left once measured, and its progress stays in view wherever the user scrolls.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { copyFileSync, existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { openApp, run, setOptions, waitForChecks, cli, differencesWithin, withoutPaths, ROOT, SITE, EXAMPLES } from './harness.mjs';
+import { openApp, run, setOptions, waitForChecks, scaledUpBundle, setUpLongRun, cli, differencesWithin, withoutPaths, ROOT, SITE, EXAMPLES } from './harness.mjs';
 
 const MODEL = 'models/all-MiniLM-L6-v2';
 const haveModel =
@@ -143,59 +143,26 @@ test(
   },
 );
 
-/** The example's MCQA instances `copies` times over, each copy with its own ids: a long
- *  run on real text whose batches span the example's lengths. */
-function scaledUpBundle(copies) {
-  const lines = readFileSync(join(EXAMPLES, 'bundle.jsonl'), 'utf8')
-    .split('\n')
-    .filter((l) => l.includes('"task": "mcqa"'));
-  const out = [];
-  for (let c = 0; c < copies; c++)
-    for (const line of lines) {
-      const record = JSON.parse(line);
-      record.id = `${record.id}-copy${c}`;
-      out.push(JSON.stringify(record));
-    }
-  const dir = mkdtempSync(join(tmpdir(), 'medrank-long-'));
-  writeFileSync(join(dir, 'long_bundle.jsonl'), out.join('\n') + '\n');
-  return join(dir, 'long_bundle.jsonl');
-}
-
-/** "about 4 min 05 s left" -> 245 (report::fmt_duration's forms). */
-function seconds(text) {
-  const m = text.match(/about (?:(\d+) h )?(?:(\d+) min )?(?:(\d+) s)?/);
-  assert.ok(m, `no time in "${text}"`);
-  return Number(m[1] || 0) * 3600 + Number(m[2] || 0) * 60 + Number(m[3] || 0);
-}
-
 test(
-  'a long run says what it will encode, its time left holds after a tenth of it, and its progress stays in view',
+  'a long run says what it will encode and its time left once measured, and its progress stays in view',
   { skip },
-  async (t) => {
+  async () => {
     const app = await openApp();
     try {
       const { page } = app;
-      // 12 MCQA questions x 20 copies x 4 systems: 960 contexts and 1,200 options, about a
-      // minute on the CPU of a 2-core machine.
-      await page.setInputFiles('#file-input', [scaledUpBundle(20)]);
-      await waitForChecks(page, 1);
-      await page.check('input[name=model][value=bundled]');
-      await page.selectOption('#opt-backend', 'cpu');
-      await page.evaluate(() => {
-        document.querySelector('details.options').open = true;
-      });
-      await page.fill('#opt-controls', '');
-      await page.dispatchEvent('#opt-controls', 'change');
-      await page.waitForFunction(() =>
-        /encodes 2,160 sequences/.test(document.querySelector('#rank-check')?.textContent),
-      );
-      // Every change of the stage text, with the bar's position and the time.
+      // 12 MCQA questions x 10 copies x 4 systems: 480 contexts and 600 options. How close
+      // the time left comes is the estimate's unit test's (recorded batch timings, the same
+      // Rust code: tests/model_backend.rs) and the benchmark's (bench-estimate.mjs), never
+      // a wall clock's here: this machine's speed is not the test's to know.
+      await setUpLongRun(page, scaledUpBundle(10));
+      assert.match(await page.textContent('#rank-check'), /encodes 1,080 sequences/);
+      // Every change of the stage text, with the bar's position.
       await page.evaluate(() => {
         window.__stages = [];
         const stage = document.querySelector('#progress-stage');
         const bar = document.querySelector('#progress-bar');
         new MutationObserver(() =>
-          window.__stages.push({ t: performance.now(), text: stage.textContent, done: bar.value, total: bar.max }),
+          window.__stages.push({ text: stage.textContent, done: bar.value, total: bar.max }),
         ).observe(stage, { childList: true, characterData: true, subtree: true });
       });
       await page.click('#run-rank_systems');
@@ -220,27 +187,25 @@ test(
       const encoding = stages.filter((s) => s.text.startsWith('Encoding with the model'));
       // First the tokenizing, then before the first batch the sequences and tokens; no rate
       // yet on a first run.
-      assert.equal(encoding[0].text, 'Encoding with the model: splitting 2,160 sequences into tokens');
+      assert.equal(encoding[0].text, 'Encoding with the model: splitting 1,080 sequences into tokens');
       const planned = encoding.find((s) => s.text.includes('tokens)'));
       assert.equal(planned.done, 0);
       assert.match(
         planned.text,
-        /^Encoding with the model: 0 of 2,160 sequences \([\d.]+ [kM]? ?tokens\) · timing the first batches to estimate the time$/,
+        /^Encoding with the model: 0 of 1,080 sequences \([\d.]+ [kM]? ?tokens\) · timing the first batches to estimate the time$/,
       );
-      const end = encoding.at(-1).t;
       assert.equal(encoding.at(-1).done, encoding.at(-1).total);
-      const tenth = encoding.find((s) => s.done >= 0.1 * s.total && / left$/.test(s.text));
-      assert.ok(tenth, JSON.stringify(encoding.slice(0, 5)));
-      const estimated = seconds(tenth.text);
-      const actual = (end - tenth.t) / 1000;
-      t.diagnostic(
-        `at ${tenth.text} (${((100 * tenth.done) / tenth.total).toFixed(0)} %): estimated ${estimated} s, took ${actual.toFixed(1)} s`,
-      );
-      assert.ok(actual > 10, `the run was too short to test an estimate (${actual} s)`);
-      assert.ok(
-        Math.abs(estimated - actual) <= 0.3 * actual,
-        `at ${tenth.text}: estimated ${estimated} s, took ${actual.toFixed(1)} s`,
-      );
+      // Until 2 % of the work is done the first batches are timed; from then on every report
+      // says the time left, in report::fmt_duration's words.
+      const measuring = encoding.filter((s) => s.done > 0 && s.done < 0.02 * s.total);
+      for (const s of measuring) assert.match(s.text, / · timing the first batches to estimate the time$/);
+      const measured = encoding.filter((s) => s.done >= 0.02 * s.total && s.done < s.total);
+      assert.ok(measured.some((s) => s.done >= 0.1 * s.total), JSON.stringify(encoding.slice(0, 5)));
+      for (const s of measured)
+        assert.match(
+          s.text,
+          /^Encoding with the model: [\d,]+ of 1,080 sequences \([\d.]+ [kM]? ?tokens\) · about (\d+ h )?(\d+ min )?\d+ s left$/,
+        );
 
       // A second run of the kept model starts with an estimate at the first run's speed (and
       // is cancelled once it has said so).
@@ -259,12 +224,7 @@ test(
       const plannedAgain = again.find((s) => s.text.includes('tokens)'));
       assert.match(
         plannedAgain.text,
-        /^Encoding with the model: 0 of 2,160 sequences .* · about .* at this model's last speed$/,
-      );
-      const took = (end - planned.t) / 1000;
-      assert.ok(
-        Math.abs(seconds(plannedAgain.text) - took) <= 0.3 * took,
-        `${plannedAgain.text} after a run of ${took} s`,
+        /^Encoding with the model: 0 of 1,080 sequences .* · about (\d+ h )?(\d+ min )?\d+ s at this model's last speed$/,
       );
     } finally {
       await app.close();

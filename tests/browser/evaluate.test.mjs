@@ -146,3 +146,67 @@ test('the printable report is self-contained', async () => {
   assert.match(html, /<h1>medrank report: ranking over scoring<\/h1>/);
   assert.doesNotMatch(html, /<script|https?:\/\/(?!www\.w3\.org\/2000\/svg)/);
 });
+
+test('a score below the task’s chance level is flagged beside the ranking (issue 47)', async () => {
+  const { page } = app;
+  await openTab(page, 'Ranking');
+  const mcqa = cliReport.evaluators[0].report.tasks.find((t) => t.task === 'mcqa');
+  // Chance for MCQA: a uniform guess among each question's options, 1 / options averaged.
+  const bundle = readFileSync(join(EXAMPLES, 'bundle.jsonl'), 'utf8').trim().split('\n').map(JSON.parse);
+  const scored = bundle.filter((i) => i.task === 'mcqa');
+  const chance = scored.reduce((sum, i) => sum + 1 / Object.keys(i.options).length, 0) / scored.length;
+  assert.ok(Math.abs(mcqa.chance - chance) < 1e-12, `${mcqa.chance} vs ${chance}`);
+  const below = mcqa.systems.filter((s) => s.score < chance).map((s) => s.system);
+  assert.equal(
+    await page.textContent('p.chance[data-task="mcqa"]'),
+    `Chance: ${fmt3(chance)} (a uniform guess among each question’s options). ` +
+      (below.length
+        ? `Below chance: ${below.join(', ')} (the evaluator does worse than a guess with those arguments).`
+        : 'No system scores below it.'),
+  );
+  for (const s of mcqa.systems) {
+    const cell = await page.textContent(`table.ranking[data-task="mcqa"] tr[data-system="${s.system}"] td:nth-child(2)`);
+    assert.equal(cell.endsWith(' (below chance)'), below.includes(s.system), `${s.system}: ${cell}`);
+  }
+  // Misinformation has no plain chance level (macro-F1): nothing is said there.
+  assert.equal(await page.locator('p.chance[data-task="misinformation"]').count(), 0);
+});
+
+test('items the ranking leaves out are counted before the run, in Warnings and in the report, and the page keeps them on request', async () => {
+  const { page } = app;
+  const nee = readFileSync(join(EXAMPLES, 'bundle.jsonl'), 'utf8')
+    .trim()
+    .split('\n')
+    .map(JSON.parse)
+    .filter((i) => i.label === 'not_enough_evidence')
+    .map((i) => i.id);
+  assert.equal(nee.length, 1);
+  const warning =
+    `misinformation: 1 instance labelled not_enough_evidence is left out of the ranking, as the Ranking-Over-Scoring paper leaves them out (\`--keep-not-enough-evidence\`, on the page Options → "keep not_enough_evidence", keeps them): ${nee[0]}`;
+  // The report and Warnings (the CLI's report says the same).
+  const misinformation = (r) => r.evaluators[0].report.tasks.find((t) => t.task === 'misinformation');
+  assert.equal(misinformation(pageResult.report).dropped_not_enough_evidence, 1);
+  assert.ok(pageResult.report.warnings.some((w) => w.message === warning), JSON.stringify(pageResult.report.warnings));
+  assert.ok(cliReport.warnings.some((w) => w.message === warning));
+  await page.click('#tabs [role=tab]:has-text("Warnings (")');
+  assert.ok((await page.textContent('[data-view="warnings"]')).includes(warning));
+  // The check before a model run counts them.
+  await page.check('input[name=model][value=bundled]');
+  await page.waitForFunction(() => /Ready: .*instances ×/.test(document.querySelector('#rank-check').textContent));
+  assert.match(
+    await page.textContent('#rank-check'),
+    /; of them 1 labelled not_enough_evidence is left out of the ranking \(Options → “keep not_enough_evidence” keeps them\)/,
+  );
+  // The page's own control for --keep-not-enough-evidence: checked, nothing is left out.
+  await page.evaluate(() => {
+    document.querySelector('details.options').open = true;
+  });
+  await page.check('#opt-keep-not-enough-evidence');
+  await page.waitForFunction(() => !/not_enough_evidence/.test(document.querySelector('#rank-check').textContent));
+  await page.check('input[name=model][value=predictions]');
+  await run(page, '#run-rank_systems');
+  const kept = await page.evaluate(() => window.medrank.state.lastResult.result.report);
+  assert.equal(misinformation(kept).dropped_not_enough_evidence, 0);
+  assert.equal(misinformation(kept).n_instances, misinformation(pageResult.report).n_instances + 1);
+  assert.ok(!kept.warnings.some((w) => w.message.includes('not_enough_evidence')));
+});

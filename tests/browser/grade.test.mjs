@@ -29,6 +29,8 @@ import {
 } from './harness.mjs';
 
 const MODEL = 'models/all-MiniLM-L6-v2';
+/** `text` as a regular expression matching it literally. */
+const escape = (text) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 const RUBRIC = 'rubric/conversations.jsonl';
 const haveModel = existsSync(join(ROOT, MODEL, 'model.safetensors'));
 const SKIP = (!haveModel && 'no model in models/: run scripts/setup.sh model') ||
@@ -244,7 +246,7 @@ test('the example loads the file to grade with its own kind: Rubric still scores
   }
 });
 
-test('a criterion grader trained in the page grades there, and its download grades the same in the CLI', { skip: SKIP }, async () => {
+test('a criterion grader trained in the page grades there with its quality beside every verdict (not chosen for the user at its baseline), and its download grades the same in the CLI', { skip: SKIP }, async () => {
   const work = mkdtempSync(join(tmpdir(), 'medrank-grade-train-'));
   const app = await openApp();
   try {
@@ -263,13 +265,66 @@ test('a criterion grader trained in the page grades there, and its download grad
     await page.check('input[name=train-dev][value=split]');
     for (const [id, v] of [['#train-dev-split', 0.25], ['#train-epochs', 3], ['#train-batch', 8], ['#train-seed', 7], ['#train-name', 'page-grader']])
       await page.fill(id, String(v));
-    const { stored } = await trainFilledForm(page);
-    // It is the page's model now: grade the example with it.
-    assert.equal(await page.inputValue('input[name=model]:checked'), `trained:${stored.id}`);
+    const { stored, report: trained } = await trainFilledForm(page);
+    // Trained on 34 criteria, it does no better on its 12 dev examples than always saying the
+    // majority class (the issue's grader: 0.3333 against 1.0): kept, listed as not to be
+    // trusted, and not chosen for the user.
+    const quality = trained.quality;
+    assert.match(quality.untrusted, /^its dev macro-F1 \d\.\d{3} is no better than the majority-class baseline \(\d\.\d{3}\)$/);
+    assert.notEqual(await page.inputValue('input[name=model]:checked'), `trained:${stored.id}`);
+    assert.match(
+      await page.textContent('#train-result'),
+      new RegExp(`Kept in this browser as “page-grader” but not chosen as the model above: its results are not to be trusted \\(${escape(quality.untrusted)}\\)\\.`),
+    );
+    assert.equal(
+      (await page.textContent(`label:has(input[value="trained:${stored.id}"])`)).trim(),
+      `Trained in this browser: page-grader (criterion, dev macro-F1 ${quality.dev_metric.toFixed(3)} — not to be trusted)`,
+    );
+    // Picked by hand, it grades; every tab of the result says how far to trust it.
+    await page.check(`input[name=model][value="trained:${stored.id}"]`);
     await upload(page, [RUBRIC]);
     await run(page, '#run-grade');
     const { result } = await page.evaluate(() => window.medrank.state.lastResult);
     assert.equal(result.report.grader.kind, 'criterion');
+    assert.deepEqual(result.report.model_quality, quality);
+    assert.equal(
+      await page.textContent('[data-view="criteria"] .model-quality'),
+      `Model quality: ${quality.text}. Not to be trusted: ${quality.untrusted}.`,
+    );
+    assert.equal(await page.getAttribute('[data-view="criteria"] .model-quality', 'data-trusted'), 'false');
+    assert.match(quality.text, /^dev macro-F1 \d\.\d{3} \(the majority-class baseline \d\.\d{3}; dev accuracy \d\.\d{3}, chance accuracy 0\.500, majority-class accuracy \d\.\d{3}\) on 12 dev examples, trained on 34$/);
+    await page.click('#tabs [role=tab]:has-text("Warnings (")');
+    assert.ok(
+      result.report.warnings.some((w) => w.message === `the model's results are not to be trusted: ${quality.untrusted} (${quality.text}); train it on more data or use another model`),
+      JSON.stringify(result.report.warnings),
+    );
+    assert.match(await page.textContent('[data-view="warnings"]'), /the model's results are not to be trusted/);
+    // Each verdict is drawn good or bad for the response: a met penalty (negative points)
+    // is bad, an unmet one good.
+    await openTab(page, 'Criteria');
+    const verdicts = await page.$$eval('table.grade-criteria tr[data-index]', (rows) =>
+      rows.map((r) => {
+        const cell = r.querySelector('td[data-col=verdict]');
+        return {
+          key: `${r.dataset.response}|${r.dataset.system}|${r.dataset.index}`,
+          text: cell.textContent,
+          bad: cell.classList.contains('status-bad'),
+          good: cell.classList.contains('status-ok'),
+        };
+      }),
+    );
+    const criteria = result.report.criteria;
+    assert.equal(verdicts.length, criteria.length);
+    assert.ok(criteria.some((c) => c.points < 0), 'the example has penalty criteria');
+    for (const c of criteria) {
+      const good = c.met === c.points > 0;
+      const shown = verdicts.find((v) => v.key === `${c.id}|${c.system}|${c.index}`);
+      assert.deepEqual(
+        shown,
+        { key: `${c.id}|${c.system}|${c.index}`, text: `${c.met ? 'met' : 'not met'} · ${good ? 'good' : 'bad'} for the response`, bad: !good, good },
+        `${c.criterion} (${c.points} points)`,
+      );
+    }
 
     // Its .zip is a model folder the CLI grades with to the page's numbers.
     const download = page.waitForEvent('download');

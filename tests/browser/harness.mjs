@@ -6,7 +6,8 @@
 //   MEDRANK_BIN   the medrank binary (default $CARGO_TARGET_DIR or <repo>/target, debug then release)
 //   CHROMIUM      the browser (default /usr/bin/chromium)
 import { spawn, execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { chromium } from 'playwright-core';
@@ -327,4 +328,38 @@ export function assertOwnStaticFilesOnly(requests, origin, since) {
       if (/^\/(api|upload|collect|log)/.test(path)) throw new Error(r.url);
     }
   }
+}
+
+/** The example's MCQA instances `copies` times over, each copy with its own ids, written to
+ *  a new temporary folder: a long run on real text whose batches span the example's lengths
+ *  (20 copies: 960 contexts and 1,200 options, about a minute on a 2-core machine's CPU). */
+export function scaledUpBundle(copies) {
+  const lines = readFileSync(join(EXAMPLES, 'bundle.jsonl'), 'utf8')
+    .split('\n')
+    .filter((l) => l.includes('"task": "mcqa"'));
+  const out = [];
+  for (let c = 0; c < copies; c++)
+    for (const line of lines) {
+      const record = JSON.parse(line);
+      record.id = `${record.id}-copy${c}`;
+      out.push(JSON.stringify(record));
+    }
+  const dir = mkdtempSync(join(tmpdir(), 'medrank-long-'));
+  writeFileSync(join(dir, 'long_bundle.jsonl'), out.join('\n') + '\n');
+  return join(dir, 'long_bundle.jsonl');
+}
+
+/** Sets the page up for a long ranking of `bundle` (a path): the bundled model on the CPU,
+ *  no generated controls; resolves once the check before the run says what it encodes. */
+export async function setUpLongRun(page, bundle) {
+  await page.setInputFiles('#file-input', [bundle]);
+  await waitForChecks(page, 1);
+  await page.check('input[name=model][value=bundled]');
+  await page.selectOption('#opt-backend', 'cpu');
+  await page.evaluate(() => {
+    document.querySelector('details.options').open = true;
+  });
+  await page.fill('#opt-controls', '');
+  await page.dispatchEvent('#opt-controls', 'change');
+  await page.waitForFunction(() => /encodes [\d,]+ sequences/.test(document.querySelector('#rank-check')?.textContent));
 }

@@ -239,6 +239,44 @@ for (const [key, c] of Object.entries(CASES)) {
 }
 
 test(
+  'the training form starts at the arguments the file carries, each choice explained in a line; the list names the metric that picked the epoch',
+  { skip: !haveModel && 'no default model' },
+  async () => {
+    const { page } = app;
+    // A HiTZ file carries no argument: none is its only choice. (Picked first: the form
+    // reads a file again only when the pick changes.)
+    await page.setInputFiles('#train-file', mcqaFile);
+    await page.waitForFunction(() => /HiTZ/.test(document.querySelector('#train-file-info').textContent));
+    assert.equal(await page.inputValue('#train-arguments'), 'none');
+    await page.setInputFiles('#train-file', CASES.misinformation.file);
+    await page.waitForFunction(() => /argument bundle/.test(document.querySelector('#train-file-info').textContent));
+    // The expert's argument first and chosen; the baseline evaluator one choice, last.
+    const choices = await page.$$eval('#train-arguments option', (os) => os.map((o) => o.value));
+    assert.deepEqual(choices, [
+      'system:expert',
+      'system:gpt-4o',
+      'system:llama-3-70b',
+      'random:expert,gpt-4o,llama-3-70b',
+      'none',
+    ]);
+    assert.equal(await page.inputValue('#train-arguments'), 'system:expert');
+    assert.equal(
+      await page.textContent('#train-arguments-help'),
+      "the expert's argument on every instance: the evaluator learns to read a sound argument, so a ranking with it tells the systems' arguments apart by what they give it",
+    );
+    await page.selectOption('#train-arguments', 'none');
+    assert.equal(
+      await page.textContent('#train-arguments-help'),
+      "no argument: the evaluator learns from the question alone and never learns to read an argument, so a ranking with it cannot tell good arguments from bad (the paper's baseline, to compare against)",
+    );
+    // The evaluators trained above are listed by the metric that picked their epoch.
+    const labels = await page.$$eval('#trained-models label', (ls) => ls.map((l) => l.textContent.trim()));
+    for (const label of labels)
+      assert.match(label, /^Trained in this browser: \S+ \((mcqa, dev accuracy|misinformation, dev macro-F1) \d\.\d{3}( — not to be trusted)?\)$/);
+  },
+);
+
+test(
   'trained evaluators are kept across a reload; a cancelled training keeps nothing',
   { skip: !haveModel && 'no default model' },
   async () => {

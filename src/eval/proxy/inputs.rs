@@ -86,20 +86,37 @@ pub(super) struct TaskInput<'a> {
     pub(super) all_ids: HashSet<&'a str>,
 }
 
+/// The warning of a ranking that leaves out the misinformation instances labelled
+/// not_enough_evidence (`ids`), as the Ranking-Over-Scoring paper does: counted, with the way
+/// to keep them (issue 47: 75 of 150 items went unsaid).
+pub fn not_enough_evidence_left_out(ids: &[&str]) -> Warning {
+    let (count, verb) = match ids.len() {
+        1 => ("1 instance".to_string(), "is"),
+        n => (format!("{n} instances"), "are"),
+    };
+    Warning::new(format!(
+        "misinformation: {count} labelled not_enough_evidence {verb} left out of the ranking, as the \
+         Ranking-Over-Scoring paper leaves them out (`--keep-not-enough-evidence`, on the page Options → \
+         \"keep not_enough_evidence\", keeps them): {}{}",
+        ids.iter().take(NAMED_IN_ERRORS).cloned().collect::<Vec<_>>().join(", "),
+        if ids.len() > NAMED_IN_ERRORS { ", ..." } else { "" }
+    ))
+}
+
 pub(super) fn select_task<'a>(
     bundle: &'a Bundle,
     task: Task,
     options: &ProxyOptions,
     warnings: &mut Vec<Warning>,
 ) -> TaskInput<'a> {
-    let mut dropped = 0;
+    let mut dropped = Vec::new();
     let mut kept: Vec<&Instance> = Vec::new();
     let mut all_ids = HashSet::new();
     for inst in bundle.instances.iter().filter(|i| i.problem.task() == task) {
         all_ids.insert(inst.id.as_str());
         let nee = matches!(&inst.problem, Problem::Misinformation { label, .. } if label == "not_enough_evidence");
         if nee && options.drop_not_enough_evidence {
-            dropped += 1;
+            dropped.push(inst.id.as_str());
         } else {
             kept.push(inst);
         }
@@ -119,5 +136,8 @@ pub(super) fn select_task<'a>(
             incomplete.iter().take(NAMED_IN_ERRORS).cloned().collect::<Vec<_>>().join(", ")
         )));
     }
-    TaskInput { task, instances: complete, systems, dropped_not_enough_evidence: dropped, incomplete, all_ids }
+    if !dropped.is_empty() {
+        warnings.push(not_enough_evidence_left_out(&dropped));
+    }
+    TaskInput { task, instances: complete, systems, dropped_not_enough_evidence: dropped.len(), incomplete, all_ids }
 }

@@ -39,6 +39,7 @@ mod robustness;
 mod score;
 
 pub use agreement::{human_agreement, HumanAgreement, HumanSystemRank};
+pub use inputs::not_enough_evidence_left_out;
 use inputs::{check_rankings, index_predictions, select_task};
 use score::task_report;
 
@@ -146,6 +147,11 @@ pub struct TaskReport {
     pub dropped_not_enough_evidence: usize,
     /// Instances left out because a system of this task has no argument for them.
     pub incomplete_instances: Vec<String>,
+    /// What a uniform guess scores in the task's metric, where it is plain: MCQA accuracy,
+    /// the mean of 1 / options over the scored instances (0.20 for five options). A system
+    /// below it is flagged on the page (issue 47); the scores themselves are untouched.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub chance: Option<f64>,
     /// Best first.
     pub systems: Vec<SystemScore>,
     pub adjacent: Vec<AdjacentComparison>,

@@ -119,12 +119,23 @@ pub(super) fn task_report(
     let evaluated: HashSet<&str> = input.instances.iter().map(|i| i.id.as_str()).collect();
     let human = human
         .and_then(|rankings| human_agreement(rankings, &input.all_ids, &evaluated, Some((&input.systems, &scores))));
+    let options_per_question: Vec<usize> = input
+        .instances
+        .iter()
+        .filter_map(|i| match &i.problem {
+            crate::data::Problem::Mcqa { options, .. } => Some(options.len()),
+            _ => None,
+        })
+        .collect();
+    let chance = (input.task == Task::Mcqa && n > 0 && !options_per_question.contains(&0))
+        .then(|| options_per_question.iter().map(|&k| 1.0 / k as f64).sum::<f64>() / n as f64);
     TaskReport {
         task: input.task,
         metric,
         n_instances: n,
         dropped_not_enough_evidence: input.dropped_not_enough_evidence,
         incomplete_instances: input.incomplete.clone(),
+        chance,
         systems,
         adjacent,
         robustness,

@@ -69,6 +69,9 @@ pub struct EvaluateReport {
     /// How empty MCQA options were treated (model evaluations only).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub empty_options: Option<EmptyOptionsReport>,
+    /// The evaluator's measured quality, when it was trained by medrank (`jobs::quality`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub model_quality: Option<super::quality::ModelQuality>,
     pub warnings: Vec<Warning>,
 }
 
@@ -211,8 +214,15 @@ fn rank_all(
         }
         reports.push(EvaluatorReport { evaluator: e.evaluator, report });
     }
-    let report =
-        EvaluateReport { provenance, controls_added, evaluators: reports, truncated, empty_options: None, warnings };
+    let report = EvaluateReport {
+        provenance,
+        controls_added,
+        evaluators: reports,
+        truncated,
+        empty_options: None,
+        model_quality: None,
+        warnings,
+    };
     let tables = evaluate_tables(&report);
     Ok(Outcome { report, tables })
 }
@@ -487,6 +497,11 @@ impl ModelJob for RankWithModel<'_> {
     fn provenance(output: &mut ModelOutcome) -> &mut Provenance {
         &mut output.0.report.provenance
     }
+
+    fn trust(output: &mut ModelOutcome) -> (&mut Option<super::quality::ModelQuality>, &mut Vec<Warning>) {
+        let report = &mut output.0.report;
+        (&mut report.model_quality, &mut report.warnings)
+    }
 }
 
 /// A [`RankWithModel`] on the model's CPU encoder, synchronously (it never waits).
@@ -606,6 +621,9 @@ pub struct ModelRunPlan {
     pub sequences_similarity: Option<usize>,
     /// Sequences to encode by a trained head.
     pub sequences_head: usize,
+    /// Misinformation instances labelled not_enough_evidence that the ranking leaves out
+    /// (unless `keep_not_enough_evidence`): counted before the run, and in its warnings.
+    pub left_out_not_enough_evidence: usize,
     pub warnings: Vec<Warning>,
 }
 
@@ -621,6 +639,17 @@ pub fn plan_model_evaluation(req: &EvaluateRequest, model_options: &ModelOptions
     let mut mcqa = bundle.clone();
     mcqa.instances.retain(|i| i.problem.task() == data::Task::Mcqa);
     use crate::model::{evaluate::sequences_to_encode, EvaluatorKind};
+    let mut warnings = prepared.warnings;
+    let not_enough_evidence: Vec<&str> = bundle
+        .instances
+        .iter()
+        .filter(|i| matches!(&i.problem, data::Problem::Misinformation { label, .. } if label == "not_enough_evidence"))
+        .map(|i| i.id.as_str())
+        .collect();
+    let left_out = if req.options.drop_not_enough_evidence { not_enough_evidence } else { Vec::new() };
+    if !left_out.is_empty() {
+        warnings.push(crate::eval::proxy::not_enough_evidence_left_out(&left_out));
+    }
     Ok(ModelRunPlan {
         instances: bundle.instances.len(),
         systems: prepared.full_bundle.systems.clone(),
@@ -629,6 +658,7 @@ pub fn plan_model_evaluation(req: &EvaluateRequest, model_options: &ModelOptions
         sequences_similarity: (!mcqa.instances.is_empty())
             .then(|| sequences_to_encode(&mcqa, EvaluatorKind::Similarity, empty)),
         sequences_head: sequences_to_encode(bundle, EvaluatorKind::Head, empty),
-        warnings: prepared.warnings,
+        left_out_not_enough_evidence: left_out.len(),
+        warnings,
     })
 }

@@ -19,6 +19,8 @@ pub struct RankingView<'a> {
     /// The task's metric in words ("accuracy", "macro f1", ...).
     pub metric: String,
     pub confidence: f64,
+    /// What a uniform guess scores, where the task has a plain one (MCQA).
+    pub chance: Option<f64>,
     pub systems: Vec<SystemRow<'a>>,
 }
 
@@ -32,6 +34,8 @@ pub struct SystemRow<'a> {
     #[serde(flatten)]
     pub interval: Bounds,
     pub mean_p_correct: Option<f64>,
+    /// Its score is below what a uniform guess scores.
+    pub below_chance: bool,
 }
 
 /// One evaluator's robustness verdict on one task (every control below every real system).
@@ -119,17 +123,20 @@ pub fn proxy_views<'a>(report: &'a EvaluateReport, controls: &[String]) -> Proxy
                 task: t.task.name(),
                 metric: metric_words(t),
                 confidence: e.report.confidence,
+                chance: t.chance,
                 systems: t
                     .systems
                     .iter()
                     .map(|s| {
                         let interval = bounds(&s.interval);
+                        let score = value(&s.score);
                         SystemRow {
+                            below_chance: matches!((score, t.chance), (Some(v), Some(c)) if v < c - 1e-9),
                             system: &s.system,
                             control: is_control(&s.system, s.is_control),
                             n: s.n,
                             rank: s.rank,
-                            score: value(&s.score),
+                            score,
                             interval,
                             mean_p_correct: value(&s.mean_p_correct),
                         }
@@ -324,6 +331,10 @@ mod tests {
         let rows: Vec<(&str, bool, f64, Option<f64>)> =
             e1.systems.iter().map(|s| (s.system, s.control, s.rank, s.score)).collect();
         assert_eq!(rows, [("a", false, 1.0, Some(1.0)), ("b", true, 2.0, Some(0.5)), ("noise", true, 3.0, Some(0.0))]);
+        // Two options per question: a guess scores 0.5; `b` at it is not below, `noise` is.
+        assert_eq!(e1.chance, Some(0.5));
+        let below: Vec<bool> = e1.systems.iter().map(|s| s.below_chance).collect();
+        assert_eq!(below, [false, false, true]);
         assert!(v.heatmap.columns[1].control, "the page's controls are marked in the heatmap too");
         let r = &v.robustness[1];
         assert_eq!(r.robust, Some(false));

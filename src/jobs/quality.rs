@@ -1,0 +1,214 @@
+//! How far to trust a model-made result (issue 47): a trained evaluator's or grader's
+//! measured quality, read from its folder's `train_log.json` (`medrank train` and the
+//! page's training write it), goes beside every result the model makes (the report's
+//! provenance, in the CLI's JSON and the page's tabs), and a model that does no better than
+//! what learns nothing, or was measured on too few dev examples, is said to be so in the
+//! report's warnings. A model without a log (a published one) has no measured quality here.
+
+use serde::Serialize;
+
+use crate::train::{Baseline, SelectBy};
+use crate::{Error, Result};
+
+/// Fewer dev examples than this and a dev figure says next to nothing: one example more
+/// or less right moves accuracy by more than 10 points.
+pub const MIN_DEV_EXAMPLES: usize = 10;
+
+/// A trained model's dev figures, the baselines beside them, and whether to trust it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ModelQuality {
+    /// The task it was trained for (`misinformation`, `nli`, `criterion`, `mcqa`), if logged.
+    pub task: Option<String>,
+    /// The dev metric that picked the epoch, and its value there.
+    pub metric: String,
+    pub dev_metric: f64,
+    pub dev_accuracy: f64,
+    /// What a model that learnt nothing scores in the picking metric (the majority class,
+    /// or chance for multiple choice), and which it is.
+    pub baseline: Option<f64>,
+    pub baseline_kind: Option<String>,
+    /// Dev accuracy of a uniform guess, and of always predicting the most frequent label.
+    pub chance_accuracy: Option<f64>,
+    pub majority_accuracy: Option<f64>,
+    pub train_examples: Option<usize>,
+    pub dev_examples: Option<usize>,
+    /// Why its results are not to be trusted (no better than its baseline, too few dev
+    /// examples); `None` when neither holds.
+    pub untrusted: Option<String>,
+    /// The figures in words, as the page's tabs and the CLI's provenance show them.
+    pub text: String,
+}
+
+impl ModelQuality {
+    /// The quality a `train_log.json` records; `name` (the file) names it in errors.
+    pub fn from_train_log(name: &str, bytes: &[u8]) -> Result<ModelQuality> {
+        let log: serde_json::Value =
+            serde_json::from_slice(bytes).map_err(|e| Error::in_file(name, format!("not JSON ({e})")))?;
+        let number = |key: &str| log.get(key).and_then(serde_json::Value::as_f64);
+        let field = |key: &str| Error::in_file(name, format!("field `{key}`: missing or not a number"));
+        let metric = match log.get("select_by").and_then(serde_json::Value::as_str) {
+            Some(name) => SelectBy::parse(name).map_err(|_| field("select_by"))?,
+            None => return Err(field("select_by")),
+        };
+        let dev_metric = number("best_dev_metric").ok_or_else(|| field("best_dev_metric"))?;
+        let dev_accuracy = number("best_dev_accuracy").ok_or_else(|| field("best_dev_accuracy"))?;
+        let majority_accuracy = number("dev_majority_rate");
+        let logged = log.get("dev_baseline").filter(|b| !b.is_null());
+        let (baseline, baseline_kind) = match logged {
+            Some(b) => (
+                b.get("metric").and_then(serde_json::Value::as_f64),
+                b.get("kind").and_then(serde_json::Value::as_str).map(str::to_string),
+            ),
+            // A log from before the baseline was written: accuracy's majority baseline is
+            // the majority rate it does record.
+            None if metric == SelectBy::Accuracy => (majority_accuracy, majority_accuracy.map(|_| "majority".into())),
+            None => (None, None),
+        };
+        let examples = |split: &str| {
+            log.pointer(&format!("/data/{split}/examples")).and_then(serde_json::Value::as_u64).map(|n| n as usize)
+        };
+        let (train_examples, dev_examples) = (examples("train"), examples("dev"));
+        let below = baseline.zip(baseline_kind.as_deref()).and_then(|(b, kind)| {
+            let line = Baseline { kind: "", label: None, metric: b, accuracy: f64::NAN };
+            line.not_beaten_by(metric, dev_metric).then(|| {
+                format!("its dev {} {dev_metric:.3} is no better than {} ({b:.3})", metric.name(), baseline_words(kind))
+            })
+        });
+        let few = dev_examples.filter(|&n| n < MIN_DEV_EXAMPLES).map(|n| {
+            format!("it was measured on {n} dev examples (fewer than {MIN_DEV_EXAMPLES} say next to nothing)")
+        });
+        let untrusted = match (below, few) {
+            (Some(a), Some(b)) => Some(format!("{a}, and {b}")),
+            (a, b) => a.or(b),
+        };
+        let mut quality = ModelQuality {
+            task: log.get("task").and_then(serde_json::Value::as_str).map(str::to_string),
+            metric: metric.name().to_string(),
+            dev_metric,
+            dev_accuracy,
+            baseline,
+            baseline_kind,
+            chance_accuracy: number("dev_chance_accuracy"),
+            majority_accuracy,
+            train_examples,
+            dev_examples,
+            untrusted,
+            text: String::new(),
+        };
+        quality.text = quality.describe();
+        Ok(quality)
+    }
+
+    /// "dev macro-F1 0.709 (the majority-class baseline 0.333; dev accuracy 0.720, chance
+    /// accuracy 0.333, majority-class accuracy 0.500) on 60 dev examples, trained on 240".
+    fn describe(&self) -> String {
+        let mut beside = Vec::new();
+        if let (Some(b), Some(kind)) = (self.baseline, &self.baseline_kind) {
+            beside.push(format!("{} {b:.3}", baseline_words(kind)));
+        }
+        // Accuracy beside, with what a guess and the majority class score in it.
+        let mut accuracy = Vec::new();
+        if self.metric != SelectBy::Accuracy.name() {
+            accuracy.push(format!("dev accuracy {:.3}", self.dev_accuracy));
+        }
+        if let Some(c) = self.chance_accuracy {
+            accuracy.push(format!("chance accuracy {c:.3}"));
+        }
+        if let Some(m) = self.majority_accuracy {
+            accuracy.push(format!("majority-class accuracy {m:.3}"));
+        }
+        if !accuracy.is_empty() {
+            beside.push(accuracy.join(", "));
+        }
+        let mut text = format!("dev {} {:.3}", self.metric, self.dev_metric);
+        if !beside.is_empty() {
+            text += &format!(" ({})", beside.join("; "));
+        }
+        match (self.dev_examples, self.train_examples) {
+            (Some(d), Some(t)) => text += &format!(" on {d} dev examples, trained on {t}"),
+            (Some(d), None) => text += &format!(" on {d} dev examples"),
+            (None, Some(t)) => text += &format!(", trained on {t} examples"),
+            (None, None) => {}
+        }
+        text
+    }
+
+    /// The warning a report carries for an untrusted model (the same words in both front
+    /// ends, which name a model differently).
+    pub fn warning(&self) -> Option<String> {
+        self.untrusted.as_ref().map(|why| {
+            format!(
+                "the model's results are not to be trusted: {why} ({}); train it on more data or use another model",
+                self.text
+            )
+        })
+    }
+}
+
+/// The baseline's kind in words.
+fn baseline_words(kind: &str) -> &'static str {
+    match kind {
+        "majority" => "the majority-class baseline",
+        _ => "chance",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The issue's grader: trained in the page on HealthBench's meta-evaluation example,
+    /// 9 training and 2 dev examples, dev macro-F1 0.3333 against a majority baseline of 1.
+    fn grader_log() -> serde_json::Value {
+        serde_json::json!({
+            "task": "criterion", "select_by": "macro_f1", "best_dev_metric": 1.0 / 3.0,
+            "best_dev_accuracy": 0.5, "dev_majority_rate": 1.0,
+            "dev_baseline": {"kind": "majority", "label": "met", "metric": 1.0, "accuracy": 1.0},
+            "dev_chance_accuracy": 0.5,
+            "data": {"train": {"examples": 9}, "dev": {"examples": 2}}
+        })
+    }
+
+    #[test]
+    fn a_model_at_its_baseline_on_two_dev_examples_is_untrusted_on_both_counts() {
+        let q = ModelQuality::from_train_log("train_log.json", grader_log().to_string().as_bytes()).unwrap();
+        assert_eq!(
+            q.text,
+            "dev macro-F1 0.333 (the majority-class baseline 1.000; dev accuracy 0.500, chance accuracy 0.500, majority-class accuracy 1.000) on 2 dev examples, trained on 9"
+        );
+        assert_eq!(
+            q.untrusted.as_deref(),
+            Some("its dev macro-F1 0.333 is no better than the majority-class baseline (1.000), and it was measured on 2 dev examples (fewer than 10 say next to nothing)")
+        );
+    }
+
+    #[test]
+    fn a_model_above_its_baseline_on_enough_dev_examples_is_trusted() {
+        let mut log = grader_log();
+        log["best_dev_metric"] = 0.709.into();
+        log["dev_baseline"]["metric"] = 0.333.into();
+        log["data"]["dev"]["examples"] = 60.into();
+        let q = ModelQuality::from_train_log("train_log.json", log.to_string().as_bytes()).unwrap();
+        assert_eq!(q.untrusted, None);
+        assert_eq!(q.warning(), None);
+        // Within half a point of the baseline counts as no better (train::BASELINE_TOLERANCE).
+        log["best_dev_metric"] = 0.337.into();
+        let q = ModelQuality::from_train_log("train_log.json", log.to_string().as_bytes()).unwrap();
+        assert!(q.untrusted.unwrap().starts_with("its dev macro-F1 0.337 is no better than"));
+    }
+
+    #[test]
+    fn an_older_log_without_the_baseline_falls_back_to_the_majority_rate_for_accuracy() {
+        let log = serde_json::json!({"select_by": "accuracy", "best_dev_metric": 0.6, "best_dev_accuracy": 0.6,
+            "dev_majority_rate": 0.625, "data": {"train": {"examples": 80}, "dev": {"examples": 40}}});
+        let q = ModelQuality::from_train_log("train_log.json", log.to_string().as_bytes()).unwrap();
+        assert_eq!(q.baseline, Some(0.625));
+        assert_eq!(
+            q.text,
+            "dev accuracy 0.600 (the majority-class baseline 0.625; majority-class accuracy 0.625) on 40 dev examples, trained on 80"
+        );
+        assert!(q.untrusted.is_some());
+        let bad = ModelQuality::from_train_log("dir/train_log.json", b"{\"select_by\": \"accuracy\"}").unwrap_err();
+        assert_eq!(bad.to_string(), "dir/train_log.json: field `best_dev_metric`: missing or not a number");
+    }
+}
