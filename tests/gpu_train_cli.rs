@@ -28,25 +28,27 @@ fn gpu_training_of_every_layer_logs_the_cpu_curve_and_saves_an_evaluator() {
     gpu_training_logs_the_cpu_curve("all");
 }
 
+/// `medrank train` of `model` into `out` on the NLI fixture, the informative system's
+/// arguments, with `extra`.
+fn nli_args(model: &std::path::Path, out: &std::path::Path, extra: &[&str]) -> Vec<String> {
+    let fx = "tests/fixtures/train_nli";
+    let mut args: Vec<String> =
+        ["train", "--model", s(model), "--train", &format!("{fx}/train.jsonl")].iter().map(|a| a.to_string()).collect();
+    args.extend(
+        ["--dev", &format!("{fx}/dev.jsonl"), "--task", "nli", "--arguments", "system:informative"].map(String::from),
+    );
+    args.extend(extra.iter().map(|a| a.to_string()));
+    args.extend(["--out".to_string(), s(out).to_string()]);
+    args
+}
+
 fn gpu_training_logs_the_cpu_curve(freeze: &str) {
     let Some(_) = context() else { return };
     let model = tiny_model_dir(&format!("tiny-bert-{freeze}"));
     let fx = "tests/fixtures/train_nli";
     let run = |backend: &str| {
         let out = tmp(&format!("evaluator-{freeze}-{backend}"));
-        let (train, dev) = (format!("{fx}/train.jsonl"), format!("{fx}/dev.jsonl"));
-        let args = [
-            "train",
-            "--model",
-            s(&model),
-            "--train",
-            &train,
-            "--dev",
-            &dev,
-            "--task",
-            "nli",
-            "--arguments",
-            "system:informative",
+        let extra = [
             "--freeze",
             freeze,
             "--epochs",
@@ -64,10 +66,9 @@ fn gpu_training_logs_the_cpu_curve(freeze: &str) {
             "fast",
             "--backend",
             backend,
-            "--out",
-            s(&out),
         ];
-        let run = medrank(&args);
+        let args = nli_args(&model, &out, &extra);
+        let run = medrank(&args.iter().map(String::as_str).collect::<Vec<_>>());
         let stderr = String::from_utf8_lossy(&run.stderr).to_string();
         assert!(run.status.success(), "medrank {args:?} failed:\n{stderr}");
         if backend == "gpu" && freeze == "head" {
@@ -117,31 +118,9 @@ fn with_the_head_alone_the_gpu_computes_the_features_and_the_cpu_trains_the_head
 fn on_a_gpu_the_default_recipe_is_finetune() {
     let Some(_) = context() else { return };
     let model = tiny_model_dir("tiny-bert-recipe");
-    let fx = "tests/fixtures/train_nli";
     let out = tmp("evaluator-recipe-gpu");
-    let (train, dev) = (format!("{fx}/train.jsonl"), format!("{fx}/dev.jsonl"));
-    let args = [
-        "train",
-        "--model",
-        s(&model),
-        "--train",
-        &train,
-        "--dev",
-        &dev,
-        "--task",
-        "nli",
-        "--arguments",
-        "system:informative",
-        "--epochs",
-        "1",
-        "--batch-size",
-        "8",
-        "--backend",
-        "gpu",
-        "--out",
-        s(&out),
-    ];
-    let run = medrank(&args);
+    let args = nli_args(&model, &out, &["--epochs", "1", "--batch-size", "8", "--backend", "gpu"]);
+    let run = medrank(&args.iter().map(String::as_str).collect::<Vec<_>>());
     let stderr = String::from_utf8_lossy(&run.stderr).to_string();
     assert!(run.status.success(), "medrank {args:?} failed:\n{stderr}");
     assert!(stderr.contains("note: recipe finetune (the default where training runs (a GPU)): --freeze all, --lr 0.00005, --layer-lr 0.00005, --weight-decay 0,"), "{stderr}");
