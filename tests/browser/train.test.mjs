@@ -649,28 +649,37 @@ test(
   'the form offers both recipes with the time each takes on the chosen data',
   { skip: !haveModel && 'no default model' },
   async () => {
-    const { page } = app;
-    const recipes = await page.$$eval('#train-recipe option', (os) => os.map((o) => o.value));
-    assert.deepEqual(recipes, ['', 'fast', 'finetune']);
-    await page.selectOption('#opt-backend', 'cpu');
-    await page.setInputFiles('#train-file', mcqaFile);
-    await page.waitForFunction(() => /^fast: .*; finetune: /.test(document.querySelector('#train-estimates').textContent), null, {
-      timeout: 120000,
-    });
-    const text = await page.textContent('#train-estimates');
-    const m = text.match(
-      /^fast: the head, 20 epochs, inputs up to (\d+) tokens, (at most )?about (\d+) (s|min); finetune: every layer, 20 epochs, inputs up to (\d+) tokens, (at most )?about (\d+) (s|min)$/,
-    );
-    assert.ok(m, text);
-    assert.ok(Number(m[1]) <= 256 && Number(m[5]) > 256, `the lengths: ${text}`);
-    const seconds = (n, unit) => Number(n) * (unit === 'min' ? 60 : 1);
-    assert.ok(seconds(m[7], m[8]) > seconds(m[3], m[4]), `finetune takes longer: ${text}`);
-    // An explicit option overrides both recipes' value, as a flag does.
-    await page.selectOption('#train-freeze', 'top:1');
-    await page.waitForFunction(() => /^fast: the top 1 layers/.test(document.querySelector('#train-estimates').textContent), null, {
-      timeout: 120000,
-    });
-    assert.match(await page.textContent('#train-estimates'), /; finetune: the top 1 layers, /);
-    await page.selectOption('#train-freeze', '');
+    // A fresh page: the form at the engine's defaults (the tests above filled this one).
+    const fresh = await openApp();
+    try {
+      await recipeEstimates(fresh.page);
+    } finally {
+      await fresh.close();
+    }
   },
 );
+
+/** Both recipes offered, each with its estimate; an explicit option overrides both. */
+async function recipeEstimates(page) {
+  const recipes = await page.$$eval('#train-recipe option', (os) => os.map((o) => o.value));
+  assert.deepEqual(recipes, ['', 'fast', 'finetune']);
+  await page.selectOption('#opt-backend', 'cpu');
+  await page.setInputFiles('#train-file', mcqaFile);
+  await page.waitForFunction(() => /^fast: .*; finetune: /.test(document.querySelector('#train-estimates').textContent), null, {
+    timeout: 120000,
+  });
+  const text = await page.textContent('#train-estimates');
+  const m = text.match(
+    /^fast: the head, 20 epochs, inputs up to (\d+) tokens, (at most )?about (\d+) (s|min); finetune: every layer, 20 epochs, inputs up to (\d+) tokens, (at most )?about (\d+) (s|min)$/,
+  );
+  assert.ok(m, text);
+  assert.ok(Number(m[1]) <= 256 && Number(m[5]) > 256, `the lengths: ${text}`);
+  const seconds = (n, unit) => Number(n) * (unit === 'min' ? 60 : 1);
+  assert.ok(seconds(m[7], m[8]) > seconds(m[3], m[4]), `finetune takes longer: ${text}`);
+  // An explicit option overrides both recipes' value, as a flag does.
+  await page.selectOption('#train-freeze', 'top:1');
+  await page.waitForFunction(() => /^fast: the top 1 layers/.test(document.querySelector('#train-estimates').textContent), null, {
+    timeout: 120000,
+  });
+  assert.match(await page.textContent('#train-estimates'), /; finetune: the top 1 layers, /);
+}
