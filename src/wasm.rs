@@ -217,12 +217,17 @@ impl Model {
     }
     // Training in steps (`page::training`): start, encode, epochs, then finish (or abort).
     /// Reads the form (`TrainPageRequest`) and its data; the summary (`PageSummary`).
-    pub fn train_start(&mut self, request: JsValue) -> Result<JsValue, JsValue> {
+    pub async fn train_start(&mut self, request: JsValue) -> Result<JsValue, JsValue> {
         self.training = None;
-        let training = training::PageTraining::start(&from_js(request)?, &mut self.kept, seconds_now)?;
+        let training = training::PageTraining::start(&from_js(request)?, &mut self.kept, seconds_now).await?;
         let summary = to_js(&training.page_summary())?;
         self.training = Some(training);
         Ok(summary)
+    }
+    /// Each recipe's estimated time on the form's data (`[RecipeEstimate]`).
+    pub async fn train_estimates(&mut self, request: JsValue) -> Result<JsValue, JsValue> {
+        let request: training::TrainPageRequest = from_js(request)?;
+        Ok(to_js(&training::recipe_estimates(&request, &mut self.kept, seconds_now).await?)?)
     }
     /// Up to `max_batches` more batches of the frozen pass (`EncodeProgress`).
     pub async fn train_encode(&mut self, max_batches: usize) -> Result<JsValue, JsValue> {

@@ -37,6 +37,7 @@ fn tiny(arch: Arch, head: HeadKind, labels: &[&str]) -> EncoderConfig {
         head,
         labels: labels.iter().map(|s| s.to_string()).collect(),
         max_seq_length: None,
+        dropout: Default::default(),
         options: medrank::model::config::ArchOptions::None,
     }
 }

@@ -28,25 +28,27 @@ fn gpu_training_of_every_layer_logs_the_cpu_curve_and_saves_an_evaluator() {
     gpu_training_logs_the_cpu_curve("all");
 }
 
+/// `medrank train` of `model` into `out` on the NLI fixture, the informative system's
+/// arguments, with `extra`.
+fn nli_args(model: &std::path::Path, out: &std::path::Path, extra: &[&str]) -> Vec<String> {
+    let fx = "tests/fixtures/train_nli";
+    let mut args: Vec<String> =
+        ["train", "--model", s(model), "--train", &format!("{fx}/train.jsonl")].iter().map(|a| a.to_string()).collect();
+    args.extend(
+        ["--dev", &format!("{fx}/dev.jsonl"), "--task", "nli", "--arguments", "system:informative"].map(String::from),
+    );
+    args.extend(extra.iter().map(|a| a.to_string()));
+    args.extend(["--out".to_string(), s(out).to_string()]);
+    args
+}
+
 fn gpu_training_logs_the_cpu_curve(freeze: &str) {
     let Some(_) = context() else { return };
     let model = tiny_model_dir(&format!("tiny-bert-{freeze}"));
     let fx = "tests/fixtures/train_nli";
     let run = |backend: &str| {
         let out = tmp(&format!("evaluator-{freeze}-{backend}"));
-        let (train, dev) = (format!("{fx}/train.jsonl"), format!("{fx}/dev.jsonl"));
-        let args = [
-            "train",
-            "--model",
-            s(&model),
-            "--train",
-            &train,
-            "--dev",
-            &dev,
-            "--task",
-            "nli",
-            "--arguments",
-            "system:informative",
+        let extra = [
             "--freeze",
             freeze,
             "--epochs",
@@ -59,12 +61,14 @@ fn gpu_training_logs_the_cpu_curve(freeze: &str) {
             "1e-2",
             "--layer-lr",
             "1e-3",
+            // The engines compared on one recipe (on a GPU the default is finetune).
+            "--recipe",
+            "fast",
             "--backend",
             backend,
-            "--out",
-            s(&out),
         ];
-        let run = medrank(&args);
+        let args = nli_args(&model, &out, &extra);
+        let run = medrank(&args.iter().map(String::as_str).collect::<Vec<_>>());
         let stderr = String::from_utf8_lossy(&run.stderr).to_string();
         assert!(run.status.success(), "medrank {args:?} failed:\n{stderr}");
         if backend == "gpu" && freeze == "head" {
@@ -105,4 +109,30 @@ fn with_the_head_alone_the_gpu_computes_the_features_and_the_cpu_trains_the_head
     // The one placement rule of both front ends (`jobs::TrainingJob::place`): the frozen
     // encoder runs on --backend, trained layers follow it, the head alone trains on the CPU.
     gpu_training_logs_the_cpu_curve("head");
+}
+
+/// Training on a GPU without a recipe named takes `finetune` (every layer, one rate 5e-5,
+/// no weight decay, the model's full length), says so, and records it; the GPU trainer
+/// applies no dropout yet, which the note says and the log records (dropout 0).
+#[test]
+fn on_a_gpu_the_default_recipe_is_finetune() {
+    let Some(_) = context() else { return };
+    let model = tiny_model_dir("tiny-bert-recipe");
+    let out = tmp("evaluator-recipe-gpu");
+    let args = nli_args(&model, &out, &["--epochs", "1", "--batch-size", "8", "--backend", "gpu"]);
+    let run = medrank(&args.iter().map(String::as_str).collect::<Vec<_>>());
+    let stderr = String::from_utf8_lossy(&run.stderr).to_string();
+    assert!(run.status.success(), "medrank {args:?} failed:\n{stderr}");
+    assert!(stderr.contains("note: recipe finetune (the default where training runs (a GPU)): --freeze all, --lr 0.00005, --layer-lr 0.00005, --weight-decay 0,"), "{stderr}");
+    assert!(
+        stderr.contains("the GPU trainer applies no dropout yet: hidden 0.1 and attention 0.1 are not used"),
+        "{stderr}"
+    );
+    let log = json(&out.join("train_log.json"));
+    let o = &log["options"];
+    assert_eq!(o["recipe"]["name"], "finetune", "{o}");
+    assert_eq!(o["freeze"], "all");
+    assert_eq!((o["learning_rate"].as_f64(), o["weight_decay"].as_f64()), (Some(5e-5), Some(0.0)));
+    assert_eq!(o["dropout"], serde_json::json!({"hidden": 0.0, "attention": 0.0}), "what the GPU trainer applied");
+    assert_eq!((o["length"].as_str(), log["max_tokens"].as_u64()), (Some("full"), Some(128)));
 }

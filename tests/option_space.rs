@@ -84,9 +84,12 @@ fn kind(sub: &str, long: &str) -> Kind {
         ("metrics", "bertscore-layer") => Numeric(ONE),
         ("metrics", "bertscore-baseline") => Numeric(&["{},0.5,0.5"]),
         ("train", "train" | "dev") => Input(ONE),
-        ("train", "dev-split" | "epochs" | "grad-accum" | "lr" | "layer-lr" | "weight-decay" | "warmup") => {
-            Numeric(ONE)
-        }
+        (
+            "train",
+            "dev-split" | "epochs" | "grad-accum" | "lr" | "layer-lr" | "weight-decay" | "warmup" | "dropout",
+        ) => Numeric(ONE),
+        ("train", "recipe") => Other("a recipe's name, fast or finetune (clap's list)"),
+        ("train", "length") => Other("folder or full (clap's list)"),
         ("train", "patience" | "trace-steps") => Numeric(ONE),
         ("train", "freeze") => Numeric(&["top:{}"]),
         ("train", "arguments") => Other("the argument source: none, system:NAME or random:A,B"),
@@ -449,6 +452,9 @@ fn train_and_bench_options_are_refused_at_parse_time() {
         ("--dev-split", &["NaN", "0", "1", "inf"][..]),
         ("--freeze", &["bogus", "top:0", "top:x", "top:100000"][..]),
         ("--arguments", &["bogus", "system:", "random:a,,b"][..]),
+        ("--dropout", &["NaN", "-0.1", "1", "inf"][..]),
+        ("--recipe", &["slow", ""][..]),
+        ("--length", &["512", "max"][..]),
     ] {
         for value in values {
             cases.push((train(flag, value), flag));

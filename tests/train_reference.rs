@@ -95,31 +95,41 @@ fn every_step_equals_the_pytorch_fine_tune() {
     // class-weighted classification with the head alone, the top layer (its input cached
     // in f16), every layer and the embeddings; multiple choice (a softmax over each
     // question's own non-empty options) with the top layer, over micro-batches accumulated
-    // into one step.
+    // into one step; and the finetune recipe (below).
     let mut cases: Vec<(&str, Vec<&str>)> = vec![
         ("head", classification("head")),
         ("top1", [classification("top:1"), vec!["--layer-lr", "1e-4"]].concat()),
         ("all", classification("all")),
     ];
-    cases.push((
-        "mcqa",
-        vec![
-            "--train",
-            &mcqa,
-            "--dev",
-            &mcqa_dev,
-            "--freeze",
-            "top:1",
-            "--batch-size",
-            "4",
-            "--grad-accum",
-            "2",
-            "--epochs",
-            "2",
-        ],
-    ));
+    // Multiple choice: 24 questions in micro-batches of 4 accumulated by 2, two epochs.
+    let mcqa_args = |extra: &[&'static str]| -> Vec<&str> {
+        let base = ["--train", &mcqa, "--dev", &mcqa_dev, "--batch-size", "4", "--grad-accum", "2", "--epochs", "2"];
+        [&base[..], extra].concat()
+    };
+    cases.push(("mcqa", mcqa_args(&["--freeze", "top:1"])));
+    // The finetune recipe with dropout off (the reference replays without dropout): every
+    // layer and the embeddings at one rate 5e-5 with warm-up, no weight decay, and the
+    // model's full length (CasiMedicos' clinical cases run past all-MiniLM-L6-v2's
+    // 256-token sentence-transformers limit).
+    cases.push(("finetune", mcqa_args(&["--recipe", "finetune", "--dropout", "0", "--backend", "cpu"])));
     for (name, args) in cases {
         let trace = traced(name, MINILM, &args, "6");
+        if name == "finetune" {
+            let t = json(&trace.join("trace.json"));
+            let o = &t["options"];
+            assert_eq!((t["freeze"].as_str(), o["recipe"]["name"].as_str()), (Some("all"), Some("finetune")), "{o}");
+            assert_eq!((o["learning_rate"].as_f64(), o["layer_learning_rate"].as_f64()), (Some(5e-5), Some(5e-5)));
+            assert_eq!((o["weight_decay"].as_f64(), o["length"].as_str()), (Some(0.0), Some("full")));
+            assert!(t["warmup_steps"].as_u64().unwrap() > 0, "{t}");
+            let longest = t["examples"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .flat_map(|e| e["inputs"].as_array().unwrap().iter().map(|i| i["input_ids"].as_array().unwrap().len()))
+                .max()
+                .unwrap();
+            assert!(longest > 256, "the full length reads past the folder's 256 tokens: longest {longest}");
+        }
         let report = reference(&trace, &[]);
         let steps = report["steps"].as_array().unwrap();
         assert_eq!(steps.len(), 6, "{name}: {report}");

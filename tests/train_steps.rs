@@ -168,3 +168,51 @@ fn cli_dev_split_is_seeded() {
     assert!(!dir.join("d").exists(), "a failed run leaves no output");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Dropout (`--dropout`, the finetune recipe's) changes the training steps, draws the same
+/// masks for the same seed (the same curve twice), and never touches a dev pass: the dev
+/// loss the trainer logs is the one the inference path (no dropout at all) gives the
+/// trained model, and a run with dropout logs the dev figures of its own weights, not of
+/// dropped ones.
+#[test]
+fn dropout_changes_training_but_never_a_dev_pass() {
+    use medrank::model::{run_ready, CpuEncoder, Encoder};
+    use medrank::train::{Dropout, Freeze};
+    let m = model();
+    let conv = ExampleOptions::default();
+    let (train_text, dev_text) =
+        (first_lines("data/casimedicos/train.jsonl", 8), first_lines("data/casimedicos/dev.jsonl", 4));
+    let tr = read_hitz_mcqa("train", &train_text, &m.tokenizer, &conv).unwrap();
+    let dv = read_hitz_mcqa("dev", &dev_text, &m.tokenizer, &conv).unwrap();
+    let run = |dropout: Dropout| {
+        let opts = TrainOptions {
+            freeze: Freeze::TopLayers(1),
+            epochs: 1,
+            batch_size: 4,
+            dropout: Some(dropout),
+            ..Default::default()
+        };
+        train(&m, HeadKind::MultipleChoice, &[], &tr.examples, &dv.examples, &opts, &mut |_| {}).unwrap()
+    };
+    let p = Dropout { hidden: 0.1, attention: 0.1 };
+    let (dropped, again, plain) = (run(p), run(p), run(Dropout::NONE));
+    assert_eq!(dropped.curve[0].train_loss, again.curve[0].train_loss, "the same seed draws the same masks");
+    assert_eq!(dropped.curve[0].dev_loss, again.curve[0].dev_loss);
+    assert_ne!(dropped.curve[0].train_loss, plain.curve[0].train_loss, "dropout changes the steps");
+    // The trained model through the inference path: each question's softmax over its
+    // options, the mean cross-entropy of the gold one, as the trainer's dev loss.
+    let encoder = CpuEncoder::new(dropped.model.clone());
+    let head = dropped.model.head.as_ref().unwrap();
+    let mut loss = 0.0;
+    for e in &dv.examples {
+        let items: Vec<&medrank::model::tokenize::Encoded> = e.inputs.iter().collect();
+        let batch = m.tokenizer.batch(&items);
+        let hidden = run_ready(encoder.encode(&batch, dropped.model.config.num_layers)).unwrap();
+        let logits = medrank::model::heads::logits(head, &dropped.model.weights, &hidden, &batch.mask).unwrap();
+        let scores: Vec<f32> = logits.iter().map(|r| r[0]).collect();
+        loss -= medrank::model::heads::softmax(&scores, 1.0)[e.gold].ln();
+    }
+    let loss = loss / dv.examples.len() as f64;
+    let logged = dropped.curve[0].dev_loss;
+    assert!((loss - logged).abs() < 1e-4, "dev loss: inference {loss}, trainer {logged}");
+}

@@ -17,8 +17,9 @@ export function wireTraining(ctx) {
   // The form's fields (`data-train` names each as `medrank train`'s flag) start at the
   // engine's defaults; the tasks come from its task table.
   ctx.state.workerReady.then((engine) => {
-    const { defaults, tasks } = engine.training;
+    const { defaults, tasks, recipes } = engine.training;
     $('#train-task').replaceChildren(...tasks.map((t) => el('option', { value: t.name }, t.label)));
+    $('#train-recipe').append(...recipes.map((r) => el('option', { value: r.name }, r.label)));
     for (const field of document.querySelectorAll('[data-train]')) {
       const value = defaults[field.dataset.train];
       if (value == null || field.id === 'train-arguments') continue;
@@ -42,6 +43,7 @@ export function wireTraining(ctx) {
         const reply = await ctx.ask({ type: 'training-choices', name: form.train.name, text: form.train.text });
         form.choices = reply.result;
         showChoices(form.choices);
+        estimate();
       } catch (error) {
         showError(error);
       }
@@ -55,6 +57,28 @@ export function wireTraining(ctx) {
   });
   for (const radio of document.querySelectorAll('input[name=train-dev]'))
     radio.addEventListener('change', updateButton);
+  // The recipes' estimates follow the form (its data and options, the Model section's backend).
+  for (const field of document.querySelectorAll('[data-train], input[name=train-dev], [data-option=backend]'))
+    field.addEventListener('change', estimate);
+
+  /** Each recipe's time on the form's data, measured by the engine on the chosen model
+   *  (`page::training::recipe_estimates`); the latest request's answer is shown. */
+  let estimateCount = 0;
+  async function estimate() {
+    if (!form.train || !form.choices || ctx.state.running) return;
+    const mine = ++estimateCount;
+    $('#train-estimates').textContent = 'Estimating each recipe’s time…';
+    // Several changes in a row (a form filled in) ask once, for the last of them.
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    if (mine !== estimateCount || ctx.state.running) return;
+    try {
+      const reply = await ctx.ask({ type: 'train-estimates', model: baseModel(), request: request() });
+      if (mine !== estimateCount) return;
+      $('#train-estimates').textContent = reply.result.map((e) => `${e.recipe}: ${e.what}, ${e.text}`).join('; ');
+    } catch (error) {
+      if (mine === estimateCount) $('#train-estimates').textContent = `No estimate: ${formatError(error)}`;
+    }
+  }
   $('#train-run').addEventListener('click', train);
   $('#train-cancel').addEventListener('click', () => {
     $('#train-stage').textContent = 'Cancelling…';
@@ -114,6 +138,8 @@ export function wireTraining(ctx) {
     const split = devChoice() === 'split';
     const out = { train: form.train, dev: split ? undefined : form.dev };
     for (const field of document.querySelectorAll('[data-train]')) {
+      // An empty number is the recipe's (or the default): left out, as a flag not given.
+      if (field.type === 'number' && field.value.trim() === '') continue;
       out[field.dataset.train] = field.type === 'number' ? Number(field.value) : field.value;
     }
     if (!split) delete out.dev_split;

@@ -1,7 +1,7 @@
 // The worker: loads the wasm build of the medrank library and runs every heavy job, so the
 // page never freezes. Messages in: {type: 'describe' | 'check-file' | 'check' | 'run' | 'bench' |
 // 'encode' | 'workload' | 'gradient-check' | 'int8-check' | 'model-status' | 'clear-models' | 'train' |
-// 'train-cancel' | 'training-choices' | 'trained-list' | 'trained-files' | 'trained-delete', id,
+// 'train-cancel' | 'train-estimates' | 'training-choices' | 'trained-list' | 'trained-files' | 'trained-delete', id,
 // ...}; out: 'ready' (the engine's description: the file kinds, the jobs, the training form's
 // defaults), 'progress', 'described', 'checked', 'result', 'error', 'fatal' and the training
 // replies (ARCHITECTURE.md). Every job runs through the library's one `run(job, request)` (or
@@ -119,12 +119,14 @@ self.onmessage = async (event) => {
       postMessage({ type: 'checked', id: msg.id, result });
     } else if (msg.type === 'run') {
       cancelFlag = msg.cancelBuffer ? new Int32Array(msg.cancelBuffer) : null;
-      await runJob(msg);
+      await keptModelTurn(() => runJob(msg));
     } else if (msg.type === 'encode') {
       // The encoder's own states and logits for texts and pairs (the parity tests' view).
-      const { model: choice, ...request } = msg.request;
-      const { model } = await keptModel(choice, () => true, request.options?.precision);
-      const result = JSON.parse(await model.encoder_outputs(JSON.stringify(request)));
+      const result = await keptModelTurn(async () => {
+        const { model: choice, ...request } = msg.request;
+        const { model } = await keptModel(choice, () => true, request.options?.precision);
+        return JSON.parse(await model.encoder_outputs(JSON.stringify(request)));
+      });
       postMessage({ type: 'result', id: msg.id, result });
     } else if (msg.type === 'bench') {
       await runBench(msg);
@@ -140,9 +142,16 @@ self.onmessage = async (event) => {
       const removed = await caches.delete(MODEL_CACHE);
       postMessage({ type: 'models-cleared', id: msg.id, removed });
     } else if (msg.type === 'train') {
-      await runTraining(msg);
+      await keptModelTurn(() => runTraining(msg));
     } else if (msg.type === 'train-cancel') {
       trainCancel = true;
+    } else if (msg.type === 'train-estimates') {
+      // Each recipe's time on the form's data, at this model's speed measured here.
+      const result = await keptModelTurn(async () => {
+        const { model } = await keptModel(msg.model, () => true);
+        return model.train_estimates(msg.request);
+      });
+      postMessage({ type: 'train-estimates', id: msg.id, result });
     } else if (msg.type === 'training-choices') {
       postMessage({ type: 'training-choices', id: msg.id, result: medrank.training_choices(msg.name, msg.text) });
     } else if (msg.type === 'trained-list') {
@@ -256,6 +265,16 @@ function modelKey(choice) {
 
 /** The kept model for `choice`, loading it (and freeing the previous one) when it differs.
  *  The bundled model's folder depends on the precision (its 8-bit copy for int8). */
+// The kept model serves one call at a time (its methods borrow it mutably across their
+// awaits): a recipe estimate asked while the form is filled in and the training that
+// follows take turns.
+let keptModelQueue = Promise.resolve();
+function keptModelTurn(fn) {
+  const turn = keptModelQueue.then(fn, fn);
+  keptModelQueue = turn.catch(() => {});
+  return turn;
+}
+
 async function keptModel(choice, progress, precision, onPlan = () => {}) {
   if (choice.source === 'bundled') choice = { ...choice, folder: await bundledFolder(precision) };
   const key = modelKey(choice);
@@ -444,7 +463,7 @@ async function runTraining(msg) {
     return true;
   };
   const { model } = await keptModel(msg.model, progress);
-  const summary = model.train_start(msg.request);
+  const summary = await model.train_start(msg.request);
   // The data is read: the summary goes out; the frozen pass's first report names its stage.
   post({ summary });
   const stop = () => {

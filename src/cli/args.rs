@@ -209,6 +209,12 @@ pub struct PairRunArgs {
 /// clap as `medrank` parses them: the tests that hold clap's defaults to the job layer's.
 #[cfg(test)]
 pub(super) fn parse_flags<A: clap::Args + clap::FromArgMatches>(argv: &[&str]) -> A {
-    let matches = A::augment_args(clap::Command::new("medrank")).get_matches_from(argv);
-    A::from_arg_matches(&matches).expect("the flags parse")
+    try_parse_flags(argv).expect("the flags parse")
+}
+
+/// [`parse_flags`], the refusal (what the CLI prints, exiting 2) as an error.
+#[cfg(test)]
+pub(super) fn try_parse_flags<A: clap::Args + clap::FromArgMatches>(argv: &[&str]) -> Result<A, clap::Error> {
+    let matches = A::augment_args(clap::Command::new("medrank")).try_get_matches_from(argv)?;
+    A::from_arg_matches(&matches)
 }

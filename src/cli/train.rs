@@ -46,10 +46,20 @@ pub struct TrainArgs {
     /// these, seeded (the LLM-trained evaluator).
     #[arg(long, default_value_t = defaults().arguments, value_name = "SOURCE", value_parser = arguments)]
     pub arguments: String,
+    /// A named set of the options below: `fast` (the head, or --freeze top:N, on features
+    /// the frozen encoder computes once; --lr 1e-3 for the head, --layer-lr 5e-5, weight
+    /// decay 0.01, no dropout, the folder's input limit) or `finetune` (what Hugging Face's
+    /// Trainer does: --freeze all, one rate 5e-5 with linear warm-up and decay, weight decay
+    /// 0, the model's dropout (0.1 where its config says none), the model's full length).
+    /// Default: finetune where training runs on a GPU (--backend gpu, or auto finding one),
+    /// fast elsewhere. The options given explicitly override the recipe's values.
+    #[arg(long, value_parser = crate::train::Recipe::NAMES)]
+    pub recipe: Option<String>,
     /// What is trained: head (frozen encoder, features computed once), top:N (head + top N
-    /// layers; the lower layers run once through the fast inference path), all.
-    #[arg(long, default_value_t = defaults().freeze, value_parser = freeze)]
-    pub freeze: String,
+    /// layers; the lower layers run once through the fast inference path), all. Default:
+    /// the recipe's.
+    #[arg(long, value_parser = freeze)]
+    pub freeze: Option<String>,
     /// Epochs (1 to 10,000).
     #[arg(long, default_value_t = defaults().epochs, value_parser = count(1, crate::bounds::MAX_EPOCHS))]
     pub epochs: usize,
@@ -60,15 +70,27 @@ pub struct TrainArgs {
     #[arg(long, default_value_t = defaults().grad_accum, value_parser = count(1, crate::bounds::MAX_GRAD_ACCUM))]
     pub grad_accum: usize,
     /// Peak learning rate of the head (a new head needs a large one): above 0, at most 1.
-    #[arg(long, default_value_t = defaults().lr, value_parser = number(crate::train::learning_rate))]
-    pub lr: f64,
+    /// Default: the recipe's (fast 1e-3, finetune 5e-5).
+    #[arg(long, value_parser = number(crate::train::learning_rate))]
+    pub lr: Option<f64>,
     /// Peak learning rate of the trained encoder layers (--freeze top:N or all): pretrained
-    /// weights take a small one. Above 0, at most 1.
-    #[arg(long, default_value_t = defaults().layer_lr, value_parser = number(crate::train::learning_rate))]
-    pub layer_lr: f64,
-    /// AdamW's decoupled weight decay (0 to 1).
-    #[arg(long, default_value_t = defaults().weight_decay, value_parser = number(crate::train::weight_decay))]
-    pub weight_decay: f64,
+    /// weights take a small one. Above 0, at most 1. Default: the recipe's (5e-5).
+    #[arg(long, value_parser = number(crate::train::learning_rate))]
+    pub layer_lr: Option<f64>,
+    /// AdamW's decoupled weight decay (0 to 1). Default: the recipe's (fast 0.01, finetune 0).
+    #[arg(long, value_parser = number(crate::train::weight_decay))]
+    pub weight_decay: Option<f64>,
+    /// Dropout of the trained layers' hidden states and attention probabilities and of the
+    /// classifier's input (0 up to, not including, 1). Default: the recipe's (fast none,
+    /// finetune the model's config.json: hidden_dropout_prob, attention_probs_dropout_prob).
+    /// The GPU trainer applies none yet.
+    #[arg(long, value_parser = number(crate::train::dropout))]
+    pub dropout: Option<f64>,
+    /// The longest input: folder (sentence-transformers' max_seq_length where the folder
+    /// has one: 256 for all-MiniLM-L6-v2) or full (the position table's,
+    /// max_position_embeddings). Default: the recipe's (fast folder, finetune full).
+    #[arg(long, value_parser = ["folder", "full"])]
+    pub length: Option<String>,
     /// Fraction of the steps spent warming up (0 to 1).
     #[arg(long, default_value_t = defaults().warmup, value_parser = number(crate::train::warmup_ratio))]
     pub warmup: f64,
@@ -173,7 +195,8 @@ pub(super) fn train(a: TrainArgs) -> Result<()> {
     let form = jobs::TrainForm {
         task: a.task.clone(),
         arguments: a.arguments.clone(),
-        freeze: a.freeze.clone(),
+        recipe: a.recipe.clone().unwrap_or_default(),
+        freeze: a.freeze.clone().unwrap_or_default(),
         epochs: a.epochs,
         batch_size: a.batch_size,
         grad_accum: a.grad_accum,
@@ -181,6 +204,8 @@ pub(super) fn train(a: TrainArgs) -> Result<()> {
         layer_lr: a.layer_lr,
         weight_decay: a.weight_decay,
         warmup: a.warmup,
+        dropout: a.dropout,
+        length: a.length.clone().unwrap_or_default(),
         patience: a.patience,
         seed: a.seed,
         select_by: a.select_by.clone().unwrap_or_default(),
@@ -194,7 +219,9 @@ pub(super) fn train(a: TrainArgs) -> Result<()> {
         Some(dev) => DevData::File(named(dev)?),
         None => DevData::Split(form.dev_split),
     };
-    let (mut req, backend) = form.request(named(&a.train)?, dev)?;
+    // Where the frozen encoder runs decides the default recipe: opened first.
+    let encoder = jobs::open_training_encoder(&model, form.backend()?)?;
+    let mut req = form.request(named(&a.train)?, dev, jobs::gpu_of(&encoder).is_some())?;
     req.trace_steps = trace_steps;
     let mut dev_examples = 0;
     let started = &mut |s: &jobs::TrainingSummary| {
@@ -217,7 +244,7 @@ pub(super) fn train(a: TrainArgs) -> Result<()> {
             s.freeze
         );
     };
-    let result = jobs::train(&req, &model, &tokenizer_json, backend, started, &mut |event| match event {
+    let result = jobs::train(&req, &model, &tokenizer_json, &encoder, started, &mut |event| match event {
         TrainEvent::Cached { inputs, seconds } => {
             eprintln!("  frozen layers computed once for {inputs} inputs in {seconds:.0} s")
         }
@@ -287,12 +314,42 @@ mod tests {
         let a: TrainArgs =
             parse_flags(&["train", "--model", "m", "--train", "t.jsonl", "--dev", "d.jsonl", "--out", "o"]);
         let d = crate::jobs::TrainForm::default();
-        assert_eq!((a.task, a.arguments, a.freeze, a.backend), (d.task, d.arguments, d.freeze, d.backend));
+        assert_eq!((a.task, a.arguments, a.backend), (d.task, d.arguments, d.backend));
         assert_eq!(
             (a.epochs, a.batch_size, a.grad_accum, a.patience, a.seed),
             (d.epochs, d.batch_size, d.grad_accum, d.patience, d.seed)
         );
-        assert_eq!((a.lr, a.layer_lr, a.weight_decay, a.warmup), (d.lr, d.layer_lr, d.weight_decay, d.warmup));
+        assert_eq!(a.warmup, d.warmup);
+        // What a recipe sets is left to it, as the form's empty fields.
+        assert_eq!((a.recipe, a.freeze, a.length), (None, None, None));
+        assert_eq!((a.lr, a.layer_lr, a.weight_decay, a.dropout), (None, None, None, None));
+        assert_eq!((d.lr, d.layer_lr, d.weight_decay, d.dropout), (None, None, None, None));
         assert_eq!((a.select_by, a.class_weights), (None, None), "the task's own, as the form's empty choice");
+    }
+
+    #[test]
+    fn a_recipe_is_refused_unless_named_and_explicit_flags_override_it() {
+        let e = crate::cli::args::try_parse_flags::<TrainArgs>(&[
+            "train", "--model", "m", "--train", "t", "--dev", "d", "--out", "o", "--recipe", "slow",
+        ])
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("--recipe") && e.contains("slow"), "{e}");
+        let e = crate::cli::args::try_parse_flags::<TrainArgs>(&[
+            "train",
+            "--model",
+            "m",
+            "--train",
+            "t",
+            "--dev",
+            "d",
+            "--out",
+            "o",
+            "--dropout",
+            "1",
+        ])
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("--dropout") && e.contains("expected a probability from 0 up to (not including) 1"), "{e}");
     }
 }

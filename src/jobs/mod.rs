@@ -94,12 +94,13 @@ pub use statements::{
     statement_tables, CutStatement, StatementJobOptions, StatementJudgement, StatementOptions, StatementReport,
     StatementRequest,
 };
-#[cfg(not(target_arch = "wasm32"))]
-pub use train::train;
 pub use train::{
-    argument_choices, freeze_name, head_of, parse_arguments, parse_freeze, training_choices, ArgumentChoice, DevData,
-    Note, TrainForm, TrainRequest, TrainTask, TrainedEvaluator, TrainingChoices, TrainingJob, TrainingSummary,
+    argument_choices, freeze_name, gpu_of, head_of, input_lengths, parse_arguments, parse_freeze, recipe_choices,
+    training_choices, ArgumentChoice, DevData, Note, RecipeChoice, TrainForm, TrainRequest, TrainTask,
+    TrainedEvaluator, TrainingChoices, TrainingJob, TrainingSummary,
 };
+#[cfg(not(target_arch = "wasm32"))]
+pub use train::{open_training_encoder, train};
 pub use workload::{run_workload, workload_accuracy, workload_bundle, WorkloadResult, WORKLOAD_SYSTEM};
 
 use crate::data::{self, Bundle, HumanRankings};

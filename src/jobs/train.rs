@@ -13,8 +13,8 @@ use crate::model::config::SizeRange;
 use crate::model::{HeadKind, TextModel};
 use crate::report::Fingerprint;
 use crate::train::{
-    self as t, ArgumentSource, DataCounts, EpochLog, ExampleOptions, Freeze, SelectBy, TrainData, TrainEvent,
-    TrainExample, TrainOptions, Trainer,
+    self as t, AppliedRecipe, ArgumentSource, DataCounts, Dropout, EpochLog, ExampleOptions, Freeze, Length, Recipe,
+    SelectBy, TrainData, TrainEvent, TrainExample, TrainOptions, Trainer,
 };
 use crate::{Error, Result};
 use rand::seq::SliceRandom;
@@ -95,7 +95,9 @@ pub struct TrainRequest {
 }
 
 /// `medrank train`'s options, named as its flags (the page's training form sends the same
-/// names): `Default` is the one home of each default, for both front ends.
+/// names): `Default` is the one home of each default, for both front ends. The options a
+/// recipe sets ([`Recipe::values`]) are empty here (`""` or `None`): the recipe's value,
+/// unless given.
 #[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 #[serde(default)]
 pub struct TrainForm {
@@ -103,15 +105,25 @@ pub struct TrainForm {
     pub task: String,
     /// With a bundle: `none`, `system:NAME` or `random:A,B,C`.
     pub arguments: String,
-    /// `head`, `top:N` or `all`.
+    /// `fast`, `finetune`, or empty for where training runs (`finetune` on a GPU, `fast` on
+    /// the CPU: [`Recipe::for_gpu`]).
+    pub recipe: String,
+    /// `head`, `top:N`, `all`, or empty for the recipe's.
     pub freeze: String,
     pub epochs: usize,
     pub batch_size: usize,
     pub grad_accum: usize,
-    pub lr: f64,
-    pub layer_lr: f64,
-    pub weight_decay: f64,
+    /// The head's peak rate; `None`: the recipe's.
+    pub lr: Option<f64>,
+    /// The encoder layers' peak rate; `None`: the recipe's.
+    pub layer_lr: Option<f64>,
+    /// AdamW's weight decay; `None`: the recipe's.
+    pub weight_decay: Option<f64>,
     pub warmup: f64,
+    /// Dropout of hidden states and attention probabilities; `None`: the recipe's.
+    pub dropout: Option<f64>,
+    /// `folder`, `full`, or empty for the recipe's.
+    pub length: String,
     pub patience: usize,
     pub seed: u64,
     /// `accuracy`, `macro-f1`, `loss`, or empty for the task's metric.
@@ -124,7 +136,7 @@ pub struct TrainForm {
     pub keep_empty_options: bool,
     pub keep_not_enough_evidence: bool,
     /// Where the frozen encoder runs (`auto`, `cpu`, `gpu`); the trained layers follow it
-    /// ([`TrainingJob::place`]).
+    /// ([`TrainingJob::place`]), and the recipe's default with them.
     pub backend: String,
 }
 
@@ -134,14 +146,17 @@ impl Default for TrainForm {
         TrainForm {
             task: TrainTask::Proxy(Task::Mcqa).name().into(),
             arguments: "none".into(),
-            freeze: freeze_name(o.freeze),
+            recipe: String::new(),
+            freeze: String::new(),
             epochs: o.epochs,
             batch_size: o.batch_size,
             grad_accum: o.grad_accum,
-            lr: o.learning_rate,
-            layer_lr: o.layer_learning_rate,
-            weight_decay: o.weight_decay,
+            lr: None,
+            layer_lr: None,
+            weight_decay: None,
             warmup: o.warmup_ratio,
+            dropout: None,
+            length: String::new(),
             patience: o.patience,
             seed: o.seed,
             select_by: String::new(),
@@ -160,26 +175,60 @@ fn non_empty(s: &str) -> Option<&str> {
 }
 
 impl TrainForm {
-    /// The request these options make for the `train` file and the dev examples, and the
-    /// backend of the frozen encoder.
-    pub fn request(&self, train: NamedText, dev: DevData) -> Result<(TrainRequest, crate::gpu::BackendChoice)> {
+    /// Where the frozen encoder runs (`--backend`).
+    pub fn backend(&self) -> Result<crate::gpu::BackendChoice> {
+        super::kept::parse_backend(&self.backend)
+    }
+
+    /// The recipe asked for, or (none asked for) the one where training runs.
+    pub fn recipe(&self, on_gpu: bool) -> Result<Recipe> {
+        non_empty(&self.recipe).map_or(Ok(Recipe::for_gpu(on_gpu)), Recipe::parse)
+    }
+
+    /// The request these options make for the `train` file and the dev examples, training
+    /// on the GPU or not (`on_gpu`: which recipe is the default).
+    pub fn request(&self, train: NamedText, dev: DevData, on_gpu: bool) -> Result<TrainRequest> {
         let task = TrainTask::parse(&self.task)
             .ok_or_else(|| Error::invalid(format!("unknown task `{}` ({})", self.task, TrainTask::NAMES.join(", "))))?;
+        let recipe = self.recipe(on_gpu)?;
+        let values = recipe.values();
+        let mut overridden = Vec::new();
+        let mut given = |flag: &str, is: bool| {
+            if is {
+                overridden.push(flag.to_string());
+            }
+        };
+        given("--freeze", non_empty(&self.freeze).is_some());
+        given("--lr", self.lr.is_some());
+        given("--layer-lr", self.layer_lr.is_some());
+        given("--weight-decay", self.weight_decay.is_some());
+        given("--dropout", self.dropout.is_some());
+        given("--length", non_empty(&self.length).is_some());
+        let freeze = non_empty(&self.freeze).map_or(Ok(values.freeze), parse_freeze)?;
+        let length = non_empty(&self.length).map_or(Ok(values.length), Length::parse)?;
+        let dropout = self.dropout.or(values.dropout).map(|p| Dropout { hidden: p, attention: p });
+        let chosen_by = match non_empty(&self.recipe) {
+            Some(_) => "--recipe".to_string(),
+            None => format!("the default where training runs ({})", if on_gpu { "a GPU" } else { "the CPU" }),
+        };
         let options = TrainOptions {
-            freeze: parse_freeze(&self.freeze)?,
+            freeze,
             epochs: self.epochs,
             batch_size: self.batch_size,
             grad_accum: self.grad_accum,
-            learning_rate: self.lr,
-            layer_learning_rate: self.layer_lr,
-            weight_decay: self.weight_decay,
+            learning_rate: self.lr.unwrap_or(values.learning_rate),
+            layer_learning_rate: self.layer_lr.unwrap_or(values.layer_learning_rate),
+            weight_decay: self.weight_decay.unwrap_or(values.weight_decay),
             warmup_ratio: self.warmup,
             patience: self.patience,
             seed: self.seed,
             select_by: non_empty(&self.select_by).map(SelectBy::parse).transpose()?,
             class_weights: non_empty(&self.class_weights).map(crate::train::ClassWeights::parse).transpose()?,
+            dropout,
+            length,
+            recipe: Some(AppliedRecipe { name: recipe, chosen_by, values, overridden }),
         };
-        let request = TrainRequest {
+        Ok(TrainRequest {
             train,
             dev,
             task,
@@ -190,9 +239,30 @@ impl TrainForm {
                 keep_not_enough_evidence: self.keep_not_enough_evidence,
             },
             trace_steps: 0,
-        };
-        Ok((request, super::kept::parse_backend(&self.backend)?))
+        })
     }
+}
+
+/// A recipe as the page's form offers it: its name, what it does in words, and what it sets.
+#[derive(Debug, Clone, Serialize)]
+pub struct RecipeChoice {
+    pub name: &'static str,
+    pub label: &'static str,
+    pub values: crate::train::RecipeValues,
+}
+
+/// Both recipes, for the page's form (the CLI's `--recipe` takes the same names).
+pub fn recipe_choices() -> Vec<RecipeChoice> {
+    [
+        (Recipe::Fast, "fast: the head (or top layers) on features computed once; no dropout; the folder's input limit"),
+        (
+            Recipe::Finetune,
+            "finetune (as Hugging Face's Trainer): every layer at one small rate with warm-up, dropout, the model's full length",
+        ),
+    ]
+    .into_iter()
+    .map(|(r, label)| RecipeChoice { name: r.name(), label, values: r.values() })
+    .collect()
 }
 
 /// `head`, `top:N` or `all` (`--freeze`).
@@ -272,6 +342,25 @@ pub struct TrainingSummary {
     pub warnings: Vec<String>,
 }
 
+impl TrainingSummary {
+    /// A request's summary before its data is read.
+    fn of(req: &TrainRequest) -> TrainingSummary {
+        TrainingSummary {
+            task: req.task.name(),
+            arguments: req.arguments.trim().to_string(),
+            freeze: req.options.freeze,
+            select_by: SelectBy::Accuracy,
+            class_weights: Vec::new(),
+            train_examples: 0,
+            dev_examples: 0,
+            dev_split: None,
+            inputs: 0,
+            notes: Vec::new(),
+            warnings: Vec::new(),
+        }
+    }
+}
+
 /// A note on the data, with the instances it concerns apart: the CLI prints them after the
 /// sentence, the page shows their count with the list in a disclosure (issue 28: hundreds
 /// of ids inline).
@@ -332,6 +421,8 @@ pub struct TrainingJob {
     /// The starting model's files, when a trace was asked for, and how many steps it records.
     initial_files: Option<Vec<(String, Vec<u8>)>>,
     trace_steps: usize,
+    /// The longest input in tokens that training read.
+    max_tokens: usize,
 }
 
 /// Whether a file is an argument bundle (its first record has a `task`) rather than a HiTZ
@@ -429,61 +520,91 @@ fn split(data: TrainData, fraction: f64, seed: u64, file: &str) -> Result<(Train
     Ok((train, dev))
 }
 
+/// `base` reading inputs as long as `length` says: `Full` the position table's limit
+/// instead of the folder's (the trained model then records no lower limit, and every run
+/// of it reads that far).
+fn with_length(base: &TextModel, length: Length) -> std::borrow::Cow<'_, TextModel> {
+    let positions = base.encoder.model.config.max_tokens();
+    if length == Length::Full && base.tokenizer.max_tokens < positions {
+        let mut m = base.clone();
+        m.tokenizer.max_tokens = positions;
+        std::borrow::Cow::Owned(m)
+    } else {
+        std::borrow::Cow::Borrowed(base)
+    }
+}
+
+/// The training and dev examples of a request, read with `base`'s tokenizer, each left-out
+/// kind noted in `summary`; with the input files' fingerprints.
+fn read_sets(
+    req: &TrainRequest,
+    source: &ArgumentSource,
+    labels: &[String],
+    base: &TextModel,
+    summary: &mut TrainingSummary,
+) -> Result<(TrainData, TrainData, Vec<Fingerprint>)> {
+    let mut inputs = vec![req.train.fingerprint()];
+    let read = read_examples(&req.train, req, source, labels, base, summary)?;
+    let (train_data, dev_data) = match &req.dev {
+        DevData::File(dev) => {
+            inputs.push(dev.fingerprint());
+            (read, read_examples(dev, req, source, labels, base, summary)?)
+        }
+        DevData::Split(fraction) => {
+            summary.dev_split = Some(*fraction);
+            split(read, *fraction, req.options.seed, &req.train.name)?
+        }
+    };
+    for (what, d) in [("training", &train_data), ("dev", &dev_data)] {
+        // What the readers left out, each with its count (and ids, where they name some).
+        let c = &d.counts;
+        let left_out: [(usize, &str, &[String]); 4] = [
+            (c.empty_options_left_out, "empty options are no candidate (--keep-empty-options keeps them)", &[]),
+            (c.criteria_unjudged, "criteria nobody judged (no met, no met_by) are not examples", &[]),
+            (c.criteria_tied.len(), "criteria whose people split evenly (met_by) are left out", &c.criteria_tied),
+            (
+                c.not_enough_evidence_dropped.len(),
+                "not_enough_evidence instances dropped, as evaluation drops them (--keep-not-enough-evidence keeps them)",
+                &c.not_enough_evidence_dropped,
+            ),
+        ];
+        for (n, text, ids) in left_out.into_iter().filter(|(n, _, _)| *n > 0) {
+            summary.notes.push(Note { text: format!("{what} data: {n} {text}"), ids: ids.to_vec() });
+        }
+        if d.examples.is_empty() {
+            return Err(Error::invalid(format!("no {what} example is left to train on")));
+        }
+    }
+    Ok((train_data, dev_data, inputs))
+}
+
+/// The token counts of a request's training and dev inputs (every candidate of a
+/// multiple-choice example), as training would read them: what an estimate of its time
+/// counts.
+pub fn input_lengths(req: &TrainRequest, base: &TextModel) -> Result<(Vec<usize>, Vec<usize>)> {
+    let base = &*with_length(base, req.options.length);
+    let mut summary = TrainingSummary::of(req);
+    let source = parse_arguments(&req.arguments)?;
+    let (train, dev, _) = read_sets(req, &source, &req.task.labels(), base, &mut summary)?;
+    let lens = |d: &TrainData| d.examples.iter().flat_map(|e| e.inputs.iter().map(|i| i.len())).collect();
+    Ok((lens(&train), lens(&dev)))
+}
+
 impl TrainingJob {
     /// Reads and checks the data, tokenises it with `base`'s tokenizer and sets up the
     /// trainer (a new seeded head). `clock` gives seconds (for examples/s only).
     pub fn start(req: &TrainRequest, base: &TextModel, clock: fn() -> f64) -> Result<TrainingJob> {
+        let folder_limit = base.tokenizer.max_tokens;
+        let base = &*with_length(base, req.options.length);
         let source = parse_arguments(&req.arguments)?;
         let labels = req.task.labels();
-        let mut summary = TrainingSummary {
-            task: req.task.name(),
-            arguments: req.arguments.trim().to_string(),
-            freeze: req.options.freeze,
-            select_by: SelectBy::Accuracy,
-            class_weights: Vec::new(),
-            train_examples: 0,
-            dev_examples: 0,
-            dev_split: None,
-            inputs: 0,
-            notes: Vec::new(),
-            warnings: Vec::new(),
-        };
-        let mut inputs = vec![req.train.fingerprint()];
-        let read = read_examples(&req.train, req, &source, &labels, base, &mut summary)?;
-        let (train_data, dev_data) = match &req.dev {
-            DevData::File(dev) => {
-                inputs.push(dev.fingerprint());
-                (read, read_examples(dev, req, &source, &labels, base, &mut summary)?)
-            }
-            DevData::Split(fraction) => {
-                summary.dev_split = Some(*fraction);
-                split(read, *fraction, req.options.seed, &req.train.name)?
-            }
-        };
-        for (what, d) in [("training", &train_data), ("dev", &dev_data)] {
-            // What the readers left out, each with its count (and ids, where they name some).
-            let c = &d.counts;
-            let left_out: [(usize, &str, &[String]); 4] = [
-                (c.empty_options_left_out, "empty options are no candidate (--keep-empty-options keeps them)", &[]),
-                (c.criteria_unjudged, "criteria nobody judged (no met, no met_by) are not examples", &[]),
-                (
-                    c.criteria_tied.len(),
-                    "criteria whose people split evenly (met_by) are left out",
-                    &c.criteria_tied,
-                ),
-                (
-                    c.not_enough_evidence_dropped.len(),
-                    "not_enough_evidence instances dropped, as evaluation drops them (--keep-not-enough-evidence keeps them)",
-                    &c.not_enough_evidence_dropped,
-                ),
-            ];
-            for (n, text, ids) in left_out.into_iter().filter(|(n, _, _)| *n > 0) {
-                summary.notes.push(Note { text: format!("{what} data: {n} {text}"), ids: ids.to_vec() });
-            }
-            if d.examples.is_empty() {
-                return Err(Error::invalid(format!("no {what} example is left to train on")));
-            }
+        let mut summary = TrainingSummary::of(req);
+        let positions = base.encoder.model.config.max_tokens();
+        summary.notes.push(length_note(req.options.length, base.tokenizer.max_tokens, folder_limit, positions).into());
+        if let Some(r) = &req.options.recipe {
+            summary.notes.push(recipe_note(r, &req.options).into());
         }
+        let (train_data, dev_data, inputs) = read_sets(req, &source, &labels, base, &mut summary)?;
         summary.train_examples = train_data.examples.len();
         summary.dev_examples = dev_data.examples.len();
         let counts = (train_data.counts, dev_data.counts);
@@ -518,6 +639,7 @@ impl TrainingJob {
             base_model,
             initial_files,
             trace_steps: req.trace_steps,
+            max_tokens: base.tokenizer.max_tokens,
         })
     }
 
@@ -550,7 +672,18 @@ impl TrainingJob {
         let trains_layers = !matches!(self.summary.freeze, Freeze::HeadOnly);
         let Some(ctx) = gpu.filter(|_| trains_layers) else { return Ok(false) };
         let adapter = ctx.adapter.to_string();
+        let dropout = self.trainer.options().dropout.unwrap_or_default();
         self.trainer.train_on_gpu(ctx.clone())?;
+        if dropout.is_active() {
+            self.summary.notes.push(
+                format!(
+                    "the GPU trainer applies no dropout yet: hidden {} and attention {} are not used (the CPU trainer, --backend cpu, applies them)",
+                    dropout.hidden, dropout.attention
+                )
+                .into(),
+            );
+        }
+        self.options = self.trainer.options().clone();
         let memory = self.trainer.gpu_memory().describe();
         self.summary.notes.push(format!("the trained layers run on {adapter}; they need {memory}").into());
         Ok(true)
@@ -589,6 +722,8 @@ impl TrainingJob {
             "dev_split": s.dev_split,
             "base_model": self.base_model,
             "inputs": self.inputs,
+            // The longest input training read (the recipe's or --length's).
+            "max_tokens": self.max_tokens,
         });
         let mut files = t::trained_files_with(&result, &self.options, extra)?;
         files.push(("tokenizer.json".into(), tokenizer_json.to_vec()));
@@ -612,6 +747,40 @@ impl TrainingJob {
         let quality = super::quality::ModelQuality::from_train_log("train_log.json", log)?;
         Ok(TrainedEvaluator { result, truncation_warning, quality, files, trace_files })
     }
+}
+
+/// What length the inputs are cut to, in words: the CLI's note and the page's.
+fn length_note(length: Length, used: usize, folder: usize, positions: usize) -> String {
+    match length {
+        Length::Full if folder < positions => format!(
+            "inputs up to {used} tokens, the model's full length (max_position_embeddings; the folder's own limit is {folder})"
+        ),
+        Length::Full => format!("inputs up to {used} tokens, the model's full length (max_position_embeddings)"),
+        Length::Folder if folder < positions => format!(
+            "inputs up to {used} tokens, the folder's limit (sentence-transformers' max_seq_length; --length full reads up to {positions})"
+        ),
+        Length::Folder => format!("inputs up to {used} tokens, the model's full length (max_position_embeddings)"),
+    }
+}
+
+/// The recipe and what it set, in words.
+fn recipe_note(r: &AppliedRecipe, o: &TrainOptions) -> String {
+    let dropout = match o.dropout {
+        Some(d) => format!("dropout {} (attention {})", d.hidden, d.attention),
+        None => "the model's dropout".to_string(),
+    };
+    let given = if r.overridden.is_empty() { String::new() } else { format!("; given: {}", r.overridden.join(", ")) };
+    format!(
+        "recipe {} ({}): --freeze {}, --lr {}, --layer-lr {}, --weight-decay {}, --warmup {}, {dropout}, --length {}{given}",
+        r.name.name(),
+        r.chosen_by,
+        freeze_name(o.freeze),
+        o.learning_rate,
+        o.layer_learning_rate,
+        o.weight_decay,
+        o.warmup_ratio,
+        o.length.name()
+    )
 }
 
 /// A note on the classes' loss weights, when they are not all 1 (labels that no training
@@ -680,34 +849,45 @@ fn trace_json(
 }
 
 /// Training from start to end (`medrank train`): the same steps the page runs one at a
-/// time, the frozen encoder on `backend` (`gpu::open_encoder`: Auto takes a hardware GPU
-/// when there is one) and the trained part where [`TrainingJob::place`] puts it. `events`
-/// sees the summary's start, the frozen pass and every epoch.
+/// time, the frozen encoder `encoder` (opened by [`open_training_encoder`]) and the trained
+/// part where [`TrainingJob::place`] puts it. `events` sees the summary's start, the frozen
+/// pass and every epoch.
 #[cfg(not(target_arch = "wasm32"))]
 pub fn train(
     req: &TrainRequest,
     base: &TextModel,
     tokenizer_json: &[u8],
-    backend: crate::gpu::BackendChoice,
+    encoder: &crate::gpu::AnyEncoder,
     started: &mut dyn FnMut(&TrainingSummary),
     events: &mut dyn FnMut(TrainEvent),
 ) -> Result<TrainedEvaluator> {
     let mut job = TrainingJob::start(req, base, t::native_clock)?;
-    let (encoder, _) = pollster::block_on(crate::gpu::open_encoder(base.encoder.model.clone(), backend))?;
-    let gpu = match &encoder {
-        crate::gpu::AnyEncoder::Gpu(gpu) => Some(gpu.context().clone()),
-        crate::gpu::AnyEncoder::Cpu(_) => None,
-    };
-    job.place(gpu.as_ref())?;
+    job.place(gpu_of(encoder))?;
     started(job.summary());
     // The frozen pass, all at once (the page runs it a few batches per step).
-    pollster::block_on(job.encode(&encoder, usize::MAX))?;
+    pollster::block_on(job.encode(encoder, usize::MAX))?;
     if job.trainer.has_frozen_pass() {
         events(TrainEvent::Cached { inputs: job.inputs().1, seconds: job.cache_seconds() });
     }
     // The GPU engine waits on read-backs: block on them here (the page awaits them).
     while pollster::block_on(job.epoch(events))?.is_some() {}
     pollster::block_on(job.finish(tokenizer_json))
+}
+
+/// The frozen encoder of a training on `backend` (`gpu::open_encoder`: Auto takes a
+/// hardware GPU when there is one), opened before the request is made: where it runs
+/// decides the default recipe.
+#[cfg(not(target_arch = "wasm32"))]
+pub fn open_training_encoder(base: &TextModel, backend: crate::gpu::BackendChoice) -> Result<crate::gpu::AnyEncoder> {
+    Ok(pollster::block_on(crate::gpu::open_encoder(base.encoder.model.clone(), backend))?.0)
+}
+
+/// The GPU an encoder runs on, if it runs on one: where the trained layers go.
+pub fn gpu_of(encoder: &crate::gpu::AnyEncoder) -> Option<&crate::gpu::context::GpuContext> {
+    match encoder {
+        crate::gpu::AnyEncoder::Gpu(gpu) => Some(gpu.context()),
+        crate::gpu::AnyEncoder::Cpu(_) => None,
+    }
 }
 
 /// What the page's training form offers for one file: whether it is an argument bundle or a
@@ -878,5 +1058,47 @@ mod tests {
         assert_eq!(TrainTask::parse("criterion"), Some(TrainTask::Criterion));
         assert_eq!(crate::model::grade::CRITERION_LABELS, TrainTask::Criterion.facts().labels);
         assert_eq!(head_of(TrainTask::Proxy(Task::Mcqa)), HeadKind::MultipleChoice);
+    }
+
+    fn options(form: TrainForm, on_gpu: bool) -> TrainOptions {
+        form.request(NamedText::new("t", ""), DevData::Split(0.2), on_gpu).unwrap().options
+    }
+
+    #[test]
+    fn the_recipe_follows_where_training_runs_and_explicit_options_override_it() {
+        // Nothing asked for: fast on the CPU (today's defaults), finetune on a GPU.
+        let cpu = options(TrainForm::default(), false);
+        let d = TrainOptions::default();
+        assert_eq!((cpu.freeze, cpu.learning_rate, cpu.weight_decay), (d.freeze, d.learning_rate, d.weight_decay));
+        assert_eq!((cpu.dropout, cpu.length), (Some(Dropout::NONE), Length::Folder));
+        let recipe = cpu.recipe.as_ref().unwrap();
+        assert_eq!(
+            (recipe.name, recipe.chosen_by.as_str()),
+            (Recipe::Fast, "the default where training runs (the CPU)")
+        );
+        let gpu = options(TrainForm::default(), true);
+        assert_eq!((gpu.freeze, gpu.learning_rate, gpu.layer_learning_rate), (Freeze::All, 5e-5, 5e-5));
+        assert_eq!((gpu.weight_decay, gpu.warmup_ratio, gpu.length), (0.0, d.warmup_ratio, Length::Full));
+        assert_eq!(gpu.dropout, None, "the model's own, resolved by the trainer");
+        assert_eq!(gpu.recipe.as_ref().unwrap().name, Recipe::Finetune);
+        // Asked for by name, on the CPU; an explicit option wins and is listed.
+        let form = TrainForm {
+            recipe: "finetune".into(),
+            freeze: "top:2".into(),
+            dropout: Some(0.0),
+            lr: Some(1e-4),
+            ..Default::default()
+        };
+        let o = options(form, false);
+        assert_eq!((o.freeze, o.learning_rate, o.layer_learning_rate), (Freeze::TopLayers(2), 1e-4, 5e-5));
+        assert_eq!((o.dropout, o.weight_decay, o.length), (Some(Dropout::NONE), 0.0, Length::Full));
+        let r = o.recipe.unwrap();
+        assert_eq!((r.name, r.chosen_by.as_str()), (Recipe::Finetune, "--recipe"));
+        assert_eq!(r.overridden, ["--freeze", "--lr", "--dropout"]);
+        // fast asked for on a GPU stays fast.
+        assert_eq!(options(TrainForm { recipe: "fast".into(), ..Default::default() }, true).freeze, Freeze::HeadOnly);
+        let bad = TrainForm { recipe: "slow".into(), ..Default::default() };
+        let e = bad.request(NamedText::new("t", ""), DevData::Split(0.2), false).unwrap_err().to_string();
+        assert!(e.contains("--recipe slow: expected fast or finetune"), "{e}");
     }
 }

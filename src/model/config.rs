@@ -96,8 +96,19 @@ pub struct EncoderConfig {
     /// `sentence_bert_config.json`), so that every run of the trained model cuts inputs
     /// where training cut them.
     pub max_seq_length: Option<usize>,
+    /// The dropout probabilities the model was made with, where its config says them
+    /// (training only: inference never drops anything).
+    pub dropout: ConfigDropout,
     /// What the family adds (DeBERTa's relative attention, ModernBERT's layer pattern).
     pub options: ArchOptions,
+}
+
+/// `hidden_dropout_prob` and `attention_probs_dropout_prob` (DistilBERT: `dropout` and
+/// `attention_dropout`) of a `config.json`, each a probability from 0 to 1 when present.
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize)]
+pub struct ConfigDropout {
+    pub hidden: Option<f64>,
+    pub attention: Option<f64>,
 }
 
 /// The `config.json` key of [`EncoderConfig::max_seq_length`] (sentence-transformers' name
@@ -325,6 +336,7 @@ impl EncoderConfig {
             head,
             labels: labels.iter().map(|s| s.to_string()).collect(),
             max_seq_length: None,
+            dropout: ConfigDropout::default(),
             options: match arch {
                 // DeBERTa-v3's shape: relative positions only, 8 buckets over 32 distances.
                 Arch::DebertaV2 => ArchOptions::DebertaV2(Deberta {
@@ -567,6 +579,18 @@ impl EncoderConfig {
             None => None,
             Some(_) => Some(v.size(MAX_SEQ_LENGTH_KEY, limit_range, None)?),
         };
+        let probability = |key: &str| -> Result<Option<f64>> {
+            match v.number(key)? {
+                Some(p) if !(0.0..=1.0).contains(&p) => {
+                    Err(v.error(key, format!("expected a probability from 0 to 1, found {p}")))
+                }
+                p => Ok(p),
+            }
+        };
+        let dropout = ConfigDropout {
+            hidden: probability(key("hidden_dropout_prob", "dropout"))?,
+            attention: probability(key("attention_probs_dropout_prob", "attention_dropout"))?,
+        };
         let options = match arch {
             Arch::DebertaV2 => {
                 ArchOptions::DebertaV2(family::deberta(&v, hidden_size, num_heads, max_position_embeddings)?)
@@ -590,6 +614,7 @@ impl EncoderConfig {
             head,
             labels,
             max_seq_length,
+            dropout,
             options,
         })
     }
@@ -678,6 +703,15 @@ impl EncoderConfig {
         if let Some(n) = self.max_seq_length {
             o.insert(MAX_SEQ_LENGTH_KEY.into(), n.into());
         }
+        let distil = self.arch == Arch::DistilBert;
+        for (bert, distilbert, p) in [
+            ("hidden_dropout_prob", "dropout", self.dropout.hidden),
+            ("attention_probs_dropout_prob", "attention_dropout", self.dropout.attention),
+        ] {
+            if let Some(p) = p {
+                o.insert(if distil { distilbert } else { bert }.into(), p.into());
+            }
+        }
         serde_json::to_string_pretty(&v).expect("serialisable")
     }
 }
@@ -699,6 +733,21 @@ mod tests {
         assert_eq!(c.position_offset, 0);
         assert_eq!(c.head, HeadKind::None);
         assert_eq!(c.max_tokens(), 512);
+        assert_eq!(c.dropout, ConfigDropout::default(), "absent: the trainer's fallback decides");
+        // The shipped file's dropout fields, read (and written back) for training.
+        let with = text.replace(
+            "\"vocab_size\":30522",
+            "\"vocab_size\":30522,\"hidden_dropout_prob\":0.1,\"attention_probs_dropout_prob\":0.05",
+        );
+        let c = EncoderConfig::from_json("config.json", &with).unwrap();
+        assert_eq!(c.dropout, ConfigDropout { hidden: Some(0.1), attention: Some(0.05) });
+        assert_eq!(EncoderConfig::from_json("config.json", &c.to_json()).unwrap().dropout, c.dropout);
+        let bad = text.replace("\"vocab_size\":30522", "\"vocab_size\":30522,\"hidden_dropout_prob\":1.5");
+        let e = EncoderConfig::from_json("config.json", &bad).unwrap_err().to_string();
+        assert!(
+            e.contains("hidden_dropout_prob") && e.contains("expected a probability from 0 to 1, found 1.5"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -217,10 +217,51 @@ fn embeddings(
 /// reference the inference path ([`CpuEncoder`], same math, faster) is tested against.
 /// Returns `[batch, seq_len, hidden]`.
 pub fn forward(cfg: &EncoderConfig, w: &EncoderWeights, batch: &TokenBatch, output_layer: usize) -> Result<Tensor> {
+    forward_dropping(cfg, w, batch, output_layer, None)
+}
+
+/// Where a training pass multiplies a dropout mask in (Hugging Face's BERT sites); the
+/// layer is its index in the whole encoder.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MaskAt {
+    /// The embeddings' normalised output.
+    Embeddings,
+    /// A layer's attention probabilities `[b, heads, queries, keys]`.
+    AttentionProbs(usize),
+    /// A layer's attention block output (after its output map, before residual and norm).
+    AttentionOutput(usize),
+    /// A layer's feed-forward output (before residual and norm).
+    FeedForwardOutput(usize),
+}
+
+/// The dropout masks of one training pass: the multiplier of a tensor of `dims` at `at`
+/// (0 where dropped, `1 / (1 - p)` where kept), or `None` where nothing is dropped. The
+/// training layer draws them (`train::dropout`); inference passes none.
+pub trait DropoutMasks: Sync {
+    fn mask(&self, at: MaskAt, dims: &[usize]) -> Result<Option<Tensor>>;
+}
+
+/// `x` times the mask at `at`, when there is one.
+fn dropped(x: Tensor, masks: Option<&dyn DropoutMasks>, at: MaskAt) -> Result<Tensor> {
+    match masks.map(|m| m.mask(at, x.dims())).transpose()?.flatten() {
+        Some(mask) => Ok((x * mask)?),
+        None => Ok(x),
+    }
+}
+
+/// [`forward`] with dropout masks (training): the embeddings' output and every site of
+/// [`layers_forward_dropping`].
+pub fn forward_dropping(
+    cfg: &EncoderConfig,
+    w: &EncoderWeights,
+    batch: &TokenBatch,
+    output_layer: usize,
+    masks: Option<&dyn DropoutMasks>,
+) -> Result<Tensor> {
     batch.check(cfg, output_layer)?;
     let (ids, types, _) = batch_tensors(batch);
-    let x = embeddings(cfg, w, &ids, &types, true)?;
-    layers_forward(cfg, w, 0..output_layer, x, &batch.mask, false)
+    let x = dropped(embeddings(cfg, w, &ids, &types, true)?, masks, MaskAt::Embeddings)?;
+    layers_forward_dropping(cfg, w, 0..output_layer, x, &batch.mask, false, masks)
 }
 
 /// The additive mask `[b, 1, rows, s]` of query rows `0..rows`: a large negative where the
@@ -319,9 +360,23 @@ pub fn layers_forward(
     cfg: &EncoderConfig,
     w: &EncoderWeights,
     range: std::ops::Range<usize>,
+    x: Tensor,
+    mask: &[u32],
+    first_token_only: bool,
+) -> Result<Tensor> {
+    layers_forward_dropping(cfg, w, range, x, mask, first_token_only, None)
+}
+
+/// [`layers_forward`] with dropout masks (training): each layer's attention probabilities,
+/// attention output and feed-forward output ([`MaskAt`]).
+pub fn layers_forward_dropping(
+    cfg: &EncoderConfig,
+    w: &EncoderWeights,
+    range: std::ops::Range<usize>,
     mut x: Tensor,
     mask: &[u32],
     first_token_only: bool,
+    masks: Option<&dyn DropoutMasks>,
 ) -> Result<Tensor> {
     let (b, s, h) = x.dims3()?;
     if mask.len() != b * s {
@@ -375,21 +430,21 @@ pub fn layers_forward(
             Some(neg) => scores.broadcast_add(neg)?,
             None => scores,
         };
-        let probs = candle_nn::ops::softmax(&scores, D::Minus1)?;
+        let probs = dropped(candle_nn::ops::softmax(&scores, D::Minus1)?, masks, MaskAt::AttentionProbs(l))?;
         let ctx = probs.matmul(&v)?.transpose(1, 2)?.reshape((b, rows, h))?;
-        let attn = linear(&ctx, &layer.attn_out)?;
+        let attn = dropped(linear(&ctx, &layer.attn_out)?, masks, MaskAt::AttentionOutput(l))?;
         if cfg.pre_norm() {
             let y = (attn + &xq)?;
             let inner = linear(&norm(&y, &layer.ffn_norm, cfg.layer_norm_eps, true)?, &layer.ffn_in)?;
             let half = cfg.intermediate_size;
             let gated = (activate(cfg.activation, &inner.narrow(2, 0, half)?)? * inner.narrow(2, half, half)?)?;
-            x = (linear(&gated, &layer.ffn_out)? + y)?;
+            x = (dropped(linear(&gated, &layer.ffn_out)?, masks, MaskAt::FeedForwardOutput(l))? + y)?;
         } else {
             let norm_after =
                 layer.attn_norm.as_ref().ok_or_else(|| Error::model("a post-norm layer lacks its norm"))?;
             let y = norm(&(attn + &xq)?, norm_after, cfg.layer_norm_eps, true)?;
             let inner = activate(cfg.activation, &linear(&y, &layer.ffn_in)?)?;
-            let out = linear(&inner, &layer.ffn_out)?;
+            let out = dropped(linear(&inner, &layer.ffn_out)?, masks, MaskAt::FeedForwardOutput(l))?;
             x = norm(&(out + &y)?, &layer.ffn_norm, cfg.layer_norm_eps, true)?;
         }
     }

@@ -91,10 +91,25 @@ fn linear(x: &Tensor, d: &Dense) -> Result<Tensor> {
 /// Logits `[b, n_out]` from the head's inputs `input` `[b, hidden]` (the first token's
 /// states, or the mean states of a mean-pooling head: [`head_inputs`]).
 pub fn head_forward(head: &HeadWeights, pooler: Option<&Dense>, input: &Tensor) -> Result<Tensor> {
+    head_forward_dropping(head, pooler, input, None)
+}
+
+/// [`head_forward`] with the classifier's input multiplied by `classifier_mask` (training's
+/// dropout, `[b, hidden]`): where Hugging Face's heads drop (BERT's after the pooler,
+/// RoBERTa's and DistilBERT's before the output map).
+pub fn head_forward_dropping(
+    head: &HeadWeights,
+    pooler: Option<&Dense>,
+    input: &Tensor,
+    classifier_mask: Option<&Tensor>,
+) -> Result<Tensor> {
     let parts = head.parts(pooler)?;
     let mut x = parts.activation.apply(&linear(input, parts.first)?)?;
     if let (Some(n), HeadWeights::ModernBertHead { eps, .. }) = (parts.norm, head) {
         x = candle_nn::ops::layer_norm_slow(&x, &n.weight, &n.bias, *eps as f32)?;
+    }
+    if let Some(mask) = classifier_mask {
+        x = (x * mask)?;
     }
     linear(&x, parts.last)
 }

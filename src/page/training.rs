@@ -26,15 +26,15 @@ pub struct TrainPageRequest {
 }
 
 impl TrainPageRequest {
-    /// The job layer's request (as `medrank train` builds it from its flags) and where the
-    /// frozen encoder runs.
-    pub fn to_request(&self) -> Result<(jobs::TrainRequest, BackendChoice)> {
+    /// The job layer's request (as `medrank train` builds it from its flags), training on
+    /// a GPU or not (`on_gpu`: the default recipe), and where the frozen encoder runs.
+    pub fn to_request(&self, on_gpu: bool) -> Result<(jobs::TrainRequest, BackendChoice)> {
         let train = self.train.clone().ok_or_else(|| Error::invalid("add a training file"))?;
         let dev = match self.dev.clone() {
             Some(dev) => jobs::DevData::File(dev),
             None => jobs::DevData::Split(self.form.dev_split),
         };
-        self.form.request(train, dev)
+        Ok((self.form.request(train, dev, on_gpu)?, self.form.backend()?))
     }
 }
 
@@ -43,6 +43,8 @@ impl TrainPageRequest {
 #[derive(Debug, Serialize)]
 pub struct FormDescription {
     pub defaults: jobs::TrainForm,
+    /// The recipes (`--recipe`) with what each sets.
+    pub recipes: Vec<jobs::RecipeChoice>,
     pub tasks: Vec<TaskChoice>,
     pub arguments: Vec<jobs::ArgumentChoice>,
 }
@@ -58,7 +60,8 @@ impl FormDescription {
         // The page's frozen encoder runs where its Model section says (WebGPU when there is one).
         let defaults = jobs::TrainForm { backend: jobs::RunOptions::page().backend, ..Default::default() };
         let tasks = jobs::TrainTask::all().map(|t| TaskChoice { name: t.name(), label: t.label() }).collect();
-        Ok(FormDescription { defaults, tasks, arguments: jobs::argument_choices(&[]) })
+        let recipes = jobs::recipe_choices();
+        Ok(FormDescription { defaults, tasks, arguments: jobs::argument_choices(&[]), recipes })
     }
 }
 
@@ -193,20 +196,113 @@ pub fn time_left(plan: &Plan, m: &Measured) -> Option<TimeLeft> {
     Some(TimeLeft { seconds, at_most, text: left_text(seconds, at_most) })
 }
 
-/// "about 72 s left", "about 4 min left"; an upper bound says so.
-fn left_text(seconds: f64, at_most: bool) -> String {
-    let span = if seconds < 1.0 {
+/// "about 72 s", "about 4 min".
+fn span_text(seconds: f64) -> String {
+    if seconds < 1.0 {
         "less than a second".to_string()
     } else if seconds < 120.0 {
         format!("about {} s", seconds.round())
     } else {
         format!("about {} min", (seconds / 60.0).round())
-    };
+    }
+}
+
+/// "about 72 s left", "about 4 min left"; an upper bound says so.
+fn left_text(seconds: f64, at_most: bool) -> String {
+    let span = span_text(seconds);
     if at_most {
         format!("at most {span} left (early stopping may end it sooner)")
     } else {
         format!("{span} left")
     }
+}
+
+/// A recipe's estimated time on the form's data, shown beside the recipe choice.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RecipeEstimate {
+    pub recipe: &'static str,
+    /// What it trains, in words: "every layer, 20 epochs, inputs up to 512 tokens".
+    pub what: String,
+    pub seconds: f64,
+    /// Early stopping may end it sooner: every epoch is counted.
+    pub at_most: bool,
+    /// "about 4 min", "at most about 2 h".
+    pub text: String,
+}
+
+/// The work of a whole training, in the units of the encoder's work per forward pass
+/// through every layer (`EncodingPlan::batch_work`, per input, padding not counted): the
+/// frozen pass once over every input (the layers that do not train), then each epoch the
+/// trained layers forward and backward over the training inputs ([`BACKWARD_FACTOR`]) and
+/// forward over the dev inputs, the same prior [`time_left`] starts from.
+pub fn training_work(
+    config: &crate::model::EncoderConfig,
+    (train, dev): (&[usize], &[usize]),
+    epochs: usize,
+    trained_layers: usize,
+) -> f64 {
+    let layers = config.num_layers.max(1) as f64;
+    let work = |lens: &[usize]| -> f64 {
+        lens.iter().map(|&l| crate::model::batching::EncodingPlan::batch_work(1, l, config) as f64).sum()
+    };
+    let (train, dev) = (work(train), work(dev));
+    let trained = trained_layers.min(config.num_layers) as f64 / layers;
+    let frozen = (train + dev) * (1.0 - trained);
+    frozen + epochs as f64 * trained * (train * BACKWARD_FACTOR + dev)
+}
+
+/// Each recipe's time on the form's data (its files, task and arguments; its explicit
+/// options override each recipe's as they would in training), at the rate of `kept`'s
+/// encoder on the form's backend measured here on one batch of 8 sequences of 128 tokens
+/// (the first run on a backend includes its warm-up: the estimates err long).
+pub async fn recipe_estimates(
+    request: &TrainPageRequest,
+    kept: &mut KeptModel,
+    clock: fn() -> f64,
+) -> Result<Vec<RecipeEstimate>> {
+    let (_, backend) = request.to_request(false)?;
+    kept.set_precision(kept.folder_precision);
+    let config = kept.model.encoder.model.config.clone();
+    let rate = {
+        let (encoder, _) = kept.encoder(backend).await?;
+        let (len, rows) = (128.min(config.max_tokens()), 8);
+        // Any id of the vocabulary but padding: the arithmetic does not depend on it.
+        let id = if config.pad_token_id == 1 { 2 } else { 1 };
+        let ids = vec![id; len];
+        let types = vec![0; len];
+        let batch = crate::model::TokenBatch::from_sequences(&vec![(&ids[..], &types[..]); rows], config.pad_token_id);
+        use crate::model::Encoder;
+        let started = clock();
+        encoder.encode(&batch, config.num_layers).await?;
+        let seconds = (clock() - started).max(1e-6);
+        crate::model::batching::EncodingPlan::batch_work(rows, len, &config) as f64 / seconds
+    };
+    let mut out = Vec::new();
+    for recipe in crate::train::Recipe::NAMES {
+        let form = jobs::TrainForm { recipe: recipe.into(), ..request.form.clone() };
+        let named = TrainPageRequest { form, ..request.clone() };
+        let (req, _) = named.to_request(false)?;
+        let lens = jobs::input_lengths(&req, &kept.model)?;
+        let o = &req.options;
+        let trained = crate::train::trained_layers(o.freeze, config.num_layers);
+        let seconds = training_work(&config, (&lens.0, &lens.1), o.epochs, trained) / rate;
+        let at_most = o.patience < o.epochs;
+        let longest = lens.0.iter().chain(&lens.1).max().copied().unwrap_or(0);
+        let layers = match trained {
+            0 => "the head".to_string(),
+            n if n == config.num_layers => "every layer".to_string(),
+            n => format!("the top {n} layers"),
+        };
+        let text = format!("{}{}", if at_most { "at most " } else { "" }, span_text(seconds));
+        out.push(RecipeEstimate {
+            recipe,
+            what: format!("{layers}, {} epochs, inputs up to {longest} tokens", o.epochs),
+            seconds,
+            at_most,
+            text,
+        });
+    }
+    Ok(out)
 }
 
 /// One progress report of a training: its stage, the stage's count, the time left for the
@@ -335,9 +431,13 @@ impl PageTraining {
     /// Reads the training data and sets up a new head on `kept`'s model, run in the
     /// precision its folder holds, as `medrank train` runs it: the evaluation Options'
     /// precision is not the training's.
-    pub fn start(request: &TrainPageRequest, kept: &mut KeptModel, clock: fn() -> f64) -> Result<PageTraining> {
-        let (req, backend) = request.to_request()?;
+    /// The frozen encoder is opened first: where it runs decides the default recipe.
+    pub async fn start(request: &TrainPageRequest, kept: &mut KeptModel, clock: fn() -> f64) -> Result<PageTraining> {
+        // The form's own errors first, before any encoder opens.
+        let (_, backend) = request.to_request(false)?;
         kept.set_precision(kept.folder_precision);
+        let on_gpu = jobs::gpu_of(kept.encoder(backend).await?.0).is_some();
+        let (req, _) = request.to_request(on_gpu)?;
         let job = jobs::TrainingJob::start(&req, &kept.model, clock)?;
         let s = job.summary();
         let (trained_layers, layers) = job.trainer().layers();
@@ -468,7 +568,8 @@ mod tests {
 
     #[test]
     fn the_form_left_empty_takes_the_trainers_defaults() {
-        let (req, backend) = form(serde_json::json!({"train": {"name": "t.jsonl", "text": ""}})).to_request().unwrap();
+        let (req, backend) =
+            form(serde_json::json!({"train": {"name": "t.jsonl", "text": ""}})).to_request(false).unwrap();
         let d = TrainOptions::default();
         assert_eq!(
             (req.options.epochs, req.options.batch_size, req.options.learning_rate, req.options.seed),
@@ -489,7 +590,7 @@ mod tests {
             "task": "nli", "freeze": "top:2", "select_by": "macro-f1", "class_weights": "none", "backend": "gpu",
             "epochs": 3, "lr": 0.01
         }))
-        .to_request()
+        .to_request(false)
         .unwrap();
         assert_eq!(req.task, jobs::TrainTask::Proxy(crate::data::Task::Nli));
         assert_eq!(req.options.freeze, Freeze::TopLayers(2));
@@ -502,11 +603,27 @@ mod tests {
 
     #[test]
     fn an_incomplete_form_is_refused_with_what_to_add() {
-        let err = |v| form(v).to_request().unwrap_err().to_string();
+        let err = |v| form(v).to_request(false).unwrap_err().to_string();
         assert_eq!(err(serde_json::json!({})), "add a training file");
         let train = serde_json::json!({"name": "t.jsonl", "text": ""});
         assert!(err(serde_json::json!({"train": train, "dev_split": 0.1, "task": "x"})).contains("unknown task `x`"));
     }
+    #[test]
+    fn a_recipes_work_counts_the_frozen_pass_once_and_the_trained_layers_every_epoch() {
+        // Tiny BERT: hidden 32, feed-forward 64, 2 layers: an input of L tokens is
+        // L (2*32 + 64 + L) units through every layer; 10 tokens: 10 * 138 = 1380, 20: 20 *
+        // 148 = 2960.
+        let c = crate::model::EncoderConfig::tiny(crate::model::Arch::Bert, 2, crate::model::HeadKind::None, &[]);
+        let (train, dev) = ([10usize, 20].as_slice(), [10usize].as_slice());
+        // The head alone: one frozen pass over every input (1380 + 2960 + 1380), epochs free.
+        assert_eq!(training_work(&c, (train, dev), 3, 0), 5720.0);
+        // Every layer: no frozen pass; each epoch 3 x 4340 (train, forward and backward) +
+        // 1380 (dev) = 14400; 3 epochs 43200.
+        assert_eq!(training_work(&c, (train, dev), 3, 2), 43200.0);
+        // The top 1 of 2: half of the frozen pass, half of each epoch.
+        assert_eq!(training_work(&c, (train, dev), 3, 1), 5720.0 / 2.0 + 43200.0 / 2.0);
+    }
+
     /// 1000 frozen inputs for 400 training and 100 dev examples (2 inputs each), 20 epochs,
     /// patience 3, the top 1 of 6 layers training (5 frozen).
     fn plan() -> Plan {

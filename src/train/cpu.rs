@@ -3,6 +3,7 @@
 //! its own thread and the gradients summed; candle's AdamW, one for the head and one for the
 //! layers (a new head needs a large learning rate, pretrained layers a small one).
 
+use super::dropout::StepMasks;
 use super::engine::{Batches, Engine, Pending};
 use super::examples::TrainExample;
 use super::export::detached;
@@ -10,8 +11,8 @@ use super::frozen::{Frozen, Prepared};
 use super::options::{trained_layers, Freeze, TrainOptions};
 use crate::error::{Error, Result};
 use crate::model::config::HeadPooling;
-use crate::model::encoder::{forward, layers_forward};
-use crate::model::heads::{head_forward, pool_for_head};
+use crate::model::encoder::{forward_dropping, layers_forward_dropping, DropoutMasks};
+use crate::model::heads::{head_forward_dropping, pool_for_head};
 use crate::model::load::{Dense, HeadWeights, LoadedModel, Norm};
 use crate::model::tokenize::{Encoded, TextTokenizer};
 use candle_core::backprop::GradStore;
@@ -49,7 +50,7 @@ impl CpuEngine {
     /// mean over the whole step.
     fn step_now(&mut self, train: Batches, chunk: &[usize], lr: f64, layer_lr: f64) -> Result<f64> {
         let Batches { model, tokenizer: tok, set: train_set, prepared: train_p, lower, multiple_choice, .. } = train;
-        let (weights, threads) = (train.class_weights, self.threads);
+        let (weights, threads, dropout) = (train.class_weights, self.threads, train.dropout);
         let vars = self.vars();
         let mut loss_sum = 0.0;
         let mut acc: Option<GradStore> = None;
@@ -58,7 +59,7 @@ impl CpuEngine {
             let results = parts
                 .par_iter()
                 .map(|part| -> Result<(GradStore, f64)> {
-                    let logits = logits_of(model, tok, train_set, train_p, part, lower)?;
+                    let logits = logits_of(model, tok, train_set, train_p, part, lower, dropout)?;
                     let exs: Vec<&TrainExample> = part.iter().map(|&i| &train_set[i]).collect();
                     let (loss, _) = loss_and_predictions(&exs, &logits, multiple_choice, weights)?;
                     let value = loss.to_scalar::<f32>()? as f64;
@@ -131,7 +132,7 @@ impl CpuEngine {
         let parts = dev_parts
             .par_iter()
             .map(|part| -> Result<(Vec<usize>, f64)> {
-                let logits = logits_of(model, tok, dev_set, dev_p, part, lower)?.detach();
+                let logits = logits_of(model, tok, dev_set, dev_p, part, lower, None)?.detach();
                 let exs: Vec<&TrainExample> = part.iter().map(|&i| &dev_set[i]).collect();
                 let (loss, predicted) = loss_and_predictions(&exs, &logits, multiple_choice, weights)?;
                 Ok((predicted, loss.to_scalar::<f32>()? as f64))
@@ -272,7 +273,8 @@ fn make_trainable(model: &mut LoadedModel, freeze: Freeze) -> Result<(Vec<Var>, 
 }
 
 /// Logits `[n_inputs, n_out]` of the inputs of examples `idx` (in that order), through the
-/// trainable part of `model`: the head alone, or the top layers then the head.
+/// trainable part of `model`: the head alone, or the top layers then the head; with
+/// `dropout` (a training step's), its masks at every site of the trained part.
 fn logits_of(
     model: &LoadedModel,
     tok: &TextTokenizer,
@@ -280,8 +282,12 @@ fn logits_of(
     p: &Prepared,
     idx: &[usize],
     lower: usize,
+    dropout: Option<StepMasks>,
 ) -> Result<Tensor> {
     let flat = p.rows(set, idx);
+    // Masks keyed by each input's place in the set, whatever shard or padding it is in.
+    let masks = dropout.map(|d| d.over(&flat));
+    let layer_masks = masks.as_ref().map(|m| m as &dyn DropoutMasks);
     let cfg = &model.config;
     let pooling = model.head.as_ref().map_or(HeadPooling::Cls, |h| h.pooling());
     let input = match &p.frozen {
@@ -303,17 +309,22 @@ fn logits_of(
             }
             let x = Tensor::from_vec(x, (flat.len(), s, h), &Device::Cpu)?;
             let first_only = pooling == HeadPooling::Cls;
-            let top = layers_forward(cfg, &model.weights, lower..cfg.num_layers, x, &mask, first_only)?;
+            let top =
+                layers_forward_dropping(cfg, &model.weights, lower..cfg.num_layers, x, &mask, first_only, layer_masks)?;
             pool_for_head(pooling, &top, &mask)?
         }
         Frozen::Nothing => {
             let items: Vec<&Encoded> = idx.iter().flat_map(|&i| set[i].inputs.iter()).collect();
             let batch = tok.batch(&items);
-            let h = forward(cfg, &model.weights, &batch, cfg.num_layers)?;
+            let h = forward_dropping(cfg, &model.weights, &batch, cfg.num_layers, layer_masks)?;
             pool_for_head(pooling, &h, &batch.mask)?
         }
     };
-    head_forward(model.head.as_ref().expect("head"), model.weights.pooler.as_ref(), &input)
+    let (head, pooler) = (model.head.as_ref().expect("head"), model.weights.pooler.as_ref());
+    // The classifier reads the head's first map's output (the hidden size in every family).
+    let width = head.parts(pooler)?.first.weight.dim(0)?;
+    let classifier = masks.as_ref().map(|m| m.classifier(width)).transpose()?.flatten();
+    head_forward_dropping(head, pooler, &input, classifier.as_ref())
 }
 
 /// Summed cross-entropy, each example's term times its gold class's weight (`weights`:

@@ -35,6 +35,9 @@ pub(super) struct Batches<'a> {
     pub class_weights: &'a [f64],
     /// Examples per micro-batch.
     pub batch_size: usize,
+    /// The optimiser step's dropout masks (training with dropout; `None` for dev passes,
+    /// which never drop anything).
+    pub dropout: Option<super::dropout::StepMasks>,
 }
 
 /// The steps of training on one kind of hardware.

@@ -21,7 +21,11 @@
 //! each shard does its forward and backward pass on its own thread, and the gradients are
 //! summed. The head and the encoder layers have their own learning rates (a new head needs
 //! a large one, pretrained layers a small one).
-//! Dropout is not used (deterministic, and the frozen-feature path could not apply it).
+//! Dropout (none by default; the `finetune` recipe's [`Recipe`] takes the model's own) is
+//! drawn from a counter-based hash of (seed, step, layer, site, input, element)
+//! ([`dropout`]), so it is as reproducible as the rest and independent of how a step is
+//! sharded; it applies to the trained part only (frozen layers run once, without it) and
+//! never to dev passes or evaluation.
 //!
 //! Training runs in steps ([`Trainer`]: a few batches of the frozen pass, one epoch, finish)
 //! so the page's worker can report progress and stop between them; [`train`] runs the same
@@ -54,6 +58,7 @@
 //! - `frozen.rs`   the frozen pass, computed once before the first epoch
 //! - `engine.rs`   what the loop asks of an engine (a step, the dev pass, the best weights)
 //! - `cpu.rs`      the CPU engine: candle's autograd, one shard per core
+//! - `dropout.rs`  dropout masks from a counter-based hash (the same on every engine)
 //! - `gpu/`        the GPU engine ([`gpu::GpuTrainer`]) and its gradient check
 //! - `export.rs`   the trained evaluator's folder ([`trained_files`])
 
@@ -61,6 +66,7 @@ mod baseline;
 #[cfg(not(target_arch = "wasm32"))]
 pub mod bench;
 mod cpu;
+pub mod dropout;
 mod engine;
 mod examples;
 mod export;
@@ -71,14 +77,16 @@ mod result;
 mod trainer;
 
 pub use baseline::{chance_baseline, majority_baseline, Baseline, BASELINE_TOLERANCE};
+pub use dropout::Dropout;
 pub use examples::{
     examples_from_bundle, examples_from_rubric, examples_from_rubric_count, read_hitz_mcqa, task_labels,
     ArgumentSource, DataCounts, ExampleOptions, TrainData, TrainExample,
 };
 pub use export::{trained_files, trained_files_with};
 pub use options::{
-    dev_split, learning_rate, schedule, scheduled_lr, warmup_ratio, weight_decay, ClassWeights, Freeze, SelectBy,
-    TrainOptions, DEFAULT_LAYER_LR,
+    dev_split, dropout, learning_rate, model_dropout, schedule, scheduled_lr, trained_layers, warmup_ratio,
+    weight_decay, AppliedRecipe, ClassWeights, Freeze, Length, Recipe, RecipeValues, SelectBy, TrainOptions,
+    DEFAULT_LAYER_LR,
 };
 pub use result::{EpochLog, StepRecord, TrainEvent, TrainResult};
 #[cfg(not(target_arch = "wasm32"))]

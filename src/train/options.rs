@@ -2,8 +2,9 @@
 //! the metric that picks the epoch ([`SelectBy`]), the classes' loss weights
 //! ([`ClassWeights`]), and the learning-rate schedule (linear warm-up, then linear decay).
 
+use super::dropout::Dropout;
 use crate::error::{Error, Result};
-use crate::model::config::HeadKind;
+use crate::model::config::{EncoderConfig, HeadKind};
 use serde::Serialize;
 
 /// What is trained.
@@ -42,6 +43,27 @@ pub struct TrainOptions {
     /// How the classes' losses are weighted; `None`: balanced for classification, none for
     /// multiple choice, resolved when the [`Trainer`](super::Trainer) is made.
     pub class_weights: Option<ClassWeights>,
+    /// Dropout of the trained layers and the classifier's input: none by default; `None`:
+    /// the model's own ([`model_dropout`], the `finetune` recipe's), resolved when the
+    /// [`Trainer`](super::Trainer) is made.
+    pub dropout: Option<Dropout>,
+    /// How long the inputs may be (the job layer tokenises with it).
+    pub length: Length,
+    /// The recipe the options came from, when one did (recorded in the log).
+    pub recipe: Option<AppliedRecipe>,
+}
+
+/// A recipe as a run applied it: which, why, and the options given explicitly instead of
+/// its values.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct AppliedRecipe {
+    pub name: Recipe,
+    /// `--recipe`, or the default where training runs (`finetune on a GPU`, `fast on the CPU`).
+    pub chosen_by: String,
+    /// What the recipe sets.
+    pub values: RecipeValues,
+    /// The options (flag names) given explicitly, which override its values.
+    pub overridden: Vec<String>,
 }
 
 /// The dev metric that picks the best epoch and decides early stopping.
@@ -157,7 +179,141 @@ impl Default for TrainOptions {
             seed: 42,
             select_by: None,
             class_weights: None,
+            dropout: Some(Dropout::NONE),
+            length: Length::Folder,
+            recipe: None,
         }
+    }
+}
+
+/// A named set of training options (`--recipe`): what a user would otherwise have to know
+/// to set one by one. Explicit options override a recipe's values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Recipe {
+    /// The head (or top layers) on features the frozen encoder computes once, a large rate
+    /// for the new head, no dropout, the base folder's input limit: fast on a CPU.
+    Fast,
+    /// What Hugging Face's `Trainer` does: every layer trained at one small rate with
+    /// linear warm-up and decay, no weight decay, the model's dropout, the model's full
+    /// length.
+    Finetune,
+}
+
+/// How long the training inputs may be.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Length {
+    /// The base folder's limit: sentence-transformers' `max_seq_length` where the folder
+    /// has one (256 for all-MiniLM-L6-v2), else the position table's.
+    Folder,
+    /// The position table's (`max_position_embeddings`, 512 for BERT-family models).
+    Full,
+}
+
+impl Length {
+    pub fn parse(s: &str) -> Result<Length> {
+        match s.trim() {
+            "folder" => Ok(Length::Folder),
+            "full" => Ok(Length::Full),
+            other => Err(Error::option("length", format!("{other}: expected folder or full"))),
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Length::Folder => "folder",
+            Length::Full => "full",
+        }
+    }
+}
+
+/// What a recipe sets: every option it has a value for.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RecipeValues {
+    pub freeze: Freeze,
+    pub learning_rate: f64,
+    pub layer_learning_rate: f64,
+    pub weight_decay: f64,
+    pub warmup_ratio: f64,
+    /// `None`: the model's own (`finetune`), resolved by [`RecipeValues::dropout_for`].
+    pub dropout: Option<f64>,
+    pub length: Length,
+}
+
+/// Hugging Face's `TrainingArguments` defaults (the documentation of `TrainingArguments`,
+/// and its dataclass fields in transformers 5.24, which `scripts/setup.sh reference`
+/// installs: `learning_rate` 5e-5, `weight_decay` 0.0, `lr_scheduler_type` "linear",
+/// `adam_beta1` 0.9, `adam_beta2` 0.999, `adam_epsilon` 1e-8), every parameter in one
+/// group at that rate. Its warm-up default is none (`warmup_steps` 0; `warmup_ratio` 0.0 in
+/// transformers 4); the recipe keeps this trainer's warm-up option (`--warmup`, 0.1).
+pub const HF_LEARNING_RATE: f64 = 5e-5;
+pub const HF_WEIGHT_DECAY: f64 = 0.0;
+
+/// The dropout a config without `hidden_dropout_prob` / `attention_probs_dropout_prob` is
+/// trained with: BERT's `BertConfig` defaults (0.1 each).
+pub const DEFAULT_MODEL_DROPOUT: f64 = 0.1;
+
+impl Recipe {
+    pub const NAMES: [&'static str; 2] = ["fast", "finetune"];
+
+    pub fn parse(s: &str) -> Result<Recipe> {
+        match s.trim() {
+            "fast" => Ok(Recipe::Fast),
+            "finetune" => Ok(Recipe::Finetune),
+            other => Err(Error::option("recipe", format!("{other}: expected fast or finetune"))),
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Recipe::Fast => "fast",
+            Recipe::Finetune => "finetune",
+        }
+    }
+
+    /// The recipe where training runs: `finetune` on a GPU, `fast` on the CPU.
+    pub fn for_gpu(on_gpu: bool) -> Recipe {
+        if on_gpu {
+            Recipe::Finetune
+        } else {
+            Recipe::Fast
+        }
+    }
+
+    /// The options the recipe sets; `fast`'s are [`TrainOptions::default`]'s (the one home
+    /// of those defaults).
+    pub fn values(self) -> RecipeValues {
+        let o = TrainOptions::default();
+        match self {
+            Recipe::Fast => RecipeValues {
+                freeze: o.freeze,
+                learning_rate: o.learning_rate,
+                layer_learning_rate: o.layer_learning_rate,
+                weight_decay: o.weight_decay,
+                warmup_ratio: o.warmup_ratio,
+                dropout: Some(0.0),
+                length: Length::Folder,
+            },
+            Recipe::Finetune => RecipeValues {
+                freeze: Freeze::All,
+                learning_rate: HF_LEARNING_RATE,
+                layer_learning_rate: HF_LEARNING_RATE,
+                weight_decay: HF_WEIGHT_DECAY,
+                warmup_ratio: o.warmup_ratio,
+                dropout: None,
+                length: Length::Full,
+            },
+        }
+    }
+}
+
+/// A model's own dropout: its config's `hidden_dropout_prob` and
+/// `attention_probs_dropout_prob`, each [`DEFAULT_MODEL_DROPOUT`] where absent.
+pub fn model_dropout(config: &EncoderConfig) -> Dropout {
+    Dropout {
+        hidden: config.dropout.hidden.unwrap_or(DEFAULT_MODEL_DROPOUT),
+        attention: config.dropout.attention.unwrap_or(DEFAULT_MODEL_DROPOUT),
     }
 }
 
@@ -180,7 +336,7 @@ pub fn schedule(examples: usize, opts: &TrainOptions) -> (usize, usize) {
 }
 
 /// How many of the top layers `freeze` trains.
-pub(super) fn trained_layers(freeze: Freeze, n_layers: usize) -> usize {
+pub fn trained_layers(freeze: Freeze, n_layers: usize) -> usize {
     match freeze {
         Freeze::HeadOnly => 0,
         Freeze::TopLayers(n) => n.min(n_layers),
@@ -216,6 +372,15 @@ pub fn warmup_ratio(v: f64) -> Result<f64, String> {
     }
 }
 
+/// A dropout probability (`--dropout`): from 0 (none) up to, not including, 1.
+pub fn dropout(v: f64) -> Result<f64, String> {
+    if (0.0..1.0).contains(&v) {
+        Ok(v)
+    } else {
+        Err("expected a probability from 0 up to (not including) 1".into())
+    }
+}
+
 /// The share of the training file that picks the epoch (`--dev-split`): between 0 and 1,
 /// both excluded.
 pub fn dev_split(v: f64) -> Result<f64, String> {
@@ -242,11 +407,13 @@ pub(super) fn check_options(o: &TrainOptions) -> Result<()> {
     count("grad_accum", o.grad_accum, MAX_GRAD_ACCUM)?;
     count("patience", o.patience, MAX_EPOCHS)?;
     type Check = fn(f64) -> Result<f64, String>;
-    let checks: [(&'static str, f64, Check); 4] = [
+    let checks: [(&'static str, f64, Check); 6] = [
         ("lr", o.learning_rate, learning_rate),
         ("layer_lr", o.layer_learning_rate, learning_rate),
         ("weight_decay", o.weight_decay, weight_decay),
         ("warmup", o.warmup_ratio, warmup_ratio),
+        ("dropout", o.dropout.unwrap_or_default().hidden, dropout),
+        ("dropout", o.dropout.unwrap_or_default().attention, dropout),
     ];
     for (option, v, check) in checks {
         check(v).map_err(|why| Error::option(option, format!("{v}: {why}")))?;
@@ -315,6 +482,10 @@ mod tests {
                 "--lr 18000000000000000000: expected a finite number above 0, at most 1",
             ),
             (TrainOptions { weight_decay: 2.0, ..o.clone() }, "--weight-decay 2: expected a number from 0 to 1"),
+            (
+                TrainOptions { dropout: Some(Dropout { hidden: 1.0, attention: 0.1 }), ..o.clone() },
+                "--dropout 1: expected a probability from 0 up to (not including) 1",
+            ),
         ] {
             let e = check_options(&bad).unwrap_err();
             // Named by the option, worded as the CLI's flag by the error's own text.
@@ -322,5 +493,28 @@ mod tests {
             assert!(e.to_string().contains(flag), "{e}");
         }
         check_options(&o).unwrap();
+    }
+
+    #[test]
+    fn the_recipes_set_what_they_say() {
+        // fast: today's defaults, no dropout, the folder's length.
+        let (fast, o) = (Recipe::Fast.values(), TrainOptions::default());
+        assert_eq!((fast.freeze, fast.learning_rate, fast.weight_decay), (o.freeze, o.learning_rate, o.weight_decay));
+        assert_eq!((fast.dropout, fast.length), (Some(0.0), Length::Folder));
+        assert_eq!((o.dropout, o.length), (Some(Dropout::NONE), Length::Folder));
+        // finetune: Hugging Face's TrainingArguments (lr 5e-5 for everything, weight decay
+        // 0, linear decay), warm-up as --warmup, every layer, the model's dropout, full length.
+        let ft = Recipe::Finetune.values();
+        assert_eq!((ft.freeze, ft.learning_rate, ft.layer_learning_rate), (Freeze::All, 5e-5, 5e-5));
+        assert_eq!((ft.weight_decay, ft.warmup_ratio, ft.length), (0.0, o.warmup_ratio, Length::Full));
+        assert_eq!(ft.dropout, None, "the model's own");
+        let mut c = EncoderConfig::tiny(crate::model::config::Arch::Bert, 1, HeadKind::None, &[]);
+        assert_eq!(model_dropout(&c), Dropout { hidden: 0.1, attention: 0.1 }, "BERT's default where absent");
+        c.dropout.hidden = Some(0.2);
+        c.dropout.attention = Some(0.0);
+        assert_eq!(model_dropout(&c), Dropout { hidden: 0.2, attention: 0.0 });
+        assert_eq!(Recipe::for_gpu(true), Recipe::Finetune);
+        assert_eq!(Recipe::for_gpu(false), Recipe::Fast);
+        assert!(Recipe::parse("slow").unwrap_err().to_string().contains("--recipe slow: expected fast or finetune"));
     }
 }

@@ -5,6 +5,7 @@
 
 use super::baseline::{chance_baseline, majority_baseline, Baseline};
 use super::cpu::CpuEngine;
+use super::dropout::StepMasks;
 use super::engine::{Batches, Engine};
 use super::examples::TrainExample;
 use super::export::{detached, model_files};
@@ -170,6 +171,8 @@ impl Trainer {
             return Err(Error::invalid(format!("example {} has no input", e.id)));
         }
         let mut opts = opts;
+        // Dropout left to the model: its config's (0.1 where it says none), checked as --dropout.
+        opts.dropout.get_or_insert_with(|| super::options::model_dropout(&base.encoder.model.config));
         check_options(&opts)?;
         let multiple_choice = kind == HeadKind::MultipleChoice;
         let select_by = *opts.select_by.get_or_insert(SelectBy::for_head(kind));
@@ -298,6 +301,9 @@ impl Trainer {
             return Err(Error::invalid("the GPU engine is chosen before the first epoch"));
         }
         self.engine = Box::new(GpuEngine::Ready(Box::new(ctx)));
+        // The GPU trainer's kernels draw no dropout masks yet: it trains without dropout,
+        // and the options (what the log records) say so.
+        self.opts.dropout = Some(super::dropout::Dropout::NONE);
         Ok(())
     }
 
@@ -441,6 +447,13 @@ impl Trainer {
             multiple_choice: self.multiple_choice,
             class_weights: &self.class_weights,
             batch_size: self.opts.batch_size,
+            // Training steps drop with the step's masks; dev passes never do.
+            dropout: self.opts.dropout.filter(|d| !dev && d.is_active()).map(|dropout| StepMasks {
+                seed: self.opts.seed,
+                step: self.step as u32,
+                dropout,
+                positions: self.model.config.max_tokens(),
+            }),
         };
         Ok((self.engine.as_mut(), batches))
     }

@@ -188,7 +188,7 @@ export async function trainFilledForm(page, timeoutMs = 300000) {
   return page.evaluate(() => window.medrank.state.lastTraining);
 }
 
-/** Fills the training form with a case of train.test.mjs ({file, dev?, task, arguments, freeze?,
+/** Fills the training form with a case of train.test.mjs ({file, dev?, task, arguments, recipe?, freeze?,
  *  settings}) and trains on `backend` (the Model section's choice, its model too); resolves
  *  to the page's {report, stored, backend} (or throws with the page's error). On 'gpu' the
  *  adapter here is SwiftShader, a CPU emulation ~100 times slower than the wasm CPU path and
@@ -202,6 +202,8 @@ export async function pageTrain(page, c, name, backend = 'cpu') {
   });
   await page.selectOption('#train-task', c.task);
   await page.selectOption('#train-arguments', c.arguments);
+  // The recipe named, as the CLI's comparison names it (on a GPU the default is finetune).
+  await page.selectOption('#train-recipe', c.recipe || 'fast');
   await page.selectOption('#train-freeze', c.freeze || 'head');
   if (c.dev)
     await page.setInputFiles('#train-dev-file', c.dev); // picks "a file"

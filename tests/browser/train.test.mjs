@@ -70,6 +70,8 @@ function cliTrain(c, out) {
     c.task,
     '--arguments',
     c.arguments,
+    '--recipe',
+    c.recipe || 'fast',
     '--freeze',
     c.freeze || 'head',
     '--epochs',
@@ -676,3 +678,46 @@ test(
     assert.equal(await app.page.textContent('#train-error'), 'Epochs: 0: expected a whole number from 1 to 10000');
   },
 );
+
+// Issue 45: the form offers both recipes, each with what it trains and its time on the
+// chosen data, measured on the chosen model (the bundled MiniLM on the wasm CPU path):
+// fast reads the folder's 256 tokens, finetune the model's full 512 (CasiMedicos' cases run
+// past 256), and finetune, every layer forward and backward every epoch, takes longer.
+test(
+  'the form offers both recipes with the time each takes on the chosen data',
+  { skip: !haveModel && 'no default model' },
+  async () => {
+    // A fresh page: the form at the engine's defaults (the tests above filled this one).
+    const fresh = await openApp();
+    try {
+      await recipeEstimates(fresh.page);
+    } finally {
+      await fresh.close();
+    }
+  },
+);
+
+/** Both recipes offered, each with its estimate; an explicit option overrides both. */
+async function recipeEstimates(page) {
+  const recipes = await page.$$eval('#train-recipe option', (os) => os.map((o) => o.value));
+  assert.deepEqual(recipes, ['', 'fast', 'finetune']);
+  await page.selectOption('#opt-backend', 'cpu');
+  await page.setInputFiles('#train-file', mcqaFile);
+  await page.waitForFunction(() => /^fast: .*; finetune: /.test(document.querySelector('#train-estimates').textContent), null, {
+    timeout: 120000,
+  });
+  const text = await page.textContent('#train-estimates');
+  const m = text.match(
+    /^fast: the head, 20 epochs, inputs up to (\d+) tokens, (at most )?about (\d+) (s|min); finetune: every layer, 20 epochs, inputs up to (\d+) tokens, (at most )?about (\d+) (s|min)$/,
+  );
+  assert.ok(m, text);
+  assert.ok(Number(m[1]) <= 256 && Number(m[5]) > 256, `the lengths: ${text}`);
+  const seconds = (n, unit) => Number(n) * (unit === 'min' ? 60 : 1);
+  assert.ok(seconds(m[7], m[8]) > seconds(m[3], m[4]), `finetune takes longer: ${text}`);
+  // An explicit option overrides both recipes' value, as a flag does.
+  await page.selectOption('#train-freeze', 'top:1');
+  await page.waitForFunction(() => /^fast: the top 1 layers/.test(document.querySelector('#train-estimates').textContent), null, {
+    timeout: 120000,
+  });
+  assert.match(await page.textContent('#train-estimates'), /; finetune: the top 1 layers, /);
+}

@@ -99,6 +99,11 @@ def load_model(initial, trace):
         fail(f"config architectures {model.config.architectures}, trace head {trace['head']}")
     if not mc and [model.config.id2label[i] for i in range(model.config.num_labels)] != trace["labels"]:
         fail(f"config id2label {model.config.id2label} vs trace labels {trace['labels']}")
+    # eval() replays without dropout: a trace trained with dropout (medrank's masks are its
+    # own counter-based draws, never torch's) cannot be replayed step by step.
+    dropout = trace["options"].get("dropout") or {}
+    if dropout.get("hidden", 0) or dropout.get("attention", 0):
+        fail(f"the trace trained with dropout {dropout}: replay a run with --dropout 0")
     model.float().eval()  # f32; eval(): no dropout, gradients still recorded
     return model, mc
 
