@@ -46,10 +46,10 @@ impl Dropout {
 #[repr(u32)]
 pub enum Site {
     Embeddings = 0,
-    AttentionProbs = 1,
-    AttentionOutput = 2,
-    FeedForwardOutput = 3,
-    Classifier = 4,
+    AttentionProbs,
+    AttentionOutput,
+    FeedForwardOutput,
+    Classifier,
 }
 
 /// PCG's RXS-M-XS output permutation as a hash of one `u32` (a bijection).

@@ -31,11 +31,11 @@ pub struct SystemRow<'a> {
     pub n: usize,
     pub rank: f64,
     pub score: Option<f64>,
+    /// Its score is below what a uniform guess scores.
+    pub below_chance: bool,
     #[serde(flatten)]
     pub interval: Bounds,
     pub mean_p_correct: Option<f64>,
-    /// Its score is below what a uniform guess scores.
-    pub below_chance: bool,
 }
 
 /// One evaluator's robustness verdict on one task (every control below every real system).
