@@ -162,14 +162,8 @@ fn model_files(model: &JsValue) -> Result<crate::model::ModelFiles> {
     let missing = |file: &str| Error::invalid(format!("the model has no {file}"));
     let weights = get("weights").ok_or_else(|| missing("model.safetensors"))?;
     let name = get("name").and_then(|v| v.as_string()).unwrap_or_else(|| "model".into());
-    // A folder whose only tokenizer is `spm.model` (the worker says so with `spm_only`).
-    let no_tokenizer = || match get("spm_only") {
-        Some(_) => Error::in_file(
-            &format!("{name}/spm.model"),
-            format!("the folder has {}", crate::model::load::SPM_ONLY_IN_THE_PAGE),
-        ),
-        None => missing("tokenizer.json"),
-    };
+    // `spm_only`: the worker found spm.model but no tokenizer.json.
+    let no_tokenizer = || crate::model::load::no_tokenizer_in_the_page(&name, get("spm_only").is_some());
     Ok(crate::model::ModelFiles {
         config_json: text("config").ok_or_else(|| missing("config.json"))?,
         tokenizer_json: text("tokenizer").ok_or_else(no_tokenizer)?,
@@ -205,17 +199,17 @@ impl Model {
         let mut progress = progress_of(&progress);
         Ok(page::bench::bench_page(&mut self.kept, &request, &seconds_now, &mut progress).await?)
     }
-    /// The benchmark page's workload (`medrank bench --parts workload`) on `backend`.
+    /// The benchmark page's workload (`medrank bench --parts workload`) on the `dev` file's text.
     pub async fn workload(
         &mut self,
-        dev_text: String,
+        dev: String,
         backend: String,
         progress: js_sys::Function,
     ) -> Result<String, JsValue> {
         let mut progress = progress_of(&progress);
-        Ok(page::workload(&mut self.kept, dev_text, &backend, &seconds_now, &mut progress).await?)
+        Ok(page::workload(&mut self.kept, dev, &backend, &seconds_now, &mut progress).await?)
     }
-    // Training in steps (`page::training`): start, encode, epochs, then finish (or abort).
+    /// Training in steps (`page::training`): start, encode, epochs, then finish (or abort).
     /// Reads the form (`TrainPageRequest`) and its data; the summary (`PageSummary`).
     pub async fn train_start(&mut self, request: JsValue) -> Result<JsValue, JsValue> {
         self.training = None;
@@ -244,19 +238,10 @@ impl Model {
         };
         Ok(to_js(&training.epoch(&mut report).await?)?)
     }
-    /// The trained evaluator: `{report, outcome, files}` (the folder's files by name).
+    /// The trained evaluator: `{report, outcome, files}` (`page::training::FinishedTraining`).
     pub async fn train_finish(&mut self) -> Result<JsValue, JsValue> {
         let training = self.training.take().ok_or_else(not_started)?;
-        let (trained, outcome) = training.finish(&self.kept.tokenizer_json).await?;
-        let files = js_sys::Object::new();
-        for (name, bytes) in &trained.files {
-            js_sys::Reflect::set(&files, &JsValue::from_str(name), &js_sys::Uint8Array::from(bytes.as_slice()))?;
-        }
-        let out = js_sys::Object::new();
-        js_sys::Reflect::set(&out, &JsValue::from_str("report"), &to_js(&trained)?)?;
-        js_sys::Reflect::set(&out, &JsValue::from_str("outcome"), &to_js(&outcome)?)?;
-        js_sys::Reflect::set(&out, &JsValue::from_str("files"), &files)?;
-        Ok(out.into())
+        Ok(to_js(&training.finish(&self.kept.tokenizer_json).await?)?)
     }
     /// Drops a training under way (the user cancelled): nothing of it is kept.
     pub fn train_abort(&mut self) {

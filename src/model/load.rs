@@ -150,6 +150,15 @@ pub struct LoadedModel {
 pub const SPM_ONLY_IN_THE_PAGE: &str =
     "a SentencePiece spm.model but no tokenizer.json, the only tokenizer the page reads (the command line converts spm.model)";
 
+/// The error for a folder picked in the page without `tokenizer.json` (`name`: the folder),
+/// the sentence above where its only tokenizer is `spm.model`.
+pub fn no_tokenizer_in_the_page(name: &str, spm_only: bool) -> Error {
+    match spm_only {
+        true => Error::in_file(&format!("{name}/spm.model"), format!("the folder has {SPM_ONLY_IN_THE_PAGE}")),
+        false => Error::invalid("the model has no tokenizer.json"),
+    }
+}
+
 /// The files of a Hugging Face style model folder, as bytes.
 #[derive(Debug, Clone, Default)]
 pub struct ModelFiles {
