@@ -254,11 +254,10 @@ pub struct RecipeChoice {
 /// Both recipes, for the page's form (the CLI's `--recipe` takes the same names).
 pub fn recipe_choices() -> Vec<RecipeChoice> {
     [
-        (Recipe::Fast, "fast: the head (or top layers) on features computed once; no dropout; the folder's input limit"),
-        (
-            Recipe::Finetune,
-            "finetune (as Hugging Face's Trainer): every layer at one small rate with warm-up, dropout, the model's full length",
-        ),
+        // Short: a select is as wide as its longest choice (the form must fit 768 px);
+        // what each sets is in the README and the estimates' line.
+        (Recipe::Fast, "fast: the head or top layers on cached features"),
+        (Recipe::Finetune, "finetune: every layer, as Hugging Face's Trainer"),
     ]
     .into_iter()
     .map(|(r, label)| RecipeChoice { name: r.name(), label, values: r.values() })
