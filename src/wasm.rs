@@ -238,10 +238,19 @@ impl Model {
         };
         Ok(to_js(&training.epoch(&mut report).await?)?)
     }
-    /// The trained evaluator: `{report, outcome, files}` (`page::training::FinishedTraining`).
+    /// The trained evaluator: `{report, outcome, files}` (the folder's files by name).
     pub async fn train_finish(&mut self) -> Result<JsValue, JsValue> {
         let training = self.training.take().ok_or_else(not_started)?;
-        Ok(to_js(&training.finish(&self.kept.tokenizer_json).await?)?)
+        let (trained, outcome) = training.finish(&self.kept.tokenizer_json).await?;
+        let files = js_sys::Object::new();
+        for (name, bytes) in &trained.files {
+            js_sys::Reflect::set(&files, &JsValue::from_str(name), &js_sys::Uint8Array::from(bytes.as_slice()))?;
+        }
+        let out = js_sys::Object::new();
+        js_sys::Reflect::set(&out, &JsValue::from_str("report"), &to_js(&trained)?)?;
+        js_sys::Reflect::set(&out, &JsValue::from_str("outcome"), &to_js(&outcome)?)?;
+        js_sys::Reflect::set(&out, &JsValue::from_str("files"), &files)?;
+        Ok(out.into())
     }
     /// Drops a training under way (the user cancelled): nothing of it is kept.
     pub fn train_abort(&mut self) {

@@ -546,34 +546,13 @@ impl PageTraining {
     }
 
     /// The best epoch's evaluator folder, and how the training ended.
-    pub async fn finish(self, tokenizer_json: &[u8]) -> Result<FinishedTraining> {
+    pub async fn finish(self, tokenizer_json: &[u8]) -> Result<(jobs::TrainedEvaluator, Outcome)> {
         let baseline = self.job.trainer().dev_baseline();
         let (epochs, patience) = (self.plan.epochs, self.plan.patience);
-        let mut report = self.job.finish(tokenizer_json).await?;
-        let r = &report.result;
+        let trained = self.job.finish(tokenizer_json).await?;
+        let r = &trained.result;
         let outcome = outcome(epochs, patience, r.curve.len(), r.select_by, r.best_dev_metric, baseline);
-        // Moved, not copied: a whole encoder's weights can be hundreds of megabytes.
-        let files =
-            std::mem::take(&mut report.files).into_iter().map(|(name, bytes)| (name, FileBytes(bytes))).collect();
-        Ok(FinishedTraining { report, outcome, files })
-    }
-}
-
-/// A finished training as the page keeps it: the report, the outcome, and the folder's
-/// files by name.
-#[derive(Serialize)]
-pub struct FinishedTraining {
-    pub report: jobs::TrainedEvaluator,
-    pub outcome: Outcome,
-    pub files: std::collections::BTreeMap<String, FileBytes>,
-}
-
-/// A file's bytes, serialised as bytes (a `Uint8Array` in the page), not as a list of numbers.
-pub struct FileBytes(pub Vec<u8>);
-
-impl Serialize for FileBytes {
-    fn serialize<S: serde::Serializer>(&self, serializer: S) -> std::result::Result<S::Ok, S::Error> {
-        serializer.serialize_bytes(&self.0)
+        Ok((trained, outcome))
     }
 }
 
