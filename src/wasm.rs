@@ -199,17 +199,17 @@ impl Model {
         let mut progress = progress_of(&progress);
         Ok(page::bench::bench_page(&mut self.kept, &request, &seconds_now, &mut progress).await?)
     }
-    /// The benchmark page's workload (`medrank bench --parts workload`) on the `dev` file's text.
+    /// The benchmark page's workload (`medrank bench --parts workload`) on `backend`.
     pub async fn workload(
         &mut self,
-        dev: String,
+        dev_text: String,
         backend: String,
         progress: js_sys::Function,
     ) -> Result<String, JsValue> {
         let mut progress = progress_of(&progress);
-        Ok(page::workload(&mut self.kept, dev, &backend, &seconds_now, &mut progress).await?)
+        Ok(page::workload(&mut self.kept, dev_text, &backend, &seconds_now, &mut progress).await?)
     }
-    /// Training in steps (`page::training`): start, encode, epochs, then finish (or abort).
+    // Training in steps (`page::training`): start, encode, epochs, then finish (or abort).
     /// Reads the form (`TrainPageRequest`) and its data; the summary (`PageSummary`).
     pub async fn train_start(&mut self, request: JsValue) -> Result<JsValue, JsValue> {
         self.training = None;
