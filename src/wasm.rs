@@ -105,16 +105,10 @@ pub fn training_choices(name: &str, text: &str) -> Result<JsValue, JsValue> {
     Ok(to_js(&jobs::training_choices(&NamedText::new(name, text))?)?)
 }
 
-/// The GPU trainer's gradient check on this browser's adapter: `{adapter, tolerance, checks}`.
+/// A self-check of this build by name (`page::bench::self_check`: "gradients", "int8").
 #[wasm_bindgen]
-pub async fn gpu_gradient_check() -> Result<String, JsValue> {
-    Ok(page::bench::gradient_check().await?)
-}
-
-/// The int8 kernels of this build against the scheme's formula (`page::bench::int8_check`).
-#[wasm_bindgen]
-pub fn int8_self_check() -> Result<String, JsValue> {
-    Ok(page::bench::int8_check()?)
+pub async fn self_check(which: String) -> Result<String, JsValue> {
+    Ok(page::bench::self_check(&which).await?)
 }
 
 /// A Hub model downloaded by the worker's `fetch` through the CLI's steps (`page::hub`).
@@ -194,20 +188,10 @@ impl Model {
     pub async fn encoder_outputs(&mut self, request: String) -> Result<String, JsValue> {
         Ok(page::encoder_outputs(&mut self.kept, &request).await?)
     }
-    /// The bench page's encoder grid (`page::bench::BenchRequest`, JSON text).
+    /// The bench page's grid or workload (`page::bench::BenchRequest`, JSON text).
     pub async fn bench(&mut self, request: String, progress: js_sys::Function) -> Result<String, JsValue> {
         let mut progress = progress_of(&progress);
         Ok(page::bench::bench_page(&mut self.kept, &request, &seconds_now, &mut progress).await?)
-    }
-    /// The benchmark page's workload (`medrank bench --parts workload`) on `backend`.
-    pub async fn workload(
-        &mut self,
-        dev_text: String,
-        backend: String,
-        progress: js_sys::Function,
-    ) -> Result<String, JsValue> {
-        let mut progress = progress_of(&progress);
-        Ok(page::workload(&mut self.kept, dev_text, &backend, &seconds_now, &mut progress).await?)
     }
     // Training in steps (`page::training`): start, encode, epochs, then finish (or abort).
     /// Reads the form (`TrainPageRequest`) and its data; the summary (`PageSummary`).

@@ -526,6 +526,25 @@ fn the_job_layer_re_exports_by_name_only() {
     }
 }
 
+#[test]
+fn the_wasm_boundary_only_converts() {
+    // ARCHITECTURE.md: `src/wasm.rs` converts between JS and the page layer; a job is a row
+    // of `jobs::JOBS` reached through `run`, never an entry point of its own. Its size is the
+    // check that logic has not crept back in (it was 353 lines with one function per job).
+    let text = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("src/wasm.rs")).unwrap();
+    let lines = text.lines().count();
+    assert!(lines < 250, "src/wasm.rs has {lines} lines: move what is not conversion into src/page/");
+    for job in medrank::jobs::JOBS {
+        let entry = format!("pub fn {}(", job.name.replace('-', "_"));
+        let entry_async = format!("pub async fn {}(", job.name.replace('-', "_"));
+        assert!(
+            !text.contains(&entry) && !text.contains(&entry_async),
+            "src/wasm.rs has an entry point for the job {:?}: jobs go through `run`",
+            job.name
+        );
+    }
+}
+
 /// A crate `a` of two files, `x` and `y`, that reach each other only through what `a/mod.rs`
 /// re-exports, in each way a path can be written.
 fn planted(x_uses: &str, y_uses: &str, mod_rs: &str) -> Tree {

@@ -167,7 +167,7 @@ function runGradientCheck() {
   );
 }
 
-/** This build's int8 kernels against the plain formula (`int8_self_check`). */
+/** This build's int8 kernels against the plain formula (`self_check('int8')`). */
 function runInt8Check() {
   ask(
     { type: 'int8-check' },

@@ -134,10 +134,10 @@ self.onmessage = async (event) => {
       await runWorkload(msg);
     } else if (msg.type === 'gradient-check') {
       // The GPU trainer's gradients against candle's autograd on this adapter.
-      postMessage({ type: 'result', id: msg.id, result: JSON.parse(await medrank.gpu_gradient_check()) });
+      postMessage({ type: 'result', id: msg.id, result: JSON.parse(await medrank.self_check('gradients')) });
     } else if (msg.type === 'int8-check') {
       // This build's int8 kernels against the scheme's formula: the kernels' names, or an error.
-      postMessage({ type: 'result', id: msg.id, result: { kernels: JSON.parse(medrank.int8_self_check()) } });
+      postMessage({ type: 'result', id: msg.id, result: { kernels: JSON.parse(await medrank.self_check('int8')) } });
     } else if (msg.type === 'clear-models') {
       const removed = await caches.delete(MODEL_CACHE);
       postMessage({ type: 'models-cleared', id: msg.id, removed });
@@ -222,7 +222,7 @@ async function runBench(msg) {
   // or a folder picked on the bench page.
   const { model } = await keptModel(msg.model || { source: 'bundled' }, progress);
   const precisions = msg.precisions || ['f32'];
-  const request = { backends: msg.backends, precisions, cells: msg.cells, min_seconds: msg.minSeconds };
+  const request = { grid: { backends: msg.backends, precisions, cells: msg.cells, min_seconds: msg.minSeconds } };
   const reply = await model.bench(JSON.stringify(request), progress);
   postMessage({ type: 'result', id: msg.id, result: JSON.parse(reply) });
 }
@@ -241,7 +241,7 @@ async function runWorkload(msg) {
   const results = [];
   for (const backend of msg.backends) {
     try {
-      results.push(JSON.parse(await model.workload(dev, backend, progress)));
+      results.push(JSON.parse(await model.bench(JSON.stringify({ workload: { dev_text: dev, backend } }), progress)));
     } catch (e) {
       results.push({ backend, error: toError(e).message });
     }

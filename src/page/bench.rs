@@ -85,37 +85,49 @@ impl Build {
     }
 }
 
-/// The int8 kernels of this build against the scheme's formula on odd shapes
-/// (`model::cpu::int8::self_check`): the names of the kernels checked, as JSON, or the first
-/// difference as an error (the bench page's "Check the int8 kernels").
-pub fn int8_check() -> Result<String> {
-    crate::jobs::json(&crate::model::cpu::int8::self_check().map_err(crate::Error::model)?)
+/// One of this build's self-checks, by name, as JSON text (the bench page's buttons):
+/// `"gradients"`, the GPU trainer's gradient check ([`gradient_check`]); `"int8"`, the int8
+/// kernels against the scheme's formula on odd shapes (`model::cpu::int8::self_check`): the
+/// names of the kernels checked, or the first difference as an error.
+pub async fn self_check(which: &str) -> Result<String> {
+    match which {
+        "gradients" => gradient_check().await,
+        "int8" => crate::jobs::json(&crate::model::cpu::int8::self_check().map_err(crate::Error::model)?),
+        other => Err(crate::Error::invalid(format!("no self-check is named {other:?} (gradients, int8)"))),
+    }
 }
 
-/// The bench page's grid as the worker sends it (JSON text): a [`BenchPlan`] on this
-/// build's CPU kernels.
+/// What the bench page asks of the kept model, as the worker sends it (JSON text).
 #[derive(Debug, Deserialize)]
-pub struct BenchRequest {
-    pub backends: Vec<String>,
-    pub precisions: Vec<String>,
-    pub cells: Vec<(usize, usize)>,
-    pub min_seconds: f64,
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+pub enum BenchRequest {
+    /// The encoder grid: a [`BenchPlan`] on this build's CPU kernels.
+    Grid { backends: Vec<String>, precisions: Vec<String>, cells: Vec<(usize, usize)>, min_seconds: f64 },
+    /// The workload on one backend (`super::workload`) with the CasiMedicos dev file's text.
+    Workload { dev_text: String, backend: String },
 }
 
-/// The grid of a [`BenchRequest`] (JSON text): every backend's rows, as JSON.
+/// A [`BenchRequest`] (JSON text) run: the grid's rows of every backend, or the workload's
+/// result, as JSON.
 pub async fn bench_page(
     kept: &mut KeptModel,
     request: &str,
     now: &dyn Fn() -> f64,
     progress: &mut dyn FnMut(&str, usize, usize) -> Result<()>,
 ) -> Result<String> {
-    let r: BenchRequest = serde_json::from_str(request)
+    let request: BenchRequest = serde_json::from_str(request)
         .map_err(|e| crate::Error::invalid(format!("bad request from the bench page: {e}")))?;
+    let (backends, precisions, cells, min_seconds) = match request {
+        BenchRequest::Grid { backends, precisions, cells, min_seconds } => (backends, precisions, cells, min_seconds),
+        BenchRequest::Workload { dev_text, backend } => {
+            return super::workload(kept, dev_text, &backend, now, progress).await;
+        }
+    };
     let plan = BenchPlan {
-        backends: &r.backends,
-        precisions: &r.precisions,
-        cells: &r.cells,
-        min_seconds: r.min_seconds,
+        backends: &backends,
+        precisions: &precisions,
+        cells: &cells,
+        min_seconds,
         cpu_device: &cpu_kernels,
     };
     crate::jobs::json(&bench_grid(kept, &plan, now, progress).await?)
@@ -231,7 +243,7 @@ async fn gpu_profile_of(
 /// The bench page's check of the GPU trainer on the browser's WebGPU adapter (what the
 /// native tests run on lavapipe): every trained tensor's gradient against candle's
 /// autograd on tiny random models, as `{adapter, tolerance, checks}`.
-pub async fn gradient_check() -> Result<String> {
+async fn gradient_check() -> Result<String> {
     #[derive(Serialize)]
     struct Reply<'a> {
         adapter: &'a crate::gpu::context::AdapterSummary,

@@ -1,6 +1,6 @@
 // The int8 encoder in the browser (issue 26): every wasm build the site ships runs its int8
 // kernels against the scheme's formula (the bench page's "Check the int8 kernels":
-// `int8_self_check`); the page's "8-bit (int8)" choice gives the CLI's `--precision int8`
+// `self_check('int8')`); the page's "8-bit (int8)" choice gives the CLI's `--precision int8`
 // numbers within 1e-5 in the relaxed-SIMD and the plain single-threaded build (the integer
 // sums are the same in every kernel, and every f32 step before a product rounds the same in
 // wasm and natively: `Arithmetic::Reproducible`); int8 with the GPU forced is an error the user sees; a model folder
