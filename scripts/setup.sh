@@ -11,7 +11,7 @@
 # browser : Debian's Chromium and playwright-core (never a downloaded browser build)
 # bench   : ONNX Runtime, the peer `medrank bench` compares the encoder with
 # reference: PyTorch + transformers, the independent fine-tune training is checked against;
-#            huggingface_hub, whose cache layout medrank shares (tests/hub.rs)
+#            huggingface_hub, whose cache layout medrank shares (tests/integration/hub.rs)
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
@@ -68,10 +68,10 @@ setup_reference() {
   # wheels (~3 GB); the reference only uses the CPU.
   pip_install torch "torch>=2.1"
   pip_install transformers "transformers>=4.40"
-  # Python's side of the Hugging Face cache tests/hub.rs shares with medrank (transformers
+  # Python's side of the Hugging Face cache tests/integration/hub.rs shares with medrank (transformers
   # brings it; named here because the test runs it itself).
   pip_install huggingface_hub "huggingface_hub>=0.23"
-  # DeBERTa-v3's SentencePiece tokenizer as transformers converts it (tests/families.rs,
+  # DeBERTa-v3's SentencePiece tokenizer as transformers converts it (tests/integration/families.rs,
   # tests/reference/deberta_tokenizer.py: the converter reads spm.model through protobuf).
   pip_install sentencepiece "sentencepiece>=0.2"
   pip_install google.protobuf "protobuf>=4"

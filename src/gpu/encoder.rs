@@ -59,11 +59,11 @@ pub enum WeightFormat {
     /// Exact: matches the CPU path within 1e-3 (the default).
     F32,
     /// Half the memory and bandwidth; needs `shader-f16`. Rounding the weights costs
-    /// accuracy (measured in tests/gpu_encoder.rs), activations stay f32.
+    /// accuracy (measured in tests/integration/gpu_encoder.rs), activations stay f32.
     F16,
     /// f16 weights and f16 arithmetic: each product's inputs staged in f16 and summed in
     /// f16 over a slice of 8 or 16, with f32 accumulation across slices (kernels/matmul.wgsl);
-    /// needs `shader-f16`. Looser still (measured in tests/gpu_encoder.rs); unmeasured on a
+    /// needs `shader-f16`. Looser still (measured in tests/integration/gpu_encoder.rs); unmeasured on a
     /// GPU for speed.
     F16Math,
 }

@@ -12,9 +12,9 @@
 //! - `bench`: sequences/s and tokens/s for any encoder (GPU or CPU).
 //! - `ops` also holds the backward passes, the loss and AdamW (`TrainOps`) that the GPU
 //!   trainer (`crate::train::gpu`) runs; their gradients match candle's autograd
-//!   (tests/gpu_backward.rs).
+//!   (tests/integration/gpu_backward.rs).
 //!
-//! Results match the CPU path within 1e-3 (tests/gpu_encoder.rs, run natively on lavapipe).
+//! Results match the CPU path within 1e-3 (tests/integration/gpu_encoder.rs, run natively on lavapipe).
 //! Weights are f32 by default; [`WeightFormat::F16`] stores the linear layers' weights as f16
 //! on adapters with `shader-f16` (an opt-in: it trades accuracy for memory and bandwidth).
 

@@ -12,7 +12,7 @@
 //!   [`SIMILARITY_TEMPERATURE`]. A **weak baseline**: a general-domain sentence encoder is
 //!   not a medical reader. Measured on CasiMedicos `dev.jsonl` (one LLM argument in each
 //!   question text): 0.582 accuracy (163/280; chance 0.20) with all-MiniLM-L6-v2
-//!   (`cargo test --test encoder_minilm -- --ignored --nocapture similarity_casimedicos_dev`).
+//!   (`cargo test --test integration encoder_minilm:: -- --ignored --nocapture similarity_casimedicos_dev`).
 //!
 //! Empty options ([`crate::data::is_empty_option`]; the public Ranking-Over-Scoring files
 //! have an empty fifth option in 320 of 595 questions) are not candidates by default

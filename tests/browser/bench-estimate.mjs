@@ -5,7 +5,7 @@
 // page said against the time the run then took, and whether the estimate ever rose. Written:
 // OUT.json with each run's recording; its `marks` (seconds since the first batch began, work
 // done in parts per million) are what tests/fixtures/time_left/ holds for the estimate's unit
-// test (tests/model_backend.rs), which replays them through the same Rust code.
+// test (tests/integration/model_backend.rs), which replays them through the same Rust code.
 // A benchmark: it prints figures and asserts nothing about speed.
 //
 //   node bench-estimate.mjs OUT.json [--copies 20] [--runs 2]

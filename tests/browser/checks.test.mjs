@@ -152,7 +152,7 @@ test(
       const { page } = app;
       // 12 MCQA questions x 10 copies x 4 systems: 480 contexts and 600 options. How close
       // the time left comes is the estimate's unit test's (recorded batch timings, the same
-      // Rust code: tests/model_backend.rs) and the benchmark's (bench-estimate.mjs), never
+      // Rust code: tests/integration/model_backend.rs) and the benchmark's (bench-estimate.mjs), never
       // a wall clock's here: this machine's speed is not the test's to know.
       await setUpLongRun(page, scaledUpBundle(10));
       assert.match(await page.textContent('#rank-check'), /encodes 1,080 sequences/);

@@ -1,20 +1,20 @@
 // DeBERTa-v2/v3 and ModernBERT in the page (issue 42): random-weight folders written by
 // Hugging Face transformers itself (tests/reference/families_reference.py make, as
-// tests/families.rs makes them), picked from this computer as a user picks a model folder,
+// tests/integration/families.rs makes them), picked from this computer as a user picks a model folder,
 // run by the page's engine in its Web Worker. The page's own states (after the last layer and
 // after layer 1) and logits (window.medrank.encoderOutputs: the kept model's encoder, as every
 // model job runs it) equal transformers' on the same token ids within 1e-4 (the native
 // tests' tolerance), on single texts, pairs and, for ModernBERT, texts of more than 512
 // tokens, in each of the site's three wasm builds (threaded with relaxed SIMD, threaded
 // without it, single-threaded); on WebGPU (Chromium's SwiftShader) they equal the page's CPU
-// within 1e-3, the GPU tolerance of tests/gpu_encoder.rs and encoder.test.mjs. A DeBERTa-v3
+// within 1e-3, the GPU tolerance of tests/integration/gpu_encoder.rs and encoder.test.mjs. A DeBERTa-v3
 // NLI model (id2label entailment / neutral / contradiction) grades the example rubric and
 // checks the example statements zero-shot with `medrank grade` / `medrank statements`'
 // numbers; a folder whose only tokenizer is spm.model is refused with the sentence the Hub
 // plan gives.
 //
 // The DeBERTa folders get transformers' own conversion of the vendored spm.model as their
-// tokenizer.json (tests/reference/deberta_tokenizer.py; tests/families.rs holds medrank's
+// tokenizer.json (tests/reference/deberta_tokenizer.py; tests/integration/families.rs holds medrank's
 // conversion to it on 1,000 texts); the ModernBERT folders MiniLM's WordPiece tokenizer.json.
 // Needs PyTorch, transformers and sentencepiece (scripts/setup.sh reference); without them the
 // tests are skipped, unless MEDRANK_REQUIRE_REFERENCE=1.
@@ -77,7 +77,7 @@ function field(file, key, n) {
   return readFileSync(join(ROOT, file), 'utf8').split('\n').filter(Boolean).slice(0, n).map((l) => JSON.parse(l)[key]);
 }
 
-/** 28 inputs ([text, pair or null]) of tests/families.rs's kinds: clinical questions, NLI
+/** 28 inputs ([text, pair or null]) of tests/integration/families.rs's kinds: clinical questions, NLI
  *  pairs (statement, evidence), claims, and two texts of four questions joined (over 512
  *  tokens: cut at DeBERTa's limit, whole for ModernBERT's 1,024). */
 function inputs() {
@@ -116,7 +116,7 @@ function maxDiff(a, b, what) {
 }
 const flat = (rows, key) => rows.flatMap((r) => r[key]);
 
-/** The cases: a folder of each family's shapes and heads (tests/families.rs's small ones). */
+/** The cases: a folder of each family's shapes and heads (tests/integration/families.rs's small ones). */
 const CASES = [
   { name: 'deberta-v3-nli', config: 'small-v3', head: 'seq', labels: NLI, what: 'DeBERTa-v3, NLI head' },
   { name: 'deberta-v2-mc', config: 'small-v2', head: 'mc', labels: '', what: 'DeBERTa-v2 (absolute positions, types, clamped distances), multiple choice' },

@@ -4,7 +4,7 @@
 // criterion grader's P(met) for every criterion of the example rubric, graded on Chromium's
 // WebGPU adapter (SwiftShader), equals the wasm CPU path's (pooler, tanh and classifier on
 // the host) within 1e-4: the tolerance of f32 sums in another order, as the native parity
-// tests (tests/gpu_encoder.rs) hold logits to 1e-3.
+// tests (tests/integration/gpu_encoder.rs) hold logits to 1e-3.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync, mkdtempSync } from 'node:fs';

@@ -4,7 +4,7 @@
 // then every layer with the embeddings, its gradient after one
 // micro-batch against candle's autograd computed in the same wasm module on the CPU,
 // relative difference <= 1e-3 per tensor (`train::gpu::gradient_check`, which
-// tests/gpu_train.rs runs natively on lavapipe).
+// tests/integration/gpu_train.rs runs natively on lavapipe).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { openApp } from './harness.mjs';

@@ -1,6 +1,6 @@
 // A stand-in Hugging Face Hub on 127.0.0.1 for the browser tests, so no test reaches the real
 // one. It speaks the Hub's URL layout as medrank (the page and the CLI alike) uses it, like
-// the Rust stand-in of the native tests (tests/common/hub.rs):
+// the Rust stand-in of the native tests (tests/integration/common/hub.rs):
 // - `GET /api/models/{ORG/NAME}/revision/{REV}?blobs=true`: the commit (`sha`) and
 //   `siblings` with sizes, git blob ids and, for weights, the LFS sha256; an unknown model
 //   404s with the Hub's `X-Error-Code: RepoNotFound`;

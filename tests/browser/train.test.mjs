@@ -362,7 +362,7 @@ test(
 // through the WGSL backward kernels and AdamW, from the frozen layers' states computed on
 // the GPU; the CLI trains the same top layer with candle's autograd on the CPU. NLI, whose
 // label is in the argument only: the first 8 training and 4 dev examples of the fixture of
-// tests/train_top_layers.rs, two steps of 4 per epoch (all 88 took 4-7 minutes on
+// tests/integration/train_top_layers.rs, two steps of 4 per epoch (all 88 took 4-7 minutes on
 // SwiftShader, 16 and 8 about a minute, most of it the frozen pass; the curve's comparison
 // needs a few steps, not many).
 test(

@@ -1,5 +1,5 @@
 """Reference figures for `medrank rubric-agreement` (the expected numbers of the tests in
-src/eval/rubric_agreement.rs and tests/cli.rs), computed independently with scikit-learn
+src/eval/rubric_agreement.rs and tests/integration/cli.rs), computed independently with scikit-learn
 from the example files' JSON, the pairs built as simple-evals' healthbench_meta_eval.py
 builds them (compute_metrics_for_rater_by_class): every (rater
 label, other label) pair on an item, pooled over items.

@@ -16,7 +16,7 @@
 //!
 //! Training adds [`TrainOps`]: the backward passes (the matmul's are the matmul kernel on
 //! transposed and strided views, [`Mat`], plus [`ColumnSum`] for biases), the loss and
-//! AdamW; tests/gpu_backward.rs checks each against candle's autograd.
+//! AdamW; tests/integration/gpu_backward.rs checks each against candle's autograd.
 
 mod activation;
 mod adamw;

@@ -1,7 +1,7 @@
 //! `medrank quantize` (issue 26): the int8 folder it writes (FORMATS.md §8) on the real
 //! default model, what it measures, and how it fails.
 
-mod common;
+use crate::common;
 use common::cli::{json, medrank, ok, root, s, stderr_of, tmp};
 use std::path::{Path, PathBuf};
 

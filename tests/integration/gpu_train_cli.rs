@@ -5,7 +5,7 @@
 //! before training. Runs on lavapipe here; without an adapter the test says so loudly and
 //! returns, unless MEDRANK_REQUIRE_GPU=1, where it fails.
 
-mod common;
+use crate::common;
 use common::cli::{json, medrank, ok, random_model_folder, s, tiny_bert_config, tmp};
 use common::context;
 use medrank::model::config::HeadKind;

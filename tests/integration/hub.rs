@@ -1,4 +1,4 @@
-//! Models by Hub id (issue 41), against a stand-in Hub on 127.0.0.1 (tests/common/hub.rs:
+//! Models by Hub id (issue 41), against a stand-in Hub on 127.0.0.1 (tests/integration/common/hub.rs:
 //! the Hub's URL layout, its CDN redirect on another port, ETag and X-Repo-Commit, LFS
 //! sha256) serving tiny random models; the real Hub is never asked (every run gets
 //! HF_ENDPOINT, HF_HOME and HF_HUB_CACHE of its own).
@@ -14,7 +14,7 @@
 //!   another host, 404, 401 of a gated model, a truncated transfer, more bytes than
 //!   announced) exits 1 naming the id, the file and the cause, and leaves nothing partial.
 
-mod common;
+use crate::common;
 use common::cli::{random_model_folder, root, s, tiny_bert_config, tiny_bert_folder, tmp, NRP_JUDGED};
 use common::hub::{folder_files, Fault, Server, StandIn};
 use medrank::model::HeadKind;

@@ -217,7 +217,7 @@ fn top_layers_from_cached_states_match_the_whole_forward_pass() {
         let top = layers_forward(cfg, w, lower..cfg.num_layers, x, &batch.mask, true).unwrap();
         assert_eq!(top.dims(), &[2, 1, cfg.hidden_size]);
         let top = top.i((.., 0, ..)).unwrap().to_vec2::<f32>().unwrap();
-        // The CPU path is held within 1e-4 of candle per layer (tests/encoder_minilm.rs).
+        // The CPU path is held within 1e-4 of candle per layer (tests/integration/encoder_minilm.rs).
         let diff = whole.iter().flatten().zip(top.iter().flatten()).map(|(a, b)| (a - b).abs()).fold(0f32, f32::max);
         assert!(diff < 1e-4, "lower {lower}: max difference {diff}");
     }

@@ -17,7 +17,7 @@ use std::path::Path;
 const FIXTURES: &str = "tests/fixtures/ros_published";
 const MODEL: &str = "models/all-MiniLM-L6-v2";
 
-mod common;
+use crate::common;
 use common::cli::*;
 
 fn fixture(name: &str) -> String {

@@ -5,7 +5,7 @@
 //! int8 peer (ONNX Runtime's dynamic quantization) where ONNX Runtime is installed.
 //! Fast: a tiny random BERT wherever the real model is not what is checked.
 
-mod common;
+use crate::common;
 use common::cli::{json, medrank, ok, random_model_folder, s, stderr_of, tiny_bert_config, tmp};
 use medrank::model::config::HeadKind;
 use serde_json::Value;

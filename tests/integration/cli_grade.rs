@@ -4,7 +4,7 @@
 //! zero-shot; pairs over the model's limit lose the conversation's start first, and every
 //! cut is reported; bad inputs give errors at file:line:field and leave no file behind.
 
-mod common;
+use crate::common;
 use common::cli::{json, medrank, ok, root, s, scratch_with, stderr_of, tiny_bert_folder, tmp};
 use medrank::model::HeadKind;
 use serde_json::Value;

@@ -102,7 +102,7 @@ fn truncation_never_cuts_the_option() {
 }
 
 /// The head-only training run on the vendored CasiMedicos files that BENCHMARKS.md reports (slow: run on demand):
-/// `cargo test --test encoder_minilm -- --ignored --nocapture train_casimedicos`
+/// `cargo test --test integration encoder_minilm:: -- --ignored --nocapture train_casimedicos`
 /// Set MEDRANK_TRAIN_OUT=DIR to keep the trained evaluator folder.
 #[test]
 #[ignore]
@@ -142,7 +142,7 @@ fn train_casimedicos() {
 }
 
 /// Dev accuracy of the zero-training similarity evaluator on CasiMedicos (on demand):
-/// `cargo test --test encoder_minilm -- --ignored --nocapture similarity_casimedicos_dev`
+/// `cargo test --test integration encoder_minilm:: -- --ignored --nocapture similarity_casimedicos_dev`
 #[test]
 #[ignore]
 fn similarity_casimedicos_dev() {

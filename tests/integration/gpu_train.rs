@@ -15,7 +15,7 @@ use medrank::train::gpu::{GpuMemory, GpuTrainer};
 use medrank::train::{train, train_with_events, Freeze, TrainExample, TrainOptions};
 use std::path::PathBuf;
 
-mod common;
+use crate::common;
 use common::context;
 
 const REL_TOL: f64 = 1e-3;
@@ -191,7 +191,7 @@ fn the_memory_figure_is_what_the_trainer_allocates() {
 
 /// DeBERTa-v2's relative attention and ModernBERT's rotary, windowed, pre-norm layers have
 /// no backward kernels: `--backend gpu` refuses them with a sentence naming the family and
-/// the path (they train on the CPU trainer, tests/train_reference.rs), before any step.
+/// the path (they train on the CPU trainer, tests/integration/train_reference.rs), before any step.
 #[test]
 fn the_gpu_trainer_refuses_deberta_and_modernbert() {
     let Some(ctx) = context() else { return };

@@ -3,7 +3,7 @@
 //! backend recorded in the report, and the GPU (lavapipe when present) ranking like the CPU.
 //! Uses the real default model (`scripts/setup.sh model`) on two MCQA instances.
 
-mod common;
+use crate::common;
 use medrank::gpu::BackendChoice;
 use medrank::jobs::{self, EvaluateRequest, ModelJob, ModelOptions, NamedText};
 use medrank::model::evaluate::EmptyOptions;

@@ -1,7 +1,7 @@
 //! NRP with judged documents the ranker did not score: ranked below (the default) or
 //! dropped (the NRP paper's public code, `--as-public-code`), on full qrels and a run that
 //! scores only some of the judged documents. Every number is worked out by hand below.
-mod common;
+use crate::common;
 use common::cli::{nrp_in, nrp_report, scratch_with};
 use serde_json::Value;
 use std::path::{Path, PathBuf};

@@ -260,7 +260,7 @@ fn benign<T: std::fmt::Debug>(
 
 macro_rules! example {
     ($path:literal) => {
-        ($path, include_str!(concat!("../examples/", $path)))
+        ($path, include_str!(concat!("../../examples/", $path)))
     };
 }
 
@@ -376,7 +376,7 @@ fn fuzz_rubric_files_and_healthbench() {
 
 #[test]
 fn fuzz_drafting_inputs() {
-    let kqa = ("kqa-mini/prompts.jsonl", include_str!("../data/kqa-mini/prompts.jsonl"));
+    let kqa = ("kqa-mini/prompts.jsonl", include_str!("../../data/kqa-mini/prompts.jsonl"));
     fuzz("parse_draft_prompts", 20, &[example!("draft/prompts.jsonl"), kqa], data::draft_prompts::parse_draft_prompts);
     // Evidence as the draft reads it: documents, passages, statements. What must not change
     // with a benign change is the statements' text (their offsets move with CRLF).

@@ -5,7 +5,7 @@
 //! picked the epoch) and says so; the task's metric (macro-F1) with balanced class weights
 //! keeps the best macro-F1 epoch, whose dev figures the log carries per class.
 
-mod common;
+use crate::common;
 use common::cli::{json, medrank, s, tmp};
 use serde_json::Value;
 

@@ -24,12 +24,18 @@ pub fn ok(args: &[&str]) -> String {
     String::from_utf8(out.stdout).unwrap()
 }
 
-/// A path in this test binary's own scratch folder.
+/// A path in the calling test file's own scratch folder: one folder per run of the test
+/// binary, and in it one per test file (the caller's, through `#[track_caller]`), since every
+/// file's tests share the one binary and the same names (`model`, `out.json`) in two files
+/// must not meet. A helper that calls `tmp` for its caller carries `#[track_caller]` too.
+#[track_caller]
 pub fn tmp(name: &str) -> PathBuf {
     let prefix = format!("medrank-{}-", env!("CARGO_CRATE_NAME"));
     static SWEPT: std::sync::Once = std::sync::Once::new();
     SWEPT.call_once(|| remove_stale(&prefix));
-    let dir = std::env::temp_dir().join(format!("{prefix}{}", std::process::id()));
+    let file = Path::new(std::panic::Location::caller().file());
+    let test_file = file.file_stem().and_then(|s| s.to_str()).unwrap_or("common");
+    let dir = std::env::temp_dir().join(format!("{prefix}{}", std::process::id())).join(test_file);
     std::fs::create_dir_all(&dir).unwrap();
     dir.join(name)
 }
@@ -77,6 +83,7 @@ pub fn s(p: &Path) -> &str {
 }
 
 /// A scratch folder of this test binary holding `files` (name, text): fixtures a test writes.
+#[track_caller]
 pub fn scratch_with(files: &[(&str, &str)]) -> PathBuf {
     let dir = tmp("fixture");
     std::fs::create_dir_all(&dir).unwrap();
@@ -133,6 +140,7 @@ pub fn tiny_bert_config(
 /// of `config`, its weights drawn from `seed`, written under `name` in the scratch folder
 /// on every call: one name per test, as tests run in parallel and must not read each
 /// other's half-written files (or one call per test binary, from a `OnceLock`).
+#[track_caller]
 pub fn random_model_folder(name: &str, config: medrank::model::EncoderConfig, seed: u64) -> PathBuf {
     use medrank::model::load::{random_model, to_safetensors};
     let model = random_model(config, seed).unwrap();
@@ -146,6 +154,7 @@ pub fn random_model_folder(name: &str, config: medrank::model::EncoderConfig, se
 
 /// A 2-layer random BERT folder (seed 11; [`tiny_bert_config`], [`random_model_folder`]):
 /// a fast stand-in wherever the real model's numbers are not what a test checks.
+#[track_caller]
 pub fn tiny_bert_folder(name: &str, head: medrank::model::HeadKind, labels: &[&str], positions: usize) -> PathBuf {
     random_model_folder(name, tiny_bert_config(2, head, labels, positions), 11)
 }

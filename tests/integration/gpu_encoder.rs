@@ -23,7 +23,7 @@ const F16_HIDDEN_TOL: f32 = 2e-2;
 const F16_MATH_TOL: f32 = 1e-3;
 const F16_MATH_HIDDEN_TOL: f32 = 1e-1;
 
-mod common;
+use crate::common;
 use common::context;
 
 fn max_abs_diff(a: &[f32], b: &[f32]) -> f32 {
@@ -196,7 +196,7 @@ fn classification_logits_match_the_cpu_encoder() {
 /// DeBERTa-v2 (absolute positions too, token types, clamped distances, GELU-tanh) and
 /// ModernBERT (rotary, alternating global and 16-token local layers, GeGLU, final norm,
 /// mean-pooling head): every layer's states and the logits of the GPU path against the CPU
-/// path, which tests/families.rs holds to transformers within 1e-4.
+/// path, which tests/integration/families.rs holds to transformers within 1e-4.
 #[test]
 fn deberta_and_modernbert_match_the_cpu_encoder_at_every_layer_and_in_logits() {
     let Some(ctx) = context() else { return };

@@ -15,7 +15,7 @@
 //! The tests need PyTorch and transformers (`scripts/setup.sh reference`); where they are
 //! missing the tests say so and pass, unless MEDRANK_REQUIRE_REFERENCE=1.
 
-mod common;
+use crate::common;
 use common::cli::{root, s, tmp};
 use common::families::{make, python, DEBERTA_TOKENIZER, MODERNBERT_TOKENIZER, MODERNBERT_VOCAB, SPM, SPM_PIECES};
 use common::reference_available;
@@ -137,10 +137,10 @@ fn small_models_of_both_families_match_transformers_on_200_inputs() {
 /// the same 200 inputs. The folders (about 350 and 600 MB) are removed afterwards.
 // Left out of the test command: on the 2-core machines the ModernBERT-base case (PyTorch and
 // medrank on 200 inputs at base size) had not finished after 22 minutes, which CI's
-// 90-minute budget cannot carry. Run it by hand: `cargo test --test families -- --ignored`
+// 90-minute budget cannot carry. Run it by hand: `cargo test --test integration families:: -- --ignored`
 // (the DeBERTa-v3-base case passed that way, within 5.7e-6).
 #[test]
-#[ignore = "base-size parity is run by hand: cargo test --test families -- --ignored"]
+#[ignore = "base-size parity is run by hand: cargo test --test integration families:: -- --ignored"]
 fn base_size_models_match_transformers() {
     if !reference_available() {
         return;
@@ -272,7 +272,7 @@ fn the_sentencepiece_conversion_gives_transformers_ids_on_1000_texts() {
 /// int8 (`medrank quantize`'s weights file, read back as a user loads it) on DeBERTa-v3 and
 /// ModernBERT: the linear maps stored int8 (ModernBERT's fused `Wqkv` as one), the model
 /// run in int8, its mean-pooled states within the cosine `medrank quantize` holds MiniLM to
-/// (0.99, tests/quantize.rs) of the f32 model's and its logits within 0.05 of them (the
+/// (0.99, tests/integration/quantize.rs) of the f32 model's and its logits within 0.05 of them (the
 /// f32 path is held to transformers by the tests above). Random weights, no Python needed.
 #[test]
 fn int8_runs_both_families_within_the_int8_tolerance() {
@@ -355,7 +355,7 @@ fn grade_and_statements_run_zero_shot_with_a_deberta_v3_nli_model() {
         "-q",
     ]);
     let report = json(&statements);
-    // 3 prompts x 2 systems; statements 4, 3, 2 per prompt (tests/cli_grade.rs).
+    // 3 prompts x 2 systems; statements 4, 3, 2 per prompt (tests/integration/cli_grade.rs).
     let judgements = report["judgements"].as_array().unwrap();
     assert_eq!(judgements.len(), 18);
     for j in judgements {

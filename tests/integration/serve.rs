@@ -7,7 +7,7 @@
 //! server is, do not keep a normal request waiting (issue 39: they held the workers of
 //! that one address, and other requests waited about 30 s).
 
-mod common;
+use crate::common;
 use common::cli::tmp;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;

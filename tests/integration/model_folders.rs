@@ -7,7 +7,7 @@
 //! 1 GB: read from the kernel's own accounting of the child (`wait4`'s `ru_maxrss`, through
 //! a small reaper), not a timer. The unmutated folder passes every command, so each refusal is the mutation's.
 
-mod common;
+use crate::common;
 use common::cli::{root, tiny_bert_config, tmp};
 use medrank::model::load::{random_model, to_named_tensors, write_raw_safetensors, RawTensor};
 use medrank::model::HeadKind;

@@ -13,7 +13,7 @@ use medrank::gpu::ops::{
 };
 use medrank::gpu::{Activation, GpuContext, GpuTensor};
 
-mod common;
+use crate::common;
 use common::{context, random, run};
 
 const REL_TOL: f64 = 1e-3;

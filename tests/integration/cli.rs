@@ -5,7 +5,7 @@ use serde_json::Value;
 use std::path::Path;
 use std::process::Output;
 
-mod common;
+use crate::common;
 use common::cli::*;
 
 /// controls -> evaluate with predictions and rankings: the numbers a user reads.

@@ -11,7 +11,7 @@
 //! behind when it fails. Values that are accepted run the real command on the examples
 //! (with one epoch for training), so this stays at a minute or two on 2 cores.
 
-mod common;
+use crate::common;
 use common::cli::{root, s, tiny_bert_folder, tmp};
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -33,7 +33,8 @@ enum Kind {
 }
 
 const ONE: &[&str] = &["{}"];
-const OUTPUT: Kind = Kind::Other("an output path: tests/cli.rs checks outputs (folders, links, devices, inputs)");
+const OUTPUT: Kind =
+    Kind::Other("an output path: tests/integration/cli.rs checks outputs (folders, links, devices, inputs)");
 const MODEL_DIR: Kind = Kind::Other(
     "a model folder: the files in it are read as a model's (a pipe or device among them: `a_model_folder_of_pipes_and_devices_is_refused`)",
 );

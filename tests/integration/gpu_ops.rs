@@ -11,7 +11,7 @@ use rand_chacha::ChaCha8Rng;
 
 const TOL: f64 = 1e-4;
 
-mod common;
+use crate::common;
 use common::{context, random, run};
 
 /// The f16-arithmetic products' bound, absolute (|y| reaches about 5 here): lavapipe gave

@@ -11,7 +11,7 @@
 //! test command runs). Where they are missing the tests say so and pass, unless
 //! MEDRANK_REQUIRE_REFERENCE=1 (set by scripts/test.sh), which makes that a failure.
 
-mod common;
+use crate::common;
 use common::cli::{json, ok, root, s, tmp};
 use common::reference_available;
 use std::path::Path;
@@ -139,7 +139,7 @@ fn every_step_equals_the_pytorch_fine_tune() {
     }
 }
 
-/// DeBERTa-v3 and ModernBERT (random weights written by transformers, tests/common/families.rs):
+/// DeBERTa-v3 and ModernBERT (random weights written by transformers, tests/integration/common/families.rs):
 /// the head alone and the top layer with the head, 6 steps each of class-weighted
 /// classification, every step's loss equal to transformers' fine-tune of the same folder.
 #[test]

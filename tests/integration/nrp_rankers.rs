@@ -2,11 +2,11 @@
 //! bootstrap probability that one agrees better than another, and fusion rankers (RRF,
 //! z-sum) that are validated, chosen and compared like the others. Numbers by hand, or by
 //! scipy 1.17.1 / numpy where cited.
+use crate::common;
+use common::cli::{nrp_report, scratch_with};
 use medrank::data::{AnswerScore, RunEntry};
 use medrank::eval::nrp::fusion::{fuse, FusionSpec, Method};
 use medrank::eval::nrp::{AnswerKey, RankerScores};
-mod common;
-use common::cli::{nrp_report, scratch_with};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 

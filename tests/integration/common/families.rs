@@ -1,6 +1,6 @@
 //! Random-weight DeBERTa-v2/v3 and ModernBERT folders written by Hugging Face transformers
 //! (`tests/reference/families_reference.py make`), for the tests that compare medrank with
-//! it (tests/families.rs, tests/train_reference.rs).
+//! it (tests/integration/families.rs, tests/integration/train_reference.rs).
 
 use super::cli::{root, s, tmp};
 use std::path::PathBuf;
@@ -31,6 +31,7 @@ pub fn python(args: &[&str]) {
 /// A model folder `name` in the test's scratch folder, written by transformers (`config`
 /// of families_reference.py's CONFIGS, `head` seq|mc|none, comma-separated `labels`), with
 /// the `tokenizer` files (from, to) copied in.
+#[track_caller]
 pub fn make(name: &str, config: &str, head: &str, labels: &str, vocab: usize, tokenizer: &[(&str, &str)]) -> PathBuf {
     let dir = tmp(name);
     let _ = std::fs::remove_dir_all(&dir);

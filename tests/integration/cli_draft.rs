@@ -7,7 +7,7 @@
 //! and field, options out of range at parse time, and a failed run leaves nothing behind.
 //! (The hand-worked figures, with an entailment rule injected: `jobs::draft`'s tests.)
 
-mod common;
+use crate::common;
 use common::cli::{json, medrank, ok, s, scratch_with, stderr_of, tmp};
 use serde_json::Value;
 use std::collections::HashMap;
