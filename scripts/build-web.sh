@@ -6,6 +6,12 @@
 #
 #   --out DIR      where to assemble the site (default dist/site)
 #   --no-opt       skip wasm-opt (used only when binaryen >= 116 is installed)
+#   --lint         lint the crate with clippy (warnings are errors) as each build compiles it:
+#                  scripts/test.sh's wasm lint, sharing the builds' standard library and
+#                  dependencies instead of checking them again in folders of its own
+#   --builds LIST  which of the three wasm builds to compile and ship (comma-separated, default
+#                  single,threads,relaxed; below). scripts/demo.sh ships `single` first on a
+#                  cold machine: every browser runs it, and the page is up 20 minutes sooner.
 #   --bench-peer   a bench build: also serve onnxruntime-web and the model's ONNX graph in peer/
 #                  (bench.html's peer; the main page never loads them). Needs scripts/setup.sh
 #                  browser bench (the npm package, Python's onnx).
@@ -31,17 +37,25 @@ OUT="$ROOT/dist/site"
 OPT=1
 PEER=0
 SERVE_PORT=""
+BUILDS="single,threads,relaxed"
+LINT=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --out) OUT="$(mkdir -p "$2" && cd "$2" && pwd)"; shift 2 ;;
     --no-opt) OPT=0; shift ;;
+    --builds) BUILDS="$2"; shift 2 ;;
+    --lint) LINT=1; shift ;;
     --bench-peer) PEER=1; shift ;;
     --serve)
       if [ $# -gt 1 ] && [[ "$2" =~ ^[0-9]+$ ]]; then SERVE_PORT="$2"; shift 2; else SERVE_PORT=8080; shift; fi ;;
-    -h|--help) sed -n '2,24p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,30p' "$0"; exit 0 ;;
     *) die "unknown argument: $1 (see --help)" ;;
   esac
 done
+for b in ${BUILDS//,/ }; do
+  case "$b" in single|threads|relaxed) ;; *) die "--builds: unknown build $b (single, threads, relaxed)" ;; esac
+done
+wanted() { [[ ",$BUILDS," == *",$1,"* ]]; }
 
 WASM_TARGET_DIR="${WASM_TARGET_DIR:-$ROOT/target/wasm}"
 TARGET=wasm32-unknown-unknown
@@ -78,14 +92,23 @@ fi
 # build_wasm DIR RUSTFLAGS BUILD_STD FEATURES [LINKER]: compile the crate to wasm into DIR.
 build_wasm() {
   local dir="$1" flags="$2" build_std="$3" features="$4" linker="${5:-wasm-ld}"
-  local std_args=() feature_args=()
+  local std_args=() feature_args=() lint_env=()
   [ "$build_std" = 1 ] && std_args=(-Z build-std=std,panic_abort)
   [ -n "$features" ] && feature_args=(--features "$features")
+  # --lint: clippy-driver compiles our crate (only it: cargo gives the workspace wrapper to
+  # workspace members), linting as it compiles; CLIPPY_ARGS is how `cargo clippy` passes it
+  # `-D warnings`. The driver must be the compiler's own (Debian's rust-web-clippy on route 2).
+  if [ $LINT = 1 ]; then
+    local driver
+    driver="$( [ $ROUTE = 2 ] && echo /usr/bin/clippy-driver || command -v clippy-driver || true)"
+    [ -x "$driver" ] || die "--lint: no clippy-driver for this compiler (scripts/setup.sh wasm)"
+    lint_env=(RUSTC_WORKSPACE_WRAPPER="$driver" CLIPPY_ARGS="-D__CLIPPY_HACKERY__warnings__CLIPPY_HACKERY__")
+  fi
   if [ $ROUTE = 1 ]; then
-    RUSTC_BOOTSTRAP=1 CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUSTFLAGS="$flags" CARGO_TARGET_DIR="$dir" \
+    env "${lint_env[@]}" RUSTC_BOOTSTRAP=1 CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUSTFLAGS="$flags" CARGO_TARGET_DIR="$dir" \
       cargo build --release --lib --target "$TARGET" --no-default-features "${feature_args[@]}" "${std_args[@]}"
   else
-    PATH="/usr/bin:$PATH" RUSTC_BOOTSTRAP=1 \
+    env "${lint_env[@]}" PATH="/usr/bin:$PATH" RUSTC_BOOTSTRAP=1 \
     CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_LINKER="$linker" \
     CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUSTFLAGS="$flags" CARGO_TARGET_DIR="$dir" \
       cargo build --release --lib --target "$TARGET" -Z build-std=std,panic_abort --no-default-features "${feature_args[@]}"
@@ -93,21 +116,33 @@ build_wasm() {
   [ -f "$dir/$TARGET/release/medrank.wasm" ] || die "expected $dir/$TARGET/release/medrank.wasm after the build"
 }
 
-# ---- 1. compile the crate to wasm, twice --------------------------------------------------
-log "route $ROUTE: single-threaded build (a cold build takes ~10 minutes)"
-build_wasm "$WASM_TARGET_DIR" "$SIMD_FLAGS" 0 ""
-THREADS_BUILT=0
-if [ $ROUTE = 2 ] || [ -d "$(rustc --print sysroot 2>/dev/null)/lib/rustlib/src/rust/library" ]; then
-  log "threaded build (atomics, std rebuilt; a cold build takes ~10 minutes)"
+# ---- 1. compile the crate to wasm, once per build wanted -----------------------------------
+BUILT=()
+if wanted single; then
+  log "route $ROUTE: single-threaded build (a cold build takes ~10 minutes)"
+  build_wasm "$WASM_TARGET_DIR" "$SIMD_FLAGS" 0 ""
+  BUILT+=("pkg:$WASM_TARGET_DIR")
+fi
+if ! wanted threads && ! wanted relaxed; then
+  :
+elif [ $ROUTE = 2 ] || [ -d "$(rustc --print sysroot 2>/dev/null)/lib/rustlib/src/rust/library" ]; then
   # Shared memory and thread-local storage: Debian's lld 19 (scripts/setup.sh installs it)
   # rather than the default wasm-ld 14.
-  build_wasm "$WASM_TARGET_DIR-threads" "$THREAD_FLAGS" 1 threads "$(command -v wasm-ld-19 || echo wasm-ld)"
-  THREADS_BUILT=1
-  log "threaded build with relaxed SIMD (a cold build takes ~10 minutes)"
-  build_wasm "$WASM_TARGET_DIR-relaxed" "$RELAXED_FLAGS" 1 threads "$(command -v wasm-ld-19 || echo wasm-ld)"
+  THREAD_LINKER="$(command -v wasm-ld-19 || echo wasm-ld)"
+  if wanted threads; then
+    log "threaded build (atomics, std rebuilt; a cold build takes ~10 minutes)"
+    build_wasm "$WASM_TARGET_DIR-threads" "$THREAD_FLAGS" 1 threads "$THREAD_LINKER"
+    BUILT+=("pkg-threads:$WASM_TARGET_DIR-threads")
+  fi
+  if wanted relaxed; then
+    log "threaded build with relaxed SIMD (a cold build takes ~10 minutes)"
+    build_wasm "$WASM_TARGET_DIR-relaxed" "$RELAXED_FLAGS" 1 threads "$THREAD_LINKER"
+    BUILT+=("pkg-threads-relaxed:$WASM_TARGET_DIR-relaxed")
+  fi
 else
   log "no std sources for the threaded build (rustup component add rust-src): the site runs on one thread"
 fi
+[ ${#BUILT[@]} -gt 0 ] || die "no wasm build to ship (--builds $BUILDS)"
 
 # ---- 2. JS bindings ----------------------------------------------------------------------
 command -v wasm-bindgen >/dev/null 2>&1 || die "wasm-bindgen not found: run scripts/setup.sh wasm"
@@ -138,11 +173,9 @@ binaryen_version="$(wasm-opt --version 2>/dev/null | grep -oE '[0-9]+' | head -1
 if [ $OPT = 1 ] && ! { [ -n "$binaryen_version" ] && [ "$binaryen_version" -ge 116 ]; }; then
   log "skipping wasm-opt (binaryen ${binaryen_version:-missing}; 116 or newer needed)"
 fi
-bindgen pkg "$WASM_TARGET_DIR/$TARGET/release/medrank.wasm"
-if [ $THREADS_BUILT = 1 ]; then
-  bindgen pkg-threads "$WASM_TARGET_DIR-threads/$TARGET/release/medrank.wasm"
-  bindgen pkg-threads-relaxed "$WASM_TARGET_DIR-relaxed/$TARGET/release/medrank.wasm"
-fi
+for built in "${BUILT[@]}"; do
+  bindgen "${built%%:*}" "${built#*:}/$TARGET/release/medrank.wasm"
+done
 
 # ---- 3. assemble the site ------------------------------------------------------------------
 log "assembling $OUT"
@@ -160,9 +193,9 @@ case "${MEDRANK_HUB:-on}" in
     ;;
   *) die "MEDRANK_HUB is on or off, not ${MEDRANK_HUB}" ;;
 esac
-cp -R "$STAGE/pkg" "$OUT/pkg"
-[ -d "$STAGE/pkg-threads" ] && cp -R "$STAGE/pkg-threads" "$OUT/pkg-threads"
-[ -d "$STAGE/pkg-threads-relaxed" ] && cp -R "$STAGE/pkg-threads-relaxed" "$OUT/pkg-threads-relaxed"
+for built in "${BUILT[@]}"; do
+  cp -R "$STAGE/${built%%:*}" "$OUT/${built%%:*}"
+done
 # The one-click example: the repo's examples/ (one source of truth), listed for the page.
 if [ -d examples ]; then
   mkdir -p "$OUT/examples"
@@ -238,10 +271,11 @@ if [ -n "$external" ]; then
 fi
 
 size="$(du -sh "$OUT" | cut -f1)"
-wsize="$(du -h "$OUT/pkg/medrank_bg.wasm" | cut -f1)"
-threads_note="no threaded build"
-[ -f "$OUT/pkg-threads/medrank_bg.wasm" ] && threads_note="threaded $(du -h "$OUT/pkg-threads/medrank_bg.wasm" | cut -f1), relaxed SIMD $(du -h "$OUT/pkg-threads-relaxed/medrank_bg.wasm" | cut -f1)"
-log "site ready: $OUT ($size; wasm $wsize, $threads_note; build $BUILD_ID)"
+sizes=()
+for built in "${BUILT[@]}"; do
+  sizes+=("${built%%:*} $(du -h "$OUT/${built%%:*}/medrank_bg.wasm" | cut -f1)")
+done
+log "site ready: $OUT ($size; wasm: $(IFS=,; echo "${sizes[*]}" | sed 's/,/, /g'); build $BUILD_ID)"
 
 if [ -n "$SERVE_PORT" ]; then
   log "serving on http://127.0.0.1:$SERVE_PORT/"
