@@ -30,6 +30,29 @@ pub struct BackendReport {
     pub fallback_reason: Option<String>,
 }
 
+/// Why the CPU ran when an int8 model was not forced onto the GPU.
+const INT8_ON_THE_CPU: &str =
+    "int8 precision runs on the CPU path (the GPU kernels are f32); choose f32 to use the GPU";
+/// The start of the reason Auto gives for leaving a software adapter alone.
+const SOFTWARE_ADAPTER: &str = "only a software adapter";
+
+impl BackendReport {
+    /// Why the CPU ran, in a sentence for a clinician (the page shows it with the technical
+    /// reason behind a disclosure): None when nothing fell back.
+    pub fn fallback_in_words(&self) -> Option<&'static str> {
+        let reason = self.fallback_reason.as_deref()?;
+        Some(if reason == INT8_ON_THE_CPU {
+            "8-bit (int8) arithmetic runs on the processor (CPU) only, so the model ran there."
+        } else if reason.starts_with(SOFTWARE_ADAPTER) {
+            "This computer offers only a software stand-in for a graphics card, slower than the processor, so the \
+             model ran on the processor (CPU); the results are the same."
+        } else {
+            "No graphics card (GPU) was available to this page, so the model ran on the processor (CPU); the \
+             results are the same, only slower."
+        })
+    }
+}
+
 /// Either backend behind the one [`Encoder`] interface. (One exists per opened model, so the
 /// CPU variant's size does not matter.)
 #[allow(clippy::large_enum_variant)]
@@ -85,7 +108,7 @@ pub fn select_encoder(
     }
     // The int8 products are CPU kernels (wasm SIMD, AVX2, VNNI); the GPU path is f32 only.
     if model.precision == crate::model::Precision::Int8 {
-        let why = "int8 precision runs on the CPU path (the GPU kernels are f32); choose f32 to use the GPU";
+        let why = INT8_ON_THE_CPU;
         return match choice {
             BackendChoice::Gpu => Err(Error::model(format!("the GPU backend was requested but cannot run: {why}"))),
             _ => Ok(cpu(model, Some(why.into()))),
@@ -96,7 +119,7 @@ pub fn select_encoder(
     let opened = gpu().and_then(|ctx| {
         if choice == BackendChoice::Auto && ctx.adapter.is_fallback {
             return Err(Error::model(format!(
-                "only a software adapter ({}), slower than the CPU path; choose the GPU explicitly to use it anyway",
+                "{SOFTWARE_ADAPTER} ({}), slower than the CPU path; choose the GPU explicitly to use it anyway",
                 ctx.adapter
             )));
         }
@@ -122,4 +145,32 @@ pub async fn open_encoder(model: LoadedModel, choice: BackendChoice) -> Result<(
     let wanted = choice != BackendChoice::Cpu && model.precision != crate::model::Precision::Int8;
     let gpu = if wanted { Some(GpuContext::new().await) } else { None };
     select_encoder(model, choice, move || gpu.unwrap_or_else(|| Err(Error::model("not requested"))))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fell_back(reason: &str) -> BackendReport {
+        BackendReport { backend: "cpu".into(), device: "candle".into(), fallback_reason: Some(reason.into()) }
+    }
+
+    #[test]
+    fn why_the_cpu_ran_is_said_in_words_without_the_adapters_jargon() {
+        let words = |reason: &str| fell_back(reason).fallback_in_words().unwrap();
+        assert_eq!(
+            words(INT8_ON_THE_CPU),
+            "8-bit (int8) arithmetic runs on the processor (CPU) only, so the model ran there."
+        );
+        // wgpu's own error on a machine without an adapter (the issue's words).
+        let none = words("no WebGPU/wgpu adapter: noop support not compiled in, vulkan support not compiled in");
+        assert!(none.starts_with("No graphics card (GPU) was available to this page"), "{none}");
+        let software = words("only a software adapter (llvmpipe), slower than the CPU path; choose the GPU explicitly");
+        assert!(software.starts_with("This computer offers only a software stand-in"), "{software}");
+        for sentence in [none, software, words(INT8_ON_THE_CPU)] {
+            assert!(!sentence.contains("wgpu") && !sentence.contains("choose f32"), "{sentence}");
+        }
+        let ran_on_gpu = BackendReport { backend: "gpu".into(), device: "a GPU".into(), fallback_reason: None };
+        assert_eq!(ran_on_gpu.fallback_in_words(), None);
+    }
 }

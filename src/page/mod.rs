@@ -228,7 +228,13 @@ mod tests {
         if control {
             params.insert("control".into(), "true".into());
         }
-        InputFile { name: format!("en.test_casimedicos_{name}.jsonl"), text, kind: "ros".into(), params }
+        InputFile {
+            name: format!("en.test_casimedicos_{name}.jsonl"),
+            text,
+            kind: "ros".into(),
+            params,
+            ..Default::default()
+        }
     }
 
     #[test]
@@ -361,7 +367,7 @@ mod tests {
             name: name.into(),
             text,
             kind: kind.into(),
-            params: Default::default(),
+            ..Default::default()
         };
         JobRequest {
             // The graded example beside it is the Rubric job's: Grade reads only its own kind.
@@ -539,7 +545,7 @@ mod tests {
             name: name.into(),
             text: std::fs::read_to_string(root.join(name)).unwrap(),
             kind: kind.into(),
-            params: Default::default(),
+            ..Default::default()
         };
         let mut files = vec![file("graded.jsonl", "rubric"), file("judged.jsonl", "rubric_judged")];
         if with_grader {
