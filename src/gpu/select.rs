@@ -35,6 +35,21 @@ const INT8_ON_THE_CPU: &str =
     "int8 precision runs on the CPU path (the GPU kernels are f32); choose f32 to use the GPU";
 /// The start of the reason Auto gives for leaving a software adapter alone.
 const SOFTWARE_ADAPTER: &str = "only a software adapter";
+/// The start of the error when the GPU was forced and cannot run.
+const GPU_REFUSED: &str = "the GPU backend was requested but cannot run";
+
+/// A model error that is the GPU refusing a forced run, in a clinician's sentence (the page
+/// shows it with the error's own words behind a disclosure); None for any other error.
+pub fn refusal_in_words(model_error: &str) -> Option<&'static str> {
+    let why = model_error.strip_prefix(GPU_REFUSED)?.trim_start_matches(": ");
+    Some(if why == INT8_ON_THE_CPU {
+        "You chose the GPU, but 8-bit (int8) arithmetic runs on the processor (CPU) only: choose the CPU (or \
+         \u{201c}auto\u{201d}) where the model runs, or 32-bit arithmetic."
+    } else {
+        "You chose the GPU, but no graphics card (GPU) is available to this page: choose \u{201c}auto\u{201d} or \
+         the CPU where the model runs (the results are the same, only slower)."
+    })
+}
 
 impl BackendReport {
     /// Why the CPU ran, in a sentence for a clinician (the page shows it with the technical
@@ -110,7 +125,7 @@ pub fn select_encoder(
     if model.precision == crate::model::Precision::Int8 {
         let why = INT8_ON_THE_CPU;
         return match choice {
-            BackendChoice::Gpu => Err(Error::model(format!("the GPU backend was requested but cannot run: {why}"))),
+            BackendChoice::Gpu => Err(Error::model(format!("{GPU_REFUSED}: {why}"))),
             _ => Ok(cpu(model, Some(why.into()))),
         };
     }
@@ -134,7 +149,7 @@ pub fn select_encoder(
             };
             Ok((AnyEncoder::Gpu(Box::new(encoder)), report))
         }
-        (Err(e), BackendChoice::Gpu) => Err(Error::model(format!("the GPU backend was requested but cannot run: {e}"))),
+        (Err(e), BackendChoice::Gpu) => Err(Error::model(format!("{GPU_REFUSED}: {e}"))),
         (Err(e), _) => Ok(cpu(model, Some(e.to_string()))),
     }
 }
@@ -170,6 +185,13 @@ mod tests {
         for sentence in [none, software, words(INT8_ON_THE_CPU)] {
             assert!(!sentence.contains("wgpu") && !sentence.contains("choose f32"), "{sentence}");
         }
+        // A forced GPU that cannot run: the error's words, and the sentence the page shows.
+        let int8 = refusal_in_words(&format!("{GPU_REFUSED}: {INT8_ON_THE_CPU}")).unwrap();
+        assert!(int8.starts_with("You chose the GPU, but 8-bit (int8) arithmetic runs on the processor"), "{int8}");
+        let none =
+            refusal_in_words(&format!("{GPU_REFUSED}: model: no WebGPU/wgpu adapter: noop support not compiled in"));
+        assert!(none.unwrap().starts_with("You chose the GPU, but no graphics card (GPU) is available"));
+        assert_eq!(refusal_in_words("the model has no config.json"), None);
         let ran_on_gpu = BackendReport { backend: "gpu".into(), device: "a GPU".into(), fallback_reason: None };
         assert_eq!(ran_on_gpu.fallback_in_words(), None);
     }

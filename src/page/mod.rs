@@ -123,7 +123,17 @@ pub fn error_reply(e: &Error) -> serde_json::Value {
         _ => None,
     };
     let cancelled = matches!(e, Error::Cancelled);
-    serde_json::json!({"message": sentence_case(&message), "location": e.location(), "cancelled": cancelled, "option": option})
+    // An error a clinician may meet on an ordinary machine (a GPU chosen where there is none)
+    // is said in their words; the engine's own words go in `detail`, behind a disclosure.
+    let in_words = match e {
+        Error::Model(m) => crate::gpu::select::refusal_in_words(m),
+        _ => None,
+    };
+    let (message, detail) = match in_words {
+        Some(words) => (words.to_string(), Some(message)),
+        None => (sentence_case(&message), None),
+    };
+    serde_json::json!({"message": message, "detail": detail, "location": e.location(), "cancelled": cancelled, "option": option})
 }
 
 /// A message as the page writes it, a sentence: the CLI's `error: the import needs ...`
@@ -207,6 +217,21 @@ mod tests {
         assert_eq!(error_reply(&Error::option("dev_split", "x"))["option"], "dev_split");
         assert!(error_reply(&Error::invalid("add a training file"))["option"].is_null());
         assert_eq!(error_reply(&Error::invalid("add a training file"))["message"], "Add a training file");
+    }
+
+    #[test]
+    fn a_gpu_chosen_where_none_runs_is_refused_in_words_with_the_engines_reason_as_detail() {
+        let e = Error::model(
+            "the GPU backend was requested but cannot run: no WebGPU/wgpu adapter: vulkan support not compiled in",
+        );
+        let page = error_reply(&e);
+        assert_eq!(
+            page["message"],
+            "You chose the GPU, but no graphics card (GPU) is available to this page: choose \u{201c}auto\u{201d} or \
+             the CPU where the model runs (the results are the same, only slower)."
+        );
+        assert_eq!(page["detail"], e.to_string());
+        assert!(error_reply(&Error::model("the model has no config.json"))["detail"].is_null());
     }
 
     #[test]
