@@ -490,7 +490,8 @@ async function runTraining(msg) {
     if (await cancelled()) return stop();
     // A few batches per step: progress stays fresh, the loop overhead stays small.
     const p = await model.train_encode(2);
-    backend = p.backend;
+    // Why the CPU ran, in words, travels with the backend it explains.
+    backend = { ...p.backend, in_words: p.fallback_in_words };
     trainedOn = p.trained_on;
     post({ stage: p.stage, done: p.done, total: p.total, left: p.left, backend, gpuMemory: p.gpu_memory });
     if (p.finished) break;
