@@ -22,7 +22,7 @@ const $ = (sel) => document.querySelector(sel);
 const KINDS = {};
 const JOBS = {};
 const state = {
-  files: [], // {id, name, text, size, kind, params, check}
+  files: [], // {id, name, text, size, kind, params, check, importedFrom}
   nextId: 1,
   worker: null,
   workerReady: null,
@@ -32,6 +32,9 @@ const state = {
   lastResult: null,
   rankCheck: null, // the engine's model-free check of the ranking: {status, result | error}
   optionsFilled: false, // the Options' fields were set to the engine's defaults
+  // The last ranking in each precision per input set (files, options but the precision,
+  // model): key -> {f32, int8}, each the reply's `ranking`.
+  rankingsByPrecision: new Map(),
 };
 
 // ---------------------------------------------------------------- worker -----------------
@@ -107,8 +110,9 @@ async function describeFile(name, text, kind = null) {
   return reply.result;
 }
 
-/** Lists a file at once (its kind still unknown: the engine may be busy with a job). */
-function addText(name, text) {
+/** Lists a file at once (its kind still unknown: the engine may be busy with a job);
+ *  `importedFrom`: the file the engine imported it from (a HealthBench file). */
+function addText(name, text, importedFrom = null) {
   const existing = state.files.findIndex((f) => f.name === name);
   const entry = {
     id: state.nextId++,
@@ -118,6 +122,7 @@ function addText(name, text) {
     kind: null,
     params: {},
     check: { status: 'pending' },
+    importedFrom,
   };
   if (existing >= 0)
     state.files.splice(existing, 1, entry); // same name: the new one replaces it
@@ -157,15 +162,39 @@ async function checkFile(entry) {
     renderFiles();
     return;
   }
+  // The other files its import reads (a HealthBench eval file's completions).
+  const companions = state.files
+    .filter((f) => f !== entry && KINDS[entry.kind]?.reads_with.includes(f.kind))
+    .map((f) => ({ name: f.name, text: f.text }));
+  let imported = null;
   try {
-    const reply = await ask({ type: 'check-file', file: fileForEngine(entry) });
+    const reply = await ask({ type: 'check-file', file: { ...fileForEngine(entry), companions } });
     const r = reply.result;
     entry.check = { status: r.warnings.length ? 'warn' : 'ok', summary: r.summary, warnings: r.warnings };
+    imported = r.imported ?? null;
   } catch (error) {
     entry.check = { status: 'bad', error };
   }
   renderFiles();
+  await listImported(entry, imported);
+  // A file another one's import reads: that one is imported again with it.
+  const readers = state.files.filter((f) => f !== entry && KINDS[f.kind]?.reads_with.includes(entry.kind));
+  await Promise.all(readers.map(checkFile));
   scheduleRankCheck();
+}
+
+/** The file the engine imported from `entry` (as `medrank import` writes it), listed under
+ *  its own name and kind in place of what an earlier check of `entry` imported. */
+async function listImported(entry, imported) {
+  const before = state.files.filter((f) => f.importedFrom === entry.name && f.name !== imported?.name);
+  state.files = state.files.filter((f) => !before.includes(f));
+  if (!imported) {
+    if (before.length) renderFiles();
+    return;
+  }
+  const added = addText(imported.name, imported.text, entry.name);
+  renderFiles();
+  await identifyAndCheck(added);
 }
 
 /** What the engine receives for a file: its name, text, kind and the kind's parameters. */
@@ -180,7 +209,8 @@ function renderFiles() {
   $('#files-empty').hidden = state.files.length > 0;
   for (const f of state.files) {
     const tr = el('tr', { 'data-file': f.name });
-    tr.append(el('td', {}, f.name, el('div', { class: 'muted small' }, formatBytes(f.size))));
+    const from = f.importedFrom ? `imported from ${f.importedFrom}, ` : '';
+    tr.append(el('td', {}, f.name, el('div', { class: 'muted small' }, from + formatBytes(f.size))));
     // kind chooser
     const select = el('select', { 'aria-label': `Kind of ${f.name}` });
     select.append(el('option', { value: '' }, '— choose —'));
@@ -233,7 +263,8 @@ function renderFiles() {
       '✕',
     );
     remove.addEventListener('click', () => {
-      state.files = state.files.filter((x) => x !== f);
+      // What the page imported from it goes with it.
+      state.files = state.files.filter((x) => x !== f && x.importedFrom !== f.name);
       renderFiles();
       scheduleRankCheck();
     });
@@ -284,10 +315,13 @@ async function loadExample() {
   }
 }
 
-/** The example set: everything under examples/ the page knows how to read, except the
+/** The example set: everything under examples/ a job of the page reads, except the
  *  duplicated formats (topics.jsonl repeats topics.xml, answers.jsonl the per-file CSVs,
- *  the combined qrels the per-dimension ones), the HiTZ importer's files, and the inputs of
- *  the CLI's `import healthbench`, which the page does not run. The people's judgements
+ *  the combined qrels the per-dimension ones), the HiTZ importer's files, the HealthBench
+ *  files (imported, they would be a second file to grade beside conversations.jsonl and a
+ *  second people's file beside judged.jsonl), and sentences.txt (the input of `medrank
+ *  embed`, which the page does not run: as evidence it would wait for prompts to draft
+ *  for, which the example leaves out). The people's judgements
  *  (rubric/judged.jsonl) and the grader's file (rubric/grader.jsonl) are Agreement's: each
  *  has a kind of its own, so Rubric still scores rubric/graded.jsonl. */
 function exampleFiles(index) {
@@ -297,6 +331,7 @@ function exampleFiles(index) {
     /^nrp\/answers\.jsonl$/,
     /^nrp\/qrels\.combined/,
     /^rubric\/healthbench\//,
+    /^sentences\.txt$/,
     // The Draft job's files: its formulary would be a second documents file for NRP.
     /^draft\//,
     /README/i,
@@ -522,10 +557,10 @@ export async function runJob(job, extraOptions = {}) {
       request,
       elapsedMs: reply.elapsedMs,
       modelLoaded: reply.modelLoaded,
+      precisionChange: precisionChange(request, reply.result),
     };
     renderResults(state.lastResult, { runJob, jobs: JOBS, addFile: addResultFile });
-    if (reply.result.backend)
-      $('#backend-used').textContent = describeBackend(reply.result.backend, reply.result.precision);
+    if (reply.result.backend) $('#backend-used').replaceChildren(...describeBackend(reply.result));
     $('#report-buttons').hidden = false;
     announce(`Finished in ${(reply.elapsedMs / 1000).toFixed(1)} s`);
     return reply.result;
@@ -546,14 +581,88 @@ export async function runJob(job, extraOptions = {}) {
   }
 }
 
+/** Where a ranking of the same inputs ran in the other precision in this session: which
+ *  systems changed places between f32 and int8 ({evaluator, task, pairs}), per evaluator
+ *  and task; null when it has not run in both, [] when no order changed. */
+function precisionChange(request, result) {
+  if (!result.ranking || !['f32', 'int8'].includes(result.precision)) return null;
+  // The same question asked in the other arithmetic: where it ran (CPU, GPU) aside too.
+  const { precision: _p, backend: _b, ...options } = request.options;
+  const files = request.files.map((f) => [f.name, f.kind, f.params, f.text.length]);
+  const key = JSON.stringify([files, options, request.model?.source, request.model?.label ?? request.model?.id]);
+  const kept = state.rankingsByPrecision.get(key) || {};
+  kept[result.precision] = result.ranking;
+  state.rankingsByPrecision.set(key, kept);
+  if (!kept.f32 || !kept.int8) return null;
+  const changes = [];
+  // The evaluators in the same order (the bundled model's 8-bit copy is another folder, so
+  // its evaluator has another name): matched by place and task.
+  for (const [i, ev] of kept.f32.entries()) {
+    const other = kept.int8[i];
+    if (other?.task !== ev.task) continue;
+    const ranks = (e) => Object.fromEntries(e.systems.map((s) => [s.system, s.rank]));
+    const pairs = swappedPairs(ranks(ev), ranks(other));
+    if (pairs.length) changes.push({ evaluator: ev.evaluator, task: ev.task, pairs });
+  }
+  return changes;
+}
+
+/** The pairs of systems whose order differs between two rankings (system -> rank, a tie
+ *  counted as an order of its own): [{a, b, before: [rank a, rank b], after: [...]}]. */
+function swappedPairs(before, after) {
+  const systems = Object.keys(before).filter((s) => s in after);
+  const pairs = [];
+  for (const [i, a] of systems.entries())
+    for (const b of systems.slice(i + 1))
+      if (Math.sign(before[a] - before[b]) !== Math.sign(after[a] - after[b]))
+        pairs.push({ a, b, before: [before[a], before[b]], after: [after[a], after[b]] });
+  return pairs;
+}
+
+/** Beside the 8-bit choice: what the bundled model's 8-bit copy saves and what `medrank
+ *  quantize` measured it to cost when it made it (the folder's quantization.json). */
+async function showInt8Facts() {
+  const q = (await ask({ type: 'int8-facts' })).result;
+  if (!q) return;
+  const measured = [];
+  measured.push(
+    q.dev
+      ? `dev accuracy ${q.dev.int8_accuracy.toFixed(3)} in int8 against ${q.dev.f32_accuracy.toFixed(3)} in f32 (${q.dev.instances} instances of ${q.dev.file})`
+      : 'no dev accuracy was measured',
+  );
+  if (q.embeddings)
+    measured.push(
+      `its sentence embeddings keep a cosine of ${q.embeddings.mean_cosine.toFixed(4)} on average to the f32 model’s (worst ${q.embeddings.worst_cosine.toFixed(4)}, over ${q.embeddings.texts} texts)`,
+    );
+  for (const o of q.system_order || []) {
+    const rank = (order) => Object.fromEntries(order.map((s, i) => [s, i + 1]));
+    const pairs = swappedPairs(rank(o.f32_order), rank(o.int8_order));
+    measured.push(
+      pairs.length
+        ? `on ${o.bundle} (${o.task}) the order of the systems changed: ${pairs.map((p) => `${p.a} and ${p.b} swapped`).join(', ')}`
+        : `on ${o.bundle} (${o.task}) the systems kept their order`,
+    );
+  }
+  $('#int8-facts').textContent =
+    `The bundled model in 8-bit downloads ${formatBytes(q.int8_bytes)} against ${formatBytes(q.f32_bytes)} in f32. ` +
+    `Its accuracy cost, measured when the 8-bit copy was made (medrank quantize): ${measured.join('; ')}.`;
+  $('#int8-facts').hidden = false;
+}
+
 /** "Ran on the GPU: <adapter>" or "Ran on the CPU (WebAssembly)", in 8-bit when int8 ran,
- *  with the fallback reason. */
-function describeBackend(b, precision) {
+ *  with why the GPU was not used in the engine's plain words and the technical reason
+ *  behind a disclosure. */
+function describeBackend({ backend: b, precision, fallback_in_words: why }) {
   const where =
     b.backend === 'gpu'
       ? `Ran on the GPU (WebGPU): ${b.device.trim()}`
       : `Ran on the CPU (WebAssembly) on ${threadsPhrase(state.engine)}${precision === 'int8' ? ', in 8-bit (int8)' : ''}`;
-  return b.fallback_reason ? `${where} — not on the GPU: ${b.fallback_reason}` : where;
+  if (!b.fallback_reason) return [where];
+  return [
+    `${where}. ${why ?? ''}`,
+    ' ',
+    el('details', { class: 'detail' }, el('summary', {}, 'Technical detail'), b.fallback_reason),
+  ];
 }
 
 function showProgress(p) {
@@ -772,6 +881,7 @@ trainingUi = wireTraining({ ask, state, selectedModel, updateRunButtons, announc
 state.workerReady.then(() => {
   updateRunButtons();
   refreshModelStatus();
+  showInt8Facts().catch(() => {});
 });
 renderFiles();
 wireThreads();

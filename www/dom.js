@@ -17,6 +17,8 @@ export function formatError(e) {
     frag.append(el('strong', { class: 'where' }, where), ': ');
   }
   frag.append(e?.message ?? String(e));
+  // The engine's own words behind a sentence said for people (page::error_reply's detail).
+  if (e?.detail) frag.append(' ', el('details', { class: 'detail' }, el('summary', {}, 'Technical detail'), e.detail));
   return frag;
 }
 

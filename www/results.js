@@ -44,15 +44,18 @@ export function renderResults(last, { runJob, jobs, addFile }) {
   const r = last.result;
   const result = {
     ...r,
-    provenance: r.report?.provenance,
+    provenance: withImportedInputs(r.report?.provenance, r.import?.report.provenance, last.request.files),
+    precision_change: last.precisionChange,
     // Grade on a file with people's judgements also sets the grader against them; those
     // tables come after Grade's own (its report and tables stay `medrank grade`'s).
     tables: [...(r.import?.tables || []), ...(r.tables || []), ...(r.grader_agreement?.tables || [])],
-    warnings: [
+    // A message said once: the import's warnings about the user's files come first, and
+    // the same message about the bundle imported from them is not repeated.
+    warnings: onceEach([
       ...(r.import?.report.warnings || []),
       ...(r.report?.warnings || []),
       ...(r.grader_agreement?.report.warnings || []),
-    ],
+    ]),
   };
   const ctx = { rerun: (extra) => runJob(last.job, extra), options: last.request.options, runJob, addFile };
   // The job's tabs in its order; an optional one only when the reply has its data.
@@ -115,6 +118,28 @@ export function renderResults(last, { runJob, jobs, addFile }) {
   $('#results').scrollIntoView({ behavior: 'smooth', block: 'start' });
 }
 
+/** The warnings, each message once (the first, in order). */
+function onceEach(warnings) {
+  const seen = new Set();
+  return warnings.filter((w) => !seen.has(w.message) && seen.add(w.message));
+}
+
+/** The report's provenance with every file the user gave: an import's files (the
+ *  Ranking-Over-Scoring files a ranking imported) first, with their sha256, then the
+ *  report's own inputs, a file the run made from them (the imported bundle) said so. */
+function withImportedInputs(provenance, imported, files) {
+  if (!provenance) return provenance;
+  const given = new Set(files.map((f) => f.name));
+  const inputs = [
+    ...(imported?.inputs || []),
+    ...provenance.inputs.filter((f) => !imported?.inputs.some((i) => i.sha256 === f.sha256)),
+  ];
+  return {
+    ...provenance,
+    inputs: inputs.map((f) => (given.has(f.name) ? f : { ...f, made: true })),
+  };
+}
+
 /** A view with the model's measured quality above it (`jobs::quality::ModelQuality`): its
  *  dev figures beside what learns nothing, and, for a model no better than that or measured
  *  on too few dev examples, that its results are not to be trusted. */
@@ -151,6 +176,8 @@ function rankingView(result) {
       'Each evaluator scores a system by how well it solves the task with that system’s arguments in its input. Higher is better; the interval is a paired bootstrap over instances. Control cases are shown in purple.',
     ),
   );
+  const change = result.precision_change;
+  if (change) box.append(precisionNote(change));
   for (const ev of result.ranking || []) {
     box.append(el('h3', {}, `${ev.evaluator} — ${ev.task} (${ev.metric})`));
     const below = ev.systems.filter((s) => s.below_chance).map((s) => s.system);
@@ -218,6 +245,35 @@ function rankingView(result) {
   if (!(result.ranking || []).length) box.append(el('p', { class: 'empty' }, 'No evaluator results.'));
   return box;
 }
+/** The same files ranked in f32 and in 8-bit (int8) in this session: which systems changed
+ *  places (app.js keeps both rankings). */
+function precisionNote(changes) {
+  const both = 'You ranked these files in 32-bit (f32) and in 8-bit (int8) arithmetic in this session';
+  if (!changes.length) return el('p', { class: 'precision-change muted' }, `${both}: every system kept its place.`);
+  const place = (r) => fmtRank(r);
+  const list = el('ul', {});
+  for (const c of changes)
+    for (const p of c.pairs)
+      list.append(
+        el(
+          'li',
+          {},
+          `${c.evaluator} — ${c.task}: ${p.a} and ${p.b} ` +
+            (p.after[0] === p.after[1]
+              ? `(ranked ${place(p.before[0])} and ${place(p.before[1])} in f32) are tied at ${place(p.after[0])} in int8`
+              : p.before[0] === p.before[1]
+                ? `(tied at ${place(p.before[0])} in f32) are ranked ${place(p.after[0])} and ${place(p.after[1])} in int8`
+                : `swapped places: ${place(p.before[0])} and ${place(p.before[1])} in f32, ${place(p.after[0])} and ${place(p.after[1])} in int8`),
+        ),
+      );
+  return el(
+    'div',
+    { class: 'precision-change issue warn' },
+    `${both}, and the order changed. 8-bit arithmetic moves the scores a little; where an order differs, the f32 ranking is the reference:`,
+    list,
+  );
+}
+
 const fmtRank = (r) => (r == null ? '—' : Number.isInteger(r) ? String(r) : r.toFixed(1));
 
 function heatmapView(result) {
@@ -343,6 +399,7 @@ function drillView(result) {
       { type: 'button', role: 'listitem' },
       `${inst.id}`,
       el('span', { class: 'muted small' }, ` · ${inst.task}`),
+      el('span', { class: 'snippet small' }, snippet(inst.text)),
     );
     b.addEventListener('click', () => show(inst, b));
     b.addEventListener('keydown', (e) => {
@@ -359,6 +416,12 @@ function drillView(result) {
   });
   box.append(list, detail);
   return box;
+}
+
+/** The start of an instance's question, to tell the instances apart in the list. */
+function snippet(text, words = 8) {
+  const all = (text || '').trim().split(/\s+/);
+  return all.length > words ? `${all.slice(0, words).join(' ')}…` : all.join(' ');
 }
 
 function instanceDetail(inst, controls) {
@@ -1262,6 +1325,17 @@ function tableBlock(table) {
       el('span', { class: 'row' }, 'Export: ', csvButton, jsonButton),
     ),
   );
+  // A table this run left empty says so in words rather than drawing bare headers.
+  if (!table.rows.length) {
+    block.append(
+      el(
+        'p',
+        { class: 'empty-table muted' },
+        `Nothing in this run: the table (${table.headers.join(', ')}) has no row.`,
+      ),
+    );
+    return block;
+  }
   const t = el('table', {});
   t.append(el('thead', {}, el('tr', {}, ...table.headers.map((h) => el('th', { scope: 'col' }, h)))));
   t.append(
@@ -1300,7 +1374,12 @@ function provenanceView(result) {
         el(
           'tr',
           {},
-          el('td', {}, f.name),
+          el(
+            'td',
+            {},
+            f.name,
+            f.made ? el('span', { class: 'muted small' }, ' (made in this run from the files above)') : null,
+          ),
           el('td', {}, el('code', {}, f.sha256)),
           el('td', { class: 'num' }, String(f.bytes)),
         ),

@@ -222,7 +222,8 @@ export function wireTraining(ctx) {
         `Features computed on ${describeBackend(backend)}` +
           (report.trained_layers === 0
             ? '.'
-            : `; the trained layers ran on ${trainedOn === 'gpu' ? 'the GPU (WebGPU)' : 'the CPU (WebAssembly)'}.`),
+            : `; the trained layers ran on ${trainedOn === 'gpu' ? 'the GPU (WebGPU)' : 'the CPU (WebAssembly)'}.`) +
+          (backend.fallback_reason && backend.in_words ? ` ${backend.in_words}` : ''),
         stored
           ? report.quality.untrusted
             ? `Kept in this browser as “${stored.name}” but not chosen as the model above: its results are not to be trusted (${report.quality.untrusted}).`
@@ -235,6 +236,10 @@ export function wireTraining(ctx) {
           ? [el('p', { class: 'train-baseline-warning' }, `Warning: ${outcome.baseline_warning}.`)]
           : []),
         sentences.filter(Boolean).join(' '),
+        // The engine's own reason the GPU was not used, folded.
+        ...(backend.fallback_reason
+          ? [' ', el('details', { class: 'detail' }, el('summary', {}, 'Technical detail'), backend.fallback_reason)]
+          : []),
         ...(notStored ? [' ', downloadButton(notStored.name, notStored.files)] : []),
       );
       await refreshTrained();
@@ -257,10 +262,10 @@ export function wireTraining(ctx) {
     }
   }
 
+  /** Where the features were computed; why the GPU was not used is said after the
+   *  sentences, in the engine's words, its technical reason folded. */
   function describeBackend(b) {
-    const where =
-      b.backend === 'gpu' ? `the GPU (WebGPU: ${b.device.trim() || 'unnamed adapter'})` : 'the CPU (WebAssembly)';
-    return b.fallback_reason ? `${where}, not the GPU: ${b.fallback_reason}` : where;
+    return b.backend === 'gpu' ? `the GPU (WebGPU: ${b.device.trim() || 'unnamed adapter'})` : 'the CPU (WebAssembly)';
   }
 
   /** The summary's or outcome's baseline as the curve draws it. */

@@ -1,6 +1,6 @@
 // The worker: loads the wasm build of the medrank library and runs every heavy job, so the
 // page never freezes. Messages in: {type: 'describe' | 'check-file' | 'check' | 'run' | 'bench' |
-// 'encode' | 'workload' | 'gradient-check' | 'int8-check' | 'model-status' | 'clear-models' | 'train' |
+// 'encode' | 'workload' | 'gradient-check' | 'int8-check' | 'int8-facts' | 'model-status' | 'clear-models' | 'train' |
 // 'train-cancel' | 'train-estimates' | 'training-choices' | 'trained-list' | 'trained-files' | 'trained-delete', id,
 // ...}; out: 'ready' (the engine's description: the file kinds, the jobs, the training form's
 // defaults), 'progress', 'described', 'checked', 'result', 'error', 'fatal' and the training
@@ -135,6 +135,10 @@ self.onmessage = async (event) => {
     } else if (msg.type === 'gradient-check') {
       // The GPU trainer's gradients against candle's autograd on this adapter.
       postMessage({ type: 'result', id: msg.id, result: JSON.parse(await medrank.self_check('gradients')) });
+    } else if (msg.type === 'int8-facts') {
+      // What `medrank quantize` measured when it made the bundled model's 8-bit copy (its
+      // quantization.json), or null when the site has no such copy.
+      postMessage({ type: 'result', id: msg.id, result: await int8Facts() });
     } else if (msg.type === 'int8-check') {
       // This build's int8 kernels against the scheme's formula: the kernels' names, or an error.
       postMessage({ type: 'result', id: msg.id, result: { kernels: JSON.parse(await medrank.self_check('int8')) } });
@@ -288,6 +292,16 @@ async function keptModel(choice, progress, precision, onPlan = () => {}) {
   progress('Reading the model', 0, 1);
   kept = { key, model: new medrank.Model(files) };
   return { model: kept.model, loaded: true };
+}
+
+/** The bundled 8-bit copy's quantization.json (FORMATS.md §9), or null. */
+async function int8Facts() {
+  try {
+    const res = await fetch(new URL(BUNDLED_INT8 + 'quantization.json', self.location.href).href);
+    return res.ok ? await res.json() : null;
+  } catch {
+    return null;
+  }
 }
 
 let int8Served = null; // whether this site serves the bundled model's 8-bit copy (asked once)
@@ -476,7 +490,8 @@ async function runTraining(msg) {
     if (await cancelled()) return stop();
     // A few batches per step: progress stays fresh, the loop overhead stays small.
     const p = await model.train_encode(2);
-    backend = p.backend;
+    // Why the CPU ran, in words, travels with the backend it explains.
+    backend = { ...p.backend, in_words: p.fallback_in_words };
     trainedOn = p.trained_on;
     post({ stage: p.stage, done: p.done, total: p.total, left: p.left, backend, gpuMemory: p.gpu_memory });
     if (p.finished) break;

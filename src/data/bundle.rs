@@ -210,7 +210,7 @@ pub fn bundle_warnings(bundle: &Bundle) -> Vec<Warning> {
         if let Problem::Mcqa { options, .. } = &instance.problem {
             for (key, text) in options {
                 if text.trim().is_empty() {
-                    tally.add("instances with an empty option text", format!("{}:{key}", instance.id));
+                    tally.add("empty option texts", format!("instance {} option {key}", instance.id));
                 }
             }
         }

@@ -72,24 +72,8 @@ const COMPLETION_FIELDS: [&str; 3] = ["prompt_id", "system", "response"];
 /// without.
 pub fn import_healthbench(input: (&str, &str), completions: Option<(&str, &str)>) -> Result<Imported> {
     let (name, text) = input;
-    check_line_ends(name, text)?;
-    let mut lines = content_lines(text).peekable();
-    let Some(&(first_line, first_row)) = lines.peek() else {
-        return Err(nothing_to_read(name, text, "no HealthBench record (the file has no non-blank line)"));
-    };
-    let first = parse_record(name, first_line, first_row)?;
-    let kind = if first.get("rubrics").is_some() {
-        FileKind::Eval
-    } else if first.get("binary_labels").is_some() {
-        FileKind::MetaEval
-    } else {
-        return Err(Error::input(
-            name,
-            first_line,
-            "rubrics",
-            "neither a HealthBench eval line (`rubrics`) nor a meta-evaluation line (`binary_labels`)",
-        ));
-    };
+    let kind = file_kind(name, text)?;
+    let lines = content_lines(text);
     let mut unknown: BTreeMap<String, (usize, usize)> = BTreeMap::new();
     let mut warnings: Vec<Warning> = Vec::new();
     let (responses, records) = match (kind, completions) {
@@ -123,6 +107,61 @@ pub fn import_healthbench(input: (&str, &str), completions: Option<(&str, &str)>
     Ok(Imported { kind, responses, records, warnings })
 }
 
+/// Which HealthBench file `text` is, from its first line: an eval line has `rubrics`, a
+/// meta-evaluation line `binary_labels`.
+pub fn file_kind(name: &str, text: &str) -> Result<FileKind> {
+    check_line_ends(name, text)?;
+    let Some((first_line, first_row)) = content_lines(text).next() else {
+        return Err(nothing_to_read(name, text, "no HealthBench record (the file has no non-blank line)"));
+    };
+    let first = parse_record(name, first_line, first_row)?;
+    if first.get("rubrics").is_some() {
+        Ok(FileKind::Eval)
+    } else if first.get("binary_labels").is_some() {
+        Ok(FileKind::MetaEval)
+    } else {
+        Err(Error::input(
+            name,
+            first_line,
+            "rubrics",
+            "neither a HealthBench eval line (`rubrics`) nor a meta-evaluation line (`binary_labels`)",
+        ))
+    }
+}
+
+/// An eval file read before its completions come (the page checks each file as it is
+/// added): its prompts and their criteria, counted.
+pub fn eval_prompts(name: &str, text: &str) -> Result<(usize, usize)> {
+    check_line_ends(name, text)?;
+    let (prompts, _) = read_prompts(name, content_lines(text), &mut BTreeMap::new())?;
+    Ok((prompts.len(), prompts.values().map(|(p, _)| p.criteria.len()).sum()))
+}
+
+/// A completions file read on its own: its completions and its systems, in file order.
+pub fn completions(name: &str, text: &str) -> Result<(usize, Vec<String>)> {
+    check_line_ends(name, text)?;
+    let mut systems = Vec::new();
+    let mut count = 0;
+    for (line, row) in content_lines(text) {
+        let (_, system, _) = completion(&parse_record(name, line, row)?)?;
+        count += 1;
+        systems.push(system);
+    }
+    if count == 0 {
+        return Err(nothing_to_read(name, text, "no completions (the file has no non-blank line)"));
+    }
+    Ok((count, crate::data::common::first_appearance(systems)))
+}
+
+/// One completion line: its prompt, its system and the response.
+fn completion(record: &Record) -> Result<(String, String, String)> {
+    Ok((
+        record.non_empty_label("prompt_id")?,
+        record.non_empty_label("system")?,
+        record.string("response")?.to_string(),
+    ))
+}
+
 /// One warning per field name left out: unknown ones, and `ideal_completions_data` (the
 /// physicians' reference answers, which a rubric file has no place for).
 fn field_warnings(name: &str, fields: BTreeMap<String, (usize, usize)>) -> Vec<Warning> {
@@ -142,13 +181,14 @@ struct EvalPrompt {
     criteria: Vec<RubricCriterion>,
 }
 
-fn eval<'t>(
+/// An eval file's prompts by id, with their lines, and the ids in file order.
+type EvalPrompts = (HashMap<String, (EvalPrompt, usize)>, Vec<String>);
+
+fn read_prompts<'t>(
     name: &str,
     lines: impl Iterator<Item = (usize, &'t str)>,
-    (cname, ctext): (&str, &str),
     unknown: &mut BTreeMap<String, (usize, usize)>,
-    warnings: &mut Vec<Warning>,
-) -> Result<(Vec<RubricResponse>, usize)> {
+) -> Result<EvalPrompts> {
     let mut prompts: HashMap<String, (EvalPrompt, usize)> = HashMap::new();
     let mut order: Vec<String> = Vec::new();
     for (line, row) in lines {
@@ -195,16 +235,24 @@ fn eval<'t>(
         order.push(prompt_id.clone());
         prompts.insert(prompt_id, (EvalPrompt { prompt, tags, criteria }, line));
     }
+    Ok((prompts, order))
+}
 
+fn eval<'t>(
+    name: &str,
+    lines: impl Iterator<Item = (usize, &'t str)>,
+    (cname, ctext): (&str, &str),
+    unknown: &mut BTreeMap<String, (usize, usize)>,
+    warnings: &mut Vec<Warning>,
+) -> Result<(Vec<RubricResponse>, usize)> {
+    let (prompts, order) = read_prompts(name, lines, unknown)?;
     check_line_ends(cname, ctext)?;
     let mut responses = Vec::new();
     let mut seen: HashMap<(String, String), usize> = HashMap::new();
     let mut cunknown: BTreeMap<String, (usize, usize)> = BTreeMap::new();
     for (line, row) in content_lines(ctext) {
         let record = parse_record(cname, line, row)?;
-        let prompt_id = record.non_empty_label("prompt_id")?;
-        let system = record.non_empty_label("system")?;
-        let response = record.string("response")?.to_string();
+        let (prompt_id, system, response) = completion(&record)?;
         let Some((p, _)) = prompts.get(&prompt_id) else {
             return Err(record.error("prompt_id", format!("prompt `{prompt_id}` is not in {name}")));
         };

@@ -333,11 +333,13 @@ pub fn pair_agreement(pairs: impl IntoIterator<Item = (bool, bool)>) -> PairAgre
     let f1 = |k: usize| {
         let c = &per[k];
         if c.predicted == 0 || c.support == 0 {
-            Stat::undefined(format!(
-                "`{}` never {} in the pairs",
-                c.label,
-                if c.predicted == 0 { "said by the rater" } else { "said by the others" }
-            ))
+            // In words a reader of the tab knows: who never judged what.
+            let who = if c.predicted == 0 { "the rater" } else { "the others" };
+            Stat::undefined(if k == 1 {
+                format!("{who} judged no criterion met here")
+            } else {
+                format!("{who} judged every criterion met here")
+            })
         } else {
             Stat::Defined(c.f1)
         }

@@ -30,6 +30,44 @@ pub struct BackendReport {
     pub fallback_reason: Option<String>,
 }
 
+/// Why the CPU ran when an int8 model was not forced onto the GPU.
+const INT8_ON_THE_CPU: &str =
+    "int8 precision runs on the CPU path (the GPU kernels are f32); choose f32 to use the GPU";
+/// The start of the reason Auto gives for leaving a software adapter alone.
+const SOFTWARE_ADAPTER: &str = "only a software adapter";
+/// The start of the error when the GPU was forced and cannot run.
+const GPU_REFUSED: &str = "the GPU backend was requested but cannot run";
+
+/// A model error that is the GPU refusing a forced run, in a clinician's sentence (the page
+/// shows it with the error's own words behind a disclosure); None for any other error.
+pub fn refusal_in_words(model_error: &str) -> Option<&'static str> {
+    let why = model_error.strip_prefix(GPU_REFUSED)?.trim_start_matches(": ");
+    Some(if why == INT8_ON_THE_CPU {
+        "You chose the GPU, but 8-bit (int8) arithmetic runs on the processor (CPU) only: choose the CPU (or \
+         \u{201c}auto\u{201d}) where the model runs, or 32-bit arithmetic."
+    } else {
+        "You chose the GPU, but no graphics card (GPU) is available to this page: choose \u{201c}auto\u{201d} or \
+         the CPU where the model runs (the results are the same, only slower)."
+    })
+}
+
+impl BackendReport {
+    /// Why the CPU ran, in a sentence for a clinician (the page shows it with the technical
+    /// reason behind a disclosure): None when nothing fell back.
+    pub fn fallback_in_words(&self) -> Option<&'static str> {
+        let reason = self.fallback_reason.as_deref()?;
+        Some(if reason == INT8_ON_THE_CPU {
+            "8-bit (int8) arithmetic runs on the processor (CPU) only, so the model ran there."
+        } else if reason.starts_with(SOFTWARE_ADAPTER) {
+            "This computer offers only a software stand-in for a graphics card, slower than the processor, so the \
+             model ran on the processor (CPU); the results are the same."
+        } else {
+            "No graphics card (GPU) was available to this page, so the model ran on the processor (CPU); the \
+             results are the same, only slower."
+        })
+    }
+}
+
 /// Either backend behind the one [`Encoder`] interface. (One exists per opened model, so the
 /// CPU variant's size does not matter.)
 #[allow(clippy::large_enum_variant)]
@@ -85,9 +123,9 @@ pub fn select_encoder(
     }
     // The int8 products are CPU kernels (wasm SIMD, AVX2, VNNI); the GPU path is f32 only.
     if model.precision == crate::model::Precision::Int8 {
-        let why = "int8 precision runs on the CPU path (the GPU kernels are f32); choose f32 to use the GPU";
+        let why = INT8_ON_THE_CPU;
         return match choice {
-            BackendChoice::Gpu => Err(Error::model(format!("the GPU backend was requested but cannot run: {why}"))),
+            BackendChoice::Gpu => Err(Error::model(format!("{GPU_REFUSED}: {why}"))),
             _ => Ok(cpu(model, Some(why.into()))),
         };
     }
@@ -96,7 +134,7 @@ pub fn select_encoder(
     let opened = gpu().and_then(|ctx| {
         if choice == BackendChoice::Auto && ctx.adapter.is_fallback {
             return Err(Error::model(format!(
-                "only a software adapter ({}), slower than the CPU path; choose the GPU explicitly to use it anyway",
+                "{SOFTWARE_ADAPTER} ({}), slower than the CPU path; choose the GPU explicitly to use it anyway",
                 ctx.adapter
             )));
         }
@@ -111,7 +149,7 @@ pub fn select_encoder(
             };
             Ok((AnyEncoder::Gpu(Box::new(encoder)), report))
         }
-        (Err(e), BackendChoice::Gpu) => Err(Error::model(format!("the GPU backend was requested but cannot run: {e}"))),
+        (Err(e), BackendChoice::Gpu) => Err(Error::model(format!("{GPU_REFUSED}: {e}"))),
         (Err(e), _) => Ok(cpu(model, Some(e.to_string()))),
     }
 }
@@ -122,4 +160,39 @@ pub async fn open_encoder(model: LoadedModel, choice: BackendChoice) -> Result<(
     let wanted = choice != BackendChoice::Cpu && model.precision != crate::model::Precision::Int8;
     let gpu = if wanted { Some(GpuContext::new().await) } else { None };
     select_encoder(model, choice, move || gpu.unwrap_or_else(|| Err(Error::model("not requested"))))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fell_back(reason: &str) -> BackendReport {
+        BackendReport { backend: "cpu".into(), device: "candle".into(), fallback_reason: Some(reason.into()) }
+    }
+
+    #[test]
+    fn why_the_cpu_ran_is_said_in_words_without_the_adapters_jargon() {
+        let words = |reason: &str| fell_back(reason).fallback_in_words().unwrap();
+        assert_eq!(
+            words(INT8_ON_THE_CPU),
+            "8-bit (int8) arithmetic runs on the processor (CPU) only, so the model ran there."
+        );
+        // wgpu's own error on a machine without an adapter (the issue's words).
+        let none = words("no WebGPU/wgpu adapter: noop support not compiled in, vulkan support not compiled in");
+        assert!(none.starts_with("No graphics card (GPU) was available to this page"), "{none}");
+        let software = words("only a software adapter (llvmpipe), slower than the CPU path; choose the GPU explicitly");
+        assert!(software.starts_with("This computer offers only a software stand-in"), "{software}");
+        for sentence in [none, software, words(INT8_ON_THE_CPU)] {
+            assert!(!sentence.contains("wgpu") && !sentence.contains("choose f32"), "{sentence}");
+        }
+        // A forced GPU that cannot run: the error's words, and the sentence the page shows.
+        let int8 = refusal_in_words(&format!("{GPU_REFUSED}: {INT8_ON_THE_CPU}")).unwrap();
+        assert!(int8.starts_with("You chose the GPU, but 8-bit (int8) arithmetic runs on the processor"), "{int8}");
+        let none =
+            refusal_in_words(&format!("{GPU_REFUSED}: model: no WebGPU/wgpu adapter: noop support not compiled in"));
+        assert!(none.unwrap().starts_with("You chose the GPU, but no graphics card (GPU) is available"));
+        assert_eq!(refusal_in_words("the model has no config.json"), None);
+        let ran_on_gpu = BackendReport { backend: "gpu".into(), device: "a GPU".into(), fallback_reason: None };
+        assert_eq!(ran_on_gpu.fallback_in_words(), None);
+    }
 }

@@ -287,7 +287,7 @@ mod tests {
             name: f.name.clone(),
             text: f.text.clone(),
             kind: kind.into(),
-            params: Default::default(),
+            ..Default::default()
         };
         let request = JobRequest {
             files: vec![file(&bundle, "bundle"), file(&corpus, "corpus")],

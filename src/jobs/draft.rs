@@ -1523,7 +1523,7 @@ mod tests {
             name: name.into(),
             text: read(name),
             kind: kind.into(),
-            params: Default::default(),
+            ..Default::default()
         };
         // The page's files: the prompts, the guideline as evidence and the formulary as the
         // page first takes a .tsv (NRP's documents); a file of another kind is not evidence.

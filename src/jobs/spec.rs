@@ -256,13 +256,17 @@ pub fn options_value<T: Serialize>(options: &T) -> Result<serde_json::Value> {
 
 /// One file the user gave the page, with the kind they confirmed and that kind's
 /// parameters (e.g. `system` for a HiTZ file, `dimension` for a qrels file).
-#[derive(Debug, Clone, Deserialize, Serialize)]
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
 pub struct InputFile {
     pub name: String,
     pub text: String,
     pub kind: String,
     #[serde(default)]
     pub params: BTreeMap<String, String>,
+    /// For a file's own check: the page's files of the kinds its import reads with it
+    /// (`page::files::FileKind::reads_with`: a HealthBench eval file's completions).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub companions: Vec<NamedText>,
 }
 
 impl InputFile {
@@ -395,6 +399,10 @@ pub struct RunViews<'a> {
     pub threads: usize,
     /// The precision the model ran in (`f32`, `int8`; the provenance says how).
     pub precision: &'static str,
+    /// Why the CPU ran when the GPU was not used, in a clinician's words (the backend's
+    /// `fallback_reason` is the technical detail).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fallback_in_words: Option<&'static str>,
 }
 
 impl<'a> RunViews<'a> {
@@ -404,6 +412,7 @@ impl<'a> RunViews<'a> {
             threads: crate::model::cpu::worker_threads(),
             // The GPU refuses int8 (or Auto falls back to the CPU): the model's precision ran.
             precision: kept.model.encoder.model.precision.name(),
+            fallback_in_words: backend.fallback_in_words(),
         }
     }
 }
@@ -420,6 +429,7 @@ pub mod testing {
             text: format!("text of {name}"),
             kind: kind.into(),
             params: params.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
+            ..Default::default()
         }
     }
 

@@ -337,6 +337,7 @@ mod tests {
             text: std::fs::read_to_string(dir.join(path)).unwrap(),
             kind: kind.into(),
             params: params.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
+            ..Default::default()
         };
         let mut files = vec![
             file("topics.xml", "topics", &[]),

@@ -50,6 +50,13 @@ pub struct FileKind {
     /// What the page shows where the kind takes no parameter.
     pub hint: &'static str,
     pub params: &'static [KindParam],
+    /// A file the page imports into a file of another kind, as `medrank import` does (its
+    /// check carries the imported file, which the page lists beside it); no job reads it as
+    /// it is.
+    pub imported: bool,
+    /// The kinds of the other files its import reads (a HealthBench eval file's completions):
+    /// the page sends them with its check, and checks it again when one changes.
+    pub reads_with: &'static [&'static str],
 }
 
 const fn param(key: &'static str, label: &'static str, default: ParamDefault) -> KindParam {
@@ -57,7 +64,17 @@ const fn param(key: &'static str, label: &'static str, default: ParamDefault) ->
 }
 
 const fn kind(key: &'static str, label: &'static str, hint: &'static str, params: &'static [KindParam]) -> FileKind {
-    FileKind { key, label, hint, params }
+    FileKind { key, label, hint, params, imported: false, reads_with: &[] }
+}
+
+/// A kind the page imports (see [`FileKind::imported`]), with the kinds it reads with.
+const fn imported(
+    key: &'static str,
+    label: &'static str,
+    hint: &'static str,
+    reads_with: &'static [&'static str],
+) -> FileKind {
+    FileKind { key, label, hint, params: &[], imported: true, reads_with }
 }
 
 use ParamDefault::*;
@@ -126,6 +143,21 @@ pub const FILE_KINDS: &[FileKind] = &[
         &[],
     ),
     kind("evidence", "Evidence to draft from", "Markdown or text, one document a file; or documents, one a line", &[]),
+    // HealthBench's public files, imported as `medrank import healthbench` does: the
+    // meta-evaluation file into a rubric judged by people (Agreement, training a grader),
+    // an eval file with its completions into responses to grade.
+    imported(
+        "healthbench",
+        "HealthBench file (imported)",
+        "an eval or meta-evaluation file of openai/simple-evals; the page imports it as medrank import healthbench does",
+        &["healthbench_completions"],
+    ),
+    imported(
+        "healthbench_completions",
+        "HealthBench completions",
+        "prompt_id, system, response: the responses to a HealthBench eval file’s prompts",
+        &[],
+    ),
 ];
 
 pub fn file_kind(key: &str) -> Option<&'static FileKind> {
@@ -228,7 +260,15 @@ fn guess(lower: &str, text: &str) -> Option<&'static str> {
     }
     if let Ok(serde_json::Value::Object(obj)) = serde_json::from_str::<serde_json::Value>(first) {
         let has = |keys: &[&str]| keys.iter().all(|k| obj.contains_key(*k));
-        let kind = if has(&["arguments"]) {
+        let kind = if has(&["prompt_id", "rubrics"]) || has(&["binary_labels", "rubric"]) {
+            "healthbench"
+        } else if has(&["prompt_id", "system", "response"])
+            && !has(&["criteria"])
+            && !has(&["must_have"])
+            && !has(&["nice_to_have"])
+        {
+            "healthbench_completions"
+        } else if has(&["arguments"]) {
             "bundle"
         } else if has(&["correct_option"]) {
             "ros"
@@ -343,6 +383,9 @@ pub struct FileSummary {
     /// One line, e.g. "20 instances, 4 systems".
     pub summary: String,
     pub warnings: Vec<Warning>,
+    /// What the page imported from it (an imported kind's file): the file it lists beside it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub imported: Option<crate::jobs::NamedText>,
 }
 
 fn plural(n: usize, what: &str) -> String {
@@ -361,6 +404,17 @@ fn distinct<'a>(items: impl Iterator<Item = &'a str>) -> usize {
 pub fn check_file(f: &InputFile) -> Result<FileSummary> {
     let (name, text) = (f.name.as_str(), f.text.as_str());
     let (summary, warnings) = match f.kind.as_str() {
+        "healthbench" => return import_healthbench(f),
+        "healthbench_completions" => {
+            let (completions, systems) = data::healthbench::completions(name, text)?;
+            let summary = format!(
+                "{} from {} ({}); the page imports them with the HealthBench eval file they answer",
+                plural(completions, "completion"),
+                plural(systems.len(), "system"),
+                systems.join(", ")
+            );
+            (summary, vec![])
+        }
         "bundle" => {
             let (bundle, warnings) = data::parse_bundle(name, text)?;
             let tasks = data::common::first_appearance(bundle.instances.iter().map(|i| i.problem.task().name()));
@@ -534,7 +588,63 @@ pub fn check_file(f: &InputFile) -> Result<FileSummary> {
         }
         other => return Err(Error::in_file(name, format!("this build cannot read “{other}” files yet"))),
     };
-    Ok(FileSummary { summary, warnings })
+    Ok(FileSummary { summary, warnings, imported: None })
+}
+
+/// A HealthBench file imported as `medrank import healthbench --input FILE [--completions
+/// FILE]` imports it (the same function): the meta-evaluation file on its own, an eval file
+/// with the completions file among its companions. The imported rubric file is named after
+/// the input (`meta_eval.jsonl` -> `meta_eval.imported.jsonl`).
+fn import_healthbench(f: &InputFile) -> Result<FileSummary> {
+    use data::healthbench::FileKind::{Eval, MetaEval};
+    let kind = data::healthbench::file_kind(&f.name, &f.text)?;
+    let completions = match (kind, f.companions.as_slice()) {
+        (MetaEval, _) => None,
+        (Eval, []) => {
+            let (prompts, criteria) = data::healthbench::eval_prompts(&f.name, &f.text)?;
+            let summary = format!(
+                "HealthBench eval file: {} with rubrics ({criteria} criteria); add its completions file \
+                 (prompt_id, system, response: the responses to grade) and the page imports both",
+                plural(prompts, "prompt")
+            );
+            return Ok(FileSummary { summary, warnings: vec![], imported: None });
+        }
+        (Eval, [one]) => Some(one.clone()),
+        (Eval, [first, second, ..]) => {
+            return Err(Error::in_file(
+                &f.name,
+                format!("give one completions file for it, not several ({} and {})", first.name, second.name),
+            ))
+        }
+    };
+    let outcome = crate::jobs::import_healthbench(&crate::jobs::HealthBenchImportRequest {
+        input: f.named(),
+        completions: completions.clone(),
+    })?;
+    let r = &outcome.report;
+    let imported = crate::jobs::NamedText::new(
+        format!("{}.imported.jsonl", crate::jobs::file_stem(&f.name)),
+        outcome.rubric_jsonl.clone(),
+    );
+    let summary = match (kind, &completions) {
+        (MetaEval, _) => format!(
+            "HealthBench meta-evaluation file: {} imported as {} ({}, {} criteria, {} physicians\u{2019} labels)",
+            plural(r.records, "labelled pair"),
+            imported.name,
+            plural(r.responses, "response"),
+            r.criteria,
+            r.human_judgements
+        ),
+        (Eval, c) => format!(
+            "HealthBench eval file: {} with {} imported as {} ({} to grade, {} criteria)",
+            plural(r.records, "prompt"),
+            c.as_ref().map_or("", |c| c.name.as_str()),
+            imported.name,
+            plural(r.responses, "response"),
+            r.criteria
+        ),
+    };
+    Ok(FileSummary { summary, warnings: r.warnings.clone(), imported: Some(imported) })
 }
 
 #[cfg(test)]
@@ -542,7 +652,7 @@ mod tests {
     use super::*;
 
     fn kinded(name: &str, text: &str, kind: &str) -> InputFile {
-        InputFile { name: name.into(), text: text.into(), kind: kind.into(), params: BTreeMap::new() }
+        InputFile { name: name.into(), text: text.into(), kind: kind.into(), ..Default::default() }
     }
 
     #[test]
@@ -558,7 +668,12 @@ mod tests {
             }
         }
         for k in FILE_KINDS {
-            assert!(crate::jobs::JOBS.iter().any(|j| j.inputs.accepts.contains(&k.key)), "{} is read by no job", k.key);
+            let read = crate::jobs::JOBS.iter().any(|j| j.inputs.accepts.contains(&k.key));
+            // An imported kind is read by the page's import, never by a job as it is.
+            assert_eq!(read, !k.imported, "{}: read by a job {read}, imported {}", k.key, k.imported);
+            for companion in k.reads_with {
+                assert!(file_kind(companion).is_some_and(|c| c.imported), "{}: {companion}", k.key);
+            }
         }
     }
 
@@ -675,6 +790,69 @@ mod tests {
             e.location().map(|l| (l.line, l.field.clone())),
             Some((Some(1), Some("criteria[0].met".to_string())))
         );
+    }
+
+    #[test]
+    fn healthbench_files_are_recognised_and_imported_as_the_cli_imports_them() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/rubric/healthbench");
+        let read = |name: &str| std::fs::read_to_string(root.join(name)).unwrap();
+        for (name, kind) in [
+            ("meta_eval.jsonl", "healthbench"),
+            ("eval.jsonl", "healthbench"),
+            ("completions.jsonl", "healthbench_completions"),
+        ] {
+            assert_eq!(guess_kind(name, &read(name)).kind, Some(kind), "{name}");
+        }
+        // What `medrank import healthbench` writes (the same function), listed as the kind
+        // the jobs read: people's judgements for Agreement, responses for Grade.
+        let cli = |input: &str, completions: Option<&str>| {
+            let named = |n: &str| crate::jobs::NamedText::new(n, read(n));
+            crate::jobs::import_healthbench(&crate::jobs::HealthBenchImportRequest {
+                input: named(input),
+                completions: completions.map(named),
+            })
+            .unwrap()
+            .rubric_jsonl
+        };
+        let meta = check_file(&kinded("meta_eval.jsonl", &read("meta_eval.jsonl"), "healthbench")).unwrap();
+        let imported = meta.imported.unwrap();
+        assert_eq!(imported.name, "meta_eval.imported.jsonl");
+        assert_eq!(imported.text, cli("meta_eval.jsonl", None));
+        assert_eq!(guess_kind(&imported.name, &imported.text).kind, Some("rubric_judged"));
+        assert_eq!(
+            meta.summary,
+            "HealthBench meta-evaluation file: 14 labelled pairs imported as meta_eval.imported.jsonl \
+             (6 responses, 14 criteria, 32 physicians\u{2019} labels)"
+        );
+        // An eval file alone says what it needs; with its completions it is imported.
+        let mut eval = kinded("eval.jsonl", &read("eval.jsonl"), "healthbench");
+        let alone = check_file(&eval).unwrap();
+        assert!(alone.imported.is_none());
+        assert_eq!(
+            alone.summary,
+            "HealthBench eval file: 3 prompts with rubrics (10 criteria); add its completions file \
+             (prompt_id, system, response: the responses to grade) and the page imports both"
+        );
+        eval.companions = vec![crate::jobs::NamedText::new("completions.jsonl", read("completions.jsonl"))];
+        let both = check_file(&eval).unwrap();
+        let imported = both.imported.unwrap();
+        assert_eq!(imported.text, cli("eval.jsonl", Some("completions.jsonl")));
+        assert_eq!(guess_kind(&imported.name, &imported.text).kind, Some("rubric_responses"));
+        assert_eq!(
+            both.summary,
+            "HealthBench eval file: 3 prompts with completions.jsonl imported as eval.imported.jsonl \
+             (5 responses to grade, 17 criteria)"
+        );
+        let completions =
+            check_file(&kinded("completions.jsonl", &read("completions.jsonl"), "healthbench_completions"));
+        assert_eq!(
+            completions.unwrap().summary,
+            "5 completions from 2 systems (model-a, model-b); the page imports them with the HealthBench eval file they answer"
+        );
+        // Two completions files: which one is meant is not guessed.
+        eval.companions.push(crate::jobs::NamedText::new("more.jsonl", read("completions.jsonl")));
+        let e = check_file(&eval).unwrap_err().to_string();
+        assert_eq!(e, "eval.jsonl: give one completions file for it, not several (completions.jsonl and more.jsonl)");
     }
 
     #[test]

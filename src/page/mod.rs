@@ -123,7 +123,17 @@ pub fn error_reply(e: &Error) -> serde_json::Value {
         _ => None,
     };
     let cancelled = matches!(e, Error::Cancelled);
-    serde_json::json!({"message": sentence_case(&message), "location": e.location(), "cancelled": cancelled, "option": option})
+    // An error a clinician may meet on an ordinary machine (a GPU chosen where there is none)
+    // is said in their words; the engine's own words go in `detail`, behind a disclosure.
+    let in_words = match e {
+        Error::Model(m) => crate::gpu::select::refusal_in_words(m),
+        _ => None,
+    };
+    let (message, detail) = match in_words {
+        Some(words) => (words.to_string(), Some(message)),
+        None => (sentence_case(&message), None),
+    };
+    serde_json::json!({"message": message, "detail": detail, "location": e.location(), "cancelled": cancelled, "option": option})
 }
 
 /// A message as the page writes it, a sentence: the CLI's `error: the import needs ...`
@@ -210,6 +220,21 @@ mod tests {
     }
 
     #[test]
+    fn a_gpu_chosen_where_none_runs_is_refused_in_words_with_the_engines_reason_as_detail() {
+        let e = Error::model(
+            "the GPU backend was requested but cannot run: no WebGPU/wgpu adapter: vulkan support not compiled in",
+        );
+        let page = error_reply(&e);
+        assert_eq!(
+            page["message"],
+            "You chose the GPU, but no graphics card (GPU) is available to this page: choose \u{201c}auto\u{201d} or \
+             the CPU where the model runs (the results are the same, only slower)."
+        );
+        assert_eq!(page["detail"], e.to_string());
+        assert!(error_reply(&Error::model("the model has no config.json"))["detail"].is_null());
+    }
+
+    #[test]
     fn messages_read_as_sentences_unless_they_start_with_a_name() {
         assert_eq!(sentence_case("the import needs the file"), "The import needs the file");
         assert_eq!(sentence_case("gpt-4o.jsonl: line 3"), "gpt-4o.jsonl: line 3");
@@ -228,7 +253,13 @@ mod tests {
         if control {
             params.insert("control".into(), "true".into());
         }
-        InputFile { name: format!("en.test_casimedicos_{name}.jsonl"), text, kind: "ros".into(), params }
+        InputFile {
+            name: format!("en.test_casimedicos_{name}.jsonl"),
+            text,
+            kind: "ros".into(),
+            params,
+            ..Default::default()
+        }
     }
 
     #[test]
@@ -361,7 +392,7 @@ mod tests {
             name: name.into(),
             text,
             kind: kind.into(),
-            params: Default::default(),
+            ..Default::default()
         };
         JobRequest {
             // The graded example beside it is the Rubric job's: Grade reads only its own kind.
@@ -539,7 +570,7 @@ mod tests {
             name: name.into(),
             text: std::fs::read_to_string(root.join(name)).unwrap(),
             kind: kind.into(),
-            params: Default::default(),
+            ..Default::default()
         };
         let mut files = vec![file("graded.jsonl", "rubric"), file("judged.jsonl", "rubric_judged")];
         if with_grader {

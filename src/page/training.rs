@@ -326,6 +326,9 @@ pub struct EncodeProgress<'a> {
     pub total: usize,
     pub finished: bool,
     pub backend: &'a BackendReport,
+    /// Why the CPU ran when the GPU was not used, in words (`BackendReport::fallback_in_words`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fallback_in_words: Option<&'static str>,
     /// Where the trained part runs: cpu | gpu.
     pub trained_on: &'static str,
     /// On the GPU, what it holds there ([`crate::train::gpu::GpuMemory::describe`]),
@@ -492,6 +495,7 @@ impl PageTraining {
             total,
             finished,
             backend: report,
+            fallback_in_words: report.fallback_in_words(),
             trained_on: self.trained_on,
             gpu_memory: (self.trained_on == "gpu").then(|| self.job.trainer().gpu_memory().describe()),
             stage: Stage::Frozen.text(),

@@ -79,6 +79,8 @@ function assertCell(cell, expected, what) {
   if (expected && typeof expected === 'object') {
     assert.equal(cell.undefined, expected.undefined, what);
     assert.equal(cell.text, `undefined (${expected.undefined})`, what);
+    // Said in words a reader knows (issue 47, item 9), not as "`met` never said by the rater".
+    assert.doesNotMatch(cell.text, /`|never said/, what);
   } else {
     assert.ok(close(Number(cell.value), expected), `${what}: ${cell.value} vs ${expected}`);
     assert.doesNotMatch(cell.text, /NaN|undefined/, what);

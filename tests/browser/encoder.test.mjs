@@ -124,13 +124,33 @@ test('without WebGPU the page runs the model on the CPU and says so', { skip: !h
     const result = await evaluateWithModel(page, 'auto', { controls: '' });
     assert.equal(result.backend.backend, 'cpu');
     assert.ok(result.backend.fallback_reason, 'the reply says why the GPU was not used');
-    assert.match(await page.textContent('#backend-used'), /Ran on the CPU \(WebAssembly\) on \d+ threads? — not on the GPU/);
+    // In a clinician's words; wgpu's own reason folded behind "Technical detail" (issue 47, item 9).
+    const said = await page.evaluate(() => {
+      const box = document.querySelector('#backend-used');
+      const details = box.querySelector('details');
+      return { details: details?.textContent, visible: box.textContent.replace(details?.textContent ?? '', '') };
+    });
+    assert.match(
+      said.visible,
+      /^Ran on the CPU \(WebAssembly\) on \d+ threads?\. No graphics card \(GPU\) was available to this page, so the model ran on the processor \(CPU\); the results are the same, only slower\. $/,
+    );
+    assert.equal(said.details, `Technical detail${result.backend.fallback_reason}`);
+    assert.equal(await page.isVisible('#backend-used details[open]'), false, 'the detail is folded');
     assert.ok(result.report.provenance.conventions.some(([k, v]) => k === 'backend' && v.startsWith('cpu (candle)')));
     // Forcing the GPU without an adapter is an error, not a silent CPU run.
     await page.selectOption('#opt-backend', 'gpu');
     await page.click('#run-rank_systems');
     await page.waitForFunction(() => !document.querySelector('#run-error').hidden, null, { timeout: 60000 });
-    assert.match(await page.textContent('#run-error'), /GPU backend was requested but cannot run/);
+    // In a clinician's words, the engine's reason folded under "Technical detail" (issue 47).
+    const visible = await page.evaluate(() => {
+      const box = document.querySelector('#run-error');
+      return box.textContent.replace(box.querySelector('details')?.textContent ?? '', '');
+    });
+    assert.equal(
+      visible.trim(),
+      'You chose the GPU, but no graphics card (GPU) is available to this page: choose “auto” or the CPU where the model runs (the results are the same, only slower).',
+    );
+    assert.match(await page.textContent('#run-error details'), /^Technical detailmodel: the GPU backend was requested but cannot run/);
   }));
 
 test('the benchmark page measures the smallest cell on the wasm CPU and on WebGPU', { skip: !haveModel && NO_MODEL }, async () => {

@@ -314,7 +314,14 @@ test(
       const { result } = await rankWith(page, { backend: 'auto', precision: 'int8' });
       assert.equal(result.backend.backend, 'cpu');
       assert.match(result.backend.fallback_reason, /int8 precision runs on the CPU path/);
-      assert.match(await page.textContent('#backend-used'), /in 8-bit \(int8\) — not on the GPU: int8 precision/);
+      // Said plainly, without advice to choose f32 "to use the GPU" on a machine that may
+      // have none; the engine's reason behind the disclosure (issue 47, item 9).
+      const said = await page.textContent('#backend-used');
+      assert.match(
+        said,
+        /in 8-bit \(int8\)\. 8-bit \(int8\) arithmetic runs on the processor \(CPU\) only, so the model ran there\. Technical detailint8 precision runs on the CPU path/,
+      );
+      assert.equal((await page.textContent('#backend-used details')).startsWith('Technical detail'), true);
       // Back to f32 with the same page: the provenance says f32 again.
       const f32 = await rankWith(page, { backend: 'cpu', precision: 'f32' });
       assert.equal(precisionOf(f32.result.report), 'f32');
@@ -395,6 +402,81 @@ test(
       assert.ok(f32 > 0 && q > 0, `CPU f32 and int8 tokens/s: ${cells}`);
       assert.match(cells[11], /×$/);
       assert.match(await page.textContent('#bench-devices'), /CPU int8: medrank kernels/);
+    } finally {
+      await app.close();
+    }
+  },
+);
+
+// ------------------------------------------------------------------ precision said plainly --
+
+/** The systems whose order differs between two rankings (system -> rank), as pairs "a|b"
+ *  (a first in the first ranking's order): worked out here from the two replies. */
+function changedPairs(before, after) {
+  const out = [];
+  const names = Object.keys(before);
+  for (const [i, a] of names.entries())
+    for (const b of names.slice(i + 1))
+      if (Math.sign(before[a] - before[b]) !== Math.sign(after[a] - after[b])) out.push(`${a}|${b}`);
+  return out;
+}
+
+test(
+  'beside the 8-bit choice: its download and its measured accuracy cost; a ranking run in f32 and int8 says which systems changed places',
+  { skip: (!haveModel && NO_MODEL) || (!siteInt8 && 'the site has no 8-bit copy of the bundled model') },
+  async () => {
+    // What `medrank quantize` wrote when it made the site's 8-bit copy (FORMATS.md §9).
+    const q = JSON.parse(readFileSync(join(SITE, MODEL_INT8, 'quantization.json'), 'utf8'));
+    const app = await openApp();
+    try {
+      const { page } = app;
+      await page.waitForSelector('#int8-facts:not([hidden])');
+      const facts = await page.textContent('#int8-facts');
+      const mb = (n) => `${(n / 1024 / 1024).toFixed(1)} MB`;
+      // The bundled copy: 24,061,584 against 90,868,376 bytes (22.9 and 86.7 MiB).
+      assert.ok(facts.startsWith(`The bundled model in 8-bit downloads ${mb(q.int8_bytes)} against ${mb(q.f32_bytes)} in f32. `), facts);
+      assert.match(facts, /Its accuracy cost, measured when the 8-bit copy was made \(medrank quantize\): /);
+      if (q.dev) assert.match(facts, new RegExp(`dev accuracy ${q.dev.int8_accuracy.toFixed(3)} in int8 against ${q.dev.f32_accuracy.toFixed(3)} in f32`));
+      else assert.match(facts, /no dev accuracy was measured/);
+      assert.ok(
+        facts.includes(`cosine of ${q.embeddings.mean_cosine.toFixed(4)} on average to the f32 model’s (worst ${q.embeddings.worst_cosine.toFixed(4)}, over ${q.embeddings.texts} texts)`),
+        facts,
+      );
+      for (const o of q.system_order) {
+        const rank = (order) => Object.fromEntries(order.map((s, i) => [s, i + 1]));
+        const pairs = changedPairs(rank(o.f32_order), rank(o.int8_order)).map((p) => p.replace('|', ' and ') + ' swapped');
+        const said = pairs.length
+          ? `on ${o.bundle} (${o.task}) the order of the systems changed: ${pairs.join(', ')}`
+          : `on ${o.bundle} (${o.task}) the systems kept their order`;
+        assert.ok(facts.includes(said), `${said} in: ${facts}`);
+        assert.equal(o.same, pairs.length === 0, 'the file’s own flag agrees');
+      }
+
+      // The same files ranked in f32, then in int8: the Ranking tab says what changed.
+      await upload(page, ['bundle.jsonl', 'corpus.jsonl']);
+      const f32 = await rankWith(page, { precision: 'f32' });
+      assert.equal(await page.locator('.precision-change').count(), 0, 'one precision run: nothing to compare');
+      const int8 = await rankWith(page, { precision: 'int8' });
+      await page.click('#tabs [role=tab] >> nth=0');
+      const note = page.locator('#results .precision-change');
+      assert.equal(await note.count(), 1);
+      const expected = [];
+      // The same evaluators in the same order (the 8-bit copy's folder names its own).
+      assert.deepEqual(f32.result.ranking.map((e) => e.task), int8.result.ranking.map((e) => e.task));
+      for (const [i, ev] of f32.result.ranking.entries()) {
+        const other = int8.result.ranking[i];
+        const ranks = (e) => Object.fromEntries(e.systems.map((s) => [s.system, s.rank]));
+        for (const p of changedPairs(ranks(ev), ranks(other))) expected.push(`${ev.evaluator} — ${ev.task}: ${p.split('|').join(' and ')} `);
+      }
+      const text = await note.textContent();
+      if (expected.length) {
+        assert.ok(text.startsWith('You ranked these files in 32-bit (f32) and in 8-bit (int8) arithmetic in this session, and the order changed.'), text);
+        const items = await note.locator('li').allTextContents();
+        assert.equal(items.length, expected.length, `${items}`);
+        for (const [i, e] of expected.entries()) assert.ok(items[i].startsWith(e), `${items[i]} / ${e}`);
+      } else {
+        assert.equal(text, 'You ranked these files in 32-bit (f32) and in 8-bit (int8) arithmetic in this session: every system kept its place.');
+      }
     } finally {
       await app.close();
     }

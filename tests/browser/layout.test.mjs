@@ -147,6 +147,15 @@ test('a keyboard-only run: load the example, rank, switch result tabs, download 
   assert.deepEqual([...new Set(without)], [], 'every element reached shows a focus indicator');
 });
 
+test('the training form says which files train what, rubric files for a criterion grader included', async () => {
+  const { page } = app;
+  assert.equal(
+    (await page.textContent('#train-file-help')).replace(/\s+/g, ' '),
+    'an argument bundle with gold labels, a HiTZ MCQA file, or, to train a criterion grader for Grade, a rubric file ' +
+      'whose criteria were judged (met, or people’s met_by as medrank import healthbench writes HealthBench’s meta-evaluation file)',
+  );
+});
+
 test('the Model section says what each choice can and cannot judge', async () => {
   const { page } = app;
   const help = async (choice) => {
@@ -245,6 +254,37 @@ function findCuts() {
       cuts.push(
         `${path(s)} “${s.getAttribute('aria-label') || s.id}”: option “${longest}” needs ${Math.ceil(width)} px, has ${Math.floor(room)} px`,
       );
+  }
+
+  // A file picker narrower than its button and its "No file chosen" (Chromium then cuts
+  // the text to "No fil…hosen"): measured as the selects are, on an auto-width copy.
+  for (const input of elements.filter((e) => e.tagName === 'INPUT' && e.type === 'file')) {
+    const probe = input.cloneNode(false);
+    probe.removeAttribute('id');
+    probe.style.cssText = 'position:absolute;left:-9999px;width:auto;min-width:0;max-width:none';
+    input.parentElement.append(probe);
+    const needs = probe.getBoundingClientRect().width;
+    probe.remove();
+    const has = input.getBoundingClientRect().width;
+    if (has + 0.5 < needs)
+      cuts.push(`${path(input)} “${input.getAttribute('aria-label') || input.id}”: the file picker needs ${Math.ceil(needs)} px, has ${Math.floor(has)} px`);
+  }
+
+  // A file's parameter label ("system", "prompt") beside its own field: its text and the
+  // field share a line, or the field starts right below the text, at its left edge (never
+  // the word at a line's end and its field at the next line's start).
+  for (const label of elements.filter((e) => e.tagName === 'LABEL' && e.closest('#files'))) {
+    const field = label.querySelector('input:not([type=checkbox]), select');
+    const text = [...label.childNodes].find((n) => n.nodeType === Node.TEXT_NODE && n.textContent.trim());
+    if (!field || !text) continue;
+    const range = document.createRange();
+    range.selectNodeContents(text);
+    const line = range.getClientRects()[0];
+    const box = field.getBoundingClientRect();
+    const sameLine = line && box.top < line.bottom && box.bottom > line.top;
+    const rightBelow = line && box.top >= line.bottom - 1 && box.top - line.bottom < 8 && Math.abs(box.left - line.left) <= 2;
+    if (line && !sameLine && !rightBelow)
+      cuts.push(`${path(label)} “${text.textContent.trim()}”: its field is not beside it (wrapped away)`);
   }
 
   // Text boxes: every non-blank text node's line boxes, outside SVG (charts place their

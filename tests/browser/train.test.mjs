@@ -116,6 +116,20 @@ function pagePredictions(result) {
   return out;
 }
 
+/** The imbalanced misinformation fixture (tests/fixtures/train_imbalanced) as a training
+ *  case: `freeze` and `epochs` as the test needs. */
+function imbalancedCase(freeze, epochs) {
+  const fx = join(ROOT, 'tests/fixtures/train_imbalanced');
+  return {
+    file: join(fx, 'train.jsonl'),
+    dev: join(fx, 'dev.jsonl'),
+    task: 'misinformation',
+    arguments: 'none',
+    freeze,
+    settings: { epochs, lr: 0.001, batch: 8, patience: 1, seed: 5, split: 0.2 },
+  };
+}
+
 for (const [key, c] of Object.entries(CASES)) {
   test(
     `${key}: the page trains the head to the CLI's curve, ranks with it, and its .zip loads in the CLI`,
@@ -551,15 +565,7 @@ test(
   { skip: !haveModel && 'no default model' },
   async () => {
     const { page } = app;
-    const fx = join(ROOT, 'tests/fixtures/train_imbalanced');
-    const c = {
-      file: join(fx, 'train.jsonl'),
-      dev: join(fx, 'dev.jsonl'),
-      task: 'misinformation',
-      arguments: 'none',
-      freeze: 'top:1',
-      settings: { epochs: 8, lr: 0.001, batch: 8, patience: 1, seed: 5, split: 0.2 },
-    };
+    const c = imbalancedCase('top:1', 8);
     // Every stage and estimate the page shows, in order (consecutive repeats once).
     await page.evaluate(() => {
       const seen = (window.__trainSeen = []);
@@ -721,3 +727,27 @@ async function recipeEstimates(page) {
   });
   assert.match(await page.textContent('#train-estimates'), /; finetune: the top 1 layers, /);
 }
+
+test(
+  'training without a GPU says why in words, with the engine’s reason folded (issue 47, item 9)',
+  { skip: !haveModel && 'no default model' },
+  async () => {
+    const { page } = app;
+    const c = imbalancedCase('head', 1);
+    // "auto" on this browser, which offers no WebGPU: the features are computed on the CPU.
+    const trained = await pageTrain(page, c, 'page-no-gpu', 'auto');
+    assert.equal(trained.backend.backend, 'cpu');
+    assert.ok(trained.backend.fallback_reason, 'the engine says why');
+    const said = await page.evaluate(() => {
+      const box = document.querySelector('#train-result');
+      const details = box.querySelector('details');
+      return { visible: box.textContent.replace(details?.textContent ?? '', ''), details: details?.textContent };
+    });
+    assert.match(
+      said.visible,
+      /Features computed on the CPU \(WebAssembly\)\. No graphics card \(GPU\) was available to this page, so the model ran on the processor \(CPU\); the results are the same, only slower\./,
+    );
+    assert.doesNotMatch(said.visible, /wgpu|adapter|not compiled/);
+    assert.equal(said.details, `Technical detail${trained.backend.fallback_reason}`);
+  },
+);

@@ -34,7 +34,7 @@
 // f32 rate (NVIDIA since Pascal's GP100 and Ampere, AMD since Vega, Apple, Intel Xe), and
 // the staged tiles take half the workgroup memory and its bandwidth; the f32 sum across
 // slices bounds the error to one slice's f16 rounding (the tolerance is measured in
-// tests/gpu_ops.rs and tests/gpu_encoder.rs). Otherwise `Stage` is vec4<f32>, `Part`
+// tests/integration/gpu_ops.rs and tests/integration/gpu_encoder.rs). Otherwise `Stage` is vec4<f32>, `Part`
 // mat4x4<f32>, and only the f32 branch runs (F16_MATH is a constant: the other compiles away).
 // `Scalar`, `Stage`, `Part` and F16_MATH come from the Rust side.
 

@@ -5,6 +5,7 @@
 
 use serde::Serialize;
 
+use crate::data::controls::Control;
 use crate::data::{Bundle, Prediction, Problem};
 
 /// One instance of the bundle with every argument and the evaluators' predictions on it.
@@ -21,7 +22,8 @@ pub struct InstanceView<'a> {
 #[derive(Debug, Serialize)]
 pub struct ArgumentView<'a> {
     pub system: &'a str,
-    /// `None` for a control case medrank generated (its text is in the controls report).
+    /// `None` for a control case medrank generated (its text is in the controls report);
+    /// empty for the no-argument control (the question alone).
     pub text: Option<&'a str>,
     pub predictions: Vec<PredictionView<'a>>,
 }
@@ -78,7 +80,10 @@ pub fn instance_views<'a>(bundle: &'a Bundle, predictions: &[(&'a str, &'a Predi
             let others: Vec<(&str, &str)> = by_key.keys().filter(|(i, _)| *i == inst.id.as_str()).copied().collect();
             for key in others {
                 let predictions = by_key.remove(&key).unwrap_or_default();
-                arguments.push(ArgumentView { system: key.1, text: None, predictions });
+                // The no-argument control is the question alone (the no-argument file's, in
+                // an import): an empty argument, not a text made for this run.
+                let no_argument = Control::of_name(key.1) == Some(Control::NoArgument);
+                arguments.push(ArgumentView { system: key.1, text: no_argument.then_some(""), predictions });
             }
             InstanceView {
                 id: &inst.id,

@@ -629,7 +629,7 @@ mod kernels {
 /// row, 17 rows, depths that are not multiples of 16 or even of 4, ragged last panels) and
 /// the whole layer against the formula: `Ok(kernels checked)` or the first difference. The
 /// native tests call it, and the browser tests call it in every wasm build (the page's
-/// `int8_self_check`), so the wasm kernels are checked where they run.
+/// `self_check("int8")`), so the wasm kernels are checked where they run.
 pub fn self_check() -> Result<Vec<&'static str>, String> {
     let shapes = [(1, 5, 3), (17, 37, 45), (4, 16, 16), (7, 384, 33), (130, 1536, 70), (3, 1, 9), (2, 21, 1)];
     let mut checked = Vec::new();

@@ -2,7 +2,7 @@
 //! random models of every head the trainer supports, the gradient of each trained tensor
 //! after one micro-batch, from [`GpuTrainer`] and from candle, and their relative
 //! difference (‖g_gpu − g_candle‖ / ‖g_candle‖). The native tests run it on lavapipe, the
-//! bench page (`gpu_gradient_check` in the wasm API) on the browser's WebGPU adapter, so a
+//! bench page (`self_check("gradients")` in the wasm API) on the browser's WebGPU adapter, so a
 //! GPU that computes wrong gradients is found before it trains an evaluator.
 //!
 //! The reference is the CPU engine's computation (`train::cpu`): padded f32 states, the
