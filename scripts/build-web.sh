@@ -11,7 +11,7 @@
 #                  dependencies instead of checking them again in folders of its own
 #   --builds LIST  which of the three wasm builds to compile and ship (comma-separated, default
 #                  single,threads,relaxed; below). scripts/demo.sh ships `single` first on a
-#                  cold machine: every browser runs it, and the page is up 20 minutes sooner.
+#                  cold machine: every browser runs it, and the page is up two builds sooner.
 #   --bench-peer   a bench build: also serve onnxruntime-web and the model's ONNX graph in peer/
 #                  (bench.html's peer; the main page never loads them). Needs scripts/setup.sh
 #                  browser bench (the npm package, Python's onnx).
