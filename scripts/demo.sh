@@ -14,8 +14,9 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 source scripts/env.sh
 
-# What this run has to do from nothing, said before it starts (BENCHMARKS.md has the
-# measured times of a first and a second run).
+# What this run has to do from nothing, said before it starts (the wasm builds' ~10 minutes
+# are build-web.sh's own figure; BENCHMARKS.md has the demo's measured times, so far a
+# second run's).
 TARGET=wasm32-unknown-unknown
 todo=()
 [ -f models/all-MiniLM-L6-v2/model.safetensors ] && command -v wasm-bindgen >/dev/null 2>&1 \
