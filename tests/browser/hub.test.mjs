@@ -303,13 +303,14 @@ test('a transfer broken off halfway is refused naming the id and the file, keeps
     const refused = await run(page, '#run-grade').then(() => null, (e) => e.message);
     // The CDN sent the first half of the weights' bytes (hub-stand-in.mjs) of the whole
     // length it announced; the browser hands over up to that many before the error (its
-    // last buffer may go with the connection).
+    // last buffer may go with the connection, and on a loaded machine all of them: a fresh
+    // clone's CI run once saw 0), so the count said is checked to be read and at most half.
     const size = broken['model.safetensors'].length;
     const named = `hf://tiny-org/truncated@${commit}/model.safetensors: The transfer broke off after `;
     assert.ok(refused?.includes(named), `expected “${named}” in: ${refused}`);
     const said = refused.match(new RegExp(`after (\\d+) of the ${size} bytes the Hub's listing announces \\(truncated: .+\\); nothing was kept`));
     const received = Number(said?.[1]);
-    assert.ok(received > 0 && received <= size >> 1, `${received} of ${size} bytes: ${refused}`);
+    assert.ok(Number.isInteger(received) && received >= 0 && received <= size >> 1, `${received} of ${size} bytes: ${refused}`);
     // Nothing of it kept: no plan, and of the blobs only its small files' (40-digit git
     // blob ids, checked whole), no weights (64-digit sha256).
     const keptKeys = () => page.evaluate(async () => (await (await caches.open('medrank-models-v1')).keys()).map((r) => decodeURIComponent(r.url)));
