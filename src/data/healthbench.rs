@@ -140,17 +140,14 @@ pub fn eval_prompts(name: &str, text: &str) -> Result<(usize, usize)> {
 /// A completions file read on its own: its completions and its systems, in file order.
 pub fn completions(name: &str, text: &str) -> Result<(usize, Vec<String>)> {
     check_line_ends(name, text)?;
-    let mut systems = Vec::new();
-    let mut count = 0;
-    for (line, row) in content_lines(text) {
-        let (_, system, _) = completion(&parse_record(name, line, row)?)?;
-        count += 1;
-        systems.push(system);
-    }
-    if count == 0 {
+    // One system a line, in file order: the count is the lines', the list their distinct ones.
+    let systems = content_lines(text)
+        .map(|(line, row)| Ok(completion(&parse_record(name, line, row)?)?.1))
+        .collect::<Result<Vec<String>>>()?;
+    if systems.is_empty() {
         return Err(nothing_to_read(name, text, "no completions (the file has no non-blank line)"));
     }
-    Ok((count, crate::data::common::first_appearance(systems)))
+    Ok((systems.len(), crate::data::common::first_appearance(systems)))
 }
 
 /// One completion line: its prompt, its system and the response.
