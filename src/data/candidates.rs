@@ -1,7 +1,7 @@
 //! The reference-based metrics' input: JSONL, one candidate per line (FORMATS.md, section 6).
 
 use crate::data::common::{check_line_ends, content_lines, nothing_to_read};
-use crate::data::json::{parse_record, Record};
+use crate::data::json::{parse_record, Json, Record};
 use crate::error::{Result, Warning};
 use std::collections::{BTreeMap, HashMap, HashSet};
 
@@ -17,8 +17,15 @@ pub struct Candidate {
     pub batch: String,
     pub candidate: String,
     pub references: Vec<String>,
-    /// Human scores by dimension, in file order.
+    /// The question (query) the candidate answers, when the line gives it: a learned metric
+    /// reads (question, candidate, reference) triples.
+    pub question: Option<String>,
+    /// Human scores by dimension, in file order: the mean of the annotators' scores where
+    /// the line gives one score per annotator.
     pub human: Vec<(String, f64)>,
+    /// How many annotators' scores each `human` value averages (1 for a single number), in
+    /// the order of `human`.
+    pub raters: Vec<usize>,
     /// 1-based line in the input.
     pub line: usize,
 }
@@ -26,7 +33,7 @@ pub struct Candidate {
 /// The batch of lines that carry none.
 pub const DEFAULT_BATCH: &str = "all";
 
-const KNOWN_FIELDS: [&str; 6] = ["id", "system", "candidate", "references", "human", "batch"];
+const KNOWN_FIELDS: [&str; 7] = ["id", "system", "candidate", "references", "question", "human", "batch"];
 
 /// Parses the JSONL text of file `name`. Blank lines are skipped. Errors name the file,
 /// line and field (a key twice in one object is one); unknown fields become one warning
@@ -39,6 +46,7 @@ pub fn parse_candidates(name: &str, text: &str) -> Result<(Vec<Candidate>, Vec<W
     check_line_ends(name, text)?;
     for (line, row) in content_lines(text) {
         let record = parse_record(name, line, row)?;
+        let (human, raters) = human(&record, &mut dimensions)?;
         let candidate = Candidate {
             id: record.non_empty_label("id")?,
             system: record.non_empty_label("system")?,
@@ -48,7 +56,12 @@ pub fn parse_candidates(name: &str, text: &str) -> Result<(Vec<Candidate>, Vec<W
             },
             candidate: record.string("candidate")?.to_string(),
             references: references(&record)?,
-            human: human(&record, &mut dimensions)?,
+            question: match record.get("question") {
+                Some(_) => Some(record.string("question")?.to_string()),
+                None => None,
+            },
+            human,
+            raters,
             line,
         };
         let key = (candidate.batch.clone(), candidate.id.clone(), candidate.system.clone());
@@ -95,28 +108,79 @@ fn references(record: &Record) -> Result<Vec<String>> {
 /// a million dimensions would run for hours. Real files have a handful.
 pub const MAX_HUMAN_DIMENSIONS: usize = 64;
 
-/// `human`: optional object of dimension -> number, in file order. `dimensions` collects
-/// the distinct dimension names of the file so far (at most [`MAX_HUMAN_DIMENSIONS`]).
-fn human(record: &Record, dimensions: &mut HashSet<String>) -> Result<Vec<(String, f64)>> {
+/// `human`: optional object of dimension -> score, in file order, where a score is a
+/// number or the annotators' scores: an array with one number per annotator, or an object
+/// annotator -> number (public sets such as SQuALITY's keep each rater's score, by rater);
+/// `null` where an annotator gave none. Annotators' scores become the mean of their
+/// numbers; scores that are all null only leave the dimension out of this line
+/// (counted by the metrics' missing-dimension warning). Returns the scores and how many
+/// annotators each averages. `dimensions` collects the distinct dimension names of the file
+/// so far (at most [`MAX_HUMAN_DIMENSIONS`]).
+fn human(record: &Record, dimensions: &mut HashSet<String>) -> Result<(Vec<(String, f64)>, Vec<usize>)> {
     if record.get("human").is_none() {
-        return Ok(Vec::new());
+        return Ok((Vec::new(), Vec::new()));
     }
-    let scores = record.number_map("human")?;
-    if let Some((dimension, _)) = scores.iter().find(|(d, _)| d.trim().is_empty()) {
-        return Err(record.error(&format!("human.{dimension}"), "empty dimension name"));
-    }
-    for (dimension, _) in &scores {
+    let mut scores = Vec::new();
+    let mut raters = Vec::new();
+    for (dimension, value) in record.object("human")? {
+        let field = format!("human.{dimension}");
+        if dimension.trim().is_empty() {
+            return Err(record.error(&field, "empty dimension name"));
+        }
+        let given: Vec<f64> = match value {
+            Json::Number(n) => vec![n.as_f64().expect("finite")],
+            Json::Array(items) => {
+                let named = items.iter().enumerate().map(|(i, item)| (format!("{field}[{i}]"), item));
+                annotators_scores(record, named)?
+            }
+            Json::Object(entries) => {
+                record.reject_duplicates(entries, Some(&field))?;
+                let named = entries.iter().map(|(rater, item)| (format!("{field}.{rater}"), item));
+                annotators_scores(record, named)?
+            }
+            other => {
+                return Err(record.error(
+                    &field,
+                    format!(
+                        "expected a number, or annotators' scores (an array, or an object by annotator), found {}",
+                        other.kind()
+                    ),
+                ))
+            }
+        };
         if !dimensions.contains(dimension) {
             if dimensions.len() == MAX_HUMAN_DIMENSIONS {
-                return Err(record.error(
-                    &format!("human.{dimension}"),
-                    format!("more than {MAX_HUMAN_DIMENSIONS} human score dimensions in the file"),
-                ));
+                return Err(record
+                    .error(&field, format!("more than {MAX_HUMAN_DIMENSIONS} human score dimensions in the file")));
             }
             dimensions.insert(dimension.clone());
         }
+        if given.is_empty() {
+            continue;
+        }
+        scores.push((dimension.clone(), given.iter().sum::<f64>() / given.len() as f64));
+        raters.push(given.len());
     }
-    Ok(scores)
+    Ok((scores, raters))
+}
+
+/// The numbers among one dimension's annotators' scores (`null`s skipped); anything else
+/// is an error at its own field.
+fn annotators_scores<'v>(record: &Record, scores: impl Iterator<Item = (String, &'v Json)>) -> Result<Vec<f64>> {
+    let mut given = Vec::new();
+    for (field, score) in scores {
+        match score {
+            Json::Number(n) => given.push(n.as_f64().expect("finite")),
+            Json::Null => {}
+            other => {
+                return Err(record.error(
+                    &field,
+                    format!("expected a number (one annotator's score) or null, found {}", other.kind()),
+                ))
+            }
+        }
+    }
+    Ok(given)
 }
 
 #[cfg(test)]
@@ -139,7 +203,7 @@ mod tests {
         assert_eq!(warnings.len(), 1);
         assert_eq!(
             warnings[0].to_string(),
-            "s.jsonl:3: field `note`: ignored unknown field `note` on 1 line(s); known fields: id, system, candidate, references, human, batch"
+            "s.jsonl:3: field `note`: ignored unknown field `note` on 1 line(s); known fields: id, system, candidate, references, question, human, batch"
         );
     }
 
@@ -159,7 +223,7 @@ mod tests {
         );
         assert_eq!(
             err("{\"id\": \"q\", \"system\": \"a\", \"candidate\": \"x\", \"references\": [\"r\"], \"human\": {\"recall\": \"4\"}}"),
-            "s.jsonl:1: field `human.recall`: expected a number, found a string"
+            "s.jsonl:1: field `human.recall`: expected a number, or annotators' scores (an array, or an object by annotator), found a string"
         );
         assert_eq!(
             err("{\"id\": \"q\", \"system\": \"\", \"candidate\": \"x\", \"references\": [\"r\"]}"),
@@ -187,6 +251,42 @@ mod tests {
         assert_eq!(
             err("{\"id\": \"q\", \"system\": \"a\", \"candidate\": \"x\", \"references\": [\"r\"], \"human\": {\"recall\": 4, \"recall\": 2}}"),
             "s.jsonl:1: field `human.recall`: duplicate key `recall`"
+        );
+    }
+
+    #[test]
+    fn annotators_scores_are_averaged_and_the_question_kept() {
+        // SQuALITY's human evaluation gives three raters' scores per response; one rater
+        // may give none (null). Means: correctness (10 + 60 + 40) / 3 = 36.666..,
+        // overall (5 + 45) / 2 = 25; `selection` has no score at all and is left out.
+        let text = "{\"id\": \"q\", \"system\": \"bart\", \"question\": \"What is the plot?\", \"candidate\": \"x\", \"references\": [\"y\"], \"human\": {\"correctness\": [10, 60, 40], \"overall\": {\"2\": null, \"3\": 5, \"6\": 45}, \"selection\": [null], \"length\": 3}}";
+        let (c, warnings) = parse_candidates("s.jsonl", text).unwrap();
+        assert!(warnings.is_empty());
+        assert_eq!(c[0].question.as_deref(), Some("What is the plot?"));
+        assert_eq!(
+            c[0].human,
+            vec![("correctness".into(), 110.0 / 3.0), ("overall".into(), 25.0), ("length".into(), 3.0)]
+        );
+        assert_eq!(c[0].raters, vec![3, 2, 1]);
+        assert_eq!(
+            err("{\"id\": \"q\", \"system\": \"a\", \"candidate\": \"x\", \"references\": [\"r\"], \"human\": {\"recall\": [4, \"5\"]}}"),
+            "s.jsonl:1: field `human.recall[1]`: expected a number (one annotator's score) or null, found a string"
+        );
+        assert_eq!(
+            err("{\"id\": \"q\", \"system\": \"a\", \"candidate\": \"x\", \"references\": [\"r\"], \"human\": {\"recall\": true}}"),
+            "s.jsonl:1: field `human.recall`: expected a number, or annotators' scores (an array, or an object by annotator), found a boolean"
+        );
+        assert_eq!(
+            err("{\"id\": \"q\", \"system\": \"a\", \"candidate\": \"x\", \"references\": [\"r\"], \"human\": {\"recall\": {\"r1\": 4, \"r2\": \"x\"}}}"),
+            "s.jsonl:1: field `human.recall.r2`: expected a number (one annotator's score) or null, found a string"
+        );
+        assert_eq!(
+            err("{\"id\": \"q\", \"system\": \"a\", \"candidate\": \"x\", \"references\": [\"r\"], \"human\": {\"recall\": {\"r1\": 4, \"r1\": 5}}}"),
+            "s.jsonl:1: field `human.recall.r1`: duplicate key `r1`"
+        );
+        assert_eq!(
+            err("{\"id\": \"q\", \"system\": \"a\", \"candidate\": \"x\", \"references\": [\"r\"], \"question\": 7}"),
+            "s.jsonl:1: field `question`: expected a string, found a number"
         );
     }
 

@@ -290,7 +290,7 @@ impl<'a> Record<'a> {
         }
     }
 
-    fn object(&self, field: &str) -> Result<&Vec<(String, Json)>> {
+    pub(crate) fn object(&self, field: &str) -> Result<&Vec<(String, Json)>> {
         match self.require(field)? {
             Json::Object(entries) => {
                 self.reject_duplicates(entries, Some(field))?;
@@ -301,7 +301,7 @@ impl<'a> Record<'a> {
     }
 
     /// Linear in the number of keys (a hostile line may have millions of them).
-    fn reject_duplicates(&self, entries: &[(String, Json)], parent: Option<&str>) -> Result<()> {
+    pub(crate) fn reject_duplicates(&self, entries: &[(String, Json)], parent: Option<&str>) -> Result<()> {
         let mut seen = std::collections::HashSet::with_capacity(entries.len());
         for (key, _) in entries {
             if !seen.insert(key.as_str()) {
