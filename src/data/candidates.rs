@@ -103,6 +103,9 @@ fn references(record: &Record) -> Result<Vec<String>> {
     Ok(references)
 }
 
+/// A line's human scores by dimension, and how many annotators each averages.
+type HumanScores = (Vec<(String, f64)>, Vec<usize>);
+
 /// Most human score dimensions a file may have. Each dimension is compared with every
 /// metric in every batch, with bootstrap intervals (milliseconds each): a hostile line with
 /// a million dimensions would run for hours. Real files have a handful.
@@ -116,7 +119,7 @@ pub const MAX_HUMAN_DIMENSIONS: usize = 64;
 /// (counted by the metrics' missing-dimension warning). Returns the scores and how many
 /// annotators each averages. `dimensions` collects the distinct dimension names of the file
 /// so far (at most [`MAX_HUMAN_DIMENSIONS`]).
-fn human(record: &Record, dimensions: &mut HashSet<String>) -> Result<(Vec<(String, f64)>, Vec<usize>)> {
+fn human(record: &Record, dimensions: &mut HashSet<String>) -> Result<HumanScores> {
     if record.get("human").is_none() {
         return Ok((Vec::new(), Vec::new()));
     }
