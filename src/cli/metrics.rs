@@ -44,6 +44,16 @@ pub struct MetricsArgs {
     /// a folder written by `medrank quantize`, else f32). Recorded in the report's provenance.
     #[arg(long, value_parser = ["f32", "int8"], requires = "bertscore")]
     pub precision: Option<String>,
+    /// Combine scorers into one, as the BioASQ study's aggregation: the mean of their values
+    /// ranked or z-scored within each batch (`combined:mean-rank`, `combined:mean-z`). Name
+    /// the scorers (e.g. rouge1,repscore,bertscore) or give none for every built-in metric but
+    /// SMOG, plus BERTScore when computed.
+    #[arg(long, value_name = "SCORERS", num_args = 0..=1, default_missing_value = "")]
+    pub combine: Option<String>,
+    /// Also fit non-negative weights of the combined scorers on the human scores of this
+    /// file (a dev split, never the scored rows), one combination per dimension (`fitted:DIM`).
+    #[arg(long, value_name = "FILE", requires = "combine")]
+    pub combine_fit: Option<PathBuf>,
     #[command(flatten)]
     pub bootstrap: BootstrapArgs,
     #[command(flatten)]
@@ -52,7 +62,8 @@ pub struct MetricsArgs {
 
 pub(super) fn metrics(a: MetricsArgs) -> Result<()> {
     use crate::eval::metrics::{rouge::Tokenizer, KappaBins, Metric, MetricsOptions};
-    let inputs: Vec<&std::path::Path> = std::iter::once(a.input.as_path()).chain(a.bertscore.as_deref()).collect();
+    let inputs: Vec<&std::path::Path> =
+        std::iter::once(a.input.as_path()).chain(a.bertscore.as_deref()).chain(a.combine_fit.as_deref()).collect();
     let outputs = Outputs::plan(&inputs, &a.output, &[], &[])?;
     let mut options = MetricsOptions { bootstrap: a.bootstrap.settings(), ..Default::default() };
     options.rouge.tokenizer = if a.tokenizer == "unicode" { Tokenizer::Unicode } else { Tokenizer::RougeScore };
@@ -79,20 +90,25 @@ pub(super) fn metrics(a: MetricsArgs) -> Result<()> {
         bins.validate().map_err(|e| Error::invalid(format!("--kappa-bins {metric}: {e}")))?;
         options.kappa_bins.insert(m, bins);
     }
-    let req = jobs::MetricsRequest { file: named(&a.input)?, options };
-    let outcome = match &a.bertscore {
-        None => jobs::metrics(&req)?,
+    options.combine = a.combine.as_deref().map(|list| crate::eval::metrics::combine::CombineOptions {
+        scorers: list.split(',').map(str::trim).filter(|s| !s.is_empty()).map(String::from).collect(),
+    });
+    let fit = a.combine_fit.as_deref().map(named).transpose()?;
+    let req = jobs::MetricsRequest { file: named(&a.input)?, fit, options };
+    let settings =
+        jobs::BertScoreRequest { layer: a.bertscore_layer, idf: a.bertscore_idf, baseline: a.bertscore_baseline };
+    let bertscore = match &a.bertscore {
+        None => None,
         Some(dir) => {
             let files = super::hub::model_files(dir, a.output.quiet)?;
             let model = with_precision(crate::model::TextModel::from_files(&files)?, a.precision.as_deref())?;
-            let settings = jobs::BertScoreRequest {
-                layer: a.bertscore_layer,
-                idf: a.bertscore_idf,
-                baseline: a.bertscore_baseline,
-            };
-            jobs::metrics_with_bertscore(&req, Some((&model, jobs::model_fingerprints(&files), &settings)))?
+            Some((model, jobs::model_fingerprints(&files)))
         }
     };
+    let models = jobs::MetricModels {
+        bertscore: bertscore.as_ref().map(|(model, fingerprints)| (model, fingerprints.clone(), &settings)),
+    };
+    let outcome = jobs::metrics_with(&req, &models)?;
     warn_all(&outcome.report.warnings, a.output.quiet);
     emit(&outcome.report, &outcome.tables, &a.output, outputs)
 }

@@ -4,20 +4,30 @@
 use super::kept::Progress;
 use super::spec::{between, defaults_of, reply, JobRequest, JobSpec};
 use super::{tables, NamedText, Outcome};
-use crate::eval::metrics::MetricsOptions;
-use crate::report::Fingerprint;
-use crate::Result;
+use crate::data::candidates::{parse_candidates, Candidate};
+use crate::eval::metrics::combine::{self, CombineOptions};
+use crate::eval::metrics::{
+    score_values_named, BertScoreSection, Combination, ExtraScore, Metric, MetricsOptions, MetricsReport,
+};
+use crate::model::bertscore::PrfScore;
+use crate::model::TextModel;
+use crate::report::{Fingerprint, SingleInputReport};
+use crate::{Error, Result};
 use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Clone, Deserialize, Serialize)]
 pub struct MetricsRequest {
     pub file: NamedText,
+    /// The file whose human scores the combination's weights are fitted on (`--combine-fit`):
+    /// never the scored file's own rows.
+    #[serde(default)]
+    pub fit: Option<NamedText>,
     #[serde(default)]
     pub options: crate::eval::metrics::MetricsOptions,
 }
 
-pub fn metrics(req: &MetricsRequest) -> Result<Outcome<crate::eval::metrics::MetricsReport>> {
-    metrics_with_bertscore(req, None)
+pub fn metrics(req: &MetricsRequest) -> Result<Outcome<MetricsReport>> {
+    metrics_with(req, &MetricModels::default())
 }
 
 /// BERTScore settings: the model and its files' fingerprints come from the front end.
@@ -33,72 +43,241 @@ pub struct BertScoreRequest {
     pub baseline: Option<(f64, f64, f64)>,
 }
 
-/// Reference-based metrics, plus BERTScore with `model` when given.
-pub fn metrics_with_bertscore(
-    req: &MetricsRequest,
-    bertscore: Option<(&crate::model::TextModel, Vec<Fingerprint>, &BertScoreRequest)>,
-) -> Result<Outcome<crate::eval::metrics::MetricsReport>> {
-    let mut report = crate::eval::metrics::evaluate(&req.file.name, &req.file.text, &req.options)?;
-    if let Some((model, fingerprints, b)) = bertscore {
-        let (candidates, _) = crate::data::candidates::parse_candidates(&req.file.name, &req.file.text)?;
-        let texts: Vec<&str> = candidates.iter().map(|c| c.candidate.as_str()).collect();
-        let references: Vec<Vec<&str>> =
-            candidates.iter().map(|c| c.references.iter().map(String::as_str).collect()).collect();
-        let layer = b.layer.unwrap_or(model.encoder.model.config.num_layers);
-        let options = crate::model::bertscore::BertScoreOptions { layer, idf: b.idf, baseline: b.baseline };
-        let scores = crate::model::run_ready(crate::model::bertscore::bertscore(
-            &model.encoder,
-            &model.tokenizer,
-            &texts,
-            &references,
-            &options,
-        ))
-        .map_err(|e| {
-            e.naming_input(&model.name, |i| {
-                let c = &candidates[i];
-                format!(
-                    "{}:{}: the candidate of system `{}` for `{}` or its references",
-                    req.file.name, c.line, c.system, c.id
-                )
-            })
-        })?;
-        let system_means = report
-            .systems
-            .iter()
-            .map(|sys| {
-                let mine: Vec<&crate::model::bertscore::PrfScore> =
-                    candidates.iter().zip(&scores).filter(|(c, _)| &c.system == sys).map(|(_, s)| s).collect();
-                let n = mine.len().max(1) as f64;
-                let mean =
-                    |f: fn(&crate::model::bertscore::PrfScore) -> f64| mine.iter().map(|s| f(s)).sum::<f64>() / n;
-                (sys.clone(), mean(|s| s.precision), mean(|s| s.recall), mean(|s| s.f1))
-            })
-            .collect();
+/// The encoders a metrics run scores with, each with its files' fingerprints.
+#[derive(Default)]
+pub struct MetricModels<'a> {
+    pub bertscore: Option<(&'a TextModel, Vec<Fingerprint>, &'a BertScoreRequest)>,
+}
+
+/// Reference-based metrics, plus what `models` compute, plus the combinations the options
+/// ask for; every score is compared with the human scores the same way.
+pub fn metrics_with(req: &MetricsRequest, models: &MetricModels) -> Result<Outcome<MetricsReport>> {
+    let (candidates, warnings) = parse_candidates(&req.file.name, &req.file.text)?;
+    let (mut extra, bertscore) = model_scores(&req.file.name, &candidates, models)?;
+    let mut combination = None;
+    if let Some(combine) = &req.options.combine {
+        let (scores, made) = combined(req, combine, &candidates, &extra, models)?;
+        extra.extend(scores);
+        combination = Some(made);
+    }
+    let mut report = crate::eval::metrics::evaluate_with_extra_scores(&candidates, &req.options, extra)?.with_input(
+        &req.file.name,
+        &req.file.text,
+        warnings,
+    );
+    if let Some((section, model, fingerprints)) = bertscore {
         report.provenance.inputs.extend(fingerprints);
         report
             .provenance
             .conventions
             .push(("precision".into(), crate::model::describe_precision(model.encoder.model.precision)));
-        report.provenance.conventions.push((
-            "bertscore".into(),
-            format!(
-                "greedy max-cosine token matching on hidden layer {layer} of {}; special tokens excluded; {}; best F over references{}",
-                model.name,
-                if b.idf { "idf weights log((M+1)/(df+1)) from the references" } else { "uniform weights" },
-                if b.baseline.is_some() { "; baseline rescale (x-b)/(1-b) on P, R, F separately (may be negative)" } else { "" }
-            ),
-        ));
-        report.bertscore = Some(crate::eval::metrics::BertScoreSection {
-            model: model.name.clone(),
-            layer,
-            idf: b.idf,
-            baseline: b.baseline,
-            candidates: scores,
-            system_means,
-        });
+        report.provenance.conventions.push(("bertscore".into(), describe_bertscore(&section, &model.name)));
+        report.bertscore = Some(section);
+    }
+    if let Some(made) = combination {
+        if let Some(fit) = &req.fit {
+            report.provenance.inputs.push(fit.fingerprint());
+        }
+        report.provenance.conventions.push(("combined".into(), describe_combination(&made)));
+        report.combination = Some(made);
     }
     let tables = tables::metrics(&report);
     Ok(Outcome { report, tables })
+}
+
+/// The scores the models give each candidate, as extra score columns (BERTScore's F), and
+/// BERTScore's own section (P, R, F per candidate).
+#[allow(clippy::type_complexity)]
+fn model_scores<'m>(
+    file: &str,
+    candidates: &[Candidate],
+    models: &MetricModels<'m>,
+) -> Result<(Vec<ExtraScore>, Option<(BertScoreSection, &'m TextModel, Vec<Fingerprint>)>)> {
+    let mut extra = Vec::new();
+    let mut section = None;
+    if let Some((model, fingerprints, b)) = &models.bertscore {
+        let s = bertscore(file, candidates, model, b)?;
+        extra.push(ExtraScore {
+            name: "bertscore".into(),
+            dimension: None,
+            values: s.candidates.iter().map(|p| Some(p.f1)).collect(),
+            kappa_bins: None,
+        });
+        section = Some((s, *model, fingerprints.clone()));
+    }
+    Ok((extra, section))
+}
+
+fn bertscore(
+    file: &str,
+    candidates: &[Candidate],
+    model: &TextModel,
+    b: &BertScoreRequest,
+) -> Result<BertScoreSection> {
+    let texts: Vec<&str> = candidates.iter().map(|c| c.candidate.as_str()).collect();
+    let references: Vec<Vec<&str>> =
+        candidates.iter().map(|c| c.references.iter().map(String::as_str).collect()).collect();
+    let layer = b.layer.unwrap_or(model.encoder.model.config.num_layers);
+    let options = crate::model::bertscore::BertScoreOptions { layer, idf: b.idf, baseline: b.baseline };
+    let scores = crate::model::run_ready(crate::model::bertscore::bertscore(
+        &model.encoder,
+        &model.tokenizer,
+        &texts,
+        &references,
+        &options,
+    ))
+    .map_err(|e| {
+        e.naming_input(&model.name, |i| {
+            let c = &candidates[i];
+            format!("{file}:{}: the candidate of system `{}` for `{}` or its references", c.line, c.system, c.id)
+        })
+    })?;
+    let mut systems: Vec<&str> = Vec::new();
+    for c in candidates {
+        if !systems.contains(&c.system.as_str()) {
+            systems.push(&c.system);
+        }
+    }
+    let system_means = systems
+        .iter()
+        .map(|sys| {
+            let mine: Vec<&PrfScore> =
+                candidates.iter().zip(&scores).filter(|(c, _)| c.system == *sys).map(|(_, s)| s).collect();
+            let n = mine.len().max(1) as f64;
+            let mean = |f: fn(&PrfScore) -> f64| mine.iter().map(|s| f(s)).sum::<f64>() / n;
+            (sys.to_string(), mean(|s| s.precision), mean(|s| s.recall), mean(|s| s.f1))
+        })
+        .collect();
+    Ok(BertScoreSection {
+        model: model.name.clone(),
+        layer,
+        idf: b.idf,
+        baseline: b.baseline,
+        candidates: scores,
+        system_means,
+    })
+}
+
+fn describe_bertscore(b: &BertScoreSection, model: &str) -> String {
+    format!(
+        "greedy max-cosine token matching on hidden layer {} of {model}; special tokens excluded; {}; best F over references{}",
+        b.layer,
+        if b.idf { "idf weights log((M+1)/(df+1)) from the references" } else { "uniform weights" },
+        if b.baseline.is_some() { "; baseline rescale (x-b)/(1-b) on P, R, F separately (may be negative)" } else { "" }
+    )
+}
+
+/// The combined scores: the mean of the scorers' rank- and z-normalised values, and, with a
+/// fit file, one fitted combination per human dimension of that file.
+fn combined(
+    req: &MetricsRequest,
+    options: &CombineOptions,
+    candidates: &[Candidate],
+    extra: &[ExtraScore],
+    models: &MetricModels,
+) -> Result<(Vec<ExtraScore>, Combination)> {
+    let available: Vec<String> =
+        Metric::ALL.iter().map(|m| m.name().to_string()).chain(extra.iter().map(|e| e.name.clone())).collect();
+    let scorers =
+        if options.scorers.is_empty() { combine::default_scorers(&available) } else { options.scorers.clone() };
+    if let Some(unknown) = scorers.iter().find(|s| !available.contains(s)) {
+        return Err(Error::option(
+            "combine",
+            format!("{unknown}: no such score in this run; its scores: {}", available.join(", ")),
+        ));
+    }
+    if scorers.len() < 2 {
+        return Err(Error::option(
+            "combine",
+            format!("{}: a combination needs at least two scorers, got {}", scorers.join(","), scorers.len()),
+        ));
+    }
+    // The scored file's columns by name: its built-in metrics and extra scores.
+    let plain =
+        crate::eval::metrics::evaluate_with_extra_scores(candidates, &without_combine(&req.options), extra.to_vec())?;
+    let columns: Vec<Vec<Option<f64>>> =
+        scorers.iter().map(|s| score_values_named(&plain, s).expect("checked above")).collect();
+    let column_refs: Vec<&[Option<f64>]> = columns.iter().map(Vec::as_slice).collect();
+    let batches: Vec<&str> = candidates.iter().map(|c| c.batch.as_str()).collect();
+    let mut out: Vec<ExtraScore> = combine::Normalisation::ALL
+        .iter()
+        .map(|&how| ExtraScore {
+            name: format!("combined:mean-{}", how.name()),
+            dimension: None,
+            values: combine::mean_of(&column_refs, &batches, how),
+            kappa_bins: None,
+        })
+        .collect();
+    let mut fitted = Vec::new();
+    if let Some(fit) = &req.fit {
+        let (fit_candidates, _) = parse_candidates(&fit.name, &fit.text)?;
+        refuse_shared_rows(&req.file.name, candidates, &fit.name, &fit_candidates)?;
+        let (fit_extra, _) = model_scores(&fit.name, &fit_candidates, models)?;
+        let fit_report = crate::eval::metrics::evaluate_with_extra_scores(
+            &fit_candidates,
+            &without_combine(&req.options),
+            fit_extra,
+        )?;
+        let fit_columns: Vec<Vec<Option<f64>>> = scorers
+            .iter()
+            .map(|s| score_values_named(&fit_report, s).expect("the same models score both files"))
+            .collect();
+        let fit_refs: Vec<&[Option<f64>]> = fit_columns.iter().map(Vec::as_slice).collect();
+        let fit_batches: Vec<&str> = fit_candidates.iter().map(|c| c.batch.as_str()).collect();
+        for dimension in &fit_report.dimensions {
+            let human: Vec<Option<f64>> =
+                fit_report.candidates.iter().map(|c| c.human.get(dimension).copied()).collect();
+            let Some(weights) = combine::fit(dimension, &fit_refs, &human, &fit_batches) else { continue };
+            out.push(ExtraScore {
+                name: format!("fitted:{dimension}"),
+                dimension: Some(dimension.clone()),
+                values: combine::apply(&weights, &column_refs, &batches),
+                kappa_bins: None,
+            });
+            fitted.push(weights);
+        }
+    }
+    Ok((out, Combination { scorers, fit_file: req.fit.as_ref().map(|f| f.name.clone()), fitted }))
+}
+
+fn without_combine(options: &MetricsOptions) -> MetricsOptions {
+    // The columns alone are needed: one resample suffices for the unused intervals.
+    let mut plain = MetricsOptions { combine: None, ..options.clone() };
+    plain.bootstrap.resamples = 1;
+    plain
+}
+
+/// The weights must never see the scored rows: a fit file that shares a candidate (same id,
+/// system and text) with the scored file is refused, naming both lines.
+fn refuse_shared_rows(file: &str, candidates: &[Candidate], fit_file: &str, fit: &[Candidate]) -> Result<()> {
+    let keys: std::collections::HashMap<(&str, &str, &str), usize> =
+        candidates.iter().map(|c| ((c.id.as_str(), c.system.as_str(), c.candidate.as_str()), c.line)).collect();
+    for c in fit {
+        if let Some(line) = keys.get(&(c.id.as_str(), c.system.as_str(), c.candidate.as_str())) {
+            return Err(Error::option(
+                "combine_fit",
+                format!(
+                    "{fit_file}: its line {} holds the candidate of system `{}` for `{}` that {file}:{line} scores; \
+                     the weights must be fitted on other rows than those they score (a dev split)",
+                    c.line, c.system, c.id
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn describe_combination(c: &Combination) -> String {
+    let mut text = format!(
+        "combined:mean-rank and combined:mean-z: the mean of {}'s values, each ranked (scaled 0..1) or z-scored within its batch",
+        c.scorers.join(", ")
+    );
+    if let Some(fit) = &c.fit_file {
+        text.push_str(&format!(
+            "; fitted:DIMENSION: non-negative least squares of the z-scored scorers on the z-scored human scores of {fit}, no intercept, applied to this file's z-scored scorers"
+        ));
+    }
+    text
 }
 
 /// The job: reference-based metrics over one candidates file.
@@ -112,7 +291,119 @@ pub const JOB: JobSpec = JobSpec::new("metrics", "Metrics", "reference-based met
 fn run(request: &JobRequest, progress: Progress) -> Result<String> {
     let req = MetricsRequest {
         file: request.required("metrics", "a candidates file (JSONL with candidate and references)")?.named(),
+        fit: None,
         options: request.options()?,
     };
     between(progress, "Scoring candidates", || reply(&metrics(&req)?, ()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Two items of two systems in one batch. Against the reference "a b c d" the candidates
+    /// score by hand: rouge1 F 1, 0.25, 0.5, 0 ("a a a a" shares one `a`; "a b x x" two of
+    /// four words); Repscore (unique / all words) 1, 0.25, 0.75, 1.
+    fn file(batch: &str, prefix: &str, human: [f64; 4]) -> String {
+        let texts = [("q1", "A", "a b c d"), ("q1", "B", "a a a a"), ("q2", "A", "a b x x"), ("q2", "B", "x y z w")];
+        texts
+            .iter()
+            .zip(human)
+            .map(|((id, system, text), h)| {
+                format!(
+                    "{{\"id\": \"{prefix}{id}\", \"system\": \"{system}\", \"batch\": \"{batch}\", \"candidate\": \"{text}\", \"references\": [\"a b c d\"], \"human\": {{\"overall\": {h}}}}}\n"
+                )
+            })
+            .collect()
+    }
+
+    fn request(text: String, fit: Option<String>, scorers: &str) -> MetricsRequest {
+        let mut options = MetricsOptions::default();
+        let scorers = scorers.split(',').filter(|s| !s.is_empty()).map(String::from).collect();
+        options.combine = Some(CombineOptions { scorers });
+        MetricsRequest {
+            file: NamedText::new("test.jsonl", text),
+            fit: fit.map(|f| NamedText::new("dev.jsonl", f)),
+            options,
+        }
+    }
+
+    fn column(report: &MetricsReport, name: &str) -> Vec<f64> {
+        score_values_named(report, name).unwrap().into_iter().map(Option::unwrap).collect()
+    }
+
+    fn close(a: &[f64], b: &[f64]) -> bool {
+        a.iter().zip(b).all(|(x, y)| (x - y).abs() < 1e-12) && a.len() == b.len()
+    }
+
+    #[test]
+    fn combined_means_by_hand() {
+        let r = metrics(&request(file("b1", "", [5.0, 1.0, 3.0, 2.0]), None, "rouge1,repscore")).unwrap().report;
+        assert!(close(&column(&r, "rouge1"), &[1.0, 0.25, 0.5, 0.0]));
+        assert!(close(&column(&r, "repscore"), &[1.0, 0.25, 0.75, 1.0]));
+        // Ranks within the batch scaled (r - 1) / 3: rouge1 1, 1/3, 2/3, 0; Repscore (the two
+        // 1s share rank 3.5) 5/6, 0, 1/3, 5/6. Means: 11/12, 1/6, 1/2, 5/12.
+        assert!(close(&column(&r, "combined:mean-rank"), &[11.0 / 12.0, 1.0 / 6.0, 0.5, 5.0 / 12.0]));
+        // numpy 2.4.6: z = lambda a: (a - a.mean()) / a.std();
+        // ((z(rouge1) + z(repscore)) / 2).tolist()
+        let mean_z = [1.168887119719528, -1.070042857346281, 0.08451542547285165, -0.18335968784609852];
+        assert!(close(&column(&r, "combined:mean-z"), &mean_z));
+        let c = r.combination.as_ref().unwrap();
+        assert_eq!(
+            (c.scorers.as_slice(), c.fit_file.as_deref(), c.fitted.len()),
+            (&["rouge1".into(), "repscore".into()][..], None, 0)
+        );
+        // Each combination is compared with the best token metric on the dimension.
+        let names: Vec<&str> = r.comparisons.iter().map(|c| c.score.as_str()).collect();
+        assert_eq!(names, ["combined:mean-rank", "combined:mean-z"]);
+    }
+
+    #[test]
+    fn fitted_weights_never_see_the_scored_rows() {
+        let dev = file("f1", "f-", [5.0, 1.0, 3.0, 2.0]);
+        let r = metrics(&request(file("b1", "", [4.0, 2.0, 1.0, 3.0]), Some(dev.clone()), "rouge1,repscore"))
+            .unwrap()
+            .report;
+        // scipy 1.17.1: scipy.optimize.nnls(np.stack([z(rouge1), z(repscore)], 1), z(human))
+        // over the fit file -> [0.7525773195876289, 0.4823344837465116]; the scored file has
+        // the same texts, so its fitted values are X @ w:
+        let f = &r.combination.as_ref().unwrap().fitted[0];
+        assert_eq!((f.dimension.as_str(), f.rows), ("overall", 4));
+        assert!(close(&f.weights, &[0.7525773195876289, 0.4823344837465116]), "{:?}", f.weights);
+        let expected = [1.5387035194335674, -1.1692752678821334, 0.1272087847323334, -0.4966370362837673];
+        assert!(close(&column(&r, "fitted:overall"), &expected));
+        assert_eq!(
+            r.extra_scores.iter().find(|e| e.name == "fitted:overall").unwrap().dimension.as_deref(),
+            Some("overall")
+        );
+        // The scored rows' human scores shuffled: the same weights and fitted values; only the
+        // agreement with them changes.
+        let shuffled =
+            metrics(&request(file("b1", "", [1.0, 3.0, 4.0, 2.0]), Some(dev), "rouge1,repscore")).unwrap().report;
+        assert_eq!(shuffled.combination, r.combination);
+        assert_eq!(column(&shuffled, "fitted:overall"), column(&r, "fitted:overall"));
+        assert_ne!(shuffled.agreement_means, r.agreement_means);
+    }
+
+    #[test]
+    fn combination_refusals_name_the_option() {
+        let text = file("b1", "", [5.0, 1.0, 3.0, 2.0]);
+        let err = |req: MetricsRequest| metrics(&req).unwrap_err().to_string();
+        assert_eq!(
+            err(request(text.clone(), None, "rouge1,bleu")),
+            "--combine bleu: no such score in this run; its scores: rouge1, rouge2, rougeL, rougeLsum, smog, repscore"
+        );
+        assert_eq!(
+            err(request(text.clone(), None, "rouge1")),
+            "--combine rouge1: a combination needs at least two scorers, got 1"
+        );
+        assert_eq!(
+            err(request(text.clone(), Some(text.clone()), "rouge1,repscore")),
+            "--combine-fit dev.jsonl: its line 1 holds the candidate of system `A` for `q1` that test.jsonl:1 scores; \
+             the weights must be fitted on other rows than those they score (a dev split)"
+        );
+        // No scorer named: every built-in metric but SMOG.
+        let r = metrics(&request(text, None, "")).unwrap().report;
+        assert_eq!(r.combination.unwrap().scorers, ["rouge1", "rouge2", "rougeL", "rougeLsum", "repscore"]);
+    }
 }

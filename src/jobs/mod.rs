@@ -78,7 +78,7 @@ pub use kept::{
     describe_backend, describe_precision, model_quality, parse_backend, progress_parts, run_on_backend, EncodeProgress,
     Encoding, KeptModel, ModelJob, Progress, RunOptions, TimeEstimate,
 };
-pub use metrics::{metrics, metrics_with_bertscore, BertScoreRequest, MetricsRequest};
+pub use metrics::{metrics, metrics_with, BertScoreRequest, MetricModels, MetricsRequest};
 pub use nrp::{
     nrp, nrp_with_models, pair_precomputed, parse_denominator, parse_not_judgeable, parse_ties, parse_unscored,
     AnswerFile, NrpRequest, NrpRequestOptions, PrecomputedRanker, QrelsFile,

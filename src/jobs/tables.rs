@@ -344,16 +344,20 @@ pub fn metrics(report: &MetricsReport) -> Vec<Table> {
     let mut candidates = {
         let mut headers = vec!["id", "system", "batch", "line"];
         headers.extend(Metric::ALL.iter().map(|m| m.name()));
+        headers.extend(report.extra_scores.iter().map(|e| e.name.as_str()));
         let human: Vec<String> = report.dimensions.iter().map(|d| format!("human:{d}")).collect();
         headers.extend(human.iter().map(String::as_str));
         Table::new("metrics_candidates", "Scores per candidate (ROUGE: F against the best reference)", &headers)
     };
-    for c in &report.candidates {
+    for (i, c) in report.candidates.iter().enumerate() {
         let mut row = vec![c.id.clone(), c.system.clone(), c.batch.clone(), c.line.to_string()];
         row.extend(Metric::ALL.iter().map(|&m| match m {
             Metric::Repscore => fmt_stat(&c.repscore, 4),
             _ => fmt_num(c.metric(m).expect("defined"), 4),
         }));
+        row.extend(
+            report.extra_scores.iter().map(|e| e.values[i].map_or_else(|| "no value".into(), |v| fmt_num(v, 4))),
+        );
         row.extend(report.dimensions.iter().map(|d| c.human.get(d).map_or(String::new(), |v| v.to_string())));
         candidates.push(row);
     }
@@ -429,7 +433,7 @@ pub fn metrics(report: &MetricsReport) -> Vec<Table> {
         };
         per_batch.push(vec![
             a.batch.clone(),
-            a.metric.name().into(),
+            a.metric.clone(),
             a.dimension.clone(),
             a.n.to_string(),
             rho,
@@ -450,7 +454,7 @@ pub fn metrics(report: &MetricsReport) -> Vec<Table> {
     );
     for m in &report.agreement_means {
         means.push(vec![
-            m.metric.name().into(),
+            m.metric.clone(),
             m.dimension.clone(),
             fmt_stat(&m.spearman.mean, 4),
             m.quadratic_kappa.as_ref().map_or("not binned".into(), |k| fmt_stat(&k.mean, 4)),
@@ -461,6 +465,42 @@ pub fn metrics(report: &MetricsReport) -> Vec<Table> {
     }
     let mut out = vec![candidates, systems, per_batch, means];
     out.extend(tables_bertscore);
+    if !report.comparisons.is_empty() {
+        let mut t = Table::new(
+            "metrics_comparisons",
+            "Each added score against the best token-based metric (mean Spearman over batches; bootstrap interval of the difference)",
+            &["score", "dimension", "spearman", "best_token_metric", "its_spearman", "difference", "low", "high"],
+        );
+        for c in &report.comparisons {
+            let (low, high) = match &c.interval {
+                Stat::Defined(i) => (fmt_num(i.lo, 4), fmt_num(i.hi, 4)),
+                Stat::Undefined(r) => (format!("undefined ({r})"), String::new()),
+            };
+            t.push(vec![
+                c.score.clone(),
+                c.dimension.clone(),
+                fmt_stat(&c.score_spearman, 4),
+                c.versus.clone(),
+                fmt_stat(&c.versus_spearman, 4),
+                fmt_stat(&c.difference, 4),
+                low,
+                high,
+            ]);
+        }
+        out.push(t);
+    }
+    if let Some(c) = report.combination.as_ref().filter(|c| !c.fitted.is_empty()) {
+        let mut headers = vec!["dimension", "rows"];
+        headers.extend(c.scorers.iter().map(String::as_str));
+        let title = format!("Combination weights fitted on {}", c.fit_file.as_deref().unwrap_or("the fit file"));
+        let mut t = Table::new("metrics_combination_weights", &title, &headers);
+        for f in &c.fitted {
+            let mut row = vec![f.dimension.clone(), f.rows.to_string()];
+            row.extend(f.weights.iter().map(|w| fmt_num(*w, 4)));
+            t.push(row);
+        }
+        out.push(t);
+    }
     out
 }
 

@@ -15,6 +15,7 @@
 //! ```
 
 pub mod agreement;
+pub mod combine;
 pub mod porter;
 pub mod repscore;
 pub mod rouge;
@@ -79,6 +80,9 @@ pub struct MetricsOptions {
     /// Quadratic weighted kappa, per metric, only for the metrics binned here (metric
     /// scores are real numbers; how to put them on the human scale is the user's call).
     pub kappa_bins: BTreeMap<Metric, KappaBins>,
+    /// Scorers combined into one (`--combine`); none by default.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub combine: Option<combine::CombineOptions>,
 }
 
 /// One ROUGE type's score against the best reference.
@@ -144,11 +148,29 @@ pub struct SystemMeans {
     pub scores: Vec<MeanScore>,
 }
 
+/// A score of every candidate beside the built-in metrics: BERTScore's F, a learned
+/// metric's prediction for one dimension, a combination of scorers. It enters the means per
+/// system and the agreement tables exactly as a built-in metric does.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ExtraScore {
+    /// Its name in the tables: `bertscore`, `learned:<dimension>`, `combined:mean-rank`, ...
+    pub name: String,
+    /// Compared only with this human dimension (a score predicted for one dimension);
+    /// `None`: with every dimension, as the built-in metrics.
+    pub dimension: Option<String>,
+    /// One value per candidate, in the input's order (`None`: no value for that one).
+    pub values: Vec<Option<f64>>,
+    /// Bins onto the human label scale for quadratic weighted kappa, when it has them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub kappa_bins: Option<KappaBins>,
+}
+
 /// Agreement of one metric with one human dimension within one batch.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Agreement {
     pub batch: String,
-    pub metric: Metric,
+    /// A built-in metric's name or an [`ExtraScore`]'s.
+    pub metric: String,
     pub dimension: String,
     /// Candidates with both a metric value and a human score.
     pub n: usize,
@@ -170,7 +192,7 @@ pub struct BatchMean {
 /// Per-batch agreement averaged over batches (the BioASQ paper reports this average).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct AgreementMean {
-    pub metric: Metric,
+    pub metric: String,
     pub dimension: String,
     pub spearman: BatchMean,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -188,13 +210,49 @@ pub struct MetricsReport {
     pub batches: Vec<String>,
     pub systems: Vec<String>,
     pub candidates: Vec<CandidateScores>,
+    /// Scores beside the built-in metrics (BERTScore, learned, combined), in table order.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub extra_scores: Vec<ExtraScore>,
     pub system_means: Vec<SystemMeans>,
     pub agreement: Vec<Agreement>,
     /// BERTScore with an encoder, when a model was given (computed by `crate::jobs`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub bertscore: Option<BertScoreSection>,
     pub agreement_means: Vec<AgreementMean>,
+    /// Each extra score against the best built-in (token-based) metric of each dimension.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub comparisons: Vec<Comparison>,
+    /// How the combined scores were made, when asked for.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub combination: Option<Combination>,
     pub warnings: Vec<Warning>,
+}
+
+/// An extra score's mean Spearman (over batches) minus the best built-in metric's for the
+/// same dimension, with a bootstrap interval of the difference.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Comparison {
+    pub score: String,
+    pub dimension: String,
+    /// The built-in metric with the highest mean Spearman on this dimension.
+    pub versus: String,
+    pub score_spearman: Stat<f64>,
+    pub versus_spearman: Stat<f64>,
+    /// `score_spearman - versus_spearman` over the batches where both are defined.
+    pub difference: Stat<f64>,
+    /// Percentile interval of the difference over resampled items (batch, id), the
+    /// per-batch Spearman recomputed on each resample.
+    pub interval: Stat<Interval>,
+}
+
+/// What `--combine` did: the scorers, and the weights fitted on the separate fit file.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Combination {
+    pub scorers: Vec<String>,
+    /// The file the weights were fitted on, if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fit_file: Option<String>,
+    pub fitted: Vec<combine::FittedWeights>,
 }
 
 /// Parses the JSONL `text` of the file `name` and evaluates it.
@@ -214,7 +272,20 @@ impl SingleInputReport for MetricsReport {
 
 /// Scores parsed candidates (the provenance lists no input: [`evaluate`] adds it).
 pub fn evaluate_candidates(candidates: &[Candidate], options: &MetricsOptions) -> Result<MetricsReport> {
+    evaluate_with_extra_scores(candidates, options, Vec::new())
+}
+
+/// [`evaluate_candidates`] with scores computed elsewhere (an encoder's), one value per
+/// candidate each, compared with the human scores as the built-in metrics are.
+pub fn evaluate_with_extra_scores(
+    candidates: &[Candidate],
+    options: &MetricsOptions,
+    extra_scores: Vec<ExtraScore>,
+) -> Result<MetricsReport> {
     check_options(options)?;
+    for extra in &extra_scores {
+        assert_eq!(extra.values.len(), candidates.len(), "one value of `{}` per candidate", extra.name);
+    }
     let systems = first_appearance(candidates.iter().map(|c| c.system.clone()));
     let batches = first_appearance(candidates.iter().map(|c| c.batch.clone()));
     let dimensions = first_appearance(candidates.iter().flat_map(|c| c.human.iter().map(|(d, _)| d.clone())));
@@ -223,9 +294,11 @@ pub fn evaluate_candidates(candidates: &[Candidate], options: &MetricsOptions) -
     let mut warnings = text_warnings(candidates, &scores, options.rouge);
     warnings.extend(missing_dimension_warnings(candidates, &dimensions));
 
-    let system_means = system_means(&scores, &systems, &dimensions, options);
-    let agreement = agreement_per_batch(&scores, &systems, &batches, &dimensions, options);
-    let agreement_means = agreement_means(&agreement, &dimensions, options);
+    let columns = columns(&scores, &extra_scores, options);
+    let system_means = system_means(&scores, &columns, &systems, &dimensions, options);
+    let agreement = agreement_per_batch(&scores, &columns, &systems, &batches, &dimensions);
+    let agreement_means = agreement_means(&agreement, &columns, &dimensions);
+    let comparisons = comparisons(&scores, &columns, &agreement_means, &dimensions, options);
 
     Ok(MetricsReport {
         provenance: provenance(options),
@@ -234,9 +307,12 @@ pub fn evaluate_candidates(candidates: &[Candidate], options: &MetricsOptions) -
         batches,
         systems,
         candidates: scores,
+        extra_scores,
         system_means,
         agreement,
         agreement_means,
+        comparisons,
+        combination: None,
         bertscore: None,
         warnings,
     })
@@ -354,33 +430,69 @@ fn missing_dimension_warnings(candidates: &[Candidate], dimensions: &[String]) -
         .collect()
 }
 
-/// The score names of the per-system table: every metric, then `human:<dimension>`.
-fn score_names(dimensions: &[String]) -> Vec<String> {
-    Metric::ALL.iter().map(|m| m.name().to_string()).chain(dimensions.iter().map(|d| format!("human:{d}"))).collect()
+/// One score of every candidate as the agreement and the means see it: a built-in metric
+/// or an [`ExtraScore`].
+struct Column<'a> {
+    name: String,
+    /// Compared only with this dimension; `None`: with all.
+    dimension: Option<&'a str>,
+    /// One value per candidate.
+    values: Vec<Option<f64>>,
+    kappa_bins: Option<&'a KappaBins>,
 }
 
-fn score_values(c: &CandidateScores, dimensions: &[String]) -> Vec<Option<f64>> {
-    Metric::ALL.iter().map(|&m| c.metric(m)).chain(dimensions.iter().map(|d| c.human.get(d).copied())).collect()
+impl Column<'_> {
+    fn compares_with(&self, dimension: &str) -> bool {
+        self.dimension.is_none_or(|d| d == dimension)
+    }
+}
+
+/// The built-in metrics, then the extra scores.
+fn columns<'a>(scores: &[CandidateScores], extra: &'a [ExtraScore], options: &'a MetricsOptions) -> Vec<Column<'a>> {
+    let builtin = Metric::ALL.iter().map(|&m| Column {
+        name: m.name().to_string(),
+        dimension: None,
+        values: scores.iter().map(|c| c.metric(m)).collect(),
+        kappa_bins: options.kappa_bins.get(&m),
+    });
+    let extra = extra.iter().map(|e| Column {
+        name: e.name.clone(),
+        dimension: e.dimension.as_deref(),
+        values: e.values.clone(),
+        kappa_bins: e.kappa_bins.as_ref(),
+    });
+    builtin.chain(extra).collect()
+}
+
+/// The score names of the per-system table: every column, then `human:<dimension>`.
+fn score_names(columns: &[Column], dimensions: &[String]) -> Vec<String> {
+    columns.iter().map(|c| c.name.clone()).chain(dimensions.iter().map(|d| format!("human:{d}"))).collect()
+}
+
+/// Candidate `i`'s values in [`score_names`]' order.
+fn score_values(i: usize, c: &CandidateScores, columns: &[Column], dimensions: &[String]) -> Vec<Option<f64>> {
+    columns.iter().map(|col| col.values[i]).chain(dimensions.iter().map(|d| c.human.get(d).copied())).collect()
 }
 
 /// Per-system means with a percentile bootstrap that resamples *items* (batch, id), the
 /// same resamples for every system and score, so the intervals are paired across systems.
 fn system_means(
     scores: &[CandidateScores],
+    columns: &[Column],
     systems: &[String],
     dimensions: &[String],
     options: &MetricsOptions,
 ) -> Vec<SystemMeans> {
-    let names = score_names(dimensions);
+    let names = score_names(columns, dimensions);
     let items = first_appearance_pairs(scores);
     let item_index: HashMap<(&str, &str), usize> =
         items.iter().enumerate().map(|(i, (b, id))| ((b.as_str(), id.as_str()), i)).collect();
     let system_index: HashMap<&str, usize> = systems.iter().enumerate().map(|(i, s)| (s.as_str(), i)).collect();
     // values[item][system][score]: at most one candidate per (item, system).
     let mut values = vec![vec![vec![None; names.len()]; systems.len()]; items.len()];
-    for c in scores {
+    for (i, c) in scores.iter().enumerate() {
         let item = item_index[&(c.batch.as_str(), c.id.as_str())];
-        values[item][system_index[c.system.as_str()]] = score_values(c, dimensions);
+        values[item][system_index[c.system.as_str()]] = score_values(i, c, columns, dimensions);
     }
     let bootstrap = options.bootstrap;
     // One replicate: the mean of every (system, score), system-major, over the drawn items
@@ -436,48 +548,58 @@ fn first_appearance_pairs(scores: &[CandidateScores]) -> Vec<(String, String)> {
 
 fn agreement_per_batch(
     scores: &[CandidateScores],
+    columns: &[Column],
     systems: &[String],
     batches: &[String],
     dimensions: &[String],
-    options: &MetricsOptions,
 ) -> Vec<Agreement> {
     let system_index: HashMap<&str, usize> = systems.iter().enumerate().map(|(i, s)| (s.as_str(), i)).collect();
     let mut out = Vec::new();
     for batch in batches {
-        for &metric in &Metric::ALL {
-            for dimension in dimensions {
+        for column in columns {
+            for dimension in dimensions.iter().filter(|d| column.compares_with(d)) {
                 let paired: Vec<(&CandidateScores, f64, f64)> = scores
                     .iter()
-                    .filter(|c| &c.batch == batch)
-                    .filter_map(|c| Some((c, c.metric(metric)?, *c.human.get(dimension)?)))
+                    .zip(&column.values)
+                    .filter(|(c, _)| &c.batch == batch)
+                    .filter_map(|(c, value)| Some((c, (*value)?, *c.human.get(dimension)?)))
                     .collect();
-                let metric_values: Vec<f64> = paired.iter().map(|p| p.1).collect();
-                let human_values: Vec<f64> = paired.iter().map(|p| p.2).collect();
-                let scored: Vec<agreement::Scored> = paired
-                    .iter()
-                    .map(|(c, m, h)| agreement::Scored {
-                        item: c.id.as_str(),
-                        system: system_index[c.system.as_str()],
-                        metric: *m,
-                        human: *h,
-                    })
-                    .collect();
-                out.push(Agreement {
-                    batch: batch.clone(),
-                    metric,
-                    dimension: dimension.clone(),
-                    n: paired.len(),
-                    spearman: spearman(&metric_values, &human_values),
-                    quadratic_kappa: options
-                        .kappa_bins
-                        .get(&metric)
-                        .map(|bins| agreement::quadratic_kappa(&metric_values, &human_values, bins)),
-                    pairwise: agreement::pairwise(&scored),
-                });
+                out.push(agreement_of(&paired, &system_index, column, batch, dimension));
             }
         }
     }
     out
+}
+
+/// One column's agreement with one dimension over (candidate, metric value, human score)
+/// triples of one batch.
+fn agreement_of(
+    paired: &[(&CandidateScores, f64, f64)],
+    system_index: &HashMap<&str, usize>,
+    column: &Column,
+    batch: &str,
+    dimension: &str,
+) -> Agreement {
+    let metric_values: Vec<f64> = paired.iter().map(|p| p.1).collect();
+    let human_values: Vec<f64> = paired.iter().map(|p| p.2).collect();
+    let scored: Vec<agreement::Scored> = paired
+        .iter()
+        .map(|(c, m, h)| agreement::Scored {
+            item: c.id.as_str(),
+            system: system_index[c.system.as_str()],
+            metric: *m,
+            human: *h,
+        })
+        .collect();
+    Agreement {
+        batch: batch.to_string(),
+        metric: column.name.clone(),
+        dimension: dimension.to_string(),
+        n: paired.len(),
+        spearman: spearman(&metric_values, &human_values),
+        quadratic_kappa: column.kappa_bins.map(|bins| agreement::quadratic_kappa(&metric_values, &human_values, bins)),
+        pairwise: agreement::pairwise(&scored),
+    }
 }
 
 fn batch_mean<'a>(values: impl Iterator<Item = &'a Stat<f64>>) -> BatchMean {
@@ -488,20 +610,20 @@ fn batch_mean<'a>(values: impl Iterator<Item = &'a Stat<f64>>) -> BatchMean {
     }
 }
 
-fn agreement_means(agreement: &[Agreement], dimensions: &[String], options: &MetricsOptions) -> Vec<AgreementMean> {
+fn agreement_means(agreement: &[Agreement], columns: &[Column], dimensions: &[String]) -> Vec<AgreementMean> {
     let mut out = Vec::new();
-    for &metric in &Metric::ALL {
-        for dimension in dimensions {
+    for column in columns {
+        for dimension in dimensions.iter().filter(|d| column.compares_with(d)) {
             let rows: Vec<&Agreement> =
-                agreement.iter().filter(|a| a.metric == metric && &a.dimension == dimension).collect();
+                agreement.iter().filter(|a| a.metric == column.name && &a.dimension == dimension).collect();
             let rhos: Vec<Stat<f64>> = rows.iter().map(|a| a.spearman.clone().map(|c| c.r)).collect();
             out.push(AgreementMean {
-                metric,
+                metric: column.name.clone(),
                 dimension: dimension.clone(),
                 spearman: batch_mean(rhos.iter()),
-                quadratic_kappa: options
+                quadratic_kappa: column
                     .kappa_bins
-                    .contains_key(&metric)
+                    .is_some()
                     .then(|| batch_mean(rows.iter().filter_map(|a| a.quadratic_kappa.as_ref()))),
                 pairwise_accuracy: batch_mean(rows.iter().map(|a| &a.pairwise.accuracy)),
                 pairwise_kappa: batch_mean(rows.iter().map(|a| &a.pairwise.kappa)),
@@ -509,6 +631,96 @@ fn agreement_means(agreement: &[Agreement], dimensions: &[String], options: &Met
         }
     }
     out
+}
+
+/// A score's values by name, built-in or extra, in candidate order.
+pub fn score_values_named(report: &MetricsReport, name: &str) -> Option<Vec<Option<f64>>> {
+    match Metric::parse(name) {
+        Some(m) => Some(report.candidates.iter().map(|c| c.metric(m)).collect()),
+        None => report.extra_scores.iter().find(|e| e.name == name).map(|e| e.values.clone()),
+    }
+}
+
+/// Every extra score against the built-in metric that agrees best with the same dimension.
+fn comparisons(
+    scores: &[CandidateScores],
+    columns: &[Column],
+    means: &[AgreementMean],
+    dimensions: &[String],
+    options: &MetricsOptions,
+) -> Vec<Comparison> {
+    let builtin = Metric::ALL.len();
+    let mean_rho = |name: &str, dimension: &str| {
+        means
+            .iter()
+            .find(|m| m.metric == name && m.dimension == dimension)
+            .and_then(|m| m.spearman.mean.value().copied())
+    };
+    // (extra column, best built-in column, dimension)
+    let mut pairs = Vec::new();
+    for (e, extra) in columns.iter().enumerate().skip(builtin) {
+        for (d, dimension) in dimensions.iter().enumerate().filter(|(_, d)| extra.compares_with(d)) {
+            let best = (0..builtin)
+                .filter_map(|b| Some((b, mean_rho(&columns[b].name, dimension)?)))
+                .max_by(|x, y| x.1.total_cmp(&y.1));
+            if let Some((b, _)) = best {
+                pairs.push((e, b, d));
+            }
+        }
+    }
+    if pairs.is_empty() {
+        return Vec::new();
+    }
+    let items = first_appearance_pairs(scores);
+    let item_index: HashMap<(&str, &str), usize> =
+        items.iter().enumerate().map(|(i, (b, id))| ((b.as_str(), id.as_str()), i)).collect();
+    let members: Vec<Vec<usize>> = {
+        let mut m = vec![Vec::new(); items.len()];
+        for (i, c) in scores.iter().enumerate() {
+            m[item_index[&(c.batch.as_str(), c.id.as_str())]].push(i);
+        }
+        m
+    };
+    // The mean over batches of the difference in Spearman, over the candidates `drawn`
+    // (with repeats); batches where either is undefined are left out.
+    let difference = |drawn: &[usize], e: usize, b: usize, d: usize| -> Option<f64> {
+        let mut by_batch: Vec<(&str, Vec<usize>)> = Vec::new();
+        for &item in drawn {
+            let batch = items[item].0.as_str();
+            match by_batch.iter_mut().find(|(name, _)| *name == batch) {
+                Some((_, list)) => list.extend(&members[item]),
+                None => by_batch.push((batch, members[item].clone())),
+            }
+        }
+        let rho = |column: &Column, list: &[usize]| {
+            let paired: Vec<(f64, f64)> =
+                list.iter().filter_map(|&i| Some((column.values[i]?, *scores[i].human.get(&dimensions[d])?))).collect();
+            let (x, y): (Vec<f64>, Vec<f64>) = paired.into_iter().unzip();
+            spearman(&x, &y).value().map(|c| c.r)
+        };
+        let differences: Vec<f64> =
+            by_batch.iter().filter_map(|(_, list)| Some(rho(&columns[e], list)? - rho(&columns[b], list)?)).collect();
+        (!differences.is_empty()).then(|| differences.iter().sum::<f64>() / differences.len() as f64)
+    };
+    let result = options.bootstrap.run(items.len(), |drawn| {
+        pairs.iter().map(|&(e, b, d)| difference(drawn, e, b, d).unwrap_or(f64::NAN)).collect()
+    });
+    let all: Vec<usize> = (0..items.len()).collect();
+    pairs
+        .iter()
+        .enumerate()
+        .map(|(k, &(e, b, d))| Comparison {
+            score: columns[e].name.clone(),
+            dimension: dimensions[d].clone(),
+            versus: columns[b].name.clone(),
+            score_spearman: mean_rho(&columns[e].name, &dimensions[d])
+                .map_or_else(|| Stat::undefined("undefined in every batch"), Stat::Defined),
+            versus_spearman: Stat::Defined(mean_rho(&columns[b].name, &dimensions[d]).expect("chosen as defined")),
+            difference: difference(&all, e, b, d)
+                .map_or_else(|| Stat::undefined("no batch where both are defined"), Stat::Defined),
+            interval: result.intervals.get(k).cloned().unwrap_or_else(|| Stat::undefined("no items to resample")),
+        })
+        .collect()
 }
 
 fn provenance(options: &MetricsOptions) -> Provenance {
@@ -573,7 +785,7 @@ mod tests {
     }
 
     fn agreement<'a>(r: &'a MetricsReport, batch: &str, metric: Metric, dimension: &str) -> &'a Agreement {
-        r.agreement.iter().find(|a| a.batch == batch && a.metric == metric && a.dimension == dimension).unwrap()
+        r.agreement.iter().find(|a| a.batch == batch && a.metric == metric.name() && a.dimension == dimension).unwrap()
     }
 
     #[test]
@@ -642,7 +854,7 @@ mod tests {
 
         // Means over batches: (0.8804062740424288 + 0.8196885999705371) / 2 for rho, and
         // (0.6923076923076923 + 0.7857142857142857) / 2 for the binned kappa.
-        let m = r.agreement_means.iter().find(|m| m.metric == Metric::Rouge1 && m.dimension == "precision").unwrap();
+        let m = r.agreement_means.iter().find(|m| m.metric == "rouge1" && m.dimension == "precision").unwrap();
         assert!(close(m.spearman.mean.clone().unwrap(), (0.8804062740424288 + 0.8196885999705371) / 2.0));
         assert_eq!(m.spearman.batches, 2);
         let k = m.quadratic_kappa.as_ref().unwrap();
