@@ -90,9 +90,10 @@ pub(super) fn metrics(a: MetricsArgs) -> Result<()> {
         bins.validate().map_err(|e| Error::invalid(format!("--kappa-bins {metric}: {e}")))?;
         options.kappa_bins.insert(m, bins);
     }
-    options.combine = a.combine.as_deref().map(|list| crate::eval::metrics::combine::CombineOptions {
-        scorers: list.split(',').map(str::trim).filter(|s| !s.is_empty()).map(String::from).collect(),
-    });
+    if let Some(list) = &a.combine {
+        options.combine = true;
+        options.combine_scorers = list.split(',').map(str::trim).filter(|s| !s.is_empty()).map(String::from).collect();
+    }
     let fit = a.combine_fit.as_deref().map(named).transpose()?;
     let req = jobs::MetricsRequest { file: named(&a.input)?, fit, options };
     let settings =

@@ -5,7 +5,7 @@ use super::kept::Progress;
 use super::spec::{between, defaults_of, reply, JobRequest, JobSpec};
 use super::{tables, NamedText, Outcome};
 use crate::data::candidates::{parse_candidates, Candidate};
-use crate::eval::metrics::combine::{self, CombineOptions};
+use crate::eval::metrics::combine;
 use crate::eval::metrics::{
     score_values_named, BertScoreSection, Combination, ExtraScore, Metric, MetricsOptions, MetricsReport,
 };
@@ -55,8 +55,8 @@ pub fn metrics_with(req: &MetricsRequest, models: &MetricModels) -> Result<Outco
     let (candidates, warnings) = parse_candidates(&req.file.name, &req.file.text)?;
     let (mut extra, bertscore) = model_scores(&req.file.name, &candidates, models)?;
     let mut combination = None;
-    if let Some(combine) = &req.options.combine {
-        let (scores, made) = combined(req, combine, &candidates, &extra, models)?;
+    if req.options.combine {
+        let (scores, made) = combined(req, &candidates, &extra, models)?;
         extra.extend(scores);
         combination = Some(made);
     }
@@ -171,15 +171,14 @@ fn describe_bertscore(b: &BertScoreSection, model: &str) -> String {
 /// fit file, one fitted combination per human dimension of that file.
 fn combined(
     req: &MetricsRequest,
-    options: &CombineOptions,
     candidates: &[Candidate],
     extra: &[ExtraScore],
     models: &MetricModels,
 ) -> Result<(Vec<ExtraScore>, Combination)> {
     let available: Vec<String> =
         Metric::ALL.iter().map(|m| m.name().to_string()).chain(extra.iter().map(|e| e.name.clone())).collect();
-    let scorers =
-        if options.scorers.is_empty() { combine::default_scorers(&available) } else { options.scorers.clone() };
+    let named = &req.options.combine_scorers;
+    let scorers = if named.is_empty() { combine::default_scorers(&available) } else { named.clone() };
     if let Some(unknown) = scorers.iter().find(|s| !available.contains(s)) {
         return Err(Error::option(
             "combine",
@@ -242,7 +241,7 @@ fn combined(
 
 fn without_combine(options: &MetricsOptions) -> MetricsOptions {
     // The columns alone are needed: one resample suffices for the unused intervals.
-    let mut plain = MetricsOptions { combine: None, ..options.clone() };
+    let mut plain = MetricsOptions { combine: false, ..options.clone() };
     plain.bootstrap.resamples = 1;
     plain
 }
@@ -282,7 +281,7 @@ fn describe_combination(c: &Combination) -> String {
 
 /// The job: reference-based metrics over one candidates file.
 pub const JOB: JobSpec = JobSpec::new("metrics", "Metrics", "reference-based metrics", "metrics")
-    .reads(&["metrics"], &[&["metrics"]])
+    .reads(&["metrics", "metrics_fit"], &[&["metrics"]])
     .defaults(defaults_of::<MetricsOptions>)
     .runs(run);
 
@@ -291,7 +290,7 @@ pub const JOB: JobSpec = JobSpec::new("metrics", "Metrics", "reference-based met
 fn run(request: &JobRequest, progress: Progress) -> Result<String> {
     let req = MetricsRequest {
         file: request.required("metrics", "a candidates file (JSONL with candidate and references)")?.named(),
-        fit: None,
+        fit: request.optional("metrics_fit", "human scores to fit the combination on")?,
         options: request.options()?,
     };
     between(progress, "Scoring candidates", || reply(&metrics(&req)?, ()))
@@ -320,7 +319,8 @@ mod tests {
     fn request(text: String, fit: Option<String>, scorers: &str) -> MetricsRequest {
         let mut options = MetricsOptions::default();
         let scorers = scorers.split(',').filter(|s| !s.is_empty()).map(String::from).collect();
-        options.combine = Some(CombineOptions { scorers });
+        options.combine = true;
+        options.combine_scorers = scorers;
         MetricsRequest {
             file: NamedText::new("test.jsonl", text),
             fit: fit.map(|f| NamedText::new("dev.jsonl", f)),

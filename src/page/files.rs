@@ -111,6 +111,12 @@ pub const FILE_KINDS: &[FileKind] = &[
     kind("answer_scores", "Answer scores", "precomputed ranker scores of answers", &[param("ranker", "ranker", Stem)]),
     kind("expert_rankings", "Expert rankings (NRP)", "instance = query, system = item", &[]),
     kind("metrics", "Candidates with references (metrics)", "candidate, references, human scores", &[]),
+    kind(
+        "metrics_fit",
+        "Human scores to fit a combination on (metrics)",
+        "other candidates with human scores (a dev split): Metrics fits the combination’s weights on them",
+        &[],
+    ),
     kind("rubric", "Graded rubric responses", "criteria with points, met or not", &[]),
     kind(
         "rubric_judged",
@@ -482,7 +488,7 @@ pub fn check_file(f: &InputFile) -> Result<FileSummary> {
             let (scores, warnings) = data::parse_answer_scores(name, text)?;
             (plural(scores.len(), "answer score"), warnings)
         }
-        "metrics" => {
+        "metrics" | "metrics_fit" => {
             let (candidates, warnings) = crate::eval::metrics::parse_candidates(name, text)?;
             let systems = distinct(candidates.iter().map(|c| c.system.as_str()));
             (format!("{}, {}", plural(candidates.len(), "candidate"), plural(systems, "system")), warnings)

@@ -356,6 +356,70 @@ fn metrics_and_rubric_on_the_examples() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("MIN..MAX:CUT"));
 }
 
+/// `--combine` on the vendored SQuALITY answers: named scorers, weights fitted on the dev
+/// split, the combinations in the agreement table and against the best token metric. The
+/// numbers themselves are worked by hand and checked against scipy in `jobs::metrics`.
+#[test]
+fn metrics_combine_fits_on_the_dev_split() {
+    let report = tmp("combine.json");
+    ok(&[
+        "metrics",
+        "--input",
+        "data/squality-scores/test.jsonl",
+        "--combine",
+        "rouge1,repscore",
+        "--combine-fit",
+        "data/squality-scores/dev.jsonl",
+        "--resamples",
+        "100",
+        "--json",
+        s(&report),
+        "--quiet",
+    ]);
+    let r = json(&report);
+    assert_eq!(r["combination"]["scorers"], serde_json::json!(["rouge1", "repscore"]));
+    assert_eq!(r["combination"]["fit_file"], "data/squality-scores/dev.jsonl");
+    let fitted: Vec<&str> =
+        r["combination"]["fitted"].as_array().unwrap().iter().map(|f| f["dimension"].as_str().unwrap()).collect();
+    assert_eq!(fitted, ["correctness", "selection", "overall"]);
+    // 3 raters' scores averaged: the first answer's correctness (0 + 60 + 8) / 3.
+    assert_eq!(r["candidates"][0]["human"]["correctness"], 68.0 / 3.0);
+    let compared: Vec<(&str, &str)> = r["comparisons"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| (c["score"].as_str().unwrap(), c["dimension"].as_str().unwrap()))
+        .collect();
+    assert!(
+        compared.contains(&("fitted:overall", "overall")) && compared.contains(&("combined:mean-rank", "selection"))
+    );
+    assert!(!compared.contains(&("fitted:overall", "correctness")), "a fitted score meets its own dimension only");
+    // The dev file's inputs are recorded beside the scored file's.
+    let inputs: Vec<&str> =
+        r["provenance"]["inputs"].as_array().unwrap().iter().map(|i| i["name"].as_str().unwrap()).collect();
+    assert_eq!(inputs, ["data/squality-scores/test.jsonl", "data/squality-scores/dev.jsonl"]);
+
+    // --combine-fit alone is a usage error; the scored file as its own fit file is refused.
+    let out = medrank(&[
+        "metrics",
+        "--input",
+        "data/squality-scores/test.jsonl",
+        "--combine-fit",
+        "data/squality-scores/dev.jsonl",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    let out = medrank(&[
+        "metrics",
+        "--input",
+        "data/squality-scores/test.jsonl",
+        "--combine",
+        "--combine-fit",
+        "data/squality-scores/test.jsonl",
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("the weights must be fitted on other rows"));
+}
+
 #[test]
 fn agreement_among_annotators_per_task() {
     let report = tmp("agreement.json");

@@ -15,14 +15,6 @@
 use crate::stats::ranks::{average_ranks, Order};
 use serde::{Deserialize, Serialize};
 
-/// `--combine`: which scorers enter the combinations.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(default)]
-pub struct CombineOptions {
-    /// Score names (`rouge1`, `bertscore`, `learned:overall`, ...); empty: [`default_scorers`].
-    pub scorers: Vec<String>,
-}
-
 /// The scorers combined when none are named: every built-in metric but SMOG (a readability
 /// grade: a higher value is not a better answer), and BERTScore when it was computed.
 pub fn default_scorers(available: &[String]) -> Vec<String> {

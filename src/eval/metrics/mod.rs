@@ -80,9 +80,11 @@ pub struct MetricsOptions {
     /// Quadratic weighted kappa, per metric, only for the metrics binned here (metric
     /// scores are real numbers; how to put them on the human scale is the user's call).
     pub kappa_bins: BTreeMap<Metric, KappaBins>,
-    /// Scorers combined into one (`--combine`); none by default.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub combine: Option<combine::CombineOptions>,
+    /// Combine scorers into one (`--combine`; the page's "combine scorers").
+    pub combine: bool,
+    /// The scorers combined (`--combine SCORERS`): names such as `rouge1`, `bertscore`,
+    /// `learned:overall`; empty: [`combine::default_scorers`].
+    pub combine_scorers: Vec<String>,
 }
 
 /// One ROUGE type's score against the best reference.
