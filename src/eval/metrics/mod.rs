@@ -15,6 +15,7 @@
 //! ```
 
 pub mod agreement;
+pub mod learned;
 pub mod porter;
 pub mod repscore;
 pub mod rouge;
