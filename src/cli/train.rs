@@ -38,6 +38,9 @@ pub struct TrainArgs {
     pub out: PathBuf,
     /// With a bundle: the proxy task to train (its instances are used). `criterion`: a
     /// rubric criterion grader (labels met / not_met) from a rubric file, for `medrank grade`.
+    /// `score`: a metric learned from human scores, from a metrics JSONL file (FORMATS.md
+    /// section 6) whose lines carry `human` scores (one regression output per dimension;
+    /// the model reads the candidate, then the question and the first reference).
     #[arg(long, default_value_t = defaults().task, value_parser = crate::jobs::TrainTask::NAMES)]
     pub task: String,
     /// With a bundle: the argument each training instance carries. `none` = the baseline
@@ -98,10 +101,11 @@ pub struct TrainArgs {
     #[arg(long, default_value_t = defaults().patience, value_parser = count(1, crate::bounds::MAX_EPOCHS))]
     pub patience: usize,
     /// The dev metric that picks the best epoch and decides early stopping: accuracy,
-    /// macro-f1 or loss. Default: the task's evaluation metric (accuracy for MCQA, macro-F1
-    /// for misinformation and NLI), so a model that predicts the majority class for
-    /// everything is not picked for its accuracy.
-    #[arg(long, value_name = "METRIC", value_parser = ["accuracy", "macro-f1", "loss"])]
+    /// macro-f1, loss or spearman. Default: the task's evaluation metric (accuracy for MCQA,
+    /// macro-F1 for misinformation, NLI and criterion, so a model that predicts the majority
+    /// class for everything is not picked for its accuracy; for score Spearman with the
+    /// human scores per batch, averaged over batches and dimensions).
+    #[arg(long, value_name = "METRIC", value_parser = ["accuracy", "macro-f1", "loss", "spearman"])]
     pub select_by: Option<String>,
     /// Loss weights of the classes: balanced (inverse frequency in the training data, the
     /// default for misinformation and NLI) or none (the only choice for MCQA).
@@ -253,16 +257,17 @@ pub(super) fn train(a: TrainArgs) -> Result<()> {
         }
         TrainEvent::Dev { .. } => {}
         TrainEvent::Epoch(log) => {
-            let f1 = log.dev_macro_f1.map(|f| format!("  dev macro-F1 {f:.4}")).unwrap_or_default();
+            let dev = match &log.dev_scores {
+                // A score model: agreement with the human scores (it has no accuracy).
+                Some(f) => format!("dev Spearman {}  dev kappa {}", figure(f.spearman), figure(f.kappa)),
+                None => {
+                    let f1 = log.dev_macro_f1.map(|f| format!("  dev macro-F1 {f:.4}")).unwrap_or_default();
+                    format!("dev accuracy {:.4}{f1}", log.dev_accuracy)
+                }
+            };
             eprintln!(
-                "  epoch {:>2}  steps {:>5}  train loss {:.4}  dev loss {:.4}  dev accuracy {:.4}{f1}  lr {:.2e}  {:.1} examples/s",
-                log.epoch,
-                log.steps,
-                log.train_loss,
-                log.dev_loss,
-                log.dev_accuracy,
-                log.learning_rate,
-                log.examples_per_second
+                "  epoch {:>2}  steps {:>5}  train loss {:.4}  dev loss {:.4}  {dev}  lr {:.2e}  {:.1} examples/s",
+                log.epoch, log.steps, log.train_loss, log.dev_loss, log.learning_rate, log.examples_per_second
             )
         }
     })?;
@@ -282,14 +287,17 @@ pub(super) fn train(a: TrainArgs) -> Result<()> {
     }
     outputs.commit()?;
     let trained = &result.result;
-    let accuracy = if trained.select_by == crate::train::SelectBy::Accuracy {
+    let accuracy = if trained.select_by == crate::train::SelectBy::Accuracy || trained.best_dev_accuracy.is_nan() {
         String::new()
     } else {
         format!(", dev accuracy {:.4}", trained.best_dev_accuracy)
     };
-    // A criterion grader grades rubric files; the others evaluate bundles.
+    // A criterion grader grades rubric files, a score model scores metrics files; the
+    // others evaluate bundles.
     let (what, usage) = if a.task == "criterion" {
         ("criterion grader", format!("medrank grade --grader {} --rubric FILE", a.out.display()))
+    } else if a.task == "score" {
+        ("learned metric", format!("medrank metrics --learned {} --input FILE", a.out.display()))
     } else {
         ("evaluator", format!("medrank evaluate --model {}", a.out.display()))
     };
@@ -302,6 +310,11 @@ pub(super) fn train(a: TrainArgs) -> Result<()> {
         a.out.display(),
     );
     Ok(())
+}
+
+/// A figure to 4 decimals, or "undefined".
+fn figure(v: Option<f64>) -> String {
+    v.map_or_else(|| "undefined".to_string(), |v| format!("{v:.4}"))
 }
 
 #[cfg(test)]

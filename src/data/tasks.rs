@@ -19,6 +19,9 @@ pub enum Head {
     MultipleChoice,
     /// One input, one logit per label.
     Classification,
+    /// One input, one output per human score dimension (the dimensions come from the
+    /// training file: `train::scores`).
+    Regression,
 }
 
 /// The metric that scores a task (ranking over scoring's, and the training's choice of epoch).
@@ -27,6 +30,9 @@ pub enum Head {
 pub enum Metric {
     Accuracy,
     MacroF1,
+    /// Spearman's rho with the human scores per batch, averaged over the batches and the
+    /// dimensions (the BioASQ study's).
+    Spearman,
 }
 
 /// One task.
@@ -37,11 +43,12 @@ pub struct TaskFacts {
     /// In words, as the page's form shows it.
     pub label: &'static str,
     /// The bundle task whose instances it reads; `None` for the rubric criterion grader,
-    /// which reads a rubric file.
+    /// which reads a rubric file, and the score task, which reads a metrics JSONL file.
     #[serde(skip)]
     pub task: Option<Task>,
     pub head: Head,
-    /// The head's labels in its order (none for multiple choice).
+    /// The head's labels in its order (none for multiple choice; a score head's are the
+    /// training file's dimensions).
     pub labels: &'static [&'static str],
     pub metric: Metric,
     /// What the model reads: the first segment | the second.
@@ -51,7 +58,7 @@ pub struct TaskFacts {
 }
 
 /// Every task, in the page's order.
-pub const TASKS: [TaskFacts; 4] = [
+pub const TASKS: [TaskFacts; 5] = [
     TaskFacts {
         name: "mcqa",
         label: "MCQA",
@@ -92,10 +99,24 @@ pub const TASKS: [TaskFacts; 4] = [
         input: "the conversation and the response | the criterion",
         truncation: "the conversation's earliest turns first, then the response's end; never the criterion",
     },
+    TaskFacts {
+        name: "score",
+        label: "a metric learned from human scores",
+        task: None,
+        head: Head::Regression,
+        labels: &[],
+        metric: Metric::Spearman,
+        input: "the candidate | the question, then the first reference",
+        truncation: "the longer of candidate and question-and-reference first, each from its end (the reference before the question)",
+    },
 ];
 
 /// The rubric criterion grader's row (`medrank train --task criterion`, `medrank grade`).
 pub const CRITERION: TaskFacts = TASKS[3];
+
+/// The score task's row (`medrank train --task score`, a metric learned from human scores,
+/// read from a metrics JSONL file: FORMATS.md section 6).
+pub const SCORE: TaskFacts = TASKS[4];
 
 /// The task called `name`.
 pub fn facts(name: &str) -> Option<&'static TaskFacts> {
@@ -133,9 +154,10 @@ mod tests {
                 assert!(row.contains(&format!("`{label}`")), "FORMATS.md's {} row lacks `{label}`: {row}", t.name);
             }
         }
-        // A classification head has labels; a multiple-choice head has none.
+        // A classification head has labels; a multiple-choice head has none, and a score
+        // head's come from its training file.
         for t in &TASKS {
-            assert_eq!(t.labels.is_empty(), t.head == Head::MultipleChoice, "{}", t.name);
+            assert_eq!(t.labels.is_empty(), t.head != Head::Classification, "{}", t.name);
         }
     }
 }

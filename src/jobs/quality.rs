@@ -22,7 +22,8 @@ pub struct ModelQuality {
     /// The dev metric that picked the epoch, and its value there.
     pub metric: String,
     pub dev_metric: f64,
-    pub dev_accuracy: f64,
+    /// `None` for a score model (a regression has no accuracy; its log says null).
+    pub dev_accuracy: Option<f64>,
     /// What a model that learnt nothing scores in the picking metric (the majority class,
     /// or chance for multiple choice), and which it is.
     pub baseline: Option<f64>,
@@ -51,7 +52,10 @@ impl ModelQuality {
             None => return Err(field("select_by")),
         };
         let dev_metric = number("best_dev_metric").ok_or_else(|| field("best_dev_metric"))?;
-        let dev_accuracy = number("best_dev_accuracy").ok_or_else(|| field("best_dev_accuracy"))?;
+        let dev_accuracy = match number("best_dev_accuracy") {
+            None if metric != SelectBy::Spearman => return Err(field("best_dev_accuracy")),
+            accuracy => accuracy,
+        };
         let majority_accuracy = number("dev_majority_rate");
         let logged = log.get("dev_baseline").filter(|b| !b.is_null());
         let (baseline, baseline_kind) = match logged {
@@ -108,8 +112,8 @@ impl ModelQuality {
         }
         // Accuracy beside, with what a guess and the majority class score in it.
         let mut accuracy = Vec::new();
-        if self.metric != SelectBy::Accuracy.name() {
-            accuracy.push(format!("dev accuracy {:.3}", self.dev_accuracy));
+        if let Some(a) = self.dev_accuracy.filter(|_| self.metric != SelectBy::Accuracy.name()) {
+            accuracy.push(format!("dev accuracy {a:.3}"));
         }
         if let Some(c) = self.chance_accuracy {
             accuracy.push(format!("chance accuracy {c:.3}"));

@@ -7,7 +7,7 @@
 //! tokenizer.json, model.safetensors, train_log.json).
 
 use super::NamedText;
-use crate::data::tasks::{Head, Metric, TaskFacts, TASKS};
+use crate::data::tasks::{Head, Metric, TaskFacts, CRITERION, SCORE, TASKS};
 use crate::data::Task;
 use crate::model::config::SizeRange;
 use crate::model::{HeadKind, TextModel};
@@ -31,33 +31,45 @@ pub enum DevData {
     Split(f64),
 }
 
-/// What an evaluator learns: a proxy task of argument bundles (or HiTZ MCQA files), or
+/// What an evaluator learns: a proxy task of argument bundles (or HiTZ MCQA files),
 /// `criterion`, grading rubric criteria (a rubric file with judged criteria; the grader
-/// `medrank grade` runs).
+/// `medrank grade` runs), or `score`, a metric learned from human scores (a metrics JSONL
+/// file whose lines carry them; `eval::metrics::learned` runs it).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TrainTask {
     Proxy(Task),
     Criterion,
+    Score,
 }
 
 impl TrainTask {
     /// Every task's name, as `--task` and the page's form take them: the task table's rows.
-    pub const NAMES: [&'static str; 4] = [TASKS[0].name, TASKS[1].name, TASKS[2].name, TASKS[3].name];
+    pub const NAMES: [&'static str; 5] = [TASKS[0].name, TASKS[1].name, TASKS[2].name, TASKS[3].name, TASKS[4].name];
+
+    /// The task of a row of the task table.
+    fn of(facts: &TaskFacts) -> TrainTask {
+        match facts.task {
+            Some(task) => TrainTask::Proxy(task),
+            None if facts.name == SCORE.name => TrainTask::Score,
+            None => TrainTask::Criterion,
+        }
+    }
 
     /// Every task, in the task table's order.
     pub fn all() -> impl Iterator<Item = TrainTask> {
-        TASKS.iter().map(|t| t.task.map_or(TrainTask::Criterion, TrainTask::Proxy))
+        TASKS.iter().map(TrainTask::of)
     }
 
     pub fn parse(name: &str) -> Option<TrainTask> {
-        crate::data::tasks::facts(name).map(|t| t.task.map_or(TrainTask::Criterion, TrainTask::Proxy))
+        crate::data::tasks::facts(name).map(TrainTask::of)
     }
 
     /// Its row of the task table: labels, head, metric, input, truncation.
     pub fn facts(self) -> &'static TaskFacts {
         match self {
             TrainTask::Proxy(task) => task.facts(),
-            TrainTask::Criterion => &TASKS[3],
+            TrainTask::Criterion => &CRITERION,
+            TrainTask::Score => &SCORE,
         }
     }
 
@@ -306,7 +318,8 @@ pub fn parse_arguments(s: &str) -> Result<ArgumentSource> {
 pub fn head_of(task: TrainTask) -> HeadKind {
     match task.facts().head {
         Head::MultipleChoice => HeadKind::MultipleChoice,
-        Head::Classification => HeadKind::SequenceClassification,
+        // A regression head is a sequence-classification head read as scores.
+        Head::Classification | Head::Regression => HeadKind::SequenceClassification,
     }
 }
 
@@ -316,6 +329,7 @@ pub fn select_by_of(task: TrainTask) -> SelectBy {
     match task.facts().metric {
         Metric::Accuracy => SelectBy::Accuracy,
         Metric::MacroF1 => SelectBy::MacroF1,
+        Metric::Spearman => SelectBy::Spearman,
     }
 }
 
@@ -327,8 +341,13 @@ pub struct TrainingSummary {
     pub freeze: Freeze,
     /// The dev metric that picks the best epoch (the task's, unless asked otherwise).
     pub select_by: SelectBy,
-    /// The loss weight of each label (empty for multiple choice; all 1 without weighting).
+    /// The loss weight of each label (empty for multiple choice and scores; all 1 without
+    /// weighting).
     pub class_weights: Vec<(String, f64)>,
+    /// The score task's outputs: the training file's human score dimensions, in order of
+    /// first appearance (empty for the other tasks).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub dimensions: Vec<String>,
     pub train_examples: usize,
     pub dev_examples: usize,
     /// The dev split's fraction, when the dev examples came from the training file.
@@ -350,6 +369,7 @@ impl TrainingSummary {
             freeze: req.options.freeze,
             select_by: SelectBy::Accuracy,
             class_weights: Vec::new(),
+            dimensions: Vec::new(),
             train_examples: 0,
             dev_examples: 0,
             dev_split: None,
@@ -435,6 +455,42 @@ fn is_rubric(text: &str) -> bool {
     text.lines().find(|l| !l.trim().is_empty()).is_some_and(|l| l.contains("\"criteria\""))
 }
 
+/// Whether a file is a metrics JSONL file (its first record has `candidate` and
+/// `references`, FORMATS.md section 6): what task `score` trains on.
+fn is_candidates(text: &str) -> bool {
+    text.lines()
+        .find(|l| !l.trim().is_empty())
+        .is_some_and(|l| l.contains("\"candidate\"") && l.contains("\"references\""))
+}
+
+/// The head's labels of a request: the task's own, or for task `score` the human score
+/// dimensions of the training file in order of first appearance.
+fn request_labels(req: &TrainRequest) -> Result<Vec<String>> {
+    if req.task != TrainTask::Score {
+        return Ok(req.task.labels());
+    }
+    let file = &req.train;
+    if !is_candidates(&file.text) {
+        return Err(not_candidates(file));
+    }
+    let (candidates, _) = crate::data::candidates::parse_candidates(&file.name, &file.text)?;
+    let dimensions = t::score_dimensions(&candidates);
+    if dimensions.is_empty() {
+        return Err(Error::in_file(
+            &file.name,
+            "no line has a human score (`human`): task score learns a metric from them",
+        ));
+    }
+    Ok(dimensions)
+}
+
+fn not_candidates(file: &NamedText) -> Error {
+    Error::in_file(
+        &file.name,
+        "task score trains on a metrics JSONL file (FORMATS.md section 6: candidates with their references and human scores)",
+    )
+}
+
 /// Examples of one file, with notes on what was not used.
 fn read_examples(
     file: &NamedText,
@@ -445,6 +501,17 @@ fn read_examples(
     summary: &mut TrainingSummary,
 ) -> Result<TrainData> {
     let task = match req.task {
+        TrainTask::Score => {
+            if !is_candidates(&file.text) {
+                return Err(not_candidates(file));
+            }
+            if *source != ArgumentSource::None {
+                return Err(Error::invalid("--arguments applies to bundles only, not to task score"));
+            }
+            let (candidates, warnings) = crate::data::candidates::parse_candidates(&file.name, &file.text)?;
+            summary.warnings.extend(warnings.iter().map(|w| w.to_string()));
+            return t::examples_from_candidates(&file.name, &candidates, labels, &base.tokenizer);
+        }
         TrainTask::Criterion => {
             if !is_rubric(&file.text) {
                 return Err(Error::in_file(
@@ -461,6 +528,12 @@ fn read_examples(
     };
     if is_rubric(&file.text) {
         return Err(Error::in_file(&file.name, "a rubric file trains a criterion grader: choose task criterion"));
+    }
+    if is_candidates(&file.text) {
+        return Err(Error::in_file(
+            &file.name,
+            "a metrics JSONL file trains a metric learned from its human scores: choose task score",
+        ));
     }
     if is_bundle(&file.text) {
         let (mut bundle, warnings) = crate::data::parse_bundle(&file.name, &file.text)?;
@@ -557,7 +630,13 @@ fn read_sets(
     for (what, d) in [("training", &train_data), ("dev", &dev_data)] {
         // What the readers left out, each with its count (and ids, where they name some).
         let c = &d.counts;
-        let left_out: [(usize, &str, &[String]); 4] = [
+        let left_out: [(usize, &str, &[String]); 6] = [
+            (c.unscored.len(), "lines without a human score of the model's dimensions are left out", &c.unscored),
+            (
+                c.other_dimensions.len(),
+                "human score dimensions the training file lacks are not used",
+                &c.other_dimensions,
+            ),
             (c.empty_options_left_out, "empty options are no candidate (--keep-empty-options keeps them)", &[]),
             (c.criteria_unjudged, "criteria nobody judged (no met, no met_by) are not examples", &[]),
             (c.criteria_tied.len(), "criteria whose people split evenly (met_by) are left out", &c.criteria_tied),
@@ -573,6 +652,26 @@ fn read_sets(
         if d.examples.is_empty() {
             return Err(Error::invalid(format!("no {what} example is left to train on")));
         }
+        if req.task == TrainTask::Score {
+            // Which examples lose tokens, not only how many: a learned metric that read half
+            // an answer scores half an answer.
+            let cut: Vec<String> = d
+                .examples
+                .iter()
+                .filter(|e| e.inputs.iter().any(|i| i.tokens_cut() > 0))
+                .map(|e| e.id.clone())
+                .collect();
+            if !cut.is_empty() {
+                let text = format!(
+                    "{what} data: {} of {} examples are cut to the model's {}-token limit ({})",
+                    cut.len(),
+                    d.examples.len(),
+                    base.tokenizer.max_tokens,
+                    req.task.facts().truncation
+                );
+                summary.notes.push(Note { text, ids: cut });
+            }
+        }
     }
     Ok((train_data, dev_data, inputs))
 }
@@ -584,7 +683,7 @@ pub fn input_lengths(req: &TrainRequest, base: &TextModel) -> Result<(Vec<usize>
     let base = &*with_length(base, req.options.length);
     let mut summary = TrainingSummary::of(req);
     let source = parse_arguments(&req.arguments)?;
-    let (train, dev, _) = read_sets(req, &source, &req.task.labels(), base, &mut summary)?;
+    let (train, dev, _) = read_sets(req, &source, &request_labels(req)?, base, &mut summary)?;
     let lens = |d: &TrainData| d.examples.iter().flat_map(|e| e.inputs.iter().map(|i| i.len())).collect();
     Ok((lens(&train), lens(&dev)))
 }
@@ -596,8 +695,11 @@ impl TrainingJob {
         let folder_limit = base.tokenizer.max_tokens;
         let base = &*with_length(base, req.options.length);
         let source = parse_arguments(&req.arguments)?;
-        let labels = req.task.labels();
+        let labels = request_labels(req)?;
         let mut summary = TrainingSummary::of(req);
+        if req.task == TrainTask::Score {
+            summary.dimensions = labels.clone();
+        }
         let positions = base.encoder.model.config.max_tokens();
         summary.notes.push(length_note(req.options.length, base.tokenizer.max_tokens, folder_limit, positions).into());
         if let Some(r) = &req.options.recipe {
@@ -814,16 +916,28 @@ fn trace_json(
                     .iter()
                     .map(|i| serde_json::json!({"input_ids": i.ids, "token_type_ids": i.type_ids}))
                     .collect();
-                serde_json::json!({"id": e.id, "gold": e.gold, "inputs": inputs})
+                let mut example = serde_json::json!({"id": e.id, "gold": e.gold, "inputs": inputs});
+                if let Some(s) = &e.scores {
+                    // The human scores (null where the line has none) and their batch.
+                    example["scores"] = serde_json::json!(s.scores);
+                    example["batch"] = serde_json::json!(s.batch);
+                }
+                example
             })
             .collect()
     };
     let (total, warmup) = t::schedule(train.len(), options);
-    let head = match TrainTask::parse(summary.task).map(head_of) {
-        Some(HeadKind::MultipleChoice) => "multiple_choice",
+    let task = TrainTask::parse(summary.task);
+    let head = match task {
+        Some(TrainTask::Score) => "regression",
+        Some(t) if head_of(t) == HeadKind::MultipleChoice => "multiple_choice",
         _ => "sequence_classification",
     };
-    let labels: Vec<&str> = summary.class_weights.iter().map(|(l, _)| l.as_str()).collect();
+    let labels: Vec<&str> = if summary.dimensions.is_empty() {
+        summary.class_weights.iter().map(|(l, _)| l.as_str()).collect()
+    } else {
+        summary.dimensions.iter().map(String::as_str).collect()
+    };
     let weights: Option<Vec<f64>> =
         (!summary.class_weights.is_empty()).then(|| summary.class_weights.iter().map(|(_, w)| *w).collect());
     let value = serde_json::json!({
@@ -837,6 +951,8 @@ fn trace_json(
         "total_steps": total,
         "warmup_steps": warmup,
         "class_weights": weights,
+        // The score task's standardisation of the targets (also in config.json).
+        "score_scale": result.model.config.score_scale,
         "select_by": result.select_by,
         "patience": options.patience,
         "steps_traced": if all_steps { serde_json::json!("all") } else { serde_json::json!(result.steps.len()) },
@@ -1051,8 +1167,11 @@ mod tests {
             assert_eq!(TrainTask::parse(task.name()), Some(task));
             let facts = task.facts();
             assert_eq!(task.labels(), facts.labels.iter().map(|l| l.to_string()).collect::<Vec<_>>());
-            // The trainer's own fallback for the metric (no task known) agrees with the table.
-            assert_eq!(SelectBy::for_head(head_of(task)), select_by_of(task), "{}", task.name());
+            // The trainer's own fallback for the metric (no task known) agrees with the table
+            // (a score head's is Spearman, which the trainer picks by the examples' scores).
+            if task != TrainTask::Score {
+                assert_eq!(SelectBy::for_head(head_of(task)), select_by_of(task), "{}", task.name());
+            }
         }
         assert_eq!(TrainTask::parse("criterion"), Some(TrainTask::Criterion));
         assert_eq!(crate::model::grade::CRITERION_LABELS, TrainTask::Criterion.facts().labels);

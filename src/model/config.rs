@@ -96,12 +96,48 @@ pub struct EncoderConfig {
     /// `sentence_bert_config.json`), so that every run of the trained model cuts inputs
     /// where training cut them.
     pub max_seq_length: Option<usize>,
+    /// A score model's outputs (`problem_type: "regression"`): one per label (a human score
+    /// dimension) and how to read them as scores ([`ScoreScale`]); `None` for a classifier.
+    pub score_scale: Option<ScoreScale>,
     /// The dropout probabilities the model was made with, where its config says them
     /// (training only: inference never drops anything).
     pub dropout: ConfigDropout,
     /// What the family adds (DeBERTa's relative attention, ModernBERT's layer pattern).
     pub options: ArchOptions,
 }
+
+/// How a score model's outputs are read as scores: output `j` was trained on dimension
+/// `j`'s scores standardised with the training data's mean and (population) standard
+/// deviation, so its score is `output * std[j] + mean[j]`. `medrank train --task score`
+/// writes them into `config.json` as [`SCORE_SCALE_KEY`] (`{"overall": {"mean": 41.2,
+/// "std": 35.0}, ...}`, by label) beside `problem_type: "regression"`; a regression model
+/// without them (trained elsewhere) is read as predicting the scores themselves (mean 0,
+/// standard deviation 1).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ScoreScale {
+    pub mean: Vec<f64>,
+    pub std: Vec<f64>,
+}
+
+impl ScoreScale {
+    /// Outputs read as they are (a regression model that records no scale).
+    pub fn identity(outputs: usize) -> ScoreScale {
+        ScoreScale { mean: vec![0.0; outputs], std: vec![1.0; outputs] }
+    }
+
+    /// Dimension `j`'s score of the model's output `output`.
+    pub fn score(&self, j: usize, output: f64) -> f64 {
+        output * self.std[j] + self.mean[j]
+    }
+
+    /// The output a model should give for dimension `j`'s score `score` (its training target).
+    pub fn standardised(&self, j: usize, score: f64) -> f64 {
+        (score - self.mean[j]) / self.std[j]
+    }
+}
+
+/// The `config.json` key of a score model's [`ScoreScale`].
+pub const SCORE_SCALE_KEY: &str = "medrank_score_scale";
 
 /// `hidden_dropout_prob` and `attention_probs_dropout_prob` (DistilBERT: `dropout` and
 /// `attention_dropout`) of a `config.json`, each a probability from 0 to 1 when present.
@@ -310,6 +346,67 @@ fn label_map(v: &Fields) -> Result<Vec<String>> {
     Ok(labels.into_iter().map(|(_, n)| n).collect())
 }
 
+/// A score model's [`ScoreScale`] (`problem_type: "regression"`), `None` for any other
+/// `problem_type` of Hugging Face's (`single_label_classification`,
+/// `multi_label_classification`) or none. A regression model names its outputs in
+/// `id2label` (one per score dimension) and has a sequence-classification head; its
+/// [`SCORE_SCALE_KEY`], when present, gives every label a finite mean and a standard
+/// deviation above 0, and no other name.
+fn score_scale(v: &Fields, head: HeadKind, labels: &[String]) -> Result<Option<ScoreScale>> {
+    match v.string("problem_type")? {
+        None | Some("single_label_classification" | "multi_label_classification") => {
+            if v.get(SCORE_SCALE_KEY).is_some() {
+                return Err(v.error(
+                    SCORE_SCALE_KEY,
+                    "only a regression model (problem_type \"regression\") has a score scale",
+                ));
+            }
+            return Ok(None);
+        }
+        Some("regression") => {}
+        Some(other) => {
+            return Err(v.error(
+                "problem_type",
+                format!("`{other}`: expected regression, single_label_classification or multi_label_classification"),
+            ))
+        }
+    }
+    if head != HeadKind::SequenceClassification || labels.is_empty() {
+        return Err(v.error(
+            "problem_type",
+            "a regression model is a *ForSequenceClassification model whose id2label names its outputs (one per score dimension)",
+        ));
+    }
+    let entries = match v.get(SCORE_SCALE_KEY) {
+        None => return Ok(Some(ScoreScale::identity(labels.len()))),
+        Some(Json::Object(entries)) => entries,
+        Some(other) => {
+            return Err(v.error(
+                SCORE_SCALE_KEY,
+                format!("expected an object of {{\"mean\", \"std\"}} by label, found {}", other.kind()),
+            ))
+        }
+    };
+    let path = format!("{SCORE_SCALE_KEY}.");
+    let by_label = Fields::new(v.file, entries, &path)?;
+    if let Some((name, _)) = entries.iter().find(|(name, _)| !labels.contains(name)) {
+        return Err(by_label.error(name, format!("`{name}` is not a label of id2label ({})", labels.join(", "))));
+    }
+    let mut scale = ScoreScale { mean: Vec::new(), std: Vec::new() };
+    for label in labels {
+        let Some(Json::Object(pair)) = by_label.get(label) else {
+            return Err(by_label.error(label, "missing, or not an object {\"mean\", \"std\"}"));
+        };
+        let inner = format!("{path}{label}.");
+        let fields = Fields::new(v.file, pair, &inner)?;
+        let mean = fields.number("mean")?.filter(|m| m.is_finite());
+        let std = fields.number("std")?.filter(|s| s.is_finite() && *s > 0.0);
+        scale.mean.push(mean.ok_or_else(|| fields.error("mean", "expected a finite number"))?);
+        scale.std.push(std.ok_or_else(|| fields.error("std", "expected a finite number above 0"))?);
+    }
+    Ok(Some(scale))
+}
+
 impl EncoderConfig {
     /// A tiny encoder of `arch` (hidden 32, 4 heads, GELU, a 64-word vocabulary, 64
     /// positions) with `head`: the random models of the unit tests, the gradient checks and
@@ -336,6 +433,7 @@ impl EncoderConfig {
             head,
             labels: labels.iter().map(|s| s.to_string()).collect(),
             max_seq_length: None,
+            score_scale: None,
             dropout: ConfigDropout::default(),
             options: match arch {
                 // DeBERTa-v3's shape: relative positions only, 8 buckets over 32 distances.
@@ -573,6 +671,7 @@ impl EncoderConfig {
             HeadKind::None
         };
         let labels = label_map(&v)?;
+        let score_scale = score_scale(&v, head, &labels)?;
         let positions = max_position_embeddings - position_offset;
         let limit_range = SizeRange { min: 2, max: positions.max(2), what: "a whole number of tokens" };
         let max_seq_length = match v.get(MAX_SEQ_LENGTH_KEY) {
@@ -614,6 +713,7 @@ impl EncoderConfig {
             head,
             labels,
             max_seq_length,
+            score_scale,
             dropout,
             options,
         })
@@ -702,6 +802,19 @@ impl EncoderConfig {
         }
         if let Some(n) = self.max_seq_length {
             o.insert(MAX_SEQ_LENGTH_KEY.into(), n.into());
+        }
+        if let Some(scale) = &self.score_scale {
+            // Hugging Face's name for a regression head: transformers then trains and reads
+            // it with mean squared error over `num_labels` outputs.
+            o.insert("problem_type".into(), "regression".into());
+            o.insert("num_labels".into(), self.labels.len().into());
+            let by_label: serde_json::Map<String, Value> = self
+                .labels
+                .iter()
+                .enumerate()
+                .map(|(j, l)| (l.clone(), serde_json::json!({"mean": scale.mean[j], "std": scale.std[j]})))
+                .collect();
+            o.insert(SCORE_SCALE_KEY.into(), Value::Object(by_label));
         }
         let distil = self.arch == Arch::DistilBert;
         for (bert, distilbert, p) in [

@@ -41,6 +41,7 @@ pub mod pooling;
 pub mod precision;
 pub mod quant;
 pub mod rankers;
+pub mod score;
 pub mod spm;
 pub mod states;
 pub mod tokenize;

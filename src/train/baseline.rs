@@ -68,7 +68,7 @@ pub fn majority_baseline(labels: &[String], golds: &[usize], select_by: SelectBy
     let metric = match select_by {
         SelectBy::Accuracy => confusion.accuracy(),
         SelectBy::MacroF1 => confusion.macro_f1(),
-        SelectBy::Loss => return None,
+        SelectBy::Loss | SelectBy::Spearman => return None,
     };
     Some(Baseline { kind: "majority", label: Some(labels[majority].clone()), metric, accuracy: confusion.accuracy() })
 }
@@ -83,7 +83,7 @@ pub fn chance_baseline(options: &[usize], select_by: SelectBy) -> Option<Baselin
     let metric = match select_by {
         SelectBy::Accuracy => accuracy,
         SelectBy::Loss => mean(&|k| k.ln()),
-        SelectBy::MacroF1 => return None,
+        SelectBy::MacroF1 | SelectBy::Spearman => return None,
     };
     Some(Baseline { kind: "chance", label: None, metric, accuracy })
 }

@@ -53,6 +53,7 @@ pub fn synthetic_questions(base: &TextModel, n: usize, options: usize, len: usiz
                 })
                 .collect(),
             gold: rng.gen_range(0..options),
+            scores: None,
         })
         .collect()
 }

@@ -51,6 +51,7 @@ impl CpuEngine {
     fn step_now(&mut self, train: Batches, chunk: &[usize], lr: f64, layer_lr: f64) -> Result<f64> {
         let Batches { model, tokenizer: tok, set: train_set, prepared: train_p, lower, multiple_choice, .. } = train;
         let (weights, threads, dropout) = (train.class_weights, self.threads, train.dropout);
+        let score_scale = train.score_scale;
         let vars = self.vars();
         let mut loss_sum = 0.0;
         let mut acc: Option<GradStore> = None;
@@ -61,7 +62,10 @@ impl CpuEngine {
                 .map(|part| -> Result<(GradStore, f64)> {
                     let logits = logits_of(model, tok, train_set, train_p, part, lower, dropout)?;
                     let exs: Vec<&TrainExample> = part.iter().map(|&i| &train_set[i]).collect();
-                    let (loss, _) = loss_and_predictions(&exs, &logits, multiple_choice, weights)?;
+                    let loss = match score_scale {
+                        Some(scale) => super::scores::loss(&exs, &logits, scale)?,
+                        None => loss_and_predictions(&exs, &logits, multiple_choice, weights)?.0,
+                    };
                     let value = loss.to_scalar::<f32>()? as f64;
                     Ok(((loss / chunk.len() as f64)?.backward()?, value))
                 })
@@ -150,6 +154,28 @@ impl CpuEngine {
     }
 }
 
+impl CpuEngine {
+    /// [`Engine::dev_outputs`], shards in parallel.
+    fn dev_outputs_now(&self, dev: Batches) -> Result<Vec<Vec<f32>>> {
+        let Batches { model, tokenizer: tok, set: dev_set, prepared: dev_p, lower, .. } = dev;
+        let dev_idx: Vec<usize> = (0..dev_set.len()).collect();
+        let dev_parts = shards(dev_set, &dev_idx, dev_set.len().div_ceil(dev.batch_size.max(1)));
+        let parts = dev_parts
+            .par_iter()
+            .map(|part| -> Result<Vec<Vec<f32>>> {
+                Ok(logits_of(model, tok, dev_set, dev_p, part, lower, None)?.detach().to_vec2()?)
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let mut outputs = vec![Vec::new(); dev_set.len()];
+        for (part, rows) in dev_parts.iter().zip(parts) {
+            for (&i, row) in part.iter().zip(rows) {
+                outputs[i] = row;
+            }
+        }
+        Ok(outputs)
+    }
+}
+
 impl Engine for CpuEngine {
     fn start<'a>(&'a mut self, _model: &'a LoadedModel, _lower: usize, opts: &'a TrainOptions) -> Pending<'a, ()> {
         Box::pin(std::future::ready(self.make_optimisers(opts)))
@@ -162,6 +188,10 @@ impl Engine for CpuEngine {
 
     fn dev<'a>(&'a self, dev: Batches<'a>) -> Pending<'a, (Vec<usize>, f64)> {
         Box::pin(std::future::ready(self.dev_now(dev)))
+    }
+
+    fn dev_outputs<'a>(&'a self, dev: Batches<'a>) -> Pending<'a, Vec<Vec<f32>>> {
+        Box::pin(std::future::ready(self.dev_outputs_now(dev)))
     }
 
     fn keep_best(&mut self) -> Result<()> {

@@ -11,6 +11,7 @@ use super::examples::TrainExample;
 use super::frozen::Prepared;
 use super::options::TrainOptions;
 use crate::error::Result;
+use crate::model::config::ScoreScale;
 use crate::model::load::LoadedModel;
 use crate::model::tokenize::TextTokenizer;
 use std::future::Future;
@@ -33,6 +34,9 @@ pub(super) struct Batches<'a> {
     pub multiple_choice: bool,
     /// One loss weight per label (empty: every example weighs 1).
     pub class_weights: &'a [f64],
+    /// The score task's standardisation: the head is a regression head trained with the
+    /// masked mean squared error (`super::scores`); `None` for the other tasks.
+    pub score_scale: Option<&'a ScoreScale>,
     /// Examples per micro-batch.
     pub batch_size: usize,
     /// The optimiser step's dropout masks (training with dropout; `None` for dev passes,
@@ -54,6 +58,10 @@ pub(super) trait Engine {
     /// Each dev example's predicted index with the current weights (no gradients kept) and
     /// the summed (weighted) dev loss.
     fn dev<'a>(&'a self, dev: Batches<'a>) -> Pending<'a, (Vec<usize>, f64)>;
+
+    /// Each dev example's head outputs with the current weights (one row per example: the
+    /// score task's standardised predictions), no gradients kept.
+    fn dev_outputs<'a>(&'a self, dev: Batches<'a>) -> Pending<'a, Vec<Vec<f32>>>;
 
     /// Keeps the current weights as the best epoch's.
     fn keep_best(&mut self) -> Result<()>;

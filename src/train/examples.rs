@@ -2,11 +2,13 @@
 //! read from a HiTZ MCQA file or an argument bundle (with the argument source that makes
 //! the baseline, expert-trained or LLM-trained evaluator), and what the readers leave out.
 
+use crate::data::candidates::Candidate;
 use crate::data::graded::parse_rubric;
 use crate::data::{Bundle, Problem, Task};
 use crate::error::{Error, Result};
 use crate::model::evaluate::{classification_parts, mcqa_parts};
 use crate::model::grade::{conversation_text, encode_pair, CRITERION_LABELS};
+use crate::model::score::score_input;
 use crate::model::tokenize::{Encoded, TextTokenizer};
 use rand::seq::SliceRandom;
 use rand::SeedableRng;
@@ -16,12 +18,24 @@ use serde::Serialize;
 /// One training example: the encoder inputs and the index of the right one.
 /// Multiple choice: one input per candidate option (empty options are left out unless
 /// kept, so the count varies), `gold` = index among the inputs. Classification: one
-/// input, `gold` = label index.
+/// input, `gold` = label index. Scores (task `score`): one input, the human scores in
+/// `scores` (`gold` is 0 and unused).
 #[derive(Debug, Clone, PartialEq)]
 pub struct TrainExample {
     pub id: String,
     pub inputs: Vec<Encoded>,
     pub gold: usize,
+    /// A score example's targets; `None` for the other tasks.
+    pub scores: Option<ScoreTargets>,
+}
+
+/// A score example's targets (task `score`): each dimension's human score in the head's
+/// label order, `None` where its line has none (its loss term is masked, never taken as 0),
+/// and the batch its per-batch correlations group it in.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ScoreTargets {
+    pub batch: String,
+    pub scores: Vec<Option<f64>>,
 }
 
 /// What the example readers leave out (the conventions evaluation follows too).
@@ -55,6 +69,14 @@ pub struct DataCounts {
     /// Rubric criteria whose people split evenly (`met_by`), left out (their ids).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub criteria_tied: Vec<String>,
+    /// Score task: lines without a human score of any of the head's dimensions, left out
+    /// (their ids).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub unscored: Vec<String>,
+    /// Score task: human score dimensions of the file that the head does not have (a dev
+    /// file's dimension the training file lacks), not used.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub other_dimensions: Vec<String>,
 }
 
 fn is_zero(n: &usize) -> bool {
@@ -120,7 +142,7 @@ pub fn read_hitz_mcqa(
             &at,
         )?;
         out.counts.empty_options_left_out += left_out;
-        out.examples.push(TrainExample { id: format!("{file}:{}", item.line), inputs, gold });
+        out.examples.push(TrainExample { id: format!("{file}:{}", item.line), inputs, gold, scores: None });
     }
     out.counts.examples = out.examples.len();
     Ok(out)
@@ -168,7 +190,7 @@ pub fn examples_from_bundle(
                 let (inputs, gold, left_out) =
                     mcqa_inputs(question, argument, opts, answer, options.keep_empty_options, tokenizer, &at)?;
                 out.counts.empty_options_left_out += left_out;
-                out.examples.push(TrainExample { id: inst.id.clone(), inputs, gold });
+                out.examples.push(TrainExample { id: inst.id.clone(), inputs, gold, scores: None });
             }
             problem => {
                 if !options.keep_not_enough_evidence
@@ -184,7 +206,7 @@ pub fn examples_from_bundle(
                     .position(|l| l == problem.gold())
                     .ok_or_else(|| at("label", format!("`{}` not in {labels:?}", problem.gold())))?;
                 let encoded = tokenizer.encode_parts(&f, &s).map_err(|e| at("text", e.to_string()))?;
-                out.examples.push(TrainExample { id: inst.id.clone(), inputs: vec![encoded], gold });
+                out.examples.push(TrainExample { id: inst.id.clone(), inputs: vec![encoded], gold, scores: None });
             }
         }
     }
@@ -233,7 +255,7 @@ pub fn examples_from_rubric(file: &str, text: &str, tokenizer: &TextTokenizer) -
                 .map_err(|e| Error::input(file, r.line, &format!("criteria[{i}].criterion"), e.to_string()))?;
             let label = if met { "met" } else { "not_met" };
             let gold = CRITERION_LABELS.iter().position(|l| *l == label).expect("a criterion label");
-            out.examples.push(TrainExample { id, inputs: vec![input.encoded], gold });
+            out.examples.push(TrainExample { id, inputs: vec![input.encoded], gold, scores: None });
         }
     }
     out.counts.examples = out.examples.len();
@@ -244,6 +266,46 @@ pub fn examples_from_rubric(file: &str, text: &str, tokenizer: &TextTokenizer) -
 /// the reader [`examples_from_rubric`] uses).
 pub fn examples_from_rubric_count(file: &str, text: &str) -> Result<usize> {
     Ok(parse_rubric(file, text)?.0.len())
+}
+
+/// The human score dimensions of a metrics JSONL file's candidates in order of first
+/// appearance: the outputs of a score head trained on it.
+pub fn score_dimensions(candidates: &[Candidate]) -> Vec<String> {
+    crate::data::common::first_appearance(candidates.iter().flat_map(|c| c.human.iter().map(|(d, _)| d.clone())))
+}
+
+/// Examples of the `score` task from the candidates of metrics JSONL file `file`
+/// (FORMATS.md section 6): one per line with a human score of at least one of
+/// `dimensions` (the head's outputs), its input the score pair
+/// (`model::score::score_input`: the candidate, then the question and the first
+/// reference). Lines without such a score are left out (listed), and so are dimensions
+/// the head does not have (named). Example ids: `ID@SYSTEM`.
+pub fn examples_from_candidates(
+    file: &str,
+    candidates: &[Candidate],
+    dimensions: &[String],
+    tokenizer: &TextTokenizer,
+) -> Result<TrainData> {
+    let mut out = TrainData::default();
+    for c in candidates {
+        let id = format!("{}@{}", c.id, c.system);
+        for (d, _) in &c.human {
+            if !dimensions.contains(d) && !out.counts.other_dimensions.contains(d) {
+                out.counts.other_dimensions.push(d.clone());
+            }
+        }
+        let scores: Vec<Option<f64>> =
+            dimensions.iter().map(|d| c.human.iter().find(|(h, _)| h == d).map(|(_, v)| *v)).collect();
+        if scores.iter().all(Option::is_none) {
+            out.counts.unscored.push(id);
+            continue;
+        }
+        let input = score_input(tokenizer, file, c)?;
+        let scores = Some(ScoreTargets { batch: c.batch.clone(), scores });
+        out.examples.push(TrainExample { id, inputs: vec![input], gold: 0, scores });
+    }
+    out.counts.examples = out.examples.len();
+    Ok(out)
 }
 
 /// The label list a task's classification head uses.

@@ -55,6 +55,8 @@
 //!   weights, the learning-rate schedule
 //! - `trainer.rs`  the one loop ([`Trainer`], [`train`])
 //! - `result.rs`   what it reports: the curve, events, trace steps, the result
+//! - `scores.rs`   the score task's regression head: standardised targets, masked MSE,
+//!   Spearman and kappa per batch (why regression, and why no baseline)
 //! - `frozen.rs`   the frozen pass, computed once before the first epoch
 //! - `engine.rs`   what the loop asks of an engine (a step, the dev pass, the best weights)
 //! - `cpu.rs`      the CPU engine: candle's autograd, one shard per core
@@ -74,13 +76,14 @@ mod frozen;
 pub mod gpu;
 mod options;
 mod result;
+mod scores;
 mod trainer;
 
 pub use baseline::{chance_baseline, majority_baseline, Baseline, BASELINE_TOLERANCE};
 pub use dropout::Dropout;
 pub use examples::{
-    examples_from_bundle, examples_from_rubric, examples_from_rubric_count, read_hitz_mcqa, task_labels,
-    ArgumentSource, DataCounts, ExampleOptions, TrainData, TrainExample,
+    examples_from_bundle, examples_from_candidates, examples_from_rubric, examples_from_rubric_count, read_hitz_mcqa,
+    score_dimensions, task_labels, ArgumentSource, DataCounts, ExampleOptions, ScoreTargets, TrainData, TrainExample,
 };
 pub use export::{trained_files, trained_files_with};
 pub use options::{
@@ -89,6 +92,7 @@ pub use options::{
     DEFAULT_LAYER_LR,
 };
 pub use result::{EpochLog, StepRecord, TrainEvent, TrainResult};
+pub use scores::{score_figures, DimensionFigures, ScoreFigures};
 #[cfg(not(target_arch = "wasm32"))]
 pub use trainer::{native_clock, train, train_with_events};
 pub use trainer::{with_new_head, Trainer};

@@ -78,16 +78,20 @@ pub enum SelectBy {
     MacroF1,
     /// Mean dev loss (class-weighted as in training); lower is better.
     Loss,
+    /// The score task's: Spearman's rho with the human scores per batch, averaged over the
+    /// batches, then over the dimensions (`super::scores`).
+    Spearman,
 }
 
 impl SelectBy {
-    /// `accuracy`, `macro-f1` or `loss` (`--select-by`).
+    /// `accuracy`, `macro-f1`, `loss` or `spearman` (`--select-by`).
     pub fn parse(s: &str) -> Result<SelectBy> {
         match s.trim() {
             "accuracy" => Ok(SelectBy::Accuracy),
             "macro-f1" | "macro_f1" => Ok(SelectBy::MacroF1),
             "loss" => Ok(SelectBy::Loss),
-            other => Err(Error::option("select_by", format!("{other}: expected accuracy, macro-f1 or loss"))),
+            "spearman" => Ok(SelectBy::Spearman),
+            other => Err(Error::option("select_by", format!("{other}: expected accuracy, macro-f1, loss or spearman"))),
         }
     }
 
@@ -106,6 +110,7 @@ impl SelectBy {
             SelectBy::Accuracy => "accuracy",
             SelectBy::MacroF1 => "macro-F1",
             SelectBy::Loss => "loss",
+            SelectBy::Spearman => "Spearman",
         }
     }
 

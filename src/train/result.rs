@@ -26,6 +26,11 @@ pub struct EpochLog {
     pub dev_classes: Option<Vec<ClassScores>>,
     /// Classification: the dev confusion matrix in label order, rows gold, columns predicted.
     pub dev_confusion: Option<Vec<Vec<u64>>>,
+    /// The score task: Spearman and quadratic kappa with the human scores, per dimension
+    /// (per batch, averaged). Its `dev_accuracy` is NaN (written null): a regression has no
+    /// accuracy.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dev_scores: Option<super::scores::ScoreFigures>,
     /// The head's learning rate at the epoch's last step (the layers' follows the same
     /// schedule from `layer_learning_rate`).
     pub learning_rate: f64,
@@ -38,9 +43,13 @@ pub struct EpochLog {
 /// Equal curves: the same numbers; the wall-clock figures are not compared.
 impl PartialEq for EpochLog {
     fn eq(&self, o: &Self) -> bool {
-        (self.epoch, self.steps, self.train_loss, self.dev_accuracy, self.learning_rate)
-            == (o.epoch, o.steps, o.train_loss, o.dev_accuracy, o.learning_rate)
-            && (self.dev_macro_f1, &self.dev_confusion) == (o.dev_macro_f1, &o.dev_confusion)
+        // A score model's accuracy is NaN on both sides: the same.
+        let accuracy = self.dev_accuracy == o.dev_accuracy || (self.dev_accuracy.is_nan() && o.dev_accuracy.is_nan());
+        (self.epoch, self.steps, self.train_loss, self.learning_rate)
+            == (o.epoch, o.steps, o.train_loss, o.learning_rate)
+            && accuracy
+            && (self.dev_macro_f1, &self.dev_confusion, &self.dev_scores)
+                == (o.dev_macro_f1, &o.dev_confusion, &o.dev_scores)
     }
 }
 
@@ -113,4 +122,8 @@ pub struct TrainResult {
     pub threads: usize,
     /// What the example readers left out (train, dev); the caller fills it in for the log.
     pub data: Option<(DataCounts, DataCounts)>,
+    /// The score task: each dev example's predicted scores at the picked epoch (human
+    /// scale, the head's label order), as the saved model gives them; empty otherwise.
+    #[serde(skip)]
+    pub dev_predictions: Vec<Vec<f64>>,
 }

@@ -15,6 +15,7 @@ use super::options::{
     check_options, schedule, scheduled_lr, trained_layers, ClassWeights, Freeze, SelectBy, TrainOptions,
 };
 use super::result::{EpochLog, StepRecord, TrainEvent, TrainResult};
+use super::scores::{self, ScoreFigures};
 use crate::error::{Error, Result};
 use crate::gpu::GpuContext;
 use crate::model::config::{EncoderConfig, HeadKind};
@@ -37,6 +38,8 @@ struct DevScores {
     confusion: Option<Vec<Vec<u64>>>,
     loss: f64,
     metric: f64,
+    /// The score task's agreement with the human scores.
+    scores: Option<ScoreFigures>,
 }
 
 /// Start from `base` (a plain encoder or one with a head) and add a fresh seeded head of
@@ -144,6 +147,9 @@ pub struct Trainer {
     curve: Vec<EpochLog>,
     /// The best dev metric so far and its epoch (the engine keeps its weights).
     best: Option<(f64, usize)>,
+    /// The score task: each dev example's predicted scores (human scale, the head's label
+    /// order) at the best epoch so far; empty for the other tasks.
+    best_dev_predictions: Vec<Vec<f64>>,
     step: usize,
     since_best: usize,
     stopped: bool,
@@ -170,13 +176,39 @@ impl Trainer {
         if let Some(e) = train_set.iter().chain(&dev_set).find(|e| e.inputs.is_empty()) {
             return Err(Error::invalid(format!("example {} has no input", e.id)));
         }
+        // Examples with human scores train a regression head (the score task), one output
+        // per label (dimension); the others a classification or multiple-choice head.
+        let regression = train_set[0].scores.is_some();
+        let malformed = |e: &&TrainExample| match &e.scores {
+            Some(s) => !regression || s.scores.len() != labels.len() || e.inputs.len() != 1,
+            None => regression,
+        };
+        if let Some(e) = train_set.iter().chain(&dev_set).find(malformed) {
+            return Err(Error::invalid(format!(
+                "example {} does not fit the head: score examples have one input and one score (or none) per \
+                 label ({}), and are not mixed with examples of other tasks",
+                e.id,
+                labels.len()
+            )));
+        }
+        if regression && kind != HeadKind::SequenceClassification {
+            return Err(Error::invalid("score examples train a sequence-classification head (regression)"));
+        }
         let mut opts = opts;
         // Dropout left to the model: its config's (0.1 where it says none), checked as --dropout.
         opts.dropout.get_or_insert_with(|| super::options::model_dropout(&base.encoder.model.config));
         check_options(&opts)?;
         let multiple_choice = kind == HeadKind::MultipleChoice;
-        let select_by = *opts.select_by.get_or_insert(SelectBy::for_head(kind));
-        let weighting = *opts.class_weights.get_or_insert(if multiple_choice {
+        let select_by =
+            *opts.select_by.get_or_insert(if regression { SelectBy::Spearman } else { SelectBy::for_head(kind) });
+        if regression != (select_by == SelectBy::Spearman) && select_by != SelectBy::Loss {
+            return Err(Error::invalid(if regression {
+                "a score model has no classes: use --select-by spearman or loss"
+            } else {
+                "Spearman picks the epoch of a score model (--task score): use --select-by accuracy, macro-f1 or loss"
+            }));
+        }
+        let weighting = *opts.class_weights.get_or_insert(if multiple_choice || regression {
             ClassWeights::Equal
         } else {
             ClassWeights::Balanced
@@ -186,12 +218,18 @@ impl Trainer {
                 "multiple choice has no classes (the options differ per question): use --select-by accuracy or loss and --class-weights none",
             ));
         }
-        let class_weights = if multiple_choice {
+        if regression && weighting == ClassWeights::Balanced {
+            return Err(Error::invalid("a score model has no classes to weigh: use --class-weights none"));
+        }
+        let class_weights = if multiple_choice || regression {
             Vec::new()
         } else {
             weighting.weights(labels.len(), train_set.iter().map(|e| e.gold))
         };
         let mut model = with_new_head(&base.encoder.model, kind, labels, opts.seed)?;
+        // The score task's targets are standardised with the training set's scale, which
+        // the saved config keeps (its predictions are read back with it).
+        model.config.score_scale = regression.then(|| scores::scale_of(&train_set, labels)).transpose()?;
         // The trained model is run with the limit it was trained with: recorded in its
         // config.json when it is below the position table's (all-MiniLM-L6-v2's
         // sentence_bert_config.json says 256 of 512; the trained folder has no such file,
@@ -229,6 +267,7 @@ impl Trainer {
             order,
             curve: Vec::new(),
             best: None,
+            best_dev_predictions: Vec::new(),
             step: 0,
             since_best: 0,
             stopped: false,
@@ -393,15 +432,29 @@ impl Trainer {
         }
         let train_seconds = clock() - started;
         progress(TrainEvent::Dev { epoch });
-        let (predicted, dev_loss) = {
-            let (engine, dev) = self.engine_and_batches(true)?;
-            engine.dev(dev).await?
+        let (dev, dev_predictions) = match self.model.config.score_scale.clone() {
+            Some(scale) => {
+                let outputs = {
+                    let (engine, dev) = self.engine_and_batches(true)?;
+                    engine.dev_outputs(dev).await?
+                };
+                let dev_loss = scores::loss_of_outputs(&self.dev_set, &outputs, &scale)?;
+                self.check_dev_loss(dev_loss, epoch)?;
+                let predicted: Vec<Vec<f64>> = outputs
+                    .iter()
+                    .map(|o| o.iter().enumerate().map(|(j, &v)| scale.score(j, v as f64)).collect())
+                    .collect();
+                (self.dev_agreement(&predicted, dev_loss)?, predicted)
+            }
+            None => {
+                let (predicted, dev_loss) = {
+                    let (engine, dev) = self.engine_and_batches(true)?;
+                    engine.dev(dev).await?
+                };
+                self.check_dev_loss(dev_loss, epoch)?;
+                (self.dev_scores(&predicted, dev_loss), Vec::new())
+            }
         };
-        if !dev_loss.is_finite() {
-            let input = format!("the {} dev examples of epoch {epoch}", self.dev_set.len());
-            return Err(crate::model::finite::named("loss", 0, input));
-        }
-        let dev = self.dev_scores(&predicted, dev_loss);
         let log = EpochLog {
             epoch,
             steps: self.step,
@@ -412,6 +465,7 @@ impl Trainer {
             dev_metric: dev.metric,
             dev_classes: dev.classes,
             dev_confusion: dev.confusion,
+            dev_scores: dev.scores,
             learning_rate: lr,
             train_seconds,
             examples_per_second: self.train_set.len() as f64 / train_seconds.max(1e-9),
@@ -422,6 +476,7 @@ impl Trainer {
         if self.best.is_none_or(|(best, _)| select_by.better(log.dev_metric, best)) {
             self.engine.keep_best()?;
             self.best = Some((log.dev_metric, epoch));
+            self.best_dev_predictions = dev_predictions;
             self.since_best = 0;
         } else {
             self.since_best += 1;
@@ -446,6 +501,7 @@ impl Trainer {
             lower: self.lower,
             multiple_choice: self.multiple_choice,
             class_weights: &self.class_weights,
+            score_scale: self.model.config.score_scale.as_ref(),
             batch_size: self.opts.batch_size,
             // Training steps drop with the step's masks; dev passes never do.
             dropout: self.opts.dropout.filter(|d| !dev && d.is_active()).map(|dropout| StepMasks {
@@ -472,6 +528,7 @@ impl Trainer {
             SelectBy::Accuracy => accuracy,
             SelectBy::MacroF1 => macro_f1.unwrap_or(f64::NAN),
             SelectBy::Loss => loss,
+            SelectBy::Spearman => f64::NAN,
         };
         DevScores {
             accuracy,
@@ -480,14 +537,53 @@ impl Trainer {
             confusion: confusion.as_ref().map(Confusion::rows),
             loss,
             metric,
+            scores: None,
         }
+    }
+
+    /// The score task's dev figures from each dev example's predicted scores (human scale)
+    /// and the summed loss: Spearman and kappa per batch ([`scores::score_figures`]); no
+    /// accuracy (NaN: a regression has none).
+    fn dev_agreement(&self, predicted: &[Vec<f64>], loss_sum: f64) -> Result<DevScores> {
+        let figures = scores::score_figures(&self.dev_set, predicted, &self.labels)?;
+        let loss = loss_sum / self.dev_set.len() as f64;
+        let metric = match self.select_by() {
+            SelectBy::Loss => loss,
+            _ => figures.spearman.unwrap_or(f64::NAN),
+        };
+        Ok(DevScores {
+            accuracy: f64::NAN,
+            macro_f1: None,
+            classes: None,
+            confusion: None,
+            loss,
+            metric,
+            scores: Some(figures),
+        })
+    }
+
+    /// A dev loss that is not a number stops training, naming the epoch.
+    fn check_dev_loss(&self, dev_loss: f64, epoch: usize) -> Result<()> {
+        if dev_loss.is_finite() {
+            return Ok(());
+        }
+        let input = format!("the {} dev examples of epoch {epoch}", self.dev_set.len());
+        Err(crate::model::finite::named("loss", 0, input))
+    }
+
+    /// Whether this trainer trains a score model (a regression head, task `score`).
+    pub fn is_score_model(&self) -> bool {
+        self.model.config.score_scale.is_some()
     }
 
     /// What a model that learnt nothing scores on dev with the selecting metric
     /// ([`super::baseline`]): the majority class for classification, chance for multiple
     /// choice.
     pub fn dev_baseline(&self) -> Option<Baseline> {
-        if self.multiple_choice {
+        if self.is_score_model() {
+            // A constant prediction has no Spearman (`super::scores`: no baseline).
+            None
+        } else if self.multiple_choice {
             let options: Vec<usize> = self.dev_set.iter().map(|e| e.inputs.len()).collect();
             chance_baseline(&options, self.select_by())
         } else {
@@ -554,7 +650,7 @@ impl Trainer {
         let confusion = picked.dev_confusion.as_ref().map(|rows| Confusion::of(rows.len(), rows_to_pairs(rows)));
         // The majority-class rate: the accuracy of the classification baseline.
         let golds: Vec<usize> = self.dev_set.iter().map(|e| e.gold).collect();
-        let dev_majority_rate = (!self.multiple_choice)
+        let dev_majority_rate = (!self.multiple_choice && !self.is_score_model())
             .then(|| majority_baseline(&self.labels, &golds, SelectBy::Accuracy))
             .flatten()
             .map(|b| b.accuracy);
@@ -570,13 +666,16 @@ impl Trainer {
             ));
         }
         let dev_baseline = self.dev_baseline();
-        let dev_chance_accuracy = if self.multiple_choice {
+        let dev_chance_accuracy = if self.is_score_model() {
+            None
+        } else if self.multiple_choice {
             let options: Vec<usize> = self.dev_set.iter().map(|e| e.inputs.len()).collect();
             chance_baseline(&options, SelectBy::Accuracy).map(|b| b.accuracy)
         } else {
             (!self.labels.is_empty()).then(|| 1.0 / self.labels.len() as f64)
         };
         let steps = self.step_log;
+        let dev_predictions = self.best_dev_predictions;
         let mut engine = self.engine;
         let model = engine.best_model(&self.model).await?;
         let threads = engine.threads();
@@ -599,6 +698,7 @@ impl Trainer {
             cache_seconds: self.frozen.seconds(),
             threads,
             data: None,
+            dev_predictions,
         })
     }
 }
@@ -608,7 +708,7 @@ impl Trainer {
     /// task, the criterion grader's too): nothing in training tells the classes apart, or
     /// the dev figures measure one class only (macro-F1 1.0 from always predicting it).
     fn one_class_warnings(&self) -> Vec<String> {
-        if self.multiple_choice {
+        if self.multiple_choice || self.is_score_model() {
             return Vec::new();
         }
         let mut warnings = Vec::new();

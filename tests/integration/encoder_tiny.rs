@@ -37,6 +37,7 @@ fn tiny(arch: Arch, head: HeadKind, labels: &[&str]) -> EncoderConfig {
         head,
         labels: labels.iter().map(|s| s.to_string()).collect(),
         max_seq_length: None,
+        score_scale: None,
         dropout: Default::default(),
         options: medrank::model::config::ArchOptions::None,
     }
@@ -345,7 +346,7 @@ fn training_learns_a_separable_task_and_saves_a_loadable_evaluator() {
                     .collect();
                 let inputs =
                     opts.iter().map(|o| tok.encode_parts(&[Part::cut_start(q)], &[Part::keep(o)]).unwrap()).collect();
-                TrainExample { id: format!("e{i}"), inputs, gold }
+                TrainExample { id: format!("e{i}"), inputs, gold, scores: None }
             })
             .collect()
     };

@@ -102,7 +102,7 @@ fn gpu_and_cpu_train_alike(freeze: Freeze) {
                         tok.encode_parts(&[Part::cut_start(q)], &[Part::keep(o)]).unwrap()
                     })
                     .collect();
-                TrainExample { id: format!("e{i}"), inputs, gold }
+                TrainExample { id: format!("e{i}"), inputs, gold, scores: None }
             })
             .collect()
     };
@@ -208,6 +208,7 @@ fn the_gpu_trainer_refuses_deberta_and_modernbert() {
             id: format!("e{i}"),
             inputs: vec![tok.encode_parts(&[Part::keep("fever and cough")], &[]).unwrap()],
             gold: i % 2,
+            scores: None,
         };
         let set: Vec<TrainExample> = (0..4).map(example).collect();
         let opts = TrainOptions { freeze: Freeze::TopLayers(1), epochs: 1, batch_size: 2, ..Default::default() };

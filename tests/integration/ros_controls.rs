@@ -356,6 +356,7 @@ fn the_trained_head_leaves_empty_options_out_of_its_softmax() {
         head: HeadKind::MultipleChoice,
         labels: Vec::new(),
         max_seq_length: None,
+        score_scale: None,
         dropout: Default::default(),
         options: medrank::model::config::ArchOptions::None,
     };

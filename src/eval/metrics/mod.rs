@@ -16,6 +16,7 @@
 
 pub mod agreement;
 pub mod combine;
+pub mod learned;
 pub mod porter;
 pub mod repscore;
 pub mod rouge;

@@ -31,6 +31,7 @@ mod layer_norm_backward;
 mod matmul;
 mod pool;
 mod rotary;
+mod squared_error;
 
 pub use activation::ActivationOp;
 pub use adamw::{AdamW, AdamWConfig, AdamWStep};
@@ -45,6 +46,7 @@ pub use layer_norm_backward::{LayerNormBackward, LayerNormGrads};
 pub use matmul::{Activation, Addend, Mat, MatMul, Tile};
 pub use pool::Pool;
 pub use rotary::Rotary;
+pub use squared_error::SquaredError;
 
 use wgpu::util::DeviceExt;
 
@@ -91,6 +93,8 @@ pub struct TrainOps {
     pub layer_norm: LayerNormBackward,
     pub attention: AttentionBackward,
     pub cross_entropy: CrossEntropy,
+    /// The score task's loss.
+    pub squared_error: SquaredError,
     pub embedding: EmbeddingBackward,
     pub adamw: AdamW,
 }
@@ -102,6 +106,7 @@ impl TrainOps {
             layer_norm: LayerNormBackward::new(ctx),
             attention: AttentionBackward::new(ctx),
             cross_entropy: CrossEntropy::new(ctx),
+            squared_error: SquaredError::new(ctx),
             embedding: EmbeddingBackward::new(ctx),
             adamw: AdamW::new(ctx),
         }

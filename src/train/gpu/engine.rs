@@ -2,7 +2,7 @@
 //! [`GpuTrainer`], fed with the frozen pass's f16 states of the lower layers (`top:N`) or
 //! with the examples' tokens (every layer).
 
-use super::trainer::{GpuTrainer, TrainInput};
+use super::trainer::{GpuTrainer, Targets, TrainInput};
 use crate::error::{Error, Result};
 use crate::gpu::context::GpuContext;
 use crate::gpu::ops::AdamWConfig;
@@ -10,6 +10,7 @@ use crate::model::load::LoadedModel;
 use crate::train::engine::{Batches, Engine, Pending};
 use crate::train::examples::TrainExample;
 use crate::train::options::{Freeze, TrainOptions};
+use crate::train::scores::weights_and_targets;
 use half::f16;
 
 /// The trained part on a GPU.
@@ -56,14 +57,27 @@ impl Engine for GpuEngine {
             let cached = Cached::new(train.set, train.prepared.lower_states(), train.lower)?;
             let mut sum = 0.0;
             for micro in chunk.chunks(train.batch_size) {
-                let examples: Vec<(usize, usize, f32)> = micro
-                    .iter()
-                    .map(|&i| {
-                        let e = &train.set[i];
-                        (e.inputs.len(), e.gold, train.class_weights.get(e.gold).copied().unwrap_or(1.0) as f32)
-                    })
-                    .collect();
-                let losses = gpu.accumulate(&cached.inputs(micro), &examples, chunk.len()).await?;
+                let inputs = cached.inputs(micro);
+                let losses = match train.score_scale {
+                    Some(scale) => {
+                        let scores = micro
+                            .iter()
+                            .map(|&i| weights_and_targets(&train.set[i], scale))
+                            .collect::<Result<Vec<_>>>()?;
+                        gpu.accumulate_targets(&inputs, Targets::Scores(&scores), chunk.len()).await?
+                    }
+                    None => {
+                        let examples: Vec<(usize, usize, f32)> = micro
+                            .iter()
+                            .map(|&i| {
+                                let e = &train.set[i];
+                                let weight = train.class_weights.get(e.gold).copied().unwrap_or(1.0) as f32;
+                                (e.inputs.len(), e.gold, weight)
+                            })
+                            .collect();
+                        gpu.accumulate(&inputs, &examples, chunk.len()).await?
+                    }
+                };
                 sum += losses.iter().map(|&l| l as f64).sum::<f64>();
             }
             gpu.step(lr, layer_lr);
@@ -78,6 +92,21 @@ impl Engine for GpuEngine {
             };
             let cached = Cached::new(dev.set, dev.prepared.lower_states(), dev.lower)?;
             dev_outcome(gpu, &cached, dev.batch_size, dev.multiple_choice, dev.class_weights).await
+        })
+    }
+
+    fn dev_outputs<'a>(&'a self, dev: Batches<'a>) -> Pending<'a, Vec<Vec<f32>>> {
+        Box::pin(async move {
+            let GpuEngine::Training(gpu) = self else {
+                return Err(Error::invalid("the GPU trainer starts with the first epoch"));
+            };
+            let cached = Cached::new(dev.set, dev.prepared.lower_states(), dev.lower)?;
+            let idx: Vec<usize> = (0..dev.set.len()).collect();
+            let mut outputs = Vec::with_capacity(idx.len());
+            for part in idx.chunks(dev.batch_size.max(1)) {
+                outputs.extend(gpu.logits(&cached.inputs(part)).await?);
+            }
+            Ok(outputs)
         })
     }
 

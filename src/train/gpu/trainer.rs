@@ -152,6 +152,34 @@ impl Embeddings {
     }
 }
 
+/// What a micro-batch's loss compares the head's outputs with.
+#[derive(Debug, Clone, Copy)]
+pub enum Targets<'a> {
+    /// Cross-entropy: each example as (inputs, gold, weight) ([`GpuTrainer::accumulate`]).
+    Classes(&'a [(usize, usize, f32)]),
+    /// The score task's masked squared error: each example (one input) as (weight,
+    /// standardised target) per output (`train::scores::weights_and_targets`).
+    Scores(&'a [(Vec<f32>, Vec<f32>)]),
+}
+
+impl<'a> Targets<'a> {
+    /// Each example's number of inputs.
+    fn input_counts(&self) -> Vec<usize> {
+        match self {
+            Targets::Classes(examples) => examples.iter().map(|e| e.0).collect(),
+            Targets::Scores(examples) => vec![1; examples.len()],
+        }
+    }
+
+    /// The examples `range` of these.
+    fn part(&self, range: std::ops::Range<usize>) -> Targets<'a> {
+        match self {
+            Targets::Classes(examples) => Targets::Classes(&examples[range]),
+            Targets::Scores(examples) => Targets::Scores(&examples[range]),
+        }
+    }
+}
+
 /// One input of a micro-batch, as the trainer starts from it.
 #[derive(Debug, Clone, Copy)]
 pub enum TrainInput<'a> {
@@ -922,26 +950,43 @@ impl GpuTrainer {
         examples: &[(usize, usize, f32)],
         step_examples: usize,
     ) -> Result<Vec<f32>> {
+        self.accumulate_targets(inputs, Targets::Classes(examples), step_examples).await
+    }
+
+    /// [`GpuTrainer::accumulate`] for any loss ([`Targets`]): the score task's examples
+    /// have one input each.
+    pub async fn accumulate_targets(
+        &self,
+        inputs: &[TrainInput<'_>],
+        targets: Targets<'_>,
+        step_examples: usize,
+    ) -> Result<Vec<f32>> {
         let n_out = self.head.n_out;
-        let total: usize = examples.iter().map(|e| e.0).sum();
+        let counts = targets.input_counts();
+        let total: usize = counts.iter().sum();
         if total != inputs.len() {
             return Err(Error::invalid(format!("gpu train: examples have {total} inputs, {} given", inputs.len())));
         }
-        if n_out > 1 && examples.iter().any(|e| e.0 != 1) {
+        if n_out > 1 && counts.iter().any(|&c| c != 1) {
             return Err(Error::invalid("gpu train: a classification example has exactly one input"));
         }
-        let mut items: Vec<&[TrainInput]> = Vec::with_capacity(examples.len());
+        if let Targets::Scores(scores) = targets {
+            if scores.iter().any(|(w, t)| w.len() != n_out || t.len() != n_out) {
+                return Err(Error::invalid(format!("gpu train: a score example has {n_out} weights and targets")));
+            }
+        }
+        let mut items: Vec<&[TrainInput]> = Vec::with_capacity(counts.len());
         let mut at = 0;
-        for &(count, _, _) in examples {
+        for &count in &counts {
             items.push(&inputs[at..at + count]);
             at += count;
         }
-        let mut losses = Vec::with_capacity(examples.len());
+        let mut losses = Vec::with_capacity(counts.len());
         for part in self.parts(&items) {
             let first = items[..part.start].iter().map(|i| i.len()).sum::<usize>();
             let count = items[part.clone()].iter().map(|i| i.len()).sum::<usize>();
             let part_inputs = &inputs[first..first + count];
-            losses.extend(self.accumulate_part(part_inputs, &examples[part], step_examples).await?);
+            losses.extend(self.accumulate_part(part_inputs, targets.part(part), step_examples).await?);
         }
         Ok(losses)
     }
@@ -949,13 +994,19 @@ impl GpuTrainer {
     async fn accumulate_part(
         &self,
         inputs: &[TrainInput<'_>],
-        examples: &[(usize, usize, f32)],
+        targets: Targets<'_>,
         step_examples: usize,
     ) -> Result<Vec<f32>> {
         let n_out = self.head.n_out;
-        let segments: Vec<(usize, usize, f32)> =
-            examples.iter().map(|&(count, gold, w)| (count * n_out, gold, w)).collect();
-        let segments = CrossEntropy::weighted_segments(&segments)?;
+        let examples = targets.input_counts().len();
+        let segments = match targets {
+            Targets::Classes(examples) => {
+                let segments: Vec<(usize, usize, f32)> =
+                    examples.iter().map(|&(count, gold, w)| (count * n_out, gold, w)).collect();
+                CrossEntropy::weighted_segments(&segments)?
+            }
+            Targets::Scores(_) => Vec::new(),
+        };
         let ctx = &self.ctx;
         // Every buffer of the pass is allocated here; one the device cannot hold is a
         // refusal with the figure, not a panic or garbage.
@@ -963,11 +1014,24 @@ impl GpuTrainer {
         let recorded = (|| -> Result<GpuTensor> {
             let mut f = self.forward(inputs)?;
             let mut d = std::mem::take(&mut f.dispatches);
-            let loss = ctx.zeros_f32("loss", &[examples.len()])?;
+            let loss = ctx.zeros_f32("loss", &[examples])?;
             let dlogits = ctx.zeros_f32("dlogits", &[f.batch, n_out])?;
-            let segments = ctx.upload_u32("segments", &segments, &[segments.len()])?;
             let scale = 1.0 / step_examples.max(1) as f32;
-            d.extend(self.train.cross_entropy.prepare(ctx, &f.logits, &segments, scale, &loss, &dlogits)?);
+            match targets {
+                Targets::Classes(_) => {
+                    let segments = ctx.upload_u32("segments", &segments, &[segments.len()])?;
+                    d.extend(self.train.cross_entropy.prepare(ctx, &f.logits, &segments, scale, &loss, &dlogits)?);
+                }
+                Targets::Scores(scores) => {
+                    let (w, t): (Vec<f32>, Vec<f32>) =
+                        scores.iter().flat_map(|(w, t)| w.iter().copied().zip(t.iter().copied())).unzip();
+                    let shape = [f.batch, n_out];
+                    let (weights, wanted) =
+                        (ctx.upload_f32("weights", &w, &shape)?, ctx.upload_f32("targets", &t, &shape)?);
+                    let op = &self.train.squared_error;
+                    d.extend(op.prepare(ctx, &f.logits, &wanted, &weights, scale, &loss, &dlogits)?);
+                }
+            }
             self.backward(&f, &dlogits, &mut d)?;
             self.submit(&d, &[]);
             Ok(loss)
