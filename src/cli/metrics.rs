@@ -44,6 +44,11 @@ pub struct MetricsArgs {
     /// a folder written by `medrank quantize`, else f32). Recorded in the report's provenance.
     #[arg(long, value_parser = ["f32", "int8"], requires = "bertscore")]
     pub precision: Option<String>,
+    /// A metric learned from human scores (a folder written by `medrank train --task score`,
+    /// or a Hub id): its prediction of each dimension (`learned:DIM`) joins the tables and
+    /// the agreement with the human scores of that dimension.
+    #[arg(long, value_name = "DIR")]
+    pub learned: Option<PathBuf>,
     /// Combine scorers into one, as the BioASQ study's aggregation: the mean of their values
     /// ranked or z-scored within each batch (`combined:mean-rank`, `combined:mean-z`). Name
     /// the scorers (e.g. rouge1,repscore,bertscore) or give none for every built-in metric but
@@ -62,8 +67,11 @@ pub struct MetricsArgs {
 
 pub(super) fn metrics(a: MetricsArgs) -> Result<()> {
     use crate::eval::metrics::{rouge::Tokenizer, KappaBins, Metric, MetricsOptions};
-    let inputs: Vec<&std::path::Path> =
-        std::iter::once(a.input.as_path()).chain(a.bertscore.as_deref()).chain(a.combine_fit.as_deref()).collect();
+    let inputs: Vec<&std::path::Path> = std::iter::once(a.input.as_path())
+        .chain(a.bertscore.as_deref())
+        .chain(a.learned.as_deref())
+        .chain(a.combine_fit.as_deref())
+        .collect();
     let outputs = Outputs::plan(&inputs, &a.output, &[], &[])?;
     let mut options = MetricsOptions { bootstrap: a.bootstrap.settings(), ..Default::default() };
     options.rouge.tokenizer = if a.tokenizer == "unicode" { Tokenizer::Unicode } else { Tokenizer::RougeScore };
@@ -106,8 +114,16 @@ pub(super) fn metrics(a: MetricsArgs) -> Result<()> {
             Some((model, jobs::model_fingerprints(&files)))
         }
     };
+    let learned = match &a.learned {
+        None => None,
+        Some(dir) => {
+            let files = super::hub::model_files(dir, a.output.quiet)?;
+            Some((crate::model::TextModel::from_files(&files)?, jobs::model_fingerprints(&files)))
+        }
+    };
     let models = jobs::MetricModels {
         bertscore: bertscore.as_ref().map(|(model, fingerprints)| (model, fingerprints.clone(), &settings)),
+        learned: learned.as_ref().map(|(model, fingerprints)| (model, fingerprints.clone())),
     };
     let outcome = jobs::metrics_with(&req, &models)?;
     warn_all(&outcome.report.warnings, a.output.quiet);

@@ -7,12 +7,12 @@ use super::{tables, NamedText, Outcome};
 use crate::data::candidates::{parse_candidates, Candidate};
 use crate::eval::metrics::combine;
 use crate::eval::metrics::{
-    score_values_named, BertScoreSection, Combination, ExtraScore, Metric, MetricsOptions, MetricsReport,
+    score_values_named, BertScoreSection, Combination, ExtraScore, KappaBins, Metric, MetricsOptions, MetricsReport,
 };
 use crate::model::bertscore::PrfScore;
 use crate::model::TextModel;
 use crate::report::{Fingerprint, SingleInputReport};
-use crate::{Error, Result};
+use crate::{Error, Result, Warning};
 use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Clone, Deserialize, Serialize)]
@@ -47,13 +47,15 @@ pub struct BertScoreRequest {
 #[derive(Default)]
 pub struct MetricModels<'a> {
     pub bertscore: Option<(&'a TextModel, Vec<Fingerprint>, &'a BertScoreRequest)>,
+    /// A metric learned from human scores (`medrank train --task score`).
+    pub learned: Option<(&'a TextModel, Vec<Fingerprint>)>,
 }
 
 /// Reference-based metrics, plus what `models` compute, plus the combinations the options
 /// ask for; every score is compared with the human scores the same way.
 pub fn metrics_with(req: &MetricsRequest, models: &MetricModels) -> Result<Outcome<MetricsReport>> {
     let (candidates, warnings) = parse_candidates(&req.file.name, &req.file.text)?;
-    let (mut extra, bertscore) = model_scores(&req.file.name, &candidates, models)?;
+    let (mut extra, bertscore, model_warnings) = model_scores(&req.file.name, &candidates, models)?;
     let mut combination = None;
     if req.options.combine {
         let (scores, made) = combined(req, &candidates, &extra, models)?;
@@ -65,6 +67,19 @@ pub fn metrics_with(req: &MetricsRequest, models: &MetricModels) -> Result<Outco
         &req.file.text,
         warnings,
     );
+    report.warnings.extend(model_warnings);
+    if let Some((model, fingerprints)) = &models.learned {
+        report.provenance.inputs.extend(fingerprints.iter().cloned());
+        report.provenance.conventions.push((
+            "learned".into(),
+            format!(
+                "learned:DIMENSION: {}'s prediction of the human score (a regression head trained on human scores), \
+                 read from the candidate paired with the question and the first reference; quadratic kappa rounds it \
+                 to the nearest whole number of the human scores' range",
+                model.name
+            ),
+        ));
+    }
     if let Some((section, model, fingerprints)) = bertscore {
         report.provenance.inputs.extend(fingerprints);
         report
@@ -92,9 +107,35 @@ fn model_scores<'m>(
     file: &str,
     candidates: &[Candidate],
     models: &MetricModels<'m>,
-) -> Result<(Vec<ExtraScore>, Option<(BertScoreSection, &'m TextModel, Vec<Fingerprint>)>)> {
+) -> Result<(Vec<ExtraScore>, Option<(BertScoreSection, &'m TextModel, Vec<Fingerprint>)>, Vec<Warning>)> {
     let mut extra = Vec::new();
     let mut section = None;
+    let mut warnings = Vec::new();
+    if let Some((model, _)) = &models.learned {
+        let learned = crate::eval::metrics::learned::predict_scores(model, candidates)?;
+        for (j, dimension) in learned.dimensions.iter().enumerate() {
+            extra.push(ExtraScore {
+                name: format!("learned:{dimension}"),
+                dimension: Some(dimension.clone()),
+                values: learned.scores.iter().map(|row| Some(row[j])).collect(),
+                kappa_bins: human_scale_bins(candidates, dimension),
+            });
+        }
+        if let Some(&first) = learned.truncated.first() {
+            let c = &candidates[first];
+            warnings.push(Warning::new(format!(
+                "{} of {} candidate(s) were cut to {}'s limit of {} tokens for the learned metric, which scored \
+                 what it read (first: {file}:{}, id `{}`, system `{}`)",
+                learned.truncated.len(),
+                candidates.len(),
+                model.name,
+                model.tokenizer.max_tokens,
+                c.line,
+                c.id,
+                c.system
+            )));
+        }
+    }
     if let Some((model, fingerprints, b)) = &models.bertscore {
         let s = bertscore(file, candidates, model, b)?;
         extra.push(ExtraScore {
@@ -105,7 +146,20 @@ fn model_scores<'m>(
         });
         section = Some((s, *model, fingerprints.clone()));
     }
-    Ok((extra, section))
+    Ok((extra, section, warnings))
+}
+
+/// Bins that round a prediction on the human scale to the nearest whole number of the
+/// scale the file's scores span (the study's quadratic kappa on 1..5), for quadratic kappa;
+/// none when the file has no such scores or the span is too wide for kappa's label list.
+/// Averaged scores that are not whole numbers leave kappa undefined, with that reason.
+fn human_scale_bins(candidates: &[Candidate], dimension: &str) -> Option<KappaBins> {
+    let scores = candidates.iter().flat_map(|c| &c.human).filter(|(d, _)| d == dimension).map(|(_, v)| *v);
+    let (low, high) = scores
+        .fold(None, |span: Option<(f64, f64)>, v| Some(span.map_or((v, v), |(lo, hi)| (lo.min(v), hi.max(v)))))?;
+    let (min, max) = (low.floor() as i64, high.ceil() as i64);
+    let bins = KappaBins { min, max, cut_points: (min..max).map(|k| k as f64 + 0.5).collect() };
+    bins.validate().ok().map(|()| bins)
 }
 
 fn bertscore(
@@ -211,7 +265,7 @@ fn combined(
     if let Some(fit) = &req.fit {
         let (fit_candidates, _) = parse_candidates(&fit.name, &fit.text)?;
         refuse_shared_rows(&req.file.name, candidates, &fit.name, &fit_candidates)?;
-        let (fit_extra, _) = model_scores(&fit.name, &fit_candidates, models)?;
+        let (fit_extra, _, _) = model_scores(&fit.name, &fit_candidates, models)?;
         let fit_report = crate::eval::metrics::evaluate_with_extra_scores(
             &fit_candidates,
             &without_combine(&req.options),

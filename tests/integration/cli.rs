@@ -420,6 +420,83 @@ fn metrics_combine_fits_on_the_dev_split() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("the weights must be fitted on other rows"));
 }
 
+/// `metrics --learned`: a score model trained here (one epoch, head only, on the dev split)
+/// adds one score per dimension, compared with that dimension only, with the cut inputs
+/// counted and the model's files in the provenance. Its predictions themselves equal the
+/// trainer's (tests of `train::scores`).
+#[test]
+fn metrics_with_a_learned_metric() {
+    let model = tmp("score-model");
+    ok(&[
+        "train",
+        "--model",
+        "models/all-MiniLM-L6-v2",
+        "--task",
+        "score",
+        "--train",
+        "data/squality-scores/dev.jsonl",
+        "--dev",
+        "data/squality-scores/dev.jsonl",
+        "--freeze",
+        "head",
+        "--epochs",
+        "1",
+        "--out",
+        s(&model),
+    ]);
+    let report = tmp("learned.json");
+    ok(&[
+        "metrics",
+        "--input",
+        "data/squality-scores/test.jsonl",
+        "--learned",
+        s(&model),
+        "--resamples",
+        "50",
+        "--json",
+        s(&report),
+        "--quiet",
+    ]);
+    let r = json(&report);
+    let extra: Vec<(&str, &str)> = r["extra_scores"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| (e["name"].as_str().unwrap(), e["dimension"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        extra,
+        [("learned:correctness", "correctness"), ("learned:selection", "selection"), ("learned:overall", "overall")]
+    );
+    for e in r["extra_scores"].as_array().unwrap() {
+        assert_eq!(e["values"].as_array().unwrap().len(), 90);
+    }
+    // Agreement of a learned score with its own dimension only: 6 batches x 3 dimensions.
+    let rows =
+        r["agreement"].as_array().unwrap().iter().filter(|a| a["metric"].as_str().unwrap().starts_with("learned:"));
+    assert!(rows
+        .clone()
+        .all(|a| a["metric"].as_str().unwrap() == format!("learned:{}", a["dimension"].as_str().unwrap())));
+    assert_eq!(rows.count(), 6 * 3);
+    // Three raters' means are not whole numbers: kappa is undefined and says why.
+    let kappa = &r["agreement_means"].as_array().unwrap().iter().find(|m| m["metric"] == "learned:overall").unwrap()
+        ["quadratic_kappa"]["mean"];
+    assert!(kappa.to_string().contains("undefined"), "{kappa}");
+    let warnings = r["warnings"].to_string();
+    assert!(warnings.contains("were cut to") && warnings.contains("for the learned metric"), "{warnings}");
+    let inputs = r["provenance"]["inputs"].to_string();
+    assert!(inputs.contains("model.safetensors") && inputs.contains("test.jsonl"), "{inputs}");
+    // Not a score model: refused with a sentence.
+    let out =
+        medrank(&["metrics", "--input", "data/squality-scores/test.jsonl", "--learned", "models/all-MiniLM-L6-v2"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("is not a score model"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
 #[test]
 fn agreement_among_annotators_per_task() {
     let report = tmp("agreement.json");
