@@ -1345,7 +1345,9 @@ function tableBlock(table) {
       ...table.rows.map((r) => el('tr', {}, ...r.map((c) => el('td', { class: isNumeric(c) ? 'num' : '' }, c)))),
     ),
   );
-  block.append(t);
+  // A table wider than the card (many systems, a long evaluator name) scrolls in its own
+  // box, which the keyboard reaches, rather than pushing the whole tab sideways.
+  block.append(el('div', { class: 'table-scroll', tabindex: '0', role: 'region', 'aria-label': table.title }, t));
   return block;
 }
 const isNumeric = (c) => /^-?\d+(\.\d+)?$/.test(c);
