@@ -8,6 +8,7 @@ pub mod views;
 pub use job::{rank_check, RankCheck, RankOptions, JOB};
 
 use super::kept::{Encoding, ModelJob, ProgressEncoder};
+use super::quality::PeopleAgreement;
 use super::{file_stem, read_bundle, read_rankings, tables, ControlChoice, NamedText, Outcome};
 use crate::data::{self, Bundle};
 use crate::eval::controls::{self, Control, ControlsReport};
@@ -206,6 +207,12 @@ fn rank_all(
                 other => other,
             })?;
         warnings.append(&mut report.warnings);
+        // A ranking no better than chance against people's is said in the warnings, as the
+        // Ranking tab says it beside the ranking.
+        for t in &report.tasks {
+            let said_of = format!("evaluator `{}`'s ranking of {} is", e.evaluator, t.task.name());
+            warnings.extend(PeopleAgreement::of_ranking(t.human.as_ref()).and_then(|a| a.warning(&said_of)));
+        }
         report.provenance.inputs.extend(shared.iter().cloned());
         report.provenance.inputs.extend(e.inputs.iter().cloned());
         provenance.inputs.extend(e.inputs);
