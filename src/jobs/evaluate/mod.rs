@@ -631,6 +631,9 @@ pub struct ModelRunPlan {
     /// Misinformation instances labelled not_enough_evidence that the ranking leaves out
     /// (unless `keep_not_enough_evidence`): counted before the run, and in its warnings.
     pub left_out_not_enough_evidence: usize,
+    /// MCQA options whose text is empty (left out of the candidates unless
+    /// `keep_empty_options`), in bundle order.
+    pub empty_options: Vec<crate::model::evaluate::LeftOutOption>,
     pub warnings: Vec<Warning>,
 }
 
@@ -666,6 +669,21 @@ pub fn plan_model_evaluation(req: &EvaluateRequest, model_options: &ModelOptions
             .then(|| sequences_to_encode(&mcqa, EvaluatorKind::Similarity, empty)),
         sequences_head: sequences_to_encode(bundle, EvaluatorKind::Head, empty),
         left_out_not_enough_evidence: left_out.len(),
+        empty_options: bundle
+            .instances
+            .iter()
+            .flat_map(|i| match &i.problem {
+                data::Problem::Mcqa { options, .. } => options
+                    .iter()
+                    .filter(|(_, text)| text.trim().is_empty())
+                    .map(|(key, _)| crate::model::evaluate::LeftOutOption {
+                        instance: i.id.clone(),
+                        option: key.clone(),
+                    })
+                    .collect(),
+                _ => Vec::new(),
+            })
+            .collect(),
         warnings,
     })
 }
