@@ -427,7 +427,8 @@ function renderRankCheck() {
   }
   box.append(el('span', {}, `Ready: ${parts.join('; ')}. `));
   if (run) box.append(el('span', { class: 'muted' }, 'The time is estimated as the run starts.'));
-  const notes = run?.warnings || [];
+  // The engine's notes: about the user's own files, in words, its message folded as detail.
+  const notes = c.result.notes || [];
   if (notes.length) {
     const list = el('ul', {});
     for (const w of notes) list.append(el('li', {}, formatError(w)));

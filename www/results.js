@@ -145,16 +145,24 @@ function withImportedInputs(provenance, imported, files) {
  *  on too few dev examples, that its results are not to be trusted. */
 function withQuality(quality, view) {
   if (!quality) return view;
-  const untrusted = quality.untrusted;
-  const line = el(
+  return el('div', {}, trustLine('model-quality', 'Model quality', quality), view);
+}
+
+/** A line on how far to trust a model-made result: `{text, untrusted}` from the engine (a
+ *  model's measured quality, or its agreement with people's labels beside it:
+ *  `jobs::quality`), in red with why when it is not to be trusted. */
+function trustLine(cls, label, { text, untrusted }) {
+  return el(
     'p',
-    { class: untrusted ? 'model-quality issue bad' : 'model-quality', 'data-trusted': String(!untrusted) },
-    el('strong', {}, 'Model quality: '),
-    `${quality.text}.`,
+    { class: untrusted ? `${cls} issue bad` : cls, 'data-trusted': String(!untrusted) },
+    el('strong', {}, `${label}: `),
+    `${text}.`,
     ...(untrusted ? [' ', el('strong', {}, 'Not to be trusted:'), ` ${untrusted}.`] : []),
   );
-  return el('div', {}, line, view);
 }
+
+/** The result's agreement with the people whose labels the input carries, when it does. */
+const peopleLine = (agreement, label) => (agreement ? trustLine('people-agreement', label, agreement) : null);
 
 function select(index) {
   for (const tab of document.querySelectorAll('#tabs [role=tab]')) {
@@ -180,6 +188,11 @@ function rankingView(result) {
   if (change) box.append(precisionNote(change));
   for (const ev of result.ranking || []) {
     box.append(el('h3', {}, `${ev.evaluator} — ${ev.task} (${ev.metric})`));
+    const people = peopleLine(ev.people, 'Agreement with people’s rankings');
+    if (people) {
+      people.dataset.task = ev.task;
+      box.append(people);
+    }
     const below = ev.systems.filter((s) => s.below_chance).map((s) => s.system);
     if (ev.chance != null)
       box.append(
@@ -796,6 +809,8 @@ function rubricAgreementView(result) {
           : '; add a grader’s graded file (kind “A grader’s graded rubric”) to set a grader beside them.'),
     ),
   );
+  const overall = peopleLine(v.grader_overall, 'The grader against the people');
+  if (overall) box.append(overall);
   const against = { at_or_above: 'at or above the people’s mean', below: 'below the people’s mean' };
   const headers = [
     'Group',
@@ -1222,6 +1237,12 @@ function gradeView(result) {
       `${v.grader.model} (labels ${v.grader.labels.join(', ')}): ${v.grader.description}.`,
     ),
   );
+  // Beside the verdicts, how well they agree with the people who judged the same criteria.
+  const people = peopleLine(
+    result.grader_agreement?.rubric_agreement_view.grader_overall,
+    'Agreement with people’s judgements',
+  );
+  if (people) box.append(people);
   if (v.truncation) box.append(el('div', { class: 'issue warn', 'data-stat': 'truncation' }, v.truncation));
   box.append(gradedFileButton(v));
   const t = el('table', { class: 'grade-criteria' });
@@ -1345,7 +1366,9 @@ function tableBlock(table) {
       ...table.rows.map((r) => el('tr', {}, ...r.map((c) => el('td', { class: isNumeric(c) ? 'num' : '' }, c)))),
     ),
   );
-  block.append(t);
+  // A table wider than the card (many systems, a long evaluator name) scrolls in its own
+  // box, which the keyboard reaches, rather than pushing the whole tab sideways.
+  block.append(el('div', { class: 'table-scroll', tabindex: '0', role: 'region', 'aria-label': table.title }, t));
   return block;
 }
 const isNumeric = (c) => /^-?\d+(\.\d+)?$/.test(c);

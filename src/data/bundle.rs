@@ -193,6 +193,10 @@ impl Bundle {
     }
 }
 
+/// The start of the warning of a bundle's empty MCQA option texts (the page says it in
+/// words of its own before a ranking: `jobs::evaluate::job::check_notes`).
+pub const EMPTY_OPTION_TEXTS: &str = "empty option texts";
+
 /// Warnings for a bundle that is valid but uneven: instances missing a system that others
 /// have, empty argument texts, and empty MCQA option texts (the public CasiMedicos files
 /// have some). Used by both the bundle reader and the Ranking-Over-Scoring importer.
@@ -210,7 +214,7 @@ pub fn bundle_warnings(bundle: &Bundle) -> Vec<Warning> {
         if let Problem::Mcqa { options, .. } = &instance.problem {
             for (key, text) in options {
                 if text.trim().is_empty() {
-                    tally.add("empty option texts", format!("instance {} option {key}", instance.id));
+                    tally.add(EMPTY_OPTION_TEXTS, format!("instance {} option {key}", instance.id));
                 }
             }
         }

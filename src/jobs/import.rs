@@ -21,6 +21,8 @@ pub struct ImportRequest {
 #[derive(Debug, Clone, Serialize)]
 pub struct ImportReport {
     pub provenance: Provenance,
+    /// The no-argument file: the bundle's questions, each instance id its line there.
+    pub no_argument_file: String,
     pub instances: usize,
     pub systems: Vec<String>,
     /// Per source: records whose options were listed in another order (aligned by text).
@@ -167,6 +169,7 @@ pub fn import_ranking_over_scoring(req: &ImportRequest) -> Result<ImportOutcome>
     }
     let report = ImportReport {
         provenance,
+        no_argument_file: req.no_argument.name.clone(),
         instances: bundle.instances.len(),
         systems: bundle.systems.clone(),
         reordered: reordered.into_iter().map(|(system, records)| Reordered { system, records }).collect(),

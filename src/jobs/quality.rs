@@ -7,8 +7,11 @@
 
 use serde::Serialize;
 
+use crate::eval::proxy::HumanAgreement;
+use crate::eval::rubric_agreement::{RubricAgreementReport, LONE_MET};
+use crate::stats::Stat;
 use crate::train::{Baseline, SelectBy};
-use crate::{Error, Result};
+use crate::{Error, Result, Warning};
 
 /// Fewer dev examples than this and a dev figure says next to nothing: one example more
 /// or less right moves accuracy by more than 10 points.
@@ -149,6 +152,96 @@ impl ModelQuality {
     }
 }
 
+/// How a model-made result agrees with people's labels beside it in the input (issue 47,
+/// item 1): a grader's verdicts against people's `met_by`, an evaluator's ranking against
+/// people's rankings. The figure is chance-corrected (Cohen's kappa, Kendall's tau-b), so 0
+/// is what labels or an order drawn at random reach; at or below it (within half a point,
+/// as a dev figure against its baseline: `train::BASELINE_TOLERANCE`) the result is marked.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PeopleAgreement {
+    /// The figures in words, with chance and how many labels they rest on.
+    pub text: String,
+    /// Why the result is not to be trusted (no better than chance); `None` otherwise, or
+    /// when the figure is undefined.
+    pub untrusted: Option<String>,
+}
+
+/// A chance-corrected figure (0 = chance) that says the rater is no better than chance.
+fn no_better_than_chance(figure: f64) -> bool {
+    figure <= crate::train::BASELINE_TOLERANCE
+}
+
+impl PeopleAgreement {
+    /// A rubric grader against the people who judged the same criteria, over every judged
+    /// criterion (the report's `all` group); `None` without a grader.
+    pub fn of_grader(report: &RubricAgreementReport) -> Option<PeopleAgreement> {
+        let all = report.groups.first()?;
+        let grader = all.grader.as_ref()?;
+        let who = match &report.human_graders[..] {
+            [one] if one == LONE_MET => "the file's `met`".to_string(),
+            [one] => one.clone(),
+            many => format!("{} people ({})", many.len(), many.join(", ")),
+        };
+        let colleagues = match all.human_mean_macro_f1.value() {
+            Some(m) => format!("; the people with each other: macro-F1 {m:.3}"),
+            None => String::new(),
+        };
+        let text = format!(
+            "Cohen's \u{3ba} {} (0 = chance, 1 = full agreement) and macro-F1 {} against {who} on the {} criteria \
+             judged, over {} pairs of labels{colleagues}",
+            stat_words(&grader.kappa),
+            stat_words(&grader.macro_f1),
+            all.items,
+            grader.pairs,
+        );
+        let untrusted = grader.kappa.value().filter(|&&k| no_better_than_chance(k)).map(|k| {
+            format!(
+                "its Cohen's \u{3ba} {k:.3} is no better than chance (0): it agrees with people's judgements no more \
+                 than labels drawn at random would"
+            )
+        });
+        Some(PeopleAgreement { text, untrusted })
+    }
+
+    /// An evaluator's ranking of one task against people's rankings of the same systems;
+    /// `None` without them.
+    pub fn of_ranking(human: Option<&HumanAgreement>) -> Option<PeopleAgreement> {
+        let tau = &human?.kendall_tau_b;
+        let text = match tau {
+            Stat::Defined(k) => format!(
+                "Kendall's \u{3c4}-b {:.3} between its scores and the people's mean ranks (0 = chance, 1 = the same \
+                 order; p = {}) over {} systems",
+                k.tau,
+                crate::report::fmt_p_value(k.p_value, crate::report::PValueDigits::Page),
+                k.n
+            ),
+            Stat::Undefined(why) => format!("Kendall's \u{3c4}-b undefined ({why})"),
+        };
+        let untrusted = tau.value().filter(|k| no_better_than_chance(k.tau)).map(|k| {
+            format!(
+                "its Kendall's \u{3c4}-b {:.3} is no better than chance (0): it orders the systems no more like the \
+                 people than a random order would",
+                k.tau
+            )
+        });
+        Some(PeopleAgreement { text, untrusted })
+    }
+
+    /// The warning a report carries when the result agrees with people no better than
+    /// chance; `what_is` names the result with its verb ("the grader's verdicts are").
+    pub fn warning(&self, what_is: &str) -> Option<Warning> {
+        self.untrusted.as_ref().map(|why| Warning::new(format!("{what_is} not to be trusted: {why} ({})", self.text)))
+    }
+}
+
+/// A figure to 3 decimals, or "undefined (reason)".
+fn stat_words(s: &Stat<f64>) -> String {
+    match s {
+        Stat::Defined(v) => format!("{v:.3}"),
+        Stat::Undefined(why) => format!("undefined ({why})"),
+    }
+}
+
 /// The baseline's kind in words.
 fn baseline_words(kind: &str) -> &'static str {
     match kind {
@@ -214,5 +307,86 @@ mod tests {
         assert!(q.untrusted.is_some());
         let bad = ModelQuality::from_train_log("dir/train_log.json", b"{\"select_by\": \"accuracy\"}").unwrap_err();
         assert_eq!(bad.to_string(), "dir/train_log.json: field `best_dev_metric`: missing or not a number");
+    }
+
+    /// examples/rubric's judged.jsonl (three people's `met_by`) against the grader's file
+    /// `grader`.
+    fn grader_against_people(grader: &str) -> RubricAgreementReport {
+        let judged = include_str!("../../examples/rubric/judged.jsonl");
+        crate::eval::rubric_agreement::agreement(("judged.jsonl", judged), Some(("grader.jsonl", grader))).unwrap()
+    }
+
+    #[test]
+    fn a_graders_agreement_with_people_is_said_with_chance_and_marked_at_chance() {
+        // The figures are eval::rubric_agreement's (its test checks them against
+        // scikit-learn): kappa 0.2222, macro-F1 0.6099 over 54 pairs on 23 criteria, the
+        // three people's mean macro-F1 0.7213.
+        let r = grader_against_people(include_str!("../../examples/rubric/grader.jsonl"));
+        let a = PeopleAgreement::of_grader(&r).unwrap();
+        assert_eq!(
+            a.text,
+            "Cohen's \u{3ba} 0.222 (0 = chance, 1 = full agreement) and macro-F1 0.610 against 3 people (p1, p2, p3) on \
+             the 23 criteria judged, over 54 pairs of labels; the people with each other: macro-F1 0.721"
+        );
+        assert_eq!(a.untrusted, None);
+        assert_eq!(a.warning("the grader's verdicts are"), None);
+        // A grader that never says met: kappa 0 (by hand: it agrees on the 27 pairs the
+        // people said not met, p_o = 0.5, and chance p_e = 0.5 * 1 + 0.5 * 0 = 0.5).
+        let never = include_str!("../../examples/rubric/grader.jsonl").replace("\"met\": true", "\"met\": false");
+        let a = PeopleAgreement::of_grader(&grader_against_people(&never)).unwrap();
+        assert!(a.text.starts_with("Cohen's \u{3ba} 0.000 (0 = chance, 1 = full agreement) and macro-F1 undefined (the rater judged no criterion met here) against 3 people"), "{}", a.text);
+        let why = "its Cohen's \u{3ba} 0.000 is no better than chance (0): it agrees with people's judgements no more than labels drawn at random would";
+        assert_eq!(a.untrusted.as_deref(), Some(why));
+        assert_eq!(
+            a.warning("the grader's verdicts are").unwrap().to_string(),
+            format!("the grader's verdicts are not to be trusted: {why} ({})", a.text)
+        );
+        // The job says it in the report's warnings (the CLI's and the page's).
+        let req = crate::jobs::rubric_agreement::RubricAgreementRequest {
+            file: crate::jobs::NamedText::new("judged.jsonl", include_str!("../../examples/rubric/judged.jsonl")),
+            grader_file: Some(crate::jobs::NamedText::new("never.jsonl", &never)),
+        };
+        let warnings = crate::jobs::rubric_agreement::rubric_agreement(&req).unwrap().report.warnings;
+        assert!(warnings.iter().any(|w| w.message.contains(why)), "{warnings:?}");
+        // Without a grader there is nothing to say.
+        let people = crate::eval::rubric_agreement::agreement(
+            ("judged.jsonl", include_str!("../../examples/rubric/judged.jsonl")),
+            None,
+        )
+        .unwrap();
+        assert_eq!(PeopleAgreement::of_grader(&people), None);
+    }
+
+    #[test]
+    fn a_rankings_agreement_with_people_is_marked_at_or_below_chance() {
+        use crate::stats::kendall::{Kendall, PValueMethod};
+        let human = |tau: Stat<Kendall>| HumanAgreement {
+            systems: Vec::new(),
+            kendall_tau_b: tau,
+            friedman: Stat::undefined("not needed here"),
+            friedman_blocks: 0,
+            friedman_incomplete_blocks: 0,
+            krippendorff_alpha_ordinal: Stat::undefined("not needed here"),
+            rows_excluded: 0,
+        };
+        let kendall = |tau| Stat::Defined(Kendall { tau, p_value: 0.2333, n: 5, method: PValueMethod::Exact });
+        assert_eq!(PeopleAgreement::of_ranking(None), None);
+        let a = PeopleAgreement::of_ranking(Some(&human(kendall(0.6)))).unwrap();
+        assert_eq!(
+            a.text,
+            "Kendall's \u{3c4}-b 0.600 between its scores and the people's mean ranks (0 = chance, 1 = the same order; \
+             p = 0.2333) over 5 systems"
+        );
+        assert_eq!(a.untrusted, None);
+        // At or below 0, within half a point as a dev figure against its baseline.
+        for tau in [-0.2, 0.0, 0.004] {
+            let a = PeopleAgreement::of_ranking(Some(&human(kendall(tau)))).unwrap();
+            assert!(
+                a.untrusted.as_deref().unwrap().contains("is no better than chance (0): it orders the systems"),
+                "{tau}"
+            );
+        }
+        let a = PeopleAgreement::of_ranking(Some(&human(Stat::undefined("every score is tied")))).unwrap();
+        assert_eq!((a.text.as_str(), a.untrusted), ("Kendall's \u{3c4}-b undefined (every score is tied)", None));
     }
 }

@@ -4,6 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::kept::Progress;
+use super::quality::PeopleAgreement;
 use super::spec::{between, reply, JobRequest, JobSpec, View};
 use super::views::{rubric_agreement_view, RubricAgreementView};
 use super::{fingerprint_all, tables, NamedText, Outcome};
@@ -24,6 +25,10 @@ pub struct RubricAgreementRequest {
 pub fn rubric_agreement(req: &RubricAgreementRequest) -> Result<Outcome<RubricAgreementReport>> {
     let grader = req.grader_file.as_ref().map(|f| (f.name.as_str(), f.text.as_str()));
     let mut report = crate::eval::rubric_agreement::agreement((&req.file.name, &req.file.text), grader)?;
+    // A grader no better than chance is said in the warnings, as the Criteria and Agreement
+    // tabs say it beside its figures.
+    let at_chance = PeopleAgreement::of_grader(&report).and_then(|a| a.warning("the grader's verdicts are"));
+    report.warnings.extend(at_chance);
     let inputs: Vec<&NamedText> = std::iter::once(&req.file).chain(&req.grader_file).collect();
     fingerprint_all(&mut report.provenance, &inputs);
     let tables = tables::rubric_agreement(&report);

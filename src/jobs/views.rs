@@ -13,6 +13,7 @@ use crate::eval::nrp::fusion::Scope;
 use crate::eval::nrp::NrpReport;
 use crate::eval::rubric::SystemScore;
 use crate::eval::rubric_agreement::{PairAgreement, RubricAgreementReport};
+use crate::jobs::quality::PeopleAgreement;
 use crate::stats::{Interval, Stat};
 
 /// A statistic's value, `None` where it is undefined.
@@ -267,6 +268,9 @@ pub struct RubricAgreementView<'a> {
     /// Criteria nobody judged (left out).
     pub unjudged_criteria: usize,
     pub groups: Vec<RubricAgreementGroupView<'a>>,
+    /// The grader against the people over every judged criterion, in words, marked when no
+    /// better than chance (with a grader's file; Grade's Criteria tab shows it too).
+    pub grader_overall: Option<PeopleAgreement>,
 }
 
 #[derive(Debug, Serialize)]
@@ -322,6 +326,7 @@ pub fn rubric_agreement_view(report: &RubricAgreementReport) -> RubricAgreementV
         items: report.items,
         unjudged_criteria: report.unjudged_criteria,
         groups,
+        grader_overall: PeopleAgreement::of_grader(report),
     }
 }
 

@@ -294,6 +294,31 @@ mod tests {
         // candidates per question = 6*5 + (3*4 + 3*5) = 57; a head: 5 * 27 = 135.
         assert_eq!((run.sequences_similarity, run.sequences_head), (Some(57), 135));
         assert!(run.controls.contains(&"Label_Only".to_string()) && run.controls.contains(&"no_argument".to_string()));
+        // The notes name the user's files, never the bundle imported from them (issue 47,
+        // item 9): the empty options in words, at the no-argument file's lines (make.py:
+        // option 5 of questions 1, 3 and 5), the engine's message folded as detail.
+        let empty = check.notes.last().unwrap();
+        assert_eq!(empty.location, Some(crate::Location::file("en.test_casimedicos_no_argument.jsonl")));
+        assert_eq!(
+            empty.message,
+            "3 questions have an empty answer option (line 1, option 5; line 3, option 5; line 5, option 5): the \
+             model leaves an empty option out of the answers it chooses from, so it is never picked (Options \u{2192} \
+             \u{201c}keep empty options\u{201d} keeps it as a choice)"
+        );
+        assert_eq!(
+            empty.detail.as_deref(),
+            Some(
+                "empty option texts: 3 (instance 1 option 5, instance 3 option 5, instance 5 option 5) (the questions \
+                 imported from en.test_casimedicos_no_argument.jsonl, each instance id its line there)"
+            )
+        );
+        assert_eq!(check.notes.len(), run.warnings.len(), "one note per warning");
+        let json = serde_json::to_string(&check.notes).unwrap();
+        assert!(!json.contains("imported_bundle"), "{json}");
+        // Kept as choices, the note says so.
+        let kept = JobRequest { options: serde_json::json!({"keep_empty_options": true}), ..request };
+        let note = check_rank(&kept, true).unwrap().notes.pop().unwrap().message;
+        assert!(note.ends_with("the model keeps an empty option as a choice, as Options \u{2192} \u{201c}keep empty options\u{201d} asks"), "{note}");
     }
 
     #[test]

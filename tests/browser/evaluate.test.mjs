@@ -3,10 +3,10 @@
 // CSV export equal what `medrank evaluate` writes for the same files.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { openApp, upload, run, openTab, screenshot, cli, differences, EXAMPLES } from './harness.mjs';
+import { openApp, upload, waitForChecks, run, openTab, setOptions, screenshot, cli, differences, EXAMPLES } from './harness.mjs';
 
 const FILES = ['bundle.jsonl', 'predictions.csv', 'rankings.csv', 'corpus.jsonl'];
 let app, pageResult, cliReport, csvDir;
@@ -209,4 +209,75 @@ test('items the ranking leaves out are counted before the run, in Warnings and i
   assert.equal(misinformation(kept).dropped_not_enough_evidence, 0);
   assert.equal(misinformation(kept).n_instances, misinformation(pageResult.report).n_instances + 1);
   assert.ok(!kept.warnings.some((w) => w.message.includes('not_enough_evidence')));
+});
+
+/** The Ranking tab's line on an evaluator's agreement with people's rankings of one task,
+ *  written from the CLI report's numbers (its Kendall tau-b, p-value and systems). */
+function peopleLineOf(human) {
+  const k = human.kendall_tau_b;
+  const p = k.p_value !== 0 && k.p_value < 1e-4 ? k.p_value.toExponential(1) : k.p_value.toFixed(4);
+  return `Agreement with people’s rankings: Kendall's τ-b ${fmt3(k.tau)} between its scores and the people's mean ranks (0 = chance, 1 = the same order; p = ${p}) over ${k.n} systems.`;
+}
+
+test('beside each ranking, its agreement with the people’s rankings, marked in the tab and in Warnings at or below chance (issue 47, item 1)', async () => {
+  const { page } = app;
+  // The example's people agree with the evaluator (tau 0.548 and 0.707): said, not marked.
+  // (The options as the CLI's above: the test before kept not_enough_evidence.)
+  await setOptions(page, { keep_not_enough_evidence: false });
+  await page.check('input[name=model][value=predictions]');
+  await page.evaluate(() => {
+    window.medrank.state.files = [];
+  });
+  await upload(page, FILES);
+  await run(page, '#run-rank_systems');
+  await openTab(page, 'Ranking');
+  const lines = async () =>
+    page.$$eval('[data-view="ranking"] p.people-agreement', (ps) =>
+      ps.map((p) => ({ task: p.dataset.task, text: p.textContent, trusted: p.dataset.trusted })),
+    );
+  const tasks = cliReport.evaluators[0].report.tasks;
+  assert.deepEqual(
+    await lines(),
+    tasks.map((t) => ({ task: t.task, text: peopleLineOf(t.human), trusted: 'true' })),
+  );
+  assert.ok(tasks.every((t) => t.human.kendall_tau_b.tau > 0.5));
+
+  // People who rank the systems the other way round (rank 5 - r of four): the evaluator
+  // orders them no better than chance. The CLI says so in its warnings; the page beside
+  // each ranking and in Warnings, in the same words.
+  const dir = mkdtempSync(join(tmpdir(), 'medrank-reversed-'));
+  const [head, ...rows] = readFileSync(join(EXAMPLES, 'rankings.csv'), 'utf8').trim().split('\n');
+  const reversed = rows.map((r) => {
+    const cells = r.split(',');
+    cells[3] = String(5 - Number(cells[3]));
+    return cells.join(',');
+  });
+  writeFileSync(join(dir, 'rankings.csv'), [head, ...reversed].join('\n') + '\n');
+  const json = join(dir, 'report.json');
+  cli(['evaluate', '--bundle', join(EXAMPLES, 'bundle.jsonl'), '--predictions', join(EXAMPLES, 'predictions.csv'),
+    '--rankings', join(dir, 'rankings.csv'), '--corpus', join(EXAMPLES, 'corpus.jsonl'), '--seed', '0', '--json', json, '--quiet']);
+  const expected = JSON.parse(readFileSync(json, 'utf8'));
+  const expectedTasks = expected.evaluators[0].report.tasks;
+  assert.ok(expectedTasks.every((t) => t.human.kendall_tau_b.tau < 0), 'reversed, every task disagrees');
+  const why = (t) => `its Kendall's τ-b ${fmt3(t.human.kendall_tau_b.tau)} is no better than chance (0): it orders the systems no more like the people than a random order would`;
+  const said = expected.warnings.map((w) => w.message).filter((m) => m.includes('not to be trusted'));
+  assert.deepEqual(
+    said,
+    expectedTasks.map((t) => `evaluator \`predictions\`'s ranking of ${t.task} is not to be trusted: ${why(t)} (${peopleLineOf(t.human).replace(/^Agreement with people’s rankings: /, '').replace(/\.$/, '')})`),
+  );
+  await page.evaluate(() => {
+    window.medrank.state.files = [];
+  });
+  await page.setInputFiles('#file-input', [...FILES.filter((f) => f !== 'rankings.csv').map((f) => join(EXAMPLES, f)), join(dir, 'rankings.csv')]);
+  await waitForChecks(page, FILES.length);
+  await run(page, '#run-rank_systems');
+  await openTab(page, 'Ranking');
+  assert.deepEqual(
+    await lines(),
+    expectedTasks.map((t) => ({ task: t.task, text: `${peopleLineOf(t.human)} Not to be trusted: ${why(t)}.`, trusted: 'false' })),
+  );
+  assert.equal(await page.locator('[data-view="ranking"] p.people-agreement.issue.bad').count(), expectedTasks.length);
+  await page.click('#tabs [role=tab]:has-text("Warnings (")');
+  const warnings = await page.textContent('[data-view="warnings"]');
+  for (const w of said) assert.ok(warnings.includes(w), `${w} in ${warnings}`);
 });

@@ -8,7 +8,7 @@
 // keeps the Rubric job on its graded file: the file to grade has a kind of its own.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { execFileSync } from 'node:child_process';
 import { basename, join } from 'node:path';
@@ -387,6 +387,79 @@ test('the page checks answers against expert statements with an NLI model as med
     );
     await screenshot(page, 'statements');
     assertOwnStaticFilesOnly(requests, new URL(server.url).origin, started);
+  } finally {
+    await app.close();
+    rmSync(work, { recursive: true, force: true });
+  }
+});
+
+/** Criteria tab's line on the grader's agreement with the people's `met_by`, written from
+ *  `medrank rubric-agreement --json`'s numbers (its `all` group). */
+function peopleLineOf(report) {
+  const all = report.groups[0];
+  const g = all.grader;
+  const who = report.human_graders.length === 1 ? report.human_graders[0] : `${report.human_graders.length} people (${report.human_graders.join(', ')})`;
+  return `Cohen's κ ${g.kappa.toFixed(3)} (0 = chance, 1 = full agreement) and macro-F1 ${g.macro_f1.toFixed(3)} against ${who} on the ${all.items} criteria judged, over ${g.pairs} pairs of labels`;
+}
+
+test('beside the grader’s verdicts, its agreement with the people who judged the same criteria, marked in the tab and in Warnings at or below chance (issue 47, item 1)', { skip: SKIP }, async () => {
+  const work = mkdtempSync(join(tmpdir(), 'medrank-grade-people-'));
+  const app = await openApp();
+  try {
+    const grader = join(work, 'criterion-grader');
+    GRADERS.find((g) => g.folder === 'criterion-grader').make(grader);
+    // The CLI's verdicts, and its agreement with physician-1 (`met_by` of every criterion).
+    const graded = join(work, 'graded.jsonl');
+    cli(['grade', '--rubric', join(EXAMPLES, RUBRIC), '--grader', grader, '--out', graded, '--seed', '0', '--backend', 'cpu', '--quiet']);
+    const agreement = (rubric) => {
+      const json = join(work, `${basename(rubric)}.agreement.json`);
+      cli(['rubric-agreement', '--input', rubric, '--grader-file', graded, '--json', json, '--quiet']);
+      return JSON.parse(readFileSync(json, 'utf8'));
+    };
+    // The same responses, judged by a physician who says the opposite of the grader on
+    // every criterion: the grader agrees with them less than chance.
+    const verdicts = readFileSync(graded, 'utf8').trim().split('\n').map((l) => JSON.parse(l).criteria.map((c) => c.met));
+    const opposite = readFileSync(join(EXAMPLES, RUBRIC), 'utf8').trim().split('\n').map((l, i) => {
+      const r = JSON.parse(l);
+      r.criteria.forEach((c, j) => {
+        c.met_by = { 'physician-1': !verdicts[i][j] };
+      });
+      return JSON.stringify(r);
+    });
+    const disagreeing = join(work, 'disagreeing.jsonl');
+    writeFileSync(disagreeing, opposite.join('\n') + '\n');
+
+    const { page } = app;
+    await pickGrader(page, grader);
+    const criteriaLine = () => page.locator('[data-view="criteria"] p.people-agreement');
+    for (const [rubric, trusted] of [[join(EXAMPLES, RUBRIC), true], [disagreeing, false]]) {
+      const expected = agreement(rubric);
+      const kappa = expected.groups[0].grader.kappa;
+      assert.equal(kappa > 0.005, trusted, `κ ${kappa}`);
+      const why = `its Cohen's κ ${kappa.toFixed(3)} is no better than chance (0): it agrees with people's judgements no more than labels drawn at random would`;
+      const line = `Agreement with people’s judgements: ${peopleLineOf(expected)}.` + (trusted ? '' : ` Not to be trusted: ${why}.`);
+      await page.evaluate(() => {
+        window.medrank.state.files = [];
+      });
+      await page.setInputFiles('#file-input', [rubric]);
+      await waitForChecks(page, 1);
+      await run(page, '#run-grade');
+      // In the Criteria tab, above the verdicts, and again atop the Agreement tab.
+      await openTab(page, 'Criteria');
+      assert.equal(await criteriaLine().textContent(), line);
+      assert.equal(await criteriaLine().getAttribute('data-trusted'), String(trusted));
+      assert.equal(await criteriaLine().evaluate((p) => p.classList.contains('bad')), !trusted);
+      await openTab(page, 'Agreement');
+      assert.equal(
+        await page.textContent('[data-view="agreement"] p.people-agreement'),
+        line.replace(/^Agreement with people’s judgements: /, 'The grader against the people: '),
+      );
+      // Warnings: the CLI's warning, word for word, only when at chance.
+      const warning = `the grader's verdicts are not to be trusted: ${why} (${peopleLineOf(expected)})`;
+      assert.equal(expected.warnings.some((w) => w.message === warning), !trusted, JSON.stringify(expected.warnings));
+      await page.click('#tabs [role=tab]:has-text("Warnings (")');
+      assert.equal((await page.textContent('[data-view="warnings"]')).includes(warning), !trusted);
+    }
   } finally {
     await app.close();
     rmSync(work, { recursive: true, force: true });

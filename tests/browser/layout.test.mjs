@@ -15,14 +15,15 @@
 //  - a <select> whose longest option (measured on a canvas in the select's own font) is
 //    wider than the room the select gives its text: its width less its padding and the
 //    drop-down arrow, the arrow measured on an auto-width copy holding only that option;
-//  - two pieces of text (text nodes' line boxes) that overlap by more than 2 px each way.
+//  - two pieces of text (text nodes' line boxes, as far as the boxes around them show them)
+//    that overlap by more than 2 px each way.
 // Elements hidden by design for sighted users (the .sr-only pattern: clip rect(0 0 0 0)) and
 // their contents are left out.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { openApp, upload, waitForChecks, run, screenshot, ARTIFACTS } from './harness.mjs';
+import { openApp, upload, waitForChecks, run, screenshot, pageTrain, setOptions, ARTIFACTS, ROOT, SITE } from './harness.mjs';
 
 const WIDTHS = [1280, 1024, 768];
 let app;
@@ -288,7 +289,19 @@ function findCuts() {
   }
 
   // Text boxes: every non-blank text node's line boxes, outside SVG (charts place their
-  // own labels) and outside form controls' internals.
+  // own labels) and outside form controls' internals, each cut to what its scrolling or
+  // clipping ancestors show (a list scrolled inside its box hides the rest of its lines,
+  // which then cover nothing).
+  const shown = (r, node) => {
+    let { left, top, right, bottom } = r;
+    for (let n = node.parentElement; n && n !== document.documentElement; n = n.parentElement) {
+      const cs = getComputedStyle(n);
+      const c = n.getBoundingClientRect();
+      if (cs.overflowX !== 'visible') [left, right] = [Math.max(left, c.left), Math.min(right, c.right)];
+      if (cs.overflowY !== 'visible') [top, bottom] = [Math.max(top, c.top), Math.min(bottom, c.bottom)];
+    }
+    return right > left && bottom > top ? { left, top, right, bottom } : null;
+  };
   const boxes = [];
   const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
   for (let t = walker.nextNode(); t; t = walker.nextNode()) {
@@ -297,7 +310,10 @@ function findCuts() {
     if (!parent || parent.closest('svg, select, option, script, style') || !rendered(parent)) continue;
     const range = document.createRange();
     range.selectNodeContents(t);
-    for (const r of range.getClientRects()) if (r.width > 0 && r.height > 0) boxes.push({ t, r });
+    for (const line of range.getClientRects()) {
+      const r = line.width > 0 && line.height > 0 ? shown(line, t) : null;
+      if (r) boxes.push({ t, r });
+    }
   }
   const seen = new Set();
   for (let i = 0; i < boxes.length; i++) {
@@ -401,3 +417,73 @@ test('nothing is cut at 1280, 1024 and 768 px: files, options, progress, trainin
   }
   assert.deepEqual(found, []);
 });
+
+const haveModel = existsSync(join(SITE, 'models/all-MiniLM-L6-v2/model.safetensors'));
+
+test(
+  'at 768 px the per-evaluator rank tables of an evaluator trained in the page stay inside their card (issue 47, item 10)',
+  { skip: !haveModel && 'no bundled model: run scripts/setup.sh model, then scripts/build-web.sh' },
+  async () => {
+    const { page } = app;
+    await page.setViewportSize({ width: 1280, height: 900 });
+    // A small misinformation evaluator (one epoch on the fixture bundle): its name, the
+    // task, the argument and the date, is what made the rank tables too wide.
+    const trained = await pageTrain(
+      page,
+      {
+        file: join(ROOT, 'tests/fixtures/train_misinfo/bundle.jsonl'),
+        task: 'misinformation',
+        arguments: 'system:expert',
+        settings: { epochs: 1, lr: 0.01, batch: 8, patience: 1, seed: 3, split: 0.25 },
+      },
+      '',
+    );
+    const name = trained.stored.name;
+    assert.match(name, /^misinformation-expert-head-\d{4}-\d\d-\d\dT\d\d:\d\d$/);
+    await page.check(`input[name=model][value="trained:${trained.stored.id}"]`);
+    await page.evaluate(() => {
+      window.medrank.state.files = [];
+    });
+    await upload(page, ['bundle.jsonl', 'rankings.csv', 'corpus.jsonl']);
+    // Every control (the corpus gives ir_passages): eight systems beside the evaluator's
+    // name in each rank table.
+    await setOptions(page, { controls: 'all' });
+    await run(page, '#run-rank_systems');
+    await page.setViewportSize({ width: 768, height: 900 });
+    const titles = await page.locator('#tabs [role=tab]').allTextContents();
+    const found = [];
+    for (const [i, title] of titles.entries()) {
+      await page.click(`#tabs [role=tab] >> nth=${i}`);
+      // The tab itself never scrolls sideways: what is wider scrolls in its own box.
+      const panel = await page.$eval('[role=tabpanel]:not([hidden])', (p) => [p.scrollWidth, p.clientWidth]);
+      if (panel[0] > panel[1] + 1) found.push(`tab “${title}” is ${panel[0]} px wide in its ${panel[1]} px card`);
+      for (const cut of await page.evaluate(findCuts)) found.push(`tab “${title}”: ${cut}`);
+    }
+    assert.deepEqual(found, []);
+    // The per-evaluator rank table (the heatmap's): the evaluator's row under its name,
+    // every system a column, scrolling in its own box that the keyboard reaches.
+    await page.click('#tabs [role=tab]:text-is("Tables & export")');
+    const block = page.locator('.table-block[data-table="heatmap_misinformation"]');
+    assert.deepEqual(await block.locator('thead th').allTextContents(), [
+      'evaluator',
+      'expert',
+      'gpt-4o',
+      'llama-3-70b',
+      'openbiollm-70b',
+      'no_argument',
+      'label_only',
+      'noise',
+      'ir_passages',
+    ]);
+    assert.equal(await block.locator('tbody tr td').first().textContent(), name);
+    const box = await block.locator('.table-scroll').evaluate((b) => ({
+      label: b.getAttribute('aria-label'),
+      tabIndex: b.tabIndex,
+      overflow: getComputedStyle(b).overflowX,
+      scrolls: b.scrollWidth > b.clientWidth,
+      fits: b.getBoundingClientRect().right <= b.closest('section.card').getBoundingClientRect().right,
+    }));
+    assert.deepEqual(box, { label: 'Rank of each system per evaluator — misinformation (1 = best; control cases last)', tabIndex: 0, overflow: 'auto', scrolls: true, fits: true });
+    await screenshot(page, 'layout-768-trained-tables');
+  },
+);

@@ -248,3 +248,51 @@ test('the default model in the page leaves empty options out, or keeps them with
     await app.close();
   }
 });
+
+test('the check before a ranking names the user’s own file and lines in words, never the bundle the page imported them into (issue 47, item 9)', { skip: !haveModel && 'no bundled model: run scripts/setup.sh model, then scripts/build-web.sh' }, async () => {
+  // The published files' quirks (make.py: option 5 empty on some questions) under their
+  // published names.
+  const dir = mkdtempSync(join(tmpdir(), 'medrank-ros-notes-'));
+  const fixtures = join(ROOT, 'tests/fixtures/ros_published');
+  const published = { No_Argument: 'no_argument', 'gpt-4o': 'gpt-4o', 'llama-3-70b': 'llama-3-70b', Label_Only: 'label_only', Noise: 'noise' };
+  const name = (system) => `en.test_casimedicos_${system}.jsonl`;
+  for (const [system, fixture] of Object.entries(published)) copyFileSync(join(fixtures, `${fixture}.jsonl`), join(dir, name(system)));
+  // Where the no-argument file has an empty option, read from the file itself: its line
+  // numbers are the imported questions' ids.
+  const empty = readFileSync(join(dir, name('No_Argument')), 'utf8').split('\n').filter(Boolean).flatMap((line, i) =>
+    Object.entries(JSON.parse(line).options).filter(([, text]) => !text.trim()).map(([key]) => `line ${i + 1}, option ${key}`));
+  assert.deepEqual(empty, ['line 1, option 5', 'line 3, option 5', 'line 5, option 5']);
+
+  const app = await openApp();
+  try {
+    const { page } = app;
+    await page.check('input[name=model][value=bundled]');
+    await page.selectOption('#opt-backend', 'cpu');
+    await page.setInputFiles('#file-input', Object.keys(published).map((s) => join(dir, name(s))));
+    await waitForChecks(page, Object.keys(published).length);
+    await page.waitForFunction(() => document.querySelector('#rank-check')?.textContent.startsWith('Ready'));
+    const notes = page.locator('#rank-check li');
+    assert.equal(await notes.count(), 1, await page.textContent('#rank-check'));
+    const note = notes.first();
+    assert.equal(await note.locator('strong.where').textContent(), name('No_Argument'));
+    // In words: which questions, and what the model does with an empty option.
+    const said = await note.evaluate((li) => [...li.childNodes].filter((n) => n.nodeType === Node.TEXT_NODE).map((n) => n.textContent).join(''));
+    assert.equal(
+      said.trim(),
+      `: 3 questions have an empty answer option (${empty.join('; ')}): the model leaves an empty option out of the answers it chooses from, so it is never picked (Options → “keep empty options” keeps it as a choice)`,
+    );
+    // The engine's message behind the disclosure, naming the user's file, not the bundle.
+    assert.equal(await note.locator('details summary').textContent(), 'Technical detail');
+    assert.equal(await note.locator('details').evaluate((d) => d.open), false);
+    assert.equal(
+      (await note.locator('details').textContent()).replace(/^Technical detail/, ''),
+      `empty option texts: 3 (instance 1 option 5, instance 3 option 5, instance 5 option 5) (the questions imported from ${name('No_Argument')}, each instance id its line there)`,
+    );
+    assert.ok(!(await page.textContent('#rank-check')).includes('imported_bundle'), await page.textContent('#rank-check'));
+    // Kept as choices (the Options switch), the note says so.
+    await setOptions(page, { keep_empty_options: true });
+    await page.waitForFunction(() => /keeps an empty option as a choice/.test(document.querySelector('#rank-check li')?.textContent ?? ''));
+  } finally {
+    await app.close();
+  }
+});

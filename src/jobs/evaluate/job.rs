@@ -16,7 +16,7 @@ use crate::jobs::spec::{between, page_tables, reply, JobRequest, JobSpec, LocalF
 use crate::jobs::spec::{RunViews, View};
 use crate::jobs::{NamedText, Outcome};
 use crate::stats::bootstrap::Bootstrap;
-use crate::Result;
+use crate::{Location, Result, Warning};
 
 /// `medrank evaluate`'s options, named as its flags (the page's Options send the same
 /// names). `Default` is the one home of each default, for both front ends.
@@ -222,6 +222,20 @@ pub struct RankCheck {
     /// With a model as the evaluator: what the run will do.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub model_run: Option<ModelRunPlan>,
+    /// What the page says under the Run buttons about the run's warnings: each about the
+    /// user's own file, in words, the engine's message as detail where the words differ.
+    pub notes: Vec<CheckNote>,
+}
+
+/// One note of the check: where (a file the user gave, never the bundle the page imported
+/// from them), what in words, and the engine's own message behind a disclosure.
+#[derive(Debug, Serialize)]
+pub struct CheckNote {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub location: Option<Location>,
+    pub message: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub detail: Option<String>,
 }
 
 /// [`RankCheck`] for a request; `with_model` when a model is the evaluator (else the
@@ -231,8 +245,81 @@ pub fn rank_check(request: &JobRequest, with_model: bool) -> Result<RankCheck> {
     let (bundle, imported) = bundle(request)?;
     let req = evaluate_request(request, bundle, &options)?;
     let model_run = if with_model { Some(plan_model_evaluation(&req, &options.model())?) } else { None };
-    Ok(RankCheck { import: imported.map(|o| o.report), model_run })
+    let import = imported.map(|o| o.report);
+    let notes = match &model_run {
+        Some(run) => check_notes(run, &req.bundle.name, import.as_ref(), options.keep_empty_options),
+        None => Vec::new(),
+    };
+    Ok(RankCheck { import, model_run, notes })
 }
+
+/// The notes of a ranking's check. A bundle imported from Ranking-Over-Scoring files is a
+/// file the user never saw: a warning about it names the file the import read (the import
+/// says the same message of that file), and its questions are that no-argument file's
+/// lines. Empty answer options are said in words: which questions, and what the model
+/// does with them.
+fn check_notes(run: &ModelRunPlan, bundle: &str, import: Option<&ImportReport>, keep_empty: bool) -> Vec<CheckNote> {
+    let in_import = |w: &Warning| import.is_some() && w.location.as_ref().is_some_and(|l| l.file == bundle);
+    let mut notes = Vec::new();
+    let mut empty_said = Vec::new();
+    for w in &run.warnings {
+        if w.message.starts_with(data::bundle::EMPTY_OPTION_TEXTS) {
+            empty_said.push(match (in_import(w), import) {
+                (true, Some(i)) => format!(
+                    "{} (the questions imported from {}, each instance id its line there)",
+                    w.message, i.no_argument_file
+                ),
+                _ => w.to_string(),
+            });
+            continue;
+        }
+        let location = match (in_import(w), import) {
+            (true, Some(i)) => {
+                let said = i.warnings.iter().find(|iw| iw.message == w.message).and_then(|iw| iw.location.clone());
+                Some(said.unwrap_or_else(|| Location::file(i.no_argument_file.clone())))
+            }
+            _ => w.location.clone(),
+        };
+        notes.push(CheckNote { location, message: w.message.clone(), detail: None });
+    }
+    if run.empty_options.is_empty() {
+        return notes;
+    }
+    // Each instance of an imported bundle is the no-argument file's line of the same number.
+    let (file, place) = match import {
+        Some(i) => (i.no_argument_file.clone(), "line"),
+        None => (bundle.to_string(), "question"),
+    };
+    let listed: Vec<String> = run
+        .empty_options
+        .iter()
+        .take(MAX_NOTED_OPTIONS)
+        .map(|o| format!("{place} {}, option {}", o.instance, o.option))
+        .collect();
+    let more = run.empty_options.len() - listed.len();
+    let questions = run.empty_options.iter().map(|o| &o.instance).collect::<std::collections::HashSet<_>>().len();
+    let what = if keep_empty {
+        "the model keeps an empty option as a choice, as Options \u{2192} \u{201c}keep empty options\u{201d} asks"
+    } else {
+        "the model leaves an empty option out of the answers it chooses from, so it is never picked \
+         (Options \u{2192} \u{201c}keep empty options\u{201d} keeps it as a choice)"
+    };
+    notes.push(CheckNote {
+        location: Some(Location::file(file)),
+        message: format!(
+            "{questions} question{} {} an empty answer option ({}{}): {what}",
+            if questions == 1 { "" } else { "s" },
+            if questions == 1 { "has" } else { "have" },
+            listed.join("; "),
+            if more > 0 { format!("; and {more} more") } else { String::new() },
+        ),
+        detail: (!empty_said.is_empty()).then(|| empty_said.join("; ")),
+    });
+    notes
+}
+
+/// Empty options a note lists by place before it says how many more.
+const MAX_NOTED_OPTIONS: usize = 10;
 
 fn check(request: &JobRequest, with_model: bool) -> Result<String> {
     crate::jobs::spec::json(&rank_check(request, with_model)?)

@@ -8,6 +8,7 @@ pub mod views;
 pub use job::{rank_check, RankCheck, RankOptions, JOB};
 
 use super::kept::{Encoding, ModelJob, ProgressEncoder};
+use super::quality::PeopleAgreement;
 use super::{file_stem, read_bundle, read_rankings, tables, ControlChoice, NamedText, Outcome};
 use crate::data::{self, Bundle};
 use crate::eval::controls::{self, Control, ControlsReport};
@@ -206,6 +207,12 @@ fn rank_all(
                 other => other,
             })?;
         warnings.append(&mut report.warnings);
+        // A ranking no better than chance against people's is said in the warnings, as the
+        // Ranking tab says it beside the ranking.
+        for t in &report.tasks {
+            let said_of = format!("evaluator `{}`'s ranking of {} is", e.evaluator, t.task.name());
+            warnings.extend(PeopleAgreement::of_ranking(t.human.as_ref()).and_then(|a| a.warning(&said_of)));
+        }
         report.provenance.inputs.extend(shared.iter().cloned());
         report.provenance.inputs.extend(e.inputs.iter().cloned());
         provenance.inputs.extend(e.inputs);
@@ -624,6 +631,9 @@ pub struct ModelRunPlan {
     /// Misinformation instances labelled not_enough_evidence that the ranking leaves out
     /// (unless `keep_not_enough_evidence`): counted before the run, and in its warnings.
     pub left_out_not_enough_evidence: usize,
+    /// MCQA options whose text is empty (left out of the candidates unless
+    /// `keep_empty_options`), in bundle order.
+    pub empty_options: Vec<crate::model::evaluate::LeftOutOption>,
     pub warnings: Vec<Warning>,
 }
 
@@ -659,6 +669,21 @@ pub fn plan_model_evaluation(req: &EvaluateRequest, model_options: &ModelOptions
             .then(|| sequences_to_encode(&mcqa, EvaluatorKind::Similarity, empty)),
         sequences_head: sequences_to_encode(bundle, EvaluatorKind::Head, empty),
         left_out_not_enough_evidence: left_out.len(),
+        empty_options: bundle
+            .instances
+            .iter()
+            .flat_map(|i| match &i.problem {
+                data::Problem::Mcqa { options, .. } => options
+                    .iter()
+                    .filter(|(_, text)| text.trim().is_empty())
+                    .map(|(key, _)| crate::model::evaluate::LeftOutOption {
+                        instance: i.id.clone(),
+                        option: key.clone(),
+                    })
+                    .collect(),
+                _ => Vec::new(),
+            })
+            .collect(),
         warnings,
     })
 }

@@ -7,6 +7,7 @@ use serde::Serialize;
 
 use super::EvaluateReport;
 use crate::eval::proxy::TaskReport;
+use crate::jobs::quality::PeopleAgreement;
 use crate::jobs::views::{bounds, value, Bounds};
 use crate::report::{fmt_p_value, PValueDigits};
 use crate::stats::Stat;
@@ -21,6 +22,9 @@ pub struct RankingView<'a> {
     pub confidence: f64,
     /// What a uniform guess scores, where the task has a plain one (MCQA).
     pub chance: Option<f64>,
+    /// Its ranking against people's rankings of the same systems, when given: in words,
+    /// marked when no better than chance.
+    pub people: Option<PeopleAgreement>,
     pub systems: Vec<SystemRow<'a>>,
 }
 
@@ -124,6 +128,7 @@ pub fn proxy_views<'a>(report: &'a EvaluateReport, controls: &[String]) -> Proxy
                 metric: metric_words(t),
                 confidence: e.report.confidence,
                 chance: t.chance,
+                people: PeopleAgreement::of_ranking(t.human.as_ref()),
                 systems: t
                     .systems
                     .iter()
