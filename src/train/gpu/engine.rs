@@ -2,7 +2,7 @@
 //! [`GpuTrainer`], fed with the frozen pass's f16 states of the lower layers (`top:N`) or
 //! with the examples' tokens (every layer).
 
-use super::trainer::{GpuTrainer, TrainInput};
+use super::trainer::{Dropping, GpuTrainer, TrainInput};
 use crate::error::{Error, Result};
 use crate::gpu::context::GpuContext;
 use crate::gpu::ops::AdamWConfig;
@@ -63,7 +63,11 @@ impl Engine for GpuEngine {
                         (e.inputs.len(), e.gold, train.class_weights.get(e.gold).copied().unwrap_or(1.0) as f32)
                     })
                     .collect();
-                let losses = gpu.accumulate(&cached.inputs(micro), &examples, chunk.len()).await?;
+                // The step's dropout masks, keyed by each input's place in the set as the CPU
+                // engine keys them.
+                let rows = cached.rows(micro);
+                let dropout = train.dropout.map(|step| Dropping { step, inputs: &rows });
+                let losses = gpu.accumulate(&cached.inputs(micro), &examples, chunk.len(), dropout).await?;
                 sum += losses.iter().map(|&l| l as f64).sum::<f64>();
             }
             gpu.step(lr, layer_lr);
@@ -121,6 +125,11 @@ impl<'a> Cached<'a> {
             return Err(Error::invalid(format!("{expected} cached states expected, {} given", states.len())));
         }
         Ok(Cached { set, states, starts })
+    }
+
+    /// The index of each input of examples `idx` in the set's flat list of inputs.
+    fn rows(&self, idx: &[usize]) -> Vec<usize> {
+        idx.iter().flat_map(|&i| self.starts[i]..self.starts[i] + self.set[i].inputs.len()).collect()
     }
 
     fn inputs(&self, idx: &[usize]) -> Vec<TrainInput<'a>> {
