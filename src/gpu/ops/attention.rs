@@ -40,6 +40,11 @@ pub struct AttentionExtras<'a> {
     pub relative: Option<RelativeTables<'a>>,
 }
 
+impl AttentionExtras<'static> {
+    /// Plain attention: nothing added.
+    pub const PLAIN: Self = AttentionExtras { scale: None, window: None, relative: None };
+}
+
 /// DeBERTa-v2's relative positions for one layer (kernels/attention_relative.wgsl).
 #[derive(Debug, Clone, Copy)]
 pub struct RelativeTables<'a> {
@@ -215,8 +220,7 @@ impl Attention {
         heads: usize,
         out: &GpuTensor,
     ) -> Result<Vec<Dispatch>> {
-        let plain = AttentionExtras { scale: None, window: None, relative: None };
-        self.prepare_with(ctx, qkv, mask, heads, plain, out)
+        self.prepare_with(ctx, qkv, mask, heads, AttentionExtras::PLAIN, out)
     }
 
     /// [`Self::prepare`] with what a family adds (a window, relative positions, a scale).
@@ -245,8 +249,7 @@ impl Attention {
         dropout: &AttentionDropout,
         out: &GpuTensor,
     ) -> Result<Vec<Dispatch>> {
-        let plain = AttentionExtras { scale: None, window: None, relative: None };
-        self.prepare_full(ctx, qkv, mask, heads, plain, Some(dropout), out)
+        self.prepare_full(ctx, qkv, mask, heads, AttentionExtras::PLAIN, Some(dropout), out)
     }
 
     #[allow(clippy::too_many_arguments)]

@@ -193,7 +193,7 @@ impl DropoutOp {
             _pad0: 0,
             _pad1: 0,
         };
-        if x.len() == 0 {
+        if x.is_empty() {
             return Ok(Vec::new());
         }
         let groups = grid(ctx, x.len().div_ceil(Self::THREADS))?;

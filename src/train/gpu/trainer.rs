@@ -14,7 +14,10 @@
 //! backward pass of the head and of every trained layer, and adds the gradients to the
 //! ones already summed for the step; only the per-example losses are read back. An
 //! optimiser step is one more submission: AdamW on every tensor, then the gradients are
-//! cleared. No weight or activation leaves the device between layers or steps.
+//! cleared. No weight or activation leaves the device between layers or steps. A step's
+//! dropout (`finetune`, `--dropout`) drops at the CPU engine's sites with its masks: the
+//! kernels draw them from the same hash (`gpu::ops::dropout_hash`), given each input's
+//! index in the training set.
 //! Everything here is async and never blocks (read-backs are awaited), so it runs in the
 //! browser on WebGPU as natively on Vulkan, Metal or DX12.
 
