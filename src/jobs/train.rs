@@ -773,17 +773,7 @@ impl TrainingJob {
         let trains_layers = !matches!(self.summary.freeze, Freeze::HeadOnly);
         let Some(ctx) = gpu.filter(|_| trains_layers) else { return Ok(false) };
         let adapter = ctx.adapter.to_string();
-        let dropout = self.trainer.options().dropout.unwrap_or_default();
         self.trainer.train_on_gpu(ctx.clone())?;
-        if dropout.is_active() {
-            self.summary.notes.push(
-                format!(
-                    "the GPU trainer applies no dropout yet: hidden {} and attention {} are not used (the CPU trainer, --backend cpu, applies them)",
-                    dropout.hidden, dropout.attention
-                )
-                .into(),
-            );
-        }
         self.options = self.trainer.options().clone();
         let memory = self.trainer.gpu_memory().describe();
         self.summary.notes.push(format!("the trained layers run on {adapter}; they need {memory}").into());

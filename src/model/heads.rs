@@ -8,8 +8,9 @@
 //! - ModernBERT: `classifier(norm(act(head.dense(x))))` where `x` is the first token's
 //!   state or the mean of the real tokens' states (`classifier_pooling`).
 //!
-//! Dropout is an identity at inference and is left out of training as well (stated in
-//! `train.rs`). The same function serves inference and training (it is differentiable).
+//! Dropout is an identity at inference; in training [`head_forward_dropping`] multiplies
+//! the classifier's input by the step's mask (`train::dropout`). The same function serves
+//! inference and training (it is differentiable).
 
 use super::config::{Activation, HeadPooling};
 use super::load::{Dense, EncoderWeights, HeadWeights, Norm};

@@ -7,7 +7,9 @@
 //!
 //! The hash is PCG's output permutation used as a hash (`pcg_hash`, Jarzynski and Olano,
 //! "Hash Functions for GPU Rendering", JCGT 9(3), 2020): a bijection of `u32`, chained
-//! over the coordinates. An element is kept when its hash is at or above `p * 2^32`, so it
+//! over the coordinates. Its one definition is `gpu::ops::dropout_hash` (re-exported here),
+//! beside the constants its WGSL twin is compiled with: the GPU trainer's kernels draw these
+//! very masks, given each site's [`MaskDraw`] ([`StepMasks::draw`]). An element is kept when its hash is at or above `p * 2^32`, so it
 //! is dropped with probability `p` (to 2^-32), and a kept value is scaled by `1 / (1 - p)`
 //! (inverted dropout, as PyTorch's `nn.Dropout`): the expected value is unchanged, and
 //! evaluation applies no dropout at all.
@@ -17,7 +19,10 @@
 //! and norm, the feed-forward block's output before its residual and norm, and the
 //! classifier's input.
 
+pub use crate::gpu::ops::dropout_hash::{attention_index, hidden_index, keeps, pcg_hash, row_key};
+
 use crate::error::Result;
+use crate::gpu::ops::MaskDraw;
 use crate::model::encoder::{DropoutMasks, MaskAt};
 use candle_core::{Device, Tensor};
 use serde::Serialize;
@@ -52,13 +57,6 @@ pub enum Site {
     Classifier,
 }
 
-/// PCG's RXS-M-XS output permutation as a hash of one `u32` (a bijection).
-pub fn pcg_hash(v: u32) -> u32 {
-    let state = v.wrapping_mul(747_796_405).wrapping_add(2_891_336_453);
-    let word = ((state >> ((state >> 28) + 4)) ^ state).wrapping_mul(277_803_737);
-    (word >> 22) ^ word
-}
-
 /// The key of one step's masks at one site of one layer (`layer`: the encoder layer's
 /// index; the embeddings and the classifier use 0): the seed's two halves, then each
 /// coordinate, hashed in turn.
@@ -70,39 +68,21 @@ pub fn site_key(seed: u64, step: u32, layer: u32, site: Site) -> u32 {
     h
 }
 
-/// The key of one input's mask at a site: `input` is the input's index among all the
-/// training set's inputs (an example's inputs in order, examples in file order).
-pub fn row_key(site_key: u32, input: u32) -> u32 {
-    pcg_hash(site_key ^ input)
-}
-
 /// Elements whose hash is below this are dropped: `p * 2^32`, rounded.
 pub fn threshold(p: f64) -> u32 {
     (p.clamp(0.0, 1.0) * 4_294_967_296.0).round().min(u32::MAX as f64) as u32
 }
 
-/// Whether element `index` of the input with key `row_key` is kept.
-pub fn keeps(row_key: u32, index: u32, threshold: u32) -> bool {
-    pcg_hash(row_key ^ pcg_hash(index)) >= threshold
-}
-
-/// The index of a hidden state's element: token `t`'s feature `f` of `width` features.
-pub fn hidden_index(t: usize, f: usize, width: usize) -> u32 {
-    (t * width + f) as u32
-}
-
-/// The index of an attention probability: head `head`, query `i`, key `j`, positions
-/// counted up to `positions` (the model's position limit, the same for every batch),
-/// wrapping as `u32` arithmetic does.
-pub fn attention_index(head: usize, i: usize, j: usize, positions: usize) -> u32 {
-    let m = positions as u32;
-    (head as u32).wrapping_mul(m).wrapping_add(i as u32).wrapping_mul(m).wrapping_add(j as u32)
+/// The draw of the masks at `key` with probability `p`: the threshold and the kept
+/// elements' multiplier `1 / (1 - p)`, in f32.
+pub fn draw(key: u32, p: f64) -> MaskDraw {
+    MaskDraw { key, threshold: threshold(p), scale: (1.0 / (1.0 - p)) as f32 }
 }
 
 /// The multiplier of each element of a `[rows.len(), tokens, width]` hidden-state tensor:
 /// 0 where dropped, `1 / (1 - p)` where kept. `rows`: each row's input index.
 pub fn hidden_mask(key: u32, rows: &[u32], tokens: usize, width: usize, p: f64) -> Vec<f32> {
-    let (limit, scale) = (threshold(p), (1.0 / (1.0 - p)) as f32);
+    let MaskDraw { threshold: limit, scale, .. } = draw(key, p);
     let mut out = Vec::with_capacity(rows.len() * tokens * width);
     for &input in rows {
         let rk = row_key(key, input);
@@ -123,7 +103,7 @@ pub fn attention_mask(
     positions: usize,
     p: f64,
 ) -> Vec<f32> {
-    let (limit, scale) = (threshold(p), (1.0 / (1.0 - p)) as f32);
+    let MaskDraw { threshold: limit, scale, .. } = draw(key, p);
     let mut out = Vec::with_capacity(rows.len() * heads * queries * keys);
     for &input in rows {
         let rk = row_key(key, input);
@@ -153,6 +133,16 @@ pub struct StepMasks {
 }
 
 impl StepMasks {
+    /// The draw of the masks at `site` of `layer` (the embeddings and the classifier use 0),
+    /// or `None` where its probability is 0: what a GPU kernel draws them with.
+    pub fn draw(self, site: Site, layer: usize) -> Option<MaskDraw> {
+        let p = match site {
+            Site::AttentionProbs => self.dropout.attention,
+            _ => self.dropout.hidden,
+        };
+        (p > 0.0).then(|| draw(site_key(self.seed, self.step, layer as u32, site), p))
+    }
+
     /// The masks of a pass over the inputs `rows` (their indices in the set's flat input
     /// list, in batch order).
     pub fn over(self, rows: &[usize]) -> PassMasks {

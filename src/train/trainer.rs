@@ -339,10 +339,8 @@ impl Trainer {
         if !self.curve.is_empty() {
             return Err(Error::invalid("the GPU engine is chosen before the first epoch"));
         }
+        // Its kernels draw the CPU engine's dropout masks (the same hash, train::dropout).
         self.engine = Box::new(GpuEngine::Ready(Box::new(ctx)));
-        // The GPU trainer's kernels draw no dropout masks yet: it trains without dropout,
-        // and the options (what the log records) say so.
-        self.opts.dropout = Some(super::dropout::Dropout::NONE);
         Ok(())
     }
 
@@ -361,6 +359,7 @@ impl Trainer {
             self.opts.freeze == Freeze::All,
             self.opts.batch_size * per_example,
             longest,
+            self.opts.dropout.unwrap_or_default(),
         )
     }
 

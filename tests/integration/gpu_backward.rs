@@ -8,10 +8,11 @@
 use candle_core::{Device, Tensor, Var, D};
 use candle_nn::{AdamW as CandleAdamW, Optimizer, ParamsAdamW};
 use medrank::gpu::ops::{
-    ActivationOp, AdamW, AdamWConfig, Addend, AttentionBackward, ColumnSum, CrossEntropy, EmbeddingBackward,
-    LayerNormBackward, LayerNormGrads, Mat, MatMul, TokensById,
+    ActivationOp, AdamW, AdamWConfig, Addend, Attention, AttentionBackward, AttentionDropout, ColumnSum, CrossEntropy,
+    EmbeddingBackward, LayerNormBackward, LayerNormGrads, Mat, MatMul, TokensById,
 };
 use medrank::gpu::{Activation, GpuContext, GpuTensor};
+use medrank::train::dropout::{attention_mask, draw, site_key, Site};
 
 use crate::common;
 use common::{context, random, run};
@@ -216,8 +217,14 @@ fn layer_norm_backward_matches_candle_with_and_without_residual() {
 }
 
 /// Attention in candle ops as the trainer writes it (model/encoder.rs `layers_forward`):
-/// qkv `[b * l, 3 hidden]`, mask 1/0 `[b * l]` -> `[b * l, hidden]`.
-fn candle_attention(qkv: &Tensor, mask: &[f32], b: usize, l: usize, heads: usize, hidden: usize) -> Tensor {
+/// qkv `[b * l, 3 hidden]`, mask 1/0 `[b * l]` -> `[b * l, hidden]`; with `dropped`, the
+/// probabilities `[b, heads, l, l]` times those multipliers (the CPU trainer's dropout).
+fn candle_attention(
+    qkv: &Tensor,
+    mask: &[f32],
+    (b, l, heads, hidden): (usize, usize, usize, usize),
+    dropped: Option<&[f32]>,
+) -> Tensor {
     let d = hidden / heads;
     let split = |i: usize| {
         qkv.narrow(1, i * hidden, hidden)
@@ -234,7 +241,10 @@ fn candle_attention(qkv: &Tensor, mask: &[f32], b: usize, l: usize, heads: usize
     let neg: Vec<f32> = mask.iter().map(|&m| if m != 0.0 { 0.0 } else { -1e9 }).collect();
     let neg = Tensor::from_vec(neg, (b, 1, 1, l), &Device::Cpu).unwrap();
     let scores = q.matmul(&k.t().unwrap()).unwrap().broadcast_add(&neg).unwrap();
-    let probs = candle_nn::ops::softmax(&scores, D::Minus1).unwrap();
+    let mut probs = candle_nn::ops::softmax(&scores, D::Minus1).unwrap();
+    if let Some(m) = dropped {
+        probs = (probs * Tensor::from_slice(m, (b, heads, l, l), &Device::Cpu).unwrap()).unwrap();
+    }
     probs.matmul(&v).unwrap().transpose(1, 2).unwrap().reshape((b * l, hidden)).unwrap()
 }
 
@@ -251,7 +261,7 @@ fn attention_backward_matches_candle_with_padding() {
         let mask: Vec<f32> = (0..b * l).map(|t| if t % l < lengths[t / l] { 1.0 } else { 0.0 }).collect();
         let r = random(b * l * hidden, 32);
         let qv = var(&qkv, &[b * l, 3 * hidden]);
-        let y = candle_attention(qv.as_tensor(), &mask, b, l, heads, hidden);
+        let y = candle_attention(qv.as_tensor(), &mask, (b, l, heads, hidden), None);
         let want = grads(&y, &r, &[&qv]);
         let (qt, mt, rt) = (
             upload(&ctx, &qkv, &[b * l, 3 * hidden]),
@@ -269,6 +279,60 @@ fn attention_backward_matches_candle_with_padding() {
             };
             assert_rel(&pick(&got), &pick(&want[0]), &format!("attention b={b} l={l} d{name}"));
         }
+    }
+}
+
+/// With dropout of the probabilities (training): the forward kernel's output and both
+/// backward kernels' dq, dk and dv against candle with the CPU trainer's masks multiplied
+/// into the probabilities (train::dropout's `attention_mask`, the same site key and inputs).
+#[test]
+fn attention_with_dropout_and_its_backward_match_candle_with_the_cpu_masks() {
+    let Some(ctx) = context() else { return };
+    let (forward, backward) = (Attention::new(&ctx), AttentionBackward::new(&ctx));
+    let (positions, inputs) = (512, [41u32, 2, 7]);
+    let cases: [(usize, usize, usize, usize, Vec<usize>, f64); 3] =
+        [(3, 20, 12, 384, vec![20, 7, 1], 0.1), (2, 90, 4, 64, vec![90, 71], 0.1), (1, 300, 2, 16, vec![257], 0.3)];
+    for (case, (b, l, heads, hidden, lengths, p)) in cases.into_iter().enumerate() {
+        let qkv: Vec<f32> = random(b * l * 3 * hidden, 51).iter().map(|v| v * 2.0).collect();
+        let mask: Vec<f32> = (0..b * l).map(|t| if t % l < lengths[t / l] { 1.0 } else { 0.0 }).collect();
+        let r = random(b * l * hidden, 52);
+        let key = site_key(5 + case as u64, 2, 1, Site::AttentionProbs);
+        let dropped = attention_mask(key, &inputs[..b], heads, (l, l), positions, p);
+        let qv = var(&qkv, &[b * l, 3 * hidden]);
+        let y = candle_attention(qv.as_tensor(), &mask, (b, l, heads, hidden), Some(&dropped));
+        let want = grads(&y, &r, &[&qv]);
+        let (qt, mt, rt) = (
+            upload(&ctx, &qkv, &[b * l, 3 * hidden]),
+            upload(&ctx, &mask, &[b, l]),
+            upload(&ctx, &r, &[b * l, hidden]),
+        );
+        let indices = ctx.upload_u32("inputs", &inputs[..b], &[b]).unwrap();
+        let dropout = AttentionDropout { draw: draw(key, p), inputs: &indices, positions };
+        let (out, stats, dqkv) = (
+            zeros(&ctx, &[b * l, hidden]),
+            zeros(&ctx, &[AttentionBackward::stats_len(b * l, heads)]),
+            zeros(&ctx, &[b * l, 3 * hidden]),
+        );
+        let mut dispatches = forward.prepare_dropping(&ctx, &qt, &mt, heads, &dropout, &out).unwrap();
+        dispatches.extend(backward.prepare_dropping(&ctx, &qt, &mt, heads, &dropout, &rt, &stats, &dqkv).unwrap());
+        run(&ctx, dispatches);
+        let what = format!("attention with dropout b={b} l={l}");
+        assert_rel(&ctx.read_f32_blocking(&out).unwrap(), &values(&y), &format!("{what} output"));
+        let got = ctx.read_f32_blocking(&dqkv).unwrap();
+        for (part, name) in ["q", "k", "v"].iter().enumerate() {
+            let pick = |v: &[f32]| -> Vec<f32> {
+                v.chunks(3 * hidden).flat_map(|row| row[part * hidden..(part + 1) * hidden].to_vec()).collect()
+            };
+            assert_rel(&pick(&got), &pick(&want[0]), &format!("{what} d{name}"));
+        }
+        // The masks mattered: without them the gradient of v is another.
+        let plain = grads(&candle_attention(qv.as_tensor(), &mask, (b, l, heads, hidden), None), &r, &[&qv]);
+        let pick_v =
+            |v: &[f32]| -> Vec<f32> { v.chunks(3 * hidden).flat_map(|row| row[2 * hidden..].to_vec()).collect() };
+        let (dv, dv_plain) = (pick_v(&want[0]), pick_v(&plain[0]));
+        let diff: f64 = dv.iter().zip(&dv_plain).map(|(a, b)| (*a as f64 - *b as f64).powi(2)).sum::<f64>().sqrt();
+        let norm: f64 = dv_plain.iter().map(|v| (*v as f64).powi(2)).sum::<f64>().sqrt();
+        assert!(diff > 10.0 * REL_TOL * norm, "{what}: the masks changed dv by {diff:e} of {norm:e} only");
     }
 }
 

@@ -12,7 +12,7 @@ use medrank::model::load::{HeadWeights, LoadedModel};
 use medrank::model::{CpuEncoder, Part, Pooling, TextTokenizer};
 use medrank::train::gpu::gradient_check::{jittered_model, relative};
 use medrank::train::gpu::{GpuMemory, GpuTrainer};
-use medrank::train::{train, train_with_events, Freeze, TrainExample, TrainOptions};
+use medrank::train::{train, train_with_events, Dropout, Freeze, TrainExample, TrainOptions};
 use std::path::PathBuf;
 
 use crate::common;
@@ -30,7 +30,9 @@ fn model(arch: Arch, layers: usize, head: HeadKind, labels: &[&str], seed: u64) 
 /// The library's self-check (`train::gpu::gradient_check`, which the bench page runs on WebGPU):
 /// every trained tensor of BERT multiple-choice, BERT, RoBERTa and DistilBERT
 /// classification models, micro-batches whole and in parts, training the top 2 of 3
-/// layers and then every layer with the embeddings.
+/// layers and then every layer with the embeddings; then BERT multiple choice and RoBERTa
+/// classification with dropout (hidden 0.1, attention 0.2), the GPU's kernels drawing the
+/// masks candle's reference multiplies in (the CPU trainer's).
 #[test]
 fn gradients_of_every_trained_tensor_match_candle() {
     let Some(ctx) = context() else { return };
@@ -40,7 +42,10 @@ fn gradients_of_every_trained_tensor_match_candle() {
     // the embedding norm's two (DistilBERT has no token types).
     let top = 4 * 2 * (1 + 2 * 16 + 4);
     let every = 2 * (3 * (1 + 3 * 16 + 4 + 5) + (1 + 3 * 16 + 4 + 4));
-    assert_eq!(checks.len(), top + every);
+    // With dropout: 2 models (both with token types) x (whole, in parts), both ways.
+    let dropping = 2 * 2 * (1 + 2 * 16 + 4) + 2 * 2 * (1 + 3 * 16 + 4 + 5);
+    assert_eq!(checks.len(), top + every + dropping);
+    assert_eq!(checks.iter().filter(|c| c.case.contains(", dropout")).count(), dropping);
     for c in &checks {
         eprintln!("{} {}: {:.2e}", c.case, c.tensor, c.difference);
         assert!(c.ok, "{c:?}");
@@ -50,11 +55,13 @@ fn gradients_of_every_trained_tensor_match_candle() {
     }
     for table in ["word_embeddings", "position_embeddings", "token_type_embeddings", "embedding_norm.weight"] {
         let n = checks.iter().filter(|c| c.tensor == table && !c.zero_by_construction).count();
-        assert_eq!(n, if table == "token_type_embeddings" { 6 } else { 8 }, "{table}");
+        assert_eq!(n, if table == "token_type_embeddings" { 6 + 4 } else { 8 + 4 }, "{table}");
     }
     // Each run's key biases (2 or 3 layers), and the multiple-choice classifier's bias in
-    // its four runs.
-    assert_eq!(checks.iter().filter(|c| c.zero_by_construction).count(), 4 * 2 * 2 + 4 * 2 * 3 + 4);
+    // its four runs; with dropout, the same of its two models (dropout after the softmax
+    // keeps the key bias's gradient zero: a shift of all scores still changes nothing).
+    let zero = 4 * 2 * 2 + 4 * 2 * 3 + 4 + (2 * 2 * 2 + 2 * 2 * 3 + 4);
+    assert_eq!(checks.iter().filter(|c| c.zero_by_construction).count(), zero);
 }
 
 fn tokenizer(cfg: &EncoderConfig) -> TextTokenizer {
@@ -68,16 +75,31 @@ fn tokenizer(cfg: &EncoderConfig) -> TextTokenizer {
 /// into a step, warm-up, two learning rates), and the trained weights close to candle's.
 #[test]
 fn a_few_epochs_on_the_gpu_give_the_cpu_trainers_losses() {
-    gpu_and_cpu_train_alike(Freeze::TopLayers(2));
+    gpu_and_cpu_train_alike(Freeze::TopLayers(2), Dropout::NONE);
 }
 
 /// The same with `--freeze all`: every layer and the embeddings train on the GPU.
 #[test]
 fn a_few_epochs_of_every_layer_on_the_gpu_give_the_cpu_trainers_losses() {
-    gpu_and_cpu_train_alike(Freeze::All);
+    gpu_and_cpu_train_alike(Freeze::All, Dropout::NONE);
 }
 
-fn gpu_and_cpu_train_alike(freeze: Freeze) {
+/// Dropout 0.1 (the `finetune` recipe's): the GPU's kernels drop what the CPU trainer
+/// drops at every site of the top layers and the head, so the curves agree as without it;
+/// and dropout changed the CPU's curve by far more than that tolerance, so a GPU trainer
+/// that ignored it (as it did before it had the kernels) fails here.
+#[test]
+fn a_few_epochs_with_dropout_on_the_gpu_give_the_cpu_trainers_losses() {
+    gpu_and_cpu_train_alike(Freeze::TopLayers(2), Dropout { hidden: 0.1, attention: 0.1 });
+}
+
+/// The same with every layer: the embeddings' output drops too.
+#[test]
+fn a_few_epochs_of_every_layer_with_dropout_on_the_gpu_give_the_cpu_trainers_losses() {
+    gpu_and_cpu_train_alike(Freeze::All, Dropout { hidden: 0.1, attention: 0.1 });
+}
+
+fn gpu_and_cpu_train_alike(freeze: Freeze, dropout: Dropout) {
     let Some(ctx) = context() else { return };
     let base_model = model(Arch::Bert, 3, HeadKind::None, &[], 40);
     let tok = tokenizer(&base_model.config);
@@ -115,9 +137,23 @@ fn gpu_and_cpu_train_alike(freeze: Freeze) {
         learning_rate: 1e-2,
         layer_learning_rate: 1e-3,
         patience: 10,
+        dropout: Some(dropout),
         ..Default::default()
     };
     let cpu = train(&base, HeadKind::MultipleChoice, &[], &train_set, &dev_set, &opts, &mut |_| {}).unwrap();
+    if dropout.is_active() {
+        // Without dropout the CPU's losses are others, beyond the tolerance below: the
+        // comparison tells a trainer that drops from one that does not.
+        let plain = TrainOptions { dropout: Some(Dropout::NONE), ..opts.clone() };
+        let without = train(&base, HeadKind::MultipleChoice, &[], &train_set, &dev_set, &plain, &mut |_| {}).unwrap();
+        let moved =
+            without.curve.iter().zip(&cpu.curve).map(|(w, c)| (w.train_loss - c.train_loss).abs()).fold(0.0, f64::max);
+        eprintln!("dropout moved the CPU's train loss by up to {moved}");
+        assert!(
+            moved > 10.0 * 1e-3 * cpu.curve[0].train_loss.abs().max(1.0),
+            "dropout changed the losses by {moved} only"
+        );
+    }
 
     // The same trainer, its trained part on the GPU.
     let gpu =
@@ -184,7 +220,7 @@ fn the_memory_figure_is_what_the_trainer_allocates() {
             .unwrap();
         let (head, layers) = (AdamWConfig::default(), AdamWConfig::default());
         let trainer = pollster::block_on(GpuTrainer::new(ctx.clone(), &m, first, embeddings, head, layers)).unwrap();
-        let figure = GpuMemory::estimate(&m.config, 2, first, embeddings, 1, 1);
+        let figure = GpuMemory::estimate(&m.config, 2, first, embeddings, 1, 1, Dropout::NONE);
         assert_eq!(trainer.parameter_bytes(), figure.parameters, "first layer {first}, embeddings {embeddings}");
     }
 }

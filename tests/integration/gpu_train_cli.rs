@@ -20,12 +20,19 @@ fn tiny_model_dir(name: &str) -> PathBuf {
 
 #[test]
 fn gpu_training_of_the_top_layers_logs_the_cpu_curve_and_saves_an_evaluator() {
-    gpu_training_logs_the_cpu_curve("top:2");
+    gpu_training_logs_the_cpu_curve("top:2", "fast");
 }
 
 #[test]
 fn gpu_training_of_every_layer_logs_the_cpu_curve_and_saves_an_evaluator() {
-    gpu_training_logs_the_cpu_curve("all");
+    gpu_training_logs_the_cpu_curve("all", "fast");
+}
+
+/// `--recipe finetune` on both backends: the model's dropout (0.1, its config saying none)
+/// on the GPU as on the CPU, the same curve, and both logs record it.
+#[test]
+fn gpu_training_with_the_finetune_recipes_dropout_logs_the_cpu_curve() {
+    gpu_training_logs_the_cpu_curve("all", "finetune");
 }
 
 /// `medrank train` of `model` into `out` on the NLI fixture, the informative system's
@@ -42,12 +49,12 @@ fn nli_args(model: &std::path::Path, out: &std::path::Path, extra: &[&str]) -> V
     args
 }
 
-fn gpu_training_logs_the_cpu_curve(freeze: &str) {
+fn gpu_training_logs_the_cpu_curve(freeze: &str, recipe: &str) {
     let Some(_) = context() else { return };
-    let model = tiny_model_dir(&format!("tiny-bert-{freeze}"));
+    let model = tiny_model_dir(&format!("tiny-bert-{freeze}-{recipe}"));
     let fx = "tests/fixtures/train_nli";
     let run = |backend: &str| {
-        let out = tmp(&format!("evaluator-{freeze}-{backend}"));
+        let out = tmp(&format!("evaluator-{freeze}-{recipe}-{backend}"));
         let extra = [
             "--freeze",
             freeze,
@@ -63,7 +70,7 @@ fn gpu_training_logs_the_cpu_curve(freeze: &str) {
             "1e-3",
             // The engines compared on one recipe (on a GPU the default is finetune).
             "--recipe",
-            "fast",
+            recipe,
             "--backend",
             backend,
         ];
@@ -96,6 +103,11 @@ fn gpu_training_logs_the_cpu_curve(freeze: &str) {
     }
     assert_eq!(gpu_log["best_epoch"], cpu_log["best_epoch"]);
     assert_eq!(gpu_log["data"], cpu_log["data"]);
+    let dropout = if recipe == "finetune" { 0.1 } else { 0.0 };
+    for log in [&cpu_log, &gpu_log] {
+        let applied = &log["options"]["dropout"];
+        assert_eq!(applied, &serde_json::json!({"hidden": dropout, "attention": dropout}), "{applied}");
+    }
     // The GPU run's folder is an evaluator `medrank evaluate --model` ranks with.
     let report = tmp("report.json");
     ok(&["evaluate", "--bundle", &format!("{fx}/dev.jsonl"), "--model", s(&gpu), "--json", s(&report)]);
@@ -108,12 +120,13 @@ fn gpu_training_logs_the_cpu_curve(freeze: &str) {
 fn with_the_head_alone_the_gpu_computes_the_features_and_the_cpu_trains_the_head() {
     // The one placement rule of both front ends (`jobs::TrainingJob::place`): the frozen
     // encoder runs on --backend, trained layers follow it, the head alone trains on the CPU.
-    gpu_training_logs_the_cpu_curve("head");
+    gpu_training_logs_the_cpu_curve("head", "fast");
 }
 
 /// Training on a GPU without a recipe named takes `finetune` (every layer, one rate 5e-5,
-/// no weight decay, the model's full length), says so, and records it; the GPU trainer
-/// applies no dropout yet, which the note says and the log records (dropout 0).
+/// no weight decay, the model's dropout, the model's full length), says so, and records it:
+/// the GPU trainer drops as the CPU trainer does, and the log records the model's dropout
+/// (0.1 where its config says none).
 #[test]
 fn on_a_gpu_the_default_recipe_is_finetune() {
     let Some(_) = context() else { return };
@@ -124,15 +137,12 @@ fn on_a_gpu_the_default_recipe_is_finetune() {
     let stderr = String::from_utf8_lossy(&run.stderr).to_string();
     assert!(run.status.success(), "medrank {args:?} failed:\n{stderr}");
     assert!(stderr.contains("note: recipe finetune (the default where training runs (a GPU)): --freeze all, --lr 0.00005, --layer-lr 0.00005, --weight-decay 0,"), "{stderr}");
-    assert!(
-        stderr.contains("the GPU trainer applies no dropout yet: hidden 0.1 and attention 0.1 are not used"),
-        "{stderr}"
-    );
+    assert!(!stderr.contains("no dropout"), "{stderr}");
     let log = json(&out.join("train_log.json"));
     let o = &log["options"];
     assert_eq!(o["recipe"]["name"], "finetune", "{o}");
     assert_eq!(o["freeze"], "all");
     assert_eq!((o["learning_rate"].as_f64(), o["weight_decay"].as_f64()), (Some(5e-5), Some(0.0)));
-    assert_eq!(o["dropout"], serde_json::json!({"hidden": 0.0, "attention": 0.0}), "what the GPU trainer applied");
+    assert_eq!(o["dropout"], serde_json::json!({"hidden": 0.1, "attention": 0.1}), "what the GPU trainer applied");
     assert_eq!((o["length"].as_str(), log["max_tokens"].as_u64()), (Some("full"), Some(128)));
 }

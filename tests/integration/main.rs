@@ -15,6 +15,7 @@ mod encoder_tiny;
 mod families;
 mod fuzz_readers;
 mod gpu_backward;
+mod gpu_dropout;
 mod gpu_encoder;
 mod gpu_ops;
 mod gpu_train;

@@ -21,6 +21,11 @@
 // `relative(...)`, the content-to-position and position-to-content terms (from
 // attention_relative.wgsl; the plain kernel's `relative` is zero, attention_plain.wgsl).
 //
+// In training with dropout each probability is multiplied by its mask's multiplier
+// (`attention_drop`, from attention_dropout.wgsl; attention_keep_all.wgsl's is 1) before the
+// weighted sum of the values, while the softmax's sum `total` takes the probabilities before
+// dropout: out = dropout(softmax(scores)) . v, as the CPU trainer computes it.
+//
 // A head of D <= 64 values is held as HEAD_MATS 4 x 4 matrices (16 values each, zero past
 // D): the query in q0..q3 and the output row in a0..a3, named variables rather than an
 // array indexed in a loop, which drivers may keep in slow thread-local memory. Keys are
@@ -52,6 +57,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>,
     let is_query = query < p.seq_len;
     let stride = 3u * p.hidden;
     let head = wid.y * p.head_dim;
+    let drop_row = attention_drop_row(wid.x / blocks); // this sequence's dropout key
 
     // The query, scaled; rows past the sequence compute on zeros and store nothing.
     let at_q = min(first + query, first + p.seq_len - 1u) * stride + head;
@@ -117,8 +123,13 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>,
                 a3 *= r;
                 running_max = chunk_max;
             }
-            let w = exp(s - vec4<f32>(running_max));
-            total += w.x + w.y + w.z + w.w;
+            let e = exp(s - vec4<f32>(running_max));
+            total += e.x + e.y + e.z + e.w;
+            let key = k0 + j;
+            let w = e * vec4<f32>(attention_drop(drop_row, wid.y, query, key),
+                                  attention_drop(drop_row, wid.y, query, key + 1u),
+                                  attention_drop(drop_row, wid.y, query, key + 2u),
+                                  attention_drop(drop_row, wid.y, query, key + 3u));
             let at = j * VECS;
             a0 = add_values(a0, w, at);
             if (HEAD_MATS > 1u) {

@@ -5,11 +5,14 @@
 // Per (t, h) it stores two numbers for the second pass (attention_backward_kv.wgsl): the
 // log of the softmax's denominator (max + log sum) and sum_i P_i dP_i, from which that
 // pass recomputes any P_tj and dS_tj without keeping the [tokens, heads, seq_len] matrices
-// (too large for one binding at long lengths).
+// (too large for one binding at long lengths). With dropout (training), the output is
+// sum_j M_j P_j v_j, M_j the mask's multiplier (`attention_drop`), so dP_j = M_j (dO . v_j);
+// the rest is unchanged.
 
 // `p` (binding 0, the forward op's `Params` block), THREADS and MAX_KEYS come from the Rust
 // side (ops/attention.rs), the reduction from reduce.wgsl, `scores`, `masked_score`
-// and `exponentiate_scores` from attention_scores.wgsl.
+// and `exponentiate_scores` from attention_scores.wgsl, `attention_drop_row` and
+// `attention_drop` from attention_dropout.wgsl (or attention_keep_all.wgsl).
 
 @group(0) @binding(1) var<storage, read> qkv: array<f32>;
 @group(0) @binding(2) var<storage, read> mask: array<f32>;
@@ -29,6 +32,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>,
     let stride = 3u * p.hidden;
     let q = t * stride + h * p.head_dim;
     let o = t * p.hidden + h * p.head_dim;
+    let drop_row = attention_drop_row(t / p.seq_len);
 
     // 1. scores and dP over the keys of the same sequence
     var local_max = -3.4028234663852886e38; // lowest f32
@@ -43,7 +47,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>,
         }
         s = masked_score(s, first + j);
         scores[j] = s;
-        dp[j] = g;
+        dp[j] = g * attention_drop(drop_row, h, t - first, j);
         local_max = max(local_max, s);
     }
     let m = workgroup_reduce(lid, local_max, true);

@@ -5,11 +5,14 @@
 // a thread, kept in workgroup memory), then sums over the queries, one output dimension
 // a thread:
 //   dk_u = scale * sum_t dS_tu q_t,   dv_u = sum_t P_tu dO_t
-// A padded key has P = 0 for every query, so its gradients are 0.
+// A padded key has P = 0 for every query, so its gradients are 0. With dropout (training),
+// M_tu the mask's multiplier of P_tu (`attention_drop`): dS_tu = P_tu (M_tu dO_t . v_u - D_t)
+// and dv_u = sum_t M_tu P_tu dO_t.
 
 // `p` (binding 0, the forward op's `Params` block), THREADS and MAX_KEYS come from the Rust
-// side (ops/attention.rs), `scores` (here the probabilities P_tu) and `masked_score`
-// from attention_scores.wgsl.
+// side (ops/attention.rs), `scores` (here the kept probabilities M_tu P_tu) and
+// `masked_score` from attention_scores.wgsl, `attention_drop_row` and `attention_drop` from
+// attention_dropout.wgsl (or attention_keep_all.wgsl).
 
 @group(0) @binding(1) var<storage, read> qkv: array<f32>;
 @group(0) @binding(2) var<storage, read> mask: array<f32>;
@@ -28,6 +31,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>,
     let stride = 3u * p.hidden;
     let k = u * stride + p.hidden + h * p.head_dim;
     let v = k + p.hidden;
+    let drop_row = attention_drop_row(u / p.seq_len);
 
     // 1. P_tu and dS_tu for every query t, one a thread
     for (var i = lid; i < p.seq_len; i += THREADS) {
@@ -42,8 +46,9 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>,
         }
         let at = 2u * (t * p.heads + h);
         let pt = exp(masked_score(s, u) - stats[at]);
-        scores[i] = pt;
-        dscores[i] = pt * (g - stats[at + 1u]);
+        let m = attention_drop(drop_row, h, i, u - first);
+        scores[i] = m * pt;
+        dscores[i] = pt * (m * g - stats[at + 1u]);
     }
     workgroupBarrier();
 

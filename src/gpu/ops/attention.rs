@@ -1,3 +1,4 @@
+use super::dropout::{attention_wgsl, AttentionDropout};
 use super::{check, check_f32, params, to_u32, Dispatch, Kernel, Source, ATTENTION_SCORES_WGSL, REDUCE_WGSL};
 use crate::error::Result;
 use crate::gpu::context::{DType, GpuContext, GpuTensor};
@@ -18,6 +19,13 @@ params! {
         window: u32,
         /// DeBERTa's relative positions: the longest input the index table covers.
         max_len: u32,
+        /// Dropout of the probabilities (training; the kernels compiled with it): the
+        /// site's key, threshold and kept scale ([`super::MaskDraw`]) and the model's
+        /// position limit (attention_dropout.wgsl).
+        drop_key: u32,
+        drop_threshold: u32,
+        drop_scale: f32,
+        drop_positions: u32,
         _pad0: u32,
     }
 }
@@ -30,6 +38,11 @@ pub struct AttentionExtras<'a> {
     /// ModernBERT's local layers: keys at most this far from the query.
     pub window: Option<usize>,
     pub relative: Option<RelativeTables<'a>>,
+}
+
+impl AttentionExtras<'static> {
+    /// Plain attention: nothing added.
+    pub const PLAIN: Self = AttentionExtras { scale: None, window: None, relative: None };
 }
 
 /// DeBERTa-v2's relative positions for one layer (kernels/attention_relative.wgsl).
@@ -54,9 +67,9 @@ pub struct Attention {
     by_head_dim: std::sync::Mutex<std::collections::HashMap<ForwardKey, Kernel>>,
 }
 
-/// What a compiled forward kernel is specialised for: the head size, and DeBERTa's relative
-/// terms (c2p, p2c) when it has them.
-type ForwardKey = (usize, Option<(bool, bool)>);
+/// What a compiled forward kernel is specialised for: the head size, DeBERTa's relative
+/// terms (c2p, p2c) when it has them, and whether it drops probabilities (training).
+type ForwardKey = (usize, Option<(bool, bool)>, bool);
 
 impl Attention {
     /// The backward kernels keep one row of scores in workgroup memory (2 KiB).
@@ -84,11 +97,18 @@ impl Attention {
     }
 
     /// The forward kernel for heads of `head_dim` values (at most [`Self::MAX_HEAD_DIM`]),
-    /// with DeBERTa's relative terms (c2p, p2c) or without.
-    fn forward_kernel(&self, ctx: &GpuContext, head_dim: usize, relative: Option<(bool, bool)>) -> Kernel {
+    /// with DeBERTa's relative terms (c2p, p2c) or without, dropping probabilities
+    /// (`dropout`, training) or not.
+    fn forward_kernel(
+        &self,
+        ctx: &GpuContext,
+        head_dim: usize,
+        relative: Option<(bool, bool)>,
+        dropout: bool,
+    ) -> Kernel {
         let mut kernels = self.by_head_dim.lock().unwrap_or_else(|e| e.into_inner());
         kernels
-            .entry((head_dim, relative))
+            .entry((head_dim, relative, dropout))
             .or_insert_with(|| {
                 let mats = head_dim.div_ceil(16).max(1);
                 // Keys staged per block: 4 KiB of keys and 4 KiB of values (64 keys of a
@@ -106,11 +126,14 @@ impl Attention {
                     Some(_) => include_str!("../kernels/attention_relative.wgsl"),
                     None => include_str!("../kernels/attention_plain.wgsl"),
                 };
+                // The input indices follow qkv, mask, out and the relative tables.
+                let binding = 4 + if relative.is_some() { 3 } else { 0 };
+                let drop = attention_wgsl(dropout.then_some(binding));
                 let source = Source {
                     directives: "",
                     params: Params::WGSL,
                     constants: &constants,
-                    shared: &[terms],
+                    shared: &[terms, &drop],
                     body: include_str!("../kernels/attention.wgsl"),
                 };
                 Kernel::new(ctx, "attention", source)
@@ -119,13 +142,15 @@ impl Attention {
     }
 
     /// A backward attention kernel: one workgroup per (token, head), the shared scores
-    /// and softmax of attention_scores.wgsl.
-    pub(super) fn kernel(ctx: &GpuContext, name: &'static str, body: &str) -> Kernel {
+    /// and softmax of attention_scores.wgsl; with `dropout`, dropping probabilities as the
+    /// forward kernel did (the input indices at binding 6, after its five buffers).
+    pub(super) fn kernel(ctx: &GpuContext, name: &'static str, body: &str, dropout: bool) -> Kernel {
+        let drop = attention_wgsl(dropout.then_some(6));
         let source = Source {
             directives: "",
             params: Params::WGSL,
             constants: &Self::CONSTANTS,
-            shared: &[REDUCE_WGSL, ATTENTION_SCORES_WGSL],
+            shared: &[REDUCE_WGSL, ATTENTION_SCORES_WGSL, &drop],
             body,
         };
         Kernel::new(ctx, name, source)
@@ -167,8 +192,22 @@ impl Attention {
             scale: 1.0 / (head_dim as f32).sqrt(),
             window: 0,
             max_len: 0,
+            drop_key: 0,
+            drop_threshold: 0,
+            drop_scale: 1.0,
+            drop_positions: 0,
             _pad0: 0,
         })
+    }
+
+    /// Sets `params` to drop with `dropout` after checking it against the batch.
+    pub(super) fn drop_params(op: &str, params: &mut Params, dropout: &AttentionDropout, batch: usize) -> Result<()> {
+        dropout.check(op, batch, params.seq_len as usize)?;
+        params.drop_key = dropout.draw.key;
+        params.drop_threshold = dropout.draw.threshold;
+        params.drop_scale = dropout.draw.scale;
+        params.drop_positions = to_u32(dropout.positions, op, "positions")?;
+        Ok(())
     }
 
     /// `qkv`: [batch * seq_len, 3 * hidden] (q | k | v per token); `mask`: [batch, seq_len]
@@ -181,8 +220,7 @@ impl Attention {
         heads: usize,
         out: &GpuTensor,
     ) -> Result<Vec<Dispatch>> {
-        let plain = AttentionExtras { scale: None, window: None, relative: None };
-        self.prepare_with(ctx, qkv, mask, heads, plain, out)
+        self.prepare_with(ctx, qkv, mask, heads, AttentionExtras::PLAIN, out)
     }
 
     /// [`Self::prepare`] with what a family adds (a window, relative positions, a scale).
@@ -193,6 +231,36 @@ impl Attention {
         mask: &GpuTensor,
         heads: usize,
         extras: AttentionExtras,
+        out: &GpuTensor,
+    ) -> Result<Vec<Dispatch>> {
+        self.prepare_full(ctx, qkv, mask, heads, extras, None, out)
+    }
+
+    /// [`Self::prepare`] in training with dropout: each probability times its mask's
+    /// multiplier (0, or `1 / (1 - p)` where kept) before the weighted sum of the values;
+    /// the softmax's sum is over the probabilities before dropout, as
+    /// `dropout(softmax(scores)) . v`.
+    pub fn prepare_dropping(
+        &self,
+        ctx: &GpuContext,
+        qkv: &GpuTensor,
+        mask: &GpuTensor,
+        heads: usize,
+        dropout: &AttentionDropout,
+        out: &GpuTensor,
+    ) -> Result<Vec<Dispatch>> {
+        self.prepare_full(ctx, qkv, mask, heads, AttentionExtras::PLAIN, Some(dropout), out)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn prepare_full(
+        &self,
+        ctx: &GpuContext,
+        qkv: &GpuTensor,
+        mask: &GpuTensor,
+        heads: usize,
+        extras: AttentionExtras,
+        dropout: Option<&AttentionDropout>,
         out: &GpuTensor,
     ) -> Result<Vec<Dispatch>> {
         for (t, name) in [(qkv, "qkv"), (mask, "mask"), (out, "out")] {
@@ -228,6 +296,10 @@ impl Attention {
             params.max_len = to_u32(r.max_len, "attention", "max_len")?;
             buffers.extend([&r.pos_q.buffer, &r.pos_k.buffer, &r.index.buffer]);
         }
+        if let Some(d) = dropout {
+            Self::drop_params("attention", &mut params, d, mask.dims2("attention mask")?.0)?;
+            buffers.push(&d.inputs.buffer);
+        }
         if tokens == 0 {
             return Ok(Vec::new());
         }
@@ -242,7 +314,7 @@ impl Attention {
         check(head_dim <= Self::MAX_HEAD_DIM, "attention", || {
             format!("heads of {head_dim} values exceed the kernel's {}", Self::MAX_HEAD_DIM)
         })?;
-        let kernel = self.forward_kernel(ctx, head_dim, extras.relative.map(|r| (r.c2p, r.p2c)));
+        let kernel = self.forward_kernel(ctx, head_dim, extras.relative.map(|r| (r.c2p, r.p2c)), dropout.is_some());
         Ok(vec![kernel.bind(ctx, &params, &buffers, groups)])
     }
 }

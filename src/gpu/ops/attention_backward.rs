@@ -1,4 +1,4 @@
-use super::{check, check_f32, Attention, Dispatch, Kernel};
+use super::{check, check_f32, Attention, AttentionDropout, Dispatch, Kernel};
 use crate::error::Result;
 use crate::gpu::context::{GpuContext, GpuTensor};
 
@@ -8,21 +8,33 @@ use crate::gpu::context::{GpuContext, GpuTensor};
 /// parameters and shared scores. The softmax is recomputed from `qkv` and the mask in both;
 /// two numbers per (token, head) pass from the first kernel to the second through `stats`
 /// (`[tokens * heads * 2]`), so no `seq_len x seq_len` matrix is stored. Workgroup memory:
-/// 4.3 KiB (first), 4 KiB (second).
+/// 4.3 KiB (first), 4 KiB (second). Each is compiled twice: as is, and dropping the
+/// probabilities as [`Attention::prepare_dropping`] did (training with dropout).
 pub struct AttentionBackward {
     queries: Kernel,
     keys: Kernel,
+    queries_dropping: Kernel,
+    keys_dropping: Kernel,
 }
 
 impl AttentionBackward {
     pub fn new(ctx: &GpuContext) -> Self {
-        AttentionBackward {
-            queries: Attention::kernel(ctx, "attention_backward", include_str!("../kernels/attention_backward.wgsl")),
-            keys: Attention::kernel(
+        let queries = |dropout| {
+            Attention::kernel(ctx, "attention_backward", include_str!("../kernels/attention_backward.wgsl"), dropout)
+        };
+        let keys = |dropout| {
+            Attention::kernel(
                 ctx,
                 "attention_backward_kv",
                 include_str!("../kernels/attention_backward_kv.wgsl"),
-            ),
+                dropout,
+            )
+        };
+        AttentionBackward {
+            queries: queries(false),
+            keys: keys(false),
+            queries_dropping: queries(true),
+            keys_dropping: keys(true),
         }
     }
 
@@ -44,6 +56,37 @@ impl AttentionBackward {
         stats: &GpuTensor,
         dqkv: &GpuTensor,
     ) -> Result<Vec<Dispatch>> {
+        self.prepare_full(ctx, qkv, mask, heads, None, dout, stats, dqkv)
+    }
+
+    /// [`Self::prepare`] for [`Attention::prepare_dropping`]'s output, with its `dropout`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn prepare_dropping(
+        &self,
+        ctx: &GpuContext,
+        qkv: &GpuTensor,
+        mask: &GpuTensor,
+        heads: usize,
+        dropout: &AttentionDropout,
+        dout: &GpuTensor,
+        stats: &GpuTensor,
+        dqkv: &GpuTensor,
+    ) -> Result<Vec<Dispatch>> {
+        self.prepare_full(ctx, qkv, mask, heads, Some(dropout), dout, stats, dqkv)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn prepare_full(
+        &self,
+        ctx: &GpuContext,
+        qkv: &GpuTensor,
+        mask: &GpuTensor,
+        heads: usize,
+        dropout: Option<&AttentionDropout>,
+        dout: &GpuTensor,
+        stats: &GpuTensor,
+        dqkv: &GpuTensor,
+    ) -> Result<Vec<Dispatch>> {
         let op = "attention_backward";
         for (t, name) in [(qkv, "qkv"), (mask, "mask"), (dout, "dout"), (stats, "stats"), (dqkv, "dqkv")] {
             check_f32(t, op, name)?;
@@ -56,7 +99,7 @@ impl AttentionBackward {
         }
         let want = Self::stats_len(tokens, heads);
         check(stats.len() == want, op, || format!("stats holds {} values, needs {want}", stats.len()))?;
-        let params = Attention::params(ctx, op, mask, (tokens, hidden), heads)?;
+        let mut params = Attention::params(ctx, op, mask, (tokens, hidden), heads)?;
         // One workgroup per (token, head): tokens along one grid dimension.
         let max_groups = ctx.limits.max_compute_workgroups_per_dimension as usize;
         check(tokens <= max_groups, op, || {
@@ -66,7 +109,15 @@ impl AttentionBackward {
             return Ok(Vec::new());
         }
         let groups = (tokens as u32, heads as u32);
-        let buffers = [&qkv.buffer, &mask.buffer, &dout.buffer, &stats.buffer, &dqkv.buffer];
-        Ok(vec![self.queries.bind(ctx, &params, &buffers, groups), self.keys.bind(ctx, &params, &buffers, groups)])
+        let mut buffers = vec![&qkv.buffer, &mask.buffer, &dout.buffer, &stats.buffer, &dqkv.buffer];
+        let (queries, keys) = match dropout {
+            Some(d) => {
+                Attention::drop_params(op, &mut params, d, mask.dims2("attention_backward mask")?.0)?;
+                buffers.push(&d.inputs.buffer);
+                (&self.queries_dropping, &self.keys_dropping)
+            }
+            None => (&self.queries, &self.keys),
+        };
+        Ok(vec![queries.bind(ctx, &params, &buffers, groups), keys.bind(ctx, &params, &buffers, groups)])
     }
 }

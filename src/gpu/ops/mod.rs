@@ -15,8 +15,10 @@
 //! adapter-specific (`grid`).
 //!
 //! Training adds [`TrainOps`]: the backward passes (the matmul's are the matmul kernel on
-//! transposed and strided views, [`Mat`], plus [`ColumnSum`] for biases), the loss and
-//! AdamW; tests/integration/gpu_backward.rs checks each against candle's autograd.
+//! transposed and strided views, [`Mat`], plus [`ColumnSum`] for biases), the loss,
+//! AdamW and dropout ([`DropoutOp`]; attention drops in its own kernels); tests/integration/
+//! gpu_backward.rs checks each against candle's autograd, gpu_dropout.rs the masks against
+//! the CPU trainer's, bit for bit.
 
 mod activation;
 mod adamw;
@@ -24,6 +26,7 @@ mod attention;
 mod attention_backward;
 mod column_sum;
 mod cross_entropy;
+mod dropout;
 mod embedding_backward;
 mod gather_add;
 mod layer_norm;
@@ -39,6 +42,7 @@ pub use attention::{Attention, AttentionExtras, RelativeTables};
 pub use attention_backward::AttentionBackward;
 pub use column_sum::ColumnSum;
 pub use cross_entropy::CrossEntropy;
+pub use dropout::{hash as dropout_hash, AttentionDropout, DropoutOp, MaskDraw};
 pub use embedding_backward::{EmbeddingBackward, TokensById, TokensByIdOnDevice};
 pub use gather_add::GatherAdd;
 pub use layer_norm::LayerNorm;
@@ -97,6 +101,8 @@ pub struct TrainOps {
     pub squared_error: SquaredError,
     pub embedding: EmbeddingBackward,
     pub adamw: AdamW,
+    /// Dropout of hidden states, forward and backward (attention's is in its kernels).
+    pub dropout: DropoutOp,
 }
 
 impl TrainOps {
@@ -109,6 +115,7 @@ impl TrainOps {
             squared_error: SquaredError::new(ctx),
             embedding: EmbeddingBackward::new(ctx),
             adamw: AdamW::new(ctx),
+            dropout: DropoutOp::new(ctx),
         }
     }
 }

@@ -2,7 +2,7 @@
 //! [`GpuTrainer`], fed with the frozen pass's f16 states of the lower layers (`top:N`) or
 //! with the examples' tokens (every layer).
 
-use super::trainer::{GpuTrainer, Targets, TrainInput};
+use super::trainer::{Dropping, GpuTrainer, Targets, TrainInput};
 use crate::error::{Error, Result};
 use crate::gpu::context::GpuContext;
 use crate::gpu::ops::AdamWConfig;
@@ -58,13 +58,17 @@ impl Engine for GpuEngine {
             let mut sum = 0.0;
             for micro in chunk.chunks(train.batch_size) {
                 let inputs = cached.inputs(micro);
+                // The step's dropout masks, keyed by each input's place in the set as the CPU
+                // engine keys them.
+                let rows = cached.rows(micro);
+                let dropout = train.dropout.map(|step| Dropping { step, inputs: &rows });
                 let losses = match train.score_scale {
                     Some(scale) => {
                         let scores = micro
                             .iter()
                             .map(|&i| weights_and_targets(&train.set[i], scale))
                             .collect::<Result<Vec<_>>>()?;
-                        gpu.accumulate_targets(&inputs, Targets::Scores(&scores), chunk.len()).await?
+                        gpu.accumulate_targets(&inputs, Targets::Scores(&scores), chunk.len(), dropout).await?
                     }
                     None => {
                         let examples: Vec<(usize, usize, f32)> = micro
@@ -75,7 +79,7 @@ impl Engine for GpuEngine {
                                 (e.inputs.len(), e.gold, weight)
                             })
                             .collect();
-                        gpu.accumulate(&inputs, &examples, chunk.len()).await?
+                        gpu.accumulate(&inputs, &examples, chunk.len(), dropout).await?
                     }
                 };
                 sum += losses.iter().map(|&l| l as f64).sum::<f64>();
@@ -150,6 +154,11 @@ impl<'a> Cached<'a> {
             return Err(Error::invalid(format!("{expected} cached states expected, {} given", states.len())));
         }
         Ok(Cached { set, states, starts })
+    }
+
+    /// The index of each input of examples `idx` in the set's flat list of inputs.
+    fn rows(&self, idx: &[usize]) -> Vec<usize> {
+        idx.iter().flat_map(|&i| self.starts[i]..self.starts[i] + self.set[i].inputs.len()).collect()
     }
 
     fn inputs(&self, idx: &[usize]) -> Vec<TrainInput<'a>> {

@@ -7,7 +7,9 @@
 //!
 //! The reference is the CPU engine's computation (`train::cpu`): padded f32 states, the
 //! top layers in candle ops (the last for the first token only), the head, each example's
-//! cross-entropy over its own segment, summed and divided by the step's example count.
+//! cross-entropy over its own segment, summed and divided by the step's example count; and
+//! with dropout, the CPU engine's masks (`train::dropout`) at every site, which the GPU
+//! trainer's kernels draw themselves.
 
 use candle_core::{Device, IndexOp, Tensor, Var, D};
 use half::f16;
@@ -15,16 +17,17 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::Serialize;
 
-use super::trainer::{GpuTrainer, TrainInput};
+use super::trainer::{Dropping, GpuTrainer, TrainInput};
 use crate::error::Result;
 use crate::gpu::context::GpuContext;
 use crate::gpu::ops::AdamWConfig;
 use crate::model::config::{Arch, EncoderConfig, HeadKind};
-use crate::model::encoder::{forward, layers_forward};
-use crate::model::heads::head_forward;
+use crate::model::encoder::{forward_dropping, layers_forward_dropping, DropoutMasks};
+use crate::model::heads::head_forward_dropping;
 use crate::model::load::{random_model, Dense, HeadWeights, LoadedModel};
 use crate::model::tokenize::Encoded;
 use crate::model::TokenBatch;
+use crate::train::dropout::{Dropout, PassMasks, StepMasks};
 
 /// The largest relative difference a checked tensor may show.
 pub const TOLERANCE: f64 = 1e-3;
@@ -98,20 +101,35 @@ pub enum Trained {
     Everything,
 }
 
+/// The dropout of the checks that drop: hidden and attention probabilities apart, so a site
+/// given the other's masks shows.
+const CHECK_DROPOUT: Dropout = Dropout { hidden: 0.1, attention: 0.2 };
+
 /// Every case, each micro-batch whole and split into one part per example (as one too large
-/// for the adapter's bindings runs), training the top layers and then everything. The losses
-/// are checked too, as the tensor `losses`.
+/// for the adapter's bindings runs), training the top layers and then everything; then
+/// BERT multiple choice and RoBERTa classification again with dropout ([`CHECK_DROPOUT`]).
+/// The losses are checked too, as the tensor `losses`.
 pub async fn gradient_check(ctx: &GpuContext) -> Result<Vec<TensorCheck>> {
     let mut out = Vec::new();
-    for trained in [Trained::TopLayers, Trained::Everything] {
-        for (c, case) in CASES.iter().enumerate() {
-            out.extend(check_case(ctx, case, c as u64, trained).await?);
+    for dropout in [None, Some(CHECK_DROPOUT)] {
+        for trained in [Trained::TopLayers, Trained::Everything] {
+            for (c, case) in CASES.iter().enumerate() {
+                if dropout.is_none() || matches!(c, 0 | 2) {
+                    out.extend(check_case(ctx, case, c as u64, trained, dropout).await?);
+                }
+            }
         }
     }
     Ok(out)
 }
 
-async fn check_case(ctx: &GpuContext, case: &Case, c: u64, trained: Trained) -> Result<Vec<TensorCheck>> {
+async fn check_case(
+    ctx: &GpuContext,
+    case: &Case,
+    c: u64,
+    trained: Trained,
+    dropout: Option<Dropout>,
+) -> Result<Vec<TensorCheck>> {
     let mut out = Vec::new();
     {
         let m = jittered_model(EncoderConfig::tiny(case.arch, 3, case.head, case.labels), 20 + c)?;
@@ -124,6 +142,11 @@ async fn check_case(ctx: &GpuContext, case: &Case, c: u64, trained: Trained) -> 
         let states = random_states(&lens, h, 30 + c);
         let tokens = random_tokens(&lens, &m.config, 50 + c);
         let step_examples = case.examples.len() + 2; // a micro-batch of a larger step
+                                                     // The inputs' places in a training set (not 0, 1, ...: the masks are keyed by them),
+                                                     // and a step's masks over them.
+        let rows: Vec<usize> = (0..n_inputs).map(|i| 5 + 3 * i).collect();
+        let step = dropout.map(|dropout| StepMasks { seed: 7 + c, step: 3, dropout, positions: m.config.max_tokens() });
+        let masks = step.map(|s| s.over(&rows));
 
         let mut reference = m.clone();
         let vars = make_vars(&mut reference, first)?;
@@ -132,10 +155,10 @@ async fn check_case(ctx: &GpuContext, case: &Case, c: u64, trained: Trained) -> 
         let examples: Vec<(usize, usize, f32)> =
             case.examples.iter().map(|&(count, gold)| (count, gold, 1.0 + 0.5 * gold as f32)).collect();
         let first_tokens = match trained {
-            Trained::TopLayers => first_tokens_from_states(&reference, first, &states)?,
-            Trained::Everything => first_tokens_from_tokens(&reference, &tokens)?,
+            Trained::TopLayers => first_tokens_from_states(&reference, first, &states, masks.as_ref())?,
+            Trained::Everything => first_tokens_from_tokens(&reference, &tokens, masks.as_ref())?,
         };
-        let (loss, losses) = candle_loss(&reference, &first_tokens, &examples, step_examples)?;
+        let (loss, losses) = candle_loss(&reference, &first_tokens, &examples, step_examples, masks.as_ref())?;
         let grads = loss.backward()?;
         let inputs: Vec<TrainInput> = match trained {
             Trained::TopLayers => states.iter().map(|s| TrainInput::States(s)).collect(),
@@ -149,12 +172,14 @@ async fn check_case(ctx: &GpuContext, case: &Case, c: u64, trained: Trained) -> 
                 trainer.set_max_pass_bytes(1);
             }
             let name = format!(
-                "{}{}{}",
+                "{}{}{}{}",
                 case.name,
                 if everything { ", every layer" } else { "" },
+                if dropout.is_some() { ", dropout" } else { "" },
                 if split { ", in parts" } else { "" }
             );
-            let got_losses = trainer.accumulate(&inputs, &examples, step_examples).await?;
+            let dropping = step.map(|step| Dropping { step, inputs: &rows });
+            let got_losses = trainer.accumulate(&inputs, &examples, step_examples, dropping).await?;
             let (r, norm) = relative(&got_losses, &losses);
             out.push(TensorCheck {
                 case: name.clone(),
@@ -328,8 +353,13 @@ fn make_vars(m: &mut LoadedModel, first: usize) -> Result<Vec<(String, Var)>> {
 }
 
 /// The last layer's first tokens `[inputs, hidden]` from the lower layers' states, as the
-/// CPU trainer computes them under `top:N`.
-fn first_tokens_from_states(m: &LoadedModel, first: usize, states: &[Vec<f16>]) -> Result<Tensor> {
+/// CPU trainer computes them under `top:N` (with `masks`, dropping).
+fn first_tokens_from_states(
+    m: &LoadedModel,
+    first: usize,
+    states: &[Vec<f16>],
+    masks: Option<&PassMasks>,
+) -> Result<Tensor> {
     let h = m.config.hidden_size;
     let s = states.iter().map(|v| v.len() / h).max().unwrap_or(0);
     let mut x = vec![0f32; states.len() * s * h];
@@ -341,29 +371,35 @@ fn first_tokens_from_states(m: &LoadedModel, first: usize, states: &[Vec<f16>]) 
         mask[k * s..k * s + st.len() / h].fill(1);
     }
     let x = Tensor::from_vec(x, (states.len(), s, h), &Device::Cpu)?;
-    let top = layers_forward(&m.config, &m.weights, first..m.config.num_layers, x, &mask, true)?;
+    let masks = masks.map(|m| m as &dyn DropoutMasks);
+    let top = layers_forward_dropping(&m.config, &m.weights, first..m.config.num_layers, x, &mask, true, masks)?;
     Ok(top.i((.., 0, ..))?.contiguous()?)
 }
 
 /// The last layer's first tokens from tokens, as the CPU trainer computes them under
-/// `--freeze all`.
-fn first_tokens_from_tokens(m: &LoadedModel, tokens: &[Encoded]) -> Result<Tensor> {
+/// `--freeze all` (with `masks`, dropping).
+fn first_tokens_from_tokens(m: &LoadedModel, tokens: &[Encoded], masks: Option<&PassMasks>) -> Result<Tensor> {
     let seqs: Vec<(&[u32], &[u32])> = tokens.iter().map(|e| (e.ids.as_slice(), e.type_ids.as_slice())).collect();
     let batch = TokenBatch::from_sequences(&seqs, m.config.pad_token_id);
-    let top = forward(&m.config, &m.weights, &batch, m.config.num_layers)?;
+    let masks = masks.map(|m| m as &dyn DropoutMasks);
+    let top = forward_dropping(&m.config, &m.weights, &batch, m.config.num_layers, masks)?;
     Ok(top.i((.., 0, ..))?.contiguous()?)
 }
 
 /// The CPU trainer's loss for one micro-batch from its inputs' first tokens, and each
-/// example's loss.
+/// example's loss (with `masks`, the classifier's input dropped).
 fn candle_loss(
     m: &LoadedModel,
     cls: &Tensor,
     examples: &[(usize, usize, f32)],
     step_examples: usize,
+    masks: Option<&PassMasks>,
 ) -> Result<(Tensor, Vec<f32>)> {
     let head = m.head.as_ref().ok_or_else(|| crate::Error::model("the checked model has no head"))?;
-    let logits = head_forward(head, m.weights.pooler.as_ref(), cls)?;
+    // The classifier reads the head's first map's output, as the CPU trainer drops it.
+    let width = head.parts(m.weights.pooler.as_ref())?.first.weight.dim(0)?;
+    let classifier = masks.map(|pass| pass.classifier(width)).transpose()?.flatten();
+    let logits = head_forward_dropping(head, m.weights.pooler.as_ref(), cls, classifier.as_ref())?;
     let flat = logits.flatten_all()?;
     let n_out = logits.dims2()?.1;
     let (mut at, mut losses) = (0, Vec::new());

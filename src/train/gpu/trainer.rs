@@ -14,7 +14,10 @@
 //! backward pass of the head and of every trained layer, and adds the gradients to the
 //! ones already summed for the step; only the per-example losses are read back. An
 //! optimiser step is one more submission: AdamW on every tensor, then the gradients are
-//! cleared. No weight or activation leaves the device between layers or steps.
+//! cleared. No weight or activation leaves the device between layers or steps. A step's
+//! dropout (`finetune`, `--dropout`) drops at the CPU engine's sites with its masks: the
+//! kernels draw them from the same hash (`gpu::ops::dropout_hash`), given each input's
+//! index in the training set.
 //! Everything here is async and never blocks (read-backs are awaited), so it runs in the
 //! browser on WebGPU as natively on Vulkan, Metal or DX12.
 
@@ -24,13 +27,14 @@ use crate::error::{Error, Result};
 use crate::gpu::context::row_chunks;
 use crate::gpu::context::{GpuContext, GpuTensor};
 use crate::gpu::ops::{
-    record, Activation, AdamWConfig, AdamWStep, Addend, AttentionBackward, CrossEntropy, Dispatch, LayerNormGrads, Mat,
-    Ops, TokensById, TrainOps,
+    record, Activation, AdamWConfig, AdamWStep, Addend, AttentionBackward, AttentionDropout, CrossEntropy, Dispatch,
+    LayerNormGrads, MaskDraw, Mat, Ops, TokensById, TrainOps,
 };
 use crate::model::config::{Activation as ModelActivation, Arch, EncoderConfig};
 use crate::model::load::{Dense, HeadWeights, LoadedModel, Norm};
 use crate::model::tokenize::Encoded;
 use crate::model::TokenBatch;
+use crate::train::dropout::{Dropout, Site, StepMasks};
 use candle_core::{Device, Tensor};
 
 /// Whether the GPU trainer's kernels run `config`'s layers: BERT, RoBERTa and DistilBERT
@@ -281,11 +285,14 @@ struct Scratch {
     ds1: GpuTensor,
     /// Always all tokens.
     dctx: GpuTensor,
+    /// With hidden dropout: a block output's gradient times its mask (`ds2`'s, then `ds1`'s).
+    kept: Option<GpuTensor>,
 }
 
 impl Scratch {
-    fn new(ctx: &GpuContext, rows: usize, tokens: usize, hidden: usize, inter: usize) -> Result<Self> {
+    fn new(ctx: &GpuContext, rows: usize, tokens: usize, hidden: usize, inter: usize, dropout: bool) -> Result<Self> {
         Ok(Scratch {
+            kept: if dropout { Some(ctx.zeros_f32("kept gradient", &[rows, hidden])?) } else { None },
             ds2: ctx.zeros_f32("ds2", &[rows, hidden])?,
             norm: ctx.zeros_f32("norm scratch", &[rows, hidden])?,
             dact: ctx.zeros_f32("dact", &[rows, inter])?,
@@ -304,12 +311,54 @@ struct Forward {
     mask: GpuTensor,
     /// From tokens: the batch and the embedding sum before its layer norm.
     tokens: Option<(TokenBatch, GpuTensor)>,
-    /// The first trained layer's input.
+    /// The first trained layer's input (after the embeddings' dropout).
     input: GpuTensor,
     saved: Vec<Saved>,
     pooled: GpuTensor,
+    /// The classifier's input after its dropout (with hidden dropout).
+    pooled_kept: Option<GpuTensor>,
     logits: GpuTensor,
+    /// A training pass's dropout, for its backward pass.
+    dropout: Option<PassDropout>,
     dispatches: Vec<Dispatch>,
+}
+
+/// Dropout in a training micro-batch: the optimiser step's masks, and each input's index
+/// among the training set's inputs (the masks' input coordinate, as the CPU trainer keys
+/// them), in the order of the micro-batch's inputs.
+#[derive(Debug, Clone, Copy)]
+pub struct Dropping<'a> {
+    pub step: StepMasks,
+    pub inputs: &'a [usize],
+}
+
+/// A hidden state's dropout site in a pass: the site, the encoder layer (0 for the
+/// embeddings and the classifier), and the rows a sequence has in the tensor (its padded
+/// tokens, or 1 where the tensor holds first tokens only).
+#[derive(Debug, Clone, Copy)]
+struct DropAt {
+    site: Site,
+    layer: usize,
+    rows_per_input: usize,
+}
+
+/// A pass's dropout on the device: the step's masks and the inputs' indices (u32).
+struct PassDropout {
+    step: StepMasks,
+    inputs: GpuTensor,
+}
+
+impl PassDropout {
+    /// The masks at `site` of encoder layer `layer`, `None` where nothing drops there.
+    fn draw(&self, site: Site, layer: usize) -> Option<MaskDraw> {
+        self.step.draw(site, layer)
+    }
+
+    /// The attention probabilities' dropout of encoder layer `layer`.
+    fn attention(&self, layer: usize) -> Option<AttentionDropout<'_>> {
+        let draw = self.draw(Site::AttentionProbs, layer)?;
+        Some(AttentionDropout { draw, inputs: &self.inputs, positions: self.step.positions })
+    }
 }
 
 /// Where a micro-batch's pass starts: the first trained layer's input, the mask (1 per real
@@ -339,8 +388,8 @@ pub struct GpuMemory {
 impl GpuMemory {
     /// The figure for `config` with a head of `n_out` outputs, layers from `first_layer`
     /// on (with the embeddings when 0, trained with `train_embeddings`), and micro-batches
-    /// of at most `inputs` inputs of at most `longest` tokens. It counts the buffers that
-    /// [`GpuTrainer`] allocates, as it allocates them.
+    /// of at most `inputs` inputs of at most `longest` tokens, trained with `dropout`. It
+    /// counts the buffers that [`GpuTrainer`] allocates, as it allocates them.
     pub fn estimate(
         config: &EncoderConfig,
         n_out: usize,
@@ -348,6 +397,7 @@ impl GpuMemory {
         train_embeddings: bool,
         inputs: usize,
         longest: usize,
+        dropout: Dropout,
     ) -> Self {
         let (h, i) = (config.hidden_size as u64, config.intermediate_size as u64);
         let layers = config.num_layers.saturating_sub(first_layer) as u64;
@@ -389,6 +439,23 @@ impl GpuMemory {
         values += 3 * h * t;
         if first_layer == 0 && train_embeddings {
             values += 3 * (3 * t + 1);
+        }
+        if dropout.is_active() {
+            // The inputs' indices.
+            values += b;
+        }
+        if dropout.hidden > 0.0 {
+            // Forward: a block's output before its dropout (all tokens, first tokens), the
+            // classifier's input after it, the embeddings' output after it; backward: the
+            // classifier input's and the blocks' gradients times their masks.
+            values += h * t + h * b + h * b;
+            if first_layer == 0 {
+                values += h * t;
+            }
+            values += h * b + h * b;
+            if layers > 1 || first_layer == 0 {
+                values += h * t;
+            }
         }
         GpuMemory { parameters, activations: 4 * values, inputs, longest }
     }
@@ -679,28 +746,61 @@ impl GpuTrainer {
 
     /// Records the forward pass of the trained layers and the head over `inputs`, padded
     /// to the longest: the states after the frozen layers, or (every layer on the device)
-    /// tokens through the embeddings first.
-    fn forward(&self, inputs: &[TrainInput]) -> Result<Forward> {
+    /// tokens through the embeddings first; with `dropout` (a training step's), its masks
+    /// at every site the CPU trainer drops at (the embeddings' output when they are on the
+    /// device, each layer's attention probabilities, attention output and feed-forward
+    /// output before their residuals, the classifier's input).
+    fn forward(&self, inputs: &[TrainInput], dropout: Option<Dropping>) -> Result<Forward> {
         let ctx = &self.ctx;
         let h = self.config.hidden_size;
         let batch = inputs.len();
         if batch == 0 {
             return Err(Error::invalid("gpu train: an empty micro-batch"));
         }
+        let dropout = match dropout {
+            Some(Dropping { step, inputs: indices }) if step.dropout.is_active() => {
+                if indices.len() != batch {
+                    return Err(Error::invalid(format!(
+                        "gpu train: {} input indices for dropout, {batch} inputs",
+                        indices.len()
+                    )));
+                }
+                let indices = indices.iter().map(|&i| u32::try_from(i)).collect::<std::result::Result<Vec<_>, _>>();
+                let indices = indices.map_err(|_| Error::invalid("gpu train: an input index past 2^32"))?;
+                Some(PassDropout { step, inputs: ctx.upload_u32("dropout inputs", &indices, &[batch])? })
+            }
+            _ => None,
+        };
         let eps = self.config.layer_norm_eps as f32;
         let inter = self.config.intermediate_size;
         let mut dispatches = Vec::new();
-        let Start { input, mask, seq_len, tokens: tokens_in } = match &self.embeddings {
+        let Start { mut input, mask, seq_len, tokens: tokens_in } = match &self.embeddings {
             None => self.start_from_states(inputs)?,
             Some(e) => self.start_from_tokens(e, inputs, &mut dispatches)?,
         };
         let tokens = batch * seq_len;
+        let drops = |site: Site, layer: usize| dropout.as_ref().and_then(|p| p.draw(site, layer)).is_some();
+        if self.embeddings.is_some() && drops(Site::Embeddings, 0) {
+            let kept = ctx.zeros_f32("train input kept", &[tokens, h])?;
+            let at = DropAt { site: Site::Embeddings, layer: 0, rows_per_input: seq_len };
+            dispatches.extend(self.kept(dropout.as_ref(), &input, at, &kept)?);
+            input = kept;
+        }
         let mask = ctx.upload_f32("train mask", &mask, &[batch, seq_len])?;
+        // A block's output before its dropout (all tokens, or the last layer's first ones),
+        // shared by the layers: each is read at once by the dropout that follows it.
+        let before_dropout = if dropout.as_ref().is_some_and(|p| p.step.dropout.hidden > 0.0) {
+            Some((ctx.zeros_f32("before dropout", &[tokens, h])?, ctx.zeros_f32("before dropout", &[batch, h])?))
+        } else {
+            None
+        };
         let mut saved: Vec<Saved> = Vec::new();
         for (l, layer) in self.layers.iter().enumerate() {
+            let at = self.first_layer + l;
             let x_in = saved.last().map(|s| &s.out).unwrap_or(&input);
             let last = l + 1 == self.layers.len();
             let rows = if last { batch } else { tokens };
+            let rows_per_input = if last { 1 } else { seq_len };
             let s = Saved {
                 qkv: ctx.zeros_f32("qkv", &[tokens, 3 * h])?,
                 ctx: ctx.zeros_f32("ctx", &[tokens, h])?,
@@ -712,12 +812,23 @@ impl GpuTrainer {
                 ffn: ctx.zeros_f32("ffn", &[rows, h])?,
                 out: ctx.zeros_f32("out", &[rows, h])?,
             };
+            // Where a block's output is written when it drops: before its dropout, which
+            // writes the saved tensor (`None`: the saved tensor directly).
+            let before = |site: Site| -> Option<&GpuTensor> {
+                let (all, first) = before_dropout.as_ref()?;
+                drops(site, at).then_some(if last { first } else { all })
+            };
+            let (attn_before, ffn_before) = (before(Site::AttentionOutput), before(Site::FeedForwardOutput));
             let ops = &self.ops;
             let mm = |x: &GpuTensor, w: &Param, b: &Param, y: &GpuTensor| {
                 ops.matmul.prepare(ctx, x, &w.value, &b.value, Activation::None, y)
             };
             dispatches.extend(mm(x_in, &layer.qkv_w, &layer.qkv_b, &s.qkv)?);
-            dispatches.extend(ops.attention.prepare(ctx, &s.qkv, &mask, self.config.num_heads, &s.ctx)?);
+            let heads = self.config.num_heads;
+            match dropout.as_ref().and_then(|p| p.attention(at)) {
+                Some(d) => dispatches.extend(ops.attention.prepare_dropping(ctx, &s.qkv, &mask, heads, &d, &s.ctx)?),
+                None => dispatches.extend(ops.attention.prepare(ctx, &s.qkv, &mask, heads, &s.ctx)?),
+            }
             dispatches.extend(ops.matmul.prepare_product(
                 ctx,
                 self.rows_of(&s.ctx, last, seq_len, batch)?,
@@ -725,8 +836,12 @@ impl GpuTrainer {
                 Addend::Row(&layer.out_b.value),
                 Activation::None,
                 false,
-                Mat::of(&s.attn)?,
+                Mat::of(attn_before.unwrap_or(&s.attn))?,
             )?);
+            if let Some(x) = attn_before {
+                let site = DropAt { site: Site::AttentionOutput, layer: at, rows_per_input };
+                dispatches.extend(self.kept(dropout.as_ref(), x, site, &s.attn)?);
+            }
             if let Some(x_first) = &s.x_first {
                 dispatches.extend(self.copy_rows(Mat::every_nth_row(x_in, seq_len, batch)?, Mat::of(x_first)?)?);
             }
@@ -741,7 +856,11 @@ impl GpuTrainer {
             )?);
             dispatches.extend(mm(&s.y, &layer.in_w, &layer.in_b, &s.pre)?);
             dispatches.extend(self.ops.activation.prepare_forward(ctx, &s.pre, Activation::Gelu, false, &s.act)?);
-            dispatches.extend(mm(&s.act, &layer.ffn_w, &layer.ffn_b, &s.ffn)?);
+            dispatches.extend(mm(&s.act, &layer.ffn_w, &layer.ffn_b, ffn_before.unwrap_or(&s.ffn))?);
+            if let Some(x) = ffn_before {
+                let site = DropAt { site: Site::FeedForwardOutput, layer: at, rows_per_input };
+                dispatches.extend(self.kept(dropout.as_ref(), x, site, &s.ffn)?);
+            }
             dispatches.extend(ops.layer_norm.prepare(
                 ctx,
                 &s.ffn,
@@ -767,15 +886,35 @@ impl GpuTrainer {
             false,
             Mat::of(&pooled)?,
         )?);
+        let pooled_kept = if drops(Site::Classifier, 0) {
+            let kept = ctx.zeros_f32("pooled kept", &[batch, h])?;
+            let at = DropAt { site: Site::Classifier, layer: 0, rows_per_input: 1 };
+            dispatches.extend(self.kept(dropout.as_ref(), &pooled, at, &kept)?);
+            Some(kept)
+        } else {
+            None
+        };
         dispatches.extend(self.ops.matmul.prepare(
             ctx,
-            &pooled,
+            pooled_kept.as_ref().unwrap_or(&pooled),
             &head.out_w.value,
             &head.out_b.value,
             Activation::None,
             &logits,
         )?);
-        Ok(Forward { batch, seq_len, mask, tokens: tokens_in, input, saved, pooled, logits, dispatches })
+        Ok(Forward {
+            batch,
+            seq_len,
+            mask,
+            tokens: tokens_in,
+            input,
+            saved,
+            pooled,
+            pooled_kept,
+            logits,
+            dropout,
+            dispatches,
+        })
     }
 
     /// A top-layer trainer's micro-batch: the frozen layers' states, padded to the longest.
@@ -905,8 +1044,8 @@ impl GpuTrainer {
         for part in self.parts(&items) {
             let part = &inputs[part];
             let scope = self.ctx.device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
-            let f = self.forward(part).inspect(|f| self.submit(&f.dispatches, &[]));
-            self.refuse_if_out_of_memory(scope.pop().await, part)?;
+            let f = self.forward(part, None).inspect(|f| self.submit(&f.dispatches, &[]));
+            self.refuse_if_out_of_memory(scope.pop().await, part, None)?;
             let values = self.ctx.read_f32(&f?.logits).await?;
             out.extend(values.chunks(self.head.n_out).map(|r| r.to_vec()));
         }
@@ -915,7 +1054,12 @@ impl GpuTrainer {
 
     /// An allocation the device refused while a micro-batch ran (`error`, from an
     /// out-of-memory scope) as an error naming what the micro-batch needs.
-    fn refuse_if_out_of_memory(&self, error: Option<wgpu::Error>, inputs: &[TrainInput]) -> Result<()> {
+    fn refuse_if_out_of_memory(
+        &self,
+        error: Option<wgpu::Error>,
+        inputs: &[TrainInput],
+        dropout: Option<Dropping>,
+    ) -> Result<()> {
         let Some(e) = error else { return Ok(()) };
         let longest = inputs.iter().map(|i| i.len(self.config.hidden_size)).max().unwrap_or(0);
         let train_embeddings = self.trained_embeddings().is_some();
@@ -926,6 +1070,7 @@ impl GpuTrainer {
             train_embeddings,
             inputs.len(),
             longest,
+            dropout.map_or(Dropout::NONE, |d| d.step.dropout),
         );
         Err(Error::model(format!(
             "gpu train: {} ran out of memory for a micro-batch of {} inputs of up to {longest} tokens ({e}): it needs {}; \
@@ -943,14 +1088,16 @@ impl GpuTrainer {
     /// 1). The gradients of the mean weighted loss over `step_examples` examples (the whole
     /// optimiser step's) are added to those summed so far. Returns each example's weighted
     /// loss (not scaled). A micro-batch too large for the adapter's
-    /// bindings runs in parts (the summed gradients are the same).
+    /// bindings runs in parts (the summed gradients are the same). With `dropout`, the
+    /// step's masks drop as the CPU trainer's do (`dropout.inputs`: one index per input).
     pub async fn accumulate(
         &self,
         inputs: &[TrainInput<'_>],
         examples: &[(usize, usize, f32)],
         step_examples: usize,
+        dropout: Option<Dropping<'_>>,
     ) -> Result<Vec<f32>> {
-        self.accumulate_targets(inputs, Targets::Classes(examples), step_examples).await
+        self.accumulate_targets(inputs, Targets::Classes(examples), step_examples, dropout).await
     }
 
     /// [`GpuTrainer::accumulate`] for any loss ([`Targets`]): the score task's examples
@@ -960,12 +1107,20 @@ impl GpuTrainer {
         inputs: &[TrainInput<'_>],
         targets: Targets<'_>,
         step_examples: usize,
+        dropout: Option<Dropping<'_>>,
     ) -> Result<Vec<f32>> {
         let n_out = self.head.n_out;
         let counts = targets.input_counts();
         let total: usize = counts.iter().sum();
         if total != inputs.len() {
             return Err(Error::invalid(format!("gpu train: examples have {total} inputs, {} given", inputs.len())));
+        }
+        if let Some(d) = dropout.filter(|d| d.inputs.len() != inputs.len()) {
+            return Err(Error::invalid(format!(
+                "gpu train: {} input indices for dropout, {} inputs",
+                d.inputs.len(),
+                inputs.len()
+            )));
         }
         if n_out > 1 && counts.iter().any(|&c| c != 1) {
             return Err(Error::invalid("gpu train: a classification example has exactly one input"));
@@ -986,7 +1141,8 @@ impl GpuTrainer {
             let first = items[..part.start].iter().map(|i| i.len()).sum::<usize>();
             let count = items[part.clone()].iter().map(|i| i.len()).sum::<usize>();
             let part_inputs = &inputs[first..first + count];
-            losses.extend(self.accumulate_part(part_inputs, targets.part(part), step_examples).await?);
+            let part_dropout = dropout.map(|d| Dropping { inputs: &d.inputs[first..first + count], ..d });
+            losses.extend(self.accumulate_part(part_inputs, targets.part(part), step_examples, part_dropout).await?);
         }
         Ok(losses)
     }
@@ -996,6 +1152,7 @@ impl GpuTrainer {
         inputs: &[TrainInput<'_>],
         targets: Targets<'_>,
         step_examples: usize,
+        dropout: Option<Dropping<'_>>,
     ) -> Result<Vec<f32>> {
         let n_out = self.head.n_out;
         let examples = targets.input_counts().len();
@@ -1012,7 +1169,7 @@ impl GpuTrainer {
         // refusal with the figure, not a panic or garbage.
         let scope = ctx.device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
         let recorded = (|| -> Result<GpuTensor> {
-            let mut f = self.forward(inputs)?;
+            let mut f = self.forward(inputs, dropout)?;
             let mut d = std::mem::take(&mut f.dispatches);
             let loss = ctx.zeros_f32("loss", &[examples])?;
             let dlogits = ctx.zeros_f32("dlogits", &[f.batch, n_out])?;
@@ -1036,11 +1193,13 @@ impl GpuTrainer {
             self.submit(&d, &[]);
             Ok(loss)
         })();
-        self.refuse_if_out_of_memory(scope.pop().await, inputs)?;
+        self.refuse_if_out_of_memory(scope.pop().await, inputs, dropout)?;
         ctx.read_f32(&recorded?).await
     }
 
     /// Records the backward pass from the logits' gradient down to the first trained layer.
+    /// Where the forward pass dropped, the gradient is multiplied by the same mask (the
+    /// block outputs' gradients only on the path through the block, not the residual's).
     fn backward(&self, f: &Forward, dlogits: &GpuTensor, d: &mut Vec<Dispatch>) -> Result<()> {
         let (ctx, mm, act, t) = (&self.ctx, &self.ops.matmul, &self.ops.activation, &self.train);
         let h = self.config.hidden_size;
@@ -1070,13 +1229,18 @@ impl GpuTrainer {
             Ok(())
         };
 
-        // The head: out(act(dense(first tokens))), on the last layer's one row per sequence.
+        // The head: out(dropout(act(dense(first tokens)))), on the last layer's one row per
+        // sequence.
         let last = &f.saved.last().expect("a trained layer").out;
-        weight_grads(d, Mat::of(dlogits)?, Mat::of(&f.pooled)?, &head.out_w, &head.out_b, dlogits)?;
+        let classifier_input = f.pooled_kept.as_ref().unwrap_or(&f.pooled);
+        weight_grads(d, Mat::of(dlogits)?, Mat::of(classifier_input)?, &head.out_w, &head.out_b, dlogits)?;
         let dpooled = ctx.zeros_f32("dpooled", &[batch, h])?;
         input_grads(d, Mat::of(dlogits)?, &head.out_w, Addend::None, Mat::of(&dpooled)?)?;
+        let dpooled_kept = f.pooled_kept.as_ref().map(|_| ctx.zeros_f32("dpooled kept", &[batch, h])).transpose()?;
+        let classifier = DropAt { site: Site::Classifier, layer: 0, rows_per_input: 1 };
+        let dpooled = self.kept_gradient(f, d, &dpooled, classifier, dpooled_kept.as_ref())?;
         let dpre = ctx.zeros_f32("dpooled pre", &[batch, h])?;
-        d.extend(act.prepare(ctx, head.activation, &f.pooled, &dpooled, &dpre)?);
+        d.extend(act.prepare(ctx, head.activation, &f.pooled, dpooled, &dpre)?);
         weight_grads(d, Mat::of(&dpre)?, Mat::of(last)?, &head.dense_w, &head.dense_b, &dpre)?;
         let dlast = ctx.zeros_f32("dout", &[batch, h])?;
         input_grads(d, Mat::of(&dpre)?, &head.dense_w, Addend::None, Mat::of(&dlast)?)?;
@@ -1090,9 +1254,10 @@ impl GpuTrainer {
         // of one submission run in order, and every one overwrites what it writes): the
         // pass's memory does not grow with the layers. The last layer's are one row per
         // sequence, its `dctx` zero at the rows it does not compute.
-        let last_scratch = Scratch::new(ctx, batch, tokens, h, inter)?;
+        let hidden_dropout = f.dropout.as_ref().is_some_and(|p| p.step.dropout.hidden > 0.0);
+        let last_scratch = Scratch::new(ctx, batch, tokens, h, inter, hidden_dropout)?;
         let full_scratch = if self.layers.len() > 1 || f.tokens.is_some() {
-            Some(Scratch::new(ctx, tokens, tokens, h, inter)?)
+            Some(Scratch::new(ctx, tokens, tokens, h, inter, hidden_dropout)?)
         } else {
             None
         };
@@ -1103,9 +1268,11 @@ impl GpuTrainer {
         let train_embeddings = self.trained_embeddings().is_some();
         for (i, (layer, s)) in self.layers.iter().zip(&f.saved).enumerate().rev() {
             let last = i + 1 == self.layers.len();
+            let (layer_at, rows_per_input) = (self.first_layer + i, if last { 1 } else { seq_len });
+            let at = |site| DropAt { site, layer: layer_at, rows_per_input };
             let x_in = if i == 0 { &f.input } else { &f.saved[i - 1].out };
             let scratch = if last { &last_scratch } else { full_scratch.as_ref().expect("made with several layers") };
-            let Scratch { ds2, norm: norm_scratch, dact, dpre: dpre_ffn, dy, ds1, dctx } = scratch;
+            let Scratch { ds2, norm: norm_scratch, dact, dpre: dpre_ffn, dy, ds1, dctx, kept: kept_scratch } = scratch;
             // The gradients of a post-norm `LayerNorm(x + residual)` with its (gamma, beta).
             let norm_grads = |x: &GpuTensor,
                               residual: &GpuTensor,
@@ -1126,8 +1293,10 @@ impl GpuTrainer {
                 t.layer_norm.prepare(ctx, &grads)
             };
             d.extend(norm_grads(&s.ffn, &s.y, (&layer.norm2_g, &layer.norm2_b), dout, ds2)?);
-            weight_grads(d, Mat::of(ds2)?, Mat::of(&s.act)?, &layer.ffn_w, &layer.ffn_b, ds2)?;
-            input_grads(d, Mat::of(ds2)?, &layer.ffn_w, Addend::None, Mat::of(dact)?)?;
+            // The feed-forward block's output dropped: its gradient through the block.
+            let ds2_kept = self.kept_gradient(f, d, ds2, at(Site::FeedForwardOutput), kept_scratch.as_ref())?;
+            weight_grads(d, Mat::of(ds2_kept)?, Mat::of(&s.act)?, &layer.ffn_w, &layer.ffn_b, ds2_kept)?;
+            input_grads(d, Mat::of(ds2_kept)?, &layer.ffn_w, Addend::None, Mat::of(dact)?)?;
             d.extend(act.prepare(ctx, Activation::Gelu, &s.pre, dact, dpre_ffn)?);
             weight_grads(d, Mat::of(dpre_ffn)?, Mat::of(&s.y)?, &layer.in_w, &layer.in_b, dpre_ffn)?;
             // y feeds the feed-forward block and its residual.
@@ -1135,9 +1304,16 @@ impl GpuTrainer {
             let residual = s.x_first.as_ref().unwrap_or(x_in);
             d.extend(norm_grads(&s.attn, residual, (&layer.norm1_g, &layer.norm1_b), dy, ds1)?);
             let ctx_rows = self.rows_of(&s.ctx, last, seq_len, batch)?;
-            weight_grads(d, Mat::of(ds1)?, ctx_rows, &layer.out_w, &layer.out_b, ds1)?;
-            input_grads(d, Mat::of(ds1)?, &layer.out_w, Addend::None, self.rows_of(dctx, last, seq_len, batch)?)?;
-            d.extend(t.attention.prepare(ctx, &s.qkv, &f.mask, heads, dctx, &stats, &dqkv)?);
+            let ds1_kept = self.kept_gradient(f, d, ds1, at(Site::AttentionOutput), kept_scratch.as_ref())?;
+            weight_grads(d, Mat::of(ds1_kept)?, ctx_rows, &layer.out_w, &layer.out_b, ds1_kept)?;
+            let dctx_rows = self.rows_of(dctx, last, seq_len, batch)?;
+            input_grads(d, Mat::of(ds1_kept)?, &layer.out_w, Addend::None, dctx_rows)?;
+            match f.dropout.as_ref().and_then(|p| p.attention(layer_at)) {
+                Some(drop) => {
+                    d.extend(t.attention.prepare_dropping(ctx, &s.qkv, &f.mask, heads, &drop, dctx, &stats, &dqkv)?)
+                }
+                None => d.extend(t.attention.prepare(ctx, &s.qkv, &f.mask, heads, dctx, &stats, &dqkv)?),
+            }
             weight_grads(d, Mat::of(&dqkv)?, Mat::of(x_in)?, &layer.qkv_w, &layer.qkv_b, &dqkv)?;
             if i > 0 || train_embeddings {
                 // The layer's input feeds attention and the residual (at every row, or the
@@ -1158,6 +1334,9 @@ impl GpuTrainer {
             // The embeddings' layer norm, then each table's rows from the sum's gradient.
             let scratch = full_scratch.as_ref().expect("made with embeddings");
             let dsum = &scratch.ds2;
+            // The embeddings' output dropped: the gradient of their norm's output.
+            let embeddings = DropAt { site: Site::Embeddings, layer: 0, rows_per_input: seq_len };
+            let dout = self.kept_gradient(f, d, dout, embeddings, scratch.kept.as_ref())?;
             d.extend(t.layer_norm.prepare(
                 ctx,
                 &LayerNormGrads {
@@ -1184,6 +1363,42 @@ impl GpuTrainer {
             }
         }
         Ok(())
+    }
+
+    /// `x` times the mask at `at` of the pass's `dropout`, into `into`: a hidden state's
+    /// dropout forward, or its gradient's backward.
+    fn kept(
+        &self,
+        dropout: Option<&PassDropout>,
+        x: &GpuTensor,
+        at: DropAt,
+        into: &GpuTensor,
+    ) -> Result<Vec<Dispatch>> {
+        let pass = dropout.ok_or_else(|| Error::invalid("gpu train: a mask without dropout"))?;
+        let draw =
+            pass.draw(at.site, at.layer).ok_or_else(|| Error::invalid("gpu train: a mask where nothing drops"))?;
+        self.train.dropout.prepare(&self.ctx, x, draw, &pass.inputs, at.rows_per_input, into)
+    }
+
+    /// The gradient `x` of a hidden state the forward pass `f` dropped at `at`, times the
+    /// same mask into `into`; `x` itself where nothing dropped there.
+    fn kept_gradient<'a>(
+        &self,
+        f: &Forward,
+        d: &mut Vec<Dispatch>,
+        x: &'a GpuTensor,
+        at: DropAt,
+        into: Option<&'a GpuTensor>,
+    ) -> Result<&'a GpuTensor> {
+        let drops = f.dropout.as_ref().is_some_and(|p| p.draw(at.site, at.layer).is_some());
+        match (drops, into) {
+            (false, _) => Ok(x),
+            (true, Some(into)) => {
+                d.extend(self.kept(f.dropout.as_ref(), x, at, into)?);
+                Ok(into)
+            }
+            (true, None) => Err(Error::invalid(format!("gpu train: no buffer for the gradient dropped at {at:?}"))),
+        }
     }
 
     /// One AdamW step over every trained tensor with the summed gradients, at these
@@ -1344,6 +1559,7 @@ fn split_qkv(name: &str, values: Vec<f32>, hidden: usize) -> Vec<(String, Vec<f3
 mod tests {
     use super::GpuMemory;
     use crate::model::config::{Arch, EncoderConfig, HeadKind};
+    use crate::train::dropout::Dropout;
 
     #[test]
     fn the_memory_figure_counts_weights_gradients_moments_and_copies() {
@@ -1354,13 +1570,22 @@ mod tests {
         // * 32 + 64 (norm) = 4224. Five f32 copies of each trained value (value, gradient,
         // two moments, best), one of an embedding that only feeds the layers.
         let c = EncoderConfig::tiny(Arch::Bert, 3, HeadKind::MultipleChoice, &[]);
-        let all = GpuMemory::estimate(&c, 1, 0, true, 4, 10);
+        let none = Dropout::NONE;
+        let all = GpuMemory::estimate(&c, 1, 0, true, 4, 10, none);
         assert_eq!(all.parameters, (3 * 8544 + 1089 + 4224) * 5 * 4);
-        assert_eq!(GpuMemory::estimate(&c, 1, 0, false, 4, 10).parameters, (3 * 8544 + 1089) * 5 * 4 + 4224 * 4);
-        assert_eq!(GpuMemory::estimate(&c, 1, 1, false, 4, 10).parameters, (2 * 8544 + 1089) * 5 * 4);
+        assert_eq!(GpuMemory::estimate(&c, 1, 0, false, 4, 10, none).parameters, (3 * 8544 + 1089) * 5 * 4 + 4224 * 4);
+        assert_eq!(GpuMemory::estimate(&c, 1, 1, false, 4, 10, none).parameters, (2 * 8544 + 1089) * 5 * 4);
         // Activations grow with the micro-batch's tokens, and the total adds both.
-        let twice = GpuMemory::estimate(&c, 1, 0, true, 8, 10);
+        let twice = GpuMemory::estimate(&c, 1, 0, true, 8, 10, none);
         assert!(twice.activations > all.activations && twice.activations <= 2 * all.activations);
+        // Dropout adds, by hand for 4 inputs of 10 tokens (t = 40, b = 4, h = 32): the
+        // indices (4); with hidden dropout 3 h t (before dropout, the embeddings' output,
+        // the full layers' kept gradient) and 4 h b (before dropout, the classifier's input and
+        // its gradient, the last layer's kept gradient), in f32 values of 4 bytes.
+        let attention_only = GpuMemory::estimate(&c, 1, 0, true, 4, 10, Dropout { hidden: 0.0, attention: 0.1 });
+        assert_eq!(attention_only.activations, all.activations + 4 * 4);
+        let both = GpuMemory::estimate(&c, 1, 0, true, 4, 10, Dropout { hidden: 0.1, attention: 0.1 });
+        assert_eq!(both.activations, all.activations + 4 * (4 + 3 * 32 * 40 + 4 * 32 * 4));
         assert_eq!(all.total(), all.parameters + all.activations);
         assert!(all.describe().starts_with(&format!("{} on the GPU", super::bytes_text(all.total()))));
         assert_eq!(super::bytes_text(3 << 19), "1.5 MiB");
