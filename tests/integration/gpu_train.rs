@@ -198,7 +198,7 @@ fn a_score_model_trains_on_the_gpu_as_on_the_cpu() {
                 let input =
                     tok.encode_parts(&[Part::cut_end(answers[k % 5])], &[Part::cut_end("what is wrong?")]).unwrap();
                 let overall = (k * 37 % 101) as f64;
-                let scores = vec![Some(overall), (k % 3 != 0).then_some(100.0 - overall / 2.0)];
+                let scores = vec![Some(overall), (!k.is_multiple_of(3)).then_some(100.0 - overall / 2.0)];
                 let scores = Some(ScoreTargets { batch: format!("b{}", k % 2), scores });
                 TrainExample { id: format!("e{i}"), inputs: vec![input], gold: 0, scores }
             })
