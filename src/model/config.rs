@@ -903,6 +903,48 @@ mod tests {
         format!("{{{}}}", body.join(", "))
     }
 
+    #[test]
+    fn a_score_models_scale_is_written_read_back_and_checked() {
+        let mut c = EncoderConfig::tiny(Arch::Bert, 1, HeadKind::SequenceClassification, &["overall", "recall"]);
+        c.score_scale = Some(ScoreScale { mean: vec![46.5, 3.0], std: vec![35.25, 0.5] });
+        let text = c.to_json();
+        let v: Value = serde_json::from_str(&text).unwrap();
+        assert_eq!((v["problem_type"].as_str(), v["num_labels"].as_u64()), (Some("regression"), Some(2)));
+        assert_eq!(v[SCORE_SCALE_KEY]["recall"], serde_json::json!({"mean": 3.0, "std": 0.5}));
+        let back = EncoderConfig::from_json("m/config.json", &text).unwrap();
+        assert_eq!(back, c);
+        assert_eq!(c.score_scale.as_ref().unwrap().score(0, -1.0), 46.5 - 35.25);
+        // A regression model trained elsewhere, without the scale: outputs read as scores.
+        let mut plain = v.clone();
+        plain.as_object_mut().unwrap().remove(SCORE_SCALE_KEY);
+        let read = EncoderConfig::from_json("m/config.json", &plain.to_string()).unwrap();
+        assert_eq!(read.score_scale, Some(ScoreScale::identity(2)));
+        let refused = |edit: &dyn Fn(&mut Value)| {
+            let mut bad = v.clone();
+            edit(&mut bad);
+            EncoderConfig::from_json("m/config.json", &bad.to_string()).unwrap_err().to_string()
+        };
+        assert_eq!(
+            refused(&|b| b[SCORE_SCALE_KEY]["recall"]["std"] = 0.0.into()),
+            "m/config.json: field `medrank_score_scale.recall.std`: expected a finite number above 0"
+        );
+        assert_eq!(
+            refused(&|b| {
+                b[SCORE_SCALE_KEY].as_object_mut().unwrap().remove("recall");
+            }),
+            "m/config.json: field `medrank_score_scale.recall`: missing, or not an object {\"mean\", \"std\"}"
+        );
+        assert!(refused(&|b| b[SCORE_SCALE_KEY]["fluency"] = serde_json::json!({"mean": 1, "std": 1}))
+            .contains("`fluency` is not a label of id2label (overall, recall)"));
+        assert!(refused(&|b| b["problem_type"] = "single_label_classification".into())
+            .contains("only a regression model (problem_type \"regression\") has a score scale"));
+        assert!(
+            refused(&|b| b["problem_type"] = "ordinal".into()).contains("field `problem_type`: `ordinal`: expected")
+        );
+        assert!(refused(&|b| b["architectures"] = serde_json::json!(["BertModel"]))
+            .contains("a regression model is a *ForSequenceClassification model"));
+    }
+
     fn refused(key: &str, value: &str) -> String {
         EncoderConfig::from_json("m/config.json", &with(key, Some(value))).unwrap_err().to_string()
     }

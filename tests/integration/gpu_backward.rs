@@ -9,7 +9,7 @@ use candle_core::{Device, Tensor, Var, D};
 use candle_nn::{AdamW as CandleAdamW, Optimizer, ParamsAdamW};
 use medrank::gpu::ops::{
     ActivationOp, AdamW, AdamWConfig, Addend, Attention, AttentionBackward, AttentionDropout, ColumnSum, CrossEntropy,
-    EmbeddingBackward, LayerNormBackward, LayerNormGrads, Mat, MatMul, TokensById,
+    EmbeddingBackward, LayerNormBackward, LayerNormGrads, Mat, MatMul, SquaredError, TokensById,
 };
 use medrank::gpu::{Activation, GpuContext, GpuTensor};
 use medrank::train::dropout::{attention_mask, draw, site_key, Site};
@@ -370,6 +370,52 @@ fn cross_entropy_loss_and_gradient_match_candle_per_segment() {
     }
     assert!(CrossEntropy::segments(&[(2, 2)]).is_err(), "a gold index outside its segment");
     assert!(CrossEntropy::weighted_segments(&[(2, 1, f32::NAN)]).is_err(), "a weight that is not a number");
+}
+
+/// The score task's loss: each example's squared error over its outputs, weighted per
+/// output (1 / the dimensions it has, 0 where one is missing), and its gradient scaled to
+/// the step's mean, against candle's autograd of the same sum.
+#[test]
+fn squared_error_loss_and_gradient_match_candle_with_masked_outputs() {
+    let Some(ctx) = context() else { return };
+    let op = SquaredError::new(&ctx);
+    // 5 examples of 3 outputs: the second lacks its middle dimension, the fourth has only
+    // its last (70 examples too: more than one workgroup of 64).
+    for (n, seed) in [(5usize, 71u64), (70, 72)] {
+        let outputs = 3;
+        let logits: Vec<f32> = random(n * outputs, seed).iter().map(|v| v * 2.0).collect();
+        let targets: Vec<f32> = random(n * outputs, seed + 100);
+        let present = |e: usize, j: usize| !(e % 5 == 1 && j == 1 || e % 5 == 3 && j != 2);
+        let weights: Vec<f32> = (0..n * outputs)
+            .map(|i| {
+                let (e, j) = (i / outputs, i % outputs);
+                let k = (0..outputs).filter(|&j| present(e, j)).count() as f32;
+                if present(e, j) {
+                    1.0 / k
+                } else {
+                    0.0
+                }
+            })
+            .collect();
+        let scale = 1.0 / n as f32;
+        let lv = var(&logits, &[n, outputs]);
+        let t = Tensor::from_vec(targets.clone(), (n, outputs), &Device::Cpu).unwrap();
+        let w = Tensor::from_vec(weights.clone(), (n, outputs), &Device::Cpu).unwrap();
+        let per_example = ((lv.as_tensor() - &t).unwrap().sqr().unwrap() * &w).unwrap().sum(1).unwrap();
+        let g = (per_example.sum_all().unwrap() * scale as f64).unwrap().backward().unwrap();
+        let want_grad = values(g.get(lv.as_tensor()).unwrap());
+
+        let shape = [n, outputs];
+        let (lt, tt, wt) =
+            (upload(&ctx, &logits, &shape), upload(&ctx, &targets, &shape), upload(&ctx, &weights, &shape));
+        let (loss, dl) = (zeros(&ctx, &[n]), zeros(&ctx, &shape));
+        run(&ctx, op.prepare(&ctx, &lt, &tt, &wt, scale, &loss, &dl).unwrap());
+        assert_rel(&ctx.read_f32_blocking(&loss).unwrap(), &values(&per_example), "squared-error losses");
+        let got = ctx.read_f32_blocking(&dl).unwrap();
+        assert_rel(&got, &want_grad, "squared-error gradient");
+        // A missing dimension gets no gradient at all.
+        assert_eq!((got[outputs + 1], got[3 * outputs], got[3 * outputs + 1]), (0.0, 0.0, 0.0));
+    }
 }
 
 #[test]

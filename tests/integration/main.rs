@@ -31,6 +31,7 @@ mod readme_commands;
 mod ros_controls;
 mod serve;
 mod train_reference;
+mod train_scores;
 mod train_selection;
 mod train_steps;
 mod train_top_layers;

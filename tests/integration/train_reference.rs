@@ -139,6 +139,55 @@ fn every_step_equals_the_pytorch_fine_tune() {
     }
 }
 
+/// The score task (a regression head over SQuALITY's three human score dimensions, its
+/// targets standardised with the training scores' mean and deviation): the head alone and
+/// the top layer with the head, 6 steps each, every step's loss equal to transformers'
+/// fine-tune of the same folder (loaded as a `BertForSequenceClassification` with
+/// `problem_type: "regression"`), which recomputes the standardisation from the trace's
+/// scores. One training line lacks its `selection` score: its loss is the mean over the
+/// two dimensions it has, in both.
+#[test]
+fn score_steps_equal_the_pytorch_fine_tune() {
+    if !reference_available() {
+        return;
+    }
+    let text = std::fs::read_to_string(root().join("data/squality-scores/train.jsonl")).unwrap();
+    let mut lines: Vec<serde_json::Value> = text.lines().take(24).map(|l| serde_json::from_str(l).unwrap()).collect();
+    lines[1]["human"].as_object_mut().unwrap().remove("selection").expect("SQuALITY scores selection");
+    let train = tmp("squality24.jsonl");
+    std::fs::write(&train, lines.iter().map(|l| format!("{l}\n")).collect::<String>()).unwrap();
+    let dev = first_lines("data/squality-scores/dev.jsonl", 9, "squality9.jsonl");
+    for (name, freeze) in [("score-head", "head"), ("score-top1", "top:1")] {
+        let args = [
+            "--train",
+            s(&train),
+            "--dev",
+            &dev,
+            "--task",
+            "score",
+            "--freeze",
+            freeze,
+            "--batch-size",
+            "8",
+            "--epochs",
+            "2",
+            "--layer-lr",
+            "1e-4",
+        ];
+        let trace = traced(name, MINILM, &args, "6");
+        let t = json(&trace.join("trace.json"));
+        assert_eq!((t["head"].as_str(), t["select_by"].as_str()), (Some("regression"), Some("spearman")), "{t}");
+        assert_eq!(t["labels"], serde_json::json!(["correctness", "selection", "overall"]));
+        assert!(t["examples"][1]["scores"][1].is_null(), "the missing score travels as null: {}", t["examples"][1]);
+        let report = reference(&trace, &[]);
+        let steps = report["steps"].as_array().unwrap();
+        assert_eq!(steps.len(), 6, "{name}: {report}");
+        let max = report["max_diff"].as_f64().unwrap();
+        assert!(max <= 1e-3, "{name}: a step's loss differs by {max}: {report}");
+        eprintln!("{name}: {} steps, max |medrank - PyTorch| loss {max:.2e}", steps.len());
+    }
+}
+
 /// DeBERTa-v3 and ModernBERT (random weights written by transformers, tests/integration/common/families.rs):
 /// the head alone and the top layer with the head, 6 steps each of class-weighted
 /// classification, every step's loss equal to transformers' fine-tune of the same folder.

@@ -36,6 +36,13 @@ Deliberate differences from a stock HF Trainer fine-tune (they follow medrank's 
   rounding); this script recomputes them in f32 every step (losses differ by ~1e-4 at most).
 A multiple-choice example's softmax runs over its own inputs: examples with fewer inputs
 are padded with a copy of their first input, whose logit is masked to -inf (no gradient).
+The score task (trace head "regression", `medrank train --task score`): the folder loads as
+a *ForSequenceClassification with problem_type "regression"; each dimension's target is
+the human score standardised with the training examples' mean and population standard
+deviation, recomputed here from the trace's scores and checked against the config's
+medrank_score_scale (1e-9 relative); an example's loss is the squared error averaged over
+the dimensions it has a score of (a missing one, null, is masked out): with every
+dimension present, torch's MSELoss as transformers applies it to a regression head.
 
 Usage:
   train_reference.py --trace DIR [--steps K | --full] [--out DIR2] [--json FILE] [--tolerance T]
@@ -89,6 +96,7 @@ def schedule_lengths(trace):
 
 def load_model(initial, trace):
     mc = trace["head"] == "multiple_choice"
+    regression = trace["head"] == "regression"
     cls = AutoModelForMultipleChoice if mc else AutoModelForSequenceClassification
     model, info = cls.from_pretrained(initial, local_files_only=True, attn_implementation="eager",
                                       output_loading_info=True)
@@ -99,6 +107,8 @@ def load_model(initial, trace):
         fail(f"config architectures {model.config.architectures}, trace head {trace['head']}")
     if not mc and [model.config.id2label[i] for i in range(model.config.num_labels)] != trace["labels"]:
         fail(f"config id2label {model.config.id2label} vs trace labels {trace['labels']}")
+    if regression != (model.config.problem_type == "regression"):
+        fail(f"config problem_type {model.config.problem_type!r}, trace head {trace['head']}")
     # eval() replays without dropout: a trace trained with dropout (medrank's masks are its
     # own counter-based draws, never torch's) cannot be replayed step by step.
     dropout = trace["options"].get("dropout") or {}
@@ -163,6 +173,37 @@ def logits_of(model, examples, mc):
     return logits.masked_fill(~present, float("-inf")) if mc else logits
 
 
+def score_scale(trace, config):
+    """Each dimension's (mean, population std) over the training examples that have it,
+    recomputed from the trace's scores and checked against the folder's config."""
+    scale = []
+    for j, label in enumerate(trace["labels"]):
+        values = [e["scores"][j] for e in trace["examples"] if e["scores"][j] is not None]
+        mean = sum(values) / len(values)
+        std = math.sqrt(sum((v - mean) ** 2 for v in values) / len(values))
+        kept = config.medrank_score_scale[label]
+        for ours, theirs in ((mean, kept["mean"]), (std, kept["std"])):
+            if abs(ours - theirs) > 1e-9 * max(abs(ours), 1.0):
+                fail(f"{label}: mean/std {mean}/{std} from the trace's scores, config says {kept}")
+        scale.append((mean, std))
+    return scale
+
+
+def squared_error(outputs, examples, scale):
+    """Per example: the squared error of the outputs against the standardised scores, averaged
+    over the dimensions the example has ([n] tensor)."""
+    target = torch.tensor([[0.0 if v is None else (v - m) / s for v, (m, s) in zip(e["scores"], scale)]
+                           for e in examples], dtype=outputs.dtype)
+    present = torch.tensor([[v is not None for v in e["scores"]] for e in examples], dtype=outputs.dtype)
+    errors = F.mse_loss(outputs, target, reduction="none") * present
+    return errors.sum(dim=1) / present.sum(dim=1)
+
+
+def objective(logits, examples, weights, scale):
+    """Each example's loss: the score task's squared error, or the weighted cross-entropy."""
+    return squared_error(logits, examples, scale) if scale is not None else weighted_ce(logits, examples, weights)
+
+
 def weighted_ce(logits, examples, weights):
     """w[gold] * CE per example ([n] tensor); weights None: all 1."""
     gold = torch.tensor([e["gold"] for e in examples])
@@ -172,7 +213,7 @@ def weighted_ce(logits, examples, weights):
     return ce * torch.tensor([weights[e["gold"]] for e in examples], dtype=ce.dtype)
 
 
-def run_step(model, opt, trace, step, schedule, weights, mc):
+def run_step(model, opt, trace, step, schedule, weights, mc, scale):
     """One optimiser step; returns its loss (before the update) as a float."""
     o, (total, warmup) = trace["options"], schedule
     s = step["step"]
@@ -188,15 +229,44 @@ def run_step(model, opt, trace, step, schedule, weights, mc):
     loss_sum = 0.0
     for at in range(0, len(batch), max(o["batch_size"], 1)):  # micro-batches: memory only
         part = batch[at:at + max(o["batch_size"], 1)]
-        losses = weighted_ce(logits_of(model, part, mc), part, weights)
+        losses = objective(logits_of(model, part, mc), part, weights, scale)
         (losses.sum() / len(batch)).backward()
         loss_sum += losses.detach().double().sum().item()
     opt.step()
     return loss_sum / len(batch)
 
 
-def dev_metrics(model, trace, weights, mc):
+def score_dev_metrics(model, trace, scale):
+    """The score task's: loss (mean squared error as trained) and spearman (per dimension,
+    scipy's spearmanr of the de-standardised predictions with the human scores within each
+    batch, averaged over the batches where it is defined, then over the dimensions)."""
+    from scipy.stats import spearmanr
+    dev, bs = trace["dev_examples"], max(trace["options"]["batch_size"], 1)
+    outputs, losses = [], []
+    with torch.no_grad():
+        for at in range(0, len(dev), bs):
+            part = dev[at:at + bs]
+            logits = logits_of(model, part, False)
+            losses += squared_error(logits, part, scale).tolist()
+            outputs += logits.tolist()
+    per_dimension = []
+    for j, (mean, std) in enumerate(scale):
+        rhos = []
+        for batch in dict.fromkeys(e["batch"] for e in dev):
+            pairs = [(o[j] * std + mean, e["scores"][j]) for o, e in zip(outputs, dev)
+                     if e["batch"] == batch and e["scores"][j] is not None]
+            if len(pairs) >= 3 and len({p for p, _ in pairs}) > 1 and len({h for _, h in pairs}) > 1:
+                rhos.append(spearmanr([p for p, _ in pairs], [h for _, h in pairs]).statistic)
+        if rhos:
+            per_dimension.append(sum(rhos) / len(rhos))
+    spearman = sum(per_dimension) / len(per_dimension) if per_dimension else float("nan")
+    return {"spearman": spearman, "loss": sum(losses) / len(losses)}
+
+
+def dev_metrics(model, trace, weights, mc, scale):
     """accuracy, macro_f1 (labels seen in gold or predictions), loss (mean w[gold]*CE)."""
+    if scale is not None:
+        return score_dev_metrics(model, trace, scale)
     dev, bs = trace["dev_examples"], max(trace["options"]["batch_size"], 1)
     preds, losses = [], []
     with torch.no_grad():
@@ -237,6 +307,7 @@ def main():
     with open(os.path.join(args.trace, "trace.json")) as f:
         trace = json.load(f)
     model, mc = load_model(initial, trace)
+    scale = score_scale(trace, model.config) if trace["head"] == "regression" else None
     weights = None if mc else trace["class_weights"]  # None: every weight 1
     if weights is not None and len(weights) != model.config.num_labels:
         fail(f"{len(weights)} class weights for {model.config.num_labels} labels")
@@ -259,7 +330,7 @@ def main():
     rows, epochs, best, since_best, stopped_after = [], [], None, 0, None
 
     def step_and_record(step):
-        ours = run_step(model, opt, trace, step, schedule, weights, mc)
+        ours = run_step(model, opt, trace, step, schedule, weights, mc, scale)
         rows.append({"step": step["step"], "medrank": step["loss"], "reference": ours,
                      "diff": abs(ours - step["loss"])})
         print(f"{step['step']:>5} | {step['loss']:.6f} | {ours:.6f} | {rows[-1]['diff']:.2e}", flush=True)
@@ -279,10 +350,9 @@ def main():
                 fail(f"epoch {epoch}: its steps do not cover every training example once")
             for step in in_epoch:
                 step_and_record(step)
-            m = dev_metrics(model, trace, weights, mc)
+            m = dev_metrics(model, trace, weights, mc, scale)
             epochs.append({"epoch": epoch, **m})
-            print(f"epoch {epoch}: dev accuracy {m['accuracy']:.4f}  macro_f1 {m['macro_f1']:.4f}  "
-                  f"loss {m['loss']:.6f}", flush=True)
+            print(f"epoch {epoch}: dev " + "  ".join(f"{k} {v:.6f}" for k, v in m.items()), flush=True)
             if best is None or (m[select] > best[0] if higher else m[select] < best[0]):
                 best = (m[select], epoch, {n: p.detach().clone() for n, p in head + layers})
                 since_best = 0
