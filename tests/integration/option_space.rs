@@ -46,7 +46,7 @@ fn kind(sub: &str, long: &str) -> Kind {
     use Kind::*;
     match (sub, long) {
         (_, "json" | "csv" | "out" | "save-predictions" | "trace") => OUTPUT,
-        (_, "model" | "bertscore" | "grader" | "nli") => MODEL_DIR,
+        (_, "model" | "bertscore" | "grader" | "nli" | "learned") => MODEL_DIR,
         (_, "seed" | "resamples" | "confidence") => Numeric(ONE),
         (_, "control-systems" | "which" | "controls") => Other("names of control systems"),
         ("ranking-over-scoring", "no-argument") => Input(ONE),
@@ -83,6 +83,10 @@ fn kind(sub: &str, long: &str) -> Kind {
         ("rubric-agreement", "input" | "grader-file") => Input(ONE),
         ("metrics", "kappa-bins") => Numeric(&["rougeL=1..5:{}", "rougeL={}..5:0.2,0.4,0.6,0.8"]),
         ("metrics", "bertscore-layer") => Numeric(ONE),
+        ("metrics", "combine") => Other("the names of the scores combined (refused by name when unknown)"),
+        ("metrics", "combine-fit") => {
+            Other("a dev file read only with --combine, as --input reads its file (cli::metrics_combine_fits_on_the_dev_split)")
+        }
         ("metrics", "bertscore-baseline") => Numeric(&["{},0.5,0.5"]),
         ("train", "train" | "dev") => Input(ONE),
         (
