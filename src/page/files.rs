@@ -113,7 +113,7 @@ pub const FILE_KINDS: &[FileKind] = &[
     kind("metrics", "Candidates with references (metrics)", "candidate, references, human scores", &[]),
     kind(
         "metrics_fit",
-        "Human scores to fit a combination on (metrics)",
+        "Human scores to fit on (metrics)",
         "other candidates with human scores (a dev split): Metrics fits the combination’s weights on them",
         &[],
     ),
