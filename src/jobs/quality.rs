@@ -389,4 +389,21 @@ mod tests {
         let a = PeopleAgreement::of_ranking(Some(&human(Stat::undefined("every score is tied")))).unwrap();
         assert_eq!((a.text.as_str(), a.untrusted), ("Kendall's \u{3c4}-b undefined (every score is tied)", None));
     }
+
+    #[test]
+    fn a_score_models_log_has_no_accuracy_and_no_baseline() {
+        // `medrank train --task score` writes null for both (a regression has no accuracy,
+        // a constant prediction no Spearman).
+        let log = serde_json::json!({"task": "score", "select_by": "spearman", "best_dev_metric": 0.4483,
+            "best_dev_accuracy": null, "dev_baseline": null, "dev_majority_rate": null, "dev_chance_accuracy": null,
+            "data": {"train": {"examples": 150}, "dev": {"examples": 60}}});
+        let q = ModelQuality::from_train_log("train_log.json", log.to_string().as_bytes()).unwrap();
+        assert_eq!((q.dev_accuracy, q.baseline, q.untrusted.as_deref()), (None, None, None));
+        assert_eq!(q.text, "dev Spearman 0.448 on 60 dev examples, trained on 150");
+        // Another task's log still needs its accuracy.
+        let mut other = log.clone();
+        other["select_by"] = "macro_f1".into();
+        let e = ModelQuality::from_train_log("train_log.json", other.to_string().as_bytes()).unwrap_err();
+        assert_eq!(e.to_string(), "train_log.json: field `best_dev_accuracy`: missing or not a number");
+    }
 }

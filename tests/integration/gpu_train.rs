@@ -70,6 +70,35 @@ fn tokenizer(cfg: &EncoderConfig) -> TextTokenizer {
     TextTokenizer::from_bytes("tokenizer.json", &bytes, cfg.max_tokens(), cfg.pad_token_id).unwrap()
 }
 
+/// A 3-layer random BERT (the gradient check's, seed `seed`) as a base model with the
+/// MiniLM tokenizer, and the tokenizer.
+fn tiny_base(seed: u64) -> (TextModel, TextTokenizer) {
+    let base_model = model(Arch::Bert, 3, HeadKind::None, &[], seed);
+    let tok = tokenizer(&base_model.config);
+    let base = TextModel {
+        name: "tiny".into(),
+        tokenizer: tok.clone(),
+        encoder: CpuEncoder::new(base_model),
+        pooling: Pooling::default(),
+    };
+    (base, tok)
+}
+
+/// Three epochs of several optimiser steps each (micro-batches of 3 summed by 2, warm-up,
+/// the head's and the layers' own rates), training what `freeze` says.
+fn few_epochs(freeze: Freeze) -> TrainOptions {
+    TrainOptions {
+        freeze,
+        epochs: 3,
+        batch_size: 3,
+        grad_accum: 2,
+        learning_rate: 1e-2,
+        layer_learning_rate: 1e-3,
+        patience: 10,
+        ..Default::default()
+    }
+}
+
 /// The same training as the CPU trainer with `--freeze top:2`: per-epoch train loss and dev
 /// accuracy within 1e-3, over epochs of several optimiser steps each (micro-batches summed
 /// into a step, warm-up, two learning rates), and the trained weights close to candle's.
@@ -101,14 +130,7 @@ fn a_few_epochs_of_every_layer_with_dropout_on_the_gpu_give_the_cpu_trainers_los
 
 fn gpu_and_cpu_train_alike(freeze: Freeze, dropout: Dropout) {
     let Some(ctx) = context() else { return };
-    let base_model = model(Arch::Bert, 3, HeadKind::None, &[], 40);
-    let tok = tokenizer(&base_model.config);
-    let base = TextModel {
-        name: "tiny".into(),
-        tokenizer: tok.clone(),
-        encoder: CpuEncoder::new(base_model),
-        pooling: Pooling::default(),
-    };
+    let (base, tok) = tiny_base(40);
     let words = ["fever", "cough", "pain", "rash", "edema", "syncope", "dyspnea", "nausea", "the lungs are clear"];
     let options = ["lung", "colon", "skin", "the heart and the great vessels"];
     // Multiple choice with 2 to 4 candidates of varied lengths; the right one is "lung".
@@ -129,17 +151,7 @@ fn gpu_and_cpu_train_alike(freeze: Freeze, dropout: Dropout) {
             .collect()
     };
     let (train_set, dev_set) = (make(14, 0), make(9, 3));
-    let opts = TrainOptions {
-        freeze,
-        epochs: 3,
-        batch_size: 3,
-        grad_accum: 2,
-        learning_rate: 1e-2,
-        layer_learning_rate: 1e-3,
-        patience: 10,
-        dropout: Some(dropout),
-        ..Default::default()
-    };
+    let opts = TrainOptions { dropout: Some(dropout), ..few_epochs(freeze) };
     let cpu = train(&base, HeadKind::MultipleChoice, &[], &train_set, &dev_set, &opts, &mut |_| {}).unwrap();
     if dropout.is_active() {
         // Without dropout the CPU's losses are others, beyond the tolerance below: the
@@ -218,14 +230,7 @@ fn gpu_and_cpu_train_alike(freeze: Freeze, dropout: Dropout) {
 fn a_score_model_trains_on_the_gpu_as_on_the_cpu() {
     use medrank::train::ScoreTargets;
     let Some(ctx) = context() else { return };
-    let base_model = model(Arch::Bert, 3, HeadKind::None, &[], 41);
-    let tok = tokenizer(&base_model.config);
-    let base = TextModel {
-        name: "tiny".into(),
-        tokenizer: tok.clone(),
-        encoder: CpuEncoder::new(base_model),
-        pooling: Pooling::default(),
-    };
+    let (base, tok) = tiny_base(41);
     let answers = ["fever and cough", "a rash on the arm", "the lungs are clear", "syncope after exercise", "nausea"];
     let make = |n: usize, offset: usize| -> Vec<TrainExample> {
         (0..n)
@@ -243,16 +248,7 @@ fn a_score_model_trains_on_the_gpu_as_on_the_cpu() {
     let (train_set, dev_set) = (make(14, 0), make(9, 3));
     let labels = ["overall".to_string(), "selection".to_string()];
     for freeze in [Freeze::TopLayers(2), Freeze::All] {
-        let opts = TrainOptions {
-            freeze,
-            epochs: 3,
-            batch_size: 3,
-            grad_accum: 2,
-            learning_rate: 1e-2,
-            layer_learning_rate: 1e-3,
-            patience: 10,
-            ..Default::default()
-        };
+        let opts = few_epochs(freeze);
         let head = HeadKind::SequenceClassification;
         let cpu = train(&base, head, &labels, &train_set, &dev_set, &opts, &mut |_| {}).unwrap();
         let gpu = train_with_events(&base, head, &labels, &train_set, &dev_set, &opts, Some(ctx.clone()), &mut |_| {})

@@ -144,8 +144,9 @@ fn every_step_equals_the_pytorch_fine_tune() {
 /// the top layer with the head, 6 steps each, every step's loss equal to transformers'
 /// fine-tune of the same folder (loaded as a `BertForSequenceClassification` with
 /// `problem_type: "regression"`), which recomputes the standardisation from the trace's
-/// scores. One training line lacks its `selection` score: its loss is the mean over the
-/// two dimensions it has, in both.
+/// scores; each epoch's dev Spearman (per story, averaged) and dev loss equal the
+/// reference's (scipy's spearmanr on its own predictions). One training line lacks its
+/// `selection` score: its loss is the mean over the two dimensions it has, in both.
 #[test]
 fn score_steps_equal_the_pytorch_fine_tune() {
     if !reference_available() {
@@ -174,12 +175,26 @@ fn score_steps_equal_the_pytorch_fine_tune() {
             "--layer-lr",
             "1e-4",
         ];
-        let trace = traced(name, MINILM, &args, "6");
+        let trace = traced(name, MINILM, &args, "all");
         let t = json(&trace.join("trace.json"));
         assert_eq!((t["head"].as_str(), t["select_by"].as_str()), (Some("regression"), Some("spearman")), "{t}");
         assert_eq!(t["labels"], serde_json::json!(["correctness", "selection", "overall"]));
         assert!(t["examples"][1]["scores"][1].is_null(), "the missing score travels as null: {}", t["examples"][1]);
-        let report = reference(&trace, &[]);
+        // Every epoch replayed (`--full`), with its dev figures: the per-story Spearman of
+        // the reference's predictions (scipy's spearmanr) is medrank's dev metric.
+        let report = reference(&trace, &["--full"]);
+        let log = json(&tmp(&format!("{name}-evaluator")).join("train_log.json"));
+        for (ours, theirs) in log["curve"].as_array().unwrap().iter().zip(report["epochs"].as_array().unwrap()) {
+            let (a, b) = (ours["dev_metric"].as_f64().unwrap(), theirs["spearman"].as_f64().unwrap());
+            assert!((a - b).abs() <= 1e-3, "{name} epoch {}: dev Spearman medrank {a}, PyTorch {b}", ours["epoch"]);
+            let (a, b) = (ours["dev_loss"].as_f64().unwrap(), theirs["loss"].as_f64().unwrap());
+            assert!(
+                (a - b).abs() <= 1e-3 * b.max(1.0),
+                "{name} epoch {}: dev loss medrank {a}, PyTorch {b}",
+                ours["epoch"]
+            );
+        }
+        assert_eq!(report["best_epoch"], log["best_epoch"]);
         let steps = report["steps"].as_array().unwrap();
         assert_eq!(steps.len(), 6, "{name}: {report}");
         let max = report["max_diff"].as_f64().unwrap();

@@ -236,19 +236,27 @@ def run_step(model, opt, trace, step, schedule, weights, mc, scale):
     return loss_sum / len(batch)
 
 
-def score_dev_metrics(model, trace, scale):
-    """The score task's: loss (mean squared error as trained) and spearman (per dimension,
-    scipy's spearmanr of the de-standardised predictions with the human scores within each
-    batch, averaged over the batches where it is defined, then over the dimensions)."""
-    from scipy.stats import spearmanr
+def dev_outputs(model, trace, mc, loss_of):
+    """Every dev example's logits (lists) and loss (loss_of(logits, examples): [n] tensor), in
+    batches of the training's batch size, without gradients."""
     dev, bs = trace["dev_examples"], max(trace["options"]["batch_size"], 1)
     outputs, losses = [], []
     with torch.no_grad():
         for at in range(0, len(dev), bs):
             part = dev[at:at + bs]
-            logits = logits_of(model, part, False)
-            losses += squared_error(logits, part, scale).tolist()
+            logits = logits_of(model, part, mc)
+            losses += loss_of(logits, part).tolist()
             outputs += logits.tolist()
+    return outputs, losses
+
+
+def score_dev_metrics(model, trace, scale):
+    """The score task's: loss (mean squared error as trained) and spearman (per dimension,
+    scipy's spearmanr of the de-standardised predictions with the human scores within each
+    batch, averaged over the batches where it is defined, then over the dimensions)."""
+    from scipy.stats import spearmanr
+    dev = trace["dev_examples"]
+    outputs, losses = dev_outputs(model, trace, False, lambda logits, part: squared_error(logits, part, scale))
     per_dimension = []
     for j, (mean, std) in enumerate(scale):
         rhos = []
@@ -267,15 +275,9 @@ def dev_metrics(model, trace, weights, mc, scale):
     """accuracy, macro_f1 (labels seen in gold or predictions), loss (mean w[gold]*CE)."""
     if scale is not None:
         return score_dev_metrics(model, trace, scale)
-    dev, bs = trace["dev_examples"], max(trace["options"]["batch_size"], 1)
-    preds, losses = [], []
-    with torch.no_grad():
-        for at in range(0, len(dev), bs):
-            part = dev[at:at + bs]
-            logits = logits_of(model, part, mc)
-            losses += weighted_ce(logits, part, weights).tolist()
-            for row in logits.tolist():
-                preds.append(max(range(len(row)), key=lambda k: (row[k], -k)))  # first index wins ties
+    dev = trace["dev_examples"]
+    outputs, losses = dev_outputs(model, trace, mc, lambda logits, part: weighted_ce(logits, part, weights))
+    preds = [max(range(len(row)), key=lambda k: (row[k], -k)) for row in outputs]  # first index wins ties
     gold = [e["gold"] for e in dev]
     f1s = []
     for c in sorted(set(gold) | set(preds)):
