@@ -5,9 +5,11 @@ use super::kept::Progress;
 use super::spec::{between, defaults_of, reply, JobRequest, JobSpec};
 use super::{tables, NamedText, Outcome};
 use crate::data::candidates::{parse_candidates, Candidate};
+use crate::data::common::first_appearance;
 use crate::eval::metrics::combine;
 use crate::eval::metrics::{
-    score_values_named, BertScoreSection, Combination, ExtraScore, KappaBins, Metric, MetricsOptions, MetricsReport,
+    score_values_named, BertScoreSection, CandidateScores, Combination, ExtraScore, KappaBins, Metric, MetricsOptions,
+    MetricsReport,
 };
 use crate::model::bertscore::PrfScore;
 use crate::model::TextModel;
@@ -55,14 +57,15 @@ pub struct MetricModels<'a> {
 /// ask for; every score is compared with the human scores the same way.
 pub fn metrics_with(req: &MetricsRequest, models: &MetricModels) -> Result<Outcome<MetricsReport>> {
     let (candidates, warnings) = parse_candidates(&req.file.name, &req.file.text)?;
+    let scores = crate::eval::metrics::score_candidates(&candidates, &req.options);
     let (mut extra, bertscore, model_warnings) = model_scores(&req.file.name, &candidates, models)?;
     let mut combination = None;
     if req.options.combine {
-        let (scores, made) = combined(req, &candidates, &extra, models)?;
-        extra.extend(scores);
+        let (combinations, made) = combined(req, &candidates, &scores, &extra, models)?;
+        extra.extend(combinations);
         combination = Some(made);
     }
-    let mut report = crate::eval::metrics::evaluate_with_extra_scores(&candidates, &req.options, extra)?.with_input(
+    let mut report = crate::eval::metrics::evaluate_scored(&candidates, scores, &req.options, extra)?.with_input(
         &req.file.name,
         &req.file.text,
         warnings,
@@ -226,6 +229,7 @@ fn describe_bertscore(b: &BertScoreSection, model: &str) -> String {
 fn combined(
     req: &MetricsRequest,
     candidates: &[Candidate],
+    scores: &[CandidateScores],
     extra: &[ExtraScore],
     models: &MetricModels,
 ) -> Result<(Vec<ExtraScore>, Combination)> {
@@ -246,10 +250,8 @@ fn combined(
         ));
     }
     // The scored file's columns by name: its built-in metrics and extra scores.
-    let plain =
-        crate::eval::metrics::evaluate_with_extra_scores(candidates, &without_combine(&req.options), extra.to_vec())?;
     let columns: Vec<Vec<Option<f64>>> =
-        scorers.iter().map(|s| score_values_named(&plain, s).expect("checked above")).collect();
+        scorers.iter().map(|s| score_values_named(scores, extra, s).expect("checked above")).collect();
     let column_refs: Vec<&[Option<f64>]> = columns.iter().map(Vec::as_slice).collect();
     let batches: Vec<&str> = candidates.iter().map(|c| c.batch.as_str()).collect();
     let mut out: Vec<ExtraScore> = combine::Normalisation::ALL
@@ -265,21 +267,17 @@ fn combined(
     if let Some(fit) = &req.fit {
         let (fit_candidates, _) = parse_candidates(&fit.name, &fit.text)?;
         refuse_shared_rows(&req.file.name, candidates, &fit.name, &fit_candidates)?;
+        let fit_scores = crate::eval::metrics::score_candidates(&fit_candidates, &req.options);
         let (fit_extra, _, _) = model_scores(&fit.name, &fit_candidates, models)?;
-        let fit_report = crate::eval::metrics::evaluate_with_extra_scores(
-            &fit_candidates,
-            &without_combine(&req.options),
-            fit_extra,
-        )?;
         let fit_columns: Vec<Vec<Option<f64>>> = scorers
             .iter()
-            .map(|s| score_values_named(&fit_report, s).expect("the same models score both files"))
+            .map(|s| score_values_named(&fit_scores, &fit_extra, s).expect("the same models score both files"))
             .collect();
         let fit_refs: Vec<&[Option<f64>]> = fit_columns.iter().map(Vec::as_slice).collect();
         let fit_batches: Vec<&str> = fit_candidates.iter().map(|c| c.batch.as_str()).collect();
-        for dimension in &fit_report.dimensions {
-            let human: Vec<Option<f64>> =
-                fit_report.candidates.iter().map(|c| c.human.get(dimension).copied()).collect();
+        let dimensions = first_appearance(fit_candidates.iter().flat_map(|c| c.human.iter().map(|(d, _)| d.clone())));
+        for dimension in &dimensions {
+            let human: Vec<Option<f64>> = fit_scores.iter().map(|c| c.human.get(dimension).copied()).collect();
             let Some(weights) = combine::fit(dimension, &fit_refs, &human, &fit_batches) else { continue };
             out.push(ExtraScore {
                 name: format!("fitted:{dimension}"),
@@ -291,13 +289,6 @@ fn combined(
         }
     }
     Ok((out, Combination { scorers, fit_file: req.fit.as_ref().map(|f| f.name.clone()), fitted }))
-}
-
-fn without_combine(options: &MetricsOptions) -> MetricsOptions {
-    // The columns alone are needed: one resample suffices for the unused intervals.
-    let mut plain = MetricsOptions { combine: false, ..options.clone() };
-    plain.bootstrap.resamples = 1;
-    plain
 }
 
 /// The weights must never see the scored rows: a fit file that shares a candidate (same id,
@@ -383,7 +374,11 @@ mod tests {
     }
 
     fn column(report: &MetricsReport, name: &str) -> Vec<f64> {
-        score_values_named(report, name).unwrap().into_iter().map(Option::unwrap).collect()
+        score_values_named(&report.candidates, &report.extra_scores, name)
+            .unwrap()
+            .into_iter()
+            .map(Option::unwrap)
+            .collect()
     }
 
     fn close(a: &[f64], b: &[f64]) -> bool {

@@ -285,6 +285,22 @@ pub fn evaluate_with_extra_scores(
     options: &MetricsOptions,
     extra_scores: Vec<ExtraScore>,
 ) -> Result<MetricsReport> {
+    evaluate_scored(candidates, score_candidates(candidates, options), options, extra_scores)
+}
+
+/// The built-in metrics of every candidate (what a combination of scorers reads before the
+/// report is made).
+pub fn score_candidates(candidates: &[Candidate], options: &MetricsOptions) -> Vec<CandidateScores> {
+    candidates.iter().map(|c| score_candidate(c, options.rouge)).collect()
+}
+
+/// [`evaluate_with_extra_scores`] on candidates already scored by [`score_candidates`].
+pub fn evaluate_scored(
+    candidates: &[Candidate],
+    scores: Vec<CandidateScores>,
+    options: &MetricsOptions,
+    extra_scores: Vec<ExtraScore>,
+) -> Result<MetricsReport> {
     check_options(options)?;
     for extra in &extra_scores {
         assert_eq!(extra.values.len(), candidates.len(), "one value of `{}` per candidate", extra.name);
@@ -293,7 +309,6 @@ pub fn evaluate_with_extra_scores(
     let batches = first_appearance(candidates.iter().map(|c| c.batch.clone()));
     let dimensions = first_appearance(candidates.iter().flat_map(|c| c.human.iter().map(|(d, _)| d.clone())));
 
-    let scores: Vec<CandidateScores> = candidates.iter().map(|c| score_candidate(c, options.rouge)).collect();
     let mut warnings = text_warnings(candidates, &scores, options.rouge);
     warnings.extend(missing_dimension_warnings(candidates, &dimensions));
 
@@ -637,10 +652,10 @@ fn agreement_means(agreement: &[Agreement], columns: &[Column], dimensions: &[St
 }
 
 /// A score's values by name, built-in or extra, in candidate order.
-pub fn score_values_named(report: &MetricsReport, name: &str) -> Option<Vec<Option<f64>>> {
+pub fn score_values_named(scores: &[CandidateScores], extra: &[ExtraScore], name: &str) -> Option<Vec<Option<f64>>> {
     match Metric::parse(name) {
-        Some(m) => Some(report.candidates.iter().map(|c| c.metric(m)).collect()),
-        None => report.extra_scores.iter().find(|e| e.name == name).map(|e| e.values.clone()),
+        Some(m) => Some(scores.iter().map(|c| c.metric(m)).collect()),
+        None => extra.iter().find(|e| e.name == name).map(|e| e.values.clone()),
     }
 }
 
