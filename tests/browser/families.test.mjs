@@ -24,7 +24,7 @@ import { execFileSync } from 'node:child_process';
 import { copyFileSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
-import { openApp, upload, run, cli, differencesAbs, ROOT, SITE, EXAMPLES } from './harness.mjs';
+import { openApp, upload, run, cli, differencesAbs, precisionOf, withoutKernel, ROOT, SITE, EXAMPLES } from './harness.mjs';
 
 const SPM = join(ROOT, 'tests/fixtures/deberta-v3-spm/spm.model');
 const SPM_PIECES = 6000;
@@ -257,38 +257,75 @@ function withoutPaths(report, modelKey) {
   return copy;
 }
 
+/**
+ * `medrank grade` and `medrank statements` zero-shot with the NLI folder `dir` on the CPU in
+ * `precision` (f32 or int8: the CLI's `--precision`, the page's Options' "8-bit (int8)"),
+ * then the page's Grade and Statements with that folder picked as the model: the same
+ * reports, numbers in [0, 1] within 1e-5 (f32 sums in another order: wasm SIMD, native
+ * AVX; in int8 the integer sums are exact and only the scales' f32 products differ), as
+ * grade.test.mjs holds the page's grade and statements to the CLI's in f32, and
+ * int8.test.mjs the page's int8 ranking to `medrank evaluate --precision int8`.
+ */
+async function gradeAndCheckLikeTheCli(page, work, dir, precision) {
+  const graded = join(work, `grade-${precision}.json`);
+  const checked = join(work, `statements-${precision}.json`);
+  const common = ['--seed', '0', '--backend', 'cpu', '--precision', precision, '-q'];
+  cli(['grade', '--rubric', join(EXAMPLES, 'rubric/conversations.jsonl'), '--grader', dir, '--json', graded, ...common]);
+  cli(['statements', '--input', join(EXAMPLES, 'statements/answers.jsonl'), '--nli', dir, '--json', checked, ...common]);
+  const nativeGrade = JSON.parse(readFileSync(graded, 'utf8'));
+  const nativeStatements = JSON.parse(readFileSync(checked, 'utf8'));
+  assert.equal(nativeGrade.grader.kind, 'zero_shot_nli');
+  assert.deepEqual([nativeGrade.grader.entailment, nativeGrade.grader.contradiction], [0, 2]);
+
+  await page.check('input[name=model][value=local]');
+  await page.setInputFiles('#model-folder', dir);
+  await page.selectOption('#opt-backend', 'cpu');
+  await page.selectOption('#opt-precision', precision);
+  await run(page, '#run-grade');
+  const grade = await page.evaluate(() => window.medrank.state.lastResult.result.report);
+  await run(page, '#run-statements');
+  const statements = await page.evaluate(() => window.medrank.state.lastResult.result.report);
+  for (const report of [grade, statements, nativeGrade, nativeStatements])
+    assert.match(precisionOf(report), precision === 'int8' ? /^int8 \(/ : /^f32$/, 'the precision asked for ran');
+  // The random model's verdicts spread: the comparison is not one of constants.
+  const pMet = grade.criteria.map((c) => c.p_met);
+  assert.equal(pMet.length, 46);
+  assert.ok(Math.max(...pMet) - Math.min(...pMet) > 0.01, `P(met) ${Math.min(...pMet)} .. ${Math.max(...pMet)}`);
+  assert.equal(statements.judgements.length, 18);
+  const same = (mine, native, key) => differencesAbs(withoutKernel(withoutPaths(mine, key)), withoutKernel(withoutPaths(native, key)), 1e-5);
+  assert.deepEqual(same(grade, nativeGrade, 'grader'), []);
+  assert.deepEqual(same(statements, nativeStatements, 'model'), []);
+  return { grade, nativeGrade };
+}
+
 test('grade and statements run zero-shot with a DeBERTa-v3 NLI model in the page, with the CLI’s numbers', { skip: SKIP }, async () => {
   const work = mkdtempSync(join(tmpdir(), 'medrank-families-nli-'));
   const app = await openApp();
   try {
-    const dir = makeFolder(work, 'deberta-v3-nli', 'small-v3', 'seq', NLI);
-    const graded = join(work, 'grade.json');
-    const checked = join(work, 'statements.json');
-    cli(['grade', '--rubric', join(EXAMPLES, 'rubric/conversations.jsonl'), '--grader', dir, '--json', graded, '--seed', '0', '--backend', 'cpu', '-q']);
-    cli(['statements', '--input', join(EXAMPLES, 'statements/answers.jsonl'), '--nli', dir, '--json', checked, '--seed', '0', '--backend', 'cpu', '-q']);
-    const nativeGrade = JSON.parse(readFileSync(graded, 'utf8'));
-    const nativeStatements = JSON.parse(readFileSync(checked, 'utf8'));
-    assert.equal(nativeGrade.grader.kind, 'zero_shot_nli');
-    assert.deepEqual([nativeGrade.grader.entailment, nativeGrade.grader.contradiction], [0, 2]);
+    await upload(app.page, ['rubric/conversations.jsonl', 'statements/answers.jsonl']);
+    await gradeAndCheckLikeTheCli(app.page, work, makeFolder(work, 'deberta-v3-nli', 'small-v3', 'seq', NLI), 'f32');
+  } finally {
+    await app.close();
+    rmSync(work, { recursive: true, force: true });
+  }
+});
 
-    const { page } = app;
-    await upload(page, ['rubric/conversations.jsonl', 'statements/answers.jsonl']);
-    await page.check('input[name=model][value=local]');
-    await page.setInputFiles('#model-folder', dir);
-    await page.selectOption('#opt-backend', 'cpu');
-    await run(page, '#run-grade');
-    const grade = await page.evaluate(() => window.medrank.state.lastResult.result.report);
-    await run(page, '#run-statements');
-    const statements = await page.evaluate(() => window.medrank.state.lastResult.result.report);
-    // The random model's verdicts spread: the comparison is not one of constants.
-    const pMet = grade.criteria.map((c) => c.p_met);
-    assert.equal(pMet.length, 46);
-    assert.ok(Math.max(...pMet) - Math.min(...pMet) > 0.01, `P(met) ${Math.min(...pMet)} .. ${Math.max(...pMet)}`);
-    assert.equal(statements.judgements.length, 18);
-    // f32 sums in another order (wasm SIMD, native AVX): numbers in [0, 1] within 1e-5, as
-    // grade.test.mjs holds the page's grade and statements to the CLI's.
-    assert.deepEqual(differencesAbs(withoutPaths(grade, 'grader'), withoutPaths(nativeGrade, 'grader'), 1e-5), []);
-    assert.deepEqual(differencesAbs(withoutPaths(statements, 'model'), withoutPaths(nativeStatements, 'model'), 1e-5), []);
+// int8 on both families as a user runs it: an NLI folder of each quantized as it loads, the
+// page's Grade and Statements equal to `--precision int8`'s within int8.test.mjs's tolerance
+// for BERT, and the verdicts moved by int8 only as much as the logits test above allows.
+test('in int8 the page grades and checks statements with both families as `--precision int8` does', { skip: SKIP }, async (t) => {
+  const work = mkdtempSync(join(tmpdir(), 'medrank-families-nli-int8-'));
+  const app = await openApp();
+  try {
+    await upload(app.page, ['rubric/conversations.jsonl', 'statements/answers.jsonl']);
+    for (const [name, config] of [['deberta-v3-nli', 'small-v3'], ['modernbert-nli', 'small-modernbert']]) {
+      const dir = makeFolder(work, name, config, 'seq', NLI);
+      const int8 = await gradeAndCheckLikeTheCli(app.page, work, dir, 'int8');
+      const f32 = await gradeAndCheckLikeTheCli(app.page, work, dir, 'f32');
+      const moved = Math.max(...int8.grade.criteria.map((c, i) => Math.abs(c.p_met - f32.grade.criteria[i].p_met)));
+      t.diagnostic(`${name}: P(met) moved by at most ${moved.toFixed(4)} between f32 and int8`);
+      assert.ok(moved > 0, `${name}: int8 ran another arithmetic than f32`);
+    }
   } finally {
     await app.close();
     rmSync(work, { recursive: true, force: true });

@@ -306,6 +306,19 @@ export function withoutPaths(report) {
   return copy;
 }
 
+/** The convention `precision` of a report's provenance. */
+export const precisionOf = (report) => report.provenance.conventions.find(([k]) => k === 'precision')?.[1];
+
+/** The report with its precision convention's kernel name left out: the page's kernel is a
+ *  wasm one, the CLI's this CPU's (the same integer sums, ARCHITECTURE.md). */
+export function withoutKernel(report) {
+  const copy = structuredClone(report);
+  copy.provenance.conventions = copy.provenance.conventions.map(([k, v]) =>
+    k === 'precision' ? [k, v.replace(/; [a-z0-9-]+ kernel\)$/, '; kernel)')] : [k, v],
+  );
+  return copy;
+}
+
 /** Static files a page may request once a job has started (same origin, no content). */
 export const STATIC = /\.(html|js|mjs|css|wasm|json|jsonl|csv|tsv|txt|xml|svg|png|ico|safetensors)$|\/$/;
 

@@ -22,6 +22,8 @@ import {
   screenshot,
   differencesWithin,
   withoutPaths,
+  withoutKernel,
+  precisionOf,
   assertOwnStaticFilesOnly,
   ROOT,
   SITE,
@@ -139,19 +141,6 @@ async function rankWith(page, { backend = 'cpu', precision = 'int8', modelFiles 
   const error = await page.$eval('#run-error', (e) => (e.hidden ? null : e.textContent));
   if (error) throw new Error(`the page reported: ${error}`);
   return page.evaluate(() => window.medrank.state.lastResult);
-}
-
-/** The convention `precision` of a report's provenance. */
-const precisionOf = (report) => report.provenance.conventions.find(([k]) => k === 'precision')?.[1];
-
-/** The report with its precision convention's kernel name left out: the page's kernel is a
- *  wasm one, the CLI's this CPU's (the same integer sums, ARCHITECTURE.md). */
-function withoutKernel(report) {
-  const copy = structuredClone(report);
-  copy.provenance.conventions = copy.provenance.conventions.map(([k, v]) =>
-    k === 'precision' ? [k, v.replace(/; [a-z0-9-]+ kernel\)$/, '; kernel)')] : [k, v],
-  );
-  return copy;
 }
 
 /** The CLI's report and predictions: `medrank evaluate --precision int8` on the CPU with
