@@ -62,6 +62,10 @@ pub enum Error {
     /// Loading or running a model failed.
     #[error("model: {0}")]
     Model(String),
+    /// The GPU was forced (`--backend gpu`, the page's "GPU") and cannot run the model; the
+    /// kind of reason picks the sentence the page shows.
+    #[error("model: the GPU backend was requested but cannot run: {}", .0.reason)]
+    GpuRefused(crate::gpu::GpuNotUsed),
     /// The user cancelled a long-running job.
     #[error("cancelled")]
     Cancelled,

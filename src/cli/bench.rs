@@ -486,7 +486,7 @@ pub fn workload(
                     continue;
                 }
                 Ok((_, report)) if report.backend != "gpu" => {
-                    eprintln!("  {name}: no GPU run ({})", report.fallback_reason.as_deref().unwrap_or("no adapter"));
+                    eprintln!("  {name}: no GPU run ({})", report.fallback_reason().unwrap_or("no adapter"));
                     continue;
                 }
                 Ok(_) => {}

@@ -27,4 +27,4 @@ pub mod select;
 pub use context::{AdapterSummary, ChunkedTable, DType, GpuContext, GpuTensor};
 pub use encoder::{GpuEncoder, PassProfile, StepTime, WeightFormat};
 pub use ops::{Activation, Ops};
-pub use select::{open_encoder, select_encoder, AnyEncoder, BackendChoice, BackendReport};
+pub use select::{open_encoder, select_encoder, AnyEncoder, BackendChoice, BackendReport, GpuNotUsed, GpuUnavailable};

@@ -25,46 +25,93 @@ pub struct BackendReport {
     pub backend: String,
     /// The adapter (GPU) or "candle" (CPU).
     pub device: String,
-    /// Why the CPU runs when the GPU was not forced: e.g. "no WebGPU/wgpu adapter: ...".
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub fallback_reason: Option<String>,
+    /// Why the CPU runs when the GPU was not forced (written as its technical reason, e.g.
+    /// "no WebGPU/wgpu adapter: ...").
+    #[serde(rename = "fallback_reason", skip_serializing_if = "Option::is_none", serialize_with = "reason_only")]
+    pub fallback: Option<GpuNotUsed>,
+}
+
+/// Why the GPU did not run: its kind, which picks the sentence a clinician reads, and the
+/// technical reason, which reports and the page's disclosure show.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GpuNotUsed {
+    pub why: GpuUnavailable,
+    pub reason: String,
+}
+
+/// The kinds of reason the GPU does not run a model.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GpuUnavailable {
+    /// The model runs in int8, and the GPU kernels are f32.
+    Int8,
+    /// The only adapter is a software one (lavapipe, SwiftShader), slower than the CPU
+    /// path: Auto leaves it alone.
+    SoftwareAdapter,
+    /// No adapter could be opened.
+    NoAdapter,
+    /// An adapter opened, but the model could not be set up on it (its limits, its memory).
+    Setup,
+}
+
+fn reason_only<S: serde::Serializer>(not_used: &Option<GpuNotUsed>, s: S) -> std::result::Result<S::Ok, S::Error> {
+    match not_used {
+        Some(n) => s.serialize_str(&n.reason),
+        None => s.serialize_none(),
+    }
 }
 
 /// Why the CPU ran when an int8 model was not forced onto the GPU.
 const INT8_ON_THE_CPU: &str =
     "int8 precision runs on the CPU path (the GPU kernels are f32); choose f32 to use the GPU";
-/// The start of the reason Auto gives for leaving a software adapter alone.
-const SOFTWARE_ADAPTER: &str = "only a software adapter";
-/// The start of the error when the GPU was forced and cannot run.
-const GPU_REFUSED: &str = "the GPU backend was requested but cannot run";
 
-/// A model error that is the GPU refusing a forced run, in a clinician's sentence (the page
-/// shows it with the error's own words behind a disclosure); None for any other error.
-pub fn refusal_in_words(model_error: &str) -> Option<&'static str> {
-    let why = model_error.strip_prefix(GPU_REFUSED)?.trim_start_matches(": ");
-    Some(if why == INT8_ON_THE_CPU {
-        "You chose the GPU, but 8-bit (int8) arithmetic runs on the processor (CPU) only: choose the CPU (or \
-         \u{201c}auto\u{201d}) where the model runs, or 32-bit arithmetic."
-    } else {
-        "You chose the GPU, but no graphics card (GPU) is available to this page: choose \u{201c}auto\u{201d} or \
-         the CPU where the model runs (the results are the same, only slower)."
-    })
+impl GpuNotUsed {
+    /// Why the CPU ran, in a sentence for a clinician.
+    pub fn fallback_in_words(&self) -> &'static str {
+        match self.why {
+            GpuUnavailable::Int8 => "8-bit (int8) arithmetic runs on the processor (CPU) only, so the model ran there.",
+            GpuUnavailable::SoftwareAdapter => {
+                "This computer offers only a software stand-in for a graphics card, slower than the processor, so the \
+                 model ran on the processor (CPU); the results are the same."
+            }
+            GpuUnavailable::NoAdapter => {
+                "No graphics card (GPU) was available to this page, so the model ran on the processor (CPU); the \
+                 results are the same, only slower."
+            }
+            GpuUnavailable::Setup => {
+                "The model could not be set up on this computer's graphics card (GPU), so it ran on the processor \
+                 (CPU); the results are the same, only slower."
+            }
+        }
+    }
+
+    /// The GPU refusing a forced run, in a clinician's sentence; None where only the
+    /// technical reason says what happened (the model could not be set up on the GPU).
+    pub fn refusal_in_words(&self) -> Option<&'static str> {
+        match self.why {
+            GpuUnavailable::Int8 => Some(
+                "You chose the GPU, but 8-bit (int8) arithmetic runs on the processor (CPU) only: choose the CPU (or \
+                 \u{201c}auto\u{201d}) where the model runs, or 32-bit arithmetic.",
+            ),
+            GpuUnavailable::NoAdapter => Some(
+                "You chose the GPU, but no graphics card (GPU) is available to this page: choose \u{201c}auto\u{201d} \
+                 or the CPU where the model runs (the results are the same, only slower).",
+            ),
+            // A forced GPU takes a software adapter; a setup error is the engine's to say.
+            GpuUnavailable::SoftwareAdapter | GpuUnavailable::Setup => None,
+        }
+    }
 }
 
 impl BackendReport {
     /// Why the CPU ran, in a sentence for a clinician (the page shows it with the technical
     /// reason behind a disclosure): None when nothing fell back.
     pub fn fallback_in_words(&self) -> Option<&'static str> {
-        let reason = self.fallback_reason.as_deref()?;
-        Some(if reason == INT8_ON_THE_CPU {
-            "8-bit (int8) arithmetic runs on the processor (CPU) only, so the model ran there."
-        } else if reason.starts_with(SOFTWARE_ADAPTER) {
-            "This computer offers only a software stand-in for a graphics card, slower than the processor, so the \
-             model ran on the processor (CPU); the results are the same."
-        } else {
-            "No graphics card (GPU) was available to this page, so the model ran on the processor (CPU); the \
-             results are the same, only slower."
-        })
+        self.fallback.as_ref().map(GpuNotUsed::fallback_in_words)
+    }
+
+    /// The technical reason the CPU ran, when it was a fallback.
+    pub fn fallback_reason(&self) -> Option<&str> {
+        self.fallback.as_ref().map(|n| n.reason.as_str())
     }
 }
 
@@ -114,43 +161,42 @@ pub fn select_encoder(
     choice: BackendChoice,
     gpu: impl FnOnce() -> Result<GpuContext>,
 ) -> Result<(AnyEncoder, BackendReport)> {
-    let cpu = |model: LoadedModel, reason: Option<String>| {
-        let report = BackendReport { backend: "cpu".into(), device: "candle".into(), fallback_reason: reason };
+    let cpu = |model: LoadedModel, fallback: Option<GpuNotUsed>| {
+        let report = BackendReport { backend: "cpu".into(), device: "candle".into(), fallback };
         (AnyEncoder::Cpu(CpuEncoder::new(model)), report)
+    };
+    // The GPU cannot run: a forced GPU is an error, Auto runs on the CPU and says why.
+    let not_used = |model: LoadedModel, why: GpuUnavailable, reason: String| match choice {
+        BackendChoice::Gpu => Err(Error::GpuRefused(GpuNotUsed { why, reason })),
+        _ => Ok(cpu(model, Some(GpuNotUsed { why, reason }))),
     };
     if choice == BackendChoice::Cpu {
         return Ok(cpu(model, None));
     }
     // The int8 products are CPU kernels (wasm SIMD, AVX2, VNNI); the GPU path is f32 only.
     if model.precision == crate::model::Precision::Int8 {
-        let why = INT8_ON_THE_CPU;
-        return match choice {
-            BackendChoice::Gpu => Err(Error::model(format!("{GPU_REFUSED}: {why}"))),
-            _ => Ok(cpu(model, Some(why.into()))),
-        };
+        return not_used(model, GpuUnavailable::Int8, INT8_ON_THE_CPU.into());
     }
+    let context = match gpu() {
+        Ok(context) => context,
+        Err(e) => return not_used(model, GpuUnavailable::NoAdapter, e.to_string()),
+    };
     // Auto means "faster": a software adapter (lavapipe, SwiftShader) is correct but far
     // slower than the CPU path, so Auto only takes a hardware adapter; Gpu takes any.
-    let opened = gpu().and_then(|ctx| {
-        if choice == BackendChoice::Auto && ctx.adapter.is_fallback {
-            return Err(Error::model(format!(
-                "{SOFTWARE_ADAPTER} ({}), slower than the CPU path; choose the GPU explicitly to use it anyway",
-                ctx.adapter
-            )));
-        }
-        GpuEncoder::with_context(ctx, &model)
-    });
-    match (opened, choice) {
-        (Ok(encoder), _) => {
-            let report = BackendReport {
-                backend: "gpu".into(),
-                device: encoder.context().adapter.to_string(),
-                fallback_reason: None,
-            };
+    if choice == BackendChoice::Auto && context.adapter.is_fallback {
+        let reason = format!(
+            "only a software adapter ({}), slower than the CPU path; choose the GPU explicitly to use it anyway",
+            context.adapter
+        );
+        return not_used(model, GpuUnavailable::SoftwareAdapter, reason);
+    }
+    match GpuEncoder::with_context(context, &model) {
+        Ok(encoder) => {
+            let report =
+                BackendReport { backend: "gpu".into(), device: encoder.context().adapter.to_string(), fallback: None };
             Ok((AnyEncoder::Gpu(Box::new(encoder)), report))
         }
-        (Err(e), BackendChoice::Gpu) => Err(Error::model(format!("{GPU_REFUSED}: {e}"))),
-        (Err(e), _) => Ok(cpu(model, Some(e.to_string()))),
+        Err(e) => not_used(model, GpuUnavailable::Setup, e.to_string()),
     }
 }
 
@@ -166,33 +212,36 @@ pub async fn open_encoder(model: LoadedModel, choice: BackendChoice) -> Result<(
 mod tests {
     use super::*;
 
-    fn fell_back(reason: &str) -> BackendReport {
-        BackendReport { backend: "cpu".into(), device: "candle".into(), fallback_reason: Some(reason.into()) }
+    fn fell_back(why: GpuUnavailable) -> BackendReport {
+        let fallback = Some(GpuNotUsed { why, reason: "the technical reason".into() });
+        BackendReport { backend: "cpu".into(), device: "candle".into(), fallback }
     }
 
     #[test]
     fn why_the_cpu_ran_is_said_in_words_without_the_adapters_jargon() {
-        let words = |reason: &str| fell_back(reason).fallback_in_words().unwrap();
-        assert_eq!(
-            words(INT8_ON_THE_CPU),
-            "8-bit (int8) arithmetic runs on the processor (CPU) only, so the model ran there."
-        );
-        // wgpu's own error on a machine without an adapter (the issue's words).
-        let none = words("no WebGPU/wgpu adapter: noop support not compiled in, vulkan support not compiled in");
-        assert!(none.starts_with("No graphics card (GPU) was available to this page"), "{none}");
-        let software = words("only a software adapter (llvmpipe), slower than the CPU path; choose the GPU explicitly");
-        assert!(software.starts_with("This computer offers only a software stand-in"), "{software}");
-        for sentence in [none, software, words(INT8_ON_THE_CPU)] {
+        use GpuUnavailable::*;
+        let words = |why| fell_back(why).fallback_in_words().unwrap();
+        assert_eq!(words(Int8), "8-bit (int8) arithmetic runs on the processor (CPU) only, so the model ran there.");
+        assert!(words(NoAdapter).starts_with("No graphics card (GPU) was available to this page"));
+        assert!(words(SoftwareAdapter).starts_with("This computer offers only a software stand-in"));
+        assert!(words(Setup).starts_with("The model could not be set up on this computer's graphics card"));
+        for why in [Int8, NoAdapter, SoftwareAdapter, Setup] {
+            let sentence = words(why);
             assert!(!sentence.contains("wgpu") && !sentence.contains("choose f32"), "{sentence}");
         }
-        // A forced GPU that cannot run: the error's words, and the sentence the page shows.
-        let int8 = refusal_in_words(&format!("{GPU_REFUSED}: {INT8_ON_THE_CPU}")).unwrap();
-        assert!(int8.starts_with("You chose the GPU, but 8-bit (int8) arithmetic runs on the processor"), "{int8}");
-        let none =
-            refusal_in_words(&format!("{GPU_REFUSED}: model: no WebGPU/wgpu adapter: noop support not compiled in"));
-        assert!(none.unwrap().starts_with("You chose the GPU, but no graphics card (GPU) is available"));
-        assert_eq!(refusal_in_words("the model has no config.json"), None);
-        let ran_on_gpu = BackendReport { backend: "gpu".into(), device: "a GPU".into(), fallback_reason: None };
-        assert_eq!(ran_on_gpu.fallback_in_words(), None);
+        // The report writes the technical reason, as before the kind was kept beside it.
+        let json = serde_json::to_value(fell_back(Int8)).unwrap();
+        assert_eq!(json["fallback_reason"], "the technical reason");
+        // A forced GPU that cannot run: the sentence the page shows, or none where only the
+        // engine's words say what failed.
+        let refused = |why| GpuNotUsed { why, reason: String::new() }.refusal_in_words();
+        assert!(refused(Int8)
+            .unwrap()
+            .starts_with("You chose the GPU, but 8-bit (int8) arithmetic runs on the processor"));
+        assert!(refused(NoAdapter).unwrap().starts_with("You chose the GPU, but no graphics card (GPU) is available"));
+        assert_eq!(refused(Setup), None);
+        let ran_on_gpu = BackendReport { backend: "gpu".into(), device: "a GPU".into(), fallback: None };
+        assert_eq!((ran_on_gpu.fallback_in_words(), ran_on_gpu.fallback_reason()), (None, None));
+        assert!(serde_json::to_value(ran_on_gpu).unwrap().get("fallback_reason").is_none());
     }
 }

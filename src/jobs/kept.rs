@@ -318,7 +318,7 @@ pub fn describe_precision(model: &TextModel, backend: &BackendReport) -> String 
 pub fn describe_backend(backend: &BackendReport) -> String {
     // A browser may give an adapter no name (SwiftShader): the summary then starts blank.
     let device = backend.device.trim();
-    match &backend.fallback_reason {
+    match backend.fallback_reason() {
         Some(why) => format!("{} ({device}); the GPU was not used: {why}", backend.backend),
         None => format!("{} ({device})", backend.backend),
     }

@@ -126,7 +126,7 @@ pub fn error_reply(e: &Error) -> serde_json::Value {
     // An error a clinician may meet on an ordinary machine (a GPU chosen where there is none)
     // is said in their words; the engine's own words go in `detail`, behind a disclosure.
     let in_words = match e {
-        Error::Model(m) => crate::gpu::select::refusal_in_words(m),
+        Error::GpuRefused(not_used) => not_used.refusal_in_words(),
         _ => None,
     };
     let (message, detail) = match in_words {
@@ -221,9 +221,13 @@ mod tests {
 
     #[test]
     fn a_gpu_chosen_where_none_runs_is_refused_in_words_with_the_engines_reason_as_detail() {
-        let e = Error::model(
-            "the GPU backend was requested but cannot run: no WebGPU/wgpu adapter: vulkan support not compiled in",
-        );
+        use crate::gpu::{select_encoder, BackendChoice};
+        use crate::model::config::{Arch, EncoderConfig, HeadKind};
+        let config = EncoderConfig::tiny(Arch::Bert, 1, HeadKind::SequenceClassification, &["a", "b"]);
+        let model = crate::model::load::random_model(config, 1).unwrap();
+        // wgpu's own words where a build has no backend (the page's issue).
+        let no_adapter = || Err(Error::model("no WebGPU/wgpu adapter: vulkan support not compiled in"));
+        let Err(e) = select_encoder(model, BackendChoice::Gpu, no_adapter) else { panic!("a forced GPU ran") };
         let page = error_reply(&e);
         assert_eq!(
             page["message"],

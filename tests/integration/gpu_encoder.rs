@@ -412,19 +412,19 @@ fn backend_selection_falls_back_to_the_cpu_only_when_allowed() {
     let (enc, report) = select_encoder(model.clone(), BackendChoice::Auto, no_adapter).unwrap();
     assert!(matches!(enc, AnyEncoder::Cpu(_)));
     assert_eq!(report.backend, "cpu");
-    assert!(report.fallback_reason.unwrap().contains("no WebGPU/wgpu adapter"));
+    assert!(report.fallback_reason().unwrap().contains("no WebGPU/wgpu adapter"));
     let err = select_encoder(model.clone(), BackendChoice::Gpu, no_adapter).err().unwrap();
     assert!(err.to_string().contains("GPU backend was requested"), "{err}");
     // Forced CPU never opens the GPU.
     let (enc, report) = select_encoder(model.clone(), BackendChoice::Cpu, || panic!("opened")).unwrap();
-    assert!(matches!(enc, AnyEncoder::Cpu(_)) && report.fallback_reason.is_none());
+    assert!(matches!(enc, AnyEncoder::Cpu(_)) && report.fallback_reason().is_none());
     // With an adapter: Auto takes a hardware GPU but not a software one (slower than the
     // CPU path; it says so); Gpu takes any; both backends give the same states.
     let Some(ctx) = context() else { return };
     if ctx.adapter.is_fallback {
         let (auto, report) = select_encoder(model.clone(), BackendChoice::Auto, || Ok(ctx)).unwrap();
         assert!(matches!(auto, AnyEncoder::Cpu(_)));
-        assert!(report.fallback_reason.unwrap().contains("only a software adapter"));
+        assert!(report.fallback_reason().unwrap().contains("only a software adapter"));
     } else {
         let (auto, _) = select_encoder(model.clone(), BackendChoice::Auto, || Ok(ctx)).unwrap();
         assert!(matches!(auto, AnyEncoder::Gpu(_)));
