@@ -123,6 +123,11 @@ pub struct TrainArgs {
     /// Seed of the shuffling, the dev split and the new head (0 to 18446744073709551615).
     #[arg(long, default_value_t = defaults().seed)]
     pub seed: u64,
+    /// Task score: what the model reads beside each candidate: candidate,
+    /// candidate+question (the default) or candidate+question+reference (the first
+    /// reference). The trained config.json keeps it, so predictions read the same.
+    #[arg(long, value_name = "INPUT", value_parser = crate::model::score::ScoreInput::NAMES)]
+    pub score_input: Option<String>,
     /// Keep empty MCQA options as candidates (by default, as in evaluation, an empty option
     /// is no candidate: the example has no input for it).
     #[arg(long)]
@@ -210,6 +215,7 @@ pub(super) fn train(a: TrainArgs) -> Result<()> {
         warmup: a.warmup,
         dropout: a.dropout,
         length: a.length.clone().unwrap_or_default(),
+        score_input: a.score_input.clone().unwrap_or_default(),
         patience: a.patience,
         seed: a.seed,
         select_by: a.select_by.clone().unwrap_or_default(),

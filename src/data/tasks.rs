@@ -106,8 +106,8 @@ pub const TASKS: [TaskFacts; 5] = [
         head: Head::Regression,
         labels: &[],
         metric: Metric::Spearman,
-        input: "the candidate | the question, then the first reference",
-        truncation: "the longer of candidate and question-and-reference first, each from its end (the reference before the question)",
+        input: "the candidate | what --score-input adds: the question (the default), or the question then the first reference",
+        truncation: "the longer segment first (the candidate, or what is read beside it), each from its end (the reference before the question)",
     },
 ];
 

@@ -136,6 +136,9 @@ pub struct TrainForm {
     pub dropout: Option<f64>,
     /// `folder`, `full`, or empty for the recipe's.
     pub length: String,
+    /// The score task: what the model reads beside each candidate (`candidate`,
+    /// `candidate+question`, `candidate+question+reference`), or empty for the default.
+    pub score_input: String,
     pub patience: usize,
     pub seed: u64,
     /// `accuracy`, `macro-f1`, `loss`, or empty for the task's metric.
@@ -169,6 +172,7 @@ impl Default for TrainForm {
             warmup: o.warmup_ratio,
             dropout: None,
             length: String::new(),
+            score_input: String::new(),
             patience: o.patience,
             seed: o.seed,
             select_by: String::new(),
@@ -219,6 +223,21 @@ impl TrainForm {
         let freeze = non_empty(&self.freeze).map_or(Ok(values.freeze), parse_freeze)?;
         let length = non_empty(&self.length).map_or(Ok(values.length), Length::parse)?;
         let dropout = self.dropout.or(values.dropout).map(|p| Dropout { hidden: p, attention: p });
+        let score_input = match non_empty(&self.score_input) {
+            None => crate::model::score::ScoreInput::default(),
+            Some(_) if task != TrainTask::Score => {
+                return Err(Error::option(
+                    "score_input",
+                    "applies to task score only (a metric learned from human scores)",
+                ))
+            }
+            Some(name) => crate::model::score::ScoreInput::parse(name).ok_or_else(|| {
+                Error::option(
+                    "score_input",
+                    format!("{name}: expected {}", crate::model::score::ScoreInput::NAMES.join(", ")),
+                )
+            })?,
+        };
         let chosen_by = match non_empty(&self.recipe) {
             Some(_) => "--recipe".to_string(),
             None => format!("the default where training runs ({})", if on_gpu { "a GPU" } else { "the CPU" }),
@@ -238,6 +257,7 @@ impl TrainForm {
             class_weights: non_empty(&self.class_weights).map(crate::train::ClassWeights::parse).transpose()?,
             dropout,
             length,
+            score_input,
             recipe: Some(AppliedRecipe { name: recipe, chosen_by, values, overridden }),
         };
         Ok(TrainRequest {
@@ -510,7 +530,13 @@ fn read_examples(
             }
             let (candidates, warnings) = crate::data::candidates::parse_candidates(&file.name, &file.text)?;
             summary.warnings.extend(warnings.iter().map(|w| w.to_string()));
-            return t::examples_from_candidates(&file.name, &candidates, labels, &base.tokenizer);
+            return t::examples_from_candidates(
+                &file.name,
+                &candidates,
+                labels,
+                &base.tokenizer,
+                req.options.score_input,
+            );
         }
         TrainTask::Criterion => {
             if !is_rubric(&file.text) {

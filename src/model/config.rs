@@ -99,6 +99,9 @@ pub struct EncoderConfig {
     /// A score model's outputs (`problem_type: "regression"`): one per label (a human score
     /// dimension) and how to read them as scores ([`ScoreScale`]); `None` for a classifier.
     pub score_scale: Option<ScoreScale>,
+    /// What a score model reads beside the candidate ([`SCORE_INPUT_KEY`]; no meaning for
+    /// other models).
+    pub score_input: crate::model::score::ScoreInput,
     /// The dropout probabilities the model was made with, where its config says them
     /// (training only: inference never drops anything).
     pub dropout: ConfigDropout,
@@ -138,6 +141,24 @@ impl ScoreScale {
 
 /// The `config.json` key of a score model's [`ScoreScale`].
 pub const SCORE_SCALE_KEY: &str = "medrank_score_scale";
+
+/// The `config.json` key of what a score model reads beside the candidate
+/// (`model::score::ScoreInput`'s names); a score model without it was trained before the
+/// choice existed and reads the question and the first reference.
+pub const SCORE_INPUT_KEY: &str = "medrank_score_input";
+
+/// A score model's [`SCORE_INPUT_KEY`], which no other model has.
+fn score_input(v: &Fields, regression: bool) -> Result<crate::model::score::ScoreInput> {
+    use crate::model::score::ScoreInput;
+    match (v.string(SCORE_INPUT_KEY)?, regression) {
+        (None, _) => Ok(ScoreInput::WithReference),
+        (Some(_), false) => {
+            Err(v.error(SCORE_INPUT_KEY, "only a regression model (problem_type \"regression\") has a score input"))
+        }
+        (Some(name), true) => ScoreInput::parse(name)
+            .ok_or_else(|| v.error(SCORE_INPUT_KEY, format!("`{name}`: expected {}", ScoreInput::NAMES.join(", ")))),
+    }
+}
 
 /// `hidden_dropout_prob` and `attention_probs_dropout_prob` (DistilBERT: `dropout` and
 /// `attention_dropout`) of a `config.json`, each a probability from 0 to 1 when present.
@@ -434,6 +455,7 @@ impl EncoderConfig {
             labels: labels.iter().map(|s| s.to_string()).collect(),
             max_seq_length: None,
             score_scale: None,
+            score_input: crate::model::score::ScoreInput::default(),
             dropout: ConfigDropout::default(),
             options: match arch {
                 // DeBERTa-v3's shape: relative positions only, 8 buckets over 32 distances.
@@ -672,6 +694,7 @@ impl EncoderConfig {
         };
         let labels = label_map(&v)?;
         let score_scale = score_scale(&v, head, &labels)?;
+        let score_input = score_input(&v, score_scale.is_some())?;
         let positions = max_position_embeddings - position_offset;
         let limit_range = SizeRange { min: 2, max: positions.max(2), what: "a whole number of tokens" };
         let max_seq_length = match v.get(MAX_SEQ_LENGTH_KEY) {
@@ -714,6 +737,7 @@ impl EncoderConfig {
             labels,
             max_seq_length,
             score_scale,
+            score_input,
             dropout,
             options,
         })
@@ -815,6 +839,7 @@ impl EncoderConfig {
                 .map(|(j, l)| (l.clone(), serde_json::json!({"mean": scale.mean[j], "std": scale.std[j]})))
                 .collect();
             o.insert(SCORE_SCALE_KEY.into(), Value::Object(by_label));
+            o.insert(SCORE_INPUT_KEY.into(), self.score_input.name().into());
         }
         let distil = self.arch == Arch::DistilBert;
         for (bert, distilbert, p) in [
@@ -905,8 +930,10 @@ mod tests {
 
     #[test]
     fn a_score_models_scale_is_written_read_back_and_checked() {
+        use crate::model::score::ScoreInput;
         let mut c = EncoderConfig::tiny(Arch::Bert, 1, HeadKind::SequenceClassification, &["overall", "recall"]);
         c.score_scale = Some(ScoreScale { mean: vec![46.5, 3.0], std: vec![35.25, 0.5] });
+        c.score_input = ScoreInput::Candidate;
         let text = c.to_json();
         let v: Value = serde_json::from_str(&text).unwrap();
         assert_eq!((v["problem_type"].as_str(), v["num_labels"].as_u64()), (Some("regression"), Some(2)));
@@ -919,6 +946,12 @@ mod tests {
         plain.as_object_mut().unwrap().remove(SCORE_SCALE_KEY);
         let read = EncoderConfig::from_json("m/config.json", &plain.to_string()).unwrap();
         assert_eq!(read.score_scale, Some(ScoreScale::identity(2)));
+        assert_eq!(v[SCORE_INPUT_KEY], "candidate");
+        // A score model from before the choice: it reads the question and the first reference.
+        let mut older = v.clone();
+        older.as_object_mut().unwrap().remove(SCORE_INPUT_KEY);
+        let read = EncoderConfig::from_json("m/config.json", &older.to_string()).unwrap();
+        assert_eq!(read.score_input, ScoreInput::WithReference);
         let refused = |edit: &dyn Fn(&mut Value)| {
             let mut bad = v.clone();
             edit(&mut bad);
@@ -943,6 +976,11 @@ mod tests {
         );
         assert!(refused(&|b| b["architectures"] = serde_json::json!(["BertModel"]))
             .contains("a regression model is a *ForSequenceClassification model"));
+        assert_eq!(
+            refused(&|b| b[SCORE_INPUT_KEY] = "answer".into()),
+            "m/config.json: field `medrank_score_input`: `answer`: expected candidate, candidate+question, \
+             candidate+question+reference"
+        );
     }
 
     fn refused(key: &str, value: &str) -> String {

@@ -277,14 +277,14 @@ pub fn score_dimensions(candidates: &[Candidate]) -> Vec<String> {
 /// Examples of the `score` task from the candidates of metrics JSONL file `file`
 /// (FORMATS.md section 6): one per line with a human score of at least one of
 /// `dimensions` (the head's outputs), its input the score pair
-/// (`model::score::score_input`: the candidate, then the question and the first
-/// reference). Lines without such a score are left out (listed), and so are dimensions
+/// (`model::score::score_input`: the candidate, then what `input` adds). Lines without such a score are left out (listed), and so are dimensions
 /// the head does not have (named). Example ids: `ID@SYSTEM`.
 pub fn examples_from_candidates(
     file: &str,
     candidates: &[Candidate],
     dimensions: &[String],
     tokenizer: &TextTokenizer,
+    input: crate::model::score::ScoreInput,
 ) -> Result<TrainData> {
     let mut out = TrainData::default();
     for c in candidates {
@@ -300,9 +300,9 @@ pub fn examples_from_candidates(
             out.counts.unscored.push(id);
             continue;
         }
-        let input = score_input(tokenizer, file, c)?;
+        let encoded = score_input(tokenizer, file, c, input)?;
         let scores = Some(ScoreTargets { batch: c.batch.clone(), scores });
-        out.examples.push(TrainExample { id, inputs: vec![input], gold: 0, scores });
+        out.examples.push(TrainExample { id, inputs: vec![encoded], gold: 0, scores });
     }
     out.counts.examples = out.examples.len();
     Ok(out)

@@ -49,6 +49,9 @@ pub struct TrainOptions {
     pub dropout: Option<Dropout>,
     /// How long the inputs may be (the job layer tokenises with it).
     pub length: Length,
+    /// The score task: what the model reads beside each candidate (the job layer encodes
+    /// with it; the trained config.json keeps it).
+    pub score_input: crate::model::score::ScoreInput,
     /// The recipe the options came from, when one did (recorded in the log).
     pub recipe: Option<AppliedRecipe>,
 }
@@ -186,6 +189,7 @@ impl Default for TrainOptions {
             class_weights: None,
             dropout: Some(Dropout::NONE),
             length: Length::Folder,
+            score_input: crate::model::score::ScoreInput::default(),
             recipe: None,
         }
     }

@@ -230,6 +230,8 @@ impl Trainer {
         // The score task's targets are standardised with the training set's scale, which
         // the saved config keeps (its predictions are read back with it).
         model.config.score_scale = regression.then(|| scores::scale_of(&train_set, labels)).transpose()?;
+        // ... and what it read of each candidate, so that predictions read the same.
+        model.config.score_input = opts.score_input;
         // The trained model is run with the limit it was trained with: recorded in its
         // config.json when it is below the position table's (all-MiniLM-L6-v2's
         // sentence_bert_config.json says 256 of 512; the trained folder has no such file,

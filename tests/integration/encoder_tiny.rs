@@ -38,6 +38,7 @@ fn tiny(arch: Arch, head: HeadKind, labels: &[&str]) -> EncoderConfig {
         labels: labels.iter().map(|s| s.to_string()).collect(),
         max_seq_length: None,
         score_scale: None,
+        score_input: Default::default(),
         dropout: Default::default(),
         options: medrank::model::config::ArchOptions::None,
     }

@@ -357,6 +357,7 @@ fn the_trained_head_leaves_empty_options_out_of_its_softmax() {
         labels: Vec::new(),
         max_seq_length: None,
         score_scale: None,
+        score_input: Default::default(),
         dropout: Default::default(),
         options: medrank::model::config::ArchOptions::None,
     };

@@ -45,7 +45,10 @@ pub fn predict_scores(model: &TextModel, candidates: &[Candidate]) -> Result<Lea
             model.name
         )));
     };
-    let inputs = candidates.iter().map(|c| score_input(&model.tokenizer, CANDIDATES, c)).collect::<Result<Vec<_>>>()?;
+    let inputs = candidates
+        .iter()
+        .map(|c| score_input(&model.tokenizer, CANDIDATES, c, config.score_input))
+        .collect::<Result<Vec<_>>>()?;
     let refs: Vec<_> = inputs.iter().collect();
     let outputs = run_ready(head_logits(&model.encoder, &model.tokenizer, &refs, DEFAULT_BATCH))?;
     let scores =
