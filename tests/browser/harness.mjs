@@ -197,7 +197,8 @@ export async function pageTrain(page, c, name, backend = 'cpu') {
   const s = c.settings;
   await page.selectOption('#opt-backend', backend);
   await page.setInputFiles('#train-file', c.file);
-  await page.waitForFunction(() => /instances/.test(document.querySelector('#train-file-info').textContent), null, {
+  // A bundle's, HiTZ file's or rubric file's instances; a metrics file's scored candidates.
+  await page.waitForFunction(() => /instances|candidates/.test(document.querySelector('#train-file-info').textContent), null, {
     timeout: 30000,
   });
   await page.selectOption('#train-task', c.task);
