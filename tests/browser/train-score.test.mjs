@@ -10,7 +10,7 @@ import { existsSync, mkdtempSync, readFileSync, writeFileSync, readdirSync, rmSy
 import { execFileSync } from 'node:child_process';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { openApp, cli, pageTrain, ROOT, SITE } from './harness.mjs';
+import { openApp, cli, cliTrain, pageTrain, ROOT, SITE } from './harness.mjs';
 
 const MODEL = join(ROOT, 'models/all-MiniLM-L6-v2');
 const haveModel =
@@ -27,6 +27,7 @@ function firstLines(file, n, name) {
 
 // Small, for a short test: two batches of 15 stories' summaries to train on, one batch to
 // pick the epoch, one to score; the head alone, two epochs.
+// As `cliTrain` and `pageTrain` take a case: the same options for the CLI and the form.
 const CASE = {
   file: firstLines('train.jsonl', 30, 'train-30.jsonl'),
   dev: firstLines('dev.jsonl', 15, 'dev-15.jsonl'),
@@ -46,39 +47,6 @@ after(async () => {
   rmSync(work, { recursive: true, force: true });
 });
 
-/** `medrank train --task score` with the case's options; its train_log.json. */
-function cliTrain(out) {
-  const s = CASE.settings;
-  cli([
-    'train',
-    '--model',
-    MODEL,
-    '--task',
-    'score',
-    '--train',
-    CASE.file,
-    '--dev',
-    CASE.dev,
-    '--recipe',
-    'fast',
-    '--freeze',
-    CASE.freeze,
-    '--epochs',
-    String(s.epochs),
-    '--lr',
-    String(s.lr),
-    '--batch-size',
-    String(s.batch),
-    '--patience',
-    String(s.patience),
-    '--seed',
-    String(s.seed),
-    '--out',
-    out,
-  ]);
-  return JSON.parse(readFileSync(join(out, 'train_log.json'), 'utf8'));
-}
-
 /** `medrank metrics --learned FOLDER` on the scored slice: its JSON report. */
 function learnedMetrics(folder, name) {
   const report = join(work, name);
@@ -94,7 +62,7 @@ test(
   async () => {
     const { page } = app;
     const cliFolder = join(work, 'cli-score');
-    const cliLog = cliTrain(cliFolder);
+    const cliLog = cliTrain(CASE, cliFolder);
     // The form offers the task for a metrics file, with its human score dimensions.
     const trained = await pageTrain(page, CASE, 'page-score');
     const info = await page.textContent('#train-file-info');
