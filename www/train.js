@@ -9,7 +9,7 @@ import { zipStored } from './zip.js';
 const $ = (sel) => document.querySelector(sel);
 
 /** The names of the dev metrics that pick the best epoch (`select_by` in the reports). */
-const METRIC_NAMES = { accuracy: 'accuracy', macro_f1: 'macro-F1', loss: 'loss' };
+const METRIC_NAMES = { accuracy: 'accuracy', macro_f1: 'macro-F1', loss: 'loss', spearman: 'Spearman' };
 
 /** ctx: {ask, state, selectedModel, updateRunButtons, announce}. */
 export function wireTraining(ctx) {
@@ -109,6 +109,7 @@ export function wireTraining(ctx) {
       bundle: 'instances, argument bundle',
       hitz: 'instances, HiTZ MCQA file (the argument is in the question)',
       rubric: 'responses, rubric file (the criteria judged by met or met_by train a grader for the Grade step)',
+      metrics: `scored candidates, metrics JSONL file (a metric learned from the human scores: ${choices.dimensions?.join(', ')})`,
     }[choices.format];
     $('#train-file-info').textContent =
       `${choices.instances} ${what}` +
@@ -212,9 +213,15 @@ export function wireTraining(ctx) {
         best: report.best_epoch,
         stopped: outcome.stopped_at != null ? { epoch: outcome.stopped_at, text: outcome.stopped_text } : null,
       });
+      // A score model has no accuracy: its quadratic kappa stands beside Spearman.
+      const bestScores = report.curve[report.best_epoch - 1]?.dev_scores;
       const sentences = [
         `Best epoch ${report.best_epoch}: dev ${metric} ${report.best_dev_metric.toFixed(4)}` +
-          (metric === 'accuracy' ? '' : ` (dev accuracy ${report.best_dev_accuracy.toFixed(4)})`) +
+          (bestScores
+            ? ` (dev kappa ${figure(bestScores.kappa)})`
+            : metric === 'accuracy'
+              ? ''
+              : ` (dev accuracy ${report.best_dev_accuracy.toFixed(4)})`) +
           (outcome.stopped_text ? `; ${outcome.stopped_text}` : '') +
           '.',
         outcome.baseline_text && `Beside it, ${outcome.baseline_text}.`,
@@ -232,6 +239,7 @@ export function wireTraining(ctx) {
         report.truncation_warning && `Note: ${report.truncation_warning}.`,
       ];
       $('#train-result').replaceChildren(
+        ...(report.curve.some((e) => e.dev_scores) ? [scoreEpochs(report.curve, report.best_epoch)] : []),
         ...(outcome.baseline_warning
           ? [el('p', { class: 'train-baseline-warning' }, `Warning: ${outcome.baseline_warning}.`)]
           : []),
@@ -260,6 +268,32 @@ export function wireTraining(ctx) {
       ctx.updateRunButtons();
       updateButton();
     }
+  }
+
+  /** A figure that may be undefined (null: kappa of scores that are not whole numbers). */
+  function figure(v) {
+    return v == null ? 'undefined' : v.toFixed(4);
+  }
+
+  /** A score model's dev figures per epoch: Spearman (which picks the epoch) with
+   *  quadratic kappa beside it, as `medrank train --task score` prints them. */
+  function scoreEpochs(curve, best) {
+    return el(
+      'ol',
+      { id: 'train-score-epochs' },
+      ...curve.map((e) =>
+        el(
+          'li',
+          {
+            'data-epoch': e.epoch,
+            'data-spearman': e.dev_scores?.spearman ?? '',
+            'data-kappa': e.dev_scores?.kappa ?? '',
+          },
+          `Epoch ${e.epoch}: dev Spearman ${figure(e.dev_scores?.spearman)}, dev kappa ${figure(e.dev_scores?.kappa)}` +
+            (e.epoch === best ? ' (picked)' : ''),
+        ),
+      ),
+    );
   }
 
   /** Where the features were computed; why the GPU was not used is said after the
@@ -384,7 +418,7 @@ export function wireTraining(ctx) {
           'li',
           { 'data-id': m.id },
           el('code', {}, m.name),
-          ` — ${m.task}, arguments ${m.arguments}${m.freeze ? `, trained ${m.freeze}` : ''}, best epoch ${m.best_epoch} by ${trainedFigure(m)}, on ${m.base}, ${m.created.slice(0, 16).replace('T', ' ')} `,
+          ` — ${m.task}${m.task === 'score' ? '' : `, arguments ${m.arguments}`}${m.freeze ? `, trained ${m.freeze}` : ''}, best epoch ${m.best_epoch} by ${trainedFigure(m)}, on ${m.base}, ${m.created.slice(0, 16).replace('T', ' ')} `,
           get,
           ' ',
           del,

@@ -489,7 +489,12 @@ fn request_labels(req: &TrainRequest) -> Result<Vec<String>> {
     if req.task != TrainTask::Score {
         return Ok(req.task.labels());
     }
-    let file = &req.train;
+    Ok(score_file(&req.train)?.1)
+}
+
+/// A score task's training file read: its candidates and their human score dimensions in
+/// order of first appearance, refused when it is not a metrics file or has no human score.
+fn score_file(file: &NamedText) -> Result<(Vec<crate::data::candidates::Candidate>, Vec<String>)> {
     if !is_candidates(&file.text) {
         return Err(not_candidates(file));
     }
@@ -501,7 +506,7 @@ fn request_labels(req: &TrainRequest) -> Result<Vec<String>> {
             "no line has a human score (`human`): task score learns a metric from them",
         ));
     }
-    Ok(dimensions)
+    Ok((candidates, dimensions))
 }
 
 fn not_candidates(file: &NamedText) -> Error {
@@ -1025,7 +1030,7 @@ pub fn gpu_of(encoder: &crate::gpu::AnyEncoder) -> Option<&crate::gpu::context::
 /// HiTZ MCQA file, the tasks of its instances and the systems whose arguments it holds.
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct TrainingChoices {
-    /// "bundle", "hitz" or "rubric".
+    /// "bundle", "hitz", "rubric" or "metrics".
     pub format: &'static str,
     pub tasks: Vec<&'static str>,
     pub systems: Vec<String>,
@@ -1034,6 +1039,10 @@ pub struct TrainingChoices {
     /// The choice the page's form starts at ([`default_argument`]).
     pub default_argument: String,
     pub instances: usize,
+    /// A metrics file's human score dimensions (the score task's outputs, in order of
+    /// first appearance); empty for the other formats.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub dimensions: Vec<String>,
 }
 
 /// One argument a training instance can carry, as `--arguments` takes it, in words, and
@@ -1118,6 +1127,20 @@ pub fn training_choices(file: &NamedText) -> Result<TrainingChoices> {
             arguments: argument_choices(&[]),
             default_argument: default_argument(&[]),
             instances: examples,
+            dimensions: Vec::new(),
+        });
+    }
+    if is_candidates(&file.text) {
+        // Task score's file: read as its training reads it, refused as it would be there.
+        let (candidates, dimensions) = score_file(file)?;
+        return Ok(TrainingChoices {
+            format: "metrics",
+            tasks: vec![SCORE.name],
+            systems: Vec::new(),
+            arguments: argument_choices(&[]),
+            default_argument: default_argument(&[]),
+            instances: candidates.len(),
+            dimensions,
         });
     }
     if is_bundle(&file.text) {
@@ -1130,6 +1153,7 @@ pub fn training_choices(file: &NamedText) -> Result<TrainingChoices> {
             default_argument: default_argument(&bundle.systems),
             systems: bundle.systems.clone(),
             instances: bundle.instances.len(),
+            dimensions: Vec::new(),
         })
     } else {
         let (items, _) = crate::data::parse_hitz(&file.name, &file.text)?;
@@ -1140,6 +1164,7 @@ pub fn training_choices(file: &NamedText) -> Result<TrainingChoices> {
             arguments: argument_choices(&[]),
             default_argument: default_argument(&[]),
             instances: items.len(),
+            dimensions: Vec::new(),
         })
     }
 }

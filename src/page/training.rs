@@ -17,7 +17,8 @@ use crate::train::{Baseline, EpochLog, SelectBy, TrainEvent};
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(default)]
 pub struct TrainPageRequest {
-    /// The training file: an argument bundle, a HiTZ MCQA file or a rubric file.
+    /// The training file: an argument bundle, a HiTZ MCQA file, a rubric file or (task
+    /// score) a metrics JSONL file with human scores.
     pub train: Option<NamedText>,
     /// The dev file; without one, the form's `dev_split` of the training file.
     pub dev: Option<NamedText>,
@@ -59,11 +60,9 @@ impl FormDescription {
     pub fn new() -> Result<FormDescription> {
         // The page's frozen encoder runs where its Model section says (WebGPU when there is one).
         let defaults = jobs::TrainForm { backend: jobs::RunOptions::page().backend, ..Default::default() };
-        // The score task is not in the page's form yet (issue 43: the page trains it later).
-        let tasks = jobs::TrainTask::all()
-            .filter(|t| *t != jobs::TrainTask::Score)
-            .map(|t| TaskChoice { name: t.name(), label: t.label() })
-            .collect();
+        // Every task of the task table, the score task (a metric learned from human
+        // scores, issue 43) included.
+        let tasks = jobs::TrainTask::all().map(|t| TaskChoice { name: t.name(), label: t.label() }).collect();
         let recipes = jobs::recipe_choices();
         Ok(FormDescription { defaults, tasks, arguments: jobs::argument_choices(&[]), recipes })
     }
@@ -607,6 +606,44 @@ mod tests {
         assert_eq!((req.options.epochs, req.options.learning_rate), (3, 0.01));
         assert!(matches!(req.dev, jobs::DevData::File(ref f) if f.name == "d.jsonl"));
         assert_eq!(backend, BackendChoice::Gpu);
+    }
+
+    #[test]
+    fn the_form_offers_the_score_task_and_reads_a_metrics_file_as_its_training_data() {
+        // Every task of the table, the score task among them, with its label.
+        let tasks = FormDescription::new().unwrap().tasks;
+        assert_eq!(tasks.iter().map(|t| t.name).collect::<Vec<_>>(), jobs::TrainTask::NAMES);
+        let score = tasks.iter().find(|t| t.name == "score").unwrap();
+        assert_eq!(score.label, jobs::TrainTask::Score.label());
+        // A metrics file (FORMATS.md section 6, two lines, one with two human scores, one
+        // with a third dimension) offers the score task alone, without arguments, with its
+        // dimensions in order of first appearance.
+        let text = concat!(
+            r#"{"id": "a", "system": "s", "candidate": "x", "references": ["y"], "human": {"overall": 3, "correctness": 4}}"#,
+            "\n",
+            r#"{"id": "b", "system": "s", "candidate": "z", "references": ["y"], "human": {"selection": 2}}"#,
+            "\n"
+        );
+        let choices = jobs::training_choices(&NamedText::new("m.jsonl", text)).unwrap();
+        assert_eq!((choices.format, choices.tasks.as_slice(), choices.instances), ("metrics", ["score"].as_slice(), 2));
+        assert_eq!(choices.dimensions, ["overall", "correctness", "selection"]);
+        assert_eq!(choices.default_argument, "none");
+        // The form's request with it trains task score on that file and a dev file of the
+        // same kind, with the options as `medrank train`'s flags name them.
+        let (req, _) = form(serde_json::json!({
+            "train": {"name": "m.jsonl", "text": text}, "dev": {"name": "d.jsonl", "text": text},
+            "task": "score", "arguments": "none", "freeze": "head", "epochs": 2, "seed": 11, "length": "full"
+        }))
+        .to_request(false)
+        .unwrap();
+        assert_eq!(req.task, jobs::TrainTask::Score);
+        assert_eq!((req.options.freeze, req.options.epochs, req.options.seed), (Freeze::HeadOnly, 2, 11));
+        assert_eq!(req.options.length, crate::train::Length::Full);
+        assert!(matches!(req.dev, jobs::DevData::File(ref f) if f.name == "d.jsonl"));
+        // A metrics file without human scores has nothing to learn from: refused, named.
+        let unscored = r#"{"id": "a", "system": "s", "candidate": "x", "references": ["y"]}"#;
+        let e = jobs::training_choices(&NamedText::new("u.jsonl", unscored)).unwrap_err().to_string();
+        assert!(e.contains("u.jsonl") && e.contains("no line has a human score"), "{e}");
     }
 
     #[test]

@@ -197,7 +197,8 @@ export async function pageTrain(page, c, name, backend = 'cpu') {
   const s = c.settings;
   await page.selectOption('#opt-backend', backend);
   await page.setInputFiles('#train-file', c.file);
-  await page.waitForFunction(() => /instances/.test(document.querySelector('#train-file-info').textContent), null, {
+  // A bundle's, HiTZ file's or rubric file's instances; a metrics file's scored candidates.
+  await page.waitForFunction(() => /instances|candidates/.test(document.querySelector('#train-file-info').textContent), null, {
     timeout: 30000,
   });
   await page.selectOption('#train-task', c.task);
@@ -232,6 +233,43 @@ export async function screenshot(page, name) {
 /** Run the medrank CLI and return its stdout (throws with stderr on failure). */
 export function cli(args, cwd = ROOT) {
   return execFileSync(medrankBin(), args, { cwd, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+}
+
+/** `medrank train` with a training case's options (as `pageTrain` fills the form: its file,
+ *  dev file or split, task, arguments, recipe, freeze and settings; `c.model` or the bundled
+ *  model); returns the folder's train_log.json. */
+export function cliTrain(c, out) {
+  const s = c.settings;
+  const dev = c.dev ? ['--dev', c.dev] : ['--dev-split', String(s.split)];
+  cli([
+    'train',
+    '--model',
+    c.model || join(ROOT, 'models/all-MiniLM-L6-v2'),
+    '--train',
+    c.file,
+    ...dev,
+    '--task',
+    c.task,
+    '--arguments',
+    c.arguments,
+    '--recipe',
+    c.recipe || 'fast',
+    '--freeze',
+    c.freeze || 'head',
+    '--epochs',
+    String(s.epochs),
+    '--lr',
+    String(s.lr),
+    '--batch-size',
+    String(s.batch),
+    '--patience',
+    String(s.patience),
+    '--seed',
+    String(s.seed),
+    '--out',
+    out,
+  ]);
+  return JSON.parse(readFileSync(join(out, 'train_log.json'), 'utf8'));
 }
 
 /** Does this medrank binary know a subcommand? (The CLI grows while the page does.) */

@@ -10,7 +10,7 @@ import { existsSync, mkdtempSync, readFileSync, writeFileSync, readdirSync, rmSy
 import { execFileSync } from 'node:child_process';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { openApp, upload, run, setOptions, cli, pageTrain, ROOT, SITE, EXAMPLES } from './harness.mjs';
+import { openApp, upload, run, setOptions, cli, cliTrain, pageTrain, ROOT, SITE, EXAMPLES } from './harness.mjs';
 import { writeRandomBert } from './random-model.mjs';
 
 const MODEL = join(ROOT, 'models/all-MiniLM-L6-v2');
@@ -55,40 +55,6 @@ after(async () => {
   // The work folder holds trained models and a 440 MB base-size checkpoint.
   rmSync(work, { recursive: true, force: true });
 });
-
-function cliTrain(c, out) {
-  const s = c.settings;
-  const dev = c.dev ? ['--dev', c.dev] : ['--dev-split', String(s.split)];
-  cli([
-    'train',
-    '--model',
-    c.model || MODEL,
-    '--train',
-    c.file,
-    ...dev,
-    '--task',
-    c.task,
-    '--arguments',
-    c.arguments,
-    '--recipe',
-    c.recipe || 'fast',
-    '--freeze',
-    c.freeze || 'head',
-    '--epochs',
-    String(s.epochs),
-    '--lr',
-    String(s.lr),
-    '--batch-size',
-    String(s.batch),
-    '--patience',
-    String(s.patience),
-    '--seed',
-    String(s.seed),
-    '--out',
-    out,
-  ]);
-  return JSON.parse(readFileSync(join(out, 'train_log.json'), 'utf8'));
-}
 
 /** (instance, system) -> probs by label, from `medrank evaluate --save-predictions` CSV. */
 function cliPredictions(csvPath) {
