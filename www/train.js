@@ -100,10 +100,17 @@ export function wireTraining(ctx) {
     explain();
   }
 
+  // What a score model reads beside each answer (`--score-input`) is the score task's choice only.
+  const showScoreInput = () => {
+    $('#train-score-input-label').hidden = $('#train-task').value !== 'score';
+  };
+  $('#train-task').addEventListener('change', showScoreInput);
+
   function showChoices(choices) {
     const tasks = $('#train-task');
     for (const option of tasks.options) option.disabled = !choices.tasks.includes(option.value);
     if (!choices.tasks.includes(tasks.value)) tasks.value = choices.tasks[0];
+    showScoreInput();
     showArguments(choices.arguments, choices.default_argument);
     const what = {
       bundle: 'instances, argument bundle',
@@ -141,6 +148,7 @@ export function wireTraining(ctx) {
     for (const field of document.querySelectorAll('[data-train]')) {
       // An empty number is the recipe's (or the default): left out, as a flag not given.
       if (field.type === 'number' && field.value.trim() === '') continue;
+      if (field.id === 'train-score-input' && $('#train-task').value !== 'score') continue;
       out[field.dataset.train] = field.type === 'number' ? Number(field.value) : field.value;
     }
     if (!split) delete out.dev_split;

@@ -206,6 +206,7 @@ export async function pageTrain(page, c, name, backend = 'cpu') {
   // The recipe named, as the CLI's comparison names it (on a GPU the default is finetune).
   await page.selectOption('#train-recipe', c.recipe || 'fast');
   await page.selectOption('#train-freeze', c.freeze || 'head');
+  if (c.scoreInput) await page.selectOption('#train-score-input', c.scoreInput);
   if (c.dev)
     await page.setInputFiles('#train-dev-file', c.dev); // picks "a file"
   else await page.check('input[name=train-dev][value=split]');
@@ -266,6 +267,7 @@ export function cliTrain(c, out) {
     String(s.patience),
     '--seed',
     String(s.seed),
+    ...(c.scoreInput ? ['--score-input', c.scoreInput] : []),
     '--out',
     out,
   ]);

@@ -34,6 +34,8 @@ const CASE = {
   task: 'score',
   arguments: 'none',
   freeze: 'head',
+  // What the score model reads (`--score-input`; the form shows the choice for task score).
+  scoreInput: 'candidate',
   settings: { epochs: 2, lr: 0.001, batch: 8, patience: 2, seed: 7, split: 0.2 },
 };
 const SCORED = firstLines('test.jsonl', 15, 'test-15.jsonl');
@@ -122,6 +124,7 @@ test(
     ]);
     const config = JSON.parse(readFileSync(join(folder, 'config.json'), 'utf8'));
     assert.equal(config.problem_type, 'regression');
+    assert.equal(config.medrank_score_input, 'candidate', 'the answer alone, as chosen in the form');
     assert.equal(JSON.parse(readFileSync(join(folder, 'train_log.json'), 'utf8')).task, 'score');
     const fromPage = learnedMetrics(folder, 'page-metrics.json');
     const fromCli = learnedMetrics(cliFolder, 'cli-metrics.json');
