@@ -61,8 +61,17 @@ impl<E> Default for MetricModels<'_, E> {
 }
 
 /// [`metrics_on`] with the models on their own CPU encoders (the CLI).
+/// The arithmetic BERTScore ran in is said before its convention (the page's runs say it
+/// with the backend, `kept::describe_run`).
 pub fn metrics_with(req: &MetricsRequest, models: &MetricModels) -> Result<Outcome<MetricsReport>> {
-    crate::model::run_ready(metrics_on(req, models))
+    let mut outcome = crate::model::run_ready(metrics_on(req, models))?;
+    if let Some((model, ..)) = &models.bertscore {
+        let conventions = &mut outcome.report.provenance.conventions;
+        let at = conventions.iter().position(|(key, _)| key == "bertscore").unwrap_or(conventions.len());
+        let precision = crate::model::describe_precision(model.encoder.model.precision);
+        conventions.insert(at, ("precision".into(), precision));
+    }
+    Ok(outcome)
 }
 
 /// Reference-based metrics, plus what `models` compute, plus the combinations the options
@@ -101,10 +110,6 @@ pub async fn metrics_on<E: Encoder>(
     }
     if let Some((section, model, fingerprints)) = bertscore {
         report.provenance.inputs.extend(fingerprints);
-        report
-            .provenance
-            .conventions
-            .push(("precision".into(), crate::model::describe_precision(model.encoder.model.precision)));
         report.provenance.conventions.push(("bertscore".into(), describe_bertscore(&section, &model.name)));
         report.bertscore = Some(section);
     }
@@ -523,5 +528,106 @@ mod tests {
         // No scorer named: every built-in metric but SMOG.
         let r = metrics(&request(text, None, "")).unwrap().report;
         assert_eq!(r.combination.unwrap().scorers, ["rouge1", "rouge2", "rougeL", "rougeLsum", "repscore"]);
+    }
+
+    /// The files of a random tiny score model (one output, `overall`, on a scale of mean 3
+    /// and deviation 1) or, with `score: false`, the same encoder with no head.
+    fn tiny_model_files(score: bool) -> crate::model::ModelFiles {
+        use crate::model::config::{Arch, EncoderConfig, HeadKind, ScoreScale};
+        let (head, labels): (_, &[&str]) =
+            if score { (HeadKind::SequenceClassification, &["overall"]) } else { (HeadKind::None, &[]) };
+        let config = EncoderConfig {
+            vocab_size: 30522,
+            score_scale: score.then(|| ScoreScale { mean: vec![3.0], std: vec![1.0] }),
+            ..EncoderConfig::tiny(Arch::Bert, 2, head, labels)
+        };
+        let model = crate::model::load::random_model(config, 5).unwrap();
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+        crate::model::ModelFiles {
+            name: "tiny-score".into(),
+            config_json: model.config.to_json().into_bytes(),
+            tokenizer_json: std::fs::read(root.join("models/all-MiniLM-L6-v2/tokenizer.json")).unwrap(),
+            weights: crate::model::load::to_safetensors(&model).unwrap(),
+            pooling_json: None,
+            modules_json: None,
+            sentence_config_json: None,
+            weights_source: None,
+            tokenizer_source: None,
+            train_log_json: None,
+        }
+    }
+
+    /// The report the page's Metrics job gives on the kept model (CPU), and the stages it
+    /// showed; `cancel` answers the first progress with a cancel.
+    fn page_run(
+        files: &crate::model::ModelFiles,
+        req: &MetricsRequest,
+        cancel: bool,
+    ) -> (Result<MetricsReport>, Vec<String>) {
+        let mut kept = super::super::kept::KeptModel::from_files(files).unwrap();
+        let mut stages = Vec::new();
+        let mut progress = |stage: &str, _: usize, _: usize| {
+            stages.push(stage.to_string());
+            if cancel {
+                Err(Error::Cancelled)
+            } else {
+                Ok(())
+            }
+        };
+        let run = kept.run_for_page(req, None, crate::gpu::BackendChoice::Cpu, &|| 0.0, &mut progress);
+        let report = crate::model::run_ready(run).map(|(outcome, _)| outcome.report);
+        (report, stages)
+    }
+
+    /// The CLI's report: `medrank metrics` with the model as `--learned` (`learned: true`) or
+    /// `--bertscore` (default layer, idf and baseline).
+    fn cli_run(files: &crate::model::ModelFiles, req: &MetricsRequest, learned: bool) -> MetricsReport {
+        let model = TextModel::from_files(files).unwrap();
+        let fingerprints = super::super::model_fingerprints(files);
+        let settings = BertScoreRequest::default();
+        let models = if learned {
+            MetricModels { learned: Some((&model, &model.encoder, fingerprints)), bertscore: None }
+        } else {
+            MetricModels { bertscore: Some((&model, &model.encoder, fingerprints, &settings)), learned: None }
+        };
+        metrics_with(req, &models).unwrap().report
+    }
+
+    /// The page's Metrics job on a kept score model gives the CLI's `--learned` numbers, the
+    /// fit file scored by the same model (the fitted combination reads the learned column);
+    /// its progress is the encoder's, and a cancel stops it.
+    #[test]
+    fn the_page_scores_with_a_kept_score_model_as_the_cli_does() {
+        let files = tiny_model_files(true);
+        let dev = file("f1", "f-", [5.0, 1.0, 3.0, 2.0]);
+        let req = request(file("b1", "", [4.0, 2.0, 1.0, 3.0]), Some(dev), "rouge1,learned:overall");
+        let cli = cli_run(&files, &req, true);
+        let (page, stages) = page_run(&files, &req, false);
+        let page = page.unwrap();
+        let learned = page.extra_scores.iter().find(|e| e.name == "learned:overall").expect("a learned column");
+        assert!(learned.values.iter().all(|v| v.is_some_and(f64::is_finite)), "{:?}", learned.values);
+        assert_eq!(page.extra_scores, cli.extra_scores);
+        assert_eq!(page.agreement_means, cli.agreement_means);
+        assert_eq!(page.combination, cli.combination);
+        assert_eq!(page.combination.as_ref().unwrap().fitted.len(), 1);
+        assert!(page.bertscore.is_none());
+        assert!(stages.iter().any(|s| s.starts_with("Scoring candidates with the model")), "{stages:?}");
+        let (cancelled, _) = page_run(&files, &req, true);
+        assert!(matches!(cancelled, Err(Error::Cancelled)), "{cancelled:?}");
+    }
+
+    /// Any other kept model gives BERTScore with the CLI's defaults (the last layer, no idf,
+    /// no baseline), the same numbers as `--bertscore`.
+    #[test]
+    fn the_page_scores_bertscore_with_another_kept_model_as_the_cli_does() {
+        let files = tiny_model_files(false);
+        let req = request(file("b1", "", [4.0, 2.0, 1.0, 3.0]), None, "rouge1,bertscore");
+        let cli = cli_run(&files, &req, false);
+        let page = page_run(&files, &req, false).0.unwrap();
+        let section = page.bertscore.as_ref().expect("a BERTScore section");
+        assert_eq!((section.layer, section.idf, section.baseline), (2, false, None));
+        assert_eq!(page.bertscore, cli.bertscore);
+        assert_eq!(page.extra_scores, cli.extra_scores);
+        assert!(page.extra_scores.iter().all(|e| !e.name.starts_with("learned:")));
     }
 }
