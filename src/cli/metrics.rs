@@ -122,8 +122,10 @@ pub(super) fn metrics(a: MetricsArgs) -> Result<()> {
         }
     };
     let models = jobs::MetricModels {
-        bertscore: bertscore.as_ref().map(|(model, fingerprints)| (model, fingerprints.clone(), &settings)),
-        learned: learned.as_ref().map(|(model, fingerprints)| (model, fingerprints.clone())),
+        bertscore: bertscore
+            .as_ref()
+            .map(|(model, fingerprints)| (model, &model.encoder, fingerprints.clone(), &settings)),
+        learned: learned.as_ref().map(|(model, fingerprints)| (model, &model.encoder, fingerprints.clone())),
     };
     let outcome = jobs::metrics_with(&req, &models)?;
     warn_all(&outcome.report.warnings, a.output.quiet);

@@ -1,8 +1,9 @@
 //! Reference-based metrics (with BERTScore when a model is given): the method reads its own
 //! single input.
 
-use super::kept::Progress;
-use super::spec::{between, defaults_of, reply, JobRequest, JobSpec};
+use super::kept::{Encoding, ModelJob, Progress, ProgressEncoder, RunOptions};
+use super::quality::ModelQuality;
+use super::spec::{between, options_value, reply, JobRequest, JobSpec, LocalFuture, ModelRun, RunViews};
 use super::{tables, NamedText, Outcome};
 use crate::data::candidates::{parse_candidates, Candidate};
 use crate::data::common::first_appearance;
@@ -12,8 +13,8 @@ use crate::eval::metrics::{
     MetricsReport,
 };
 use crate::model::bertscore::PrfScore;
-use crate::model::TextModel;
-use crate::report::{Fingerprint, SingleInputReport};
+use crate::model::{CpuEncoder, Encoder, TextModel};
+use crate::report::{Fingerprint, Provenance, SingleInputReport};
 use crate::{Error, Result, Warning};
 use serde::{Deserialize, Serialize};
 
@@ -33,7 +34,7 @@ pub fn metrics(req: &MetricsRequest) -> Result<Outcome<MetricsReport>> {
 }
 
 /// BERTScore settings: the model and its files' fingerprints come from the front end.
-#[derive(Debug, Clone, Deserialize, Serialize)]
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
 pub struct BertScoreRequest {
     /// Hidden layer (1-based); default: the last.
     #[serde(default)]
@@ -45,23 +46,47 @@ pub struct BertScoreRequest {
     pub baseline: Option<(f64, f64, f64)>,
 }
 
-/// The encoders a metrics run scores with, each with its files' fingerprints.
-#[derive(Default)]
-pub struct MetricModels<'a> {
-    pub bertscore: Option<(&'a TextModel, Vec<Fingerprint>, &'a BertScoreRequest)>,
+/// The models a metrics run scores with, each with the encoder that runs its weights (its
+/// own CPU encoder in the CLI, the GPU's, the page's kept model) and its files' fingerprints.
+pub struct MetricModels<'a, E = CpuEncoder> {
+    pub bertscore: Option<(&'a TextModel, &'a E, Vec<Fingerprint>, &'a BertScoreRequest)>,
     /// A metric learned from human scores (`medrank train --task score`).
-    pub learned: Option<(&'a TextModel, Vec<Fingerprint>)>,
+    pub learned: Option<(&'a TextModel, &'a E, Vec<Fingerprint>)>,
+}
+
+impl<E> Default for MetricModels<'_, E> {
+    fn default() -> Self {
+        MetricModels { bertscore: None, learned: None }
+    }
+}
+
+/// [`metrics_on`] with the models on their own CPU encoders (the CLI).
+/// The arithmetic BERTScore ran in is said before its convention (the page's runs say it
+/// with the backend, `kept::describe_run`).
+pub fn metrics_with(req: &MetricsRequest, models: &MetricModels) -> Result<Outcome<MetricsReport>> {
+    let mut outcome = crate::model::run_ready(metrics_on(req, models))?;
+    if let Some((model, ..)) = &models.bertscore {
+        let conventions = &mut outcome.report.provenance.conventions;
+        let at = conventions.iter().position(|(key, _)| key == "bertscore").unwrap_or(conventions.len());
+        let precision = crate::model::describe_precision(model.encoder.model.precision);
+        conventions.insert(at, ("precision".into(), precision));
+    }
+    Ok(outcome)
 }
 
 /// Reference-based metrics, plus what `models` compute, plus the combinations the options
-/// ask for; every score is compared with the human scores the same way.
-pub fn metrics_with(req: &MetricsRequest, models: &MetricModels) -> Result<Outcome<MetricsReport>> {
+/// ask for; every score is compared with the human scores the same way. The one pipeline of
+/// both front ends: the CLI runs it on the CPU, the page on the kept model's encoder.
+pub async fn metrics_on<E: Encoder>(
+    req: &MetricsRequest,
+    models: &MetricModels<'_, E>,
+) -> Result<Outcome<MetricsReport>> {
     let (candidates, warnings) = parse_candidates(&req.file.name, &req.file.text)?;
     let scores = crate::eval::metrics::score_candidates(&candidates, &req.options);
-    let (mut extra, bertscore, model_warnings) = model_scores(&req.file.name, &candidates, models)?;
+    let (mut extra, bertscore, model_warnings) = model_scores(&req.file.name, &candidates, models).await?;
     let mut combination = None;
     if req.options.combine {
-        let (combinations, made) = combined(req, &candidates, &scores, &extra, models)?;
+        let (combinations, made) = combined(req, &candidates, &scores, &extra, models).await?;
         extra.extend(combinations);
         combination = Some(made);
     }
@@ -71,7 +96,7 @@ pub fn metrics_with(req: &MetricsRequest, models: &MetricModels) -> Result<Outco
         warnings,
     );
     report.warnings.extend(model_warnings);
-    if let Some((model, fingerprints)) = &models.learned {
+    if let Some((model, _, fingerprints)) = &models.learned {
         report.provenance.inputs.extend(fingerprints.iter().cloned());
         report.provenance.conventions.push((
             "learned".into(),
@@ -85,10 +110,6 @@ pub fn metrics_with(req: &MetricsRequest, models: &MetricModels) -> Result<Outco
     }
     if let Some((section, model, fingerprints)) = bertscore {
         report.provenance.inputs.extend(fingerprints);
-        report
-            .provenance
-            .conventions
-            .push(("precision".into(), crate::model::describe_precision(model.encoder.model.precision)));
         report.provenance.conventions.push(("bertscore".into(), describe_bertscore(&section, &model.name)));
         report.bertscore = Some(section);
     }
@@ -106,16 +127,16 @@ pub fn metrics_with(req: &MetricsRequest, models: &MetricModels) -> Result<Outco
 /// The scores the models give each candidate, as extra score columns (BERTScore's F), and
 /// BERTScore's own section (P, R, F per candidate).
 #[allow(clippy::type_complexity)]
-fn model_scores<'m>(
+async fn model_scores<'m, E: Encoder>(
     file: &str,
     candidates: &[Candidate],
-    models: &MetricModels<'m>,
+    models: &MetricModels<'m, E>,
 ) -> Result<(Vec<ExtraScore>, Option<(BertScoreSection, &'m TextModel, Vec<Fingerprint>)>, Vec<Warning>)> {
     let mut extra = Vec::new();
     let mut section = None;
     let mut warnings = Vec::new();
-    if let Some((model, _)) = &models.learned {
-        let learned = crate::eval::metrics::learned::predict_scores(model, candidates)?;
+    if let Some((model, encoder, _)) = &models.learned {
+        let learned = crate::eval::metrics::learned::predict_scores(*encoder, model, candidates).await?;
         for (j, dimension) in learned.dimensions.iter().enumerate() {
             extra.push(ExtraScore {
                 name: format!("learned:{dimension}"),
@@ -139,8 +160,8 @@ fn model_scores<'m>(
             )));
         }
     }
-    if let Some((model, fingerprints, b)) = &models.bertscore {
-        let s = bertscore(file, candidates, model, b)?;
+    if let Some((model, encoder, fingerprints, b)) = &models.bertscore {
+        let s = bertscore(file, candidates, model, *encoder, b).await?;
         extra.push(ExtraScore {
             name: "bertscore".into(),
             dimension: None,
@@ -165,10 +186,11 @@ fn human_scale_bins(candidates: &[Candidate], dimension: &str) -> Option<KappaBi
     bins.validate().ok().map(|()| bins)
 }
 
-fn bertscore(
+async fn bertscore<E: Encoder>(
     file: &str,
     candidates: &[Candidate],
     model: &TextModel,
+    encoder: &E,
     b: &BertScoreRequest,
 ) -> Result<BertScoreSection> {
     let texts: Vec<&str> = candidates.iter().map(|c| c.candidate.as_str()).collect();
@@ -176,19 +198,14 @@ fn bertscore(
         candidates.iter().map(|c| c.references.iter().map(String::as_str).collect()).collect();
     let layer = b.layer.unwrap_or(model.encoder.model.config.num_layers);
     let options = crate::model::bertscore::BertScoreOptions { layer, idf: b.idf, baseline: b.baseline };
-    let scores = crate::model::run_ready(crate::model::bertscore::bertscore(
-        &model.encoder,
-        &model.tokenizer,
-        &texts,
-        &references,
-        &options,
-    ))
-    .map_err(|e| {
-        e.naming_input(&model.name, |i| {
-            let c = &candidates[i];
-            format!("{file}:{}: the candidate of system `{}` for `{}` or its references", c.line, c.system, c.id)
-        })
-    })?;
+    let scores = crate::model::bertscore::bertscore(encoder, &model.tokenizer, &texts, &references, &options)
+        .await
+        .map_err(|e| {
+            e.naming_input(&model.name, |i| {
+                let c = &candidates[i];
+                format!("{file}:{}: the candidate of system `{}` for `{}` or its references", c.line, c.system, c.id)
+            })
+        })?;
     let mut systems: Vec<&str> = Vec::new();
     for c in candidates {
         if !systems.contains(&c.system.as_str()) {
@@ -226,12 +243,12 @@ fn describe_bertscore(b: &BertScoreSection, model: &str) -> String {
 
 /// The combined scores: the mean of the scorers' rank- and z-normalised values, and, with a
 /// fit file, one fitted combination per human dimension of that file.
-fn combined(
+async fn combined<E: Encoder>(
     req: &MetricsRequest,
     candidates: &[Candidate],
     scores: &[CandidateScores],
     extra: &[ExtraScore],
-    models: &MetricModels,
+    models: &MetricModels<'_, E>,
 ) -> Result<(Vec<ExtraScore>, Combination)> {
     let available: Vec<String> =
         Metric::ALL.iter().map(|m| m.name().to_string()).chain(extra.iter().map(|e| e.name.clone())).collect();
@@ -268,7 +285,7 @@ fn combined(
         let (fit_candidates, _) = parse_candidates(&fit.name, &fit.text)?;
         refuse_shared_rows(&req.file.name, candidates, &fit.name, &fit_candidates)?;
         let fit_scores = crate::eval::metrics::score_candidates(&fit_candidates, &req.options);
-        let (fit_extra, _, _) = model_scores(&fit.name, &fit_candidates, models)?;
+        let (fit_extra, _, _) = model_scores(&fit.name, &fit_candidates, models).await?;
         let fit_columns: Vec<Vec<Option<f64>>> = scorers
             .iter()
             .map(|s| score_values_named(&fit_scores, &fit_extra, s).expect("the same models score both files"))
@@ -324,21 +341,78 @@ fn describe_combination(c: &Combination) -> String {
     text
 }
 
-/// The job: reference-based metrics over one candidates file.
+/// What the page's model adds to the metrics: a score model (`medrank train --task score`)
+/// its `learned:DIM` predictions (`--learned`), any other encoder BERTScore with the CLI's
+/// defaults (`--bertscore`).
+impl ModelJob for MetricsRequest {
+    type Output = Outcome<MetricsReport>;
+    const STAGE: &'static str = "Scoring candidates with the model";
+
+    async fn run_on<E: Encoder>(&self, on: Encoding<'_, E>) -> Result<Outcome<MetricsReport>> {
+        let Encoding { model, encoder, model_inputs, progress } = on;
+        let candidates = self.file.text.lines().filter(|l| !l.trim().is_empty()).count();
+        let counted = ProgressEncoder::start(encoder, candidates, progress)?;
+        let settings = BertScoreRequest::default();
+        let models = if model.encoder.model.config.score_scale.is_some() {
+            MetricModels { learned: Some((model, &counted, model_inputs)), bertscore: None }
+        } else {
+            MetricModels { bertscore: Some((model, &counted, model_inputs, &settings)), learned: None }
+        };
+        metrics_on(self, &models).await
+    }
+
+    fn provenance(output: &mut Outcome<MetricsReport>) -> &mut Provenance {
+        &mut output.report.provenance
+    }
+
+    fn trust(output: &mut Outcome<MetricsReport>) -> (&mut Option<ModelQuality>, &mut Vec<Warning>) {
+        (&mut output.report.model_quality, &mut output.report.warnings)
+    }
+}
+
+/// The Metrics job's options: the metrics' (`medrank metrics`' flags) and, with a model,
+/// where it runs (`--backend`, `--precision`).
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[serde(default)]
+pub struct MetricsJobOptions {
+    #[serde(flatten)]
+    pub metrics: MetricsOptions,
+    #[serde(flatten)]
+    pub run: RunOptions,
+}
+
+/// The job: reference-based metrics over one candidates file; with the page's model also
+/// the learned metric or BERTScore.
 pub const JOB: JobSpec = JobSpec::new("metrics", "Metrics", "reference-based metrics", "metrics")
     .reads(&["metrics", "metrics_fit"], &[&["metrics"]])
-    .defaults(defaults_of::<MetricsOptions>)
-    .runs(run);
+    .defaults(|| options_value(&MetricsJobOptions { run: RunOptions::page(), ..Default::default() }))
+    .runs(run)
+    .runs_on_model(run_on_model, &[], "");
 
-/// Reference-based metrics over one candidates file (`medrank metrics`; BERTScore is the
-/// CLI's, with a model folder).
-fn run(request: &JobRequest, progress: Progress) -> Result<String> {
-    let req = MetricsRequest {
+fn request(request: &JobRequest, options: MetricsOptions) -> Result<MetricsRequest> {
+    Ok(MetricsRequest {
         file: request.required("metrics", "a candidates file (JSONL with candidate and references)")?.named(),
         fit: request.optional("metrics_fit", "human scores to fit the combination on")?,
-        options: request.options()?,
-    };
+        options,
+    })
+}
+
+/// Reference-based metrics over one candidates file without a model (`medrank metrics`).
+fn run(job: &JobRequest, progress: Progress) -> Result<String> {
+    let options: MetricsJobOptions = job.options()?;
+    let req = request(job, options.metrics)?;
     between(progress, "Scoring candidates", || reply(&metrics(&req)?, ()))
+}
+
+/// The metrics with the kept model (`medrank metrics --learned DIR` for a score model, else
+/// `--bertscore DIR`, with `--backend --precision`): on WebGPU when the options allow it.
+fn run_on_model(model: ModelRun<'_>) -> LocalFuture<'_, Result<String>> {
+    Box::pin(async move {
+        let options: MetricsJobOptions = model.request.options()?;
+        let req = request(model.request, options.metrics)?;
+        let (outcome, backend, kept) = model.run(&req, &options.run, "Scoring candidates").await?;
+        reply(&outcome, RunViews::of(kept, &backend))
+    })
 }
 
 #[cfg(test)]
@@ -454,5 +528,106 @@ mod tests {
         // No scorer named: every built-in metric but SMOG.
         let r = metrics(&request(text, None, "")).unwrap().report;
         assert_eq!(r.combination.unwrap().scorers, ["rouge1", "rouge2", "rougeL", "rougeLsum", "repscore"]);
+    }
+
+    /// The files of a random tiny score model (one output, `overall`, on a scale of mean 3
+    /// and deviation 1) or, with `score: false`, the same encoder with no head.
+    fn tiny_model_files(score: bool) -> crate::model::ModelFiles {
+        use crate::model::config::{Arch, EncoderConfig, HeadKind, ScoreScale};
+        let (head, labels): (_, &[&str]) =
+            if score { (HeadKind::SequenceClassification, &["overall"]) } else { (HeadKind::None, &[]) };
+        let config = EncoderConfig {
+            vocab_size: 30522,
+            score_scale: score.then(|| ScoreScale { mean: vec![3.0], std: vec![1.0] }),
+            ..EncoderConfig::tiny(Arch::Bert, 2, head, labels)
+        };
+        let model = crate::model::load::random_model(config, 5).unwrap();
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+        crate::model::ModelFiles {
+            name: "tiny-score".into(),
+            config_json: model.config.to_json().into_bytes(),
+            tokenizer_json: std::fs::read(root.join("models/all-MiniLM-L6-v2/tokenizer.json")).unwrap(),
+            weights: crate::model::load::to_safetensors(&model).unwrap(),
+            pooling_json: None,
+            modules_json: None,
+            sentence_config_json: None,
+            weights_source: None,
+            tokenizer_source: None,
+            train_log_json: None,
+        }
+    }
+
+    /// The report the page's Metrics job gives on the kept model (CPU), and the stages it
+    /// showed; `cancel` answers the first progress with a cancel.
+    fn page_run(
+        files: &crate::model::ModelFiles,
+        req: &MetricsRequest,
+        cancel: bool,
+    ) -> (Result<MetricsReport>, Vec<String>) {
+        let mut kept = super::super::kept::KeptModel::from_files(files).unwrap();
+        let mut stages = Vec::new();
+        let mut progress = |stage: &str, _: usize, _: usize| {
+            stages.push(stage.to_string());
+            if cancel {
+                Err(Error::Cancelled)
+            } else {
+                Ok(())
+            }
+        };
+        let run = kept.run_for_page(req, None, crate::gpu::BackendChoice::Cpu, &|| 0.0, &mut progress);
+        let report = crate::model::run_ready(run).map(|(outcome, _)| outcome.report);
+        (report, stages)
+    }
+
+    /// The CLI's report: `medrank metrics` with the model as `--learned` (`learned: true`) or
+    /// `--bertscore` (default layer, idf and baseline).
+    fn cli_run(files: &crate::model::ModelFiles, req: &MetricsRequest, learned: bool) -> MetricsReport {
+        let model = TextModel::from_files(files).unwrap();
+        let fingerprints = super::super::model_fingerprints(files);
+        let settings = BertScoreRequest::default();
+        let models = if learned {
+            MetricModels { learned: Some((&model, &model.encoder, fingerprints)), bertscore: None }
+        } else {
+            MetricModels { bertscore: Some((&model, &model.encoder, fingerprints, &settings)), learned: None }
+        };
+        metrics_with(req, &models).unwrap().report
+    }
+
+    /// The page's Metrics job on a kept score model gives the CLI's `--learned` numbers, the
+    /// fit file scored by the same model (the fitted combination reads the learned column);
+    /// its progress is the encoder's, and a cancel stops it.
+    #[test]
+    fn the_page_scores_with_a_kept_score_model_as_the_cli_does() {
+        let files = tiny_model_files(true);
+        let dev = file("f1", "f-", [5.0, 1.0, 3.0, 2.0]);
+        let req = request(file("b1", "", [4.0, 2.0, 1.0, 3.0]), Some(dev), "rouge1,learned:overall");
+        let cli = cli_run(&files, &req, true);
+        let (page, stages) = page_run(&files, &req, false);
+        let page = page.unwrap();
+        let learned = page.extra_scores.iter().find(|e| e.name == "learned:overall").expect("a learned column");
+        assert!(learned.values.iter().all(|v| v.is_some_and(f64::is_finite)), "{:?}", learned.values);
+        assert_eq!(page.extra_scores, cli.extra_scores);
+        assert_eq!(page.agreement_means, cli.agreement_means);
+        assert_eq!(page.combination, cli.combination);
+        assert_eq!(page.combination.as_ref().unwrap().fitted.len(), 1);
+        assert!(page.bertscore.is_none());
+        assert!(stages.iter().any(|s| s.starts_with("Scoring candidates with the model")), "{stages:?}");
+        let (cancelled, _) = page_run(&files, &req, true);
+        assert!(matches!(cancelled, Err(Error::Cancelled)), "{cancelled:?}");
+    }
+
+    /// Any other kept model gives BERTScore with the CLI's defaults (the last layer, no idf,
+    /// no baseline), the same numbers as `--bertscore`.
+    #[test]
+    fn the_page_scores_bertscore_with_another_kept_model_as_the_cli_does() {
+        let files = tiny_model_files(false);
+        let req = request(file("b1", "", [4.0, 2.0, 1.0, 3.0]), None, "rouge1,bertscore");
+        let cli = cli_run(&files, &req, false);
+        let page = page_run(&files, &req, false).0.unwrap();
+        let section = page.bertscore.as_ref().expect("a BERTScore section");
+        assert_eq!((section.layer, section.idf, section.baseline), (2, false, None));
+        assert_eq!(page.bertscore, cli.bertscore);
+        assert_eq!(page.extra_scores, cli.extra_scores);
+        assert!(page.extra_scores.iter().all(|e| !e.name.starts_with("learned:")));
     }
 }

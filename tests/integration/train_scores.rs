@@ -79,7 +79,7 @@ fn a_learned_metric_reloads_and_predicts_what_training_measured() {
     // scores are on a 0-100 scale).
     let model = TextModel::read_dir(&out).unwrap();
     let (candidates, _) = parse_candidates(&dev.name, &dev.text).unwrap();
-    let learned = predict_scores(&model, &candidates).unwrap();
+    let learned = medrank::model::run_ready(predict_scores(&model.encoder, &model, &candidates)).unwrap();
     assert_eq!(learned.dimensions, dimensions);
     let during = &trained.result.dev_predictions;
     assert_eq!((learned.scores.len(), during.len()), (60, 60));
@@ -144,7 +144,7 @@ fn a_learned_metric_reloads_and_predicts_what_training_measured() {
     assert!(log["best_dev_accuracy"].is_null());
 
     // A model of another kind is refused with a sentence.
-    let e = predict_scores(&base, &candidates).unwrap_err().to_string();
+    let e = medrank::model::run_ready(predict_scores(&base.encoder, &base, &candidates)).unwrap_err().to_string();
     assert!(e.contains("is not a score model") && e.contains("medrank train --task score"), "{e}");
 }
 

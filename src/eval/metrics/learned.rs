@@ -10,10 +10,10 @@
 
 use crate::data::candidates::Candidate;
 use crate::error::{Error, Result};
-use crate::model::embed::{run_ready, DEFAULT_BATCH};
+use crate::model::embed::DEFAULT_BATCH;
 use crate::model::grade::head_logits;
 use crate::model::score::score_input;
-use crate::model::TextModel;
+use crate::model::{Encoder, TextModel};
 use serde::Serialize;
 
 /// A learned metric's predictions.
@@ -35,8 +35,13 @@ const CANDIDATES: &str = "candidates";
 
 /// Each candidate's predicted human scores with `model`, a score model trained by
 /// `medrank train --task score` (or any regression model whose `id2label` names its
-/// outputs); a model of another kind is refused.
-pub fn predict_scores(model: &TextModel, candidates: &[Candidate]) -> Result<LearnedScores> {
+/// outputs); a model of another kind is refused. `encoder` runs `model`'s weights: its own
+/// CPU encoder (the CLI), the GPU's, or the page's kept model with progress and cancel.
+pub async fn predict_scores<E: Encoder>(
+    encoder: &E,
+    model: &TextModel,
+    candidates: &[Candidate],
+) -> Result<LearnedScores> {
     let config = &model.encoder.model.config;
     let Some(scale) = config.score_scale.as_ref() else {
         return Err(Error::invalid(format!(
@@ -50,7 +55,7 @@ pub fn predict_scores(model: &TextModel, candidates: &[Candidate]) -> Result<Lea
         .map(|c| score_input(&model.tokenizer, CANDIDATES, c, config.score_input))
         .collect::<Result<Vec<_>>>()?;
     let refs: Vec<_> = inputs.iter().collect();
-    let outputs = run_ready(head_logits(&model.encoder, &model.tokenizer, &refs, DEFAULT_BATCH))?;
+    let outputs = head_logits(encoder, &model.tokenizer, &refs, DEFAULT_BATCH).await?;
     let scores =
         outputs.iter().map(|o| o.iter().enumerate().map(|(j, &v)| scale.score(j, v as f64)).collect()).collect();
     let truncated = inputs.iter().enumerate().filter(|(_, e)| e.tokens_cut() > 0).map(|(i, _)| i).collect();
