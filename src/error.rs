@@ -65,13 +65,36 @@ pub enum Error {
     /// The GPU was forced (`--backend gpu`, the page's "GPU") and cannot run the model; the
     /// kind of reason picks the sentence the page shows.
     #[error("model: the GPU backend was requested but cannot run: {}", .0.reason)]
-    GpuRefused(crate::gpu::GpuNotUsed),
+    GpuRefused(GpuNotUsed),
     /// The user cancelled a long-running job.
     #[error("cancelled")]
     Cancelled,
     /// A model computed NaN or infinity where a job reads its output (`model::finite`).
     #[error("{0}")]
     NonFinite(NonFinite),
+}
+
+/// Why the GPU did not run: its kind, which picks the sentence a clinician reads
+/// (`gpu::select` words each), and the technical reason, which reports and the page's
+/// disclosure show.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GpuNotUsed {
+    pub why: GpuUnavailable,
+    pub reason: String,
+}
+
+/// The kinds of reason the GPU does not run a model.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GpuUnavailable {
+    /// The model runs in int8, and the GPU kernels are f32.
+    Int8,
+    /// The only adapter is a software one (lavapipe, SwiftShader), slower than the CPU
+    /// path: Auto leaves it alone.
+    SoftwareAdapter,
+    /// No adapter could be opened.
+    NoAdapter,
+    /// An adapter opened, but the model could not be set up on it (its limits, its memory).
+    Setup,
 }
 
 /// A model output that is not a number: where it was found (the output and the input's

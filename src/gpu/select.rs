@@ -4,6 +4,7 @@
 use super::context::GpuContext;
 use super::encoder::GpuEncoder;
 use crate::error::{Error, Result};
+pub use crate::error::{GpuNotUsed, GpuUnavailable};
 use crate::model::{CpuEncoder, Encoder, EncoderConfig, HiddenStates, LoadedModel, Readout, TokenBatch};
 
 /// What the user asked for.
@@ -29,28 +30,6 @@ pub struct BackendReport {
     /// "no WebGPU/wgpu adapter: ...").
     #[serde(rename = "fallback_reason", skip_serializing_if = "Option::is_none", serialize_with = "reason_only")]
     pub fallback: Option<GpuNotUsed>,
-}
-
-/// Why the GPU did not run: its kind, which picks the sentence a clinician reads, and the
-/// technical reason, which reports and the page's disclosure show.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct GpuNotUsed {
-    pub why: GpuUnavailable,
-    pub reason: String,
-}
-
-/// The kinds of reason the GPU does not run a model.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum GpuUnavailable {
-    /// The model runs in int8, and the GPU kernels are f32.
-    Int8,
-    /// The only adapter is a software one (lavapipe, SwiftShader), slower than the CPU
-    /// path: Auto leaves it alone.
-    SoftwareAdapter,
-    /// No adapter could be opened.
-    NoAdapter,
-    /// An adapter opened, but the model could not be set up on it (its limits, its memory).
-    Setup,
 }
 
 fn reason_only<S: serde::Serializer>(not_used: &Option<GpuNotUsed>, s: S) -> std::result::Result<S::Ok, S::Error> {

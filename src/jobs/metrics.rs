@@ -341,14 +341,25 @@ fn describe_combination(c: &Combination) -> String {
     text
 }
 
+/// The metrics report of a run on the page's model: the metrics' own, with the model's
+/// measured quality beside it when medrank trained it (the job layer's, which the metrics
+/// below it do not know).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct MetricsOnModel {
+    #[serde(flatten)]
+    pub metrics: MetricsReport,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub model_quality: Option<ModelQuality>,
+}
+
 /// What the page's model adds to the metrics: a score model (`medrank train --task score`)
 /// its `learned:DIM` predictions (`--learned`), any other encoder BERTScore with the CLI's
 /// defaults (`--bertscore`).
 impl ModelJob for MetricsRequest {
-    type Output = Outcome<MetricsReport>;
+    type Output = Outcome<MetricsOnModel>;
     const STAGE: &'static str = "Scoring candidates with the model";
 
-    async fn run_on<E: Encoder>(&self, on: Encoding<'_, E>) -> Result<Outcome<MetricsReport>> {
+    async fn run_on<E: Encoder>(&self, on: Encoding<'_, E>) -> Result<Outcome<MetricsOnModel>> {
         let Encoding { model, encoder, model_inputs, progress } = on;
         let candidates = self.file.text.lines().filter(|l| !l.trim().is_empty()).count();
         let counted = ProgressEncoder::start(encoder, candidates, progress)?;
@@ -358,15 +369,16 @@ impl ModelJob for MetricsRequest {
         } else {
             MetricModels { bertscore: Some((model, &counted, model_inputs, &settings)), learned: None }
         };
-        metrics_on(self, &models).await
+        let Outcome { report, tables } = metrics_on(self, &models).await?;
+        Ok(Outcome { report: MetricsOnModel { metrics: report, model_quality: None }, tables })
     }
 
-    fn provenance(output: &mut Outcome<MetricsReport>) -> &mut Provenance {
-        &mut output.report.provenance
+    fn provenance(output: &mut Outcome<MetricsOnModel>) -> &mut Provenance {
+        &mut output.report.metrics.provenance
     }
 
-    fn trust(output: &mut Outcome<MetricsReport>) -> (&mut Option<ModelQuality>, &mut Vec<Warning>) {
-        (&mut output.report.model_quality, &mut output.report.warnings)
+    fn trust(output: &mut Outcome<MetricsOnModel>) -> (&mut Option<ModelQuality>, &mut Vec<Warning>) {
+        (&mut output.report.model_quality, &mut output.report.metrics.warnings)
     }
 }
 
@@ -542,19 +554,7 @@ mod tests {
             ..EncoderConfig::tiny(Arch::Bert, 2, head, labels)
         };
         let model = crate::model::load::random_model(config, 5).unwrap();
-        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
-        crate::model::ModelFiles {
-            name: "tiny-score".into(),
-            config_json: model.config.to_json().into_bytes(),
-            tokenizer_json: std::fs::read(root.join("models/all-MiniLM-L6-v2/tokenizer.json")).unwrap(),
-            weights: crate::model::load::to_safetensors(&model).unwrap(),
-            pooling_json: None,
-            modules_json: None,
-            sentence_config_json: None,
-            weights_source: None,
-            tokenizer_source: None,
-            train_log_json: None,
-        }
+        crate::model::ModelFiles::for_tests("tiny-score", &model)
     }
 
     /// The report the page's Metrics job gives on the kept model (CPU), and the stages it
@@ -575,7 +575,7 @@ mod tests {
             }
         };
         let run = kept.run_for_page(req, None, crate::gpu::BackendChoice::Cpu, &|| 0.0, &mut progress);
-        let report = crate::model::run_ready(run).map(|(outcome, _)| outcome.report);
+        let report = crate::model::run_ready(run).map(|(outcome, _)| outcome.report.metrics);
         (report, stages)
     }
 

@@ -101,7 +101,7 @@ pub struct EncoderConfig {
     pub score_scale: Option<ScoreScale>,
     /// What a score model reads beside the candidate ([`SCORE_INPUT_KEY`]; no meaning for
     /// other models).
-    pub score_input: crate::model::score::ScoreInput,
+    pub score_input: ScoreInput,
     /// The dropout probabilities the model was made with, where its config says them
     /// (training only: inference never drops anything).
     pub dropout: ConfigDropout,
@@ -142,14 +142,51 @@ impl ScoreScale {
 /// The `config.json` key of a score model's [`ScoreScale`].
 pub const SCORE_SCALE_KEY: &str = "medrank_score_scale";
 
+/// What a score model reads beside the candidate (`model::score::score_input` builds it). On SQuALITY's human scores (the vendored
+/// `data/squality-scores`, 150 answers), the candidate alone trains a metric well above
+/// ROUGE while the reference beside it halves the candidate's share of the tokens and
+/// slows learning (README, "Metrics learned from experts' scores").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize)]
+pub enum ScoreInput {
+    /// The candidate alone.
+    #[serde(rename = "candidate")]
+    Candidate,
+    /// The candidate, then the question.
+    #[default]
+    #[serde(rename = "candidate+question")]
+    WithQuestion,
+    /// The candidate, then the question and the first reference (what score models read
+    /// before the choice existed: a config.json without the key reads so).
+    #[serde(rename = "candidate+question+reference")]
+    WithReference,
+}
+
+impl ScoreInput {
+    pub const NAMES: [&'static str; 3] = ["candidate", "candidate+question", "candidate+question+reference"];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            ScoreInput::Candidate => Self::NAMES[0],
+            ScoreInput::WithQuestion => Self::NAMES[1],
+            ScoreInput::WithReference => Self::NAMES[2],
+        }
+    }
+
+    /// `--score-input`'s value, or None.
+    pub fn parse(s: &str) -> Option<ScoreInput> {
+        [ScoreInput::Candidate, ScoreInput::WithQuestion, ScoreInput::WithReference]
+            .into_iter()
+            .find(|i| i.name() == s.trim())
+    }
+}
+
 /// The `config.json` key of what a score model reads beside the candidate
 /// (`model::score::ScoreInput`'s names); a score model without it was trained before the
 /// choice existed and reads the question and the first reference.
 pub const SCORE_INPUT_KEY: &str = "medrank_score_input";
 
 /// A score model's [`SCORE_INPUT_KEY`], which no other model has.
-fn score_input(v: &Fields, regression: bool) -> Result<crate::model::score::ScoreInput> {
-    use crate::model::score::ScoreInput;
+fn score_input(v: &Fields, regression: bool) -> Result<ScoreInput> {
     match (v.string(SCORE_INPUT_KEY)?, regression) {
         (None, _) => Ok(ScoreInput::WithReference),
         (Some(_), false) => {
@@ -455,7 +492,7 @@ impl EncoderConfig {
             labels: labels.iter().map(|s| s.to_string()).collect(),
             max_seq_length: None,
             score_scale: None,
-            score_input: crate::model::score::ScoreInput::default(),
+            score_input: ScoreInput::default(),
             dropout: ConfigDropout::default(),
             options: match arch {
                 // DeBERTa-v3's shape: relative positions only, 8 buckets over 32 distances.
@@ -930,7 +967,6 @@ mod tests {
 
     #[test]
     fn a_score_models_scale_is_written_read_back_and_checked() {
-        use crate::model::score::ScoreInput;
         let mut c = EncoderConfig::tiny(Arch::Bert, 1, HeadKind::SequenceClassification, &["overall", "recall"]);
         c.score_scale = Some(ScoreScale { mean: vec![46.5, 3.0], std: vec![35.25, 0.5] });
         c.score_input = ScoreInput::Candidate;

@@ -204,6 +204,22 @@ impl ModelFiles {
     }
 }
 
+#[cfg(test)]
+impl ModelFiles {
+    /// The folder of `model` (random weights, say) named `name`, with the bundled MiniLM's
+    /// tokenizer (its vocabulary must be the model's 30,522): for the jobs' tests.
+    pub fn for_tests(name: &str, model: &LoadedModel) -> ModelFiles {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+        ModelFiles {
+            name: name.into(),
+            config_json: model.config.to_json().into_bytes(),
+            tokenizer_json: std::fs::read(root.join("models/all-MiniLM-L6-v2/tokenizer.json")).unwrap(),
+            weights: to_safetensors(model).unwrap(),
+            ..Default::default()
+        }
+    }
+}
+
 impl ModelFiles {
     /// Read a model folder (native only; the browser passes the bytes it has).
     #[cfg(not(target_arch = "wasm32"))]

@@ -14,43 +14,7 @@ use super::tokenize::{Encoded, Part, TextTokenizer};
 use crate::data::candidates::Candidate;
 use crate::error::{Error, Result};
 
-/// What a score model reads beside the candidate. On SQuALITY's human scores (the vendored
-/// `data/squality-scores`, 150 answers), the candidate alone trains a metric well above
-/// ROUGE while the reference beside it halves the candidate's share of the tokens and
-/// slows learning (README, "Metrics learned from experts' scores").
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize)]
-pub enum ScoreInput {
-    /// The candidate alone.
-    #[serde(rename = "candidate")]
-    Candidate,
-    /// The candidate, then the question.
-    #[default]
-    #[serde(rename = "candidate+question")]
-    WithQuestion,
-    /// The candidate, then the question and the first reference (what score models read
-    /// before the choice existed: a config.json without the key reads so).
-    #[serde(rename = "candidate+question+reference")]
-    WithReference,
-}
-
-impl ScoreInput {
-    pub const NAMES: [&'static str; 3] = ["candidate", "candidate+question", "candidate+question+reference"];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            ScoreInput::Candidate => Self::NAMES[0],
-            ScoreInput::WithQuestion => Self::NAMES[1],
-            ScoreInput::WithReference => Self::NAMES[2],
-        }
-    }
-
-    /// `--score-input`'s value, or None.
-    pub fn parse(s: &str) -> Option<ScoreInput> {
-        [ScoreInput::Candidate, ScoreInput::WithQuestion, ScoreInput::WithReference]
-            .into_iter()
-            .find(|i| i.name() == s.trim())
-    }
-}
+pub use super::config::ScoreInput;
 
 /// The encoded (candidate | what `input` adds) pair of `c`; an error names the candidate's
 /// line when the tokenizer refuses it.

@@ -355,19 +355,7 @@ mod tests {
         let head = if labels.is_empty() { HeadKind::None } else { HeadKind::SequenceClassification };
         let config = EncoderConfig { vocab_size: 30522, ..EncoderConfig::tiny(arch, 2, head, labels) };
         let model = crate::model::load::random_model(config, 11).unwrap();
-        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
-        let files = crate::model::ModelFiles {
-            name: "tiny-grader".into(),
-            config_json: model.config.to_json().into_bytes(),
-            tokenizer_json: std::fs::read(root.join("models/all-MiniLM-L6-v2/tokenizer.json")).unwrap(),
-            weights: crate::model::load::to_safetensors(&model).unwrap(),
-            pooling_json: None,
-            modules_json: None,
-            sentence_config_json: None,
-            weights_source: None,
-            tokenizer_source: None,
-            train_log_json: None,
-        };
+        let files = crate::model::ModelFiles::for_tests("tiny-grader", &model);
         KeptModel::from_files(&files).unwrap()
     }
 

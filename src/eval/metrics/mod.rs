@@ -228,9 +228,6 @@ pub struct MetricsReport {
     /// How the combined scores were made, when asked for.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub combination: Option<Combination>,
-    /// The page's model's measured quality, when it was trained by medrank (`jobs::quality`).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub model_quality: Option<crate::jobs::quality::ModelQuality>,
     pub warnings: Vec<Warning>,
 }
 
@@ -335,7 +332,6 @@ pub fn evaluate_scored(
         comparisons,
         combination: None,
         bertscore: None,
-        model_quality: None,
         warnings,
     })
 }
