@@ -284,6 +284,19 @@ export function cliHas(subcommand) {
   }
 }
 
+/** The bundled default model's folder, and whether both it and the site's copy are there
+ *  (the training tests need both: the CLI reads one, the page the other). */
+export const DEFAULT_MODEL = join(ROOT, 'models/all-MiniLM-L6-v2');
+export const haveDefaultModel =
+  existsSync(join(SITE, 'models/all-MiniLM-L6-v2/model.safetensors')) && existsSync(join(DEFAULT_MODEL, 'model.safetensors'));
+
+/** Writes the first `n` lines of the JSON Lines file `src` to `out` (a smaller set, for the
+ *  slow cases); returns `out`. */
+export function firstLines(src, n, out) {
+  writeFileSync(out, readFileSync(src, 'utf8').split('\n').slice(0, n).join('\n') + '\n');
+  return out;
+}
+
 export const readExample = (p) => readFileSync(join(EXAMPLES, p), 'utf8');
 
 /**

@@ -6,24 +6,16 @@
 // and scores a SQuALITY file with as it does with the CLI's folder.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync, mkdtempSync, readFileSync, writeFileSync, readdirSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { execFileSync } from 'node:child_process';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { openApp, cli, cliTrain, pageTrain, ROOT, SITE } from './harness.mjs';
+import { openApp, cli, cliTrain, pageTrain, firstLines as writeFirstLines, haveDefaultModel as haveModel, ROOT } from './harness.mjs';
 
-const MODEL = join(ROOT, 'models/all-MiniLM-L6-v2');
-const haveModel =
-  existsSync(join(SITE, 'models/all-MiniLM-L6-v2/model.safetensors')) && existsSync(join(MODEL, 'model.safetensors'));
 const work = mkdtempSync(join(tmpdir(), 'medrank-train-score-'));
 
 /** The first `n` lines of a SQuALITY scores file, written to the work folder. */
-function firstLines(file, n, name) {
-  const out = join(work, name);
-  const src = join(ROOT, 'data/squality-scores', file);
-  writeFileSync(out, readFileSync(src, 'utf8').split('\n').slice(0, n).join('\n') + '\n');
-  return out;
-}
+const firstLines = (file, n, name) => writeFirstLines(join(ROOT, 'data/squality-scores', file), n, join(work, name));
 
 // Small, for a short test: two batches of 15 stories' summaries to train on, one batch to
 // pick the epoch, one to score; the head alone, two epochs.

@@ -6,25 +6,18 @@
 // nothing.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync, mkdtempSync, readFileSync, writeFileSync, readdirSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync, readdirSync, rmSync } from 'node:fs';
 import { execFileSync } from 'node:child_process';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { openApp, upload, run, setOptions, cli, cliTrain, pageTrain, ROOT, SITE, EXAMPLES } from './harness.mjs';
+import { openApp, upload, run, setOptions, cli, cliTrain, pageTrain, firstLines as writeFirstLines, DEFAULT_MODEL as MODEL, haveDefaultModel as haveModel, ROOT, EXAMPLES } from './harness.mjs';
 import { writeRandomBert } from './random-model.mjs';
 
-const MODEL = join(ROOT, 'models/all-MiniLM-L6-v2');
-const haveModel =
-  existsSync(join(SITE, 'models/all-MiniLM-L6-v2/model.safetensors')) && existsSync(join(MODEL, 'model.safetensors'));
 const work = mkdtempSync(join(tmpdir(), 'medrank-train-page-'));
 
 /** Writes the first `n` lines of the JSON Lines file `src` to `name` in the work folder;
  *  returns its path (a smaller training set, for the slow cases). */
-function firstLines(src, n, name) {
-  const out = join(work, name);
-  writeFileSync(out, readFileSync(src, 'utf8').split('\n').slice(0, n).join('\n') + '\n');
-  return out;
-}
+const firstLines = (src, n, name) => writeFirstLines(src, n, join(work, name));
 
 // MCQA: the first 40 CasiMedicos training items (a HiTZ file: the argument is already in the
 // question). Misinformation: the fixture bundle (tests/fixtures/train_misinfo/make.py: a
