@@ -114,10 +114,14 @@ pub(super) fn metrics(a: MetricsArgs) -> Result<()> {
             Some((model, jobs::model_fingerprints(&files)))
         }
     };
+    // The learned metric's measured quality (its train_log.json), beside the report as the
+    // page's Metrics job gives it.
+    let mut quality = None;
     let learned = match &a.learned {
         None => None,
         Some(dir) => {
             let files = super::hub::model_files(dir, a.output.quiet)?;
+            quality = jobs::model_quality(&files)?;
             Some((crate::model::TextModel::from_files(&files)?, jobs::model_fingerprints(&files)))
         }
     };
@@ -128,8 +132,9 @@ pub(super) fn metrics(a: MetricsArgs) -> Result<()> {
         learned: learned.as_ref().map(|(model, fingerprints)| (model, &model.encoder, fingerprints.clone())),
     };
     let outcome = jobs::metrics_with(&req, &models)?;
-    warn_all(&outcome.report.warnings, a.output.quiet);
-    emit(&outcome.report, &outcome.tables, &a.output, outputs)
+    let report = jobs::metrics::MetricsOnModel::with_quality(outcome.report, quality.as_ref());
+    warn_all(&report.metrics.warnings, a.output.quiet);
+    emit(&report, &outcome.tables, &a.output, outputs)
 }
 
 /// `--bertscore-baseline P,R,F`: three finite numbers below 1 (`(x - b) / (1 - b)` divides

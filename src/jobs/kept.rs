@@ -77,12 +77,23 @@ fn describe_run<J: ModelJob>(
     provenance.conventions.push(("backend".into(), describe_backend(backend)));
     provenance.conventions.push(("precision".into(), describe_precision(model, backend)));
     if let Some(q) = quality {
-        provenance.conventions.push(("model quality".into(), q.text.clone()));
+        provenance.conventions.push(quality_convention(q));
         let (place, warnings) = J::trust(output);
-        *place = Some(q.clone());
-        if let Some(w) = q.warning() {
-            warnings.push(Warning::new(w));
-        }
+        record_quality(place, warnings, q);
+    }
+}
+
+/// The report's provenance line of a model's measured quality.
+pub fn quality_convention(q: &ModelQuality) -> (String, String) {
+    ("model quality".into(), q.text.clone())
+}
+
+/// The model's measured quality in its place in a report, and the warning when it is not
+/// to be trusted (both front ends, every model job).
+pub fn record_quality(place: &mut Option<ModelQuality>, warnings: &mut Vec<Warning>, q: &ModelQuality) {
+    *place = Some(q.clone());
+    if let Some(w) = q.warning() {
+        warnings.push(Warning::new(w));
     }
 }
 

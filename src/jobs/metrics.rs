@@ -352,6 +352,20 @@ pub struct MetricsOnModel {
     pub model_quality: Option<ModelQuality>,
 }
 
+impl MetricsOnModel {
+    /// The metrics with the measured quality of the learned metric's model beside them
+    /// (`medrank metrics --learned DIR`: the folder's `train_log.json`), as the page's
+    /// Metrics job reports it.
+    pub fn with_quality(mut metrics: MetricsReport, quality: Option<&ModelQuality>) -> MetricsOnModel {
+        let mut model_quality = None;
+        if let Some(q) = quality {
+            metrics.provenance.conventions.push(super::kept::quality_convention(q));
+            super::kept::record_quality(&mut model_quality, &mut metrics.warnings, q);
+        }
+        MetricsOnModel { metrics, model_quality }
+    }
+}
+
 /// What the page's model adds to the metrics: a score model (`medrank train --task score`)
 /// its `learned:DIM` predictions (`--learned`), any other encoder BERTScore with the CLI's
 /// defaults (`--bertscore`).

@@ -486,6 +486,13 @@ fn metrics_with_a_learned_metric() {
     assert!(warnings.contains("were cut to") && warnings.contains("for the learned metric"), "{warnings}");
     let inputs = r["provenance"]["inputs"].to_string();
     assert!(inputs.contains("model.safetensors") && inputs.contains("test.jsonl"), "{inputs}");
+    // The learned metric's measured quality, as the page's Metrics job reports it: its
+    // train_log.json's dev Spearman (60 dev examples, the dev file trained on too).
+    let log = json(&model.join("train_log.json"));
+    let dev = format!("dev Spearman {:.3} on 60 dev examples, trained on 60", log["best_dev_metric"].as_f64().unwrap());
+    assert_eq!(r["model_quality"]["text"], dev.as_str());
+    let conventions = r["provenance"]["conventions"].as_array().unwrap();
+    assert_eq!(conventions.last().unwrap(), &serde_json::json!(["model quality", dev]));
     // Not a score model: refused with a sentence.
     let out =
         medrank(&["metrics", "--input", "data/squality-scores/test.jsonl", "--learned", "models/all-MiniLM-L6-v2"]);
