@@ -10,7 +10,7 @@ use medrank::model::evaluate::{evaluate_by_similarity, evaluate_with_head, Empty
 
 const LEAVE_OUT: EmptyOptions = EmptyOptions::LeaveOut;
 use medrank::model::load::{from_tensors, random_model, read_safetensors, to_named_tensors, write_safetensors};
-use medrank::model::{run_ready, CpuEncoder, Encoder, LoadedModel, Pooling, TextTokenizer, TokenBatch};
+use medrank::model::{run_ready, CpuEncoder, Encoder, LoadedModel, Pooling, TokenBatch};
 use std::collections::HashMap;
 use std::path::PathBuf;
 
@@ -59,12 +59,6 @@ fn round_trip(model: &LoadedModel, prefix: &str) -> medrank::Result<LoadedModel>
     from_tensors(config, "tiny.safetensors", back)
 }
 
-fn tokenizer(cfg: &EncoderConfig) -> TextTokenizer {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("models/all-MiniLM-L6-v2/tokenizer.json");
-    let bytes = std::fs::read(&path).expect("run scripts/setup.sh model");
-    TextTokenizer::from_bytes("tokenizer.json", &bytes, cfg.max_tokens(), cfg.pad_token_id).unwrap()
-}
-
 fn hidden_of(model: &LoadedModel, batch: &TokenBatch) -> Vec<f32> {
     run_ready(CpuEncoder::new(model.clone()).encode(batch, model.config.num_layers)).unwrap().data
 }
@@ -111,7 +105,7 @@ fn three_architectures_match_numpy_and_round_trip() {
         (Arch::DistilBert, "distilbert.", HeadKind::MultipleChoice, vec![]),
     ] {
         let model = random_model(tiny(arch, head, &labels), 7).unwrap();
-        let tok = tokenizer(&model.config);
+        let tok = crate::common::minilm_tokenizer(&model.config);
         let a = tok.encode("chest pain and fever").unwrap();
         let b = tok
             .encode_parts(&[medrank::model::Part::cut_end("cough")], &[medrank::model::Part::keep("asthma")])
@@ -259,7 +253,7 @@ fn heads_match_plain_arithmetic_and_evaluators_run() {
         random_model(tiny(Arch::Roberta, HeadKind::SequenceClassification, &["entailment", "contradiction"]), 3)
             .unwrap();
     let enc = CpuEncoder::new(model.clone());
-    let tok = tokenizer(&model.config);
+    let tok = crate::common::minilm_tokenizer(&model.config);
     let e = tok.encode("statement about a trial").unwrap();
     let batch = tok.batch(&[&e]);
     let hidden = run_ready(enc.encode(&batch, 2)).unwrap();
@@ -315,17 +309,11 @@ fn heads_match_plain_arithmetic_and_evaluators_run() {
 
 #[test]
 fn training_learns_a_separable_task_and_saves_a_loadable_evaluator() {
-    use medrank::model::embed::TextModel;
     use medrank::model::Part;
     use medrank::train::{train, trained_files, Freeze, TrainExample, TrainOptions};
     let base_model = random_model(tiny(Arch::Bert, HeadKind::None, &[]), 11).unwrap();
-    let tok = tokenizer(&base_model.config);
-    let base = TextModel {
-        name: "tiny".into(),
-        tokenizer: tok.clone(),
-        encoder: CpuEncoder::new(base_model),
-        pooling: Pooling::default(),
-    };
+    let tok = crate::common::minilm_tokenizer(&base_model.config);
+    let base = crate::common::tiny_text_model(base_model, tok.clone());
     // The right option is always "lung", at a varying position: learnable from the
     // option tokens alone, so a head on frozen random features can reach 100%.
     let words = ["fever", "cough", "pain", "rash", "edema", "syncope", "dyspnea", "nausea"];
@@ -400,7 +388,7 @@ fn rankers_and_bertscore_run_on_any_encoder() {
     use medrank::model::rankers::{cross_encoder_scores, dense_scores, RankQuery, Window};
     let model = random_model(tiny(Arch::Bert, HeadKind::SequenceClassification, &["score"]), 13).unwrap();
     let enc = CpuEncoder::new(model.clone());
-    let tok = tokenizer(&model.config);
+    let tok = crate::common::minilm_tokenizer(&model.config);
     let docs = ["aspirin reduces fever", "the weather is nice today", &"long document words ".repeat(40)];
     let query = "does aspirin reduce fever";
     fn rank<'a>(docs: &'a [&'a str], window: Option<Window>, batch_size: usize) -> RankQuery<'a> {

@@ -9,14 +9,13 @@ use medrank::gpu::ops::AdamWConfig;
 use medrank::model::config::{Arch, EncoderConfig, HeadKind};
 use medrank::model::embed::TextModel;
 use medrank::model::load::{HeadWeights, LoadedModel};
-use medrank::model::{CpuEncoder, Part, Pooling, TextTokenizer};
+use medrank::model::{Part, TextTokenizer};
 use medrank::train::gpu::gradient_check::{jittered_model, relative};
 use medrank::train::gpu::{GpuMemory, GpuTrainer};
 use medrank::train::{train, train_with_events, Dropout, Freeze, TrainExample, TrainOptions};
-use std::path::PathBuf;
 
 use crate::common;
-use common::context;
+use common::{context, minilm_tokenizer, tiny_text_model};
 
 const REL_TOL: f64 = 1e-3;
 
@@ -64,24 +63,12 @@ fn gradients_of_every_trained_tensor_match_candle() {
     assert_eq!(checks.iter().filter(|c| c.zero_by_construction).count(), zero);
 }
 
-fn tokenizer(cfg: &EncoderConfig) -> TextTokenizer {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("models/all-MiniLM-L6-v2/tokenizer.json");
-    let bytes = std::fs::read(&path).expect("run scripts/setup.sh model");
-    TextTokenizer::from_bytes("tokenizer.json", &bytes, cfg.max_tokens(), cfg.pad_token_id).unwrap()
-}
-
 /// A 3-layer random BERT (the gradient check's, seed `seed`) as a base model with the
 /// MiniLM tokenizer, and the tokenizer.
 fn tiny_base(seed: u64) -> (TextModel, TextTokenizer) {
     let base_model = model(Arch::Bert, 3, HeadKind::None, &[], seed);
-    let tok = tokenizer(&base_model.config);
-    let base = TextModel {
-        name: "tiny".into(),
-        tokenizer: tok.clone(),
-        encoder: CpuEncoder::new(base_model),
-        pooling: Pooling::default(),
-    };
-    (base, tok)
+    let tok = minilm_tokenizer(&base_model.config);
+    (tiny_text_model(base_model, tok.clone()), tok)
 }
 
 /// Three epochs of several optimiser steps each (micro-batches of 3 summed by 2, warm-up,
@@ -303,13 +290,8 @@ fn the_gpu_trainer_refuses_deberta_and_modernbert() {
     let Some(ctx) = context() else { return };
     for (arch, name) in [(Arch::DebertaV2, "DeBERTa-v2"), (Arch::ModernBert, "ModernBERT")] {
         let config = EncoderConfig { vocab_size: 30522, ..EncoderConfig::tiny(arch, 2, HeadKind::None, &[]) };
-        let tok = tokenizer(&config);
-        let base = TextModel {
-            name: "tiny".into(),
-            tokenizer: tok.clone(),
-            encoder: CpuEncoder::new(medrank::model::load::random_model(config, 3).unwrap()),
-            pooling: Pooling::default(),
-        };
+        let tok = minilm_tokenizer(&config);
+        let base = tiny_text_model(medrank::model::load::random_model(config, 3).unwrap(), tok.clone());
         let example = |i: usize| TrainExample {
             id: format!("e{i}"),
             inputs: vec![tok.encode_parts(&[Part::keep("fever and cough")], &[]).unwrap()],

@@ -7,16 +7,10 @@ use crate::common;
 use medrank::gpu::BackendChoice;
 use medrank::jobs::{self, EvaluateRequest, ModelJob, ModelOptions, NamedText};
 use medrank::model::evaluate::EmptyOptions;
-use medrank::model::{run_ready, Encoder, EncoderConfig, EvaluatorKind, HiddenStates, Readout, TextModel, TokenBatch};
+use medrank::model::{run_ready, Encoder, EncoderConfig, EvaluatorKind, HiddenStates, Readout, TokenBatch};
 use medrank::Error;
 use std::cell::Cell;
 use std::path::PathBuf;
-
-fn model() -> TextModel {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("models/all-MiniLM-L6-v2");
-    assert!(dir.join("model.safetensors").exists(), "{} is missing: run `scripts/setup.sh model` first", dir.display());
-    TextModel::read_dir(&dir).unwrap()
-}
 
 /// The first two MCQA instances of the example bundle (4 systems, 5 options each).
 fn request() -> EvaluateRequest {
@@ -57,7 +51,7 @@ impl<E: Encoder> Encoder for Counting<'_, E> {
 
 #[test]
 fn progress_counts_every_encoded_sequence_and_its_work_per_batch() {
-    let model = model();
+    let model = crate::common::minilm();
     let req = request();
     let counting = Counting { inner: &model.encoder, sequences: Cell::new(0), shapes: Default::default() };
     let mut calls: Vec<jobs::EncodeProgress> = Vec::new();
@@ -229,7 +223,7 @@ fn on_a_steady_machine_the_time_left_leaves_the_start_up_out_and_never_rises() {
 
 #[test]
 fn the_progress_callback_cancels() {
-    let model = model();
+    let model = crate::common::minilm();
     let mut calls = 0;
     let mut progress = |_: &jobs::EncodeProgress| {
         calls += 1;
@@ -245,7 +239,7 @@ fn the_progress_callback_cancels() {
 
 #[test]
 fn the_report_says_which_backend_ran_and_the_gpu_ranks_like_the_cpu() {
-    let model = model();
+    let model = crate::common::minilm();
     let req = request();
     let options = ModelOptions::default();
     let job = jobs::RankWithModel { request: &req, options: &options };

@@ -5,7 +5,6 @@
 
 use medrank::data::Task;
 use medrank::jobs::{self, DevData, NamedText, TrainRequest};
-use medrank::model::embed::TextModel;
 use medrank::model::HeadKind;
 use medrank::train::{read_hitz_mcqa, train, ExampleOptions, TrainOptions};
 use std::path::PathBuf;
@@ -13,10 +12,6 @@ use std::process::Command;
 
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
-fn model() -> TextModel {
-    TextModel::read_dir(&root().join("models/all-MiniLM-L6-v2")).unwrap()
 }
 
 fn first_lines(path: &str, n: usize) -> String {
@@ -31,7 +26,7 @@ fn points(curve: &[medrank::train::EpochLog]) -> Vec<(f64, f64, f64)> {
 
 #[test]
 fn step_wise_training_gives_the_curve_of_the_one_call_trainer() {
-    let m = model();
+    let m = crate::common::minilm();
     let opts = TrainOptions { epochs: 5, patience: 2, ..Default::default() };
     let (train_text, dev_text) =
         (first_lines("data/casimedicos/train.jsonl", 48), first_lines("data/casimedicos/dev.jsonl", 32));
@@ -101,7 +96,7 @@ fn step_wise_training_gives_the_curve_of_the_one_call_trainer() {
 
 #[test]
 fn an_epoch_before_the_frozen_pass_is_an_error() {
-    let m = model();
+    let m = crate::common::minilm();
     let req = TrainRequest {
         train: NamedText::new("train", first_lines("data/casimedicos/train.jsonl", 4)),
         dev: DevData::Split(0.5),
@@ -178,7 +173,7 @@ fn cli_dev_split_is_seeded() {
 fn dropout_changes_training_but_never_a_dev_pass() {
     use medrank::model::{run_ready, CpuEncoder, Encoder};
     use medrank::train::{Dropout, Freeze};
-    let m = model();
+    let m = crate::common::minilm();
     let conv = ExampleOptions::default();
     let (train_text, dev_text) =
         (first_lines("data/casimedicos/train.jsonl", 8), first_lines("data/casimedicos/dev.jsonl", 4));

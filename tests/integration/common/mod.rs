@@ -9,7 +9,34 @@ pub mod hub;
 
 use medrank::gpu::context::GpuContext;
 use medrank::gpu::ops::{record, Dispatch};
+use medrank::model::embed::TextModel;
+use medrank::model::{CpuEncoder, EncoderConfig, LoadedModel, Pooling, TextTokenizer};
 use rand::{Rng, SeedableRng};
+use std::path::PathBuf;
+
+/// The default model's folder (`scripts/setup.sh model` puts it there).
+pub fn minilm_dir() -> PathBuf {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("models/all-MiniLM-L6-v2");
+    assert!(dir.join("model.safetensors").exists(), "{} is missing: run `scripts/setup.sh model` first", dir.display());
+    dir
+}
+
+/// The default model, all-MiniLM-L6-v2.
+pub fn minilm() -> TextModel {
+    TextModel::read_dir(&minilm_dir()).unwrap()
+}
+
+/// MiniLM's tokenizer for a model of config `cfg` (its length and padding id): the tiny
+/// random models read MiniLM's vocabulary.
+pub fn minilm_tokenizer(cfg: &EncoderConfig) -> TextTokenizer {
+    let bytes = std::fs::read(minilm_dir().join("tokenizer.json")).unwrap();
+    TextTokenizer::from_bytes("tokenizer.json", &bytes, cfg.max_tokens(), cfg.pad_token_id).unwrap()
+}
+
+/// A tiny loaded model as a text model named "tiny", with `tokenizer` and the default pooling.
+pub fn tiny_text_model(model: LoadedModel, tokenizer: TextTokenizer) -> TextModel {
+    TextModel { name: "tiny".into(), tokenizer, encoder: CpuEncoder::new(model), pooling: Pooling::default() }
+}
 
 /// True when the run must not skip GPU work (MEDRANK_REQUIRE_GPU=1).
 pub fn gpu_required() -> bool {
