@@ -128,6 +128,14 @@ pub struct TrainArgs {
     /// reference). The trained config.json keeps it, so predictions read the same.
     #[arg(long, value_name = "INPUT", value_parser = crate::model::score::ScoreInput::NAMES)]
     pub score_input: Option<String>,
+    /// How the new head reads the last layer: cls (the first token's state, as Hugging
+    /// Face's heads do) or mean (the mean of the real tokens' states). Default: mean for task
+    /// score, the base model's own otherwise (cls, or a ModernBERT's classifier_pooling).
+    /// The trained config.json keeps it (`medrank_head_pooling`; transformers reads a BERT
+    /// family's head from the first token whatever it says). A mean-pooled head trains on
+    /// the CPU.
+    #[arg(long, value_name = "POOLING", value_parser = crate::model::config::HeadPooling::NAMES)]
+    pub head_pooling: Option<String>,
     /// Keep empty MCQA options as candidates (by default, as in evaluation, an empty option
     /// is no candidate: the example has no input for it).
     #[arg(long)]
@@ -216,6 +224,7 @@ pub(super) fn train(a: TrainArgs) -> Result<()> {
         dropout: a.dropout,
         length: a.length.clone().unwrap_or_default(),
         score_input: a.score_input.clone().unwrap_or_default(),
+        head_pooling: a.head_pooling.clone().unwrap_or_default(),
         patience: a.patience,
         seed: a.seed,
         select_by: a.select_by.clone().unwrap_or_default(),

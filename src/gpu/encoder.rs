@@ -363,7 +363,7 @@ fn head(ctx: &GpuContext, model: &LoadedModel) -> Result<std::result::Result<Gpu
         first: dense(ctx, WeightFormat::F32, "head.first", parts.first)?,
         activation,
         norm: parts.norm.map(|n| Ok::<_, Error>((norm(ctx, "head.norm", n)?, eps))).transpose()?,
-        pooling: h.pooling(),
+        pooling: model.config.head_pooling,
         labels: parts.last.weight.dims2()?.0,
         last: dense(ctx, WeightFormat::F32, "head.last", parts.last)?,
     }))

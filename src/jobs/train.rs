@@ -9,7 +9,7 @@
 use super::NamedText;
 use crate::data::tasks::{Head, Metric, TaskFacts, CRITERION, SCORE, TASKS};
 use crate::data::Task;
-use crate::model::config::SizeRange;
+use crate::model::config::{HeadPooling, SizeRange};
 use crate::model::{HeadKind, TextModel};
 use crate::report::Fingerprint;
 use crate::train::{
@@ -139,6 +139,9 @@ pub struct TrainForm {
     /// The score task: what the model reads beside each candidate (`candidate`,
     /// `candidate+question`, `candidate+question+reference`), or empty for the default.
     pub score_input: String,
+    /// How the new head reads the last layer (`cls`, `mean`), or empty for the task's
+    /// default (`TrainOptions::head_pooling`).
+    pub head_pooling: String,
     pub patience: usize,
     pub seed: u64,
     /// `accuracy`, `macro-f1`, `loss`, or empty for the task's metric.
@@ -173,6 +176,7 @@ impl Default for TrainForm {
             dropout: None,
             length: String::new(),
             score_input: String::new(),
+            head_pooling: String::new(),
             patience: o.patience,
             seed: o.seed,
             select_by: String::new(),
@@ -238,6 +242,13 @@ impl TrainForm {
                 )
             })?,
         };
+        let head_pooling = non_empty(&self.head_pooling)
+            .map(|name| {
+                HeadPooling::parse(name).ok_or_else(|| {
+                    Error::option("head_pooling", format!("{name}: expected {}", HeadPooling::NAMES.join(", ")))
+                })
+            })
+            .transpose()?;
         let chosen_by = match non_empty(&self.recipe) {
             Some(_) => "--recipe".to_string(),
             None => format!("the default where training runs ({})", if on_gpu { "a GPU" } else { "the CPU" }),
@@ -258,6 +269,7 @@ impl TrainForm {
             dropout,
             length,
             score_input,
+            head_pooling,
             recipe: Some(AppliedRecipe { name: recipe, chosen_by, values, overridden }),
         };
         Ok(TrainRequest {
@@ -798,11 +810,21 @@ impl TrainingJob {
     /// Where the trained part runs, the one rule of both front ends, decided before the
     /// frozen pass: trained layers (the top ones, or all with the embeddings) go to the GPU
     /// that runs the frozen encoder (`gpu`: its context; the same device, its states already
-    /// there); the head alone, or the frozen encoder on the CPU, keeps them on the CPU.
-    /// Returns whether they run on the GPU.
+    /// there); the head alone, a head on the mean of the tokens, or the frozen encoder on
+    /// the CPU, keeps them on the CPU. Returns whether they run on the GPU.
     pub fn place(&mut self, gpu: Option<&crate::gpu::context::GpuContext>) -> Result<bool> {
         let trains_layers = !matches!(self.summary.freeze, Freeze::HeadOnly);
         let Some(ctx) = gpu.filter(|_| trains_layers) else { return Ok(false) };
+        if self.trainer.options().head_pooling == Some(HeadPooling::Mean) {
+            // The GPU trainer's last layer computes the first token only.
+            self.summary.notes.push(
+                "the head reads the mean of the tokens, which the GPU trainer does not compute: every trained \
+                 layer runs on the CPU (--head-pooling cls would train on the GPU)"
+                    .to_string()
+                    .into(),
+            );
+            return Ok(false);
+        }
         let adapter = ctx.adapter.to_string();
         self.trainer.train_on_gpu(ctx.clone())?;
         self.options = self.trainer.options().clone();

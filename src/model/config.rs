@@ -102,6 +102,11 @@ pub struct EncoderConfig {
     /// What a score model reads beside the candidate ([`SCORE_INPUT_KEY`]; no meaning for
     /// other models).
     pub score_input: ScoreInput,
+    /// How a classification head reads the last layer: the first token's state (Hugging
+    /// Face's heads) or the mean of the real tokens' states. ModernBERT says it with its own
+    /// `classifier_pooling`; the other families with [`HEAD_POOLING_KEY`], which
+    /// `medrank train --head-pooling mean` writes (transformers ignores it).
+    pub head_pooling: HeadPooling,
     /// The dropout probabilities the model was made with, where its config says them
     /// (training only: inference never drops anything).
     pub dropout: ConfigDropout,
@@ -184,6 +189,32 @@ impl ScoreInput {
 /// (`model::score::ScoreInput`'s names); a score model without it was trained before the
 /// choice existed and reads the question and the first reference.
 pub const SCORE_INPUT_KEY: &str = "medrank_score_input";
+
+/// The `config.json` key of a mean-pooled head on a family whose Hugging Face heads read
+/// the first token (BERT, RoBERTa, DistilBERT, DeBERTa-v2): `"mean"` or `"cls"`, absent
+/// meaning `"cls"`. ModernBERT has its own key, `classifier_pooling`.
+pub const HEAD_POOLING_KEY: &str = "medrank_head_pooling";
+
+/// How the head reads the last layer: ModernBERT's `classifier_pooling`, the other
+/// families' [`HEAD_POOLING_KEY`] (refused on ModernBERT, whose own key says it).
+fn head_pooling(v: &Fields, arch: Arch) -> Result<HeadPooling> {
+    let key = if arch == Arch::ModernBert {
+        if v.get(HEAD_POOLING_KEY).is_some() {
+            return Err(
+                v.error(HEAD_POOLING_KEY, "a ModernBERT config says its head's pooling with `classifier_pooling`")
+            );
+        }
+        "classifier_pooling"
+    } else {
+        HEAD_POOLING_KEY
+    };
+    match v.string(key)? {
+        None => Ok(HeadPooling::Cls),
+        Some(name) => {
+            HeadPooling::parse(name).ok_or_else(|| v.error(key, format!("expected `cls` or `mean`, found `{name}`")))
+        }
+    }
+}
 
 /// A score model's [`SCORE_INPUT_KEY`], which no other model has.
 fn score_input(v: &Fields, regression: bool) -> Result<ScoreInput> {
@@ -493,6 +524,7 @@ impl EncoderConfig {
             max_seq_length: None,
             score_scale: None,
             score_input: ScoreInput::default(),
+            head_pooling: HeadPooling::Cls,
             dropout: ConfigDropout::default(),
             options: match arch {
                 // DeBERTa-v3's shape: relative positions only, 8 buckets over 32 distances.
@@ -517,7 +549,6 @@ impl EncoderConfig {
                     attention_bias: false,
                     mlp_bias: false,
                     classifier_bias: false,
-                    classifier_pooling: HeadPooling::Cls,
                     classifier_activation: Activation::Gelu,
                 }),
                 _ => ArchOptions::None,
@@ -544,12 +575,6 @@ impl EncoderConfig {
             ArchOptions::ModernBert(m) => Some(m),
             _ => None,
         }
-    }
-
-    /// How a classification head reads the last layer: the first token, or ModernBERT's
-    /// mean over the real tokens when its config says `classifier_pooling: mean`.
-    pub fn head_pooling(&self) -> HeadPooling {
-        self.modernbert().map_or(HeadPooling::Cls, |m| m.classifier_pooling)
     }
 
     /// Whether the embeddings add a table of absolute positions (BERT, RoBERTa,
@@ -732,6 +757,7 @@ impl EncoderConfig {
         let labels = label_map(&v)?;
         let score_scale = score_scale(&v, head, &labels)?;
         let score_input = score_input(&v, score_scale.is_some())?;
+        let head_pooling = head_pooling(&v, arch)?;
         let positions = max_position_embeddings - position_offset;
         let limit_range = SizeRange { min: 2, max: positions.max(2), what: "a whole number of tokens" };
         let max_seq_length = match v.get(MAX_SEQ_LENGTH_KEY) {
@@ -775,6 +801,7 @@ impl EncoderConfig {
             max_seq_length,
             score_scale,
             score_input,
+            head_pooling,
             dropout,
             options,
         })
@@ -857,6 +884,11 @@ impl EncoderConfig {
             }
             o.insert(if modern { "norm_eps" } else { "layer_norm_eps" }.into(), self.layer_norm_eps.into());
             family::write_keys(&self.options, o);
+            if modern {
+                o.insert("classifier_pooling".into(), self.head_pooling.name().into());
+            } else if self.head_pooling != HeadPooling::Cls {
+                o.insert(HEAD_POOLING_KEY.into(), self.head_pooling.name().into());
+            }
         }
         if !self.labels.is_empty() {
             o.insert("id2label".into(), Value::Object(id2label));
@@ -1021,6 +1053,35 @@ mod tests {
 
     fn refused(key: &str, value: &str) -> String {
         EncoderConfig::from_json("m/config.json", &with(key, Some(value))).unwrap_err().to_string()
+    }
+
+    /// A mean-pooled head: BERT's in medrank's key (written only when it is not the first
+    /// token, so every other folder is written as before), ModernBERT's in its own
+    /// `classifier_pooling`; each read back, and a wrong name or key refused.
+    #[test]
+    fn a_heads_pooling_is_written_read_back_and_checked() {
+        let mut c = EncoderConfig::tiny(Arch::Bert, 1, HeadKind::SequenceClassification, &["a", "b"]);
+        let v: Value = serde_json::from_str(&c.to_json()).unwrap();
+        assert!(v.get(HEAD_POOLING_KEY).is_none(), "a first-token head writes no key: {v}");
+        c.head_pooling = HeadPooling::Mean;
+        let text = c.to_json();
+        let v: Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(v[HEAD_POOLING_KEY], "mean");
+        assert_eq!(EncoderConfig::from_json("m/config.json", &text).unwrap().head_pooling, HeadPooling::Mean);
+        assert_eq!(
+            refused(HEAD_POOLING_KEY, "\"max\""),
+            "m/config.json: field `medrank_head_pooling`: expected `cls` or `mean`, found `max`"
+        );
+        let mut m = EncoderConfig::tiny(Arch::ModernBert, 2, HeadKind::SequenceClassification, &["a", "b"]);
+        m.head_pooling = HeadPooling::Mean;
+        let text = m.to_json();
+        let v: Value = serde_json::from_str(&text).unwrap();
+        assert_eq!((v["classifier_pooling"].as_str(), v.get(HEAD_POOLING_KEY)), (Some("mean"), None));
+        assert_eq!(EncoderConfig::from_json("m/config.json", &text).unwrap().head_pooling, HeadPooling::Mean);
+        let mut both = v.clone();
+        both[HEAD_POOLING_KEY] = "mean".into();
+        let e = EncoderConfig::from_json("m/config.json", &both.to_string()).unwrap_err().to_string();
+        assert!(e.contains("a ModernBERT config says its head's pooling with `classifier_pooling`"), "{e}");
     }
 
     #[test]

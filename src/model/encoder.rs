@@ -156,7 +156,7 @@ pub fn read_out_on_host(
         Readout::Pooled(pooling) => Ok(pooling.pool(hidden, batch)),
         Readout::Logits => {
             let head = model.head.as_ref().ok_or_else(|| Error::model("this model has no classification head"))?;
-            super::heads::logits(head, &model.weights, hidden, &batch.mask)
+            super::heads::logits(head, model.config.head_pooling, &model.weights, hidden, &batch.mask)
         }
     }
 }

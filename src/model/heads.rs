@@ -162,14 +162,16 @@ pub fn pool_for_head(pooling: HeadPooling, x: &Tensor, mask: &[u32]) -> Result<T
     }
 }
 
-/// Logits per row, from hidden states produced by any backend (`mask` `[b * seq_len]`).
+/// Logits per row, from hidden states produced by any backend (`mask` `[b * seq_len]`),
+/// the head reading them as the config says (`EncoderConfig::head_pooling`).
 pub fn logits(
     head: &HeadWeights,
+    pooling: HeadPooling,
     weights: &EncoderWeights,
     hidden: &HiddenStates,
     mask: &[u32],
 ) -> Result<Vec<Vec<f32>>> {
-    let input = head_inputs(head.pooling(), hidden, mask)?;
+    let input = head_inputs(pooling, hidden, mask)?;
     Ok(head_forward(head, weights.pooler.as_ref(), &input)?.to_vec2()?)
 }
 

@@ -15,7 +15,7 @@
 //! - any other tensor: **error** naming it (a wrong architecture or a mis-mapped checkpoint
 //!   would otherwise run with silently missing parts).
 
-use super::config::{Activation, Arch, EncoderConfig, HeadKind, HeadPooling};
+use super::config::{Activation, Arch, EncoderConfig, HeadKind};
 use super::names::{self, canonical_name, LayerNames, Qkv};
 use crate::error::{Error, Result, Warning};
 use candle_core::{DType, Device, Tensor};
@@ -107,10 +107,10 @@ pub enum HeadWeights {
     /// DeBERTa-v2: the head's own `pooler.dense` + `pooler_hidden_act` (GELU) on the first
     /// token's hidden state, then `classifier`.
     ContextPooler { dense: Dense, activation: Activation, classifier: Dense },
-    /// ModernBERT: the first token's or the mean state (`classifier_pooling`), then
-    /// `head.dense` + `classifier_activation` + `head.norm`, then `classifier`.
+    /// ModernBERT: `head.dense` + `classifier_activation` + `head.norm`, then `classifier`
+    /// (on the first token's or the mean state, `classifier_pooling`, as every head:
+    /// `EncoderConfig::head_pooling`).
     ModernBertHead {
-        pooling: HeadPooling,
         dense: Dense,
         activation: Activation,
         norm: Norm,
@@ -118,17 +118,6 @@ pub enum HeadWeights {
         eps: f64,
         classifier: Dense,
     },
-}
-
-impl HeadWeights {
-    /// How the head reads the last layer: the first token's state, or the mean of the
-    /// real tokens' states (a ModernBERT head with `classifier_pooling: mean`).
-    pub fn pooling(&self) -> HeadPooling {
-        match self {
-            HeadWeights::ModernBertHead { pooling, .. } => *pooling,
-            _ => HeadPooling::Cls,
-        }
-    }
 }
 
 /// A loaded model: architecture, encoder weights, optional head, and load warnings.
@@ -656,7 +645,6 @@ pub fn from_tensors(config: EncoderConfig, file: &str, tensors: HashMap<String, 
         (_, Arch::ModernBert) => {
             let m = config.modernbert().expect("a ModernBERT config has its options");
             Some(HeadWeights::ModernBertHead {
-                pooling: m.classifier_pooling,
                 dense: take.dense("head.dense", h, h, m.classifier_bias)?,
                 activation: m.classifier_activation,
                 norm: take.norm("head.norm", norm_bias)?,
@@ -973,7 +961,6 @@ pub fn random_model(config: EncoderConfig, seed: u64) -> Result<LoadedModel> {
         (_, Arch::ModernBert) => {
             let m = config.modernbert().expect("a ModernBERT config has its options");
             Some(HeadWeights::ModernBertHead {
-                pooling: m.classifier_pooling,
                 dense: dense(&mut rand_t, h, h, m.classifier_bias)?,
                 activation: m.classifier_activation,
                 norm: norm()?,

@@ -319,7 +319,7 @@ fn logits_of(
     let masks = dropout.map(|d| d.over(&flat));
     let layer_masks = masks.as_ref().map(|m| m as &dyn DropoutMasks);
     let cfg = &model.config;
-    let pooling = model.head.as_ref().map_or(HeadPooling::Cls, |h| h.pooling());
+    let pooling = model.config.head_pooling;
     let input = match &p.frozen {
         Frozen::FirstTokens(f) => {
             let rows: Vec<u32> = flat.iter().map(|&r| r as u32).collect();

@@ -49,16 +49,13 @@ fn detach_head(h: &HeadWeights) -> Result<HeadWeights> {
             activation: *activation,
             classifier: detach_dense(classifier)?,
         },
-        HeadWeights::ModernBertHead { pooling, dense, activation, norm: n, eps, classifier } => {
-            HeadWeights::ModernBertHead {
-                pooling: *pooling,
-                dense: detach_dense(dense)?,
-                activation: *activation,
-                norm: norm(n)?,
-                eps: *eps,
-                classifier: detach_dense(classifier)?,
-            }
-        }
+        HeadWeights::ModernBertHead { dense, activation, norm: n, eps, classifier } => HeadWeights::ModernBertHead {
+            dense: detach_dense(dense)?,
+            activation: *activation,
+            norm: norm(n)?,
+            eps: *eps,
+            classifier: detach_dense(classifier)?,
+        },
     })
 }
 

@@ -108,7 +108,7 @@ impl FrozenPass {
             lower,
             hidden: config.hidden_size,
             num_layers: config.num_layers,
-            pooling: config.head_pooling(),
+            pooling: config.head_pooling,
             caches,
             pending,
             inputs_done: 0,

@@ -52,6 +52,11 @@ pub struct TrainOptions {
     /// The score task: what the model reads beside each candidate (the job layer encodes
     /// with it; the trained config.json keeps it).
     pub score_input: crate::model::score::ScoreInput,
+    /// How the new head reads the last layer; `None`: the task's default (the mean of the
+    /// tokens for the score task, the base model's own otherwise: the first token but for
+    /// a ModernBERT saying `classifier_pooling: mean`), resolved when the
+    /// [`Trainer`](super::Trainer) is made. The trained config.json keeps it.
+    pub head_pooling: Option<crate::model::config::HeadPooling>,
     /// The recipe the options came from, when one did (recorded in the log).
     pub recipe: Option<AppliedRecipe>,
 }
@@ -190,6 +195,7 @@ impl Default for TrainOptions {
             dropout: Some(Dropout::NONE),
             length: Length::Folder,
             score_input: crate::model::score::ScoreInput::default(),
+            head_pooling: None,
             recipe: None,
         }
     }

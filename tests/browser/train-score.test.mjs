@@ -117,6 +117,7 @@ test(
     const config = JSON.parse(readFileSync(join(folder, 'config.json'), 'utf8'));
     assert.equal(config.problem_type, 'regression');
     assert.equal(config.medrank_score_input, 'candidate', 'the answer alone, as chosen in the form');
+    assert.equal(config.medrank_head_pooling, 'mean', "the score task's default head, on the mean of the tokens");
     assert.equal(JSON.parse(readFileSync(join(folder, 'train_log.json'), 'utf8')).task, 'score');
     const fromPage = learnedMetrics(folder, 'page-metrics.json');
     const fromCli = learnedMetrics(cliFolder, 'cli-metrics.json');

@@ -39,6 +39,7 @@ fn tiny(arch: Arch, head: HeadKind, labels: &[&str]) -> EncoderConfig {
         max_seq_length: None,
         score_scale: None,
         score_input: Default::default(),
+        head_pooling: medrank::model::config::HeadPooling::Cls,
         dropout: Default::default(),
         options: medrank::model::config::ArchOptions::None,
     }
@@ -258,7 +259,8 @@ fn heads_match_plain_arithmetic_and_evaluators_run() {
     let batch = tok.batch(&[&e]);
     let hidden = run_ready(enc.encode(&batch, 2)).unwrap();
     let head = model.head.as_ref().unwrap();
-    let got = medrank::model::heads::logits(head, &model.weights, &hidden, &batch.mask).unwrap();
+    let got =
+        medrank::model::heads::logits(head, model.config.head_pooling, &model.weights, &hidden, &batch.mask).unwrap();
     let medrank::model::HeadWeights::RobertaClassifier { dense, out_proj } = head else { panic!() };
     let mat = |t: &Tensor| t.to_vec2::<f32>().unwrap();
     let vec = |t: &Tensor| t.to_vec1::<f32>().unwrap();
@@ -367,10 +369,22 @@ fn training_learns_a_separable_task_and_saves_a_loadable_evaluator() {
     let batch = tok.batch(&[&dev_set[0].inputs[0]]);
     let h1 = run_ready(CpuEncoder::new(loaded.clone()).encode(&batch, 2)).unwrap();
     let h2 = run_ready(CpuEncoder::new(result.model.clone()).encode(&batch, 2)).unwrap();
-    let l1 = medrank::model::heads::logits(loaded.head.as_ref().unwrap(), &loaded.weights, &h1, &batch.mask).unwrap();
-    let l2 =
-        medrank::model::heads::logits(result.model.head.as_ref().unwrap(), &result.model.weights, &h2, &batch.mask)
-            .unwrap();
+    let l1 = medrank::model::heads::logits(
+        loaded.head.as_ref().unwrap(),
+        loaded.config.head_pooling,
+        &loaded.weights,
+        &h1,
+        &batch.mask,
+    )
+    .unwrap();
+    let l2 = medrank::model::heads::logits(
+        result.model.head.as_ref().unwrap(),
+        result.model.config.head_pooling,
+        &result.model.weights,
+        &h2,
+        &batch.mask,
+    )
+    .unwrap();
     assert_eq!(l1, l2);
     // Training the top layer too (differentiable forward) runs and changes that layer.
     let top = TrainOptions { freeze: Freeze::TopLayers(1), epochs: 2, ..opts };

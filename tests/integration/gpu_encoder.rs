@@ -177,7 +177,9 @@ fn classification_logits_match_the_cpu_encoder() {
             .unwrap();
         let batch = random_batch(&config, &[40, 9, 64, 2, 17], 13);
         let layers = config.num_layers;
-        let logits = |h: &HiddenStates| medrank::model::heads::logits(head, &model.weights, h, &batch.mask).unwrap();
+        let logits = |h: &HiddenStates| {
+            medrank::model::heads::logits(head, model.config.head_pooling, &model.weights, h, &batch.mask).unwrap()
+        };
         let (c, g) = (logits(&encode(&cpu, &batch, layers)), logits(&encode(&gpu, &batch, layers)));
         let diff = max_abs_diff(&g.concat(), &c.concat());
         let scale = c.concat().iter().fold(0f32, |m, v| m.max(v.abs()));
@@ -252,7 +254,9 @@ fn deberta_and_modernbert_match_the_cpu_encoder_at_every_layer_and_in_logits() {
             eprintln!("{name} layer {layer}: max abs diff {diff:e}");
             assert!(diff <= TOL, "{name} layer {layer}: max abs diff {diff}");
         }
-        let logits = |h: &HiddenStates| medrank::model::heads::logits(head, &model.weights, h, &batch.mask).unwrap();
+        let logits = |h: &HiddenStates| {
+            medrank::model::heads::logits(head, model.config.head_pooling, &model.weights, h, &batch.mask).unwrap()
+        };
         let layers = config.num_layers;
         let (c, g) = (logits(&encode(&cpu, &batch, layers)), logits(&encode(&gpu, &batch, layers)));
         let on_device = pollster::block_on(gpu.read_out(&batch, medrank::model::Readout::Logits)).unwrap();

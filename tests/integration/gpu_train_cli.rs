@@ -146,3 +146,30 @@ fn on_a_gpu_the_default_recipe_is_finetune() {
     assert_eq!(o["dropout"], serde_json::json!({"hidden": 0.1, "attention": 0.1}), "what the GPU trainer applied");
     assert_eq!((o["length"].as_str(), log["max_tokens"].as_u64()), (Some("full"), Some(128)));
 }
+
+/// A head on the mean of the tokens (`--head-pooling mean`, the score task's default) beside
+/// a GPU: the GPU trainer's last layer computes the first token only, so the placement rule
+/// keeps the trained layers on the CPU and says why; the folder keeps the pooling.
+#[test]
+fn a_mean_pooled_head_trains_its_layers_on_the_cpu_beside_a_gpu() {
+    let Some(_) = context() else { return };
+    let model = tiny_model_dir("tiny-bert-mean");
+    let out = tmp("evaluator-mean-gpu");
+    let extra =
+        ["--epochs", "1", "--batch-size", "8", "--freeze", "top:2", "--head-pooling", "mean", "--backend", "gpu"];
+    let args = nli_args(&model, &out, &extra);
+    let run = medrank(&args.iter().map(String::as_str).collect::<Vec<_>>());
+    let stderr = String::from_utf8_lossy(&run.stderr).to_string();
+    assert!(run.status.success(), "medrank {args:?} failed:\n{stderr}");
+    assert!(
+        stderr.contains(
+            "note: the head reads the mean of the tokens, which the GPU trainer does not compute: every trained \
+             layer runs on the CPU (--head-pooling cls would train on the GPU)"
+        ),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("the trained layers run on"), "{stderr}");
+    let log = json(&out.join("train_log.json"));
+    assert_eq!(log["options"]["head_pooling"], "mean");
+    assert_eq!(json(&out.join("config.json"))["medrank_head_pooling"], "mean");
+}

@@ -96,6 +96,7 @@ fn kind(sub: &str, long: &str) -> Kind {
         ("train", "recipe") => Other("a recipe's name, fast or finetune (clap's list)"),
         ("train", "length") => Other("folder or full (clap's list)"),
         ("train", "score-input") => Other("what a score model reads, one of three names (clap's list)"),
+        ("train", "head-pooling") => Other("how the head reads the last layer, one of two names (clap's list)"),
         ("train", "patience" | "trace-steps") => Numeric(ONE),
         ("train", "freeze") => Numeric(&["top:{}"]),
         ("train", "arguments") => Other("the argument source: none, system:NAME or random:A,B"),
@@ -462,6 +463,7 @@ fn train_and_bench_options_are_refused_at_parse_time() {
         ("--recipe", &["slow", ""][..]),
         ("--length", &["512", "max"][..]),
         ("--score-input", &["answer", ""][..]),
+        ("--head-pooling", &["max", ""][..]),
     ] {
         for value in values {
             cases.push((train(flag, value), flag));

@@ -358,6 +358,7 @@ fn the_trained_head_leaves_empty_options_out_of_its_softmax() {
         max_seq_length: None,
         score_scale: None,
         score_input: Default::default(),
+        head_pooling: medrank::model::config::HeadPooling::Cls,
         dropout: Default::default(),
         options: medrank::model::config::ArchOptions::None,
     };

@@ -66,6 +66,11 @@ fn a_learned_metric_reloads_and_predicts_what_training_measured() {
     assert_eq!(config["id2label"], serde_json::json!({"0": "correctness", "1": "selection", "2": "overall"}));
     // What it read beside each answer (the default), kept so that predictions read the same.
     assert_eq!(config["medrank_score_input"], "candidate+question");
+    // ... and the score task's head on the mean of the tokens (the default), kept in the
+    // key medrank reads it back from.
+    assert_eq!(config["medrank_head_pooling"], "mean");
+    let log: Value = serde_json::from_slice(&std::fs::read(out.join("train_log.json")).unwrap()).unwrap();
+    assert_eq!(log["options"]["head_pooling"], "mean");
     for d in dimensions {
         let (mean, std) = hand_scale(&train.text, d);
         let kept = &config["medrank_score_scale"][d];
@@ -74,8 +79,7 @@ fn a_learned_metric_reloads_and_predicts_what_training_measured() {
     }
 
     // Reloaded, the folder predicts the dev answers as the trainer's picked epoch did: the
-    // head-only trainer read the frozen encoder's first-token states and ran the head in
-    // candle, the reload runs encoder and head through the inference path (f32 both; the
+    // head-only trainer read the frozen encoder's mean states and ran the head in candle, the reload runs encoder and head through the inference path (f32 both; the
     // scores are on a 0-100 scale).
     let model = TextModel::read_dir(&out).unwrap();
     let (candidates, _) = parse_candidates(&dev.name, &dev.text).unwrap();

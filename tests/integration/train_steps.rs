@@ -203,7 +203,14 @@ fn dropout_changes_training_but_never_a_dev_pass() {
         let items: Vec<&medrank::model::tokenize::Encoded> = e.inputs.iter().collect();
         let batch = m.tokenizer.batch(&items);
         let hidden = run_ready(encoder.encode(&batch, dropped.model.config.num_layers)).unwrap();
-        let logits = medrank::model::heads::logits(head, &dropped.model.weights, &hidden, &batch.mask).unwrap();
+        let logits = medrank::model::heads::logits(
+            head,
+            dropped.model.config.head_pooling,
+            &dropped.model.weights,
+            &hidden,
+            &batch.mask,
+        )
+        .unwrap();
         let scores: Vec<f32> = logits.iter().map(|r| r[0]).collect();
         loss -= medrank::model::heads::softmax(&scores, 1.0)[e.gold].ln();
     }

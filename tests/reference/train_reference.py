@@ -37,7 +37,8 @@ Deliberate differences from a stock HF Trainer fine-tune (they follow medrank's 
 A multiple-choice example's softmax runs over its own inputs: examples with fewer inputs
 are padded with a copy of their first input, whose logit is masked to -inf (no gradient).
 The score task (trace head "regression", `medrank train --task score`): the folder loads as
-a *ForSequenceClassification with problem_type "regression"; each dimension's target is
+a *ForSequenceClassification with problem_type "regression" (its head on the mean of the
+tokens, medrank_head_pooling "mean", the task's default: see mean_pooled_logits); each dimension's target is
 the human score standardised with the training examples' mean and population standard
 deviation, recomputed here from the trace's scores and checked against the config's
 medrank_score_scale (1e-9 relative); an example's loss is the squared error averaged over
@@ -169,8 +170,26 @@ def logits_of(model, examples, mc):
             mask[at][:n] = 1
             present[i, k] = k < len(e["inputs"])
     typed = {"token_type_ids": types} if getattr(model.config, "type_vocab_size", 0) else {}
-    logits = model(input_ids=ids, attention_mask=mask, **typed).logits
+    if getattr(model.config, "medrank_head_pooling", "cls") == "mean":
+        logits = mean_pooled_logits(model, ids, mask, typed).view(len(examples), -1)
+    else:
+        logits = model(input_ids=ids, attention_mask=mask, **typed).logits
     return logits.masked_fill(~present, float("-inf")) if mc else logits
+
+
+def mean_pooled_logits(model, ids, mask, typed):
+    """A BERT head on the mean of the real tokens' last states (config medrank_head_pooling
+    "mean", which transformers does not read): the masked mean, then the pooler, dropout and
+    classifier as Bert*ForSequenceClassification / ForMultipleChoice apply them to the first
+    token (the pooler reads position 0 of a one-token sequence)."""
+    if model.config.model_type != "bert":
+        fail(f"a mean-pooled head is replayed for BERT only, not {model.config.model_type}")
+    flat = lambda t: t.reshape(-1, t.size(-1))  # noqa: E731 (multiple choice: one row per option)
+    h = model.bert(input_ids=flat(ids), attention_mask=flat(mask),
+                   **{k: flat(v) for k, v in typed.items()}).last_hidden_state
+    m = flat(mask).unsqueeze(-1).to(h.dtype)
+    pooled = (h * m).sum(1) / m.sum(1).clamp(min=1)
+    return model.classifier(model.dropout(model.bert.pooler(pooled.unsqueeze(1))))
 
 
 def score_scale(trace, config):

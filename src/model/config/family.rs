@@ -108,7 +108,7 @@ fn log_bucket(delta: i64, bucket_size: i64, max_position: i64) -> i64 {
     log_pos as i64 * delta.signum()
 }
 
-/// How a ModernBERT classifier reads the last layer (`classifier_pooling`).
+/// How a classification head reads the last layer ([`super::EncoderConfig::head_pooling`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum HeadPooling {
@@ -116,6 +116,26 @@ pub enum HeadPooling {
     Cls,
     /// The mean of the real tokens' states.
     Mean,
+}
+
+impl HeadPooling {
+    pub const NAMES: [&'static str; 2] = ["cls", "mean"];
+
+    /// The name in `config.json` and on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            HeadPooling::Cls => "cls",
+            HeadPooling::Mean => "mean",
+        }
+    }
+
+    pub fn parse(name: &str) -> Option<HeadPooling> {
+        match name {
+            "cls" => Some(HeadPooling::Cls),
+            "mean" => Some(HeadPooling::Mean),
+            _ => None,
+        }
+    }
 }
 
 /// ModernBERT (`model_type` `modernbert`).
@@ -134,7 +154,6 @@ pub struct ModernBert {
     pub attention_bias: bool,
     pub mlp_bias: bool,
     pub classifier_bias: bool,
-    pub classifier_pooling: HeadPooling,
     pub classifier_activation: Activation,
 }
 
@@ -364,11 +383,6 @@ pub(super) fn modernbert(v: &Fields, num_layers: usize) -> Result<ModernBert> {
         }
         Some(other) => return Err(v.error("rope_parameters", format!("expected an object, found {}", other.kind()))),
     }
-    let classifier_pooling = match v.string("classifier_pooling")?.unwrap_or("cls") {
-        "cls" => HeadPooling::Cls,
-        "mean" => HeadPooling::Mean,
-        other => return Err(v.error("classifier_pooling", format!("expected `cls` or `mean`, found `{other}`"))),
-    };
     Ok(ModernBert {
         local_layers,
         local_attention,
@@ -378,7 +392,6 @@ pub(super) fn modernbert(v: &Fields, num_layers: usize) -> Result<ModernBert> {
         attention_bias: v.boolean("attention_bias", false)?,
         mlp_bias: v.boolean("mlp_bias", false)?,
         classifier_bias: v.boolean("classifier_bias", false)?,
-        classifier_pooling,
         classifier_activation: head_activation(v, "classifier_activation")?,
     })
 }
@@ -437,11 +450,6 @@ pub(super) fn write_keys(options: &ArchOptions, o: &mut serde_json::Map<String, 
             o.insert("attention_bias".into(), m.attention_bias.into());
             o.insert("mlp_bias".into(), m.mlp_bias.into());
             o.insert("classifier_bias".into(), m.classifier_bias.into());
-            let pooling = match m.classifier_pooling {
-                HeadPooling::Cls => "cls",
-                HeadPooling::Mean => "mean",
-            };
-            o.insert("classifier_pooling".into(), pooling.into());
             o.insert("classifier_activation".into(), activation_name(m.classifier_activation).into());
         }
     }

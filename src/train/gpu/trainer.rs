@@ -30,7 +30,7 @@ use crate::gpu::ops::{
     record, Activation, AdamWConfig, AdamWStep, Addend, AttentionBackward, AttentionDropout, CrossEntropy, Dispatch,
     LayerNormGrads, MaskDraw, Mat, Ops, TokensById, TrainOps,
 };
-use crate::model::config::{Activation as ModelActivation, Arch, EncoderConfig};
+use crate::model::config::{Activation as ModelActivation, Arch, EncoderConfig, HeadPooling};
 use crate::model::load::{Dense, HeadWeights, LoadedModel, Norm};
 use crate::model::tokenize::Encoded;
 use crate::model::TokenBatch;
@@ -40,13 +40,20 @@ use candle_core::{Device, Tensor};
 /// Whether the GPU trainer's kernels run `config`'s layers: BERT, RoBERTa and DistilBERT
 /// (post-norm layers, plain attention). DeBERTa-v2's relative attention and ModernBERT's
 /// rotary, windowed, pre-norm layers have no backward kernels here: refused with a
-/// sentence, and they train on the CPU trainer.
+/// sentence, and they train on the CPU trainer. Its last layer computes the first token
+/// only (all a first-token head reads): a mean-pooled head trains on the CPU too.
 pub fn supports(config: &EncoderConfig) -> Result<()> {
     match config.arch {
         Arch::DebertaV2 | Arch::ModernBert => Err(unsupported(config)),
+        _ if config.head_pooling == HeadPooling::Mean => Err(Error::invalid(MEAN_POOLED_HEAD)),
         _ => Ok(()),
     }
 }
+
+/// Why a mean-pooled head does not train on the GPU.
+pub const MEAN_POOLED_HEAD: &str = "the GPU trainer's last layer computes the first token only: a head on the mean \
+     of the tokens (--head-pooling mean, the score task's default) trains on the CPU; --head-pooling cls trains \
+     on the GPU";
 
 fn unsupported(config: &EncoderConfig) -> Error {
     Error::invalid(format!(
