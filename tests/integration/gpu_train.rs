@@ -6,7 +6,7 @@
 //! loudly and return, unless MEDRANK_REQUIRE_GPU=1, where they fail.
 
 use medrank::gpu::ops::AdamWConfig;
-use medrank::model::config::{Arch, EncoderConfig, HeadKind};
+use medrank::model::config::{Arch, EncoderConfig, HeadKind, HeadPooling};
 use medrank::model::embed::TextModel;
 use medrank::model::load::{HeadWeights, LoadedModel};
 use medrank::model::{Part, TextTokenizer};
@@ -212,7 +212,9 @@ fn gpu_and_cpu_train_alike(freeze: Freeze, dropout: Dropout) {
 /// standardised human scores) on the GPU as on the CPU trainer, with `top:2` and with every
 /// layer: per-epoch train and dev loss within 1e-3, and the picked epoch's dev predictions
 /// (on the human scale) within 1e-3 of the scores' standard deviation. One dimension is missing on some
-/// examples (masked in both).
+/// examples (masked in both). The head reads the first token (`--head-pooling cls`): the GPU
+/// trainer's last layer computes nothing else, and it refuses the task's default mean head
+/// (which the placement rule trains on the CPU: gpu_train_cli.rs).
 #[test]
 fn a_score_model_trains_on_the_gpu_as_on_the_cpu() {
     use medrank::train::ScoreTargets;
@@ -234,9 +236,22 @@ fn a_score_model_trains_on_the_gpu_as_on_the_cpu() {
     };
     let (train_set, dev_set) = (make(14, 0), make(9, 3));
     let labels = ["overall".to_string(), "selection".to_string()];
+    let head = HeadKind::SequenceClassification;
+    let refused = train_with_events(
+        &base,
+        head,
+        &labels,
+        &train_set,
+        &dev_set,
+        &few_epochs(Freeze::All),
+        Some(ctx.clone()),
+        &mut |_| {},
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(refused.contains(medrank::train::gpu::MEAN_POOLED_HEAD), "{refused}");
     for freeze in [Freeze::TopLayers(2), Freeze::All] {
-        let opts = few_epochs(freeze);
-        let head = HeadKind::SequenceClassification;
+        let opts = TrainOptions { head_pooling: Some(HeadPooling::Cls), ..few_epochs(freeze) };
         let cpu = train(&base, head, &labels, &train_set, &dev_set, &opts, &mut |_| {}).unwrap();
         let gpu = train_with_events(&base, head, &labels, &train_set, &dev_set, &opts, Some(ctx.clone()), &mut |_| {})
             .unwrap();

@@ -14,4 +14,4 @@ pub mod gradient_check;
 mod trainer;
 
 pub(super) use engine::GpuEngine;
-pub use trainer::{bytes_text, supports, Dropping, GpuMemory, GpuTrainer, Targets, TrainInput};
+pub use trainer::{bytes_text, supports, Dropping, GpuMemory, GpuTrainer, Targets, TrainInput, MEAN_POOLED_HEAD};
