@@ -124,17 +124,13 @@ impl HeadPooling {
     /// The name in `config.json` and on the command line.
     pub fn name(self) -> &'static str {
         match self {
-            HeadPooling::Cls => "cls",
-            HeadPooling::Mean => "mean",
+            HeadPooling::Cls => Self::NAMES[0],
+            HeadPooling::Mean => Self::NAMES[1],
         }
     }
 
     pub fn parse(name: &str) -> Option<HeadPooling> {
-        match name {
-            "cls" => Some(HeadPooling::Cls),
-            "mean" => Some(HeadPooling::Mean),
-            _ => None,
-        }
+        [HeadPooling::Cls, HeadPooling::Mean].into_iter().find(|p| p.name() == name)
     }
 }
 
