@@ -159,12 +159,14 @@ fn checkpoints(marks: &Marks, shown: &[Option<f64>]) -> Vec<(f64, f64, f64)> {
         .collect()
 }
 
-/// Real runs of the page on this project's development machine (tests/fixtures/time_left,
+/// Real runs of the page on two machines of this project's kind (tests/fixtures/time_left,
 /// each file says its machine) replayed through the estimate: from 10 % of the work on it is
-/// within 25 % of the time the run then took, checked at 10, 30 and 60 %. These are four of
-/// six runs recorded on 2026-11-27; the other two, while other builds loaded the 2-core
-/// machine (load average 6-9), missed by 31-39 % at 10 % (the old rule by 41-42 %): the
-/// rule holds on a steady machine, which a shared one is not always (BENCHMARKS.md).
+/// within 25 % of the time the run then took, checked at 10, 30 and 60 %. `devmachine-*`
+/// are four of six runs recorded on 2026-11-27 on a shared Zen 5; the other two, while
+/// other builds loaded the 2-core machine (load average 6-9), missed by 31-39 % at 10 % (the
+/// old rule by 41-42 %): the rule holds on a steady machine, which a shared one is not
+/// always. `zen4-*` are all four runs of 2026-11-28 on an idle Zen 4, each within 10 %
+/// (BENCHMARKS.md).
 #[test]
 fn the_time_left_is_within_a_quarter_on_recorded_runs() {
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/time_left");
