@@ -81,62 +81,85 @@ fn misinformation_args<'a>(train: &'a str, dev: &'a str, freeze: &'a str) -> Vec
     ]
 }
 
+/// Trains with a trace of 6 steps and has the reference replay them: every step's loss
+/// within 1e-3 of PyTorch's; the trace folder.
+fn steps_equal_the_pytorch_fine_tune(name: &str, args: &[&str]) -> std::path::PathBuf {
+    let trace = traced(name, MINILM, args, "6");
+    let report = reference(&trace, &[]);
+    let steps = report["steps"].as_array().unwrap();
+    assert_eq!(steps.len(), 6, "{name}: {report}");
+    let max = report["max_diff"].as_f64().unwrap();
+    assert!(max <= 1e-3, "{name}: a step's loss differs by {max}: {report}");
+    eprintln!("{name}: {} steps, max |medrank - PyTorch| loss {max:.2e}", steps.len());
+    trace
+}
+
+/// Multiple-choice arguments: `questions` of CasiMedicos' training file in micro-batches of
+/// `batch` accumulated by 2, two epochs (3 steps each), `dev` questions to pick the epoch.
+/// `tag` keeps each test's files apart (tests run in parallel).
+fn mcqa_args(tag: &str, questions: usize, batch: &'static str, dev: usize, extra: &[&'static str]) -> Vec<String> {
+    let train = first_lines("data/casimedicos/train.jsonl", questions, &format!("{tag}-casimedicos{questions}.jsonl"));
+    let dev = first_lines("data/casimedicos/dev.jsonl", dev, &format!("{tag}-casimedicos{dev}.jsonl"));
+    let base = ["--train", &train, "--dev", &dev, "--batch-size", batch, "--grad-accum", "2", "--epochs", "2"];
+    base.iter().map(|a| a.to_string()).chain(extra.iter().map(|a| a.to_string())).collect()
+}
+
+// Each case is a test of its own, so that the slow ones run beside the others instead of
+// one after another at the end of the test binary.
+
+/// Class-weighted classification, 6 steps (one epoch of 48 examples in batches of 8): the
+/// head alone, the top layer (its input cached in f16), every layer and the embeddings.
 #[test]
-fn every_step_equals_the_pytorch_fine_tune() {
+fn classification_steps_equal_the_pytorch_fine_tune() {
     if !reference_available() {
         return;
     }
-    let scifact = first_lines("data/scifact-mini/train.jsonl", 48, "scifact48.jsonl");
-    let scifact_dev = first_lines("data/scifact-mini/dev.jsonl", 16, "scifact16.jsonl");
-    let mcqa = first_lines("data/casimedicos/train.jsonl", 24, "casimedicos24.jsonl");
-    let mcqa_dev = first_lines("data/casimedicos/dev.jsonl", 8, "casimedicos8.jsonl");
+    let scifact = first_lines("data/scifact-mini/train.jsonl", 48, "classification-scifact48.jsonl");
+    let scifact_dev = first_lines("data/scifact-mini/dev.jsonl", 16, "classification-scifact16.jsonl");
     let classification = |freeze: &'static str| misinformation_args(&scifact, &scifact_dev, freeze);
-    // (case, arguments), 6 steps each (one epoch of 48 examples; two of 24 questions):
-    // class-weighted classification with the head alone, the top layer (its input cached
-    // in f16), every layer and the embeddings; multiple choice (a softmax over each
-    // question's own non-empty options) with the top layer, over micro-batches accumulated
-    // into one step; and the finetune recipe (below).
-    let mut cases: Vec<(&str, Vec<&str>)> = vec![
-        ("head", classification("head")),
-        ("top1", [classification("top:1"), vec!["--layer-lr", "1e-4"]].concat()),
-        ("all", classification("all")),
-    ];
-    // Multiple choice: 24 questions in micro-batches of 4 accumulated by 2, two epochs.
-    let mcqa_args = |extra: &[&'static str]| -> Vec<&str> {
-        let base = ["--train", &mcqa, "--dev", &mcqa_dev, "--batch-size", "4", "--grad-accum", "2", "--epochs", "2"];
-        [&base[..], extra].concat()
-    };
-    cases.push(("mcqa", mcqa_args(&["--freeze", "top:1"])));
-    // The finetune recipe with dropout off (the reference replays without dropout): every
-    // layer and the embeddings at one rate 5e-5 with warm-up, no weight decay, and the
-    // model's full length (CasiMedicos' clinical cases run past all-MiniLM-L6-v2's
-    // 256-token sentence-transformers limit).
-    cases.push(("finetune", mcqa_args(&["--recipe", "finetune", "--dropout", "0", "--backend", "cpu"])));
-    for (name, args) in cases {
-        let trace = traced(name, MINILM, &args, "6");
-        if name == "finetune" {
-            let t = json(&trace.join("trace.json"));
-            let o = &t["options"];
-            assert_eq!((t["freeze"].as_str(), o["recipe"]["name"].as_str()), (Some("all"), Some("finetune")), "{o}");
-            assert_eq!((o["learning_rate"].as_f64(), o["layer_learning_rate"].as_f64()), (Some(5e-5), Some(5e-5)));
-            assert_eq!((o["weight_decay"].as_f64(), o["length"].as_str()), (Some(0.0), Some("full")));
-            assert!(t["warmup_steps"].as_u64().unwrap() > 0, "{t}");
-            let longest = t["examples"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .flat_map(|e| e["inputs"].as_array().unwrap().iter().map(|i| i["input_ids"].as_array().unwrap().len()))
-                .max()
-                .unwrap();
-            assert!(longest > 256, "the full length reads past the folder's 256 tokens: longest {longest}");
-        }
-        let report = reference(&trace, &[]);
-        let steps = report["steps"].as_array().unwrap();
-        assert_eq!(steps.len(), 6, "{name}: {report}");
-        let max = report["max_diff"].as_f64().unwrap();
-        assert!(max <= 1e-3, "{name}: a step's loss differs by {max}: {report}");
-        eprintln!("{name}: {} steps, max |medrank - PyTorch| loss {max:.2e}", steps.len());
+    steps_equal_the_pytorch_fine_tune("head", &classification("head"));
+    steps_equal_the_pytorch_fine_tune("top1", &[classification("top:1"), vec!["--layer-lr", "1e-4"]].concat());
+    steps_equal_the_pytorch_fine_tune("all", &classification("all"));
+}
+
+/// Multiple choice (a softmax over each question's own non-empty options) with the top
+/// layer: 24 questions in micro-batches of 4 accumulated into one step, two epochs.
+#[test]
+fn multiple_choice_steps_equal_the_pytorch_fine_tune() {
+    if !reference_available() {
+        return;
     }
+    let args = mcqa_args("mcqa", 24, "4", 8, &["--freeze", "top:1"]);
+    steps_equal_the_pytorch_fine_tune("mcqa", &args.iter().map(String::as_str).collect::<Vec<_>>());
+}
+
+/// The finetune recipe with dropout off (the reference replays without dropout): every
+/// layer and the embeddings at one rate 5e-5 with warm-up, no weight decay, and the model's
+/// full length (CasiMedicos' clinical cases run past all-MiniLM-L6-v2's 256-token
+/// sentence-transformers limit). Its CPU training at full length is the slowest of the
+/// cases (about 6 minutes on 2 cores with 24 questions in fours), so it takes 12 questions
+/// in micro-batches of 2: the same 6 steps, each accumulated over two micro-batches.
+#[test]
+fn the_finetune_recipes_steps_equal_the_pytorch_fine_tune() {
+    if !reference_available() {
+        return;
+    }
+    let args = mcqa_args("finetune", 12, "2", 4, &["--recipe", "finetune", "--dropout", "0", "--backend", "cpu"]);
+    let trace = steps_equal_the_pytorch_fine_tune("finetune", &args.iter().map(String::as_str).collect::<Vec<_>>());
+    let t = json(&trace.join("trace.json"));
+    let o = &t["options"];
+    assert_eq!((t["freeze"].as_str(), o["recipe"]["name"].as_str()), (Some("all"), Some("finetune")), "{o}");
+    assert_eq!((o["learning_rate"].as_f64(), o["layer_learning_rate"].as_f64()), (Some(5e-5), Some(5e-5)));
+    assert_eq!((o["weight_decay"].as_f64(), o["length"].as_str()), (Some(0.0), Some("full")));
+    assert!(t["warmup_steps"].as_u64().unwrap() > 0, "{t}");
+    let longest = t["examples"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|e| e["inputs"].as_array().unwrap().iter().map(|i| i["input_ids"].as_array().unwrap().len()))
+        .max()
+        .unwrap();
+    assert!(longest > 256, "the full length reads past the folder's 256 tokens: longest {longest}");
 }
 
 /// The score task (a regression head over SQuALITY's three human score dimensions, its
