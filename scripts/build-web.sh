@@ -103,6 +103,17 @@ build_wasm() {
     driver="$( [ $ROUTE = 2 ] && echo /usr/bin/clippy-driver || command -v clippy-driver || true)"
     [ -x "$driver" ] || die "--lint: no clippy-driver for this compiler (scripts/setup.sh wasm)"
     lint_env=(RUSTC_WORKSPACE_WRAPPER="$driver" CLIPPY_ARGS="-D__CLIPPY_HACKERY__warnings__CLIPPY_HACKERY__")
+    # Linting happens only when the crate compiles, and cargo does not count the wrapper as
+    # a change: a crate last compiled by a build without --lint (the demo's, on the same
+    # target folder) was taken as up to date and never linted. The marker, touched after
+    # each linted build, is older than the wasm when a plain build compiled it since: then
+    # our crate alone is cleaned (the standard library and dependencies stay) and compiles
+    # again under clippy.
+    local wasm="$dir/$TARGET/release/medrank.wasm" marker="$dir/$TARGET/release/.medrank-linted"
+    if [ -f "$wasm" ] && { [ ! -f "$marker" ] || [ "$wasm" -nt "$marker" ]; }; then
+      log "our crate was last compiled without --lint: compiling it again, linted"
+      CARGO_TARGET_DIR="$dir" cargo clean --quiet -p medrank --release --target "$TARGET"
+    fi
   fi
   if [ $ROUTE = 1 ]; then
     env "${lint_env[@]}" RUSTC_BOOTSTRAP=1 CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUSTFLAGS="$flags" CARGO_TARGET_DIR="$dir" \
@@ -114,6 +125,7 @@ build_wasm() {
       cargo build --release --lib --target "$TARGET" -Z build-std=std,panic_abort --no-default-features "${feature_args[@]}"
   fi
   [ -f "$dir/$TARGET/release/medrank.wasm" ] || die "expected $dir/$TARGET/release/medrank.wasm after the build"
+  if [ $LINT = 1 ]; then touch "$dir/$TARGET/release/.medrank-linted"; fi
 }
 
 # ---- 1. compile the crate to wasm, once per build wanted -----------------------------------
