@@ -18,10 +18,10 @@
 // conversion to it on 1,000 texts); the ModernBERT folders MiniLM's WordPiece tokenizer.json.
 // Needs PyTorch, transformers and sentencepiece (scripts/setup.sh reference); without them the
 // tests are skipped, unless MEDRANK_REQUIRE_REFERENCE=1.
-import { test } from 'node:test';
+import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { copyFileSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, cpSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
 import { openApp, upload, run, cli, differencesAbs, precisionOf, withoutKernel, ROOT, SITE, EXAMPLES } from './harness.mjs';
@@ -52,10 +52,28 @@ const haveThreads = existsSync(join(SITE, 'pkg-threads-relaxed/medrank_bg.wasm')
 const python = (args) => execFileSync('python3', args, { cwd: ROOT, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
 
 /**
- * A folder `name` under `work` written by transformers (`config` of families_reference.py's
- * CONFIGS, `head` seq|mc|none, comma-separated `labels`), with a tokenizer.json: the
- * converted spm.model for DeBERTa (which stays beside it), MiniLM's for ModernBERT.
+ * A folder `name` written by transformers (`config` of families_reference.py's CONFIGS,
+ * `head` seq|mc|none, comma-separated `labels`), with a tokenizer.json: the converted
+ * spm.model for DeBERTa (which stays beside it), MiniLM's for ModernBERT. Each folder is
+ * written once for this file's tests (the same seed writes the same weights; each Python run
+ * starts PyTorch, ~10 s) and only read after that: the tests write their own outputs
+ * beside it, never into it.
  */
+let foldersDir = null;
+const folders = new Map(); // name -> {dir, made: the arguments it was written with}
+after(() => foldersDir && rmSync(foldersDir, { recursive: true, force: true }));
+function folder(name, config, head, labels) {
+  const made = JSON.stringify([config, head, labels]);
+  const known = folders.get(name);
+  if (known) {
+    assert.equal(known.made, made, `the folder ${name} was written with other arguments`);
+    return known.dir;
+  }
+  foldersDir ??= mkdtempSync(join(tmpdir(), 'medrank-families-folders-'));
+  const dir = makeFolder(foldersDir, name, config, head, labels);
+  folders.set(name, { dir, made });
+  return dir;
+}
 function makeFolder(work, name, config, head, labels) {
   const dir = join(work, name);
   const deberta = !config.includes('modernbert');
@@ -101,9 +119,9 @@ const gpuInputs = (all, config) => [all[0], all[110], all[170], ...(config.inclu
 /** transformers' outputs (families_reference.py run) on the page's token ids:
  *  {hidden, layer, logits} as flat Float32Arrays. */
 function reference(dir, rows, layer) {
-  const ids = join(dir, 'page-inputs.json');
+  const ids = `${dir}.page-inputs.json`;
   writeFileSync(ids, JSON.stringify({ ids: rows.map((r) => r.ids), type_ids: rows.map((r) => r.type_ids) }));
-  const prefix = join(dir, 'reference');
+  const prefix = `${dir}.reference`;
   python(['tests/reference/families_reference.py', 'run', '--model', dir, '--inputs', ids, '--out', prefix, '--layer', String(layer)]);
   const floats = (ext) => (existsSync(`${prefix}.${ext}`) ? new Float32Array(new Uint8Array(readFileSync(`${prefix}.${ext}`)).buffer) : new Float32Array());
   return { hidden: floats('hidden'), layer: floats('layer'), logits: floats('logits') };
@@ -126,11 +144,26 @@ const CASES = [
   { name: 'modernbert-mean', config: 'small-modernbert-mean', head: 'seq', labels: 'a,b,c', what: 'ModernBERT (mean pooling, biases)' },
 ];
 
-/** The page's encoder outputs for `texts` with the folder `dir` picked as the model. */
+/** The page's encoder outputs for `texts` with the folder `dir` picked as the model. The
+ *  states and logits leave the page as the bytes of their f32 values (base64) and are read
+ *  back here as the same numbers: as arrays of numbers, Playwright's serialisation of the
+ *  millions of values took 10-35 s per call, five times the page's own work. */
 async function pageOutputs(page, dir, texts, backend, precision = '') {
   await page.check('input[name=model][value=local]');
   await page.setInputFiles('#model-folder', dir);
-  return page.evaluate(([t, b, p]) => window.medrank.encoderOutputs(t, 1, { backend: b, precision: p }), [texts, backend, precision]);
+  const out = await page.evaluate(async ([t, b, p]) => {
+    const outputs = await window.medrank.encoderOutputs(t, 1, { backend: b, precision: p });
+    const bytesOf = (numbers) => {
+      const bytes = new Uint8Array(new Float32Array(numbers).buffer);
+      let binary = '';
+      for (let i = 0; i < bytes.length; i += 0x8000) binary += String.fromCharCode(...bytes.subarray(i, i + 0x8000));
+      return btoa(binary);
+    };
+    for (const row of outputs.rows) for (const key of ['hidden', 'layer', 'logits']) row[key] = bytesOf(row[key]);
+    return outputs;
+  }, [texts, backend, precision]);
+  for (const row of out.rows) for (const key of ['hidden', 'layer', 'logits']) row[key] = Array.from(new Float32Array(new Uint8Array(Buffer.from(row[key], 'base64')).buffer));
+  return out;
 }
 
 // The wasm builds the site ships, as the page picks them: medrank serve isolates the page,
@@ -143,42 +176,37 @@ const BUILDS = [
 ];
 
 test('the page runs DeBERTa-v2/v3 and ModernBERT as transformers does, in every wasm build', { skip: SKIP || (!haveThreads && 'the site has no threaded build') }, async (t) => {
-  const work = mkdtempSync(join(tmpdir(), 'medrank-families-'));
   const texts = inputs();
   const expected = new Map(); // case -> {ids, reference}
-  try {
-    for (const c of CASES) c.dir = makeFolder(work, c.name, c.config, c.head, c.labels);
-    for (const build of BUILDS) {
-      const app = await openApp();
-      try {
-        const { page } = app;
-        await page.evaluate((n) => (n ? localStorage.setItem('medrank-threads', String(n)) : localStorage.removeItem('medrank-threads')), build.threads);
-        await page.goto(new URL(build.query, app.server.url).href);
-        await page.waitForFunction(() => window.medrank?.state.engine, null, { timeout: 60000 });
-        const engine = await page.evaluate(() => window.medrank.state.engine);
-        assert.deepEqual({ threadedBuild: engine.threadedBuild, relaxedSimd: engine.relaxedSimd }, build.expect, build.name);
-        for (const c of CASES) {
-          const out = await pageOutputs(page, c.dir, texts, 'cpu');
-          assert.equal(out.backend.backend, 'cpu');
-          const ids = out.rows.map((r) => r.ids);
-          if (!expected.has(c.name)) expected.set(c.name, { ids, ref: reference(c.dir, out.rows, 1) });
-          const { ids: firstIds, ref } = expected.get(c.name);
-          assert.deepEqual(ids, firstIds, `${c.what}: the same token ids in every build`);
-          const hidden = maxDiff(flat(out.rows, 'hidden'), ref.hidden, 'hidden');
-          const layer = maxDiff(flat(out.rows, 'layer'), ref.layer, 'layer 1');
-          const logits = maxDiff(flat(out.rows, 'logits'), ref.logits, 'logits');
-          const longest = Math.max(...ids.map((r) => r.length));
-          t.diagnostic(`${build.name}, ${c.what}: max |page - transformers| hidden ${hidden.toExponential(2)}, layer 1 ${layer.toExponential(2)}, logits ${logits.toExponential(2)}; longest input ${longest} tokens`);
-          assert.ok(hidden <= TOLERANCE && layer <= TOLERANCE && logits <= TOLERANCE, `${build.name}, ${c.what}: ${hidden} ${layer} ${logits}`);
-          assert.ok(ref.logits.length > 0, `${c.what}: the head's logits were compared`);
-          if (c.config.includes('modernbert')) assert.ok(longest > 512, `${c.what}: inputs past 512 tokens (${longest})`);
-        }
-      } finally {
-        await app.close();
+  for (const c of CASES) c.dir = folder(c.name, c.config, c.head, c.labels);
+  for (const build of BUILDS) {
+    const app = await openApp();
+    try {
+      const { page } = app;
+      await page.evaluate((n) => (n ? localStorage.setItem('medrank-threads', String(n)) : localStorage.removeItem('medrank-threads')), build.threads);
+      await page.goto(new URL(build.query, app.server.url).href);
+      await page.waitForFunction(() => window.medrank?.state.engine, null, { timeout: 60000 });
+      const engine = await page.evaluate(() => window.medrank.state.engine);
+      assert.deepEqual({ threadedBuild: engine.threadedBuild, relaxedSimd: engine.relaxedSimd }, build.expect, build.name);
+      for (const c of CASES) {
+        const out = await pageOutputs(page, c.dir, texts, 'cpu');
+        assert.equal(out.backend.backend, 'cpu');
+        const ids = out.rows.map((r) => r.ids);
+        if (!expected.has(c.name)) expected.set(c.name, { ids, ref: reference(c.dir, out.rows, 1) });
+        const { ids: firstIds, ref } = expected.get(c.name);
+        assert.deepEqual(ids, firstIds, `${c.what}: the same token ids in every build`);
+        const hidden = maxDiff(flat(out.rows, 'hidden'), ref.hidden, 'hidden');
+        const layer = maxDiff(flat(out.rows, 'layer'), ref.layer, 'layer 1');
+        const logits = maxDiff(flat(out.rows, 'logits'), ref.logits, 'logits');
+        const longest = Math.max(...ids.map((r) => r.length));
+        t.diagnostic(`${build.name}, ${c.what}: max |page - transformers| hidden ${hidden.toExponential(2)}, layer 1 ${layer.toExponential(2)}, logits ${logits.toExponential(2)}; longest input ${longest} tokens`);
+        assert.ok(hidden <= TOLERANCE && layer <= TOLERANCE && logits <= TOLERANCE, `${build.name}, ${c.what}: ${hidden} ${layer} ${logits}`);
+        assert.ok(ref.logits.length > 0, `${c.what}: the head's logits were compared`);
+        if (c.config.includes('modernbert')) assert.ok(longest > 512, `${c.what}: inputs past 512 tokens (${longest})`);
       }
+    } finally {
+      await app.close();
     }
-  } finally {
-    rmSync(work, { recursive: true, force: true });
   }
 });
 
@@ -190,13 +218,12 @@ test('the page runs DeBERTa-v2/v3 and ModernBERT as transformers does, in every 
 // whose logits stay under 1; these folders' logits reach 3.2, and the page's int8 moves them
 // by 0.032-0.107 (measured 2026-11-28: 2.2-3.8 % of the largest).
 test('in int8 the page runs both families within the int8 tolerances of its f32 run', { skip: SKIP }, async (t) => {
-  const work = mkdtempSync(join(tmpdir(), 'medrank-families-int8-'));
   const app = await openApp();
   try {
     const { page } = app;
     const texts = inputs();
     for (const c of CASES) {
-      const dir = makeFolder(work, c.name, c.config, c.head, c.labels);
+      const dir = folder(c.name, c.config, c.head, c.labels);
       const f32 = await pageOutputs(page, dir, texts, 'cpu', 'f32');
       const int8 = await pageOutputs(page, dir, texts, 'cpu', 'int8');
       assert.deepEqual([f32.precision, int8.precision], ['f32', 'int8'], `${c.what}: the precisions asked for ran`);
@@ -218,17 +245,15 @@ test('in int8 the page runs both families within the int8 tolerances of its f32 
     }
   } finally {
     await app.close();
-    rmSync(work, { recursive: true, force: true });
   }
 });
 
 test('on WebGPU (SwiftShader) both families give the page’s CPU states and logits within 1e-3', { skip: SKIP }, async (t) => {
-  const work = mkdtempSync(join(tmpdir(), 'medrank-families-gpu-'));
   const app = await openApp({ webgpu: true });
   try {
     const { page } = app;
     for (const c of CASES) {
-      const dir = makeFolder(work, c.name, c.config, c.head, c.labels);
+      const dir = folder(c.name, c.config, c.head, c.labels);
       const texts = gpuInputs(inputs(), c.config);
       const cpu = await pageOutputs(page, dir, texts, 'cpu');
       const gpu = await pageOutputs(page, dir, texts, 'gpu');
@@ -242,7 +267,6 @@ test('on WebGPU (SwiftShader) both families give the page’s CPU states and log
     }
   } finally {
     await app.close();
-    rmSync(work, { recursive: true, force: true });
   }
 });
 
@@ -303,7 +327,7 @@ test('grade and statements run zero-shot with a DeBERTa-v3 NLI model in the page
   const app = await openApp();
   try {
     await upload(app.page, ['rubric/conversations.jsonl', 'statements/answers.jsonl']);
-    await gradeAndCheckLikeTheCli(app.page, work, makeFolder(work, 'deberta-v3-nli', 'small-v3', 'seq', NLI), 'f32');
+    await gradeAndCheckLikeTheCli(app.page, work, folder('deberta-v3-nli', 'small-v3', 'seq', NLI), 'f32');
   } finally {
     await app.close();
     rmSync(work, { recursive: true, force: true });
@@ -319,7 +343,7 @@ test('in int8 the page grades and checks statements with both families as `--pre
   try {
     await upload(app.page, ['rubric/conversations.jsonl', 'statements/answers.jsonl']);
     for (const [name, config] of [['deberta-v3-nli', 'small-v3'], ['modernbert-nli', 'small-modernbert']]) {
-      const dir = makeFolder(work, name, config, 'seq', NLI);
+      const dir = folder(name, config, 'seq', NLI);
       const int8 = await gradeAndCheckLikeTheCli(app.page, work, dir, 'int8');
       const f32 = await gradeAndCheckLikeTheCli(app.page, work, dir, 'f32');
       const moved = Math.max(...int8.grade.criteria.map((c, i) => Math.abs(c.p_met - f32.grade.criteria[i].p_met)));
@@ -336,7 +360,9 @@ test('a DeBERTa folder whose only tokenizer is spm.model is refused in the page 
   const work = mkdtempSync(join(tmpdir(), 'medrank-families-spm-'));
   const app = await openApp();
   try {
-    const dir = makeFolder(work, 'deberta-spm-only', 'small-v3', 'seq', NLI);
+    // A copy of the DeBERTa-v3 NLI folder, without the tokenizer.json.
+    const dir = join(work, 'deberta-spm-only');
+    cpSync(folder('deberta-v3-nli', 'small-v3', 'seq', NLI), dir, { recursive: true });
     rmSync(join(dir, 'tokenizer.json'));
     // The command line converts it and runs.
     cli(['statements', '--input', join(EXAMPLES, 'statements/answers.jsonl'), '--nli', dir, '--json', join(work, 's.json'), '-q']);
