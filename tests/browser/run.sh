@@ -26,7 +26,13 @@ fi
 
 export MEDRANK_SITE="$SITE" MEDRANK_BIN
 cd "$HERE"
+# Two files at a time: the SwiftShader tests (WebGPU emulated on the CPU) keep about one core
+# busy, and Python, the CLI and Playwright wait between page runs, so one file at a time left
+# a quarter of the 2 cores idle (vmstat). Measured on 2 cores: 23.0 min one at a time, 16.9
+# two at a time, all passing (BENCHMARKS.md, 2026-11-28 night). MEDRANK_BROWSER_CONCURRENCY=1
+# runs one at a time, for a test's own timing.
+CONCURRENCY="${MEDRANK_BROWSER_CONCURRENCY:-2}"
 if [ $# -gt 0 ]; then
-  exec node --test --test-concurrency=1 "$@"
+  exec node --test --test-concurrency="$CONCURRENCY" "$@"
 fi
-exec node --test --test-concurrency=1 ./*.test.mjs
+exec node --test --test-concurrency="$CONCURRENCY" ./*.test.mjs
