@@ -23,6 +23,7 @@ const KINDS = {};
 const JOBS = {};
 const state = {
   files: [], // {id, name, text, size, kind, params, check, importedFrom}
+  reading: 0, // file drops whose files are still being read (not yet in `files`)
   nextId: 1,
   worker: null,
   workerReady: null,
@@ -94,9 +95,17 @@ async function ask(message, onProgress, transfer = []) {
 // ---------------------------------------------------------------- files ------------------
 async function addFiles(fileList) {
   const added = [];
-  for (const file of fileList) {
-    const text = await file.text();
-    added.push(addText(file.name, text));
+  // Until every dropped file is read and checked, no job may start: a click in between
+  // would run on part of the files (say, a ranking without the people's rankings).
+  state.reading++;
+  updateRunButtons();
+  try {
+    for (const file of fileList) {
+      const text = await file.text();
+      added.push(addText(file.name, text));
+    }
+  } finally {
+    state.reading--;
   }
   renderFiles();
   await Promise.all(added.map(identifyAndCheck));
@@ -470,6 +479,7 @@ const separator = (field) => (field.dataset.separator === ';' ? '; ' : ', ');
 
 function updateRunButtons() {
   trainingUi?.updateButton();
+  const filesBusy = state.reading > 0 || state.files.some((f) => f.check.status === 'pending');
   for (const button of document.querySelectorAll('[data-job]')) {
     const job = JOBS[button.dataset.job];
     const have = new Set(state.files.filter((f) => f.check.status !== 'bad').map((f) => f.kind));
@@ -480,14 +490,16 @@ function updateRunButtons() {
     const checkFailed = job.check && state.rankCheck?.status === 'bad';
     // A job that runs only on a model: the predictions choice names none.
     const noModel = job.model === 'required' && !chosen;
-    button.disabled = !!state.running || realMissing.length > 0 || checkFailed || noModel;
-    button.title = realMissing.length
-      ? `Needs: ${realMissing.map((alts) => alts.map((k) => KINDS[k].label).join(' or ')).join('; ')}`
-      : checkFailed
-        ? 'Fix the problem shown below the buttons first.'
-        : noModel
-          ? job.needs_model
-          : `Run ${button.textContent}`;
+    button.disabled = !!state.running || filesBusy || realMissing.length > 0 || checkFailed || noModel;
+    button.title = filesBusy
+      ? 'Wait: the files are still being read and checked.'
+      : realMissing.length
+        ? `Needs: ${realMissing.map((alts) => alts.map((k) => KINDS[k].label).join(' or ')).join('; ')}`
+        : checkFailed
+          ? 'Fix the problem shown below the buttons first.'
+          : noModel
+            ? job.needs_model
+            : `Run ${button.textContent}`;
   }
 }
 

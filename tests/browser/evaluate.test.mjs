@@ -281,3 +281,53 @@ test('beside each ranking, its agreement with the people’s rankings, marked in
   const warnings = await page.textContent('[data-view="warnings"]');
   for (const w of said) assert.ok(warnings.includes(w), `${w} in ${warnings}`);
 });
+
+test('no Run button can be clicked while a dropped file is still being read or checked, so a run never starts on part of the files', async () => {
+  const { page } = app;
+  // Empty the list as a user does (each file's ✕), then the bundle and predictions: the
+  // ranking can run.
+  while ((await page.locator('#files button[aria-label^="Remove "]').count()) > 0)
+    await page.locator('#files button[aria-label^="Remove "]').first().click();
+  await upload(page, ['bundle.jsonl', 'predictions.csv']);
+  await page.waitForFunction(() => !document.querySelector('#run-rank_systems').disabled);
+  // Every change of the page from here is looked at: a row that says "checking…" while a
+  // Run button is enabled is a moment where a click would run without that file. (Before
+  // the fix, the people's rankings, still being checked, were not yet a kind the ranking
+  // reads, and the Rank button was enabled: a click ran a ranking without them.)
+  await page.evaluate(() => {
+    window.__seen = { first: null, checking: 0, enabledWhileChecking: [] };
+    window.__observer = new MutationObserver(() => {
+      const rank = document.querySelector('#run-rank_systems');
+      // The page's first change after the drop, before its files are read and listed.
+      window.__seen.first ??= { listed: document.querySelectorAll('#files tbody tr').length, disabled: rank.disabled, title: rank.title };
+      const checking = [...document.querySelectorAll('#files tr')]
+        .filter((tr) => tr.querySelector('td.check')?.textContent.includes('checking'))
+        .map((tr) => tr.dataset.file);
+      if (!checking.length) return;
+      window.__seen.checking++;
+      for (const b of document.querySelectorAll('[data-job]'))
+        if (!b.disabled) window.__seen.enabledWhileChecking.push(`${b.id} with ${checking.join(', ')} checking`);
+    });
+    window.__observer.observe(document.body, { subtree: true, childList: true, attributes: true, characterData: true });
+  });
+  await page.setInputFiles('#file-input', [join(EXAMPLES, 'rankings.csv'), join(EXAMPLES, 'corpus.jsonl')]);
+  await waitForChecks(page, FILES.length);
+  await page.waitForFunction(() => !document.querySelector('#run-rank_systems').disabled);
+  const seen = await page.evaluate(() => {
+    window.__observer.disconnect();
+    return window.__seen;
+  });
+  // While the drop's files were read, before they were listed, the buttons waited already
+  // and said why.
+  assert.deepEqual(seen.first, { listed: 2, disabled: true, title: 'Wait: the files are still being read and checked.' });
+  assert.ok(seen.checking > 0, 'the rows were seen while they were checked');
+  assert.deepEqual(seen.enabledWhileChecking, []);
+  // The run that follows reads all four files: the people's rankings among them.
+  await setOptions(page, { keep_not_enough_evidence: false });
+  await run(page, '#run-rank_systems');
+  const report = await page.evaluate(() => window.medrank.state.lastResult.result.report);
+  assert.deepEqual(
+    report.evaluators[0].report.tasks.map((t) => t.human.kendall_tau_b.tau),
+    cliReport.evaluators[0].report.tasks.map((t) => t.human.kendall_tau_b.tau),
+  );
+});

@@ -133,11 +133,20 @@ export async function upload(page, relativePaths) {
 }
 
 /** Wait until at least `rows` files are listed and none says "checking…" (the page reads
- *  files asynchronously, so rows appear after setInputFiles returns). */
+ *  files asynchronously, so rows appear after setInputFiles returns). The page's own list
+ *  counts too: a test that empties `state.files` before an upload leaves the old rows on
+ *  screen, all checked, until the new files have been read, and those rows alone would let
+ *  the wait end before the new files are there. */
 export async function waitForChecks(page, rows = 1) {
   await page.waitForFunction((n) => {
     const cells = [...document.querySelectorAll('#files td.check')];
-    return cells.length >= n && !cells.some((td) => td.textContent.includes('checking'));
+    const files = window.medrank.state.files;
+    return (
+      cells.length >= n
+      && !cells.some((td) => td.textContent.includes('checking'))
+      && files.length >= n
+      && !files.some((f) => f.check.status === 'pending')
+    );
   }, rows, { timeout: 60000 });
 }
 
@@ -159,14 +168,41 @@ export async function setOptions(page, values) {
 export async function run(page, buttonId) {
   // Results of an earlier job stay on screen, so "results visible" alone would return at
   // once: wait until this job has finished and replaced the last result (or failed).
-  await page.evaluate(() => { window.__resultBeforeRun = window.medrank.state.lastResult; });
+  await page.evaluate((id) => {
+    window.__resultBeforeRun = window.medrank.state.lastResult;
+    window.__runButton = id.replace(/^#/, '');
+    window.__runClicked = false;
+    document.querySelector(id).addEventListener('click', () => { window.__runClicked = true; }, { once: true });
+  }, buttonId);
   await page.click(buttonId);
-  await page.waitForFunction(
-    () => !window.medrank.state.running
-      && (window.medrank.state.lastResult !== window.__resultBeforeRun || !document.querySelector('#run-error').hidden),
-    null,
-    { timeout: 120000 },
-  );
+  try {
+    await page.waitForFunction(
+      () => !window.medrank.state.running
+        && (window.medrank.state.lastResult !== window.__resultBeforeRun || !document.querySelector('#run-error').hidden),
+      null,
+      { timeout: 120000 },
+    );
+  } catch (e) {
+    // Say where the page stood when time ran out: a job still running (and at which stage)
+    // is slowness; no job running and no new result is a click the page never acted on.
+    const where = await page
+      .evaluate(() => {
+        const s = window.medrank.state;
+        return {
+          running: s.running ? s.running.job : null,
+          progress: document.querySelector('#progress')?.hidden ? null : document.querySelector('#progress')?.textContent.trim(),
+          pendingMessages: s.pending.size,
+          newResult: s.lastResult !== window.__resultBeforeRun,
+          clickReachedTheButton: window.__runClicked,
+          buttonDisabledNow: document.querySelector(`#${CSS.escape(window.__runButton)}`)?.disabled,
+          rankCheck: s.rankCheck?.status ?? null,
+          runError: document.querySelector('#run-error')?.hidden ? null : document.querySelector('#run-error')?.textContent,
+        };
+      })
+      .catch((err) => `unreadable: ${err.message}`);
+    e.message += `\nthe page when the wait ended: ${JSON.stringify(where)}`;
+    throw e;
+  }
   const error = await page.$eval('#run-error', (e) => (e.hidden ? null : e.textContent));
   if (error) throw new Error(`the page reported: ${error}`);
 }
