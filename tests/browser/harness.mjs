@@ -170,7 +170,6 @@ export async function run(page, buttonId) {
   // once: wait until this job has finished and replaced the last result (or failed).
   await page.evaluate((id) => {
     window.__resultBeforeRun = window.medrank.state.lastResult;
-    window.__runButton = id.replace(/^#/, '');
     window.__runClicked = false;
     document.querySelector(id).addEventListener('click', () => { window.__runClicked = true; }, { once: true });
   }, buttonId);
@@ -186,7 +185,7 @@ export async function run(page, buttonId) {
     // Say where the page stood when time ran out: a job still running (and at which stage)
     // is slowness; no job running and no new result is a click the page never acted on.
     const where = await page
-      .evaluate(() => {
+      .evaluate((id) => {
         const s = window.medrank.state;
         return {
           running: s.running ? s.running.job : null,
@@ -194,11 +193,11 @@ export async function run(page, buttonId) {
           pendingMessages: s.pending.size,
           newResult: s.lastResult !== window.__resultBeforeRun,
           clickReachedTheButton: window.__runClicked,
-          buttonDisabledNow: document.querySelector(`#${CSS.escape(window.__runButton)}`)?.disabled,
+          buttonDisabledNow: document.querySelector(id)?.disabled,
           rankCheck: s.rankCheck?.status ?? null,
           runError: document.querySelector('#run-error')?.hidden ? null : document.querySelector('#run-error')?.textContent,
         };
-      })
+      }, buttonId)
       .catch((err) => `unreadable: ${err.message}`);
     e.message += `\nthe page when the wait ended: ${JSON.stringify(where)}`;
     throw e;
