@@ -101,13 +101,23 @@ async function addFiles(fileList) {
   updateRunButtons();
   try {
     for (const file of fileList) {
-      const text = await file.text();
+      let text;
+      try {
+        text = await file.text();
+      } catch (error) {
+        // Moved or deleted between the drop and its read: listed with why, and the other
+        // files of the drop are read and checked as usual.
+        const entry = addText(file.name, '');
+        entry.size = file.size;
+        entry.check = { status: 'bad', error: { message: `The file could not be read: ${error.message}` } };
+        continue;
+      }
       added.push(addText(file.name, text));
     }
   } finally {
     state.reading--;
+    renderFiles();
   }
-  renderFiles();
   await Promise.all(added.map(identifyAndCheck));
   announce(`${added.length} file${added.length === 1 ? '' : 's'} added`);
 }

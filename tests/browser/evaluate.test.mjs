@@ -331,3 +331,33 @@ test('no Run button can be clicked while a dropped file is still being read or c
     cliReport.evaluators[0].report.tasks.map((t) => t.human.kendall_tau_b.tau),
   );
 });
+
+test('a dropped file that cannot be read is listed with why, and the other files of the drop are checked and used', async () => {
+  const { page } = app;
+  while ((await page.locator('#files button[aria-label^="Remove "]').count()) > 0)
+    await page.locator('#files button[aria-label^="Remove "]').first().click();
+  await upload(page, ['bundle.jsonl', 'corpus.jsonl']); // the corpus: the options in force use a control that reads it
+  // One drop: a file whose read fails (as when it is moved away between the drop and its
+  // read; an object stands in for that File, since a real one cannot be made unreadable
+  // from here), then the predictions, read and checked after it.
+  await page.evaluate((predictions) => {
+    const input = document.querySelector('#file-input');
+    const unreadable = { name: 'moved.csv', size: 4, text: () => Promise.reject(new Error('NotReadableError: moved away')) };
+    Object.defineProperty(input, 'files', { value: [unreadable, new File([predictions], 'predictions.csv')], configurable: true });
+    input.dispatchEvent(new Event('change'));
+    delete input.files;
+  }, readFileSync(join(EXAMPLES, 'predictions.csv'), 'utf8'));
+  await waitForChecks(page, 4);
+  const files = await page.evaluate(() => window.medrank.state.files.map((f) => [f.name, f.check.status, f.size]));
+  assert.deepEqual(files, [
+    ['bundle.jsonl', 'ok', readFileSync(join(EXAMPLES, 'bundle.jsonl')).length],
+    ['corpus.jsonl', 'ok', readFileSync(join(EXAMPLES, 'corpus.jsonl')).length],
+    ['moved.csv', 'bad', 4],
+    ['predictions.csv', 'ok', readFileSync(join(EXAMPLES, 'predictions.csv')).length],
+  ]);
+  assert.match(await page.textContent('#files tr[data-file="moved.csv"]'), /The file could not be read: NotReadableError: moved away/);
+  // The ranking runs on the files that were read.
+  await page.waitForFunction(() => !document.querySelector('#run-rank_systems').disabled, null, { timeout: 10000 });
+  await run(page, '#run-rank_systems');
+  assert.ok(await page.evaluate(() => window.medrank.state.lastResult.result.report.evaluators.length > 0));
+});
