@@ -36,15 +36,6 @@ CONCURRENCY="${MEDRANK_BROWSER_CONCURRENCY:-2}"
 if [ $# -gt 0 ]; then
   exec node --test --test-concurrency="$CONCURRENCY" "$@"
 fi
-# The longest files first (seconds one at a time on 2 cores, 2026-11-28: families 316,
-# train 218, gradients 168, encoder 122, grade 84; the rest under 60 each), so that no long
-# file starts near the end and runs alone while a core sits idle. Every other file follows
-# in name order; a file missing from this list still runs. Measured since: no faster than name
-# order (21.0 against 20.6 min, BENCHMARKS.md 2026-11-29 later): both cores stay busy either way.
-FIRST=(families train gradients encoder grade threads int8)
-FILES=()
-for name in "${FIRST[@]}"; do [ -f "$name.test.mjs" ] && FILES+=("./$name.test.mjs"); done
-for file in ./*.test.mjs; do
-  [[ " ${FILES[*]} " == *" $file "* ]] || FILES+=("$file")
-done
-exec node --test --test-concurrency="$CONCURRENCY" "${FILES[@]}"
+# In name order. Longest first (families, train, gradients, ...) was tried and was no faster
+# (21.0 against 20.6 min, BENCHMARKS.md 2026-11-29 later): both cores stay busy either way.
+exec node --test --test-concurrency="$CONCURRENCY" ./*.test.mjs
