@@ -33,8 +33,15 @@ phase_table() {
   done
   awk -v s=$((end - ${PHASE_STARTS[0]:-$end})) 'BEGIN { printf "   %-58s %6.1f\n", "total", s / 60 }'
 }
+# The PyTorch and transformers references replay a run whose script, libraries and inputs
+# they have seen before (tests/reference/memo.py; the cache is outside the clone, like the
+# build folder): the log says how many of this run's reference runs were computed.
+reference_summary() {
+  [ -s "${MEDRANK_REFERENCE_LOG:-}" ] || return 0
+  echo "== reference runs (PyTorch, transformers): $(grep -c '^computed' "$MEDRANK_REFERENCE_LOG") computed, $(grep -c '^replayed' "$MEDRANK_REFERENCE_LOG") replayed from ${MEDRANK_REFERENCE_CACHE:-~/.cache/medrank/reference}"
+}
 TEST_TMPDIR=""
-trap 'status=$?; phase_table; [ -z "$TEST_TMPDIR" ] || rm -rf "$TEST_TMPDIR"; exit $status' EXIT
+trap 'status=$?; phase_table; reference_summary; [ -z "$TEST_TMPDIR" ] || rm -rf "$TEST_TMPDIR"; exit $status' EXIT
 
 phase "setup"
 scripts/setup.sh all
@@ -43,6 +50,7 @@ scripts/setup.sh all
 # folder of this run, removed when it ends however it ends: runs leave nothing behind.
 TEST_TMPDIR="$(mktemp -d -t medrank-test.XXXXXX)"
 export TMPDIR="$TEST_TMPDIR"
+export MEDRANK_REFERENCE_LOG="$TEST_TMPDIR/reference-runs.log"
 
 phase "format and lint (native)"
 cargo fmt --check

@@ -28,6 +28,7 @@ mod nrp_rankers;
 mod option_space;
 mod quantize;
 mod readme_commands;
+mod reference_memo;
 mod ros_controls;
 mod serve;
 mod train_reference;

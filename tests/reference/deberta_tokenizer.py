@@ -20,6 +20,12 @@ import os
 import shutil
 import tempfile
 
+import memo
+
+# Before transformers is imported: a conversion seen before is replayed.
+MEMO = memo.Memo(inputs=["--spm", "--texts"], outputs={"--tokenizer-json": "path", "--ids": "path"},
+                 packages=["numpy", "safetensors", "sentencepiece", "tokenizers", "torch", "transformers"])
+
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 import sentencepiece  # noqa: E402
@@ -75,4 +81,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    MEMO.run(main)

@@ -31,6 +31,14 @@ import math
 import os
 import sys
 
+import memo
+
+# Before torch is imported: a run whose script, libraries and inputs were seen before is
+# replayed (make's --out is a folder, run's a prefix of three files).
+MEMO = memo.Memo(inputs=["--model", "--inputs"],
+                 outputs={"--out": "prefix" if sys.argv[1:2] == ["run"] else "path"},
+                 packages=["numpy", "safetensors", "sentencepiece", "tokenizers", "torch", "transformers"])
+
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 import torch  # noqa: E402
@@ -192,4 +200,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    MEMO.run(main)

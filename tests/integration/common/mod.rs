@@ -70,10 +70,15 @@ pub fn context() -> Option<GpuContext> {
 /// (`scripts/setup.sh reference`). Where they are missing the test says so and passes,
 /// unless MEDRANK_REQUIRE_REFERENCE=1 (set by scripts/test.sh), which makes that a failure.
 pub fn reference_available() -> bool {
-    let ok = std::process::Command::new("python3")
-        .args(["-c", "import torch, transformers"])
-        .output()
-        .is_ok_and(|o| o.status.success());
+    // Asked once per test binary: importing torch and transformers takes seconds of CPU,
+    // and ten tests ask.
+    static AVAILABLE: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    let ok = *AVAILABLE.get_or_init(|| {
+        std::process::Command::new("python3")
+            .args(["-c", "import torch, transformers"])
+            .output()
+            .is_ok_and(|o| o.status.success())
+    });
     if !ok {
         assert!(
             std::env::var("MEDRANK_REQUIRE_REFERENCE").as_deref() != Ok("1"),
