@@ -119,6 +119,7 @@ fn a_reference_run_is_replayed_only_for_the_same_script_libraries_and_inputs() {
     let run = Command::new("python3")
         .current_dir(root())
         .env("MEDRANK_REFERENCE_CACHE", "off")
+        .env_remove("MEDRANK_REFERENCE_LOG")
         .args([&[script][..], &args, &["--out", s(&out)]].concat())
         .output()
         .unwrap();

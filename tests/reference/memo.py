@@ -134,21 +134,25 @@ class Memo:
         entry = self._entry()
         if not os.path.isdir(entry):
             return
-        for name, asked in self.asked.items():
-            recorded = os.path.join(entry, name.strip("-"))
-            if self.outputs[name] == "prefix":
-                for suffix in sorted(os.listdir(recorded)):
-                    shutil.copyfile(os.path.join(recorded, suffix), asked + suffix)
-            elif os.path.isdir(recorded):
-                shutil.copytree(recorded, asked, dirs_exist_ok=True)
-            elif os.path.isfile(recorded):
-                shutil.copyfile(recorded, asked)
-        with open(os.path.join(entry, "stdout"), encoding="utf-8") as f:
-            sys.stdout.write(f.read())
+        try:
+            for name, asked in self.asked.items():
+                recorded = os.path.join(entry, name.strip("-"))
+                if self.outputs[name] == "prefix":
+                    for suffix in sorted(os.listdir(recorded)):
+                        shutil.copyfile(os.path.join(recorded, suffix), asked + suffix)
+                elif os.path.isdir(recorded):
+                    shutil.copytree(recorded, asked, dirs_exist_ok=True)
+                elif os.path.isfile(recorded):
+                    shutil.copyfile(recorded, asked)
+            with open(os.path.join(entry, "stdout"), encoding="utf-8") as f:
+                stdout = f.read()
+            os.utime(entry)  # most recently used
+        except OSError:
+            return  # removed by another run's pruning meanwhile: computed instead (its outputs overwrite these)
+        sys.stdout.write(stdout)
         sys.stdout.flush()
         print(f"{os.path.basename(sys.argv[0])}: replayed reference run {self.key[:12]} (the same script, "
               "libraries and inputs; MEDRANK_REFERENCE_CACHE=off recomputes)", file=sys.stderr)
-        os.utime(entry)  # most recently used
         self._log("replayed")
         sys.exit(0)
 
@@ -221,6 +225,13 @@ class _Tee(io.TextIOBase):
 
 def _prune(root):
     """Removes the least recently used entries while the cache holds more than LIMIT_BYTES."""
+    try:
+        _prune_entries(root)
+    except OSError:
+        pass  # another run pruned or recorded meanwhile: the next run prunes again
+
+
+def _prune_entries(root):
     entries = []
     for shard in os.listdir(root):
         folder = os.path.join(root, shard)
