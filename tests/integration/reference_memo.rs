@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-/// python3 with `args`, the cache in `cache` (and no run log of the test command).
+/// python3 with `args`, the cache in `cache` ("off": none), and no run log of the test command.
 fn python_with_cache(cache: &Path, args: &[&str]) -> Output {
     Command::new("python3")
         .current_dir(root())
@@ -116,13 +116,7 @@ fn a_reference_run_is_replayed_only_for_the_same_script_libraries_and_inputs() {
     // Off: computed even where an entry exists.
     let out = tmp("off");
     let args = ["make", "--config", "small-v3", "--head", "seq", "--labels", "a,b", "--vocab", "300", "--seed", "7"];
-    let run = Command::new("python3")
-        .current_dir(root())
-        .env("MEDRANK_REFERENCE_CACHE", "off")
-        .env_remove("MEDRANK_REFERENCE_LOG")
-        .args([&[script][..], &args, &["--out", s(&out)]].concat())
-        .output()
-        .unwrap();
+    let run = python_with_cache(Path::new("off"), &[&[script][..], &args, &["--out", s(&out)]].concat());
     assert!(!replayed(&run, "make with the cache off"));
     assert_eq!(files(&first), files(&out), "transformers' seeded folder is not reproducible");
 }

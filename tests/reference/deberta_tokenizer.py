@@ -23,8 +23,7 @@ import tempfile
 import memo
 
 # Before transformers is imported: a conversion seen before is replayed.
-MEMO = memo.Memo(inputs=["--spm", "--texts"], outputs={"--tokenizer-json": "path", "--ids": "path"},
-                 packages=["numpy", "safetensors", "sentencepiece", "tokenizers", "torch", "transformers"])
+MEMO = memo.Memo(inputs=["--spm", "--texts"], outputs={"--tokenizer-json": "path", "--ids": "path"})
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")

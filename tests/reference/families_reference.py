@@ -36,8 +36,7 @@ import memo
 # Before torch is imported: a run whose script, libraries and inputs were seen before is
 # replayed (make's --out is a folder, run's a prefix of three files).
 MEMO = memo.Memo(inputs=["--model", "--inputs"],
-                 outputs={"--out": "prefix" if sys.argv[1:2] == ["run"] else "path"},
-                 packages=["numpy", "safetensors", "sentencepiece", "tokenizers", "torch", "transformers"])
+                 outputs={"--out": "prefix" if sys.argv[1:2] == ["run"] else "path"})
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")

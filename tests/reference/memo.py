@@ -7,8 +7,7 @@ again on the same inputs recomputes the same numbers: on two cores, PyTorch's re
 medrank's trainings and transformers' forward passes were about 600 of the native tests'
 ~2,100 seconds. So each script asks this module first:
 
-    MEMO = memo.Memo(inputs=["--trace"], outputs={"--json": "path", "--out": "path"},
-                     packages=["torch", "transformers"])   # before importing torch
+    MEMO = memo.Memo(inputs=["--trace"], outputs={"--json": "path", "--out": "path"})  # before importing torch
     ...
     if __name__ == "__main__":
         MEMO.run(main)
@@ -44,6 +43,9 @@ import tempfile
 import time
 
 LIMIT_BYTES = 2 << 30
+# What the reference scripts import, directly or through transformers: their versions are
+# part of every key.
+PACKAGES = ("numpy", "safetensors", "sentencepiece", "tokenizers", "torch", "transformers")
 
 
 def _digest_path(path, h):
@@ -88,7 +90,7 @@ def _version(package):
 class Memo:
     """One script's cache entry for this command line (see the module's text)."""
 
-    def __init__(self, inputs=(), outputs=None, packages=(), argv=None):
+    def __init__(self, inputs=(), outputs=None, packages=PACKAGES, argv=None):
         self.argv = list(sys.argv[1:] if argv is None else argv)
         self.outputs = dict(outputs or {})  # option -> "path" (a file or folder) or "prefix" (PREFIX.*)
         self.started = time.time()
