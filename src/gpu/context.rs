@@ -2,7 +2,9 @@
 //! its real limits, creating buffers, splitting tables that do not fit one binding, and
 //! reading results back without blocking (the browser cannot block on a poll).
 
+use std::collections::HashMap;
 use std::ops::Range;
+use std::sync::{Arc, Mutex};
 
 use wgpu::util::DeviceExt;
 
@@ -96,6 +98,11 @@ pub struct GpuContext {
     /// The adapter's own limits, requested in full (not wgpu's conservative defaults).
     pub limits: wgpu::Limits,
     pub adapter: AdapterSummary,
+    /// Every kernel compiled on this device, by its assembled source: an encoder or a
+    /// trainer made again on the same device (every job of a page, every case of the
+    /// gradient check) reuses them instead of compiling them again, which on a software
+    /// adapter took most of a small job's time.
+    pub(crate) pipelines: Arc<Mutex<HashMap<String, wgpu::ComputePipeline>>>,
 }
 
 impl GpuContext {
@@ -141,7 +148,13 @@ impl GpuContext {
             shader_f16,
             timestamps,
         };
-        Ok(GpuContext { device, queue, limits, adapter })
+        Ok(GpuContext { device, queue, limits, adapter, pipelines: Default::default() })
+    }
+
+    /// How many kernels this device has compiled (each source once, however many encoders
+    /// and trainers use it).
+    pub fn compiled_kernels(&self) -> usize {
+        self.pipelines.lock().map(|p| p.len()).unwrap_or_else(|poisoned| poisoned.into_inner().len())
     }
 
     /// The largest buffer one storage binding may cover, in bytes.

@@ -504,6 +504,25 @@ fn a_kept_plan_gives_the_same_states_as_a_fresh_encoder() {
     }
 }
 
+/// A second encoder on the same device compiles no kernel again: the device keeps every
+/// pipeline by its source (on SwiftShader, compiling them again took most of the browser's
+/// GPU gradient check, 169 s of it against 22 s). Its states are the first encoder's.
+#[test]
+fn encoders_and_trainers_on_one_device_compile_each_kernel_once() {
+    let Some(ctx) = context() else { return };
+    let (name, config) = tiny_configs().remove(0);
+    let model = random_model_unit_scale(config.clone(), 5);
+    assert_eq!(ctx.compiled_kernels(), 0, "a new device has compiled nothing");
+    let first = GpuEncoder::with_context(ctx.clone(), &model).unwrap();
+    let batch = random_batch(&config, &[20, 7, 12], 1);
+    let once = encode(&first, &batch, config.num_layers);
+    let compiled = ctx.compiled_kernels();
+    assert!(compiled > 0);
+    let second = GpuEncoder::with_context(ctx.clone(), &model).unwrap();
+    assert_eq!(ctx.compiled_kernels(), compiled, "{name}: the second encoder compiled again");
+    assert_eq!(encode(&second, &batch, config.num_layers).data, once.data, "{name}");
+}
+
 /// The GPU profile times every dispatch of a pass on the GPU (timestamp queries) and sums
 /// them by step: each step appears with as many dispatches as the pass has of it, and a
 /// profiled pass leaves the encoder's results as they were. On an adapter without

@@ -231,11 +231,17 @@ impl Kernel {
         Kernel::new(ctx, name, Source { directives: "", params, constants: &constants, shared, body })
     }
 
+    /// Compiles the kernel, or takes the pipeline this device already compiled from the
+    /// same source (a kernel's name and source determine its pipeline).
     fn new(ctx: &GpuContext, name: &'static str, source: Source) -> Self {
-        let desc = wgpu::ShaderModuleDescriptor {
-            label: Some(name),
-            source: wgpu::ShaderSource::Wgsl(source.assemble().into()),
-        };
+        let text = source.assemble();
+        let mut compiled = ctx.pipelines.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let pipeline = compiled.entry(format!("{name}\n{text}")).or_insert_with(|| Self::compile(ctx, name, text));
+        Kernel { name, pipeline: pipeline.clone() }
+    }
+
+    fn compile(ctx: &GpuContext, name: &'static str, text: String) -> wgpu::ComputePipeline {
+        let desc = wgpu::ShaderModuleDescriptor { label: Some(name), source: wgpu::ShaderSource::Wgsl(text.into()) };
         let module = match loop_and_division_guards() {
             true => ctx.device.create_shader_module(desc),
             // SAFETY: the kernels are this crate's own: every loop counts up to a bound
@@ -252,15 +258,14 @@ impl Kernel {
                 )
             },
         };
-        let pipeline = ctx.device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+        ctx.device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
             label: Some(name),
             layout: None,
             module: &module,
             entry_point: Some("main"),
             compilation_options: Default::default(),
             cache: None,
-        });
-        Kernel { name, pipeline }
+        })
     }
 
     /// Binds `params` (in a uniform buffer of its own) and `buffers` for one dispatch of
