@@ -1,8 +1,9 @@
 // Service worker: the app works offline after the first visit. App files are stored at
 // install (the list comes from precache.json, written by scripts/build-web.sh, and the cache
 // name carries a hash of the build so a new build replaces the old one). Model files are
-// stored the first time they are used (in the same cache the page's "Clear cached models"
-// button empties). Only same-origin GET requests are handled; nothing else is touched.
+// stored the first time they are used, unless asked with no-store (in the same cache the
+// page's "Clear cached models" button empties). Only same-origin GET requests are handled;
+// nothing else is touched.
 //
 // Every response it hands the page carries the cross-origin isolation headers (COOP/COEP),
 // so static hosts that cannot send them (GitHub Pages, an intranet share) still give the
@@ -44,7 +45,9 @@ self.addEventListener('fetch', (event) => {
       const hit = await cache.match(event.request, { ignoreSearch: true });
       if (hit) return isolated(hit);
       const response = await fetch(event.request);
-      if (response.ok && isModel) await cache.put(event.request, response.clone());
+      // A request that asks not to be stored (the 8-bit copy's facts) is not stored.
+      if (response.ok && isModel && event.request.cache !== 'no-store')
+        await cache.put(event.request, response.clone());
       return isolated(response);
     })(),
   );

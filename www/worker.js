@@ -297,7 +297,12 @@ async function keptModel(choice, progress, precision, onPlan = () => {}) {
 /** The bundled 8-bit copy's quantization.json (FORMATS.md §9), or null. */
 async function int8Facts() {
   try {
-    const res = await fetch(new URL(BUNDLED_INT8 + 'quantization.json', self.location.href).href);
+    // Not a file any model loads: asked with no-store, which the service worker honours, so
+    // the cached model files are only those a job read, whenever the worker came under the
+    // service worker's control (once, a load that raced it counted this file too).
+    const res = await fetch(new URL(BUNDLED_INT8 + 'quantization.json', self.location.href).href, {
+      cache: 'no-store',
+    });
     return res.ok ? await res.json() : null;
   } catch {
     return null;

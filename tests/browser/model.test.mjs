@@ -15,6 +15,11 @@ test('the bundled model is cached in the browser and the clear button removes it
   const app = await openApp();
   try {
     const { page, requests, server } = app;
+    // Loaded again under the service worker, with the 8-bit copy's facts shown: every
+    // request of the page and its worker now goes through the service worker.
+    await page.evaluate(() => navigator.serviceWorker.ready);
+    await page.reload();
+    await page.waitForFunction(() => navigator.serviceWorker.controller && !document.querySelector('#int8-facts').hidden, null, { timeout: 60000 });
     await upload(page, ['bundle.jsonl']);
     await page.check('input[name=model][value=bundled]');
     assert.equal(await page.isEnabled('#run-rank_systems'), true, 'a model replaces the predictions file');
@@ -24,6 +29,10 @@ test('the bundled model is cached in the browser and the clear button removes it
     // sentence-transformers settings) is read and cached.
     const served = readdirSync(join(SITE, 'models/all-MiniLM-L6-v2'), { recursive: true }).filter((f) => statSync(join(SITE, 'models/all-MiniLM-L6-v2', f)).isFile());
     await page.waitForFunction(() => /Cached in this browser: \d+ model files/.test(document.querySelector('#model-status').textContent), null, { timeout: 10000 });
+    // Exactly those: the 8-bit copy's facts, read at start-up, are not a model file a job
+    // read (a load where the service worker took control first once counted them too).
+    const cached = await page.evaluate(async () => (await (await caches.open('medrank-models-v1')).keys()).map((r) => new URL(r.url).pathname));
+    assert.deepEqual(cached.sort(), served.map((f) => `/models/all-MiniLM-L6-v2/${f}`).sort());
     assert.equal(await page.textContent('#model-status'), `Cached in this browser: ${served.length} model files.`);
     const fetched = requests.filter((r) => r.url.includes('/models/all-MiniLM-L6-v2/')).map((r) => new URL(r.url));
     assert.ok(fetched.length >= 3 && fetched.every((u) => u.origin === new URL(server.url).origin));
