@@ -154,9 +154,11 @@ pub struct EncoderOutputs {
 }
 
 /// Texts and pairs of texts (the model's pair template, each part cut at its end where the
-/// pair is too long) run through `encoder` in batches of 16, in input order: what the parity
-/// tests compare with Hugging Face transformers on every path (natively, and in the page
-/// through `page::encoder_outputs`).
+/// pair is too long) run through `encoder` in batches of 16 of similar length, as the
+/// evaluators batch them ([`super::batching::length_batches`]), returned in input order:
+/// what the parity tests compare with Hugging Face transformers on every path (natively,
+/// and in the page through `page::encoder_outputs`). In input order, one long text padded
+/// its batch's short ones to its length (on SwiftShader, most of a ModernBERT check's time).
 pub async fn encoder_outputs<E: Encoder>(
     model: &TextModel,
     encoder: &E,
@@ -174,16 +176,18 @@ pub async fn encoder_outputs<E: Encoder>(
         .collect::<Result<_>>()?;
     let last = encoder.config().num_layers;
     let has_head = model.encoder.model.head.is_some();
-    let mut out = Vec::with_capacity(encoded.len());
-    for group in encoded.chunks(16) {
-        let batch = tokenizer.batch(&group.iter().collect::<Vec<_>>());
+    let lens: Vec<usize> = encoded.iter().map(Encoded::len).collect();
+    let mut out: Vec<Option<EncoderOutputs>> = vec![None; encoded.len()];
+    for group in super::batching::length_batches(&lens, 16) {
+        let batch = tokenizer.batch(&group.iter().map(|&i| &encoded[i]).collect::<Vec<_>>());
         let states = encoder.encode(&batch, last).await?;
         let at_layer = encoder.encode(&batch, layer).await?;
         let mut logits = if has_head { encoder.read_out(&batch, Readout::Logits).await? } else { vec![] };
         logits.resize(group.len(), vec![]);
-        for ((row, e), logits) in group.iter().enumerate().zip(logits) {
+        for ((row, &i), logits) in group.iter().enumerate().zip(logits) {
+            let e = &encoded[i];
             let span = row * states.seq_len * states.hidden..(row * states.seq_len + e.len()) * states.hidden;
-            out.push(EncoderOutputs {
+            out[i] = Some(EncoderOutputs {
                 ids: e.ids.clone(),
                 type_ids: e.type_ids.clone(),
                 hidden: states.data[span.clone()].to_vec(),
@@ -192,7 +196,7 @@ pub async fn encoder_outputs<E: Encoder>(
             });
         }
     }
-    Ok(out)
+    Ok(out.into_iter().map(|o| o.expect("every input is in one batch")).collect())
 }
 
 #[cfg(test)]
