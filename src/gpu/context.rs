@@ -4,6 +4,7 @@
 
 use std::collections::HashMap;
 use std::ops::Range;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use wgpu::util::DeviceExt;
@@ -103,6 +104,9 @@ pub struct GpuContext {
     /// gradient check) reuses them instead of compiling them again, which on a software
     /// adapter took most of a small job's time.
     pub(crate) pipelines: Arc<Mutex<HashMap<String, wgpu::ComputePipeline>>>,
+    /// Set when the device is lost (a driver reset, the browser reclaiming it): a context
+    /// kept for later jobs is opened again instead ([`crate::gpu::open_encoder`]).
+    lost: Arc<AtomicBool>,
 }
 
 impl GpuContext {
@@ -148,7 +152,15 @@ impl GpuContext {
             shader_f16,
             timestamps,
         };
-        Ok(GpuContext { device, queue, limits, adapter, pipelines: Default::default() })
+        let lost = Arc::new(AtomicBool::new(false));
+        let flag = lost.clone();
+        device.set_device_lost_callback(move |_, _| flag.store(true, Ordering::Relaxed));
+        Ok(GpuContext { device, queue, limits, adapter, pipelines: Default::default(), lost })
+    }
+
+    /// Whether the device was lost: nothing more runs on it.
+    pub fn is_lost(&self) -> bool {
+        self.lost.load(Ordering::Relaxed)
     }
 
     /// How many kernels this device has compiled (each source once, however many encoders

@@ -179,12 +179,30 @@ pub fn select_encoder(
     }
 }
 
-/// [`select_encoder`] opening the GPU itself (awaits the adapter; never blocks).
+/// [`select_encoder`] on this thread's GPU device (awaits the adapter; never blocks).
 pub async fn open_encoder(model: LoadedModel, choice: BackendChoice) -> Result<(AnyEncoder, BackendReport)> {
     // int8 never runs on the GPU (select_encoder refuses or falls back): no adapter to open.
     let wanted = choice != BackendChoice::Cpu && model.precision != crate::model::Precision::Int8;
-    let gpu = if wanted { Some(GpuContext::new().await) } else { None };
+    let gpu = if wanted { Some(kept_context().await) } else { None };
     select_encoder(model, choice, move || gpu.unwrap_or_else(|| Err(Error::model("not requested"))))
+}
+
+thread_local! {
+    /// The device the encoders of this thread (the page's worker: one per job and model)
+    /// open on, kept with the kernels it compiled: a device per encoder compiled every
+    /// kernel again (seconds on a software adapter). Opened again once lost.
+    static KEPT_CONTEXT: std::cell::RefCell<Option<GpuContext>> = const { std::cell::RefCell::new(None) };
+}
+
+/// This thread's GPU device, opened on first use (an adapter that is missing is asked for
+/// again next time).
+async fn kept_context() -> Result<GpuContext> {
+    if let Some(ctx) = KEPT_CONTEXT.with(|k| k.borrow().clone()).filter(|c| !c.is_lost()) {
+        return Ok(ctx);
+    }
+    let ctx = GpuContext::new().await?;
+    KEPT_CONTEXT.with(|k| *k.borrow_mut() = Some(ctx.clone()));
+    Ok(ctx)
 }
 
 #[cfg(test)]

@@ -523,6 +523,34 @@ fn encoders_and_trainers_on_one_device_compile_each_kernel_once() {
     assert_eq!(encode(&second, &batch, config.num_layers).data, once.data, "{name}");
 }
 
+/// Encoders opened for jobs (`open_encoder`, as the page's worker and the CLI open them)
+/// share this thread's device: a second model compiles no kernel again, and its states are
+/// those of an encoder on a device of its own.
+#[test]
+fn encoders_opened_for_jobs_share_one_device_and_its_kernels() {
+    use medrank::gpu::{open_encoder, AnyEncoder, BackendChoice};
+    let Some(ctx) = context() else { return };
+    let (name, config) = tiny_configs().remove(0);
+    let gpu_of = |e: &AnyEncoder| match e {
+        AnyEncoder::Gpu(g) => g.context().clone(),
+        AnyEncoder::Cpu(_) => panic!("{name}: the GPU was asked for"),
+    };
+    let batch = random_batch(&config, &[20, 7, 12], 1);
+    let (first, _) =
+        pollster::block_on(open_encoder(random_model_unit_scale(config.clone(), 5), BackendChoice::Gpu)).unwrap();
+    encode(&first, &batch, config.num_layers);
+    let compiled = gpu_of(&first).compiled_kernels();
+    let other = random_model_unit_scale(config.clone(), 6);
+    let (second, _) = pollster::block_on(open_encoder(other.clone(), BackendChoice::Gpu)).unwrap();
+    assert_eq!(gpu_of(&second).compiled_kernels(), compiled, "{name}: the second model's encoder compiled again");
+    let alone = GpuEncoder::with_context(ctx, &other).unwrap();
+    assert_eq!(
+        encode(&second, &batch, config.num_layers).data,
+        encode(&alone, &batch, config.num_layers).data,
+        "{name}"
+    );
+}
+
 /// The GPU profile times every dispatch of a pass on the GPU (timestamp queries) and sums
 /// them by step: each step appears with as many dispatches as the pass has of it, and a
 /// profiled pass leaves the encoder's results as they were. On an adapter without
