@@ -157,8 +157,8 @@ pub struct EncoderOutputs {
 /// pair is too long) run through `encoder` in batches of 16 of similar length, as the
 /// evaluators batch them ([`super::batching::length_batches`]), returned in input order:
 /// what the parity tests compare with Hugging Face transformers on every path (natively,
-/// and in the page through `page::encoder_outputs`). In input order, one long text padded
-/// its batch's short ones to its length (on SwiftShader, most of a ModernBERT check's time).
+/// and in the page through `page::encoder_outputs`). In input order, a batch that mixed the
+/// parity checks' long texts with short ones padded every short one to the longest.
 pub async fn encoder_outputs<E: Encoder>(
     model: &TextModel,
     encoder: &E,
