@@ -508,7 +508,7 @@ fn a_kept_plan_gives_the_same_states_as_a_fresh_encoder() {
 /// pipeline by its source (on SwiftShader, compiling them again took most of the browser's
 /// GPU gradient check, 169 s of it against 22 s). Its states are the first encoder's.
 #[test]
-fn encoders_and_trainers_on_one_device_compile_each_kernel_once() {
+fn a_second_encoder_on_one_device_compiles_no_kernel_again() {
     let Some(ctx) = context() else { return };
     let (name, config) = tiny_configs().remove(0);
     let model = random_model_unit_scale(config.clone(), 5);

@@ -43,10 +43,9 @@ fn reference(trace: &Path, extra: &[&str]) -> serde_json::Value {
 /// folder the path changed with every run, and the reference was computed again every time
 /// (two trainings, 245 of the integration tests' 980 s of CPU).
 fn first_lines(file: &str, n: usize, name: &str) -> String {
-    use sha2::Digest;
     let text: String =
         std::fs::read_to_string(root().join(file)).unwrap().lines().take(n).map(|l| format!("{l}\n")).collect();
-    let digest = format!("{:x}", sha2::Sha256::digest(text.as_bytes()));
+    let digest = medrank::report::sha256_hex(text.as_bytes());
     let dir = std::env::temp_dir().join("medrank-reference-slices");
     std::fs::create_dir_all(&dir).unwrap();
     let (stem, extension) = name.rsplit_once('.').unwrap_or((name, "jsonl"));
